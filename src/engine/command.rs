@@ -1,0 +1,44 @@
+//! Human commands the engine applies at safe points.
+
+use crate::session::event::{OverrideTarget, Scores};
+
+/// Something a person asks of a running session. Every command the engine
+/// accepts becomes an event in the session log.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Command {
+    /// A comment every agent sees from its next turn on (all groups when `group` is `None`).
+    Comment { text: String, author: String, group: Option<String> },
+    /// Choose who speaks next in a debate (in the agent's own group).
+    PickSpeaker { agent: String, author: String },
+    /// Refuse the moderator's current pick: that agent does not speak next.
+    VetoSpeaker { agent: String, author: String },
+    /// Replace a score; the original stays in the record.
+    Override { target: OverrideTarget, dimension: String, value: f64, reason: Option<String>, author: String },
+    /// The human's own rating of the item.
+    Rate { scores: Scores, author: String },
+    Pause { author: String },
+    Resume { author: String },
+    /// Run one more turn, then pause again.
+    Step { author: String },
+    /// End the debate now (the turn in flight is cancelled) and go to aggregation.
+    Stop { author: String },
+    /// End the session now, without aggregation.
+    Quit { author: String },
+}
+
+impl Command {
+    pub fn author(&self) -> &str {
+        match self {
+            Command::Comment { author, .. }
+            | Command::PickSpeaker { author, .. }
+            | Command::VetoSpeaker { author, .. }
+            | Command::Override { author, .. }
+            | Command::Rate { author, .. }
+            | Command::Pause { author }
+            | Command::Resume { author }
+            | Command::Step { author }
+            | Command::Stop { author }
+            | Command::Quit { author } => author,
+        }
+    }
+}

@@ -1,0 +1,1 @@
+//! Moderator policies: who speaks next in a debate.

@@ -1,0 +1,8 @@
+//! moot: panels of LLM judges that evaluate generated text by debating.
+
+pub mod engine;
+pub mod item;
+pub mod panel;
+pub mod provider;
+pub mod session;
+pub mod stats;

@@ -1,0 +1,196 @@
+//! LLM backends behind one trait.
+//!
+//! A [`Provider`] makes **one attempt** at a streaming chat completion: it sends
+//! text deltas as they arrive and returns the final [`Completion`] with token
+//! usage, or a typed [`ProviderError`]. Retries, backoff and the events that
+//! record each attempt live in [`retry`], shared by every backend.
+
+pub mod openai;
+pub mod retry;
+pub mod scripted;
+pub mod sse;
+
+use std::fmt;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+pub use crate::session::event::Usage;
+
+/// Who wrote a chat message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ChatRole {
+    System,
+    User,
+    Assistant,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct ChatMessage {
+    pub role: ChatRole,
+    pub content: String,
+}
+
+impl ChatMessage {
+    pub fn system(content: impl Into<String>) -> Self {
+        Self { role: ChatRole::System, content: content.into() }
+    }
+    pub fn user(content: impl Into<String>) -> Self {
+        Self { role: ChatRole::User, content: content.into() }
+    }
+    pub fn assistant(content: impl Into<String>) -> Self {
+        Self { role: ChatRole::Assistant, content: content.into() }
+    }
+}
+
+/// One chat completion request, independent of the backend.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ChatRequest {
+    /// Model name; empty means the provider's default.
+    pub model: String,
+    pub messages: Vec<ChatMessage>,
+    /// Always sent: some servers otherwise generate until the context is full.
+    pub max_tokens: u32,
+    pub temperature: Option<f32>,
+    pub seed: Option<u64>,
+    /// A JSON schema the reply's evaluation must follow, for backends that can
+    /// constrain their output (the local model). Others ignore it.
+    pub response_schema: Option<serde_json::Value>,
+}
+
+impl ChatRequest {
+    pub fn new(messages: Vec<ChatMessage>) -> Self {
+        Self { model: String::new(), messages, max_tokens: 1024, temperature: None, seed: None, response_schema: None }
+    }
+}
+
+/// The final result of one successful attempt.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Completion {
+    /// The whole reply text (the concatenation of the deltas).
+    pub text: String,
+    pub usage: Usage,
+    /// The server's finish reason, when it gave one (`stop`, `length`, …).
+    pub finish_reason: Option<String>,
+    /// The reply came from the response cache.
+    pub cached: bool,
+}
+
+/// Where a timeout struck.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TimeoutKind {
+    Connect,
+    FirstToken,
+    Total,
+    /// No bytes for too long in the middle of a stream.
+    Idle,
+}
+
+impl fmt::Display for TimeoutKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            TimeoutKind::Connect => "connect",
+            TimeoutKind::FirstToken => "first token",
+            TimeoutKind::Total => "total",
+            TimeoutKind::Idle => "idle stream",
+        })
+    }
+}
+
+/// Why one attempt failed. Messages never contain keys or auth headers.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ProviderError {
+    /// The server answered with a non-success status.
+    #[error("HTTP {status}: {body}")]
+    Http { status: u16, body: String, retry_after: Option<Duration> },
+    /// The connection could not be made or broke.
+    #[error("connection error: {0}")]
+    Connect(String),
+    #[error("{0} timeout after {1:?}")]
+    Timeout(TimeoutKind, Duration),
+    /// The stream ended before its terminating event.
+    #[error("stream ended early: {0}")]
+    Incomplete(String),
+    /// The server sent something that is not valid for the protocol.
+    #[error("invalid response: {0}")]
+    Protocol(String),
+    /// The server reported an error inside the stream.
+    #[error("server error: {message}")]
+    Server { message: String, retryable: bool },
+    /// Configuration problem (missing key, bad URL): never retried.
+    #[error("{0}")]
+    Config(String),
+    #[error("cancelled")]
+    Cancelled,
+}
+
+impl ProviderError {
+    /// Whether another attempt may succeed.
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            ProviderError::Http { status, .. } => *status == 429 || *status == 408 || *status >= 500,
+            ProviderError::Connect(_) | ProviderError::Timeout(..) | ProviderError::Incomplete(_) => true,
+            ProviderError::Protocol(_) => true,
+            ProviderError::Server { retryable, .. } => *retryable,
+            ProviderError::Config(_) | ProviderError::Cancelled => false,
+        }
+    }
+    /// The delay the server asked for, if any.
+    pub fn retry_after(&self) -> Option<Duration> {
+        match self {
+            ProviderError::Http { retry_after, .. } => *retry_after,
+            _ => None,
+        }
+    }
+    /// The server told us to slow down (429 or an overload error).
+    pub fn is_rate_limit(&self) -> bool {
+        matches!(self, ProviderError::Http { status: 429, .. })
+    }
+}
+
+/// Sink for streamed text. Unbounded so a slow consumer never stalls a stream.
+pub type DeltaSender = mpsc::UnboundedSender<String>;
+
+/// Static facts about a configured backend, for headers and session logs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ProviderInfo {
+    /// Configured name (`openai`, `local`, a name from moot.toml…).
+    pub name: String,
+    /// Backend kind: `openai`, `anthropic`, `local`, `scripted`.
+    pub kind: String,
+    /// Default model.
+    pub model: String,
+    /// Base URL, for HTTP backends.
+    pub base_url: Option<String>,
+}
+
+/// A chat backend. One call is one attempt; see [`retry::call_with_retry`].
+#[async_trait]
+pub trait Provider: Send + Sync {
+    fn info(&self) -> ProviderInfo;
+
+    /// Stream one completion. Deltas go to `deltas` as they arrive; the
+    /// returned [`Completion::text`] is their concatenation. Must return
+    /// [`ProviderError::Cancelled`] promptly once `cancel` fires.
+    async fn stream(
+        &self,
+        request: &ChatRequest,
+        deltas: &DeltaSender,
+        cancel: &CancellationToken,
+    ) -> Result<Completion, ProviderError>;
+}
+
+/// Rough token estimate for text when a server reports no usage (≈4 bytes a token).
+pub fn estimate_tokens(text: &str) -> u64 {
+    (text.len() as u64).div_ceil(4)
+}
+
+/// Estimated usage for a request and its reply, marked as an estimate.
+pub fn estimate_usage(request: &ChatRequest, reply: &str) -> Usage {
+    let input: u64 = request.messages.iter().map(|m| estimate_tokens(&m.content) + 4).sum();
+    Usage { input_tokens: input, output_tokens: estimate_tokens(reply), estimated: true }
+}

@@ -1,0 +1,1 @@
+//! Retries with backoff, shared by every backend.

@@ -1,0 +1,1 @@
+//! A scripted provider for tests and benchmarks only.

@@ -1,0 +1,1 @@
+//! Server-sent events parsing over a byte stream.

@@ -1,0 +1,405 @@
+//! The session event vocabulary: every line of a session log is one [`Event`].
+//!
+//! The schema is the contract described in `docs/session-log.md`; keep both in step.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use crate::item::Item;
+
+/// Scores keyed by dimension key (plus `overall` where relevant).
+pub type Scores = BTreeMap<String, f64>;
+
+/// One line of a session log.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Event {
+    pub seq: u64,
+    pub t: DateTime<Utc>,
+    #[serde(flatten)]
+    pub kind: EventKind,
+}
+
+/// Which stage of a protocol a turn or marker belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Phase {
+    Initial,
+    Debate,
+    Discussion,
+    FinalJudgment,
+    Critique,
+    Aggregation,
+}
+
+impl Phase {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Phase::Initial => "initial",
+            Phase::Debate => "debate",
+            Phase::Discussion => "discussion",
+            Phase::FinalJudgment => "final_judgment",
+            Phase::Critique => "critique",
+            Phase::Aggregation => "aggregation",
+        }
+    }
+}
+
+/// Who a model call speaks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    #[default]
+    Agent,
+    Moderator,
+    Aggregator,
+    FinalJudge,
+}
+
+impl Role {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Agent => "agent",
+            Role::Moderator => "moderator",
+            Role::Aggregator => "aggregator",
+            Role::FinalJudge => "final_judge",
+        }
+    }
+    pub const ALL: [Role; 4] = [Role::Agent, Role::Moderator, Role::Aggregator, Role::FinalJudge];
+}
+
+/// Why a model call was made within a turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum TurnKind {
+    /// A normal evaluation or debate turn.
+    #[default]
+    Speak,
+    /// A second request after a reply that could not be parsed.
+    Repair,
+    /// A moderator call choosing the next speaker.
+    Select,
+    /// A synthesis or decisive judgment.
+    Judge,
+}
+
+/// Who chose a speaker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SelectedBy {
+    Moderator,
+    Policy,
+    Human,
+}
+
+/// Structured verdict of one agent turn.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct Evaluation {
+    /// Score per dimension key.
+    pub scores: Scores,
+    /// Overall score on the panel's scale, when given or derivable.
+    #[serde(default)]
+    pub overall: Option<f64>,
+    /// Self-reported confidence in 0..=1.
+    #[serde(default)]
+    pub confidence: Option<f64>,
+    #[serde(default)]
+    pub justification: String,
+    /// The agent said `NO MORE COMMENTS` in this reply.
+    #[serde(default)]
+    pub done: bool,
+    /// A label verdict (pairwise `A`/`B`/`tie`), for label protocols.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+}
+
+impl Evaluation {
+    /// Score for a dimension key, `overall` included.
+    pub fn score(&self, key: &str) -> Option<f64> {
+        if key == "overall" { self.overall } else { self.scores.get(key).copied() }
+    }
+    /// Set a score for a dimension key, `overall` included.
+    pub fn set_score(&mut self, key: &str, value: f64) {
+        if key == "overall" {
+            self.overall = Some(value);
+        } else {
+            self.scores.insert(key.to_string(), value);
+        }
+    }
+}
+
+/// Tokens used by one call or summed over many.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, Default)]
+pub struct Usage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    /// Counts were estimated, not reported by the server.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub estimated: bool,
+}
+
+impl Usage {
+    pub fn add(&mut self, other: &Usage) {
+        self.input_tokens += other.input_tokens;
+        self.output_tokens += other.output_tokens;
+        self.estimated |= other.estimated;
+    }
+    pub fn total(&self) -> u64 {
+        self.input_tokens + self.output_tokens
+    }
+}
+
+/// Usage totals of a session, split by role and by agent.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct UsageTotals {
+    pub total: Usage,
+    #[serde(default)]
+    pub by_role: BTreeMap<String, Usage>,
+    #[serde(default)]
+    pub by_agent: BTreeMap<String, Usage>,
+    /// Number of model calls (attempts that produced a reply).
+    #[serde(default)]
+    pub calls: u64,
+}
+
+impl UsageTotals {
+    pub fn record(&mut self, role: Role, agent: &str, usage: &Usage) {
+        self.total.add(usage);
+        self.by_role.entry(role.as_str().to_string()).or_default().add(usage);
+        self.by_agent.entry(agent.to_string()).or_default().add(usage);
+        self.calls += 1;
+    }
+}
+
+/// Which provider and model one participant talks to.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct ModelRef {
+    pub provider: String,
+    pub model: String,
+}
+
+/// One participant as recorded in `session_started`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AgentInfo {
+    pub name: String,
+    pub group: String,
+    #[serde(default)]
+    pub role: String,
+    pub provider: String,
+    pub model: String,
+}
+
+/// What a score override applies to.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum OverrideTarget {
+    /// One recorded turn's evaluation.
+    Turn { turn: u64, agent: String },
+    /// An agent's latest (and so final) evaluation.
+    Agent { agent: String },
+    /// The aggregated result: of one group, or panel-wide when `group` is absent.
+    Final {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        group: Option<String>,
+    },
+}
+
+/// How a session ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EndStatus {
+    Completed,
+    Stopped,
+    Failed,
+}
+
+impl EndStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EndStatus::Completed => "completed",
+            EndStatus::Stopped => "stopped",
+            EndStatus::Failed => "failed",
+        }
+    }
+}
+
+/// The payload of an event, tagged by `type`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum EventKind {
+    SessionStarted {
+        session_id: String,
+        protocol: String,
+        /// The resolved panel, without secrets.
+        panel: serde_json::Value,
+        item: Item,
+        agents: Vec<AgentInfo>,
+        /// Provider and model per non-agent role (moderator, aggregator, final_judge).
+        #[serde(default)]
+        roles: BTreeMap<String, ModelRef>,
+        seed: u64,
+        moot_version: String,
+        /// Which provider was chosen by default and why.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        provider_note: Option<String>,
+    },
+    PhaseStarted {
+        phase: Phase,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        group: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        round: Option<u32>,
+    },
+    SpeakerSelected {
+        group: String,
+        agent: String,
+        by: SelectedBy,
+        reason: String,
+        /// The moderator's raw reply(ies), when an LLM chose.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        raw: Option<String>,
+        /// Set when the moderator's reply was unusable and a policy chose instead.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        fallback: Option<String>,
+    },
+    TurnStarted {
+        turn: u64,
+        agent: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        group: Option<String>,
+        phase: Phase,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        round: Option<u32>,
+        #[serde(default)]
+        role: Role,
+        #[serde(default)]
+        kind: TurnKind,
+    },
+    TurnDelta {
+        turn: u64,
+        text: String,
+    },
+    TurnCompleted {
+        turn: u64,
+        agent: String,
+        text: String,
+        evaluation: Option<Evaluation>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        parse_error: Option<String>,
+        usage: Usage,
+        latency_ms: u64,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        cached: bool,
+    },
+    TurnFailed {
+        turn: u64,
+        agent: String,
+        error: String,
+        attempt: u32,
+        will_retry: bool,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        retry_in_ms: Option<u64>,
+    },
+    ConsensusChecked {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        group: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        round: Option<u32>,
+        scores: BTreeMap<String, Scores>,
+        spread: Scores,
+        reached: bool,
+        rule: String,
+    },
+    /// An agent's evaluation that stands as its final one for the group, after the debate.
+    FinalEvaluations {
+        group: String,
+        /// Agent name → final evaluation (the latest valid one).
+        evaluations: BTreeMap<String, Evaluation>,
+        /// Agent name → the turn that evaluation came from.
+        turns: BTreeMap<String, u64>,
+    },
+    HumanComment {
+        text: String,
+        author: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        group: Option<String>,
+    },
+    ScoreOverridden {
+        target: OverrideTarget,
+        dimension: String,
+        from: Option<f64>,
+        to: f64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+        author: String,
+    },
+    /// The human's own rating of the item, for agreement reports.
+    HumanRating {
+        scores: Scores,
+        author: String,
+    },
+    Paused {
+        author: String,
+    },
+    Resumed {
+        author: String,
+    },
+    StopRequested {
+        author: String,
+    },
+    /// A provider call is waiting for its turn (rate limit, local model queue, backoff).
+    Waiting {
+        turn: u64,
+        reason: String,
+    },
+    AggregationCompleted {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        group: Option<String>,
+        feedback: String,
+        scores: Scores,
+        overall: Option<f64>,
+        /// Dimension → value before human overrides, for values that were overridden.
+        #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+        original: Scores,
+        /// What produced this result: `mean`, `consensus`, `final_judge`, `override`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        method: Option<String>,
+    },
+    SessionEnded {
+        status: EndStatus,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+        /// Why the debate ended early (user stop, budget), when it did.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+        usage: UsageTotals,
+        duration_ms: u64,
+    },
+}
+
+impl EventKind {
+    /// The `type` tag of this event.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            EventKind::SessionStarted { .. } => "session_started",
+            EventKind::PhaseStarted { .. } => "phase_started",
+            EventKind::SpeakerSelected { .. } => "speaker_selected",
+            EventKind::TurnStarted { .. } => "turn_started",
+            EventKind::TurnDelta { .. } => "turn_delta",
+            EventKind::TurnCompleted { .. } => "turn_completed",
+            EventKind::TurnFailed { .. } => "turn_failed",
+            EventKind::ConsensusChecked { .. } => "consensus_checked",
+            EventKind::FinalEvaluations { .. } => "final_evaluations",
+            EventKind::HumanComment { .. } => "human_comment",
+            EventKind::ScoreOverridden { .. } => "score_overridden",
+            EventKind::HumanRating { .. } => "human_rating",
+            EventKind::Paused { .. } => "paused",
+            EventKind::Resumed { .. } => "resumed",
+            EventKind::StopRequested { .. } => "stop_requested",
+            EventKind::Waiting { .. } => "waiting",
+            EventKind::AggregationCompleted { .. } => "aggregation_completed",
+            EventKind::SessionEnded { .. } => "session_ended",
+        }
+    }
+}

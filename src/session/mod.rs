@@ -1,0 +1,3 @@
+//! Sessions: the event vocabulary, the append-only log, and the fold that turns a log into a view.
+
+pub mod event;
