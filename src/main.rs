@@ -1,3 +1,3 @@
-fn main() {
-    println!("moot");
+fn main() -> std::process::ExitCode {
+    moot::cli::main()
 }

@@ -1,8 +1,201 @@
-//! The engine runs a judging protocol for one item, emitting events and taking commands.
+//! The engine runs a judging protocol for one item.
+//!
+//! It never touches the terminal: everything it does is an [`Event`] handed to
+//! a [`Recorder`] (which writes the session log and feeds observers), and it
+//! takes human [`Command`]s on a channel, applied at once to its state and
+//! acted on at safe points (between turns). A stop cancels the turns in flight.
+//!
+//! [`Event`]: crate::session::Event
 
+pub mod aggregate;
 pub mod command;
 pub mod consensus;
 pub mod moderator;
 pub mod parse;
+pub mod prompts;
+pub mod recorder;
+
+mod commands;
+mod protocols;
+mod runtime;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Instant;
+
+use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 
 pub use command::Command;
+pub use recorder::Recorder;
+
+use crate::item::Item;
+use crate::panel::{Panel, Protocol};
+use crate::provider::Provider;
+use crate::provider::retry::RetryPolicy;
+use crate::session::event::{EndStatus, ModelRef, Role, UsageTotals};
+use runtime::Run;
+
+/// A provider and the model to ask of it.
+#[derive(Clone)]
+pub struct Binding {
+    pub provider: Arc<dyn Provider>,
+    /// Model name; empty means the provider's default.
+    pub model: String,
+}
+
+impl Binding {
+    pub fn new(provider: Arc<dyn Provider>, model: impl Into<String>) -> Self {
+        Self { provider, model: model.into() }
+    }
+    /// Provider name and effective model, as recorded in the session.
+    pub fn model_ref(&self) -> ModelRef {
+        let info = self.provider.info();
+        let model = if self.model.is_empty() { info.model } else { self.model.clone() };
+        ModelRef { provider: info.name, model }
+    }
+}
+
+impl std::fmt::Debug for Binding {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let r = self.model_ref();
+        write!(f, "Binding({}/{})", r.provider, r.model)
+    }
+}
+
+/// Which provider and model each participant talks to.
+#[derive(Clone, Debug)]
+pub struct Bindings {
+    pub default: Binding,
+    /// Per agent name.
+    pub agents: BTreeMap<String, Binding>,
+    pub moderator: Option<Binding>,
+    pub aggregator: Option<Binding>,
+    pub final_judge: Option<Binding>,
+}
+
+impl Bindings {
+    /// Everyone talks to the same provider and model.
+    pub fn uniform(binding: Binding) -> Self {
+        Self { default: binding, agents: BTreeMap::new(), moderator: None, aggregator: None, final_judge: None }
+    }
+    pub fn for_agent(&self, name: &str) -> &Binding {
+        self.agents.get(name).unwrap_or(&self.default)
+    }
+    pub fn for_role(&self, role: Role) -> &Binding {
+        let b = match role {
+            Role::Agent => None,
+            Role::Moderator => self.moderator.as_ref(),
+            Role::Aggregator => self.aggregator.as_ref(),
+            Role::FinalJudge => self.final_judge.as_ref(),
+        };
+        b.unwrap_or(&self.default)
+    }
+}
+
+/// Everything a run needs.
+#[derive(Clone, Debug)]
+pub struct EngineConfig {
+    pub panel: Arc<Panel>,
+    pub item: Item,
+    pub session_id: String,
+    pub seed: u64,
+    pub bindings: Bindings,
+    pub retry: RetryPolicy,
+    /// Which provider was chosen by default and why (shown in headers).
+    pub provider_note: Option<String>,
+    /// After aggregation, keep the session open for overrides and ratings until
+    /// a `Quit` command arrives or the command channel closes (interactive use).
+    pub linger: bool,
+    /// Failed turns in a row, within one group, before the run gives up.
+    pub max_consecutive_failures: u32,
+}
+
+impl EngineConfig {
+    pub fn new(panel: Arc<Panel>, item: Item, bindings: Bindings) -> Self {
+        let seed = panel.generation.seed.unwrap_or(0);
+        Self {
+            panel,
+            item,
+            session_id: crate::session::new_session_id(),
+            seed,
+            bindings,
+            retry: RetryPolicy::default(),
+            provider_note: None,
+            linger: false,
+            max_consecutive_failures: 3,
+        }
+    }
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunOutcome {
+    pub session_id: String,
+    pub status: EndStatus,
+    pub error: Option<String>,
+    pub reason: Option<String>,
+    pub usage: UsageTotals,
+    /// The panel-wide result (overrides applied): scores with `overall`.
+    pub result: Option<BTreeMap<String, f64>>,
+    pub log_path: Option<std::path::PathBuf>,
+}
+
+/// Sends commands to a running engine.
+#[derive(Debug, Clone)]
+pub struct EngineHandle {
+    tx: UnboundedSender<Command>,
+}
+
+impl EngineHandle {
+    /// A handle and the receiver to pass to [`run`].
+    pub fn channel() -> (Self, UnboundedReceiver<Command>) {
+        let (tx, rx) = unbounded_channel();
+        (Self { tx }, rx)
+    }
+    /// Send a command; false when the engine has finished.
+    pub fn send(&self, command: Command) -> bool {
+        self.tx.send(command).is_ok()
+    }
+}
+
+/// Run the panel's protocol on the item to the end, recording every event.
+pub async fn run(config: EngineConfig, recorder: Recorder, mut commands: UnboundedReceiver<Command>) -> RunOutcome {
+    let started = Instant::now();
+    let linger = config.linger;
+    let run = Arc::new(Run::new(config, recorder));
+    run.emit_session_started();
+
+    let protocol = async {
+        match run.panel.protocol {
+            Protocol::MajEval => protocols::maj_eval::run(&run).await,
+            Protocol::CollabEval => protocols::collab_eval::run(&run).await,
+        }
+        if linger && !run.quit.is_cancelled() {
+            run.quit.cancelled().await;
+        }
+    };
+    let mut commands_open = true;
+    tokio::pin!(protocol);
+    loop {
+        tokio::select! {
+            biased;
+            cmd = commands.recv(), if commands_open => match cmd {
+                Some(cmd) => run.apply_command(cmd),
+                None => {
+                    commands_open = false;
+                    // Nobody can send a Quit any more: stop lingering.
+                    if linger {
+                        run.finish_lingering();
+                    }
+                }
+            },
+            () = &mut protocol => break,
+        }
+    }
+    // Commands that arrived while the protocol was finishing.
+    while let Ok(cmd) = commands.try_recv() {
+        run.apply_command(cmd);
+    }
+    run.finish(started.elapsed())
+}
+

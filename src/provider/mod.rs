@@ -6,6 +6,7 @@
 //! record each attempt live in [`retry`], shared by every backend.
 
 pub mod openai;
+pub mod registry;
 pub mod retry;
 pub mod scripted;
 pub mod sse;

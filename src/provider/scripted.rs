@@ -1,1 +1,117 @@
 //! A scripted provider for tests and benchmarks only.
+//!
+//! It is never chosen by configuration or flags: only code that builds one
+//! explicitly (tests, benches) uses it. Replies come from a closure that sees
+//! the request, so a test can answer differently per agent, per turn, or
+//! depending on what the prompt contains.
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use tokio_util::sync::CancellationToken;
+
+use super::{ChatRequest, Completion, DeltaSender, Provider, ProviderError, ProviderInfo, estimate_usage};
+
+/// What a scripted call does.
+#[derive(Debug, Clone)]
+pub enum ScriptedReply {
+    /// Stream this text.
+    Text(String),
+    /// Fail this attempt.
+    Fail(ProviderError),
+}
+
+impl From<&str> for ScriptedReply {
+    fn from(s: &str) -> Self {
+        ScriptedReply::Text(s.to_string())
+    }
+}
+
+impl From<String> for ScriptedReply {
+    fn from(s: String) -> Self {
+        ScriptedReply::Text(s)
+    }
+}
+
+type Responder = dyn Fn(&ChatRequest, usize) -> ScriptedReply + Send + Sync;
+
+/// A provider whose replies are computed by a closure: `(request, call index) -> reply`.
+pub struct ScriptedProvider {
+    responder: Box<Responder>,
+    delay: Duration,
+    chunk: usize,
+    calls: AtomicUsize,
+    requests: Mutex<Vec<ChatRequest>>,
+}
+
+impl ScriptedProvider {
+    pub fn new(responder: impl Fn(&ChatRequest, usize) -> ScriptedReply + Send + Sync + 'static) -> Self {
+        Self { responder: Box::new(responder), delay: Duration::ZERO, chunk: 16, calls: AtomicUsize::new(0), requests: Mutex::new(Vec::new()) }
+    }
+
+    /// Wait this long before answering each call (cancellable).
+    pub fn with_delay(mut self, delay: Duration) -> Self {
+        self.delay = delay;
+        self
+    }
+
+    /// Stream in chunks of this many bytes (rounded to character boundaries).
+    pub fn with_chunk(mut self, bytes: usize) -> Self {
+        self.chunk = bytes.max(1);
+        self
+    }
+
+    /// Calls made so far.
+    pub fn calls(&self) -> usize {
+        self.calls.load(Ordering::SeqCst)
+    }
+
+    /// Every request received, in order.
+    pub fn requests(&self) -> Vec<ChatRequest> {
+        self.requests.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+}
+
+#[async_trait]
+impl Provider for ScriptedProvider {
+    fn info(&self) -> ProviderInfo {
+        ProviderInfo { name: "scripted".into(), kind: "scripted".into(), model: "scripted".into(), base_url: None }
+    }
+
+    async fn stream(
+        &self,
+        request: &ChatRequest,
+        deltas: &DeltaSender,
+        cancel: &CancellationToken,
+    ) -> Result<Completion, ProviderError> {
+        let index = self.calls.fetch_add(1, Ordering::SeqCst);
+        self.requests.lock().unwrap_or_else(|e| e.into_inner()).push(request.clone());
+        let reply = (self.responder)(request, index);
+        if !self.delay.is_zero() {
+            tokio::select! {
+                _ = tokio::time::sleep(self.delay) => {}
+                _ = cancel.cancelled() => return Err(ProviderError::Cancelled),
+            }
+        }
+        if cancel.is_cancelled() {
+            return Err(ProviderError::Cancelled);
+        }
+        let text = match reply {
+            ScriptedReply::Fail(e) => return Err(e),
+            ScriptedReply::Text(t) => t,
+        };
+        let mut start = 0;
+        while start < text.len() {
+            let mut end = (start + self.chunk).min(text.len());
+            while !text.is_char_boundary(end) {
+                end += 1;
+            }
+            let _ = deltas.send(text[start..end].to_string());
+            start = end;
+        }
+        let usage = estimate_usage(request, &text);
+        Ok(Completion { text, usage, finish_reason: Some("stop".into()), cached: false })
+    }
+}

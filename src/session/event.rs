@@ -348,6 +348,16 @@ pub enum EventKind {
     StopRequested {
         author: String,
     },
+    /// One more turn allowed while paused.
+    Stepped {
+        author: String,
+    },
+    /// A human command the engine could not apply (unknown agent, finished agent…).
+    CommandRejected {
+        command: String,
+        reason: String,
+        author: String,
+    },
     /// A provider call is waiting for its turn (rate limit, local model queue, backoff).
     Waiting {
         turn: u64,
@@ -397,6 +407,8 @@ impl EventKind {
             EventKind::Paused { .. } => "paused",
             EventKind::Resumed { .. } => "resumed",
             EventKind::StopRequested { .. } => "stop_requested",
+            EventKind::Stepped { .. } => "stepped",
+            EventKind::CommandRejected { .. } => "command_rejected",
             EventKind::Waiting { .. } => "waiting",
             EventKind::AggregationCompleted { .. } => "aggregation_completed",
             EventKind::SessionEnded { .. } => "session_ended",

@@ -1,0 +1,376 @@
+//! The headless transcript: a readable, live rendering of session events on a
+//! plain output stream. Used by `moot run --headless` and `moot sessions show`.
+//!
+//! Several turns may stream at once (independent evaluations run
+//! concurrently); one of them is shown live and the others are buffered and
+//! shown, in start order, as soon as the live one ends — so every agent's
+//! words still appear as a continuous block.
+
+use std::collections::{HashMap, VecDeque};
+use std::io::{self, Write};
+
+use crate::engine::prompts::fmt_num;
+use crate::session::event::{EndStatus, Evaluation, Event, EventKind, OverrideTarget, Phase, Role, SelectedBy, TurnKind};
+
+/// ANSI styling that can be switched off (pipes, `NO_COLOR`).
+#[derive(Debug, Clone, Copy)]
+pub struct Paint {
+    pub enabled: bool,
+}
+
+impl Paint {
+    /// Colour when the stream is a terminal and `NO_COLOR` is unset.
+    pub fn for_stream(is_terminal: bool) -> Self {
+        Self { enabled: is_terminal && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) }
+    }
+    fn wrap(&self, code: &str, s: &str) -> String {
+        if self.enabled { format!("\x1b[{code}m{s}\x1b[0m") } else { s.to_string() }
+    }
+    pub fn bold(&self, s: &str) -> String {
+        self.wrap("1", s)
+    }
+    pub fn dim(&self, s: &str) -> String {
+        self.wrap("2", s)
+    }
+    pub fn green(&self, s: &str) -> String {
+        self.wrap("32", s)
+    }
+    pub fn red(&self, s: &str) -> String {
+        self.wrap("31", s)
+    }
+    pub fn yellow(&self, s: &str) -> String {
+        self.wrap("33", s)
+    }
+    pub fn cyan(&self, s: &str) -> String {
+        self.wrap("36", s)
+    }
+    pub fn magenta(&self, s: &str) -> String {
+        self.wrap("35", s)
+    }
+}
+
+#[derive(Debug, Default)]
+struct TurnBuf {
+    header: String,
+    text: String,
+    /// Lines to print after the text, once the turn ended.
+    footer: Option<String>,
+}
+
+/// Renders events as a transcript.
+pub struct Transcript<W: Write> {
+    out: W,
+    paint: Paint,
+    turns: HashMap<u64, TurnBuf>,
+    queue: VecDeque<u64>,
+    live: Option<u64>,
+    /// The cursor is not at the start of a line.
+    mid_line: bool,
+    dimension_order: Vec<String>,
+}
+
+impl<W: Write> Transcript<W> {
+    pub fn new(out: W, paint: Paint) -> Self {
+        Self {
+            out,
+            paint,
+            turns: HashMap::new(),
+            queue: VecDeque::new(),
+            live: None,
+            mid_line: false,
+            dimension_order: Vec::new(),
+        }
+    }
+
+    pub fn into_inner(self) -> W {
+        self.out
+    }
+
+    fn line(&mut self, s: &str) -> io::Result<()> {
+        if self.mid_line {
+            writeln!(self.out)?;
+            self.mid_line = false;
+        }
+        writeln!(self.out, "{s}")
+    }
+
+    fn scores(&self, ev: &Evaluation) -> String {
+        let mut parts: Vec<String> = Vec::new();
+        let keys: Vec<&String> =
+            if self.dimension_order.is_empty() { ev.scores.keys().collect() } else { self.dimension_order.iter().collect() };
+        for k in keys {
+            if let Some(v) = ev.scores.get(k) {
+                parts.push(format!("{k} {}", fmt_num(*v)));
+            }
+        }
+        if let Some(o) = ev.overall {
+            parts.push(self.paint.bold(&format!("overall {}", fmt_num(o))));
+        }
+        if let Some(c) = ev.confidence {
+            parts.push(format!("confidence {c:.2}"));
+        }
+        parts.join(" · ")
+    }
+
+    fn flush_live(&mut self) -> io::Result<()> {
+        // Show buffered turns, in start order, until one is still streaming.
+        while self.live.is_none() {
+            let Some(next) = self.queue.pop_front() else { break };
+            let Some(buf) = self.turns.get(&next) else { continue };
+            let (header, text, footer) = (buf.header.clone(), buf.text.clone(), buf.footer.clone());
+            self.line(&header)?;
+            if !text.is_empty() {
+                write!(self.out, "{text}")?;
+                self.mid_line = !text.ends_with('\n');
+            }
+            match footer {
+                Some(f) => {
+                    self.line(&f)?;
+                    self.turns.remove(&next);
+                }
+                None => self.live = Some(next),
+            }
+        }
+        self.out.flush()
+    }
+
+    /// Render one event.
+    pub fn event(&mut self, event: &Event) -> io::Result<()> {
+        let p = self.paint;
+        match &event.kind {
+            EventKind::SessionStarted { session_id, protocol, panel, item, agents, roles, provider_note, .. } => {
+                let name = panel.get("name").and_then(|v| v.as_str()).unwrap_or("panel");
+                self.dimension_order = panel
+                    .get("dimensions")
+                    .and_then(|d| d.as_array())
+                    .map(|a| a.iter().filter_map(|d| d.get("key")?.as_str().map(str::to_string)).collect())
+                    .unwrap_or_default();
+                self.line(&p.bold(&format!("moot · {name} · {protocol} · item {}", item.id)))?;
+                self.line(&p.dim(&format!("session {session_id}")))?;
+                if let Some(note) = provider_note {
+                    self.line(&p.dim(&format!("provider: {note}")))?;
+                }
+                let mut models: Vec<String> = agents.iter().map(|a| format!("{}/{}", a.provider, a.model)).collect();
+                models.extend(roles.values().map(|r| format!("{}/{}", r.provider, r.model)));
+                models.sort();
+                models.dedup();
+                self.line(&p.dim(&format!("models: {}", models.join(", "))))?;
+                let mut groups: Vec<(String, Vec<String>)> = Vec::new();
+                for a in agents {
+                    match groups.iter_mut().find(|(g, _)| *g == a.group) {
+                        Some((_, names)) => names.push(a.name.clone()),
+                        None => groups.push((a.group.clone(), vec![a.name.clone()])),
+                    }
+                }
+                for (g, names) in groups {
+                    self.line(&format!("  {} {}", p.cyan(&g), names.join(", ")))?;
+                }
+            }
+            EventKind::PhaseStarted { phase, group, round } => {
+                let mut label = phase.as_str().replace('_', " ");
+                if let Some(g) = group {
+                    label.push_str(&format!(" · {g}"));
+                }
+                if let Some(r) = round {
+                    label.push_str(&format!(" · round {r}"));
+                }
+                self.line("")?;
+                self.line(&p.bold(&format!("── {label} ──")))?;
+            }
+            EventKind::SpeakerSelected { group, agent, by, reason, fallback, .. } => {
+                let who = match by {
+                    SelectedBy::Moderator => "moderator",
+                    SelectedBy::Policy => "policy",
+                    SelectedBy::Human => "HUMAN",
+                };
+                let fb = fallback.as_ref().map(|f| format!(" [fallback: {f}]")).unwrap_or_default();
+                self.line(&p.magenta(&format!("» next in {group}: {agent} ({who}: {reason}){fb}")))?;
+            }
+            EventKind::TurnStarted { turn, agent, group, phase, round, role, kind } => {
+                let mut header = format!("▸ {}", p.bold(agent));
+                if let Some(g) = group.as_ref().filter(|_| *role == Role::Agent) {
+                    header.push_str(&p.dim(&format!(" ({g})")));
+                }
+                let what = match (kind, phase) {
+                    (TurnKind::Repair, _) => Some("repair request".to_string()),
+                    (TurnKind::Select, _) => Some("choosing the next speaker".to_string()),
+                    (_, Phase::Initial) => Some("first evaluation".to_string()),
+                    (_, Phase::Discussion) => round.map(|r| format!("round {r}")),
+                    _ => None,
+                };
+                if let Some(w) = what {
+                    header.push_str(&p.dim(&format!(" — {w}")));
+                }
+                self.turns.insert(*turn, TurnBuf { header, ..Default::default() });
+                self.queue.push_back(*turn);
+                self.flush_live()?;
+            }
+            EventKind::TurnDelta { turn, text } => {
+                if self.live == Some(*turn) {
+                    write!(self.out, "{text}")?;
+                    self.mid_line = !text.ends_with('\n');
+                    self.out.flush()?;
+                } else if let Some(b) = self.turns.get_mut(turn) {
+                    b.text.push_str(text);
+                }
+            }
+            EventKind::TurnCompleted { turn, text, evaluation, parse_error, usage, latency_ms, cached, .. } => {
+                let mut footer = match (evaluation, parse_error) {
+                    (Some(ev), _) => {
+                        let done = if ev.done { p.yellow(" · NO MORE COMMENTS") } else { String::new() };
+                        format!("  {} {}{done}", p.green("✓"), self.scores(ev))
+                    }
+                    (None, Some(err)) => format!("  {} {}", p.red("✗ no readable evaluation:"), err),
+                    (None, None) => String::new(),
+                };
+                let est = if usage.estimated { "~" } else { "" };
+                let cache = if *cached { ", cached" } else { "" };
+                let stats =
+                    p.dim(&format!("  [{est}{} in / {est}{} out tokens, {} ms{cache}]", usage.input_tokens, usage.output_tokens, latency_ms));
+                if footer.is_empty() {
+                    footer = stats;
+                } else {
+                    footer = format!("{footer}\n{stats}");
+                }
+                if self.live == Some(*turn) {
+                    self.line(&footer)?;
+                    self.turns.remove(turn);
+                    self.live = None;
+                    self.flush_live()?;
+                } else if let Some(b) = self.turns.get_mut(turn) {
+                    b.text = text.clone();
+                    b.footer = Some(footer);
+                }
+            }
+            EventKind::TurnFailed { turn, agent, error, attempt, will_retry, retry_in_ms } => {
+                let msg = if *will_retry {
+                    let wait = retry_in_ms.map(|ms| format!(" in {:.1} s", ms as f64 / 1000.0)).unwrap_or_default();
+                    p.yellow(&format!("  ! {agent}: attempt {attempt} failed: {error}; retrying{wait}"))
+                } else {
+                    p.red(&format!("  ✗ {agent}: attempt {attempt} failed: {error}"))
+                };
+                if self.live == Some(*turn) || !*will_retry {
+                    self.line(&msg)?;
+                }
+                if let Some(b) = self.turns.get_mut(turn) {
+                    b.text.clear();
+                    if !*will_retry {
+                        b.footer = Some(String::new());
+                    }
+                }
+                if !*will_retry {
+                    if self.live == Some(*turn) {
+                        self.live = None;
+                    }
+                    self.turns.remove(turn);
+                    self.queue.retain(|t| t != turn);
+                    self.flush_live()?;
+                }
+            }
+            EventKind::ConsensusChecked { group, round, spread, reached, rule, .. } => {
+                let where_ = match (group, round) {
+                    (Some(g), Some(r)) => format!("{g}, round {r}"),
+                    (Some(g), None) => g.clone(),
+                    (None, Some(r)) => format!("round {r}"),
+                    (None, None) => "panel".into(),
+                };
+                let spreads: Vec<String> = spread.iter().map(|(k, v)| format!("{k} {}", fmt_num((v * 100.0).round() / 100.0))).collect();
+                let verdict = if *reached { p.green("consensus") } else { p.yellow("no consensus") };
+                self.line(&format!("  ≈ {verdict} in {where_} ({rule}); spread: {}", spreads.join(", ")))?;
+            }
+            EventKind::FinalEvaluations { group, evaluations, .. } => {
+                self.line(&p.dim(&format!("  final evaluations in {group}:")))?;
+                for (agent, ev) in evaluations {
+                    let s = self.scores(ev);
+                    self.line(&format!("    {agent}: {s}"))?;
+                }
+            }
+            EventKind::HumanComment { text, author, group } => {
+                let to = group.as_ref().map(|g| format!(" to {g}")).unwrap_or_default();
+                self.line(&p.cyan(&format!("✎ {author}{to}: {text}")))?;
+            }
+            EventKind::ScoreOverridden { target, dimension, from, to, reason, author } => {
+                let what = match target {
+                    OverrideTarget::Agent { agent } => format!("{agent}'s"),
+                    OverrideTarget::Turn { turn, agent } => format!("{agent}'s (turn {turn})"),
+                    OverrideTarget::Final { group: Some(g) } => format!("{g}'s final"),
+                    OverrideTarget::Final { group: None } => "the final".into(),
+                };
+                let from = from.map(fmt_num).unwrap_or_else(|| "—".into());
+                let why = reason.as_ref().map(|r| format!(" ({r})")).unwrap_or_default();
+                self.line(&p.cyan(&format!("✎ {author} set {what} {dimension}: {from} → {}{why}", fmt_num(*to))))?;
+            }
+            EventKind::HumanRating { scores, author } => {
+                let s: Vec<String> = scores.iter().map(|(k, v)| format!("{k} {}", fmt_num(*v))).collect();
+                self.line(&p.cyan(&format!("✎ {author} rated the item: {}", s.join(", "))))?;
+            }
+            EventKind::Paused { author } => self.line(&p.yellow(&format!("⏸ paused by {author}")))?,
+            EventKind::Resumed { author } => self.line(&p.yellow(&format!("▶ resumed by {author}")))?,
+            EventKind::Stepped { author } => self.line(&p.yellow(&format!("⏯ one step by {author}")))?,
+            EventKind::StopRequested { author } => self.line(&p.yellow(&format!("■ stop requested by {author}")))?,
+            EventKind::CommandRejected { command, reason, .. } => {
+                self.line(&p.red(&format!("✗ {command} not applied: {reason}")))?;
+            }
+            EventKind::Waiting { .. } => {}
+            EventKind::AggregationCompleted { group, feedback, scores, overall, original, method } => {
+                let title = match group {
+                    Some(g) => format!("result · {g}"),
+                    None => "RESULT".to_string(),
+                };
+                let method = method.as_ref().map(|m| format!(" ({m})")).unwrap_or_default();
+                let mut parts: Vec<String> = Vec::new();
+                let keys: Vec<&String> =
+                    if self.dimension_order.is_empty() { scores.keys().collect() } else { self.dimension_order.iter().collect() };
+                for k in keys {
+                    if let Some(v) = scores.get(k) {
+                        let was = original.get(k).map(|o| format!(" (was {})", fmt_num(round2(*o)))).unwrap_or_default();
+                        parts.push(format!("{k} {}{was}", fmt_num(round2(*v))));
+                    }
+                }
+                if let Some(o) = overall {
+                    let was = original.get("overall").map(|o| format!(" (was {})", fmt_num(round2(*o)))).unwrap_or_default();
+                    parts.push(p.bold(&format!("overall {}{was}", fmt_num(round2(*o)))));
+                }
+                if group.is_none() && !feedback.is_empty() {
+                    self.line("")?;
+                    self.line(&p.bold("synthesis:"))?;
+                    for l in feedback.lines() {
+                        self.line(&format!("  {l}"))?;
+                    }
+                }
+                self.line(&format!("{}{}: {}", p.bold(&title), p.dim(&method), parts.join(" · ")))?;
+            }
+            EventKind::SessionEnded { status, error, reason, usage, duration_ms } => {
+                self.line("")?;
+                let status_s = match status {
+                    EndStatus::Completed => p.green("completed"),
+                    EndStatus::Stopped => p.yellow("stopped"),
+                    EndStatus::Failed => p.red("failed"),
+                };
+                let est = if usage.total.estimated { " (some estimated)" } else { "" };
+                self.line(&format!(
+                    "session {status_s} in {:.1} s · {} calls · {} tokens in, {} out{est}",
+                    *duration_ms as f64 / 1000.0,
+                    usage.calls,
+                    usage.total.input_tokens,
+                    usage.total.output_tokens
+                ))?;
+                if !usage.by_role.is_empty() {
+                    let roles: Vec<String> = usage.by_role.iter().map(|(r, u)| format!("{r} {}", u.total())).collect();
+                    self.line(&p.dim(&format!("tokens by role: {}", roles.join(", "))))?;
+                }
+                if let Some(r) = reason {
+                    self.line(&format!("reason: {r}"))?;
+                }
+                if let Some(e) = error {
+                    self.line(&p.red(&format!("error: {e}")))?;
+                }
+            }
+        }
+        self.out.flush()
+    }
+}
+
+fn round2(v: f64) -> f64 {
+    (v * 100.0).round() / 100.0
+}

@@ -1,0 +1,155 @@
+//! `moot run`: one panel on one item.
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::{Context, bail};
+
+use super::RunArgs;
+use super::headless::{Paint, Transcript};
+use crate::engine::{self, Command, EngineConfig, EngineHandle, Recorder, RunOutcome};
+use crate::item::{Item, ItemsFile};
+use crate::panel::{ModeratorPolicy, Panel};
+use crate::provider::registry::Registry;
+use crate::session::event::EndStatus;
+use crate::session::{SessionWriter, default_sessions_dir};
+
+/// The name put on events a person causes: `MOOT_USER`, else `$USER`.
+pub fn human_name() -> String {
+    ["MOOT_USER", "USER", "USERNAME"]
+        .iter()
+        .find_map(|k| std::env::var(k).ok().filter(|v| !v.trim().is_empty()))
+        .unwrap_or_else(|| "human".into())
+}
+
+/// The panel named on the command line, or the bundled sample panel.
+pub fn load_panel(arg: Option<&str>) -> anyhow::Result<Panel> {
+    match arg {
+        Some(p) => Ok(Panel::resolve(p)?),
+        None => Panel::bundled(crate::panel::DEFAULT_PANEL).context("the bundled sample panel is missing"),
+    }
+}
+
+/// The item to evaluate, from `--content`, `--item` (+ `--id`), or the panel's bundled items.
+pub fn load_item(panel: &Panel, args: &RunArgs) -> anyhow::Result<Item> {
+    if let Some(text) = &args.content {
+        if text.trim().is_empty() {
+            bail!("--content is empty");
+        }
+        return Ok(Item {
+            id: args.id.clone().unwrap_or_else(|| "content".into()),
+            content: text.clone(),
+            context: None,
+            reference: None,
+            human: None,
+            candidates: None,
+        });
+    }
+    let file: ItemsFile = match &args.item {
+        Some(path) => crate::item::load_items(path)?,
+        None => match crate::item::bundled_items_for(panel) {
+            Some(f) => f,
+            None => bail!(
+                "{}: no items to evaluate; pass --item FILE (JSONL, JSON or CSV) or --content TEXT",
+                panel.source_display()
+            ),
+        },
+    };
+    for problem in &file.skipped {
+        eprintln!("moot: warning: {problem}");
+    }
+    Ok(file.get(args.id.as_deref())?.clone())
+}
+
+/// Run the engine on `config`, writing the session log under `dir`, and
+/// print events as they happen. Ctrl-C stops the debate (aggregation still
+/// runs); a second Ctrl-C quits.
+pub async fn run_headless(config: EngineConfig, dir: PathBuf, json: bool) -> anyhow::Result<RunOutcome> {
+    let path = dir.join(format!("{}.jsonl", config.session_id));
+    let writer =
+        SessionWriter::create(&path).with_context(|| format!("cannot create the session log {}", path.display()))?;
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let recorder = Recorder::new(Some(writer), Some(tx));
+    let (handle, commands) = EngineHandle::channel();
+    let engine = tokio::spawn(engine::run(config, recorder, commands));
+    let interrupts = tokio::spawn(forward_interrupts(handle));
+
+    let stdout = std::io::stdout();
+    let paint = Paint::for_stream(stdout.is_terminal());
+    let mut transcript = Transcript::new(stdout.lock(), paint);
+    while let Some(event) = rx.recv().await {
+        if json {
+            use std::io::Write;
+            let mut out = std::io::stdout().lock();
+            serde_json::to_writer(&mut out, &event)?;
+            writeln!(out)?;
+        } else {
+            // A closed stdout (a pipe to `head`) must not stop the run or lose the log.
+            let _ = transcript.event(&event);
+        }
+    }
+    drop(transcript);
+    interrupts.abort();
+    let outcome = engine.await.context("the engine stopped unexpectedly")?;
+    Ok(outcome)
+}
+
+async fn forward_interrupts(handle: EngineHandle) {
+    let author = human_name();
+    let mut count = 0;
+    while tokio::signal::ctrl_c().await.is_ok() {
+        count += 1;
+        if count == 1 {
+            eprintln!("\nmoot: stopping the debate; the aggregation still runs (Ctrl-C again to quit now)");
+            handle.send(Command::Stop { author: author.clone() });
+        } else {
+            eprintln!("\nmoot: quitting");
+            handle.send(Command::Quit { author: author.clone() });
+        }
+    }
+}
+
+/// Exit code and a one-line reason for an outcome.
+pub fn report_outcome(outcome: &RunOutcome) -> ExitCode {
+    if let Some(p) = &outcome.log_path {
+        eprintln!("moot: session log: {}", p.display());
+    }
+    match outcome.status {
+        EndStatus::Completed => ExitCode::SUCCESS,
+        EndStatus::Stopped => {
+            eprintln!("moot: session stopped: {}", outcome.reason.as_deref().unwrap_or("stopped"));
+            ExitCode::from(3)
+        }
+        EndStatus::Failed => {
+            eprintln!("moot: session failed: {}", outcome.error.as_deref().unwrap_or("unknown error"));
+            ExitCode::from(1)
+        }
+    }
+}
+
+pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
+    let mut panel = load_panel(args.panel.as_deref())?;
+    if let Some(m) = &args.moderator {
+        panel.moderator.policy = ModeratorPolicy::parse(m).with_context(|| {
+            let valid: Vec<&str> = ModeratorPolicy::ALL.iter().map(|p| p.as_str()).collect();
+            format!("--moderator: unknown policy \"{m}\"; valid: {}", valid.join(", "))
+        })?;
+    }
+    let item = load_item(&panel, &args)?;
+    let mut registry = Registry::from_env();
+    let bindings = registry.bind(&panel, args.provider.as_deref(), args.model.as_deref())?;
+    let panel = Arc::new(panel);
+    let mut config = EngineConfig::new(panel.clone(), item, bindings);
+    config.provider_note = Some(registry.default_reason.clone());
+    config.seed = args.seed.or(panel.generation.seed).unwrap_or_else(rand::random);
+    let dir = args.out.clone().unwrap_or_else(default_sessions_dir);
+    if !args.headless {
+        eprintln!("moot: the live screen is not available in this version yet; use --headless for a live transcript");
+        return Ok(ExitCode::from(2));
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let outcome = runtime.block_on(run_headless(config, dir, args.json))?;
+    Ok(report_outcome(&outcome))
+}

@@ -1,0 +1,216 @@
+//! Applying human commands to a running session.
+
+use super::command::Command;
+use super::prompts::{HistoryEntry, fmt_num};
+use super::runtime::{FinalOverride, Run};
+use crate::session::event::{EventKind, OverrideTarget};
+
+impl Run {
+    fn reject(&self, command: &str, reason: String, author: &str) {
+        self.emit(EventKind::CommandRejected { command: command.to_string(), reason, author: author.to_string() });
+    }
+
+    fn agent_names(&self) -> String {
+        self.state().agents.iter().map(|a| a.name.as_str()).collect::<Vec<_>>().join(", ")
+    }
+
+    /// Check a dimension key and a value against the panel.
+    fn check_score(&self, dimension: &str, value: f64) -> Result<(), String> {
+        if !self.keys.iter().any(|k| k == dimension) {
+            return Err(format!("unknown dimension \"{dimension}\"; valid: {}", self.keys.join(", ")));
+        }
+        let s = self.panel.scale;
+        if !value.is_finite() || !s.contains(value) {
+            return Err(format!("{} is outside the scale {}–{}", fmt_num(value), fmt_num(s.min), fmt_num(s.max)));
+        }
+        Ok(())
+    }
+
+    /// Apply one command now; effects on the protocol happen at its next safe point.
+    pub fn apply_command(&self, cmd: Command) {
+        match cmd {
+            Command::Comment { text, author, group } => {
+                let text = text.trim().to_string();
+                if text.is_empty() {
+                    return self.reject("comment", "the comment is empty".into(), &author);
+                }
+                if let Some(g) = &group
+                    && !self.panel.groups.iter().any(|x| &x.name == g)
+                {
+                    return self.reject("comment", format!("no group named \"{g}\""), &author);
+                }
+                self.emit(EventKind::HumanComment { text: text.clone(), author: author.clone(), group: group.clone() });
+                let mut st = self.state();
+                for (name, history) in st.histories.iter_mut() {
+                    if group.as_ref().is_none_or(|g| g == name) {
+                        history.push(HistoryEntry::Comment { author: author.clone(), text: text.clone() });
+                    }
+                }
+            }
+            Command::PickSpeaker { agent, author } => {
+                let mut st = self.state();
+                let Some(i) = st.agent_index(&agent) else {
+                    drop(st);
+                    let names = self.agent_names();
+                    return self.reject("speaker", format!("no agent named \"{agent}\"; agents: {names}"), &author);
+                };
+                if st.agents[i].finished {
+                    drop(st);
+                    return self.reject("speaker", format!("{agent} has finished and will not speak again"), &author);
+                }
+                let group = st.agents[i].group.clone();
+                st.pending_pick.insert(group, (agent, author));
+            }
+            Command::VetoSpeaker { agent, author } => {
+                let mut st = self.state();
+                let Some(i) = st.agent_index(&agent) else {
+                    drop(st);
+                    let names = self.agent_names();
+                    return self.reject("veto", format!("no agent named \"{agent}\"; agents: {names}"), &author);
+                };
+                let group = st.agents[i].group.clone();
+                st.veto.insert(group, agent);
+            }
+            Command::Override { target, dimension, value, reason, author } => {
+                if let Err(e) = self.check_score(&dimension, value) {
+                    return self.reject("override", e, &author);
+                }
+                self.apply_override(target, dimension, value, reason, author);
+            }
+            Command::Rate { scores, author } => {
+                for (k, v) in &scores {
+                    if let Err(e) = self.check_score(k, *v) {
+                        return self.reject("rate", e, &author);
+                    }
+                }
+                if scores.is_empty() {
+                    return self.reject("rate", "no scores given".into(), &author);
+                }
+                self.emit(EventKind::HumanRating { scores, author });
+            }
+            Command::Pause { author } => {
+                if self.stop.is_cancelled() {
+                    return self.reject("pause", "the debate is already stopping".into(), &author);
+                }
+                if self.control.send_if_modified(|c| !std::mem::replace(&mut c.paused, true)) {
+                    self.emit(EventKind::Paused { author });
+                }
+            }
+            Command::Resume { author } => {
+                if self.control.send_if_modified(|c| {
+                    c.step_credits = 0;
+                    std::mem::replace(&mut c.paused, false)
+                }) {
+                    self.emit(EventKind::Resumed { author });
+                }
+            }
+            Command::Step { author } => {
+                if !self.control.borrow().paused {
+                    return self.reject("step", "stepping works while paused; pause first".into(), &author);
+                }
+                self.emit(EventKind::Stepped { author });
+                self.control.send_modify(|c| c.step_credits += 1);
+            }
+            Command::Stop { author } => {
+                let already = {
+                    let mut st = self.state();
+                    let already = st.stopped;
+                    st.stopped = true;
+                    if st.stop_reason.is_none() {
+                        st.stop_reason = Some(format!("stopped by {author}"));
+                    }
+                    already
+                };
+                if already {
+                    // A second stop also skips aggregation.
+                    self.quit.cancel();
+                    return;
+                }
+                self.emit(EventKind::StopRequested { author });
+                self.stop.cancel();
+                self.control.send_modify(|c| c.paused = false);
+            }
+            Command::Quit { author } => {
+                let emit = {
+                    let mut st = self.state();
+                    let emit = !st.stopped && !st.finished;
+                    if emit {
+                        st.stopped = true;
+                        st.stop_reason = Some(format!("quit by {author}"));
+                    }
+                    emit
+                };
+                if emit {
+                    self.emit(EventKind::StopRequested { author });
+                }
+                self.stop.cancel();
+                self.quit.cancel();
+            }
+        }
+    }
+
+    fn apply_override(&self, target: OverrideTarget, dimension: String, value: f64, reason: Option<String>, author: String) {
+        let (from, history_agent) = {
+            let mut st = self.state();
+            match &target {
+                OverrideTarget::Agent { agent } | OverrideTarget::Turn { agent, .. } => {
+                    let Some(i) = st.agent_index(agent) else {
+                        drop(st);
+                        let names = self.agent_names();
+                        return self.reject("override", format!("no agent named \"{agent}\"; agents: {names}"), &author);
+                    };
+                    let a = &mut st.agents[i];
+                    if let OverrideTarget::Turn { turn, .. } = &target
+                        && a.latest_turn != Some(*turn)
+                    {
+                        let latest = a.latest_turn.map(|t| t.to_string()).unwrap_or_else(|| "none".into());
+                        drop(st);
+                        return self.reject(
+                            "override",
+                            format!("turn {turn} is not {agent}'s latest evaluation (latest: turn {latest})"),
+                            &author,
+                        );
+                    }
+                    let Some(ev) = a.latest.as_mut() else {
+                        drop(st);
+                        return self.reject("override", format!("{agent} has no evaluation yet"), &author);
+                    };
+                    let from = ev.score(&dimension);
+                    ev.set_score(&dimension, value);
+                    (from, Some((a.group.clone(), agent.clone())))
+                }
+                OverrideTarget::Final { group } => {
+                    if let Some(g) = group
+                        && !self.panel.groups.iter().any(|x| &x.name == g)
+                    {
+                        drop(st);
+                        return self.reject("override", format!("no group named \"{g}\""), &author);
+                    }
+                    let from = st
+                        .aggregates
+                        .contains_key(group)
+                        .then(|| self.result_scores(&st, group.as_deref()).get(&dimension).copied())
+                        .flatten();
+                    st.final_overrides.retain(|o| !(o.group == *group && o.dimension == dimension));
+                    st.final_overrides.push(FinalOverride { group: group.clone(), dimension: dimension.clone(), value });
+                    (from, None)
+                }
+            }
+        };
+        self.emit(EventKind::ScoreOverridden {
+            target,
+            dimension: dimension.clone(),
+            from,
+            to: value,
+            reason: reason.clone(),
+            author: author.clone(),
+        });
+        if let Some((group, agent)) = history_agent {
+            self.push_history(&group, HistoryEntry::Override { author, agent, dimension, from, to: value, reason });
+        }
+        let published = !self.state().aggregates.is_empty();
+        if published {
+            self.reemit_aggregates();
+        }
+    }
+}

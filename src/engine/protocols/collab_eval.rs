@@ -1,0 +1,161 @@
+//! CollabEval: initial evaluations with confidence, consensus checks, rounds
+//! of discussion in a seeded shuffled order, and a final judge when the
+//! evaluators do not converge.
+
+use futures::future::join_all;
+use rand::seq::SliceRandom;
+
+use super::initial_phase;
+use crate::engine::prompts::{self, HistoryEntry};
+use crate::engine::runtime::{Run, Spoken, eval_scores, role_label};
+use crate::session::event::{EventKind, Phase, Role, Scores, SelectedBy};
+
+/// How a group's discussion ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Outcome {
+    Consensus,
+    Judged,
+    Mean,
+}
+
+pub(crate) async fn run(run: &Run) {
+    initial_phase(run, true).await;
+    let outcomes = join_all(run.panel.groups.iter().map(|g| discuss(run, &g.name))).await;
+    if run.quit.is_cancelled() {
+        return;
+    }
+    run.emit(EventKind::PhaseStarted { phase: Phase::Aggregation, group: None, round: None });
+    let mut notes = Vec::new();
+    for (g, outcome) in run.panel.groups.iter().zip(outcomes) {
+        let (method, note) = match outcome {
+            Outcome::Consensus => ("consensus", format!("{}: consensus reached.", g.name)),
+            Outcome::Judged => {
+                let why = run.state().judged.get(&g.name).map(|e| e.justification.trim().to_string()).unwrap_or_default();
+                ("final_judge", format!("{}: no consensus; the final judge decided. {why}", g.name))
+            }
+            Outcome::Mean => ("mean", format!("{}: no consensus and no final judgment; mean of the latest evaluations.", g.name)),
+        };
+        run.emit_aggregate(Some(&g.name), note.clone(), method);
+        notes.push(note);
+    }
+    let method = if run.panel.groups.len() == 1 {
+        run.state().aggregates.get(&Some(run.panel.groups[0].name.clone())).map(|a| a.method.clone()).unwrap_or_default()
+    } else {
+        "mean".to_string()
+    };
+    run.emit_aggregate(None, notes.join("\n"), &method);
+    run.state().finished = true;
+}
+
+fn snapshot(run: &Run, group: &str) -> std::collections::BTreeMap<String, Scores> {
+    let st = run.state();
+    st.agents.iter().filter(|a| a.group == group).map(|a| (a.name.clone(), a.latest.as_ref().map(eval_scores).unwrap_or_default())).collect()
+}
+
+async fn discuss(run: &Run, group: &str) -> Outcome {
+    if run.check_consensus(group, Some(0)) {
+        run.emit_finals(group);
+        return Outcome::Consensus;
+    }
+    let mut rng = run.rng(&format!("rounds/{group}"));
+    let mut previous = snapshot(run, group);
+    let mut failures = 0;
+    let mut reached = false;
+    'rounds: for round in 1..=run.panel.consensus.max_rounds {
+        if run.stop.is_cancelled() {
+            break;
+        }
+        run.emit(EventKind::PhaseStarted { phase: Phase::Discussion, group: Some(group.to_string()), round: Some(round) });
+        let mut order = run.state().group_agents(group);
+        order.shuffle(&mut rng);
+        let mut pos = 0;
+        while pos < order.len() {
+            if !run.gate().await {
+                break 'rounds;
+            }
+            // A person may move an agent who has not yet spoken this round to the front.
+            let human = {
+                let mut st = run.state();
+                match st.pending_pick.get(group).cloned() {
+                    Some((agent, author)) => {
+                        st.pending_pick.remove(group);
+                        order[pos..].iter().position(|&i| st.agents[i].name == agent).map(|k| (k, author))
+                    }
+                    None => None,
+                }
+            };
+            let (by, reason) = match human {
+                Some((k, author)) => {
+                    order[pos..].swap(0, k);
+                    (SelectedBy::Human, format!("chosen by {author}"))
+                }
+                None => (SelectedBy::Policy, format!("round {round}: position {} of {} in the shuffled order", pos + 1, order.len())),
+            };
+            let index = order[pos];
+            pos += 1;
+            let (name, messages) = {
+                let st = run.state();
+                let a = &st.agents[index];
+                (a.name.clone(), prompts::discussion_messages(&run.panel, group, &a.spec, run.item(), &st.histories[group], round))
+            };
+            run.emit(EventKind::SpeakerSelected { group: group.to_string(), agent: name.clone(), by, reason, raw: None, fallback: None });
+            match run.agent_turn(index, Phase::Discussion, Some(round), messages, &run.stop).await {
+                Spoken::Failed(e) => {
+                    if run.on_turn_error(&name, &e, &mut failures) {
+                        break 'rounds;
+                    }
+                }
+                Spoken::Evaluated { evaluation, text, .. } => {
+                    failures = 0;
+                    run.push_history(group, HistoryEntry::Speech { agent: name, round: Some(round), text, evaluation: Some(evaluation) });
+                }
+                Spoken::Unparsed { text, .. } => {
+                    failures = 0;
+                    run.push_history(group, HistoryEntry::Speech { agent: name, round: Some(round), text, evaluation: None });
+                }
+            }
+        }
+        if run.check_consensus(group, Some(round)) {
+            reached = true;
+            break;
+        }
+        let now = snapshot(run, group);
+        if now == previous {
+            break;
+        }
+        previous = now;
+    }
+    run.emit_finals(group);
+    if reached {
+        return Outcome::Consensus;
+    }
+    if run.stop.is_cancelled() {
+        return Outcome::Mean;
+    }
+    final_judgment(run, group).await
+}
+
+async fn final_judgment(run: &Run, group: &str) -> Outcome {
+    run.emit(EventKind::PhaseStarted { phase: Phase::FinalJudgment, group: Some(group.to_string()), round: None });
+    let messages = {
+        let st = run.state();
+        prompts::final_judge_messages(&run.panel, run.item(), &st.histories[group])
+    };
+    let binding = run.config.bindings.for_role(Role::FinalJudge).clone();
+    let sampling = run.role_sampling(Role::FinalJudge);
+    let out = run
+        .evaluating_turn(role_label(Role::FinalJudge), Some(group), Phase::FinalJudgment, None, Role::FinalJudge, &binding, messages, sampling, &run.quit)
+        .await;
+    match out {
+        Spoken::Evaluated { evaluation, .. } => {
+            run.state().judged.insert(group.to_string(), evaluation);
+            Outcome::Judged
+        }
+        Spoken::Unparsed { .. } => Outcome::Mean,
+        Spoken::Failed(crate::provider::ProviderError::Cancelled) => Outcome::Mean,
+        Spoken::Failed(e) => {
+            run.fail(format!("final judge: {e}"));
+            Outcome::Mean
+        }
+    }
+}

@@ -1,0 +1,334 @@
+//! MAJ-EVAL: independent evaluations, a moderated free debate per stakeholder
+//! group, then an aggregator's synthesis and the means of the final scores.
+
+use std::fmt::Write;
+
+use futures::future::join_all;
+use rand_chacha::ChaCha8Rng;
+
+use super::initial_phase;
+use crate::engine::moderator::{self, SpeakerCandidate};
+use crate::engine::prompts::{self, HistoryEntry};
+use crate::engine::runtime::{CallSpec, Run, Spoken, role_label};
+use crate::panel::ModeratorPolicy;
+use crate::session::event::{EventKind, Phase, Role, SelectedBy, TurnKind};
+
+pub(crate) async fn run(run: &Run) {
+    initial_phase(run, true).await;
+    for g in &run.panel.groups {
+        run.check_consensus(&g.name, Some(0));
+    }
+    join_all(run.panel.groups.iter().map(|g| debate(run, &g.name))).await;
+    aggregate(run).await;
+}
+
+/// The moderated free debate of one group.
+async fn debate(run: &Run, group: &str) {
+    if run.stop.is_cancelled() {
+        run.emit_finals(group);
+        return;
+    }
+    run.emit(EventKind::PhaseStarted { phase: Phase::Debate, group: Some(group.to_string()), round: None });
+    let mut rng = run.rng(&format!("moderator/{group}"));
+    let mut last: Option<String> = None;
+    let mut failures = 0;
+    for turn_index in 0..run.panel.moderator.max_turns {
+        let eligible: Vec<usize> = {
+            let st = run.state();
+            st.group_agents(group).into_iter().filter(|&i| !st.agents[i].finished).collect()
+        };
+        if eligible.is_empty() || !run.gate().await {
+            break;
+        }
+        let Some(index) = choose_speaker(run, group, &mut rng, last.as_deref(), turn_index).await else {
+            break;
+        };
+        let (name, messages) = {
+            let st = run.state();
+            let a = &st.agents[index];
+            let history = &st.histories[group];
+            (a.name.clone(), prompts::debate_messages(&run.panel, group, &a.spec, run.item(), history, a.latest.as_ref()))
+        };
+        let before = run.state().agents[index].latest.clone();
+        match run.agent_turn(index, Phase::Debate, None, messages, &run.stop).await {
+            Spoken::Failed(e) => {
+                if run.on_turn_error(&name, &e, &mut failures) {
+                    break;
+                }
+            }
+            Spoken::Evaluated { evaluation, text, .. } => {
+                failures = 0;
+                let changed = before.as_ref().map(|b| b.scores != evaluation.scores || b.overall != evaluation.overall);
+                run.push_history(
+                    group,
+                    HistoryEntry::Speech { agent: name.clone(), round: None, text, evaluation: Some(evaluation) },
+                );
+                if changed != Some(false) {
+                    run.check_consensus(group, None);
+                }
+            }
+            Spoken::Unparsed { text, .. } => {
+                failures = 0;
+                run.push_history(group, HistoryEntry::Speech { agent: name.clone(), round: None, text, evaluation: None });
+            }
+        }
+        last = Some(name);
+    }
+    run.emit_finals(group);
+}
+
+/// Who speaks next: a person's pick, else the moderator policy.
+async fn choose_speaker(
+    run: &Run,
+    group: &str,
+    rng: &mut ChaCha8Rng,
+    last: Option<&str>,
+    turn_index: u32,
+) -> Option<usize> {
+    if let Some(i) = take_human_pick(run, group) {
+        return Some(i);
+    }
+    let policy = run.panel.moderator.policy;
+    let (eligible, vetoed) = {
+        let mut st = run.state();
+        let veto = st.veto.remove(group);
+        let mut eligible: Vec<usize> = st.group_agents(group).into_iter().filter(|&i| !st.agents[i].finished).collect();
+        let vetoed = veto.filter(|v| eligible.len() > 1 && eligible.iter().any(|&i| &st.agents[i].name == v));
+        if let Some(v) = &vetoed {
+            eligible.retain(|&i| &st.agents[i].name != v);
+        }
+        (eligible, vetoed)
+    };
+    if eligible.is_empty() {
+        return None;
+    }
+    let veto_note = vetoed.map(|v| format!(" ({v} vetoed by a person)")).unwrap_or_default();
+    if eligible.len() == 1 {
+        let name = run.state().agents[eligible[0]].name.clone();
+        announce(run, group, &name, SelectedBy::Policy, format!("only {name} may still speak{veto_note}"), None, None);
+        return Some(eligible[0]);
+    }
+    if policy == ModeratorPolicy::Llm {
+        let chosen = llm_moderator(run, group, &eligible, rng, last, turn_index, &veto_note).await;
+        // A person's pick made while the moderator was thinking wins.
+        if let Some(i) = take_human_pick(run, group) {
+            return Some(i);
+        }
+        return chosen;
+    }
+    let (name, reason) = policy_pick(run, policy, &eligible, rng, last, turn_index)?;
+    let index = run.state().agent_index(&name)?;
+    announce(run, group, &name, SelectedBy::Policy, format!("{reason}{veto_note}"), None, None);
+    Some(index)
+}
+
+fn take_human_pick(run: &Run, group: &str) -> Option<usize> {
+    let (index, name, author) = {
+        let mut st = run.state();
+        let (agent, author) = st.pending_pick.remove(group)?;
+        let i = st.agent_index(&agent)?;
+        if st.agents[i].finished {
+            return None;
+        }
+        (i, agent, author)
+    };
+    announce(run, group, &name, SelectedBy::Human, format!("chosen by {author}"), None, None);
+    Some(index)
+}
+
+fn announce(
+    run: &Run,
+    group: &str,
+    agent: &str,
+    by: SelectedBy,
+    reason: String,
+    raw: Option<String>,
+    fallback: Option<String>,
+) {
+    run.emit(EventKind::SpeakerSelected { group: group.to_string(), agent: agent.to_string(), by, reason, raw, fallback });
+}
+
+fn policy_pick(
+    run: &Run,
+    policy: ModeratorPolicy,
+    eligible: &[usize],
+    rng: &mut ChaCha8Rng,
+    last: Option<&str>,
+    turn_index: u32,
+) -> Option<(String, String)> {
+    let st = run.state();
+    let candidates: Vec<SpeakerCandidate<'_>> = eligible
+        .iter()
+        .map(|&i| {
+            let a = &st.agents[i];
+            SpeakerCandidate { name: &a.name, latest: a.latest.as_ref(), turns_spoken: a.turns_spoken, finished: a.finished }
+        })
+        .collect();
+    moderator::pick(policy, &candidates, &run.keys, last, turn_index, rng).map(|p| (p.agent, p.reason))
+}
+
+/// Ask the LLM moderator; re-ask once with the reason a reply failed, then fall back to `disagreement`.
+async fn llm_moderator(
+    run: &Run,
+    group: &str,
+    eligible: &[usize],
+    rng: &mut ChaCha8Rng,
+    last: Option<&str>,
+    turn_index: u32,
+    veto_note: &str,
+) -> Option<usize> {
+    let (names, all, table, mut messages) = {
+        let st = run.state();
+        let names: Vec<String> = eligible.iter().map(|&i| st.agents[i].name.clone()).collect();
+        let all: Vec<String> = st.group_agents(group).into_iter().map(|i| st.agents[i].name.clone()).collect();
+        let mut table = String::new();
+        for i in st.group_agents(group) {
+            let a = &st.agents[i];
+            let scores = a.latest.as_ref().map(|e| prompts::format_scores(&run.panel, e)).unwrap_or_else(|| "none".into());
+            let status = if a.finished { ", finished" } else { "" };
+            let _ = writeln!(table, "- {}: {scores} ({} turns{status})", a.name, a.turns_spoken);
+        }
+        let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+        let history = &st.histories[group];
+        let messages = prompts::moderator_messages(&run.panel, group, run.item(), history, &table, &refs);
+        (names, all, table, messages)
+    };
+    let _ = table;
+    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    let all_refs: Vec<&str> = all.iter().map(String::as_str).collect();
+    let binding = run.config.bindings.for_role(Role::Moderator).clone();
+    let sampling = run.role_sampling(Role::Moderator);
+    let mut raws = Vec::new();
+    let mut failure = String::new();
+    for attempt in 0..2 {
+        if attempt == 1 {
+            messages.push(prompts::moderator_retry(&failure, &refs));
+        }
+        let spec = CallSpec {
+            participant: role_label(Role::Moderator),
+            group: Some(group),
+            phase: Phase::Debate,
+            round: None,
+            role: Role::Moderator,
+            kind: TurnKind::Select,
+            binding: &binding,
+            messages: messages.clone(),
+            temperature: sampling.0,
+            max_tokens: sampling.1.min(200),
+            schema: None,
+            cancel: &run.stop,
+        };
+        let (turn, result, latency) = run.call(spec).await;
+        let completion = match result {
+            Ok(c) => c,
+            Err(crate::provider::ProviderError::Cancelled) => return None,
+            Err(e) => {
+                failure = format!("the moderator call failed: {e}");
+                break;
+            }
+        };
+        run.complete_turn(turn, role_label(Role::Moderator), Role::Moderator, &completion, None, None, latency);
+        raws.push(completion.text.clone());
+        match moderator::parse_moderator_reply(&completion.text, &refs, &all_refs) {
+            Ok(pick) => {
+                let index = run.state().agent_index(&pick.agent)?;
+                announce(
+                    run,
+                    group,
+                    &pick.agent,
+                    SelectedBy::Moderator,
+                    format!("{}{veto_note}", pick.reason),
+                    Some(raws.join("\n---\n")),
+                    None,
+                );
+                return Some(index);
+            }
+            Err(e) => {
+                messages.push(crate::provider::ChatMessage::assistant(completion.text));
+                failure = e;
+            }
+        }
+    }
+    let (name, reason) = policy_pick(run, ModeratorPolicy::Disagreement, eligible, rng, last, turn_index)?;
+    let index = run.state().agent_index(&name)?;
+    announce(
+        run,
+        group,
+        &name,
+        SelectedBy::Policy,
+        format!("moderator reply unusable ({failure}); {reason}{veto_note}"),
+        (!raws.is_empty()).then(|| raws.join("\n---\n")),
+        Some(ModeratorPolicy::Disagreement.as_str().to_string()),
+    );
+    Some(index)
+}
+
+/// Phase 3: means per group and panel-wide, and the aggregator's synthesis.
+async fn aggregate(run: &Run) {
+    if run.quit.is_cancelled() {
+        return;
+    }
+    run.emit(EventKind::PhaseStarted { phase: Phase::Aggregation, group: None, round: None });
+    for g in &run.panel.groups {
+        run.emit_aggregate(Some(&g.name), String::new(), "mean");
+    }
+    let finals = {
+        let st = run.state();
+        let mut s = String::new();
+        for g in &run.panel.groups {
+            let _ = writeln!(s, "Group \"{}\":", g.name);
+            for a in st.agents.iter().filter(|a| a.group == g.name) {
+                match &a.latest {
+                    Some(ev) => {
+                        let _ = writeln!(
+                            s,
+                            "- {} ({}): {} — {}",
+                            a.name,
+                            a.spec.role,
+                            prompts::format_scores(&run.panel, ev),
+                            ev.justification.trim()
+                        );
+                    }
+                    None => {
+                        let _ = writeln!(s, "- {} ({}): no evaluation", a.name, a.spec.role);
+                    }
+                }
+            }
+        }
+        s
+    };
+    let has_any = {
+        let st = run.state();
+        st.failure.is_none() && st.agents.iter().any(|a| a.latest.is_some())
+    };
+    let mut feedback = String::new();
+    if has_any {
+        let binding = run.config.bindings.for_role(Role::Aggregator).clone();
+        let sampling = run.role_sampling(Role::Aggregator);
+        let spec = CallSpec {
+            participant: role_label(Role::Aggregator),
+            group: None,
+            phase: Phase::Aggregation,
+            round: None,
+            role: Role::Aggregator,
+            kind: TurnKind::Judge,
+            binding: &binding,
+            messages: prompts::aggregator_messages(&run.panel, run.item(), &finals),
+            temperature: sampling.0,
+            max_tokens: sampling.1,
+            schema: None,
+            cancel: &run.quit,
+        };
+        let (turn, result, latency) = run.call(spec).await;
+        match result {
+            Ok(c) => {
+                run.complete_turn(turn, role_label(Role::Aggregator), Role::Aggregator, &c, None, None, latency);
+                feedback = c.text.trim().to_string();
+            }
+            Err(crate::provider::ProviderError::Cancelled) => {}
+            Err(e) => run.fail(format!("aggregator: {e}")),
+        }
+    }
+    run.emit_aggregate(None, feedback, "mean");
+    run.state().finished = true;
+}

@@ -1,0 +1,59 @@
+//! Protocol runners. Each is async code over the shared [`Run`] machinery.
+
+pub mod collab_eval;
+pub mod maj_eval;
+
+use futures::future::join_all;
+
+use super::prompts::{self, HistoryEntry};
+use super::runtime::{Run, Spoken};
+use crate::session::event::{EventKind, Phase};
+
+/// Independent first evaluations by every agent, concurrently. Fills each
+/// group's history in panel order once all are in.
+pub(crate) async fn initial_phase(run: &Run, with_confidence: bool) {
+    run.emit(EventKind::PhaseStarted { phase: Phase::Initial, group: None, round: None });
+    let count = run.state().agents.len();
+    let calls = (0..count).map(|i| async move {
+        if !run.gate().await {
+            return None;
+        }
+        let messages = {
+            let st = run.state();
+            let a = &st.agents[i];
+            prompts::initial_messages(&run.panel, &a.group, &a.spec, run.item(), with_confidence)
+        };
+        Some(run.agent_turn(i, Phase::Initial, None, messages, &run.stop).await)
+    });
+    let results = join_all(calls).await;
+    let mut failures = 0;
+    let mut fatal = None;
+    for (i, out) in results.into_iter().enumerate() {
+        let (name, group) = {
+            let st = run.state();
+            (st.agents[i].name.clone(), st.agents[i].group.clone())
+        };
+        match out {
+            Some(Spoken::Evaluated { evaluation, text, .. }) => {
+                run.push_history(&group, HistoryEntry::Initial { agent: name, evaluation: Some(evaluation), text });
+            }
+            Some(Spoken::Unparsed { text, .. }) => {
+                run.push_history(&group, HistoryEntry::Initial { agent: name, evaluation: None, text });
+            }
+            Some(Spoken::Failed(e)) => {
+                if !matches!(e, crate::provider::ProviderError::Cancelled) {
+                    failures += 1;
+                    if !e.is_retryable() && fatal.is_none() {
+                        fatal = Some(format!("{name}: {e}"));
+                    }
+                }
+            }
+            None => {}
+        }
+    }
+    if let Some(f) = fatal {
+        run.fail(f);
+    } else if failures == count && count > 0 {
+        run.fail("every agent's first evaluation failed; see the turn_failed events for the errors".into());
+    }
+}

@@ -1,0 +1,636 @@
+//! The shared machinery of a run: state, model calls as turns, the pause gate,
+//! consensus checks and the end of a session.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use tokio::sync::{mpsc, watch};
+use tokio_util::sync::CancellationToken;
+
+use super::consensus;
+use super::parse::{ParseSpec, parse_reply, says_no_more_comments};
+use super::prompts::{self, HistoryEntry};
+use super::{Binding, EngineConfig, Recorder, RunOutcome};
+use crate::item::Item;
+use crate::panel::{AgentSpec, Panel};
+use crate::provider::retry::{RetryPolicy, call_with_retry};
+use crate::provider::{ChatMessage, ChatRequest, Completion, ProviderError};
+use crate::session::event::{
+    AgentInfo, EndStatus, Evaluation, EventKind, Phase, Role, Scores, TurnKind, UsageTotals,
+};
+
+/// Pause state shared by every group.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Control {
+    pub paused: bool,
+    /// Turns allowed to start while paused.
+    pub step_credits: u32,
+}
+
+/// One agent's state during a run.
+#[derive(Debug, Clone)]
+pub(crate) struct AgentRt {
+    pub name: String,
+    pub group: String,
+    pub spec: AgentSpec,
+    pub initial: Option<Evaluation>,
+    pub latest: Option<Evaluation>,
+    pub latest_turn: Option<u64>,
+    pub finished: bool,
+    pub turns_spoken: u32,
+}
+
+/// A human's change to an aggregated result.
+#[derive(Debug, Clone)]
+pub(crate) struct FinalOverride {
+    pub group: Option<String>,
+    pub dimension: String,
+    pub value: f64,
+}
+
+/// An aggregated result as first computed, before human overrides.
+#[derive(Debug, Clone)]
+pub(crate) struct AggregateRecord {
+    pub feedback: String,
+    pub method: String,
+}
+
+/// Mutable state of a run. Locked briefly, never across an await.
+#[derive(Debug, Default)]
+pub(crate) struct State {
+    pub agents: Vec<AgentRt>,
+    /// Shared history per group.
+    pub histories: BTreeMap<String, Vec<HistoryEntry>>,
+    /// Group → (agent, author) chosen by a person to speak next.
+    pub pending_pick: HashMap<String, (String, String)>,
+    /// Group → agent a person refused as the next speaker.
+    pub veto: HashMap<String, String>,
+    pub final_overrides: Vec<FinalOverride>,
+    /// Decisive evaluations that replace a group's mean (CollabEval final judge).
+    pub judged: BTreeMap<String, Evaluation>,
+    /// Aggregates emitted so far, keyed by group (`None` = panel-wide).
+    pub aggregates: BTreeMap<Option<String>, AggregateRecord>,
+    pub failure: Option<String>,
+    pub stop_reason: Option<String>,
+    pub stopped: bool,
+    /// The protocol finished (aggregation done).
+    pub finished: bool,
+}
+
+impl State {
+    pub fn agent_index(&self, name: &str) -> Option<usize> {
+        self.agents.iter().position(|a| a.name == name)
+    }
+    pub fn group_agents(&self, group: &str) -> Vec<usize> {
+        (0..self.agents.len()).filter(|&i| self.agents[i].group == group).collect()
+    }
+}
+
+/// What came of an agent's turn (after a repair request, if one was needed).
+#[derive(Debug, Clone)]
+pub(crate) enum Spoken {
+    Evaluated { evaluation: Evaluation, text: String, turn: u64 },
+    /// The reply was kept but had no readable evaluation; `done` if the agent said it had finished.
+    Unparsed { text: String, done: bool },
+    Failed(ProviderError),
+}
+
+/// The participant label of a non-agent role in events.
+pub(crate) fn role_label(role: Role) -> &'static str {
+    match role {
+        Role::Agent => "agent",
+        Role::Moderator => "moderator",
+        Role::Aggregator => "aggregator",
+        Role::FinalJudge => "final judge",
+    }
+}
+
+pub(crate) fn session_started_event(config: &EngineConfig) -> EventKind {
+    let panel = &config.panel;
+    let agents = panel
+        .agents()
+        .map(|(g, a)| {
+            let r = config.bindings.for_agent(&a.name).model_ref();
+            AgentInfo { name: a.name.clone(), group: g.name.clone(), role: a.role.clone(), provider: r.provider, model: r.model }
+        })
+        .collect();
+    let mut roles = BTreeMap::new();
+    roles.insert("moderator".to_string(), config.bindings.for_role(Role::Moderator).model_ref());
+    roles.insert("aggregator".to_string(), config.bindings.for_role(Role::Aggregator).model_ref());
+    if panel.protocol == crate::panel::Protocol::CollabEval {
+        roles.insert("final_judge".to_string(), config.bindings.for_role(Role::FinalJudge).model_ref());
+    }
+    EventKind::SessionStarted {
+        session_id: config.session_id.clone(),
+        protocol: panel.protocol.as_str().to_string(),
+        panel: panel.to_json(),
+        item: config.item.clone(),
+        agents,
+        roles,
+        seed: config.seed,
+        moot_version: env!("CARGO_PKG_VERSION").to_string(),
+        provider_note: config.provider_note.clone(),
+    }
+}
+
+/// A model call to make as one turn.
+pub(crate) struct CallSpec<'a> {
+    pub participant: &'a str,
+    pub group: Option<&'a str>,
+    pub phase: Phase,
+    pub round: Option<u32>,
+    pub role: Role,
+    pub kind: TurnKind,
+    pub binding: &'a Binding,
+    pub messages: Vec<ChatMessage>,
+    pub temperature: Option<f32>,
+    pub max_tokens: u32,
+    pub schema: Option<serde_json::Value>,
+    pub cancel: &'a CancellationToken,
+}
+
+/// The shared part of a run.
+pub(crate) struct Run {
+    pub config: EngineConfig,
+    pub panel: Arc<Panel>,
+    pub rec: Recorder,
+    pub retry: RetryPolicy,
+    next_turn: AtomicU64,
+    totals: Mutex<UsageTotals>,
+    state: Mutex<State>,
+    pub control: watch::Sender<Control>,
+    /// Ends the debate (turns in flight are cancelled); aggregation still runs.
+    pub stop: CancellationToken,
+    /// Ends everything, aggregation included.
+    pub quit: CancellationToken,
+    /// Dimension keys plus `overall`.
+    pub keys: Vec<String>,
+    quoted: Vec<String>,
+}
+
+impl Run {
+    pub fn new(config: EngineConfig, rec: Recorder) -> Self {
+        let panel = config.panel.clone();
+        let agents = panel
+            .agents()
+            .map(|(g, a)| AgentRt {
+                name: a.name.clone(),
+                group: g.name.clone(),
+                spec: a.clone(),
+                initial: None,
+                latest: None,
+                latest_turn: None,
+                finished: false,
+                turns_spoken: 0,
+            })
+            .collect();
+        let histories = panel.groups.iter().map(|g| (g.name.clone(), Vec::new())).collect();
+        let mut keys = panel.dimension_keys();
+        keys.push("overall".into());
+        let item = &config.item;
+        let quoted = [Some(&item.content), item.context.as_ref(), item.reference.as_ref()]
+            .into_iter()
+            .flatten()
+            .cloned()
+            .chain(item.candidates.iter().flatten().map(|c| c.text.clone()))
+            .collect();
+        let (control, _) = watch::channel(Control::default());
+        Self {
+            retry: config.retry.clone(),
+            panel,
+            rec,
+            next_turn: AtomicU64::new(1),
+            totals: Mutex::new(UsageTotals::default()),
+            state: Mutex::new(State { agents, histories, ..Default::default() }),
+            control,
+            stop: CancellationToken::new(),
+            quit: CancellationToken::new(),
+            keys,
+            quoted,
+            config,
+        }
+    }
+
+    pub fn item(&self) -> &Item {
+        &self.config.item
+    }
+
+    pub fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn emit(&self, kind: EventKind) {
+        self.rec.emit(kind);
+    }
+
+    pub fn emit_session_started(&self) {
+        self.emit(session_started_event(&self.config));
+    }
+
+    /// A seeded generator for one purpose (a group's moderator, a round order…).
+    pub fn rng(&self, purpose: &str) -> ChaCha8Rng {
+        // FNV-1a: stable across platforms and releases, unlike std's hasher.
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        for b in purpose.bytes() {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+        ChaCha8Rng::seed_from_u64(self.config.seed ^ h)
+    }
+
+    pub fn parse_spec(&self) -> (Vec<&str>, &Panel) {
+        (self.quoted.iter().map(String::as_str).collect(), &self.panel)
+    }
+
+    /// Wait at a safe point while paused. False when the debate is stopping.
+    pub async fn gate(&self) -> bool {
+        let mut rx = self.control.subscribe();
+        loop {
+            if self.stop.is_cancelled() {
+                return false;
+            }
+            let mut proceed = false;
+            self.control.send_if_modified(|c| {
+                if !c.paused {
+                    proceed = true;
+                    false
+                } else if c.step_credits > 0 {
+                    c.step_credits -= 1;
+                    proceed = true;
+                    true
+                } else {
+                    false
+                }
+            });
+            if proceed {
+                return true;
+            }
+            tokio::select! {
+                r = rx.changed() => if r.is_err() { return false },
+                () = self.stop.cancelled() => return false,
+            }
+        }
+    }
+
+    /// Make one model call as a turn: `turn_started`, deltas, a `turn_failed`
+    /// per failed attempt. The caller records `turn_completed`.
+    pub async fn call(&self, spec: CallSpec<'_>) -> (u64, Result<Completion, ProviderError>, u64) {
+        let turn = self.next_turn.fetch_add(1, Ordering::Relaxed);
+        self.emit(EventKind::TurnStarted {
+            turn,
+            agent: spec.participant.to_string(),
+            group: spec.group.map(str::to_string),
+            phase: spec.phase,
+            round: spec.round,
+            role: spec.role,
+            kind: spec.kind,
+        });
+        let started = Instant::now();
+        let request = ChatRequest {
+            model: spec.binding.model.clone(),
+            messages: spec.messages,
+            max_tokens: spec.max_tokens,
+            temperature: spec.temperature,
+            seed: Some(self.config.seed),
+            response_schema: spec.schema,
+        };
+        let (tx, mut rx) = mpsc::unbounded_channel::<String>();
+        let participant = spec.participant;
+        let rec = &self.rec;
+        let provider = spec.binding.provider.clone();
+        let cancel = spec.cancel;
+        let policy = &self.retry;
+        let call = async move {
+            let mut on_failure = |f: &crate::provider::retry::AttemptFailure| {
+                rec.emit(EventKind::TurnFailed {
+                    turn,
+                    agent: participant.to_string(),
+                    error: f.error.to_string(),
+                    attempt: f.attempt,
+                    will_retry: f.will_retry,
+                    retry_in_ms: f.retry_in.map(|d| d.as_millis() as u64),
+                });
+            };
+            let result = call_with_retry(provider.as_ref(), &request, &tx, cancel, policy, &mut on_failure).await;
+            drop(tx);
+            result
+        };
+        let forward = async {
+            while let Some(mut text) = rx.recv().await {
+                while let Ok(more) = rx.try_recv() {
+                    text.push_str(&more);
+                }
+                rec.emit(EventKind::TurnDelta { turn, text });
+            }
+        };
+        let (result, ()) = tokio::join!(call, forward);
+        (turn, result, started.elapsed().as_millis() as u64)
+    }
+
+    /// Record the end of a turn.
+    #[allow(clippy::too_many_arguments)]
+    pub fn complete_turn(
+        &self,
+        turn: u64,
+        participant: &str,
+        role: Role,
+        completion: &Completion,
+        evaluation: Option<Evaluation>,
+        parse_error: Option<String>,
+        latency_ms: u64,
+    ) {
+        self.totals.lock().unwrap_or_else(|e| e.into_inner()).record(role, participant, &completion.usage);
+        self.emit(EventKind::TurnCompleted {
+            turn,
+            agent: participant.to_string(),
+            text: completion.text.clone(),
+            evaluation,
+            parse_error,
+            usage: completion.usage,
+            latency_ms,
+            cached: completion.cached,
+        });
+    }
+
+    /// Sampling settings of an agent.
+    pub fn agent_sampling(&self, spec: &AgentSpec) -> (Option<f32>, u32) {
+        let g = &self.panel.generation;
+        (Some(spec.model.temperature.unwrap_or(g.temperature)), spec.model.max_tokens.unwrap_or(g.max_tokens))
+    }
+
+    /// Sampling settings of a role.
+    pub fn role_sampling(&self, role: Role) -> (Option<f32>, u32) {
+        let g = &self.panel.generation;
+        let s = match role {
+            Role::Aggregator => &self.panel.aggregator,
+            Role::FinalJudge => &self.panel.final_judge,
+            Role::Moderator => &self.panel.moderator.model,
+            Role::Agent => return (Some(g.temperature), g.max_tokens),
+        };
+        (Some(s.temperature.unwrap_or(g.temperature)), s.max_tokens.unwrap_or(g.max_tokens))
+    }
+
+    /// An evaluating turn (agent or final judge) with one repair request when
+    /// the reply has no readable evaluation.
+    #[allow(clippy::too_many_arguments)]
+    pub async fn evaluating_turn(
+        &self,
+        participant: &str,
+        group: Option<&str>,
+        phase: Phase,
+        round: Option<u32>,
+        role: Role,
+        binding: &Binding,
+        messages: Vec<ChatMessage>,
+        sampling: (Option<f32>, u32),
+        cancel: &CancellationToken,
+    ) -> Spoken {
+        let schema = Some(prompts::evaluation_schema(&self.panel));
+        let spec = CallSpec {
+            participant,
+            group,
+            phase,
+            round,
+            role,
+            kind: TurnKind::Speak,
+            binding,
+            messages: messages.clone(),
+            temperature: sampling.0,
+            max_tokens: sampling.1,
+            schema: schema.clone(),
+            cancel,
+        };
+        let (turn, result, latency) = self.call(spec).await;
+        let completion = match result {
+            Ok(c) => c,
+            Err(e) => return Spoken::Failed(e),
+        };
+        let (quoted, panel) = self.parse_spec();
+        let pspec = ParseSpec { dimensions: &panel.dimensions, scale: panel.scale, quoted_material: &quoted };
+        let done = says_no_more_comments(&completion.text, &pspec);
+        match parse_reply(&completion.text, &pspec) {
+            Ok(mut ev) => {
+                ev.done = done;
+                self.complete_turn(turn, participant, role, &completion, Some(ev.clone()), None, latency);
+                return Spoken::Evaluated { evaluation: ev, text: completion.text, turn };
+            }
+            Err(err) => {
+                self.complete_turn(turn, participant, role, &completion, None, Some(err.clone()), latency);
+                if cancel.is_cancelled() {
+                    return Spoken::Unparsed { text: completion.text, done };
+                }
+                let mut repair = messages;
+                repair.push(ChatMessage::assistant(completion.text.clone()));
+                repair.push(prompts::repair_message(panel, &err));
+                let spec = CallSpec {
+                    participant,
+                    group,
+                    phase,
+                    round,
+                    role,
+                    kind: TurnKind::Repair,
+                    binding,
+                    messages: repair,
+                    temperature: sampling.0,
+                    max_tokens: sampling.1,
+                    schema,
+                    cancel,
+                };
+                let (turn2, result2, latency2) = self.call(spec).await;
+                let Ok(c2) = result2 else {
+                    return Spoken::Unparsed { text: completion.text, done };
+                };
+                match parse_reply(&c2.text, &pspec) {
+                    Ok(mut ev) => {
+                        ev.done = done || says_no_more_comments(&c2.text, &pspec);
+                        self.complete_turn(turn2, participant, role, &c2, Some(ev.clone()), None, latency2);
+                        Spoken::Evaluated { evaluation: ev, text: completion.text, turn: turn2 }
+                    }
+                    Err(err2) => {
+                        self.complete_turn(turn2, participant, role, &c2, None, Some(err2), latency2);
+                        Spoken::Unparsed { text: completion.text, done }
+                    }
+                }
+            }
+        }
+    }
+
+    /// An agent's turn in any phase.
+    pub async fn agent_turn(
+        &self,
+        index: usize,
+        phase: Phase,
+        round: Option<u32>,
+        messages: Vec<ChatMessage>,
+        cancel: &CancellationToken,
+    ) -> Spoken {
+        let (name, group, spec) = {
+            let st = self.state();
+            let a = &st.agents[index];
+            (a.name.clone(), a.group.clone(), a.spec.clone())
+        };
+        let binding = self.config.bindings.for_agent(&name).clone();
+        let sampling = self.agent_sampling(&spec);
+        let out =
+            self.evaluating_turn(&name, Some(&group), phase, round, Role::Agent, &binding, messages, sampling, cancel).await;
+        let mut st = self.state();
+        let a = &mut st.agents[index];
+        if !matches!(out, Spoken::Failed(_)) {
+            a.turns_spoken += 1;
+        }
+        match &out {
+            Spoken::Evaluated { evaluation, turn, .. } => {
+                if phase == Phase::Initial {
+                    a.initial = Some(evaluation.clone());
+                } else if evaluation.done {
+                    a.finished = true;
+                }
+                a.latest = Some(evaluation.clone());
+                a.latest_turn = Some(*turn);
+            }
+            Spoken::Unparsed { done, .. } => {
+                if phase != Phase::Initial && *done {
+                    a.finished = true;
+                }
+            }
+            Spoken::Failed(_) => {}
+        }
+        out
+    }
+
+    /// Add an agent's contribution to its group's history.
+    pub fn push_history(&self, group: &str, entry: HistoryEntry) {
+        self.state().histories.entry(group.to_string()).or_default().push(entry);
+    }
+
+    /// Latest scores of a group's agents (agent → key → score).
+    pub fn group_scores(&self, group: &str) -> BTreeMap<String, Scores> {
+        let st = self.state();
+        st.agents
+            .iter()
+            .filter(|a| a.group == group)
+            .filter_map(|a| a.latest.as_ref().map(|ev| (a.name.clone(), eval_scores(ev))))
+            .collect()
+    }
+
+    /// Check and record the consensus of a group.
+    pub fn check_consensus(&self, group: &str, round: Option<u32>) -> bool {
+        let scores = self.group_scores(group);
+        let c = &self.panel.consensus;
+        let outcome = consensus::check(c.rule, c.tolerance, &scores, &self.keys);
+        self.emit(EventKind::ConsensusChecked {
+            group: Some(group.to_string()),
+            round,
+            scores,
+            spread: outcome.spread,
+            reached: outcome.reached,
+            rule: format!("{} ≤ {}", c.rule.as_str(), prompts::fmt_num(c.tolerance)),
+        });
+        outcome.reached
+    }
+
+    /// Record the final evaluations of a group's agents.
+    pub fn emit_finals(&self, group: &str) {
+        let (evaluations, turns) = {
+            let st = self.state();
+            let mut evs = BTreeMap::new();
+            let mut turns = BTreeMap::new();
+            for a in st.agents.iter().filter(|a| a.group == group) {
+                if let Some(ev) = &a.latest {
+                    evs.insert(a.name.clone(), ev.clone());
+                    if let Some(t) = a.latest_turn {
+                        turns.insert(a.name.clone(), t);
+                    }
+                }
+            }
+            (evs, turns)
+        };
+        self.emit(EventKind::FinalEvaluations { group: group.to_string(), evaluations, turns });
+    }
+
+    /// Note a failure that ends the debate (the first one wins).
+    pub fn fail(&self, message: String) {
+        {
+            let mut st = self.state();
+            if st.failure.is_none() {
+                st.failure = Some(message);
+            }
+        }
+        self.stop.cancel();
+    }
+
+    /// Interpret a failed agent turn: stop on errors that retrying cannot fix.
+    pub fn on_turn_error(&self, who: &str, error: &ProviderError, consecutive: &mut u32) -> bool {
+        if matches!(error, ProviderError::Cancelled) {
+            return true;
+        }
+        *consecutive += 1;
+        if !error.is_retryable() {
+            self.fail(format!("{who}: {error}"));
+            return true;
+        }
+        if *consecutive >= self.config.max_consecutive_failures {
+            self.fail(format!("{who}: giving up after {consecutive} failed turns in a row; last error: {error}"));
+            return true;
+        }
+        false
+    }
+
+    pub fn finish_lingering(&self) {
+        self.quit.cancel();
+    }
+
+    /// Emit `session_ended` and summarise.
+    pub fn finish(&self, elapsed: Duration) -> RunOutcome {
+        let (status, error, reason) = {
+            let st = self.state();
+            if let Some(f) = &st.failure {
+                (EndStatus::Failed, Some(f.clone()), st.stop_reason.clone())
+            } else if st.stopped {
+                (EndStatus::Stopped, None, st.stop_reason.clone())
+            } else {
+                (EndStatus::Completed, None, None)
+            }
+        };
+        let error = match (error, self.rec.write_error()) {
+            (Some(e), _) => Some(e),
+            (None, Some(w)) => Some(w),
+            (None, None) => None,
+        };
+        let status = if error.is_some() { EndStatus::Failed } else { status };
+        let usage = self.totals.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        self.emit(EventKind::SessionEnded {
+            status,
+            error: error.clone(),
+            reason: reason.clone(),
+            usage: usage.clone(),
+            duration_ms: elapsed.as_millis() as u64,
+        });
+        let result = {
+            let st = self.state();
+            st.aggregates.contains_key(&None).then(|| self.result_scores(&st, None))
+        };
+        RunOutcome {
+            session_id: self.config.session_id.clone(),
+            status,
+            error,
+            reason,
+            usage,
+            result,
+            log_path: self.rec.log_path(),
+        }
+    }
+}
+
+/// An evaluation's scores with `overall` as a key.
+pub(crate) fn eval_scores(ev: &Evaluation) -> Scores {
+    let mut s = ev.scores.clone();
+    if let Some(o) = ev.overall {
+        s.insert("overall".into(), o);
+    }
+    s
+}
