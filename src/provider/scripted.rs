@@ -19,6 +19,8 @@ use super::{ChatRequest, Completion, DeltaSender, Provider, ProviderError, Provi
 pub enum ScriptedReply {
     /// Stream this text.
     Text(String),
+    /// Stream this text after waiting (cancellable).
+    Slow(String, Duration),
     /// Fail this attempt.
     Fail(ProviderError),
 }
@@ -89,9 +91,13 @@ impl Provider for ScriptedProvider {
         let index = self.calls.fetch_add(1, Ordering::SeqCst);
         self.requests.lock().unwrap_or_else(|e| e.into_inner()).push(request.clone());
         let reply = (self.responder)(request, index);
-        if !self.delay.is_zero() {
+        let delay = match &reply {
+            ScriptedReply::Slow(_, d) => *d,
+            _ => self.delay,
+        };
+        if !delay.is_zero() {
             tokio::select! {
-                _ = tokio::time::sleep(self.delay) => {}
+                _ = tokio::time::sleep(delay) => {}
                 _ = cancel.cancelled() => return Err(ProviderError::Cancelled),
             }
         }
@@ -100,7 +106,7 @@ impl Provider for ScriptedProvider {
         }
         let text = match reply {
             ScriptedReply::Fail(e) => return Err(e),
-            ScriptedReply::Text(t) => t,
+            ScriptedReply::Text(t) | ScriptedReply::Slow(t, _) => t,
         };
         let mut start = 0;
         while start < text.len() {
