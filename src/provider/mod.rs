@@ -9,6 +9,7 @@ pub mod openai;
 pub mod retry;
 pub mod scripted;
 pub mod sse;
+pub mod testing;
 
 use std::fmt;
 use std::time::Duration;
