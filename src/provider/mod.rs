@@ -10,6 +10,7 @@ pub mod registry;
 pub mod retry;
 pub mod scripted;
 pub mod sse;
+pub mod testing;
 
 use std::fmt;
 use std::time::Duration;
