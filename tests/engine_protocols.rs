@@ -422,8 +422,7 @@ async fn pause_step_and_resume() {
     s.send(Command::Pause { author: author() });
     s.wait_for(|e| matches!(&e.kind, EventKind::Paused { .. })).await;
     // Let everything in flight finish, then nothing more may start.
-    s.wait_for(|e| matches!(&e.kind, EventKind::ConsensusChecked { .. })).await;
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    tokio::time::sleep(Duration::from_millis(150)).await;
     let calls_paused = provider.calls();
     tokio::time::sleep(Duration::from_millis(100)).await;
     assert_eq!(provider.calls(), calls_paused, "nothing starts while paused");

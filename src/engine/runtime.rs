@@ -304,8 +304,11 @@ impl Run {
         let provider = spec.binding.provider.clone();
         let cancel = spec.cancel;
         let policy = &self.retry;
+        let attempts = std::sync::atomic::AtomicU32::new(0);
+        let attempts = &attempts;
         let call = async move {
             let mut on_failure = |f: &crate::provider::retry::AttemptFailure| {
+                attempts.store(f.attempt, Ordering::Relaxed);
                 rec.emit(EventKind::TurnFailed {
                     turn,
                     agent: participant.to_string(),
@@ -328,6 +331,17 @@ impl Run {
             }
         };
         let (result, ()) = tokio::join!(call, forward);
+        if matches!(result, Err(ProviderError::Cancelled)) {
+            // Close the turn in the log: it will never complete.
+            self.emit(EventKind::TurnFailed {
+                turn,
+                agent: participant.to_string(),
+                error: ProviderError::Cancelled.to_string(),
+                attempt: attempts.load(Ordering::Relaxed) + 1,
+                will_retry: false,
+                retry_in_ms: None,
+            });
+        }
         (turn, result, started.elapsed().as_millis() as u64)
     }
 
