@@ -1065,6 +1065,11 @@ Grammar: 1\n";
                 O(3.0, 3.0, 3.0, None, false, "Both claims {a, b} hold."),
             ),
             (
+                "broken JSON (missing comma) is read through its lines",
+                "```json\n{\"grammar\": 4\n \"answer_relevancy\": 3,\n \"overall\": 4}\n```",
+                O(4.0, 3.0, 4.0, None, false, ""),
+            ),
+            (
                 "truncated outer object falls back to its complete inner scores",
                 "{\"scores\": {\"grammar\": 4, \"answer_relevancy\": 2}, \"overall\": 3, \"justification\": \"The answer",
                 O(4.0, 2.0, 3.0, None, false, ""),
