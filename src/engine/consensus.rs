@@ -107,7 +107,8 @@ mod tests {
         ]);
         let float_noise =
             group(&[("a", &[("grammar", 0.1 + 0.2), ("overall", 3.0)]), ("b", &[("grammar", 0.3), ("overall", 3.0)])]);
-        let cases: Vec<(&str, ConsensusRule, f64, &BTreeMap<String, Scores>, bool, f64)> = vec![
+        type Case<'a> = (&'a str, ConsensusRule, f64, &'a BTreeMap<String, Scores>, bool, f64);
+        let cases: Vec<Case<'_>> = vec![
             ("exact, same", Exact, 1.0, &same, true, 0.0),
             ("exact ignores tolerance", Exact, 1.0, &one_apart, false, 1.0),
             ("exact within float noise", Exact, 0.0, &float_noise, true, 0.0),

@@ -373,10 +373,10 @@ impl<'s, 'a> Parser<'s, 'a> {
                 Value::Object(inner) => self.collect_object(inner, found, depth + 1),
                 Value::Array(items) => {
                     for item in items {
-                        if let Value::Object(inner) = item {
-                            if !self.collect_named_entry(inner, found) {
-                                self.collect_object(inner, found, depth + 1);
-                            }
+                        if let Value::Object(inner) = item
+                            && !self.collect_named_entry(inner, found)
+                        {
+                            self.collect_object(inner, found, depth + 1);
                         }
                     }
                 }
@@ -673,7 +673,7 @@ fn to_confidence(raw: &Raw) -> Option<f64> {
 }
 
 /// Widen a JSON object's range to the code fence around it, if any.
-fn expand_to_fence(text: &str, range: Range<usize>) -> Range<usize> {
+pub(crate) fn expand_to_fence(text: &str, range: Range<usize>) -> Range<usize> {
     let before = text[..range.start].trim_end();
     let line_start = before.rfind('\n').map_or(0, |i| i + 1);
     let opener = before[line_start..].trim_start();
@@ -1063,6 +1063,11 @@ Grammar: 1\n";
                 "braces in prose do not confuse the scanner",
                 "Using set notation {a, b} for the two claims:\n{\"grammar\": 3, \"answer_relevancy\": 3, \"justification\": \"Both claims {a, b} hold.\"}",
                 O(3.0, 3.0, 3.0, None, false, "Both claims {a, b} hold."),
+            ),
+            (
+                "broken JSON (missing comma) is read through its lines",
+                "```json\n{\"grammar\": 4\n \"answer_relevancy\": 3,\n \"overall\": 4}\n```",
+                O(4.0, 3.0, 4.0, None, false, ""),
             ),
             (
                 "truncated outer object falls back to its complete inner scores",
