@@ -130,11 +130,11 @@ impl<T: Ord + Clone> Confusion<T> {
             .collect();
         let n = total as f64;
         let (mut observed, mut expected) = (0.0, 0.0);
-        for i in 0..k {
-            for j in 0..k {
+        for (i, (row, row_total)) in self.counts.iter().zip(&rows).enumerate() {
+            for (j, (&count, col_total)) in row.iter().zip(&cols).enumerate() {
                 let w = weights.weight(i, j);
-                observed += w * self.counts[i][j] as f64;
-                expected += w * rows[i] * cols[j] / n;
+                observed += w * count as f64;
+                expected += w * row_total * col_total / n;
             }
         }
         if expected <= 0.0 {

@@ -4,7 +4,7 @@
 //! All three coefficients need at least two complete pairs and variation in
 //! both samples; otherwise they are [`Undefined`].
 
-use super::{StatResult, Undefined, average_ranks, check_finite, check_same_len, cmp_f64};
+use super::{StatResult, Undefined, average_ranks, check_finite, check_same_len, cmp_f64, finite};
 
 /// A correlation coefficient together with the number of pairs it is based on.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -126,13 +126,14 @@ fn is_constant(v: &[f64]) -> bool {
 pub fn pearson(x: &[f64], y: &[f64]) -> StatResult<Correlation> {
     let n = check_pairs(x, y)?;
     Ok(Correlation {
-        value: pearson_unchecked(x, y),
+        value: pearson_unchecked(x, y)?,
         n,
     })
 }
 
 /// Pearson r of checked, non-constant input (two passes, no allocation).
-fn pearson_unchecked(x: &[f64], y: &[f64]) -> f64 {
+/// Undefined only when the sums overflow.
+fn pearson_unchecked(x: &[f64], y: &[f64]) -> StatResult<f64> {
     let nf = x.len() as f64;
     let mx = x.iter().sum::<f64>() / nf;
     let my = y.iter().sum::<f64>() / nf;
@@ -143,7 +144,10 @@ fn pearson_unchecked(x: &[f64], y: &[f64]) -> f64 {
         sxx += dx * dx;
         syy += dy * dy;
     }
-    (sxy / (sxx.sqrt() * syy.sqrt())).clamp(-1.0, 1.0)
+    if !(sxx.is_finite() && syy.is_finite()) {
+        return Err(Undefined::new("numeric overflow"));
+    }
+    Ok(finite(sxy / (sxx.sqrt() * syy.sqrt()))?.clamp(-1.0, 1.0))
 }
 
 /// Spearman's rank correlation ρ: Pearson r of the average ranks (ties
@@ -155,7 +159,7 @@ pub fn spearman(x: &[f64], y: &[f64]) -> StatResult<Correlation> {
     let rx = average_ranks(x);
     let ry = average_ranks(y);
     Ok(Correlation {
-        value: pearson_unchecked(&rx, &ry),
+        value: pearson_unchecked(&rx, &ry)?,
         n,
     })
 }
@@ -385,6 +389,14 @@ mod tests {
                     .starts_with("length mismatch")
             );
             assert!((kind.statistic())(&[1.0], &[1.0]).is_err());
+        }
+        let huge = [1e200, -1e200, 3e200];
+        assert_eq!(
+            pearson(&huge, &[1.0, 2.0, 3.0]).unwrap_err().reason,
+            "numeric overflow"
+        );
+        for kind in [CorrelationKind::Spearman, CorrelationKind::KendallTauB] {
+            assert!(kind.compute(&huge, &[1.0, 2.0, 3.0]).is_ok());
         }
     }
 

@@ -1,6 +1,6 @@
 //! Descriptive helpers: mean, population standard deviation, median.
 
-use super::{StatResult, Undefined, check_finite, cmp_f64};
+use super::{StatResult, Undefined, check_finite, cmp_f64, finite};
 
 fn check_nonempty(values: &[f64]) -> StatResult<()> {
     if values.is_empty() {
@@ -13,7 +13,7 @@ fn check_nonempty(values: &[f64]) -> StatResult<()> {
 /// Arithmetic mean. Undefined for empty or non-finite input.
 pub fn mean(values: &[f64]) -> StatResult<f64> {
     check_nonempty(values)?;
-    Ok(mean_unchecked(values))
+    finite(mean_unchecked(values))
 }
 
 /// Mean of a non-empty slice of finite values, without checks.
@@ -28,7 +28,7 @@ pub fn population_stdev(values: &[f64]) -> StatResult<f64> {
     check_nonempty(values)?;
     let m = mean_unchecked(values);
     let ss: f64 = values.iter().map(|v| (v - m) * (v - m)).sum();
-    Ok((ss / values.len() as f64).sqrt())
+    finite((ss / values.len() as f64).sqrt())
 }
 
 /// Median; the mean of the two middle values when the count is even.
@@ -42,7 +42,8 @@ pub fn median(values: &[f64]) -> StatResult<f64> {
     Ok(if n % 2 == 1 {
         sorted[n / 2]
     } else {
-        (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0
+        // Halve first so two huge values do not overflow.
+        sorted[n / 2 - 1] / 2.0 + sorted[n / 2] / 2.0
     })
 }
 
@@ -69,5 +70,10 @@ mod tests {
             "non-finite input"
         );
         assert!(median(&[f64::NAN, 1.0]).is_err());
+        assert_eq!(
+            mean(&[f64::MAX, f64::MAX]).unwrap_err().reason,
+            "numeric overflow"
+        );
+        assert_eq!(median(&[f64::MAX, f64::MAX]).unwrap(), f64::MAX);
     }
 }

@@ -157,7 +157,10 @@ pub fn krippendorff_alpha<U: AsRef<[Option<f64>]>>(
             2.0 * s
         }
     };
-    if expected <= 0.0 || !expected.is_finite() || !observed.is_finite() {
+    if !expected.is_finite() || !observed.is_finite() {
+        return Err(Undefined::new("numeric overflow"));
+    }
+    if expected <= 0.0 {
         return Err(Undefined::new("no variation in pairable values"));
     }
     Ok(KrippendorffAlpha {

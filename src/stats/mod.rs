@@ -80,6 +80,15 @@ pub(crate) fn check_same_len(a: usize, b: usize) -> StatResult<()> {
     }
 }
 
+/// Passes a finite result through; an overflowing computation is undefined.
+pub(crate) fn finite(value: f64) -> StatResult<f64> {
+    if value.is_finite() {
+        Ok(value)
+    } else {
+        Err(Undefined::new("numeric overflow"))
+    }
+}
+
 /// Total order on finite floats where `-0.0 == 0.0`.
 pub(crate) fn cmp_f64(a: f64, b: f64) -> std::cmp::Ordering {
     a.partial_cmp(&b).unwrap_or(std::cmp::Ordering::Equal)

@@ -78,23 +78,23 @@ impl WinRates {
         self.a + self.b + self.tie
     }
 
-    /// Share of decisions for A. Undefined with no decisions.
+    /// Share of decisions for A (`win_rate`). Undefined with no decisions.
     pub fn a_rate(&self) -> StatResult<f64> {
         ratio(self.a, self.n(), "no decisions")
     }
 
-    /// Share of decisions for B. Undefined with no decisions.
+    /// Share of decisions for B (`loss_rate`). Undefined with no decisions.
     pub fn b_rate(&self) -> StatResult<f64> {
         ratio(self.b, self.n(), "no decisions")
     }
 
-    /// Share of ties. Undefined with no decisions.
+    /// Share of ties (`tie_rate`). Undefined with no decisions.
     pub fn tie_rate(&self) -> StatResult<f64> {
         ratio(self.tie, self.n(), "no decisions")
     }
 
-    /// Share of decisions for A among those naming a winner. Undefined when
-    /// every decision is a tie.
+    /// Share of decisions for A among those naming a winner
+    /// (`win_rate_excluding_ties`). Undefined when every decision is a tie.
     pub fn a_rate_excluding_ties(&self) -> StatResult<f64> {
         ratio(self.a, self.a + self.b, "no decisive decisions")
     }
