@@ -1,6 +1,6 @@
 //! moot: panels of LLM judges that evaluate generated text by debating.
 
-// pub mod cli;
+pub mod cli;
 pub mod engine;
 pub mod item;
 pub mod panel;

@@ -49,7 +49,7 @@ pub fn load_item(panel: &Panel, args: &RunArgs) -> anyhow::Result<Item> {
     }
     let file: ItemsFile = match &args.item {
         Some(path) => crate::item::load_items(path)?,
-        None => match crate::item::bundled_items_for(panel) {
+        None => match bundled_items_for(panel) {
             Some(f) => f,
             None => bail!(
                 "{}: no items to evaluate; pass --item FILE (JSONL, JSON or CSV) or --content TEXT",
@@ -60,7 +60,19 @@ pub fn load_item(panel: &Panel, args: &RunArgs) -> anyhow::Result<Item> {
     for problem in &file.skipped {
         eprintln!("moot: warning: {problem}");
     }
-    Ok(file.get(args.id.as_deref())?.clone())
+    match args.id.as_deref() {
+        Some(id) => Ok(file.get(id)?.clone()),
+        None => file.items.first().cloned().with_context(|| format!("{}: no items", file.source)),
+    }
+}
+
+/// The bundled items that go with a bundled panel (same file stem).
+fn bundled_items_for(panel: &Panel) -> Option<ItemsFile> {
+    let source = panel.source.as_ref()?.to_string_lossy().to_string();
+    let stem = source.strip_prefix(crate::panel::BUNDLED_PREFIX).map(str::to_string).or_else(|| {
+        std::path::Path::new(&source).file_stem().map(|s| s.to_string_lossy().to_string())
+    })?;
+    ItemsFile::bundled(&stem)
 }
 
 /// Run the engine on `config`, writing the session log under `dir`, and
