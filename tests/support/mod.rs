@@ -6,94 +6,18 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use moot::engine::{self, Binding, Bindings, Command, EngineConfig, EngineHandle, Recorder, RunOutcome};
-use moot::item::Item;
-use moot::panel::{
-    AgentSpec, ConsensusRule, ConsensusSettings, Dimension, GenerationSettings, GroupSpec, ModelSettings,
-    ModeratorPolicy, ModeratorSettings, Panel, Protocol, Scale,
-};
+use moot::panel::Panel;
 use moot::provider::ChatRequest;
 use moot::provider::retry::RetryPolicy;
 use moot::provider::scripted::{ScriptedProvider, ScriptedReply};
 use moot::session::{Event, EventKind};
 use tokio::sync::mpsc;
 
-pub fn agent(name: &str) -> AgentSpec {
-    AgentSpec {
-        name: name.into(),
-        role: format!("{name}'s role"),
-        demographics: "adult".into(),
-        perspective: "cares about clarity".into(),
-        specialty: "reading".into(),
-        traits: "direct".into(),
-        relationships: "works with the others".into(),
-        model: ModelSettings::default(),
-    }
-}
-
-/// A panel with the given groups of agent names.
-pub fn panel(protocol: Protocol, groups: &[(&str, &[&str])]) -> Panel {
-    Panel {
-        name: "Test panel".into(),
-        protocol,
-        task: "Judge short answers to questions about a story.".into(),
-        scale: Scale { min: 1.0, max: 5.0 },
-        dimensions: vec![
-            Dimension { key: "grammar".into(), name: "Grammar".into(), description: "Is it well formed?".into() },
-            Dimension { key: "relevance".into(), name: "Relevance".into(), description: "Does it answer?".into() },
-        ],
-        moderator: ModeratorSettings { policy: ModeratorPolicy::RoundRobin, max_turns: 4, model: ModelSettings::default() },
-        consensus: ConsensusSettings { rule: ConsensusRule::Range, tolerance: 0.0, max_rounds: 3 },
-        generation: GenerationSettings { temperature: 0.0, max_tokens: 200, seed: Some(7) },
-        model: ModelSettings::default(),
-        aggregator: ModelSettings::default(),
-        final_judge: ModelSettings::default(),
-        groups: groups
-            .iter()
-            .map(|(g, names)| GroupSpec {
-                name: g.to_string(),
-                description: String::new(),
-                agents: names.iter().map(|n| agent(n)).collect(),
-            })
-            .collect(),
-        source: None,
-    }
-}
-
-pub fn item() -> Item {
-    Item {
-        id: "qa-test".into(),
-        content: "Question: Why did the fox run?\nAnswer: Because it was scared of the storm.".into(),
-        context: Some("A fox lived by the river. When the storm came, the fox ran to its den.".into()),
-        reference: None,
-        human: None,
-        candidates: None,
-    }
-}
-
-/// Who a request speaks for, read from its system prompt.
-pub fn speaker(req: &ChatRequest) -> String {
-    let sys = &req.messages[0].content;
-    if sys.starts_with("You moderate") {
-        return "moderator".into();
-    }
-    if sys.starts_with("You write the synthesis") {
-        return "aggregator".into();
-    }
-    if sys.starts_with("You are the final judge") {
-        return "final judge".into();
-    }
-    sys.strip_prefix("You are ").and_then(|s| s.split(',').next()).unwrap_or("?").to_string()
-}
+pub use moot::testkit::{agent, evaluation, item, panel, speaker};
 
 /// Whether a request is a debate/discussion turn (it shows the history).
 pub fn is_debate(req: &ChatRequest) -> bool {
     req.messages.last().is_some_and(|m| m.content.contains("It is your turn") || m.content.contains("Discussion round"))
-}
-
-pub fn evaluation(g: u32, r: u32, overall: u32) -> String {
-    format!(
-        "My view, briefly.\n```json\n{{\"grammar\": {g}, \"relevance\": {r}, \"overall\": {overall}, \"confidence\": 0.8, \"justification\": \"Scores as given.\"}}\n```"
-    )
 }
 
 pub fn config(panel: Panel, provider: Arc<ScriptedProvider>) -> EngineConfig {
