@@ -665,3 +665,49 @@ fn item_from_csv(columns: &[Column], record: &csv::StringRecord) -> Result<Item,
         candidates: (!candidates.is_empty()).then_some(candidates),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn array_element_offsets_skip_strings_and_nesting() {
+        let text = r#"[ {"a": "x, ]\" [y"}, [1, [2]] ,
+  3, "s,t" ]"#;
+        let starts = json_array_element_offsets(text);
+        let firsts: Vec<char> = starts
+            .iter()
+            .map(|&i| text[i..].chars().next().unwrap_or(' '))
+            .collect();
+        assert_eq!(firsts, ['{', '[', '3', '"']);
+        assert_eq!(line_of(text, starts[2]), 2);
+        assert!(json_array_element_offsets("[]").is_empty());
+        assert!(json_array_element_offsets("[ \n ]").is_empty());
+    }
+
+    #[test]
+    fn csv_header_names() {
+        assert!(matches!(Column::from_header("human.grammar"), Column::Human(d) if d == "grammar"));
+        assert!(
+            matches!(Column::from_header(" human_answer_relevancy "), Column::Human(d) if d == "answer_relevancy")
+        );
+        assert!(matches!(Column::from_header("candidate_b"), Column::Candidate(c) if c == "b"));
+        assert!(matches!(Column::from_header("human"), Column::Ignored));
+        assert!(matches!(Column::from_header("human_"), Column::Ignored));
+        assert!(matches!(Column::from_header("ID"), Column::Ignored));
+    }
+
+    #[test]
+    fn byte_order_mark_is_ignored() {
+        let file = parse_items_str(
+            "\u{feff}{\"id\": \"a\", \"content\": \"x\"}\n",
+            ItemFormat::Jsonl,
+            "bom.jsonl",
+        )
+        .expect("item");
+        assert_eq!(file.items[0].id, "a");
+        let file =
+            parse_items_str("\u{feff}id,content\nb,y\n", ItemFormat::Csv, "bom.csv").expect("item");
+        assert_eq!(file.items[0].id, "b");
+    }
+}

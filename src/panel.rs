@@ -1079,3 +1079,65 @@ fn wrong_type(v: &Value<'_>, field: &str, expected: &str) -> Problem {
         format!("expected {expected}, found {}", v.get_ref().type_str()),
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn line_col_counts_characters_from_one() {
+        let text = "ab\nçé = 1\n";
+        assert_eq!(line_col(text, 0), (1, 1));
+        assert_eq!(line_col(text, 3), (2, 1));
+        // "çé" is four bytes: the `=` is the fourth character of line 2.
+        assert_eq!(line_col(text, 8), (2, 4));
+        // Offsets inside a character or past the end are clamped.
+        assert_eq!(line_col(text, 4), (2, 1));
+        assert_eq!(line_col(text, 999), (3, 1));
+    }
+
+    #[test]
+    fn identifiers() {
+        for ok in ["grammar", "answer_relevancy", "_x", "q2"] {
+            assert!(is_identifier(ok), "{ok}");
+        }
+        for bad in ["", "2nd", "fact check", "fact-check", "naïve"] {
+            assert!(!is_identifier(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn suggestions_only_for_near_misses() {
+        assert_eq!(suggest("max_turn", MODERATOR_KEYS), Some("max_turns"));
+        assert_eq!(
+            suggest("maj_eval", &["maj-eval", "collab-eval"]),
+            Some("maj-eval")
+        );
+        assert_eq!(suggest("persona", AGENT_KEYS), None);
+        assert_eq!(suggest("zz", &["ab"]), None);
+    }
+
+    #[test]
+    fn every_enum_parses_its_own_name() {
+        for p in Protocol::ALL {
+            assert_eq!(Protocol::parse(p.as_str()), Some(p));
+        }
+        for p in ModeratorPolicy::ALL {
+            assert_eq!(ModeratorPolicy::parse(p.as_str()), Some(p));
+        }
+        for r in ConsensusRule::ALL {
+            assert_eq!(ConsensusRule::parse(r.as_str()), Some(r));
+        }
+        assert_eq!(Protocol::parse("maj_eval"), None);
+    }
+
+    #[test]
+    fn validation_accepts_exactly_what_serde_accepts_for_the_bundled_panels() {
+        for (stem, text) in BUNDLED_PANELS {
+            let direct: Panel = toml::from_str(text).unwrap_or_else(|e| panic!("{stem}: {e}"));
+            let checked = Panel::from_toml_str(text, stem).unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(direct.groups, checked.groups);
+            assert_eq!(direct.dimensions, checked.dimensions);
+        }
+    }
+}

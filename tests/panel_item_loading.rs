@@ -103,6 +103,19 @@ fn defaults_apply_when_sections_are_left_out() {
 }
 
 #[test]
+fn integer_temperatures_and_tolerances_are_numbers() {
+    let text = edit("temperature = 0.5", "temperature = 1")
+        .replace("temperature = 0.7", "temperature = 0");
+    let p = Panel::from_toml_str(&text, "panel.toml").unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        p.agent("Ben").and_then(|(_, a)| a.model.temperature),
+        Some(1.0)
+    );
+    assert_eq!(p.generation.temperature, 0.0);
+    assert_eq!(p.consensus.tolerance, 1.0);
+}
+
+#[test]
 fn every_bundled_panel_loads_from_its_file_and_from_the_binary() {
     assert!(panel::BUNDLED_PANELS.len() >= 2);
     for (stem, _) in panel::BUNDLED_PANELS {
@@ -800,4 +813,27 @@ fn resolve_items_accepts_paths_and_bundled_names() {
         item::resolve_items("nothing-here"),
         Err(ItemsError::NotFound { .. })
     ));
+}
+
+#[test]
+fn documented_examples_are_valid() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let docs = std::fs::read_to_string(root.join("docs/panels.md")).expect("docs/panels.md");
+    let start = docs.find("```toml\n").expect("a toml example") + "```toml\n".len();
+    let end = start + docs[start..].find("```").expect("closed block");
+    let p =
+        Panel::from_toml_str(&docs[start..end], "docs/panels.md").unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        p.agent("Chef Lee")
+            .and_then(|(_, a)| a.model.model.clone())
+            .as_deref(),
+        Some("gpt-4o")
+    );
+
+    let docs = std::fs::read_to_string(root.join("docs/items.md")).expect("docs/items.md");
+    let start = docs.find("```csv\n").expect("a csv example") + "```csv\n".len();
+    let end = start + docs[start..].find("```").expect("closed block");
+    let file = item::parse_items_str(&docs[start..end], ItemFormat::Csv, "docs/items.md")
+        .expect("csv example");
+    assert_eq!(file.items[0].human.as_ref().map(|h| h.len()), Some(2));
 }
