@@ -49,6 +49,13 @@ impl Paint {
     }
 }
 
+/// Output waiting for its place: a turn, or lines that arrived while another turn was streaming.
+#[derive(Debug)]
+enum Block {
+    Turn(u64),
+    Lines(String),
+}
+
 #[derive(Debug, Default)]
 struct TurnBuf {
     header: String,
@@ -62,7 +69,9 @@ pub struct Transcript<W: Write> {
     out: W,
     paint: Paint,
     turns: HashMap<u64, TurnBuf>,
-    queue: VecDeque<u64>,
+    queue: VecDeque<Block>,
+    /// Turns not shown at all (moderator choices: `speaker_selected` says it better).
+    hidden: std::collections::HashSet<u64>,
     live: Option<u64>,
     /// The cursor is not at the start of a line.
     mid_line: bool,
@@ -76,6 +85,7 @@ impl<W: Write> Transcript<W> {
             paint,
             turns: HashMap::new(),
             queue: VecDeque::new(),
+            hidden: Default::default(),
             live: None,
             mid_line: false,
             dimension_order: Vec::new(),
@@ -87,6 +97,15 @@ impl<W: Write> Transcript<W> {
     }
 
     fn line(&mut self, s: &str) -> io::Result<()> {
+        if self.live.is_some() || !self.queue.is_empty() {
+            // Keep a streaming turn's words together: show this after it.
+            self.queue.push_back(Block::Lines(s.to_string()));
+            return Ok(());
+        }
+        self.write_line(s)
+    }
+
+    fn write_line(&mut self, s: &str) -> io::Result<()> {
         if self.mid_line {
             writeln!(self.out)?;
             self.mid_line = false;
@@ -113,25 +132,54 @@ impl<W: Write> Transcript<W> {
     }
 
     fn flush_live(&mut self) -> io::Result<()> {
-        // Show buffered turns, in start order, until one is still streaming.
+        // Show waiting output, in order, until a turn is still streaming.
         while self.live.is_none() {
-            let Some(next) = self.queue.pop_front() else { break };
+            let Some(block) = self.queue.pop_front() else { break };
+            let next = match block {
+                Block::Lines(l) => {
+                    self.write_line(&l)?;
+                    continue;
+                }
+                Block::Turn(t) => t,
+            };
             let Some(buf) = self.turns.get(&next) else { continue };
             let (header, text, footer) = (buf.header.clone(), buf.text.clone(), buf.footer.clone());
-            self.line(&header)?;
+            self.write_line(&header)?;
             if !text.is_empty() {
                 write!(self.out, "{text}")?;
                 self.mid_line = !text.ends_with('\n');
             }
             match footer {
                 Some(f) => {
-                    self.line(&f)?;
+                    if !f.is_empty() {
+                        self.write_line(&f)?;
+                    }
                     self.turns.remove(&next);
                 }
                 None => self.live = Some(next),
             }
         }
         self.out.flush()
+    }
+
+    /// Finish a turn: print its footer now if it is live, else keep it for its turn.
+    fn end_turn(&mut self, turn: u64, text: Option<&str>, footer: String) -> io::Result<()> {
+        if self.live == Some(turn) {
+            self.live = None;
+            self.turns.remove(&turn);
+            if !footer.is_empty() {
+                self.write_line(&footer)?;
+            }
+            self.flush_live()
+        } else {
+            if let Some(b) = self.turns.get_mut(&turn) {
+                if let Some(t) = text {
+                    b.text = t.to_string();
+                }
+                b.footer = Some(footer);
+            }
+            Ok(())
+        }
     }
 
     /// Render one event.
@@ -186,6 +234,9 @@ impl<W: Write> Transcript<W> {
                 let fb = fallback.as_ref().map(|f| format!(" [fallback: {f}]")).unwrap_or_default();
                 self.line(&p.magenta(&format!("» next in {group}: {agent} ({who}: {reason}){fb}")))?;
             }
+            EventKind::TurnStarted { turn, kind: TurnKind::Select, .. } => {
+                self.hidden.insert(*turn);
+            }
             EventKind::TurnStarted { turn, agent, group, phase, round, role, kind } => {
                 let mut header = format!("▸ {}", p.bold(agent));
                 if let Some(g) = group.as_ref().filter(|_| *role == Role::Agent) {
@@ -202,9 +253,10 @@ impl<W: Write> Transcript<W> {
                     header.push_str(&p.dim(&format!(" — {w}")));
                 }
                 self.turns.insert(*turn, TurnBuf { header, ..Default::default() });
-                self.queue.push_back(*turn);
+                self.queue.push_back(Block::Turn(*turn));
                 self.flush_live()?;
             }
+            EventKind::TurnDelta { turn, .. } if self.hidden.contains(turn) => {}
             EventKind::TurnDelta { turn, text } => {
                 if self.live == Some(*turn) {
                     write!(self.out, "{text}")?;
@@ -214,6 +266,7 @@ impl<W: Write> Transcript<W> {
                     b.text.push_str(text);
                 }
             }
+            EventKind::TurnCompleted { turn, .. } if self.hidden.contains(turn) => {}
             EventKind::TurnCompleted { turn, text, evaluation, parse_error, usage, latency_ms, cached, .. } => {
                 let mut footer = match (evaluation, parse_error) {
                     (Some(ev), _) => {
@@ -232,15 +285,7 @@ impl<W: Write> Transcript<W> {
                 } else {
                     footer = format!("{footer}\n{stats}");
                 }
-                if self.live == Some(*turn) {
-                    self.line(&footer)?;
-                    self.turns.remove(turn);
-                    self.live = None;
-                    self.flush_live()?;
-                } else if let Some(b) = self.turns.get_mut(turn) {
-                    b.text = text.clone();
-                    b.footer = Some(footer);
-                }
+                self.end_turn(*turn, Some(text), footer)?;
             }
             EventKind::TurnFailed { turn, agent, error, attempt, will_retry, retry_in_ms } => {
                 let msg = if *will_retry {
@@ -249,22 +294,14 @@ impl<W: Write> Transcript<W> {
                 } else {
                     p.red(&format!("  ✗ {agent}: attempt {attempt} failed: {error}"))
                 };
-                if self.live == Some(*turn) || !*will_retry {
+                if self.hidden.contains(turn) {
                     self.line(&msg)?;
-                }
-                if let Some(b) = self.turns.get_mut(turn) {
+                } else if !*will_retry {
+                    self.end_turn(*turn, None, msg)?;
+                } else if self.live == Some(*turn) {
+                    self.write_line(&msg)?;
+                } else if let Some(b) = self.turns.get_mut(turn) {
                     b.text.clear();
-                    if !*will_retry {
-                        b.footer = Some(String::new());
-                    }
-                }
-                if !*will_retry {
-                    if self.live == Some(*turn) {
-                        self.live = None;
-                    }
-                    self.turns.remove(turn);
-                    self.queue.retain(|t| t != turn);
-                    self.flush_live()?;
                 }
             }
             EventKind::ConsensusChecked { group, round, spread, reached, rule, .. } => {

@@ -1,0 +1,75 @@
+//! Engine overhead and concurrency.
+//!
+//! - `debate_1000_turns`: a 1,000-turn MAJ-EVAL debate with an instant
+//!   scripted provider, the session log written to disk. Target: < 100 ms.
+//! - `initial_phase_6_agents_200ms`: six first evaluations against a provider
+//!   that takes 200 ms per call. Target: about one call's time (< 300 ms).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use moot::engine::{self, Binding, Bindings, EngineConfig, EngineHandle, Recorder};
+use moot::panel::Protocol;
+use moot::provider::scripted::{ScriptedProvider, ScriptedReply};
+use moot::session::SessionWriter;
+use moot::testkit::{evaluation, item, panel, speaker};
+
+fn run_once(rt: &tokio::runtime::Runtime, config: EngineConfig, dir: &std::path::Path, n: usize) {
+    let path = dir.join(format!("{n}.jsonl"));
+    let writer = if std::env::var_os("BENCH_NO_LOG").is_some() { None } else { Some(SessionWriter::create(&path).expect("log")) };
+    let (_handle, rx) = EngineHandle::channel();
+    let outcome = rt.block_on(engine::run(config, Recorder::new(writer, None), rx));
+    assert_eq!(outcome.status, moot::session::event::EndStatus::Completed, "{:?}", outcome.error);
+    let _ = std::fs::remove_file(path);
+}
+
+fn debate_1000_turns(c: &mut Criterion) {
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let mut p = panel(Protocol::MajEval, &[("Teachers", &["Ann", "Bea", "Cal", "Dee"])]);
+    p.moderator.max_turns = 1000;
+    let p = Arc::new(p);
+    // Alternate scores so consensus is re-checked after every turn.
+    let provider = Arc::new(ScriptedProvider::new(|req, i| match speaker(req).as_str() {
+        "aggregator" => ScriptedReply::Text("Synthesis.".into()),
+        _ => ScriptedReply::Text(evaluation(1 + (i % 5) as u32, 3, 3)),
+    }));
+    let mut n = 0;
+    let mut group = c.benchmark_group("engine");
+    group.sample_size(20);
+    group.bench_function("debate_1000_turns", |b| {
+        b.iter(|| {
+            n += 1;
+            let config = EngineConfig::new(p.clone(), item(), Bindings::uniform(Binding::new(provider.clone(), "")));
+            run_once(&rt, config, dir.path(), n);
+        })
+    });
+    group.finish();
+}
+
+fn initial_phase_concurrency(c: &mut Criterion) {
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let mut p = panel(Protocol::MajEval, &[("Teachers", &["Ann", "Bea", "Cal"]), ("Parents", &["Dee", "Eve", "Fay"])]);
+    p.moderator.max_turns = 0;
+    let p = Arc::new(p);
+    let provider = Arc::new(ScriptedProvider::new(|req, _| match speaker(req).as_str() {
+        "aggregator" => ScriptedReply::Text("Synthesis.".into()),
+        _ => ScriptedReply::Slow(evaluation(4, 4, 4), Duration::from_millis(200)),
+    }));
+    let mut n = 0;
+    let mut group = c.benchmark_group("engine");
+    group.sample_size(10);
+    group.bench_function("initial_phase_6_agents_200ms", |b| {
+        b.iter(|| {
+            n += 1;
+            let config = EngineConfig::new(p.clone(), item(), Bindings::uniform(Binding::new(provider.clone(), "")));
+            run_once(&rt, config, dir.path(), n);
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, debate_1000_turns, initial_phase_concurrency);
+criterion_main!(benches);

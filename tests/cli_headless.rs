@@ -1,0 +1,217 @@
+//! The `moot` binary end to end, headless, against a real local HTTP server
+//! streaming SSE.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use moot::provider::testing::{TestServer, judge_reply};
+use moot::session::event::EndStatus;
+use moot::session::{EventKind, read_log};
+
+fn moot() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_moot"));
+    c.env_remove("OPENAI_API_KEY").env_remove("ANTHROPIC_API_KEY").env("NO_COLOR", "1").env("MOOT_USER", "tester");
+    c
+}
+
+fn logs_in(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|r| r.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "jsonl")).collect())
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+async fn run_to_end(mut cmd: Command) -> Output {
+    tokio::task::spawn_blocking(move || cmd.output().expect("run moot")).await.unwrap()
+}
+
+fn run_args(server: &TestServer, out: &Path) -> Command {
+    let mut c = moot();
+    c.env("OPENAI_BASE_URL", server.base_url()).args([
+        "run",
+        "storybook-qa",
+        "--id",
+        "qa-03",
+        "--headless",
+        "--provider",
+        "openai",
+        "--model",
+        "judge-model",
+        "--moderator",
+        "round-robin",
+        "--out",
+    ]);
+    c.arg(out);
+    c
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_headless_run_prints_a_transcript_and_writes_the_log() {
+    let server = TestServer::with_handler(|r| judge_reply(r, Duration::ZERO)).await.unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let output = run_to_end(run_args(&server, out.path())).await;
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
+
+    // The transcript names the phases, the agents, the moderator's choices and the result.
+    for needle in ["── initial ──", "── debate · ", "» next in ", "consensus", "synthesis:", "RESULT", "session completed"] {
+        assert!(stdout.contains(needle), "missing {needle:?} in:\n{stdout}");
+    }
+    assert!(stdout.contains("I have read the item carefully"), "streamed text is shown");
+    assert!(stderr.contains("session log: "), "{stderr}");
+
+    let logs = logs_in(out.path());
+    assert_eq!(logs.len(), 1);
+    let log = read_log(&logs[0]).unwrap();
+    assert!(log.problems.is_empty());
+    assert_eq!(log.events[0].kind.type_name(), "session_started");
+    match &log.events.last().unwrap().kind {
+        EventKind::SessionEnded { status, usage, .. } => {
+            assert_eq!(*status, EndStatus::Completed);
+            assert_eq!(usage.calls as usize, server.request_count());
+            assert!(usage.by_role.contains_key("aggregator"));
+        }
+        other => panic!("last event is {other:?}"),
+    }
+    // Every request names the model and a token limit, and streams with usage.
+    for r in server.requests() {
+        let body = r.body_json().unwrap();
+        assert_eq!(body["model"], "judge-model");
+        assert!(body["max_tokens"].as_u64().unwrap() > 0);
+        assert_eq!(body["stream"], true);
+        assert!(r.header("authorization").is_none(), "no key, no auth header");
+    }
+
+    // `sessions list` and `sessions show` read it back.
+    let list = run_to_end({
+        let mut c = moot();
+        c.env("MOOT_SESSIONS_DIR", out.path()).args(["sessions", "list"]);
+        c
+    })
+    .await;
+    let list_out = String::from_utf8_lossy(&list.stdout);
+    assert!(list_out.contains("qa-03") && list_out.contains("maj-eval") && list_out.contains("done"), "{list_out}");
+    let show = run_to_end({
+        let mut c = moot();
+        c.args(["sessions", "show"]).arg(&logs[0]);
+        c
+    })
+    .await;
+    let show_out = String::from_utf8_lossy(&show.stdout);
+    assert!(show.status.success());
+    assert!(show_out.contains("RESULT") && show_out.contains("I have read the item carefully"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn json_mode_prints_the_events() {
+    let server = TestServer::with_handler(|r| judge_reply(r, Duration::ZERO)).await.unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let mut cmd = run_args(&server, out.path());
+    cmd.arg("--json");
+    let output = run_to_end(cmd).await;
+    assert!(output.status.success());
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    let printed = moot::session::parse_log(stdout.as_bytes());
+    assert!(printed.problems.is_empty() && printed.partial_tail.is_none());
+    let written = read_log(&logs_in(out.path())[0]).unwrap();
+    assert_eq!(printed.events, written.events, "stdout carries exactly the logged events");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn ctrl_c_stops_cleanly_and_still_aggregates() {
+    // Slow streams, so the interrupt lands mid-debate.
+    let server = TestServer::with_handler(|r| judge_reply(r, Duration::from_millis(40))).await.unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let child = run_args(&server, out.path()).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        assert!(Instant::now() < deadline, "the debate never started");
+        if let Some(log) = logs_in(out.path()).first()
+            && let Ok(l) = read_log(log)
+            && l.events.iter().any(|e| matches!(&e.kind, EventKind::TurnStarted { phase, .. } if phase.as_str() == "debate"))
+        {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let pid = child.id().to_string();
+    assert!(Command::new("kill").args(["-INT", &pid]).status().unwrap().success());
+    let status = tokio::task::spawn_blocking(move || child.wait_with_output().unwrap()).await.unwrap();
+    assert_eq!(status.status.code(), Some(3), "stopped sessions exit 3: {}", String::from_utf8_lossy(&status.stderr));
+    let log = read_log(&logs_in(out.path())[0]).unwrap();
+    let types: Vec<&str> = log.events.iter().map(|e| e.kind.type_name()).collect();
+    assert!(types.contains(&"stop_requested"));
+    assert!(types.contains(&"aggregation_completed"), "aggregation still ran");
+    match &log.events.last().unwrap().kind {
+        EventKind::SessionEnded { status, reason, .. } => {
+            assert_eq!(*status, EndStatus::Stopped);
+            assert_eq!(reason.as_deref(), Some("stopped by tester"));
+        }
+        other => panic!("last event is {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_dead_server_fails_with_a_one_line_reason_and_a_complete_log() {
+    // Bind and drop a listener to get a port nobody listens on.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let out = tempfile::tempdir().unwrap();
+    let mut cmd = moot();
+    cmd.env("OPENAI_BASE_URL", format!("http://127.0.0.1:{port}/v1")).args([
+        "run",
+        "summary-collab",
+        "--headless",
+        "--provider",
+        "openai",
+        "--out",
+    ]);
+    cmd.arg(out.path());
+    let output = run_to_end(cmd).await;
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let reason = stderr.lines().find(|l| l.starts_with("moot: session failed:")).unwrap_or_else(|| panic!("{stderr}"));
+    assert!(reason.contains("first evaluation failed"), "{reason}");
+    let log = read_log(&logs_in(out.path())[0]).unwrap();
+    assert!(log.events.iter().any(|e| matches!(&e.kind, EventKind::TurnFailed { error, .. } if error.contains("connection"))));
+    assert_eq!(log.events.last().unwrap().kind.type_name(), "session_ended");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn bad_input_is_named_precisely() {
+    let dir = tempfile::tempdir().unwrap();
+    let panel = dir.path().join("broken.toml");
+    std::fs::write(&panel, "name = \"x\"\nprotocol = \"maj-eval\"\ntask = \"t\"\n[[dimensions]\nkey = \"a\"\n").unwrap();
+    let output = run_to_end({
+        let mut c = moot();
+        c.args(["run", panel.to_str().unwrap(), "--headless", "--provider", "openai"]);
+        c
+    })
+    .await;
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("broken.toml:4:"), "{stderr}");
+
+    let items = dir.path().join("items.jsonl");
+    std::fs::write(&items, "{\"id\": \"a\", \"content\": \"fine\"}\n").unwrap();
+    let output = run_to_end({
+        let mut c = moot();
+        c.args(["run", "storybook-qa", "--item", items.to_str().unwrap(), "--id", "zz", "--headless", "--provider", "openai"]);
+        c
+    })
+    .await;
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("zz") && stderr.contains("items.jsonl"), "{stderr}");
+
+    let output = run_to_end({
+        let mut c = moot();
+        c.args(["run", "--headless", "--moderator", "loudest"]);
+        c
+    })
+    .await;
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("unknown policy \"loudest\"") && stderr.contains("round-robin"), "{stderr}");
+}
