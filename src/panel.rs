@@ -337,6 +337,9 @@ impl Panel {
 // Loading and validation
 // ---------------------------------------------------------------------------
 
+/// Names the session log uses for non-agent participants; agents may not take them.
+pub const RESERVED_NAMES: &[&str] = &["moderator", "aggregator", "final judge", "human"];
+
 /// The bundled panel used when none is given.
 pub const DEFAULT_PANEL: &str = "storybook-qa";
 
@@ -1034,7 +1037,16 @@ impl Checker<'_> {
                 if let Some((name, name_at)) =
                     self.string(t, agent_at, &agent_path, "name", Need::Required, out)
                 {
-                    if let Some((_, first)) = agent_names.iter().find(|(n, _)| *n == name) {
+                    if RESERVED_NAMES.iter().any(|r| r.eq_ignore_ascii_case(name.trim())) {
+                        out.push(problem(
+                            name_at,
+                            format!("{agent_path}.name"),
+                            format!(
+                                "\"{name}\" is reserved for a panel role; choose another agent name (reserved: {})",
+                                RESERVED_NAMES.join(", ")
+                            ),
+                        ));
+                    } else if let Some((_, first)) = agent_names.iter().find(|(n, _)| *n == name) {
                         let (line, _) = line_col(self.text, *first);
                         out.push(problem(
                             name_at,

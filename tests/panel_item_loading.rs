@@ -837,3 +837,12 @@ fn documented_examples_are_valid() {
         .expect("csv example");
     assert_eq!(file.items[0].human.as_ref().map(|h| h.len()), Some(2));
 }
+
+#[test]
+fn reserved_agent_names_are_refused() {
+    let text = moot::panel::BUNDLED_PANELS[0].1.replacen("name = \"Ms. Okafor\"", "name = \"Moderator\"", 1);
+    assert_ne!(text, moot::panel::BUNDLED_PANELS[0].1, "the bundled panel names Ms. Okafor");
+    let err = moot::panel::Panel::from_toml_str(&text, "p.toml").unwrap_err().to_string();
+    assert!(err.contains("reserved for a panel role"), "{err}");
+    assert!(err.starts_with("p.toml:"), "{err}");
+}

@@ -352,12 +352,13 @@ impl Run {
         turn: u64,
         participant: &str,
         role: Role,
+        kind: TurnKind,
         completion: &Completion,
         evaluation: Option<Evaluation>,
         parse_error: Option<String>,
         latency_ms: u64,
     ) {
-        self.totals.lock().unwrap_or_else(|e| e.into_inner()).record(role, participant, &completion.usage);
+        self.totals.lock().unwrap_or_else(|e| e.into_inner()).record(role, kind, participant, &completion.usage);
         self.emit(EventKind::TurnCompleted {
             turn,
             agent: participant.to_string(),
@@ -429,11 +430,11 @@ impl Run {
         match parse_reply(&completion.text, &pspec) {
             Ok(mut ev) => {
                 ev.done = done;
-                self.complete_turn(turn, participant, role, &completion, Some(ev.clone()), None, latency);
+                self.complete_turn(turn, participant, role, TurnKind::Speak, &completion, Some(ev.clone()), None, latency);
                 return Spoken::Evaluated { evaluation: ev, text: completion.text, turn };
             }
             Err(err) => {
-                self.complete_turn(turn, participant, role, &completion, None, Some(err.clone()), latency);
+                self.complete_turn(turn, participant, role, TurnKind::Speak, &completion, None, Some(err.clone()), latency);
                 if cancel.is_cancelled() {
                     return Spoken::Unparsed { text: completion.text, done };
                 }
@@ -461,11 +462,11 @@ impl Run {
                 match parse_reply(&c2.text, &pspec) {
                     Ok(mut ev) => {
                         ev.done = done || says_no_more_comments(&c2.text, &pspec);
-                        self.complete_turn(turn2, participant, role, &c2, Some(ev.clone()), None, latency2);
+                        self.complete_turn(turn2, participant, role, TurnKind::Repair, &c2, Some(ev.clone()), None, latency2);
                         Spoken::Evaluated { evaluation: ev, text: completion.text, turn: turn2 }
                     }
                     Err(err2) => {
-                        self.complete_turn(turn2, participant, role, &c2, None, Some(err2), latency2);
+                        self.complete_turn(turn2, participant, role, TurnKind::Repair, &c2, None, Some(err2), latency2);
                         Spoken::Unparsed { text: completion.text, done }
                     }
                 }

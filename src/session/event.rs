@@ -164,9 +164,12 @@ pub struct UsageTotals {
 }
 
 impl UsageTotals {
-    pub fn record(&mut self, role: Role, agent: &str, usage: &Usage) {
+    /// Add one call's usage. Repair requests are counted apart from the role's
+    /// own calls (`by_role["repair"]`), so their cost is visible.
+    pub fn record(&mut self, role: Role, kind: TurnKind, agent: &str, usage: &Usage) {
         self.total.add(usage);
-        self.by_role.entry(role.as_str().to_string()).or_default().add(usage);
+        let bucket = if kind == TurnKind::Repair { "repair" } else { role.as_str() };
+        self.by_role.entry(bucket.to_string()).or_default().add(usage);
         self.by_agent.entry(agent.to_string()).or_default().add(usage);
         self.calls += 1;
     }

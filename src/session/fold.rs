@@ -589,9 +589,9 @@ impl SessionView {
         }
         // Running usage totals (the final `session_ended` replaces them with the engine's own).
         if let EventKind::TurnCompleted { agent, usage, turn, .. } = &event.kind
-            && let Some(role) = self.turn(*turn).map(|t| t.role)
+            && let Some((role, kind)) = self.turn(*turn).map(|t| (t.role, t.kind))
         {
-            self.usage.record(role, agent, usage);
+            self.usage.record(role, kind, agent, usage);
         }
     }
 }

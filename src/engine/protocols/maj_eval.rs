@@ -227,7 +227,7 @@ async fn llm_moderator(
                 break;
             }
         };
-        run.complete_turn(turn, role_label(Role::Moderator), Role::Moderator, &completion, None, None, latency);
+        run.complete_turn(turn, role_label(Role::Moderator), Role::Moderator, TurnKind::Select, &completion, None, None, latency);
         raws.push(completion.text.clone());
         match moderator::parse_moderator_reply(&completion.text, &refs, &all_refs) {
             Ok(pick) => {
@@ -322,7 +322,7 @@ async fn aggregate(run: &Run) {
         let (turn, result, latency) = run.call(spec).await;
         match result {
             Ok(c) => {
-                run.complete_turn(turn, role_label(Role::Aggregator), Role::Aggregator, &c, None, None, latency);
+                run.complete_turn(turn, role_label(Role::Aggregator), Role::Aggregator, TurnKind::Judge, &c, None, None, latency);
                 feedback = c.text.trim().to_string();
             }
             Err(crate::provider::ProviderError::Cancelled) => {}
