@@ -446,6 +446,41 @@ mod tests {
         }
     }
 
+    #[tokio::test]
+    async fn comment_lines_are_ignored_and_missing_usage_is_estimated() {
+        use crate::provider::testing::{Reply, TestServer, openai};
+        let server = TestServer::start().await.expect("server");
+        server.push(
+            Reply::sse()
+                .write(": ping\n\n")
+                .event(&openai::content_chunk("Hello"))
+                .write(": keep-alive\n\n")
+                .event(&openai::finish_chunk("stop"))
+                .event("[DONE]"),
+        );
+        let provider =
+            OpenAiProvider::new(OpenAiConfig { base_url: server.base_url(), ..OpenAiConfig::default() }).expect("valid");
+        let (tx, _rx) = mpsc::unbounded_channel();
+        let request = ChatRequest::new(vec![ChatMessage::user("hi")]);
+        let c = provider.stream(&request, &tx, &CancellationToken::new()).await.expect("success");
+        assert_eq!(c.text, "Hello");
+        assert!(c.usage.estimated);
+        assert!(c.usage.input_tokens > 0 && c.usage.output_tokens > 0);
+        assert_eq!(c.logprobs, None);
+        assert!(server.requests()[0].body_json().expect("json").get("logprobs").is_none());
+    }
+
+    #[test]
+    fn logprobs_are_collected() {
+        let (tx, _rx) = mpsc::unbounded_channel();
+        let mut state = StreamState::default();
+        let chunk = r#"{"choices":[{"index":0,"delta":{"content":"4"},"logprobs":{"content":[
+            {"token":"4","logprob":-0.1,"top_logprobs":[{"token":"4","logprob":-0.1},{"token":"5","logprob":-2.5}]}]}}]}"#;
+        state.handle(chunk, &tx).expect("valid");
+        assert_eq!(state.logprobs.len(), 1);
+        assert_eq!(state.logprobs[0].top[1], TopLogprob { token: "5".into(), logprob: -2.5 });
+    }
+
     #[test]
     fn redacts_key_from_errors() {
         let config = OpenAiConfig { api_key: Some("sk-abcdef".into()), ..OpenAiConfig::default() };
