@@ -379,7 +379,12 @@ impl Registry {
         }
         let limits = c.limits();
         let origin = |set: bool| if set { from_file() } else { "built-in default".to_string() };
-        push("max_concurrency", limits.max_concurrency.to_string(), origin(c.max_concurrency.is_some()));
+        let concurrency = if kind == ProviderKind::Local && c.max_concurrency.is_none() {
+            "unlimited (the model queues its own work)".to_string()
+        } else {
+            limits.max_concurrency.to_string()
+        };
+        push("max_concurrency", concurrency, origin(c.max_concurrency.is_some()));
         push(
             "requests_per_minute",
             limits.requests_per_minute.map_or("unlimited".into(), |r| r.to_string()),
