@@ -1,6 +1,7 @@
 //! moot: panels of LLM judges that evaluate generated text by debating.
 
 pub mod cli;
+pub mod config;
 pub mod engine;
 pub mod item;
 pub mod panel;

@@ -1,6 +1,8 @@
 //! The command line.
 
+pub mod cache;
 pub mod headless;
+pub mod providers;
 pub mod run;
 pub mod sessions;
 
@@ -54,6 +56,13 @@ pub enum Command {
         #[command(subcommand)]
         command: SessionsCommand,
     },
+    /// Show the configured providers, where each setting comes from and who uses them; `check` tests them.
+    Providers(providers::ProvidersArgs),
+    /// Inspect or clear the response cache.
+    Cache {
+        #[command(subcommand)]
+        command: cache::CacheCommand,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -90,6 +99,18 @@ pub struct RunArgs {
     /// Seed for shuffles, random moderation and providers that accept one.
     #[arg(long)]
     pub seed: Option<u64>,
+    /// Stop the debate (and go to aggregation) once this many tokens are used.
+    #[arg(long, value_name = "TOKENS")]
+    pub max_tokens_total: Option<u64>,
+    /// Stop the debate (and go to aggregation) once the cost reaches this (needs configured prices).
+    #[arg(long, value_name = "AMOUNT")]
+    pub max_cost: Option<f64>,
+    /// Answer repeated requests from the on-disk response cache.
+    #[arg(long, overrides_with = "no_cache")]
+    pub cache: bool,
+    /// Do not use the response cache.
+    #[arg(long, overrides_with = "cache")]
+    pub no_cache: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -122,6 +143,8 @@ pub fn main() -> ExitCode {
     let result = match cli.command {
         Some(Command::Run(args)) => run::run(args),
         Some(Command::Sessions { command }) => sessions::run(command),
+        Some(Command::Providers(args)) => providers::run(args),
+        Some(Command::Cache { command }) => cache::run(command),
         None => not_yet("the home screen"),
         Some(Command::Replay { .. }) => not_yet("`moot replay`"),
         Some(Command::Eval { .. }) => not_yet("`moot eval`"),

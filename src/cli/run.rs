@@ -9,9 +9,10 @@ use anyhow::{Context, bail};
 
 use super::RunArgs;
 use super::headless::{Paint, Transcript};
-use crate::engine::{self, Command, EngineConfig, EngineHandle, Recorder, RunOutcome};
+use crate::engine::{self, Budget, Command, EngineConfig, EngineHandle, Recorder, RunOutcome};
 use crate::item::{Item, ItemsFile};
 use crate::panel::{ModeratorPolicy, Panel};
+use crate::provider::cache::ResponseCache;
 use crate::provider::registry::Registry;
 use crate::session::event::EndStatus;
 use crate::session::{SessionWriter, default_sessions_dir};
@@ -150,12 +151,21 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         })?;
     }
     let item = load_item(&panel, &args)?;
-    let mut registry = Registry::from_env();
+    let mut registry = Registry::from_env()?;
+    if args.cache && !args.no_cache {
+        registry.set_cache(Some(ResponseCache::new(ResponseCache::default_dir())));
+    }
     let bindings = registry.bind(&panel, args.provider.as_deref(), args.model.as_deref())?;
     let panel = Arc::new(panel);
     let mut config = EngineConfig::new(panel.clone(), item, bindings);
     config.provider_note = Some(registry.default_reason.clone());
     config.seed = args.seed.or(panel.generation.seed).unwrap_or_else(rand::random);
+    if let Some(max) = args.max_cost
+        && !(max.is_finite() && max > 0.0)
+    {
+        bail!("--max-cost must be a positive number");
+    }
+    config.budget = Budget { max_tokens_total: args.max_tokens_total, max_cost: args.max_cost };
     let dir = args.out.clone().unwrap_or_else(default_sessions_dir);
     if !args.headless {
         eprintln!("moot: the live screen is not available in this version yet; use --headless for a live transcript");

@@ -92,6 +92,35 @@ impl Bindings {
     }
 }
 
+/// Limits on what one session may spend; reaching one stops the debate
+/// (like a human stop: turns in flight are cancelled, aggregation still runs)
+/// with the reason recorded in `stop_requested` (author `budget`) and
+/// `session_ended.reason`.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Budget {
+    /// Input plus output tokens over all calls.
+    pub max_tokens_total: Option<u64>,
+    /// Cost over all calls, at the providers' configured prices.
+    pub max_cost: Option<f64>,
+}
+
+impl Budget {
+    /// Why `used` has reached this budget, if it has.
+    pub fn exceeded(&self, used: &crate::session::event::Usage) -> Option<String> {
+        if let Some(max) = self.max_tokens_total
+            && used.total() >= max
+        {
+            return Some(format!("budget: {} tokens used, limit {max} (--max-tokens-total)", used.total()));
+        }
+        if let (Some(max), Some(cost)) = (self.max_cost, used.cost)
+            && cost >= max
+        {
+            return Some(format!("budget: cost {cost:.4} reached the limit {max} (--max-cost)"));
+        }
+        None
+    }
+}
+
 /// Everything a run needs.
 #[derive(Clone, Debug)]
 pub struct EngineConfig {
@@ -108,6 +137,8 @@ pub struct EngineConfig {
     pub linger: bool,
     /// Failed turns in a row, within one group, before the run gives up.
     pub max_consecutive_failures: u32,
+    /// Spending limits of the session.
+    pub budget: Budget,
 }
 
 impl EngineConfig {
@@ -123,6 +154,7 @@ impl EngineConfig {
             provider_note: None,
             linger: false,
             max_consecutive_failures: 3,
+            budget: Budget::default(),
         }
     }
 }

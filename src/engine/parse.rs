@@ -85,6 +85,7 @@ pub fn parse_reply(reply: &str, spec: &ParseSpec<'_>) -> Result<Evaluation, Stri
         justification,
         done: says_no_more_comments(reply, spec),
         label: None,
+        weighted_scores: None,
     })
 }
 

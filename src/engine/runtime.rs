@@ -161,6 +161,8 @@ pub(crate) struct Run {
     pub retry: RetryPolicy,
     next_turn: AtomicU64,
     totals: Mutex<UsageTotals>,
+    /// Turn → group, for usage totals by group.
+    turn_groups: Mutex<HashMap<u64, String>>,
     state: Mutex<State>,
     pub control: watch::Sender<Control>,
     /// Ends the debate (turns in flight are cancelled); aggregation still runs.
@@ -205,6 +207,7 @@ impl Run {
             rec,
             next_turn: AtomicU64::new(1),
             totals: Mutex::new(UsageTotals::default()),
+            turn_groups: Mutex::new(HashMap::new()),
             state: Mutex::new(State { agents, histories, ..Default::default() }),
             control,
             stop: CancellationToken::new(),
@@ -280,6 +283,9 @@ impl Run {
     /// per failed attempt. The caller records `turn_completed`.
     pub async fn call(&self, spec: CallSpec<'_>) -> (u64, Result<Completion, ProviderError>, u64) {
         let turn = self.next_turn.fetch_add(1, Ordering::Relaxed);
+        if let Some(g) = spec.group {
+            self.turn_groups.lock().unwrap_or_else(|e| e.into_inner()).insert(turn, g.to_string());
+        }
         self.emit(EventKind::TurnStarted {
             turn,
             agent: spec.participant.to_string(),
@@ -358,7 +364,12 @@ impl Run {
         parse_error: Option<String>,
         latency_ms: u64,
     ) {
-        self.totals.lock().unwrap_or_else(|e| e.into_inner()).record(role, kind, participant, &completion.usage);
+        let group = self.turn_groups.lock().unwrap_or_else(|e| e.into_inner()).remove(&turn);
+        let used = {
+            let mut totals = self.totals.lock().unwrap_or_else(|e| e.into_inner());
+            totals.record_in_group(role, kind, participant, group.as_deref(), &completion.usage);
+            totals.total
+        };
         self.emit(EventKind::TurnCompleted {
             turn,
             agent: participant.to_string(),
@@ -369,6 +380,35 @@ impl Run {
             latency_ms,
             cached: completion.cached,
         });
+        if let Some(reason) = self.config.budget.exceeded(&used) {
+            self.stop_for_budget(reason);
+        }
+    }
+
+    /// Stop the debate because a budget is spent: the same path as a human
+    /// stop (turns in flight cancelled, aggregation still runs), once.
+    fn stop_for_budget(&self, reason: String) {
+        {
+            let mut st = self.state();
+            if st.stopped || st.finished {
+                return;
+            }
+            st.stopped = true;
+            st.stop_reason = Some(reason);
+        }
+        self.emit(EventKind::StopRequested { author: "budget".into() });
+        self.stop.cancel();
+        self.control.send_modify(|c| c.paused = false);
+    }
+
+    /// Probability-weighted scores from the completion's log-probabilities, if any.
+    fn weigh(&self, completion: &Completion, evaluation: &mut Evaluation) {
+        if let Some(tokens) = &completion.logprobs {
+            let weighted = crate::provider::logprobs::weighted_scores(tokens, &self.keys, self.panel.scale);
+            if !weighted.is_empty() {
+                evaluation.weighted_scores = Some(weighted);
+            }
+        }
     }
 
     /// Sampling settings of an agent.
@@ -430,6 +470,7 @@ impl Run {
         match parse_reply(&completion.text, &pspec) {
             Ok(mut ev) => {
                 ev.done = done;
+                self.weigh(&completion, &mut ev);
                 self.complete_turn(turn, participant, role, TurnKind::Speak, &completion, Some(ev.clone()), None, latency);
                 return Spoken::Evaluated { evaluation: ev, text: completion.text, turn };
             }
@@ -462,6 +503,7 @@ impl Run {
                 match parse_reply(&c2.text, &pspec) {
                     Ok(mut ev) => {
                         ev.done = done || says_no_more_comments(&c2.text, &pspec);
+                        self.weigh(&c2, &mut ev);
                         self.complete_turn(turn2, participant, role, TurnKind::Repair, &c2, Some(ev.clone()), None, latency2);
                         Spoken::Evaluated { evaluation: ev, text: completion.text, turn: turn2 }
                     }

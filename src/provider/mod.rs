@@ -5,7 +5,13 @@
 //! usage, or a typed [`ProviderError`]. Retries, backoff and the events that
 //! record each attempt live in [`retry`], shared by every backend.
 
+pub mod anthropic;
+pub mod cache;
+pub mod http;
+pub mod limiter;
+pub mod logprobs;
 pub mod openai;
+pub mod pricing;
 pub mod registry;
 pub mod retry;
 pub mod scripted;
@@ -80,6 +86,8 @@ pub struct Completion {
     pub finish_reason: Option<String>,
     /// The reply came from the response cache.
     pub cached: bool,
+    /// Per-token log-probabilities, from servers that return them.
+    pub logprobs: Option<Vec<logprobs::TokenLogprob>>,
 }
 
 /// Where a timeout struck.
@@ -148,9 +156,17 @@ impl ProviderError {
             _ => None,
         }
     }
-    /// The server told us to slow down (429 or an overload error).
+    /// The server told us to slow down (429, Anthropic's 529, or an
+    /// overload or rate-limit error inside the stream).
     pub fn is_rate_limit(&self) -> bool {
-        matches!(self, ProviderError::Http { status: 429, .. })
+        match self {
+            ProviderError::Http { status, .. } => *status == 429 || *status == 529,
+            ProviderError::Server { message, .. } => {
+                let m = message.to_ascii_lowercase();
+                m.contains("overloaded") || m.contains("rate_limit")
+            }
+            _ => false,
+        }
     }
 }
 
@@ -194,5 +210,5 @@ pub fn estimate_tokens(text: &str) -> u64 {
 /// Estimated usage for a request and its reply, marked as an estimate.
 pub fn estimate_usage(request: &ChatRequest, reply: &str) -> Usage {
     let input: u64 = request.messages.iter().map(|m| estimate_tokens(&m.content) + 4).sum();
-    Usage { input_tokens: input, output_tokens: estimate_tokens(reply), estimated: true }
+    Usage { input_tokens: input, output_tokens: estimate_tokens(reply), estimated: true, cost: None }
 }

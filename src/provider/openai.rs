@@ -15,28 +15,19 @@
 use std::fmt;
 use std::time::Duration;
 
-use futures::StreamExt;
-use reqwest::header::{ACCEPT, HeaderMap, RETRY_AFTER};
 use serde::{Deserialize, Serialize};
-use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::sse::SseParser;
+use super::http::{self, Flow, MAX_ERROR_BODY_CHARS, MAX_EXCERPT_CHARS, Redactor, Timeouts, excerpt};
+use super::logprobs::{TokenLogprob, TopLogprob};
 use super::{
-    ChatMessage, ChatRequest, Completion, DeltaSender, Provider, ProviderError, ProviderInfo, TimeoutKind, Usage,
-    estimate_usage,
+    ChatMessage, ChatRequest, Completion, DeltaSender, Provider, ProviderError, ProviderInfo, Usage, estimate_usage,
 };
 
 /// Base URL used when `OPENAI_BASE_URL` is not set.
 pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 /// Model used when none is configured.
 pub const DEFAULT_MODEL: &str = "gpt-4o-mini";
-/// Longest error body kept in [`ProviderError::Http`], in characters.
-const MAX_ERROR_BODY_CHARS: usize = 500;
-/// Bytes of an error body read at most.
-const MAX_ERROR_BODY_BYTES: usize = 16 * 1024;
-/// Longest excerpt of an invalid chunk quoted in a protocol error.
-const MAX_EXCERPT_CHARS: usize = 120;
 
 /// Settings of one OpenAI-compatible endpoint.
 #[derive(Clone, PartialEq, Eq)]
@@ -53,6 +44,9 @@ pub struct OpenAiConfig {
     pub first_token_timeout: Duration,
     pub idle_timeout: Duration,
     pub total_timeout: Duration,
+    /// Ask for this many alternatives per token (`logprobs`/`top_logprobs`);
+    /// none asks for no log-probabilities.
+    pub top_logprobs: Option<u8>,
 }
 
 impl Default for OpenAiConfig {
@@ -66,6 +60,7 @@ impl Default for OpenAiConfig {
             first_token_timeout: Duration::from_secs(120),
             idle_timeout: Duration::from_secs(60),
             total_timeout: Duration::from_secs(600),
+            top_logprobs: None,
         }
     }
 }
@@ -81,6 +76,7 @@ impl fmt::Debug for OpenAiConfig {
             .field("first_token_timeout", &self.first_token_timeout)
             .field("idle_timeout", &self.idle_timeout)
             .field("total_timeout", &self.total_timeout)
+            .field("top_logprobs", &self.top_logprobs)
             .finish()
     }
 }
@@ -114,6 +110,7 @@ pub struct OpenAiProvider {
     config: OpenAiConfig,
     endpoint: reqwest::Url,
     client: reqwest::Client,
+    redactor: Redactor,
 }
 
 impl fmt::Debug for OpenAiProvider {
@@ -125,22 +122,14 @@ impl fmt::Debug for OpenAiProvider {
 impl OpenAiProvider {
     /// Check the configuration and build the HTTP client (reused by every call).
     pub fn new(config: OpenAiConfig) -> Result<Self, ProviderError> {
-        let endpoint = reqwest::Url::parse(&config.endpoint())
-            .map_err(|e| ProviderError::Config(format!("invalid base URL {:?}: {e}", config.base_url)))?;
-        if !matches!(endpoint.scheme(), "http" | "https") {
-            return Err(ProviderError::Config(format!("base URL {:?} is not http(s)", config.base_url)));
-        }
+        let endpoint = http::parse_endpoint(&config.endpoint(), &config.base_url)?;
         if let Some(key) = &config.api_key {
-            if reqwest::header::HeaderValue::from_str(&format!("Bearer {key}")).is_err() {
-                return Err(ProviderError::Config("API key contains characters not allowed in a header".into()));
-            }
+            http::check_header_value(&format!("Bearer {key}"))?;
         }
-        let client = reqwest::Client::builder()
-            .connect_timeout(config.connect_timeout)
-            .user_agent(concat!("moot/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .map_err(|e| ProviderError::Config(format!("cannot build HTTP client: {}", error_chain(&e))))?;
-        Ok(Self { config, endpoint, client })
+        let redactor = Redactor::new(config.api_key.as_deref());
+        let mut provider = Self { config, endpoint, client: reqwest::Client::new(), redactor };
+        provider.client = http::build_client(&provider.timeouts())?;
+        Ok(provider)
     }
 
     /// The configuration this provider was built with.
@@ -148,39 +137,11 @@ impl OpenAiProvider {
         &self.config
     }
 
-    /// Remove the API key from text that may echo it.
-    fn redact(&self, text: String) -> String {
-        match &self.config.api_key {
-            Some(key) if key.len() >= 4 && text.contains(key.as_str()) => text.replace(key.as_str(), "<redacted>"),
-            _ => text,
-        }
-    }
-
     fn redact_error(&self, error: ProviderError) -> ProviderError {
-        match error {
-            ProviderError::Http { status, body, retry_after } => {
-                ProviderError::Http { status, body: self.redact(body), retry_after }
-            }
-            ProviderError::Connect(m) => ProviderError::Connect(self.redact(m)),
-            ProviderError::Incomplete(m) => ProviderError::Incomplete(self.redact(m)),
-            ProviderError::Protocol(m) => ProviderError::Protocol(self.redact(m)),
-            ProviderError::Server { message, retryable } => {
-                ProviderError::Server { message: self.redact(message), retryable }
-            }
-            ProviderError::Config(m) => ProviderError::Config(self.redact(m)),
-            other => other,
-        }
+        self.redactor.error(error)
     }
 
     async fn attempt(&self, request: &ChatRequest, deltas: &DeltaSender) -> Result<Completion, ProviderError> {
-        let started = Instant::now();
-        let total_deadline = started + self.config.total_timeout;
-        let first_token_deadline = started + self.config.first_token_timeout;
-        let first_token = Deadline::earliest(
-            (first_token_deadline, TimeoutKind::FirstToken, self.config.first_token_timeout),
-            (total_deadline, TimeoutKind::Total, self.config.total_timeout),
-        );
-
         let model = if request.model.is_empty() { self.config.model.as_str() } else { request.model.as_str() };
         let body = RequestBody {
             model,
@@ -190,74 +151,32 @@ impl OpenAiProvider {
             max_tokens: request.max_tokens,
             temperature: request.temperature,
             seed: request.seed,
+            logprobs: self.config.top_logprobs.map(|_| true),
+            top_logprobs: self.config.top_logprobs,
         };
-        let mut builder =
-            self.client.post(self.endpoint.clone()).header(ACCEPT, "text/event-stream").json(&body);
+        let mut builder = self.client.post(self.endpoint.clone()).json(&body);
         if let Some(key) = &self.config.api_key {
             builder = builder.bearer_auth(key);
         }
-
-        let response = first_token.run(builder.send()).await?.map_err(|e| self.send_error(&e))?;
-        let status = response.status();
-        if !status.is_success() {
-            let retry_after = parse_retry_after(response.headers(), std::time::SystemTime::now());
-            let body = read_error_body(response, first_token).await;
-            return Err(ProviderError::Http { status: status.as_u16(), body, retry_after });
-        }
-
-        let mut bytes = response.bytes_stream();
-        let mut parser = SseParser::new();
-        let mut events = Vec::new();
         let mut state = StreamState::default();
-        loop {
-            let deadline = if state.saw_event {
-                Deadline::earliest(
-                    (Instant::now() + self.config.idle_timeout, TimeoutKind::Idle, self.config.idle_timeout),
-                    (total_deadline, TimeoutKind::Total, self.config.total_timeout),
-                )
-            } else {
-                first_token
-            };
-            let chunk = match deadline.run(bytes.next()).await? {
-                Some(Ok(chunk)) => chunk,
-                Some(Err(e)) => {
-                    return Err(ProviderError::Incomplete(format!(
-                        "stream broke after {} bytes: {}",
-                        parser.bytes_seen(),
-                        error_chain(&e)
-                    )));
-                }
-                None => {
-                    return Err(ProviderError::Incomplete(format!(
-                        "connection closed after {} bytes without [DONE]",
-                        parser.bytes_seen()
-                    )));
-                }
-            };
-            parser.feed_into(&chunk, &mut events);
-            for event in events.drain(..) {
-                state.saw_event = true;
-                if state.handle(&event.data, deltas)? {
-                    let usage = match state.usage {
-                        Some(usage) => usage,
-                        None => estimate_usage(request, &state.text),
-                    };
-                    return Ok(Completion {
-                        text: state.text,
-                        usage,
-                        finish_reason: state.finish_reason,
-                        cached: false,
-                    });
-                }
-            }
-        }
+        http::stream_sse(builder, &self.timeouts(), "[DONE]", |event| {
+            Ok(if state.handle(&event.data, deltas)? { Flow::Done } else { Flow::Continue })
+        })
+        .await?;
+        let usage = match state.usage {
+            Some(usage) => usage,
+            None => estimate_usage(request, &state.text),
+        };
+        let logprobs = (!state.logprobs.is_empty()).then_some(state.logprobs);
+        Ok(Completion { text: state.text, usage, finish_reason: state.finish_reason, cached: false, logprobs })
     }
 
-    fn send_error(&self, error: &reqwest::Error) -> ProviderError {
-        if error.is_connect() && error.is_timeout() {
-            ProviderError::Timeout(TimeoutKind::Connect, self.config.connect_timeout)
-        } else {
-            ProviderError::Connect(error_chain(error))
+    fn timeouts(&self) -> Timeouts {
+        Timeouts {
+            connect: self.config.connect_timeout,
+            first_token: self.config.first_token_timeout,
+            idle: self.config.idle_timeout,
+            total: self.config.total_timeout,
         }
     }
 }
@@ -299,6 +218,10 @@ struct RequestBody<'a> {
     temperature: Option<f32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     seed: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    logprobs: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    top_logprobs: Option<u8>,
 }
 
 #[derive(Serialize)]
@@ -321,6 +244,27 @@ struct Choice {
     index: u32,
     delta: Option<Delta>,
     finish_reason: Option<String>,
+    logprobs: Option<ChoiceLogprobs>,
+}
+
+#[derive(Deserialize)]
+struct ChoiceLogprobs {
+    #[serde(default)]
+    content: Option<Vec<WireLogprob>>,
+}
+
+#[derive(Deserialize)]
+struct WireLogprob {
+    token: String,
+    logprob: f64,
+    #[serde(default)]
+    top_logprobs: Vec<WireTop>,
+}
+
+#[derive(Deserialize)]
+struct WireTop {
+    token: String,
+    logprob: f64,
 }
 
 #[derive(Deserialize)]
@@ -339,7 +283,7 @@ struct StreamState {
     text: String,
     finish_reason: Option<String>,
     usage: Option<Usage>,
-    saw_event: bool,
+    logprobs: Vec<TokenLogprob>,
 }
 
 impl StreamState {
@@ -366,12 +310,25 @@ impl StreamState {
                     let _ = deltas.send(content.to_owned());
                 }
             }
+            if let Some(content) = choice.logprobs.as_ref().and_then(|l| l.content.as_ref()) {
+                self.logprobs.extend(content.iter().map(|t| {
+                    TokenLogprob {
+                        token: t.token.clone(),
+                        logprob: t.logprob,
+                        top: t
+                            .top_logprobs
+                            .iter()
+                            .map(|a| TopLogprob { token: a.token.clone(), logprob: a.logprob })
+                            .collect(),
+                    }
+                }));
+            }
             if let Some(reason) = &choice.finish_reason {
                 self.finish_reason = Some(reason.clone());
             }
         }
         if let Some(ChunkUsage { prompt_tokens: Some(input), completion_tokens: Some(output) }) = chunk.usage {
-            self.usage = Some(Usage { input_tokens: input, output_tokens: output, estimated: false });
+            self.usage = Some(Usage { input_tokens: input, output_tokens: output, ..Usage::default() });
         }
         Ok(false)
     }
@@ -395,89 +352,9 @@ fn non_null(v: &serde_json::Value) -> Option<String> {
     (!v.is_null()).then(|| v.to_string())
 }
 
-/// A deadline and what to report when it passes.
-#[derive(Clone, Copy)]
-struct Deadline {
-    at: Instant,
-    kind: TimeoutKind,
-    after: Duration,
-}
-
-impl Deadline {
-    fn earliest(a: (Instant, TimeoutKind, Duration), b: (Instant, TimeoutKind, Duration)) -> Self {
-        let (at, kind, after) = if b.0 < a.0 { b } else { a };
-        Self { at, kind, after }
-    }
-
-    async fn run<F: Future>(self, future: F) -> Result<F::Output, ProviderError> {
-        tokio::time::timeout_at(self.at, future).await.map_err(|_| ProviderError::Timeout(self.kind, self.after))
-    }
-}
-
-/// Read at most a few KiB of an error body, within the given deadline. A body
-/// that breaks or stalls still leaves the status to report, so read errors
-/// and the deadline just end the reading.
-async fn read_error_body(response: reqwest::Response, deadline: Deadline) -> String {
-    let mut stream = response.bytes_stream();
-    let mut body = Vec::new();
-    let _ = deadline
-        .run(async {
-            while let Some(Ok(chunk)) = stream.next().await {
-                body.extend_from_slice(&chunk);
-                if body.len() >= MAX_ERROR_BODY_BYTES {
-                    break;
-                }
-            }
-        })
-        .await;
-    excerpt(String::from_utf8_lossy(&body).trim(), MAX_ERROR_BODY_CHARS)
-}
-
-/// `Retry-After` (seconds or an HTTP date) or `retry-after-ms`, as a delay from `now`.
-fn parse_retry_after(headers: &HeaderMap, now: std::time::SystemTime) -> Option<Duration> {
-    if let Some(ms) = headers.get("retry-after-ms").and_then(|v| v.to_str().ok()) {
-        if let Ok(ms) = ms.trim().parse::<f64>() {
-            if ms.is_finite() && ms >= 0.0 {
-                return Some(Duration::from_secs_f64(ms / 1000.0));
-            }
-        }
-    }
-    let value = headers.get(RETRY_AFTER)?.to_str().ok()?.trim();
-    if let Ok(seconds) = value.parse::<u64>() {
-        return Some(Duration::from_secs(seconds));
-    }
-    let date = chrono::DateTime::parse_from_rfc2822(value).ok()?;
-    let now = chrono::DateTime::<chrono::Utc>::from(now);
-    Some((date.with_timezone(&chrono::Utc) - now).to_std().unwrap_or(Duration::ZERO))
-}
-
-/// At most `max` characters of `text`, with an ellipsis when cut.
-fn excerpt(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        Some((cut, _)) => format!("{}…", &text[..cut]),
-        None => text.to_owned(),
-    }
-}
-
-/// An error and its sources, joined with `: `.
-fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !text.contains(&cause_text) {
-            text.push_str(": ");
-            text.push_str(&cause_text);
-        }
-        source = cause.source();
-    }
-    text
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use reqwest::header::HeaderValue;
     use tokio::sync::mpsc;
 
     #[test]
@@ -528,29 +405,6 @@ mod tests {
     }
 
     #[test]
-    fn retry_after_seconds_date_and_ms() {
-        let now = std::time::SystemTime::UNIX_EPOCH + Duration::from_secs(784_111_777); // Sun, 06 Nov 1994 08:49:37 GMT
-        let mut headers = HeaderMap::new();
-        assert_eq!(parse_retry_after(&headers, now), None);
-        headers.insert(RETRY_AFTER, HeaderValue::from_static("3"));
-        assert_eq!(parse_retry_after(&headers, now), Some(Duration::from_secs(3)));
-        headers.insert(RETRY_AFTER, HeaderValue::from_static("Sun, 06 Nov 1994 08:49:47 GMT"));
-        assert_eq!(parse_retry_after(&headers, now), Some(Duration::from_secs(10)));
-        headers.insert(RETRY_AFTER, HeaderValue::from_static("Sun, 06 Nov 1994 08:49:00 GMT"));
-        assert_eq!(parse_retry_after(&headers, now), Some(Duration::ZERO));
-        headers.insert(RETRY_AFTER, HeaderValue::from_static("soon"));
-        assert_eq!(parse_retry_after(&headers, now), None);
-        headers.insert("retry-after-ms", HeaderValue::from_static("250"));
-        assert_eq!(parse_retry_after(&headers, now), Some(Duration::from_millis(250)));
-    }
-
-    #[test]
-    fn excerpt_cuts_on_char_boundaries() {
-        assert_eq!(excerpt("ééé", 2), "éé…");
-        assert_eq!(excerpt("ab", 2), "ab");
-    }
-
-    #[test]
     fn chunk_handling() {
         let (tx, mut rx) = mpsc::unbounded_channel();
         let mut state = StreamState::default();
@@ -564,7 +418,7 @@ mod tests {
         assert_eq!(rx.try_recv().ok().as_deref(), Some("Hi"));
         assert!(rx.try_recv().is_err());
         assert_eq!(state.finish_reason.as_deref(), Some("length"));
-        assert_eq!(state.usage, Some(Usage { input_tokens: 9, output_tokens: 1, estimated: false }));
+        assert_eq!(state.usage, Some(Usage { input_tokens: 9, output_tokens: 1, ..Usage::default() }));
     }
 
     #[test]
@@ -590,6 +444,41 @@ mod tests {
             Err(ProviderError::Server { message, .. }) => assert_eq!(message, "plain"),
             other => panic!("unexpected {other:?}"),
         }
+    }
+
+    #[tokio::test]
+    async fn comment_lines_are_ignored_and_missing_usage_is_estimated() {
+        use crate::provider::testing::{Reply, TestServer, openai};
+        let server = TestServer::start().await.expect("server");
+        server.push(
+            Reply::sse()
+                .write(": ping\n\n")
+                .event(&openai::content_chunk("Hello"))
+                .write(": keep-alive\n\n")
+                .event(&openai::finish_chunk("stop"))
+                .event("[DONE]"),
+        );
+        let provider =
+            OpenAiProvider::new(OpenAiConfig { base_url: server.base_url(), ..OpenAiConfig::default() }).expect("valid");
+        let (tx, _rx) = mpsc::unbounded_channel();
+        let request = ChatRequest::new(vec![ChatMessage::user("hi")]);
+        let c = provider.stream(&request, &tx, &CancellationToken::new()).await.expect("success");
+        assert_eq!(c.text, "Hello");
+        assert!(c.usage.estimated);
+        assert!(c.usage.input_tokens > 0 && c.usage.output_tokens > 0);
+        assert_eq!(c.logprobs, None);
+        assert!(server.requests()[0].body_json().expect("json").get("logprobs").is_none());
+    }
+
+    #[test]
+    fn logprobs_are_collected() {
+        let (tx, _rx) = mpsc::unbounded_channel();
+        let mut state = StreamState::default();
+        let chunk = r#"{"choices":[{"index":0,"delta":{"content":"4"},"logprobs":{"content":[
+            {"token":"4","logprob":-0.1,"top_logprobs":[{"token":"4","logprob":-0.1},{"token":"5","logprob":-2.5}]}]}}]}"#;
+        state.handle(chunk, &tx).expect("valid");
+        assert_eq!(state.logprobs.len(), 1);
+        assert_eq!(state.logprobs[0].top[1], TopLogprob { token: "5".into(), logprob: -2.5 });
     }
 
     #[test]

@@ -1,19 +1,41 @@
 //! Choosing providers: which backend and model each participant of a panel
 //! talks to, and why.
 //!
-//! Resolution order, most specific last (later wins):
-//! 1. the default provider: `OPENAI_BASE_URL`/`OPENAI_API_KEY` when set, else
-//!    the embedded local model;
-//! 2. the panel's top-level `provider`/`model`;
-//! 3. a role's section (`[moderator]`, `[aggregator]`, `[final_judge]`) or an
-//!    agent's own `provider`/`model`;
-//! 4. `--provider` / `--model` on the command line override everything.
+//! Provider names: the `[providers.<name>]` tables of the config file (see
+//! [`crate::config`]), plus the built-in names `openai`, `anthropic` and
+//! `local`, which work without configuration (from environment variables)
+//! and can be refined by a table of the same name.
+//!
+//! Which provider a participant uses, first match wins:
+//! 1. `--provider` on the command line;
+//! 2. the participant's own `provider`: an agent's, or a role section's
+//!    (`[moderator]`, `[aggregator]`, `[final_judge]`);
+//! 3. the panel's top-level `provider`;
+//! 4. the default provider: `default_provider` in the config file; else the
+//!    only provider the config file defines; else `openai` when
+//!    `OPENAI_BASE_URL` or `OPENAI_API_KEY` is set; else `anthropic` when
+//!    `ANTHROPIC_API_KEY` is set; else the embedded `local` model.
+//!
+//! The model follows the same order (`--model`, participant, panel), then the
+//! provider's configured `model`, then the backend's default.
+//!
+//! Every built provider is wrapped, innermost first, in a shared
+//! [`LimitedProvider`] (concurrency and rate limits, one per provider for the
+//! whole process), a [`PricedProvider`] when prices are configured, and a
+//! [`CachedProvider`] when the response cache is on.
 
 use std::collections::BTreeMap;
+use std::num::NonZeroUsize;
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::Provider;
-use super::openai::{OpenAiConfig, OpenAiProvider};
+use super::anthropic::{self, AnthropicConfig, AnthropicProvider};
+use super::cache::{CachedProvider, ResponseCache};
+use super::limiter::{self, LimitedProvider};
+use super::openai::{self, OpenAiConfig, OpenAiProvider};
+use super::pricing::PricedProvider;
+use crate::config::{Config, ConfigError, ProviderConfig, ProviderKind};
 use crate::engine::{Binding, Bindings};
 use crate::panel::{ModelSettings, Panel};
 
@@ -24,37 +46,96 @@ pub enum RegistryError {
     Unknown { name: String, context: String, known: String },
     #[error("provider \"{name}\": {message}")]
     Build { name: String, message: String },
+    #[error(transparent)]
+    Config(#[from] ConfigError),
 }
 
-/// Known provider kinds.
-pub const KINDS: &[&str] = &["openai", "local"];
+/// Built-in provider kinds.
+pub const KINDS: &[&str] = &["openai", "anthropic", "local"];
+
+/// What the embedded model needs from the configuration.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct LocalSpec {
+    /// A model name (resolved and downloaded by the model manager) or a path to a GGUF file.
+    pub model: Option<String>,
+    /// CPU threads; none lets the backend choose.
+    pub threads: Option<usize>,
+    /// Context window in tokens; none lets the backend choose.
+    pub context_size: Option<u32>,
+}
+
+/// One participant's provider and model, and where each came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Choice {
+    /// Who: an agent's name, `moderator`, `aggregator`, `final_judge`, or `default`.
+    pub participant: String,
+    pub provider: String,
+    pub provider_from: String,
+    /// Empty: the provider's default model.
+    pub model: String,
+    pub model_from: String,
+}
+
+/// One setting of a provider and where its value came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Setting {
+    pub field: &'static str,
+    pub value: String,
+    pub from: String,
+}
+
+/// A provider as `moot providers` shows it (never with a key).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProviderSummary {
+    pub name: String,
+    pub kind: String,
+    /// `config file PATH` or `built in`.
+    pub defined_in: String,
+    pub settings: Vec<Setting>,
+}
+
+type Env = Box<dyn Fn(&str) -> Option<String> + Send + Sync>;
 
 /// Builds providers by name, once each, and remembers why the default was chosen.
 pub struct Registry {
+    config: Config,
+    env: Env,
     built: BTreeMap<String, Arc<dyn Provider>>,
     default_name: String,
     /// Why the default provider was chosen.
     pub default_reason: String,
-    env: Box<dyn Fn(&str) -> Option<String> + Send + Sync>,
+    cache: Option<ResponseCache>,
 }
 
 impl Registry {
-    /// A registry reading the process environment.
-    pub fn from_env() -> Self {
-        Self::with_env(|k| std::env::var(k).ok())
+    /// A registry reading the config file (see [`Config::locate`]) and the
+    /// process environment.
+    pub fn from_env() -> Result<Self, RegistryError> {
+        let env = |k: &str| std::env::var(k).ok();
+        let config = Config::load(&env)?;
+        Ok(Self::with_config(config, env))
     }
 
-    /// A registry reading variables through `env` (tests).
+    /// A registry with no config file, reading variables through `env` (tests).
     pub fn with_env(env: impl Fn(&str) -> Option<String> + Send + Sync + 'static) -> Self {
-        let set = |k: &str| env(k).is_some_and(|v| !v.trim().is_empty());
-        let (default_name, default_reason) = if set("OPENAI_BASE_URL") {
-            ("openai", "openai: OPENAI_BASE_URL is set".to_string())
-        } else if set("OPENAI_API_KEY") {
-            ("openai", "openai: OPENAI_API_KEY is set".to_string())
-        } else {
-            ("local", "local model: no OPENAI_BASE_URL or OPENAI_API_KEY is set".to_string())
-        };
-        Self { built: BTreeMap::new(), default_name: default_name.into(), default_reason, env: Box::new(env) }
+        Self::with_config(Config::default(), env)
+    }
+
+    /// A registry with this configuration, reading variables through `env`.
+    pub fn with_config(config: Config, env: impl Fn(&str) -> Option<String> + Send + Sync + 'static) -> Self {
+        let (default_name, default_reason) = default_provider(&config, &env);
+        Self { config, env: Box::new(env), built: BTreeMap::new(), default_name, default_reason, cache: None }
+    }
+
+    /// Serve replies from (and store them in) this response cache; none turns it off.
+    /// Applies to providers built afterwards.
+    pub fn set_cache(&mut self, cache: Option<ResponseCache>) {
+        self.cache = cache;
+        self.built.clear();
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.config
     }
 
     pub fn default_name(&self) -> &str {
@@ -67,72 +148,410 @@ impl Registry {
         self.default_reason = reason;
     }
 
+    /// Every provider name that can be used: configured ones, then the built-in names.
+    pub fn names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self.config.providers.keys().cloned().collect();
+        for k in KINDS {
+            if !names.iter().any(|n| n == k) {
+                names.push((*k).to_string());
+            }
+        }
+        names
+    }
+
+    fn unknown(&self, name: &str, context: &str) -> RegistryError {
+        RegistryError::Unknown { name: name.into(), context: context.into(), known: self.names().join(", ") }
+    }
+
+    fn env_value(&self, name: &str) -> Option<String> {
+        (self.env)(name).map(|v| v.trim().to_owned()).filter(|v| !v.is_empty())
+    }
+
     /// The provider called `name`, built on first use.
     pub fn get(&mut self, name: &str, context: &str) -> Result<Arc<dyn Provider>, RegistryError> {
         if let Some(p) = self.built.get(name) {
             return Ok(p.clone());
         }
-        let provider: Arc<dyn Provider> = match name {
-            "openai" => {
-                let config = OpenAiConfig::from_lookup(|k| (self.env)(k));
-                Arc::new(
-                    OpenAiProvider::new(config)
-                        .map_err(|e| RegistryError::Build { name: name.into(), message: e.to_string() })?,
-                )
-            }
-            "local" => build_local(name)?,
-            _ => {
-                return Err(RegistryError::Unknown {
-                    name: name.into(),
-                    context: context.into(),
-                    known: KINDS.join(", "),
-                });
-            }
-        };
+        let provider = self.build(name, context)?;
         self.built.insert(name.to_string(), provider.clone());
         Ok(provider)
     }
 
+    fn build(&self, name: &str, context: &str) -> Result<Arc<dyn Provider>, RegistryError> {
+        let kind = self.config.kind_of(name).ok_or_else(|| self.unknown(name, context))?;
+        let pc = self.config.providers.get(name).cloned().unwrap_or_default();
+        let build_error = |message: String| RegistryError::Build { name: name.into(), message };
+        let key = self.api_key(name, kind, &pc)?;
+        let (inner, base_url): (Arc<dyn Provider>, Option<String>) = match kind {
+            ProviderKind::Openai => {
+                let mut c = OpenAiConfig::from_lookup(|k| (self.env)(k));
+                c.name = name.to_string();
+                if let Some(url) = &pc.base_url {
+                    c.base_url = url.clone();
+                }
+                c.api_key = key;
+                if let Some(m) = &pc.model {
+                    c.model = m.clone();
+                }
+                let t = pc.timeouts();
+                (c.connect_timeout, c.first_token_timeout, c.idle_timeout, c.total_timeout) =
+                    (t.connect, t.first_token, t.idle, t.total);
+                c.top_logprobs = pc.logprobs;
+                let url = c.base_url.clone();
+                (Arc::new(OpenAiProvider::new(c).map_err(|e| build_error(e.to_string()))?), Some(url))
+            }
+            ProviderKind::Anthropic => {
+                let mut c = AnthropicConfig::from_lookup(|k| (self.env)(k));
+                c.name = name.to_string();
+                if let Some(url) = &pc.base_url {
+                    c.base_url = url.clone();
+                }
+                c.api_key = key;
+                if let Some(m) = &pc.model {
+                    c.model = m.clone();
+                }
+                c.timeouts = pc.timeouts();
+                let url = c.base_url.clone();
+                (Arc::new(AnthropicProvider::new(c).map_err(|e| build_error(e.to_string()))?), Some(url))
+            }
+            ProviderKind::Local => {
+                let spec = LocalSpec {
+                    model: pc.model_path.as_ref().map(|p| p.display().to_string()).or_else(|| pc.model.clone()),
+                    threads: pc.threads.map(NonZeroUsize::get),
+                    context_size: pc.context_size,
+                };
+                (build_local(name, &spec)?, None)
+            }
+        };
+        let mut provider = inner;
+        // The embedded model queues its own work; limit it only when asked to.
+        if kind != ProviderKind::Local || pc.max_concurrency.is_some() || pc.requests_per_minute.is_some() {
+            let key = format!("{}|{name}|{}", kind.as_str(), base_url.unwrap_or_default());
+            provider = Arc::new(LimitedProvider::new(provider, limiter::shared(&key, pc.limits())));
+        }
+        if let Some(prices) = pc.prices() {
+            provider = Arc::new(PricedProvider::new(provider, prices));
+        }
+        if let Some(cache) = &self.cache {
+            provider = Arc::new(CachedProvider::new(provider, cache.clone()));
+        }
+        Ok(provider)
+    }
+
+    /// The API key of an HTTP provider: from `api_key_env` when configured
+    /// (which must then be set), else from `OPENAI_API_KEY` / `ANTHROPIC_API_KEY`
+    /// unless the config gives the provider its own `base_url` (a key is
+    /// never sent to a server it was not made for).
+    fn api_key(&self, name: &str, kind: ProviderKind, pc: &ProviderConfig) -> Result<Option<String>, RegistryError> {
+        if let Some(var) = &pc.api_key_env {
+            return match self.env_value(var) {
+                Some(key) => Ok(Some(key)),
+                None => Err(RegistryError::Build {
+                    name: name.into(),
+                    message: format!("api_key_env names {var}, which is not set"),
+                }),
+            };
+        }
+        if pc.base_url.is_some() {
+            return Ok(None);
+        }
+        Ok(match kind {
+            ProviderKind::Openai => self.env_value("OPENAI_API_KEY"),
+            ProviderKind::Anthropic => self.env_value("ANTHROPIC_API_KEY"),
+            ProviderKind::Local => None,
+        })
+    }
+
+    /// Where each participant's provider and model come from; see the module documentation.
+    pub fn choices(&self, panel: &Panel, cli_provider: Option<&str>, cli_model: Option<&str>) -> Vec<Choice> {
+        let top = &panel.model;
+        let choose = |participant: &str, settings: &ModelSettings, own: &str| -> Choice {
+            let (provider, provider_from) = if let Some(p) = cli_provider {
+                (p.to_string(), "--provider".to_string())
+            } else if let Some(p) = &settings.provider {
+                (p.clone(), own.to_string())
+            } else if let Some(p) = &top.provider {
+                (p.clone(), "the panel's provider".to_string())
+            } else {
+                (self.default_name.clone(), format!("default ({})", self.default_reason))
+            };
+            let (model, model_from) = if let Some(m) = cli_model {
+                (m.to_string(), "--model".to_string())
+            } else if let Some(m) = &settings.model {
+                (m.clone(), own.to_string())
+            } else if let Some(m) = &top.model {
+                (m.clone(), "the panel's model".to_string())
+            } else {
+                (String::new(), format!("{provider}'s default model"))
+            };
+            Choice { participant: participant.to_string(), provider, provider_from, model, model_from }
+        };
+        let mut out = vec![choose("default", &ModelSettings::default(), "")];
+        for (_, a) in panel.agents() {
+            out.push(choose(&a.name, &a.model, &format!("agent {} in the panel", a.name)));
+        }
+        out.push(choose("moderator", &panel.moderator.model, "[moderator] in the panel"));
+        out.push(choose("aggregator", &panel.aggregator, "[aggregator] in the panel"));
+        out.push(choose("final_judge", &panel.final_judge, "[final_judge] in the panel"));
+        out
+    }
+
     /// Bind every participant of `panel`. `cli_provider`/`cli_model` override all.
-    pub fn bind(&mut self, panel: &Panel, cli_provider: Option<&str>, cli_model: Option<&str>) -> Result<Bindings, RegistryError> {
+    pub fn bind(
+        &mut self,
+        panel: &Panel,
+        cli_provider: Option<&str>,
+        cli_model: Option<&str>,
+    ) -> Result<Bindings, RegistryError> {
         if let Some(p) = cli_provider {
             self.set_default(p, format!("{p}: chosen with --provider"));
         }
-        let top = &panel.model;
-        let mut binding_for = |settings: &ModelSettings, context: &str| -> Result<Binding, RegistryError> {
-            let name = cli_provider
-                .or(settings.provider.as_deref())
-                .or(top.provider.as_deref())
-                .unwrap_or(&self.default_name)
-                .to_string();
-            let model = cli_model.or(settings.model.as_deref()).or(top.model.as_deref()).unwrap_or("").to_string();
-            Ok(Binding::new(self.get(&name, context)?, model))
-        };
-        let default = binding_for(&ModelSettings::default(), "the panel's default")?;
+        let choices = self.choices(panel, cli_provider, cli_model);
+        let mut bindings: Option<Bindings> = None;
         let mut agents = BTreeMap::new();
-        for (_, a) in panel.agents() {
-            agents.insert(a.name.clone(), binding_for(&a.model, &format!("agent {}", a.name))?);
+        let (mut moderator, mut aggregator, mut final_judge) = (None, None, None);
+        for c in choices {
+            let context = match c.participant.as_str() {
+                "default" => "the panel's default".to_string(),
+                "moderator" | "aggregator" | "final_judge" => format!("[{}]", c.participant),
+                agent => format!("agent {agent}"),
+            };
+            let binding = Binding::new(self.get(&c.provider, &context)?, c.model);
+            match c.participant.as_str() {
+                "default" => bindings = Some(Bindings::uniform(binding)),
+                "moderator" => moderator = Some(binding),
+                "aggregator" => aggregator = Some(binding),
+                "final_judge" => final_judge = Some(binding),
+                agent => {
+                    agents.insert(agent.to_string(), binding);
+                }
+            }
         }
-        let moderator = Some(binding_for(&panel.moderator.model, "[moderator]")?);
-        let aggregator = Some(binding_for(&panel.aggregator, "[aggregator]")?);
-        let final_judge = Some(binding_for(&panel.final_judge, "[final_judge]")?);
-        Ok(Bindings { default, agents, moderator, aggregator, final_judge })
+        let mut b = bindings.ok_or_else(|| self.unknown(&self.default_name, "the panel's default"))?;
+        b.agents = agents;
+        b.moderator = moderator;
+        b.aggregator = aggregator;
+        b.final_judge = final_judge;
+        Ok(b)
+    }
+
+    /// A provider's effective settings and their origins, for `moot providers`.
+    pub fn summary(&self, name: &str) -> Result<ProviderSummary, RegistryError> {
+        let kind = self.config.kind_of(name).ok_or_else(|| self.unknown(name, "moot providers"))?;
+        let pc = self.config.providers.get(name);
+        let file = self.config.source.as_ref().map(|p| p.display().to_string()).unwrap_or_default();
+        let from_file = || format!("config file {file}");
+        let mut settings = Vec::new();
+        let mut push = |field: &'static str, value: String, from: String| settings.push(Setting { field, value, from });
+        let empty = ProviderConfig::default();
+        let c = pc.unwrap_or(&empty);
+        if kind != ProviderKind::Local {
+            let (var_url, default_url, var_key) = match kind {
+                ProviderKind::Openai => ("OPENAI_BASE_URL", openai::DEFAULT_BASE_URL, "OPENAI_API_KEY"),
+                _ => ("ANTHROPIC_BASE_URL", anthropic::DEFAULT_BASE_URL, "ANTHROPIC_API_KEY"),
+            };
+            match (&c.base_url, self.env_value(var_url)) {
+                (Some(u), _) => push("base_url", u.clone(), from_file()),
+                (None, Some(u)) => push("base_url", u, format!("environment {var_url}")),
+                (None, None) => push("base_url", default_url.into(), "built-in default".into()),
+            }
+            let (var, from) = match (&c.api_key_env, &c.base_url) {
+                (Some(v), _) => (Some(v.clone()), from_file()),
+                (None, None) => (Some(var_key.to_string()), "built-in default".into()),
+                (None, Some(_)) => (None, "no api_key_env for this base_url".into()),
+            };
+            let shown = match &var {
+                Some(v) if self.env_value(v).is_some() => format!("${v} (set)"),
+                Some(v) => format!("${v} (not set)"),
+                None => "none".into(),
+            };
+            push("api_key", shown, from);
+        }
+        let default_model = match kind {
+            ProviderKind::Openai => openai::DEFAULT_MODEL.to_string(),
+            ProviderKind::Anthropic => anthropic::DEFAULT_MODEL.to_string(),
+            ProviderKind::Local => "the bundled default model".to_string(),
+        };
+        match (&c.model_path, &c.model) {
+            (Some(p), _) if kind == ProviderKind::Local => push("model", p.display().to_string(), from_file()),
+            (_, Some(m)) => push("model", m.clone(), from_file()),
+            _ => push("model", default_model, "built-in default".into()),
+        }
+        let limits = c.limits();
+        let origin = |set: bool| if set { from_file() } else { "built-in default".to_string() };
+        let concurrency = if kind == ProviderKind::Local && c.max_concurrency.is_none() {
+            "unlimited (the model queues its own work)".to_string()
+        } else {
+            limits.max_concurrency.to_string()
+        };
+        push("max_concurrency", concurrency, origin(c.max_concurrency.is_some()));
+        push(
+            "requests_per_minute",
+            limits.requests_per_minute.map_or("unlimited".into(), |r| r.to_string()),
+            origin(c.requests_per_minute.is_some()),
+        );
+        if kind != ProviderKind::Local {
+            let t = c.timeouts();
+            let set = c.connect_timeout.is_some()
+                || c.first_token_timeout.is_some()
+                || c.idle_timeout.is_some()
+                || c.total_timeout.is_some();
+            push(
+                "timeouts",
+                format!(
+                    "connect {}s, first token {}s, idle {}s, total {}s",
+                    t.connect.as_secs_f64(),
+                    t.first_token.as_secs_f64(),
+                    t.idle.as_secs_f64(),
+                    t.total.as_secs_f64()
+                ),
+                origin(set),
+            );
+        }
+        match c.prices() {
+            Some(p) => push(
+                "prices",
+                format!("{} in / {} out per million tokens", p.input_per_million, p.output_per_million),
+                from_file(),
+            ),
+            None => push("prices", "none (costs not computed)".into(), "built-in default".into()),
+        }
+        if kind == ProviderKind::Local {
+            push("threads", c.threads.map_or("auto".into(), |t| t.to_string()), origin(c.threads.is_some()));
+            push(
+                "context_size",
+                c.context_size.map_or("auto".into(), |t| t.to_string()),
+                origin(c.context_size.is_some()),
+            );
+        }
+        if let Some(n) = c.logprobs {
+            push("logprobs", format!("top {n}"), from_file());
+        }
+        Ok(ProviderSummary {
+            name: name.to_string(),
+            kind: kind.as_str().to_string(),
+            defined_in: if pc.is_some() { from_file() } else { "built in".into() },
+            settings,
+        })
+    }
+
+    /// The config file in use, if any.
+    pub fn config_source(&self) -> Option<&PathBuf> {
+        self.config.source.as_ref()
     }
 }
 
-#[cfg(feature = "local")]
-fn build_local(name: &str) -> Result<Arc<dyn Provider>, RegistryError> {
-    super::local::LocalProvider::from_default_model()
-        .map(|p| Arc::new(p) as Arc<dyn Provider>)
-        .map_err(|e| RegistryError::Build { name: name.into(), message: e.to_string() })
+/// The default provider and why; see the module documentation.
+fn default_provider(config: &Config, env: &dyn Fn(&str) -> Option<String>) -> (String, String) {
+    let file = config.source.as_ref().map(|p| p.display().to_string()).unwrap_or_default();
+    if let Some(d) = &config.default_provider {
+        return (d.clone(), format!("{d}: default_provider in {file}"));
+    }
+    if config.providers.len() == 1
+        && let Some(name) = config.providers.keys().next()
+    {
+        return (name.clone(), format!("{name}: the only provider in {file}"));
+    }
+    let set = |k: &str| env(k).is_some_and(|v| !v.trim().is_empty());
+    if set("OPENAI_BASE_URL") {
+        ("openai".into(), "openai: OPENAI_BASE_URL is set".into())
+    } else if set("OPENAI_API_KEY") {
+        ("openai".into(), "openai: OPENAI_API_KEY is set".into())
+    } else if set("ANTHROPIC_API_KEY") {
+        ("anthropic".into(), "anthropic: ANTHROPIC_API_KEY is set".into())
+    } else {
+        (
+            "local".into(),
+            "local model: no provider configured and no OPENAI_BASE_URL, OPENAI_API_KEY or ANTHROPIC_API_KEY set"
+                .into(),
+        )
+    }
 }
 
+/// Build the embedded model's provider from what the configuration says.
+#[cfg(feature = "local")]
+pub fn build_local(name: &str, spec: &LocalSpec) -> Result<Arc<dyn Provider>, RegistryError> {
+    let build_error = |message: String| RegistryError::Build { name: name.into(), message };
+    let model_path = crate::model::ensure_model(spec.model.as_deref()).map_err(|e| build_error(e.to_string()))?;
+    let config = super::local::LocalConfig {
+        model_path,
+        name: name.to_string(),
+        threads: spec.threads,
+        context_size: spec.context_size,
+    };
+    super::local::LocalProvider::new(config)
+        .map(|p| Arc::new(p) as Arc<dyn Provider>)
+        .map_err(|e| build_error(e.to_string()))
+}
+
+/// Build the embedded model's provider: unavailable in builds without the `local` feature.
 #[cfg(not(feature = "local"))]
-fn build_local(name: &str) -> Result<Arc<dyn Provider>, RegistryError> {
+pub fn build_local(name: &str, _spec: &LocalSpec) -> Result<Arc<dyn Provider>, RegistryError> {
     Err(RegistryError::Build {
         name: name.into(),
         message: "this build of moot has no embedded model (built without the `local` feature); set OPENAI_BASE_URL \
-                  to an OpenAI-compatible server, or pass --provider openai"
+                  to an OpenAI-compatible server or ANTHROPIC_API_KEY, or configure a provider in moot.toml"
             .into(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    fn env(vars: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> + Send + Sync {
+        move |k| vars.iter().find(|(n, _)| *n == k).map(|(_, v)| v.to_string())
+    }
+
+    #[test]
+    fn default_follows_env_then_local() {
+        let r = Registry::with_env(env(&[("OPENAI_BASE_URL", "http://127.0.0.1:1/v1"), ("ANTHROPIC_API_KEY", "k")]));
+        assert_eq!(r.default_name(), "openai");
+        let r = Registry::with_env(env(&[("ANTHROPIC_API_KEY", "k")]));
+        assert_eq!(r.default_name(), "anthropic");
+        assert!(r.default_reason.contains("ANTHROPIC_API_KEY"));
+        let r = Registry::with_env(env(&[("OPENAI_API_KEY", " ")]));
+        assert_eq!(r.default_name(), "local");
+    }
+
+    #[test]
+    fn default_from_config() {
+        let text = "[providers.a]\nkind = \"openai\"\n[providers.b]\nkind = \"anthropic\"\n";
+        let c = Config::parse(text, Path::new("moot.toml")).unwrap();
+        let r = Registry::with_config(c.clone(), env(&[("ANTHROPIC_API_KEY", "k")]));
+        assert_eq!(r.default_name(), "anthropic");
+        let c1 = Config::parse("[providers.a]\nkind = \"openai\"\n", Path::new("moot.toml")).unwrap();
+        let r = Registry::with_config(c1, env(&[]));
+        assert_eq!(r.default_name(), "a");
+        assert!(r.default_reason.contains("only provider in moot.toml"), "{}", r.default_reason);
+        let c2 = Config { default_provider: Some("b".into()), ..c };
+        assert_eq!(Registry::with_config(c2, env(&[])).default_name(), "b");
+    }
+
+    #[test]
+    fn keys_come_from_the_named_variable_and_never_travel_to_other_urls() {
+        let text = "[providers.p]\nkind = \"openai\"\nbase_url = \"http://127.0.0.1:1/v1\"\n\
+                    [providers.q]\nkind = \"openai\"\napi_key_env = \"Q_KEY\"\n";
+        let c = Config::parse(text, Path::new("moot.toml")).unwrap();
+        let r = Registry::with_config(c, env(&[("OPENAI_API_KEY", "sk-openai")]));
+        let empty = ProviderConfig::default();
+        let p = &r.config.providers["p"];
+        assert_eq!(r.api_key("p", ProviderKind::Openai, p).unwrap(), None);
+        assert_eq!(r.api_key("openai", ProviderKind::Openai, &empty).unwrap().as_deref(), Some("sk-openai"));
+        let q = &r.config.providers["q"];
+        let e = r.api_key("q", ProviderKind::Openai, q).unwrap_err().to_string();
+        assert!(e.contains("Q_KEY") && e.contains("not set"), "{e}");
+        let s = r.summary("openai").unwrap();
+        let key = s.settings.iter().find(|s| s.field == "api_key").unwrap();
+        assert_eq!(key.value, "$OPENAI_API_KEY (set)");
+        assert!(!format!("{s:?}").contains("sk-openai"));
+    }
+
+    #[test]
+    fn unknown_names_list_the_known_ones() {
+        let mut r = Registry::with_env(env(&[]));
+        let e = r.get("nope", "agent Ann").err().unwrap().to_string();
+        assert!(e.contains("nope") && e.contains("agent Ann") && e.contains("anthropic"), "{e}");
+    }
 }

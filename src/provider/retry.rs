@@ -177,7 +177,13 @@ mod tests {
     }
 
     fn ok(text: &str) -> Result<Completion, ProviderError> {
-        Ok(Completion { text: text.into(), usage: Usage::default(), finish_reason: Some("stop".into()), cached: false })
+        Ok(Completion {
+            text: text.into(),
+            usage: Usage::default(),
+            finish_reason: Some("stop".into()),
+            cached: false,
+            logprobs: None,
+        })
     }
 
     fn http(status: u16, retry_after: Option<Duration>) -> Result<Completion, ProviderError> {

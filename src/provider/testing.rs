@@ -292,6 +292,9 @@ struct State {
 struct Shared {
     state: Mutex<State>,
     count: watch::Sender<usize>,
+    /// Requests being answered now, and the most at once so far.
+    open: std::sync::atomic::AtomicUsize,
+    max_open: std::sync::atomic::AtomicUsize,
 }
 
 impl Shared {
@@ -322,6 +325,8 @@ impl TestServer {
         let shared = Arc::new(Shared {
             state: Mutex::new(State { queue: VecDeque::new(), handler: None, requests: Vec::new() }),
             count: watch::Sender::new(0),
+            open: Default::default(),
+            max_open: Default::default(),
         });
         let shutdown = CancellationToken::new();
         tokio::spawn(accept_loop(listener, Arc::clone(&shared), shutdown.clone()));
@@ -379,6 +384,11 @@ impl TestServer {
         *self.shared.count.borrow()
     }
 
+    /// The most requests that were being answered at the same time so far.
+    pub fn max_concurrent(&self) -> usize {
+        self.shared.max_open.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
     /// Wait until at least `n` requests have been received and return them
     /// all. Wrap it in a timeout: it waits as long as it takes.
     pub async fn wait_for_requests(&self, n: usize) -> Vec<RecordedRequest> {
@@ -420,7 +430,7 @@ async fn serve(mut stream: TcpStream, shared: Arc<Shared>, shutdown: Cancellatio
         Ok(Some(request)) => request,
         Ok(None) => return,
         Err(reason) => {
-            let _ = write_reply(&mut stream, &Reply::text(400, reason), &shutdown).await;
+            let _ = write_reply(&mut stream, &Reply::text(400, reason), &shutdown, &mut || {}).await;
             return;
         }
     };
@@ -437,11 +447,27 @@ async fn serve(mut stream: TcpStream, shared: Arc<Shared>, shutdown: Cancellatio
             (None, None) => Reply::text(500, "no reply scripted"),
         }
     };
+    use std::sync::atomic::Ordering::SeqCst;
+    let now_open = shared.open.fetch_add(1, SeqCst) + 1;
+    shared.max_open.fetch_max(now_open, SeqCst);
+    // A request counts as open until its last body bytes are about to be sent:
+    // a client cannot have finished reading it before then.
+    let mut close = Some(|| {
+        shared.open.fetch_sub(1, SeqCst);
+    });
     if reply.silent {
         wait_for_close(&mut stream, &shutdown).await;
-        return;
+    } else {
+        let _ = write_reply(&mut stream, &reply, &shutdown, &mut || {
+            if let Some(f) = close.take() {
+                f()
+            }
+        })
+        .await;
     }
-    let _ = write_reply(&mut stream, &reply, &shutdown).await;
+    if let Some(f) = close.take() {
+        f();
+    }
 }
 
 /// Read one request; `Ok(None)` when the client closed before sending one.
@@ -497,7 +523,12 @@ async fn read_request(stream: &mut TcpStream) -> Result<Option<RecordedRequest>,
     }))
 }
 
-async fn write_reply(stream: &mut TcpStream, reply: &Reply, shutdown: &CancellationToken) -> std::io::Result<()> {
+async fn write_reply(
+    stream: &mut TcpStream,
+    reply: &Reply,
+    shutdown: &CancellationToken,
+    before_last_write: &mut (dyn FnMut() + Send),
+) -> std::io::Result<()> {
     let mut head = format!("HTTP/1.1 {} {}\r\n", reply.status, reason_phrase(reply.status));
     for (name, value) in &reply.headers {
         head.push_str(&format!("{name}: {value}\r\n"));
@@ -515,7 +546,11 @@ async fn write_reply(stream: &mut TcpStream, reply: &Reply, shutdown: &Cancellat
     stream.write_all(head.as_bytes()).await?;
     stream.flush().await?;
 
-    for step in &reply.steps {
+    let last_write = reply.steps.iter().rposition(|s| matches!(s, Step::Write(_)));
+    for (i, step) in reply.steps.iter().enumerate() {
+        if Some(i) == last_write {
+            before_last_write();
+        }
         match step {
             Step::Write(bytes) if bytes.is_empty() => {}
             Step::Write(bytes) => {

@@ -112,6 +112,10 @@ pub struct Evaluation {
     /// A label verdict (pairwise `A`/`B`/`tie`), for label protocols.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub label: Option<String>,
+    /// Probability-weighted scores (Σ p(s)·s over the scale's score tokens at
+    /// the score position), when the provider returned log-probabilities.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub weighted_scores: Option<Scores>,
 }
 
 impl Evaluation {
@@ -137,6 +141,9 @@ pub struct Usage {
     /// Counts were estimated, not reported by the server.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub estimated: bool,
+    /// Cost in the currency of the configured prices, when prices are configured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<f64>,
 }
 
 impl Usage {
@@ -144,13 +151,17 @@ impl Usage {
         self.input_tokens += other.input_tokens;
         self.output_tokens += other.output_tokens;
         self.estimated |= other.estimated;
+        self.cost = match (self.cost, other.cost) {
+            (Some(a), Some(b)) => Some(a + b),
+            (a, b) => a.or(b),
+        };
     }
     pub fn total(&self) -> u64 {
         self.input_tokens + self.output_tokens
     }
 }
 
-/// Usage totals of a session, split by role and by agent.
+/// Usage totals of a session, split by role, by agent and by group.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 pub struct UsageTotals {
     pub total: Usage,
@@ -158,6 +169,9 @@ pub struct UsageTotals {
     pub by_role: BTreeMap<String, Usage>,
     #[serde(default)]
     pub by_agent: BTreeMap<String, Usage>,
+    /// Calls made for a group (its agents' turns and its moderator calls).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub by_group: BTreeMap<String, Usage>,
     /// Number of model calls (attempts that produced a reply).
     #[serde(default)]
     pub calls: u64,
@@ -172,6 +186,14 @@ impl UsageTotals {
         self.by_role.entry(bucket.to_string()).or_default().add(usage);
         self.by_agent.entry(agent.to_string()).or_default().add(usage);
         self.calls += 1;
+    }
+
+    /// Like [`UsageTotals::record`], also counting the call for `group`.
+    pub fn record_in_group(&mut self, role: Role, kind: TurnKind, agent: &str, group: Option<&str>, usage: &Usage) {
+        self.record(role, kind, agent, usage);
+        if let Some(g) = group {
+            self.by_group.entry(g.to_string()).or_default().add(usage);
+        }
     }
 }
 

@@ -1,0 +1,220 @@
+//! `moot providers [check]`: which providers exist, where their settings come
+//! from, who uses them, and whether they answer.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use clap::{Args, Subcommand};
+use tokio_util::sync::CancellationToken;
+
+use super::run::load_panel;
+use crate::provider::registry::{Choice, Registry};
+use crate::provider::{ChatMessage, ChatRequest, ProviderError};
+
+#[derive(Debug, Args)]
+pub struct ProvidersArgs {
+    #[command(subcommand)]
+    pub command: Option<ProvidersCommand>,
+    /// Panel whose participants to show (default: the bundled sample panel).
+    #[arg(long)]
+    pub panel: Option<String>,
+    /// As `moot run --provider`.
+    #[arg(long)]
+    pub provider: Option<String>,
+    /// As `moot run --model`.
+    #[arg(long)]
+    pub model: Option<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ProvidersCommand {
+    /// Send one tiny request to each provider and report latency or the exact error.
+    Check {
+        /// Providers to check (default: the configured ones and the default one).
+        names: Vec<String>,
+        /// Seconds to wait for each answer.
+        #[arg(long, default_value_t = 60)]
+        timeout: u64,
+    },
+}
+
+pub fn run(args: ProvidersArgs) -> anyhow::Result<ExitCode> {
+    let mut registry = Registry::from_env()?;
+    match args.command {
+        Some(ProvidersCommand::Check { names, timeout }) => {
+            let names = if names.is_empty() { check_targets(&registry) } else { names };
+            let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+            let results = runtime.block_on(check_all(&mut registry, &names, Duration::from_secs(timeout)));
+            let mut out = std::io::stdout().lock();
+            let width = names.iter().map(String::len).max().unwrap_or(0);
+            let mut failed = false;
+            for r in &results {
+                match &r.outcome {
+                    Ok((latency, model, reply)) => writeln!(
+                        out,
+                        "{:width$}  ok      {:>6} ms  {model}  reply: {:?}",
+                        r.name,
+                        latency.as_millis(),
+                        reply.chars().take(40).collect::<String>()
+                    )?,
+                    Err(e) => {
+                        failed = true;
+                        writeln!(out, "{:width$}  FAILED  {e}", r.name)?;
+                    }
+                }
+            }
+            Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
+        }
+        None => {
+            let panel = load_panel(args.panel.as_deref())?;
+            if let Some(p) = &args.provider {
+                registry.set_default(p, format!("{p}: chosen with --provider"));
+            }
+            let choices = registry.choices(&panel, args.provider.as_deref(), args.model.as_deref());
+            let mut out = std::io::stdout().lock();
+            write_overview(&mut out, &registry, &panel.name, &choices)?;
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+/// The providers `check` tries without names: configured ones and the default.
+pub fn check_targets(registry: &Registry) -> Vec<String> {
+    let mut names: Vec<String> = registry.config().providers.keys().cloned().collect();
+    if !names.iter().any(|n| n == registry.default_name()) {
+        names.push(registry.default_name().to_string());
+    }
+    names
+}
+
+/// The result of checking one provider: latency, model and reply, or the error.
+#[derive(Debug)]
+pub struct CheckResult {
+    pub name: String,
+    pub outcome: Result<(Duration, String, String), String>,
+}
+
+/// Send one tiny request to each provider (one attempt each, no cache).
+pub async fn check_all(registry: &mut Registry, names: &[String], timeout: Duration) -> Vec<CheckResult> {
+    let mut results = Vec::new();
+    for name in names {
+        let outcome = match registry.get(name, "moot providers check") {
+            Err(e) => Err(e.to_string()),
+            Ok(provider) => {
+                let mut request = ChatRequest::new(vec![ChatMessage::user("Reply with the single word: ok")]);
+                request.max_tokens = 16;
+                request.temperature = Some(0.0);
+                let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+                let cancel = CancellationToken::new();
+                let started = Instant::now();
+                match tokio::time::timeout(timeout, provider.stream(&request, &tx, &cancel)).await {
+                    Ok(Ok(c)) => Ok((started.elapsed(), provider.info().model, c.text.trim().to_string())),
+                    Ok(Err(e)) => Err(e.to_string()),
+                    Err(_) => {
+                        cancel.cancel();
+                        Err(ProviderError::Timeout(crate::provider::TimeoutKind::Total, timeout).to_string())
+                    }
+                }
+            }
+        };
+        results.push(CheckResult { name: name.clone(), outcome });
+    }
+    results
+}
+
+/// The providers, their settings with origins, and the panel's bindings.
+pub fn write_overview(
+    out: &mut dyn Write,
+    registry: &Registry,
+    panel_name: &str,
+    choices: &[Choice],
+) -> anyhow::Result<()> {
+    match registry.config_source() {
+        Some(p) => writeln!(out, "config file: {}", p.display())?,
+        None => writeln!(out, "config file: none (./moot.toml or {} not found)", user_config_display())?,
+    }
+    writeln!(out, "default provider: {}", registry.default_reason)?;
+    let mut users: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for c in choices.iter().filter(|c| c.participant != "default") {
+        users.entry(c.provider.as_str()).or_default().push(c.participant.as_str());
+    }
+    let mut names = registry.names();
+    for used in users.keys() {
+        if !names.iter().any(|n| n == used) {
+            names.push((*used).to_string());
+        }
+    }
+    for name in &names {
+        writeln!(out)?;
+        match registry.summary(name) {
+            Ok(s) => {
+                writeln!(out, "{}  ({}, {})", s.name, s.kind, s.defined_in)?;
+                for setting in &s.settings {
+                    writeln!(out, "  {:20} {:44} from {}", setting.field, setting.value, setting.from)?;
+                }
+            }
+            Err(e) => writeln!(out, "{name}  (error: {e})")?,
+        }
+        let used_by = users.get(name.as_str()).map(|u| u.join(", ")).unwrap_or_else(|| "nobody".into());
+        writeln!(out, "  used by: {used_by}")?;
+    }
+    writeln!(out)?;
+    writeln!(
+        out,
+        "panel \"{panel_name}\" (order: --provider/--model, then the participant's own setting, then the panel's, then the default):"
+    )?;
+    for c in choices.iter().filter(|c| c.participant != "default") {
+        let model = if c.model.is_empty() { "(provider default)" } else { c.model.as_str() };
+        writeln!(
+            out,
+            "  {:14} {} / {}    provider from {}; model from {}",
+            c.participant, c.provider, model, c.provider_from, c.model_from
+        )?;
+    }
+    Ok(())
+}
+
+fn user_config_display() -> String {
+    crate::config::user_config_file().map(|p| p.display().to_string()).unwrap_or_else(|| "the user config file".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::provider::testing::{Reply, TestServer};
+
+    #[tokio::test]
+    async fn check_reports_latency_or_the_exact_error() {
+        let server = TestServer::start().await.unwrap();
+        server.push(Reply::openai_stream(&["ok"], Some((5, 1))));
+        server.push(Reply::json(401, &serde_json::json!({"error": {"message": "bad key"}})));
+        let url = server.base_url();
+        let mut registry = Registry::with_env(move |k| (k == "OPENAI_BASE_URL").then(|| url.clone()));
+        let names = vec!["openai".to_string(), "nonesuch".to_string()];
+        let results = check_all(&mut registry, &names, Duration::from_secs(10)).await;
+        assert_eq!(results[0].outcome.as_ref().map(|r| r.2.as_str()), Ok("ok"));
+        assert!(results[1].outcome.as_ref().unwrap_err().contains("unknown provider \"nonesuch\""));
+        let results = check_all(&mut registry, &names[..1], Duration::from_secs(10)).await;
+        let e = results[0].outcome.as_ref().unwrap_err();
+        assert!(e.contains("HTTP 401") && e.contains("bad key"), "{e}");
+    }
+
+    #[test]
+    fn overview_shows_sources_and_users() {
+        let registry = Registry::with_env(|k| (k == "OPENAI_API_KEY").then(|| "sk-secret-value".to_string()));
+        let panel = crate::panel::Panel::bundled(crate::panel::DEFAULT_PANEL).expect("bundled panel");
+        let choices = registry.choices(&panel, None, Some("m1"));
+        let mut out = Vec::new();
+        write_overview(&mut out, &registry, &panel.name, &choices).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.contains("default provider: openai: OPENAI_API_KEY is set"), "{text}");
+        assert!(text.contains("$OPENAI_API_KEY (set)"), "{text}");
+        assert!(!text.contains("sk-secret-value"));
+        assert!(text.contains("model from --model"), "{text}");
+        assert!(text.contains("used by: nobody"), "{text}");
+        let agent = &panel.agents().next().unwrap().1.name;
+        assert!(text.lines().any(|l| l.starts_with("  used by:") && l.contains(agent.as_str())), "{text}");
+    }
+}

@@ -1,0 +1,445 @@
+//! The user configuration file: named providers.
+//!
+//! moot reads `MOOT_CONFIG` when set, else `./moot.toml` when it exists, else
+//! `config.toml` in the platform config directory. Only the `[providers.*]`
+//! tables and the top-level `default_provider` key belong to this module;
+//! other tables and keys (`[ui]`, `[keys]`, `user = "…"`) are read by other
+//! parts of the program and ignored here. Mistakes inside a provider table
+//! (an unknown field, a wrong type, a bad value) are errors that name the
+//! file, the line and the field. See `docs/providers.md` for the reference.
+
+use std::collections::BTreeMap;
+use std::num::NonZeroUsize;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::{Deserialize, Deserializer, Serialize};
+
+use crate::provider::http::Timeouts;
+use crate::provider::limiter::LimitSettings;
+use crate::provider::pricing::Prices;
+
+/// Name of the config file looked for in the working directory.
+pub const LOCAL_FILE: &str = "moot.toml";
+
+/// A configuration problem, with where it is.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("{path}: cannot read: {source}")]
+    Read { path: PathBuf, source: std::io::Error },
+    #[error("{path}:{line}: {field}: {message}")]
+    Invalid { path: PathBuf, line: usize, field: String, message: String },
+}
+
+/// Backend kind of a configured provider.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ProviderKind {
+    Openai,
+    Anthropic,
+    Local,
+}
+
+impl ProviderKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProviderKind::Openai => "openai",
+            ProviderKind::Anthropic => "anthropic",
+            ProviderKind::Local => "local",
+        }
+    }
+
+    /// The kind a built-in provider name stands for (`openai`, `anthropic`, `local`).
+    pub fn from_builtin_name(name: &str) -> Option<Self> {
+        match name {
+            "openai" => Some(ProviderKind::Openai),
+            "anthropic" => Some(ProviderKind::Anthropic),
+            "local" => Some(ProviderKind::Local),
+            _ => None,
+        }
+    }
+}
+
+/// One `[providers.<name>]` table.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProviderConfig {
+    /// `openai`, `anthropic` or `local`; defaults to the table's name when
+    /// that is one of those.
+    #[serde(default)]
+    pub kind: Option<ProviderKind>,
+    #[serde(default, deserialize_with = "http_url")]
+    pub base_url: Option<String>,
+    /// The name of the environment variable holding the key (never the key).
+    #[serde(default, deserialize_with = "env_var_name")]
+    pub api_key_env: Option<String>,
+    /// Default model; for `local`, a model name or a path to a GGUF file.
+    #[serde(default)]
+    pub model: Option<String>,
+    /// For `local`: a path to a GGUF file (wins over `model`).
+    #[serde(default)]
+    pub model_path: Option<PathBuf>,
+    #[serde(default)]
+    pub max_concurrency: Option<NonZeroUsize>,
+    #[serde(default, deserialize_with = "positive_u32")]
+    pub requests_per_minute: Option<u32>,
+    /// Seconds.
+    #[serde(default, deserialize_with = "positive_secs")]
+    pub connect_timeout: Option<f64>,
+    #[serde(default, deserialize_with = "positive_secs")]
+    pub first_token_timeout: Option<f64>,
+    #[serde(default, deserialize_with = "positive_secs")]
+    pub idle_timeout: Option<f64>,
+    #[serde(default, deserialize_with = "positive_secs")]
+    pub total_timeout: Option<f64>,
+    /// Price per million input tokens.
+    #[serde(default, deserialize_with = "price")]
+    pub input_price: Option<f64>,
+    /// Price per million output tokens.
+    #[serde(default, deserialize_with = "price")]
+    pub output_price: Option<f64>,
+    /// Ask OpenAI-compatible servers for this many alternatives per token
+    /// (1–20), for probability-weighted scores.
+    #[serde(default, deserialize_with = "top_logprobs")]
+    pub logprobs: Option<u8>,
+    /// For `local`: CPU threads.
+    #[serde(default)]
+    pub threads: Option<NonZeroUsize>,
+    /// For `local`: context window in tokens.
+    #[serde(default, deserialize_with = "positive_u32")]
+    pub context_size: Option<u32>,
+}
+
+impl ProviderConfig {
+    /// The timeouts, with defaults for those not set.
+    pub fn timeouts(&self) -> Timeouts {
+        let d = Timeouts::default();
+        let secs = |v: Option<f64>, default: Duration| v.map(Duration::from_secs_f64).unwrap_or(default);
+        Timeouts {
+            connect: secs(self.connect_timeout, d.connect),
+            first_token: secs(self.first_token_timeout, d.first_token),
+            idle: secs(self.idle_timeout, d.idle),
+            total: secs(self.total_timeout, d.total),
+        }
+    }
+
+    /// The limits, with defaults for those not set.
+    pub fn limits(&self) -> LimitSettings {
+        let d = LimitSettings::default();
+        LimitSettings {
+            max_concurrency: self.max_concurrency.map_or(d.max_concurrency, NonZeroUsize::get),
+            requests_per_minute: self.requests_per_minute,
+            ..d
+        }
+    }
+
+    /// The prices, when either is configured.
+    pub fn prices(&self) -> Option<Prices> {
+        (self.input_price.is_some() || self.output_price.is_some()).then(|| Prices {
+            input_per_million: self.input_price.unwrap_or(0.0),
+            output_per_million: self.output_price.unwrap_or(0.0),
+        })
+    }
+}
+
+/// The parts of the config file that concern providers.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Config {
+    /// Provider used when neither the panel nor the command line names one.
+    #[serde(default)]
+    pub default_provider: Option<String>,
+    #[serde(default)]
+    pub providers: BTreeMap<String, ProviderConfig>,
+    /// The file this came from (none: nothing configured).
+    #[serde(skip)]
+    pub source: Option<PathBuf>,
+}
+
+impl Config {
+    /// Parse config text; `path` is used in error messages.
+    pub fn parse(text: &str, path: &Path) -> Result<Self, ConfigError> {
+        let mut config: Config = toml::from_str(text).map_err(|e| invalid(text, path, &e))?;
+        config.source = Some(path.to_owned());
+        for (name, p) in &config.providers {
+            if p.kind.is_none() && ProviderKind::from_builtin_name(name).is_none() {
+                return Err(ConfigError::Invalid {
+                    path: path.to_owned(),
+                    line: line_of_table(text, name),
+                    field: format!("providers.{name}.kind"),
+                    message: "missing; set kind = \"openai\", \"anthropic\" or \"local\"".into(),
+                });
+            }
+        }
+        if let Some(d) = &config.default_provider
+            && !config.providers.contains_key(d)
+            && ProviderKind::from_builtin_name(d).is_none()
+        {
+            let line = text.lines().position(|l| l.trim_start().starts_with("default_provider")).map_or(1, |i| i + 1);
+            return Err(ConfigError::Invalid {
+                path: path.to_owned(),
+                line,
+                field: "default_provider".into(),
+                message: format!("no provider named \"{d}\" (define [providers.{d}] or use openai, anthropic, local)"),
+            });
+        }
+        Ok(config)
+    }
+
+    /// Read and parse one file.
+    pub fn load_file(path: &Path) -> Result<Self, ConfigError> {
+        let text =
+            std::fs::read_to_string(path).map_err(|source| ConfigError::Read { path: path.to_owned(), source })?;
+        Self::parse(&text, path)
+    }
+
+    /// The config file to use: `MOOT_CONFIG`, else `./moot.toml` when it
+    /// exists, else the user config file when it exists.
+    pub fn locate(env: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf> {
+        if let Some(p) = env("MOOT_CONFIG").filter(|p| !p.trim().is_empty()) {
+            return Some(PathBuf::from(p));
+        }
+        let local = PathBuf::from(LOCAL_FILE);
+        if local.is_file() {
+            return Some(local);
+        }
+        user_config_file().filter(|p| p.is_file())
+    }
+
+    /// Load the located config file, or an empty config when there is none.
+    pub fn load(env: &dyn Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        match Self::locate(env) {
+            Some(path) => Self::load_file(&path),
+            None => Ok(Self::default()),
+        }
+    }
+
+    /// The kind of the provider called `name`, configured or built in.
+    pub fn kind_of(&self, name: &str) -> Option<ProviderKind> {
+        match self.providers.get(name) {
+            Some(p) => p.kind.or_else(|| ProviderKind::from_builtin_name(name)),
+            None => ProviderKind::from_builtin_name(name),
+        }
+    }
+}
+
+/// `config.toml` in the platform config directory.
+pub fn user_config_file() -> Option<PathBuf> {
+    directories::ProjectDirs::from("", "", "moot").map(|d| d.config_dir().join("config.toml"))
+}
+
+/// A TOML error as `path:line: field: message`.
+fn invalid(text: &str, path: &Path, error: &toml::de::Error) -> ConfigError {
+    let line = error.span().map_or(1, |span| text[..span.start.min(text.len())].matches('\n').count() + 1);
+    let field = field_at(text, line).unwrap_or_else(|| "(syntax)".into());
+    ConfigError::Invalid { path: path.to_owned(), line, field, message: error.message().to_owned() }
+}
+
+/// The dotted name of the key on `line` (1-based), prefixed by its table.
+fn field_at(text: &str, line: usize) -> Option<String> {
+    let mut table = String::new();
+    for (i, l) in text.lines().enumerate() {
+        let t = l.trim();
+        if t.starts_with('[') {
+            table = t.trim_matches(|c| c == '[' || c == ']').trim().to_owned();
+        }
+        if i + 1 == line {
+            if t.starts_with('[') {
+                return Some(table);
+            }
+            let key = t.split('=').next()?.trim().trim_matches('"');
+            if key.is_empty() {
+                return None;
+            }
+            return Some(if table.is_empty() { key.to_owned() } else { format!("{table}.{key}") });
+        }
+    }
+    None
+}
+
+fn line_of_table(text: &str, name: &str) -> usize {
+    text.lines()
+        .position(|l| {
+            let t: String = l.chars().filter(|c| !c.is_whitespace()).collect();
+            t == format!("[providers.{name}]") || t == format!("[providers.\"{name}\"]")
+        })
+        .map_or(1, |i| i + 1)
+}
+
+fn http_url<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    let s = String::deserialize(d)?;
+    let url = reqwest::Url::parse(s.trim()).map_err(|e| serde::de::Error::custom(format!("not a URL ({e})")))?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(serde::de::Error::custom("must start with http:// or https://"));
+    }
+    Ok(Some(s.trim().to_owned()))
+}
+
+fn env_var_name<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    let s = String::deserialize(d)?;
+    let valid = !s.is_empty()
+        && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && !s.starts_with(|c: char| c.is_ascii_digit());
+    if !valid {
+        // Never echo the value: it may be a key pasted in the wrong place.
+        return Err(serde::de::Error::custom(
+            "must be the name of an environment variable (letters, digits, _), not the key itself",
+        ));
+    }
+    Ok(Some(s))
+}
+
+fn positive_u32<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
+    let v = u32::deserialize(d)?;
+    if v == 0 {
+        return Err(serde::de::Error::custom("must be at least 1"));
+    }
+    Ok(Some(v))
+}
+
+fn number<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Num {
+        I(i64),
+        F(f64),
+    }
+    Ok(match Num::deserialize(d)? {
+        Num::I(i) => i as f64,
+        Num::F(f) => f,
+    })
+}
+
+fn positive_secs<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
+    let v = number(d)?;
+    if !(v.is_finite() && v > 0.0 && v <= 86_400.0) {
+        return Err(serde::de::Error::custom("must be a number of seconds between 0 and 86400"));
+    }
+    Ok(Some(v))
+}
+
+fn price<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
+    let v = number(d)?;
+    if !(v.is_finite() && v >= 0.0) {
+        return Err(serde::de::Error::custom("must be a price per million tokens, 0 or more"));
+    }
+    Ok(Some(v))
+}
+
+fn top_logprobs<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u8>, D::Error> {
+    let v = u8::deserialize(d)?;
+    if !(1..=20).contains(&v) {
+        return Err(serde::de::Error::custom("must be between 1 and 20"));
+    }
+    Ok(Some(v))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const EXAMPLE: &str = r#"
+user = "ada"
+default_provider = "fast"
+
+[ui]
+theme = "dark"
+
+[keys]
+quit = "q"
+
+[providers.fast]
+kind = "openai"
+base_url = "http://127.0.0.1:8000/v1"
+api_key_env = "FAST_KEY"
+model = "qwen"
+max_concurrency = 2
+requests_per_minute = 60
+first_token_timeout = 30
+idle_timeout = 2.5
+input_price = 0.5
+output_price = 1.5
+logprobs = 5
+
+[providers.anthropic]
+api_key_env = "MY_ANTHROPIC_KEY"
+
+[providers.tiny]
+kind = "local"
+model = "qwen2.5-0.5b"
+threads = 4
+context_size = 4096
+"#;
+
+    fn path() -> PathBuf {
+        PathBuf::from("moot.toml")
+    }
+
+    #[test]
+    fn parses_providers_and_ignores_other_tables() {
+        let c = Config::parse(EXAMPLE, &path()).expect("valid");
+        assert_eq!(c.default_provider.as_deref(), Some("fast"));
+        let fast = &c.providers["fast"];
+        assert_eq!(fast.kind, Some(ProviderKind::Openai));
+        assert_eq!(fast.limits().max_concurrency, 2);
+        assert_eq!(fast.limits().requests_per_minute, Some(60));
+        assert_eq!(fast.timeouts().first_token, Duration::from_secs(30));
+        assert_eq!(fast.timeouts().idle, Duration::from_millis(2500));
+        assert_eq!(fast.timeouts().total, Timeouts::default().total);
+        assert_eq!(fast.prices(), Some(Prices { input_per_million: 0.5, output_per_million: 1.5 }));
+        assert_eq!(fast.logprobs, Some(5));
+        assert_eq!(c.kind_of("anthropic"), Some(ProviderKind::Anthropic));
+        assert_eq!(c.providers["anthropic"].prices(), None);
+        assert_eq!(c.providers["tiny"].threads.map(NonZeroUsize::get), Some(4));
+        assert_eq!(c.kind_of("openai"), Some(ProviderKind::Openai));
+        assert_eq!(c.kind_of("nope"), None);
+    }
+
+    fn error(text: &str) -> String {
+        Config::parse(text, &path()).expect_err("invalid").to_string()
+    }
+
+    #[test]
+    fn errors_name_file_line_and_field() {
+        let e = error("[providers.x]\nkind = \"openai\"\nmax_concurency = 2\n");
+        assert!(e.starts_with("moot.toml:3: providers.x.max_concurency:"), "{e}");
+        assert!(e.contains("unknown field"), "{e}");
+
+        let e = error("[providers.x]\nkind = \"openai\"\n\nmax_concurrency = 0\n");
+        assert!(e.starts_with("moot.toml:4: providers.x.max_concurrency:"), "{e}");
+
+        let e = error("[providers.x]\nkind = \"gemini\"\n");
+        assert!(e.starts_with("moot.toml:2: providers.x.kind:"), "{e}");
+
+        let e = error("[providers.x]\nkind = \"openai\"\napi_key_env = \"sk-abc123secret\"\n");
+        assert!(e.starts_with("moot.toml:3: providers.x.api_key_env:"), "{e}");
+        assert!(!e.contains("sk-abc123secret"), "{e}");
+
+        let e = error("[providers.x]\nkind = \"openai\"\ninput_price = -1\n");
+        assert!(e.starts_with("moot.toml:3: providers.x.input_price:"), "{e}");
+
+        let e = error("[providers.x]\nkind = \"openai\"\nbase_url = \"ftp://h\"\n");
+        assert!(e.starts_with("moot.toml:3: providers.x.base_url:"), "{e}");
+
+        let e = error("\n[providers.mine]\nmodel = \"m\"\n");
+        assert!(e.starts_with("moot.toml:2: providers.mine.kind: missing"), "{e}");
+
+        let e = error("default_provider = \"ghost\"\n");
+        assert!(e.starts_with("moot.toml:1: default_provider:"), "{e}");
+
+        let e = error("[providers.x\n");
+        assert!(e.starts_with("moot.toml:1:"), "{e}");
+    }
+
+    #[test]
+    fn empty_file_is_empty_config() {
+        let c = Config::parse("", &path()).expect("valid");
+        assert!(c.providers.is_empty());
+        assert_eq!(c.default_provider, None);
+    }
+
+    #[test]
+    fn moot_config_env_wins() {
+        let env = |k: &str| (k == "MOOT_CONFIG").then(|| "/some/where.toml".to_string());
+        assert_eq!(Config::locate(&env), Some(PathBuf::from("/some/where.toml")));
+    }
+}
