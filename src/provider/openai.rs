@@ -23,8 +23,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::sse::SseParser;
 use super::{
-    ChatMessage, ChatRequest, Completion, DeltaSender, Provider, ProviderError, ProviderInfo, TimeoutKind, Usage,
-    estimate_usage,
+    ChatMessage, ChatRequest, Completion, DeltaSender, Provider, ProviderError, ProviderInfo,
+    TimeoutKind, Usage, estimate_usage,
 };
 
 /// Base URL used when `OPENAI_BASE_URL` is not set.
@@ -94,7 +94,11 @@ impl OpenAiConfig {
 
     /// Like [`OpenAiConfig::from_env`], reading variables through `lookup`.
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Self {
-        let non_empty = |name: &str| lookup(name).map(|v| v.trim().to_owned()).filter(|v| !v.is_empty());
+        let non_empty = |name: &str| {
+            lookup(name)
+                .map(|v| v.trim().to_owned())
+                .filter(|v| !v.is_empty())
+        };
         let mut config = Self::default();
         if let Some(base_url) = non_empty("OPENAI_BASE_URL") {
             config.base_url = base_url;
@@ -118,29 +122,43 @@ pub struct OpenAiProvider {
 
 impl fmt::Debug for OpenAiProvider {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("OpenAiProvider").field("config", &self.config).finish_non_exhaustive()
+        f.debug_struct("OpenAiProvider")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
     }
 }
 
 impl OpenAiProvider {
     /// Check the configuration and build the HTTP client (reused by every call).
     pub fn new(config: OpenAiConfig) -> Result<Self, ProviderError> {
-        let endpoint = reqwest::Url::parse(&config.endpoint())
-            .map_err(|e| ProviderError::Config(format!("invalid base URL {:?}: {e}", config.base_url)))?;
+        let endpoint = reqwest::Url::parse(&config.endpoint()).map_err(|e| {
+            ProviderError::Config(format!("invalid base URL {:?}: {e}", config.base_url))
+        })?;
         if !matches!(endpoint.scheme(), "http" | "https") {
-            return Err(ProviderError::Config(format!("base URL {:?} is not http(s)", config.base_url)));
+            return Err(ProviderError::Config(format!(
+                "base URL {:?} is not http(s)",
+                config.base_url
+            )));
         }
-        if let Some(key) = &config.api_key {
-            if reqwest::header::HeaderValue::from_str(&format!("Bearer {key}")).is_err() {
-                return Err(ProviderError::Config("API key contains characters not allowed in a header".into()));
-            }
+        if let Some(key) = &config.api_key
+            && reqwest::header::HeaderValue::from_str(&format!("Bearer {key}")).is_err()
+        {
+            return Err(ProviderError::Config(
+                "API key contains characters not allowed in a header".into(),
+            ));
         }
         let client = reqwest::Client::builder()
             .connect_timeout(config.connect_timeout)
             .user_agent(concat!("moot/", env!("CARGO_PKG_VERSION")))
             .build()
-            .map_err(|e| ProviderError::Config(format!("cannot build HTTP client: {}", error_chain(&e))))?;
-        Ok(Self { config, endpoint, client })
+            .map_err(|e| {
+                ProviderError::Config(format!("cannot build HTTP client: {}", error_chain(&e)))
+            })?;
+        Ok(Self {
+            config,
+            endpoint,
+            client,
+        })
     }
 
     /// The configuration this provider was built with.
@@ -151,58 +169,95 @@ impl OpenAiProvider {
     /// Remove the API key from text that may echo it.
     fn redact(&self, text: String) -> String {
         match &self.config.api_key {
-            Some(key) if key.len() >= 4 && text.contains(key.as_str()) => text.replace(key.as_str(), "<redacted>"),
+            Some(key) if key.len() >= 4 && text.contains(key.as_str()) => {
+                text.replace(key.as_str(), "<redacted>")
+            }
             _ => text,
         }
     }
 
     fn redact_error(&self, error: ProviderError) -> ProviderError {
         match error {
-            ProviderError::Http { status, body, retry_after } => {
-                ProviderError::Http { status, body: self.redact(body), retry_after }
-            }
+            ProviderError::Http {
+                status,
+                body,
+                retry_after,
+            } => ProviderError::Http {
+                status,
+                body: self.redact(body),
+                retry_after,
+            },
             ProviderError::Connect(m) => ProviderError::Connect(self.redact(m)),
             ProviderError::Incomplete(m) => ProviderError::Incomplete(self.redact(m)),
             ProviderError::Protocol(m) => ProviderError::Protocol(self.redact(m)),
-            ProviderError::Server { message, retryable } => {
-                ProviderError::Server { message: self.redact(message), retryable }
-            }
+            ProviderError::Server { message, retryable } => ProviderError::Server {
+                message: self.redact(message),
+                retryable,
+            },
             ProviderError::Config(m) => ProviderError::Config(self.redact(m)),
             other => other,
         }
     }
 
-    async fn attempt(&self, request: &ChatRequest, deltas: &DeltaSender) -> Result<Completion, ProviderError> {
+    async fn attempt(
+        &self,
+        request: &ChatRequest,
+        deltas: &DeltaSender,
+    ) -> Result<Completion, ProviderError> {
         let started = Instant::now();
         let total_deadline = started + self.config.total_timeout;
         let first_token_deadline = started + self.config.first_token_timeout;
         let first_token = Deadline::earliest(
-            (first_token_deadline, TimeoutKind::FirstToken, self.config.first_token_timeout),
-            (total_deadline, TimeoutKind::Total, self.config.total_timeout),
+            (
+                first_token_deadline,
+                TimeoutKind::FirstToken,
+                self.config.first_token_timeout,
+            ),
+            (
+                total_deadline,
+                TimeoutKind::Total,
+                self.config.total_timeout,
+            ),
         );
 
-        let model = if request.model.is_empty() { self.config.model.as_str() } else { request.model.as_str() };
+        let model = if request.model.is_empty() {
+            self.config.model.as_str()
+        } else {
+            request.model.as_str()
+        };
         let body = RequestBody {
             model,
             messages: &request.messages,
             stream: true,
-            stream_options: StreamOptions { include_usage: true },
+            stream_options: StreamOptions {
+                include_usage: true,
+            },
             max_tokens: request.max_tokens,
             temperature: request.temperature,
             seed: request.seed,
         };
-        let mut builder =
-            self.client.post(self.endpoint.clone()).header(ACCEPT, "text/event-stream").json(&body);
+        let mut builder = self
+            .client
+            .post(self.endpoint.clone())
+            .header(ACCEPT, "text/event-stream")
+            .json(&body);
         if let Some(key) = &self.config.api_key {
             builder = builder.bearer_auth(key);
         }
 
-        let response = first_token.run(builder.send()).await?.map_err(|e| self.send_error(&e))?;
+        let response = first_token
+            .run(builder.send())
+            .await?
+            .map_err(|e| self.send_error(&e))?;
         let status = response.status();
         if !status.is_success() {
             let retry_after = parse_retry_after(response.headers(), std::time::SystemTime::now());
             let body = read_error_body(response, first_token).await;
-            return Err(ProviderError::Http { status: status.as_u16(), body, retry_after });
+            return Err(ProviderError::Http {
+                status: status.as_u16(),
+                body,
+                retry_after,
+            });
         }
 
         let mut bytes = response.bytes_stream();
@@ -212,8 +267,16 @@ impl OpenAiProvider {
         loop {
             let deadline = if state.saw_event {
                 Deadline::earliest(
-                    (Instant::now() + self.config.idle_timeout, TimeoutKind::Idle, self.config.idle_timeout),
-                    (total_deadline, TimeoutKind::Total, self.config.total_timeout),
+                    (
+                        Instant::now() + self.config.idle_timeout,
+                        TimeoutKind::Idle,
+                        self.config.idle_timeout,
+                    ),
+                    (
+                        total_deadline,
+                        TimeoutKind::Total,
+                        self.config.total_timeout,
+                    ),
                 )
             } else {
                 first_token
@@ -353,25 +416,36 @@ impl StreamState {
             return Ok(false);
         }
         let chunk: Chunk = serde_json::from_str(data).map_err(|e| {
-            ProviderError::Protocol(format!("chunk is not valid JSON ({e}): {}", excerpt(data, MAX_EXCERPT_CHARS)))
+            ProviderError::Protocol(format!(
+                "chunk is not valid JSON ({e}): {}",
+                excerpt(data, MAX_EXCERPT_CHARS)
+            ))
         })?;
         if let Some(error) = chunk.error.filter(|e| !e.is_null()) {
             return Err(server_error(&error));
         }
         if let Some(choice) = chunk.choices.iter().find(|c| c.index == 0) {
-            if let Some(content) = choice.delta.as_ref().and_then(|d| d.content.as_deref()) {
-                if !content.is_empty() {
-                    self.text.push_str(content);
-                    // A closed receiver only means nobody watches the stream.
-                    let _ = deltas.send(content.to_owned());
-                }
+            if let Some(content) = choice.delta.as_ref().and_then(|d| d.content.as_deref())
+                && !content.is_empty()
+            {
+                self.text.push_str(content);
+                // A closed receiver only means nobody watches the stream.
+                let _ = deltas.send(content.to_owned());
             }
             if let Some(reason) = &choice.finish_reason {
                 self.finish_reason = Some(reason.clone());
             }
         }
-        if let Some(ChunkUsage { prompt_tokens: Some(input), completion_tokens: Some(output) }) = chunk.usage {
-            self.usage = Some(Usage { input_tokens: input, output_tokens: output, estimated: false });
+        if let Some(ChunkUsage {
+            prompt_tokens: Some(input),
+            completion_tokens: Some(output),
+        }) = chunk.usage
+        {
+            self.usage = Some(Usage {
+                input_tokens: input,
+                output_tokens: output,
+                estimated: false,
+            });
         }
         Ok(false)
     }
@@ -379,16 +453,39 @@ impl StreamState {
 
 /// Turn an in-stream `error` value into a [`ProviderError::Server`].
 fn server_error(error: &serde_json::Value) -> ProviderError {
-    let field = |name: &str| error.get(name).and_then(|v| v.as_str().map(str::to_owned).or_else(|| non_null(v)));
+    let field = |name: &str| {
+        error
+            .get(name)
+            .and_then(|v| v.as_str().map(str::to_owned).or_else(|| non_null(v)))
+    };
     let message = match error {
         serde_json::Value::String(s) => s.clone(),
         _ => field("message").unwrap_or_else(|| excerpt(&error.to_string(), MAX_EXCERPT_CHARS)),
     };
-    let kind = [field("type"), field("code")].into_iter().flatten().collect::<Vec<_>>().join(" ").to_lowercase();
-    let permanent = ["invalid_request", "authentication", "permission", "not_found", "context_length", "invalid_api_key"];
+    let kind = [field("type"), field("code")]
+        .into_iter()
+        .flatten()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .to_lowercase();
+    let permanent = [
+        "invalid_request",
+        "authentication",
+        "permission",
+        "not_found",
+        "context_length",
+        "invalid_api_key",
+    ];
     let retryable = !permanent.iter().any(|p| kind.contains(p));
-    let message = if kind.is_empty() { message } else { format!("{message} ({kind})") };
-    ProviderError::Server { message: excerpt(&message, MAX_ERROR_BODY_CHARS), retryable }
+    let message = if kind.is_empty() {
+        message
+    } else {
+        format!("{message} ({kind})")
+    };
+    ProviderError::Server {
+        message: excerpt(&message, MAX_ERROR_BODY_CHARS),
+        retryable,
+    }
 }
 
 fn non_null(v: &serde_json::Value) -> Option<String> {
@@ -410,7 +507,9 @@ impl Deadline {
     }
 
     async fn run<F: Future>(self, future: F) -> Result<F::Output, ProviderError> {
-        tokio::time::timeout_at(self.at, future).await.map_err(|_| ProviderError::Timeout(self.kind, self.after))
+        tokio::time::timeout_at(self.at, future)
+            .await
+            .map_err(|_| ProviderError::Timeout(self.kind, self.after))
     }
 }
 
@@ -435,12 +534,12 @@ async fn read_error_body(response: reqwest::Response, deadline: Deadline) -> Str
 
 /// `Retry-After` (seconds or an HTTP date) or `retry-after-ms`, as a delay from `now`.
 fn parse_retry_after(headers: &HeaderMap, now: std::time::SystemTime) -> Option<Duration> {
-    if let Some(ms) = headers.get("retry-after-ms").and_then(|v| v.to_str().ok()) {
-        if let Ok(ms) = ms.trim().parse::<f64>() {
-            if ms.is_finite() && ms >= 0.0 {
-                return Some(Duration::from_secs_f64(ms / 1000.0));
-            }
-        }
+    if let Some(ms) = headers.get("retry-after-ms").and_then(|v| v.to_str().ok())
+        && let Ok(ms) = ms.trim().parse::<f64>()
+        && ms.is_finite()
+        && ms >= 0.0
+    {
+        return Some(Duration::from_secs_f64(ms / 1000.0));
     }
     let value = headers.get(RETRY_AFTER)?.to_str().ok()?.trim();
     if let Ok(seconds) = value.parse::<u64>() {
@@ -448,7 +547,11 @@ fn parse_retry_after(headers: &HeaderMap, now: std::time::SystemTime) -> Option<
     }
     let date = chrono::DateTime::parse_from_rfc2822(value).ok()?;
     let now = chrono::DateTime::<chrono::Utc>::from(now);
-    Some((date.with_timezone(&chrono::Utc) - now).to_std().unwrap_or(Duration::ZERO))
+    Some(
+        (date.with_timezone(&chrono::Utc) - now)
+            .to_std()
+            .unwrap_or(Duration::ZERO),
+    )
 }
 
 /// At most `max` characters of `text`, with an ellipsis when cut.
@@ -482,7 +585,10 @@ mod tests {
 
     #[test]
     fn debug_redacts_key() {
-        let config = OpenAiConfig { api_key: Some("sk-very-secret".into()), ..OpenAiConfig::default() };
+        let config = OpenAiConfig {
+            api_key: Some("sk-very-secret".into()),
+            ..OpenAiConfig::default()
+        };
         let shown = format!("{config:?}");
         assert!(!shown.contains("sk-very-secret"), "{shown}");
         assert!(shown.contains("<redacted>"));
@@ -497,10 +603,14 @@ mod tests {
             "OPENAI_API_KEY" => Some("sk-x".into()),
             _ => None,
         });
-        assert_eq!(config.endpoint(), "http://127.0.0.1:8000/v1/chat/completions");
+        assert_eq!(
+            config.endpoint(),
+            "http://127.0.0.1:8000/v1/chat/completions"
+        );
         assert_eq!(config.api_key.as_deref(), Some("sk-x"));
 
-        let config = OpenAiConfig::from_lookup(|name| (name == "OPENAI_API_KEY").then(|| "  ".into()));
+        let config =
+            OpenAiConfig::from_lookup(|name| (name == "OPENAI_API_KEY").then(|| "  ".into()));
         assert_eq!(config.base_url, DEFAULT_BASE_URL);
         assert_eq!(config.api_key, None);
     }
@@ -516,11 +626,26 @@ mod tests {
 
     #[test]
     fn bad_base_url_is_config_error() {
-        let config = OpenAiConfig { base_url: "not a url".into(), ..OpenAiConfig::default() };
-        assert!(matches!(OpenAiProvider::new(config), Err(ProviderError::Config(_))));
-        let config = OpenAiConfig { base_url: "ftp://example.com/v1".into(), ..OpenAiConfig::default() };
-        assert!(matches!(OpenAiProvider::new(config), Err(ProviderError::Config(_))));
-        let config = OpenAiConfig { api_key: Some("bad\nkey".into()), ..OpenAiConfig::default() };
+        let config = OpenAiConfig {
+            base_url: "not a url".into(),
+            ..OpenAiConfig::default()
+        };
+        assert!(matches!(
+            OpenAiProvider::new(config),
+            Err(ProviderError::Config(_))
+        ));
+        let config = OpenAiConfig {
+            base_url: "ftp://example.com/v1".into(),
+            ..OpenAiConfig::default()
+        };
+        assert!(matches!(
+            OpenAiProvider::new(config),
+            Err(ProviderError::Config(_))
+        ));
+        let config = OpenAiConfig {
+            api_key: Some("bad\nkey".into()),
+            ..OpenAiConfig::default()
+        };
         match OpenAiProvider::new(config) {
             Err(ProviderError::Config(m)) => assert!(!m.contains("bad\nkey")),
             other => panic!("unexpected {other:?}"),
@@ -533,15 +658,30 @@ mod tests {
         let mut headers = HeaderMap::new();
         assert_eq!(parse_retry_after(&headers, now), None);
         headers.insert(RETRY_AFTER, HeaderValue::from_static("3"));
-        assert_eq!(parse_retry_after(&headers, now), Some(Duration::from_secs(3)));
-        headers.insert(RETRY_AFTER, HeaderValue::from_static("Sun, 06 Nov 1994 08:49:47 GMT"));
-        assert_eq!(parse_retry_after(&headers, now), Some(Duration::from_secs(10)));
-        headers.insert(RETRY_AFTER, HeaderValue::from_static("Sun, 06 Nov 1994 08:49:00 GMT"));
+        assert_eq!(
+            parse_retry_after(&headers, now),
+            Some(Duration::from_secs(3))
+        );
+        headers.insert(
+            RETRY_AFTER,
+            HeaderValue::from_static("Sun, 06 Nov 1994 08:49:47 GMT"),
+        );
+        assert_eq!(
+            parse_retry_after(&headers, now),
+            Some(Duration::from_secs(10))
+        );
+        headers.insert(
+            RETRY_AFTER,
+            HeaderValue::from_static("Sun, 06 Nov 1994 08:49:00 GMT"),
+        );
         assert_eq!(parse_retry_after(&headers, now), Some(Duration::ZERO));
         headers.insert(RETRY_AFTER, HeaderValue::from_static("soon"));
         assert_eq!(parse_retry_after(&headers, now), None);
         headers.insert("retry-after-ms", HeaderValue::from_static("250"));
-        assert_eq!(parse_retry_after(&headers, now), Some(Duration::from_millis(250)));
+        assert_eq!(
+            parse_retry_after(&headers, now),
+            Some(Duration::from_millis(250))
+        );
     }
 
     #[test]
@@ -554,17 +694,59 @@ mod tests {
     fn chunk_handling() {
         let (tx, mut rx) = mpsc::unbounded_channel();
         let mut state = StreamState::default();
-        assert!(!state.handle(r#"{"choices":[{"index":0,"delta":{"role":"assistant"}}],"usage":null}"#, &tx).unwrap());
-        assert!(!state.handle(r#"{"choices":[{"index":0,"delta":{"content":"Hi"},"finish_reason":null}]}"#, &tx).unwrap());
-        assert!(!state.handle(r#"{"choices":[{"index":1,"delta":{"content":"other"}}]}"#, &tx).unwrap());
-        assert!(!state.handle(r#"{"choices":[{"index":0,"delta":{},"finish_reason":"length"}]}"#, &tx).unwrap());
-        assert!(!state.handle(r#"{"choices":[],"usage":{"prompt_tokens":9,"completion_tokens":1}}"#, &tx).unwrap());
+        assert!(
+            !state
+                .handle(
+                    r#"{"choices":[{"index":0,"delta":{"role":"assistant"}}],"usage":null}"#,
+                    &tx
+                )
+                .unwrap()
+        );
+        assert!(
+            !state
+                .handle(
+                    r#"{"choices":[{"index":0,"delta":{"content":"Hi"},"finish_reason":null}]}"#,
+                    &tx
+                )
+                .unwrap()
+        );
+        assert!(
+            !state
+                .handle(
+                    r#"{"choices":[{"index":1,"delta":{"content":"other"}}]}"#,
+                    &tx
+                )
+                .unwrap()
+        );
+        assert!(
+            !state
+                .handle(
+                    r#"{"choices":[{"index":0,"delta":{},"finish_reason":"length"}]}"#,
+                    &tx
+                )
+                .unwrap()
+        );
+        assert!(
+            !state
+                .handle(
+                    r#"{"choices":[],"usage":{"prompt_tokens":9,"completion_tokens":1}}"#,
+                    &tx
+                )
+                .unwrap()
+        );
         assert!(state.handle("[DONE]", &tx).unwrap());
         assert_eq!(state.text, "Hi");
         assert_eq!(rx.try_recv().ok().as_deref(), Some("Hi"));
         assert!(rx.try_recv().is_err());
         assert_eq!(state.finish_reason.as_deref(), Some("length"));
-        assert_eq!(state.usage, Some(Usage { input_tokens: 9, output_tokens: 1, estimated: false }));
+        assert_eq!(
+            state.usage,
+            Some(Usage {
+                input_tokens: 9,
+                output_tokens: 1,
+                estimated: false
+            })
+        );
     }
 
     #[test]
@@ -575,14 +757,20 @@ mod tests {
             Err(ProviderError::Protocol(m)) => assert!(m.contains("oops"), "{m}"),
             other => panic!("unexpected {other:?}"),
         }
-        match state.handle(r#"{"error":{"message":"overloaded","type":"server_error"}}"#, &tx) {
+        match state.handle(
+            r#"{"error":{"message":"overloaded","type":"server_error"}}"#,
+            &tx,
+        ) {
             Err(ProviderError::Server { message, retryable }) => {
                 assert!(message.contains("overloaded"));
                 assert!(retryable);
             }
             other => panic!("unexpected {other:?}"),
         }
-        match state.handle(r#"{"error":{"message":"too long","code":"context_length_exceeded"}}"#, &tx) {
+        match state.handle(
+            r#"{"error":{"message":"too long","code":"context_length_exceeded"}}"#,
+            &tx,
+        ) {
             Err(ProviderError::Server { retryable, .. }) => assert!(!retryable),
             other => panic!("unexpected {other:?}"),
         }
@@ -594,9 +782,19 @@ mod tests {
 
     #[test]
     fn redacts_key_from_errors() {
-        let config = OpenAiConfig { api_key: Some("sk-abcdef".into()), ..OpenAiConfig::default() };
+        let config = OpenAiConfig {
+            api_key: Some("sk-abcdef".into()),
+            ..OpenAiConfig::default()
+        };
         let provider = OpenAiProvider::new(config).expect("valid config");
-        let error = ProviderError::Http { status: 401, body: "bad key sk-abcdef".into(), retry_after: None };
-        assert_eq!(provider.redact_error(error).to_string(), "HTTP 401: bad key <redacted>");
+        let error = ProviderError::Http {
+            status: 401,
+            body: "bad key sk-abcdef".into(),
+            retry_after: None,
+        };
+        assert_eq!(
+            provider.redact_error(error).to_string(),
+            "HTTP 401: bad key <redacted>"
+        );
     }
 }
