@@ -704,3 +704,72 @@ async fn provider_info_describes_the_endpoint() {
     assert_eq!(info.model, "test-model");
     assert_eq!(info.base_url, Some(server.base_url()));
 }
+
+#[tokio::test]
+async fn full_accept_backlog_hits_connect_timeout() {
+    // A listener that never accepts, with its backlog filled, leaves further
+    // connection attempts waiting for the handshake.
+    let socket = tokio::net::TcpSocket::new_v4().expect("socket");
+    socket
+        .bind("127.0.0.1:0".parse().expect("addr"))
+        .expect("bind");
+    let listener = socket.listen(1).expect("listen");
+    let addr = listener.local_addr().expect("addr");
+    let mut held = Vec::new();
+    for _ in 0..8 {
+        match std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(100)) {
+            Ok(stream) => held.push(stream),
+            Err(_) => break,
+        }
+    }
+    let config = OpenAiConfig {
+        base_url: format!("http://{addr}/v1"),
+        connect_timeout: Duration::from_millis(200),
+        ..OpenAiConfig::default()
+    };
+    let provider = OpenAiProvider::new(config).expect("valid config");
+    let started = Instant::now();
+    let (result, _) = stream_once(&provider, &request()).await;
+    assert_eq!(
+        result,
+        Err(ProviderError::Timeout(
+            TimeoutKind::Connect,
+            Duration::from_millis(200)
+        ))
+    );
+    assert!(started.elapsed() < Duration::from_secs(2));
+}
+
+#[tokio::test]
+async fn handler_answers_every_request_after_the_queue() {
+    let server = TestServer::with_handler(|request| {
+        let body = request.body_json().unwrap_or_default();
+        let last = body["messages"]
+            .as_array()
+            .and_then(|m| m.last())
+            .and_then(|m| m["content"].as_str());
+        let echo = format!("echo: {}", last.unwrap_or("?"));
+        Reply::openai_stream(&[echo.as_str()], Some((1, 1)))
+    })
+    .await
+    .expect("bind");
+    server.push(Reply::text(503, "first one fails"));
+    let provider = provider(&server);
+    let (first, _) = stream_once(&provider, &request()).await;
+    assert!(matches!(
+        first,
+        Err(ProviderError::Http { status: 503, .. })
+    ));
+    for n in 0..3 {
+        let request = ChatRequest::new(vec![ChatMessage::user(format!("message {n}"))]);
+        let (result, _) = stream_once(&provider, &request).await;
+        assert_eq!(
+            result.expect("handler reply").text,
+            format!("echo: message {n}")
+        );
+    }
+    let requests = tokio::time::timeout(Duration::from_secs(2), server.wait_for_requests(4))
+        .await
+        .expect("4 requests");
+    assert_eq!(requests.len(), 4);
+}
