@@ -773,3 +773,19 @@ async fn handler_answers_every_request_after_the_queue() {
         .expect("4 requests");
     assert_eq!(requests.len(), 4);
 }
+
+#[tokio::test]
+async fn json_answer_instead_of_a_stream_is_a_protocol_error() {
+    let server = server().await;
+    server.push(Reply::json(
+        200,
+        &json!({"error": {"message": "streaming unsupported"}}),
+    ));
+    let (result, _) = stream_once(&provider(&server), &request()).await;
+    match result {
+        Err(ProviderError::Protocol(message)) => {
+            assert!(message.contains("streaming unsupported"), "{message}")
+        }
+        other => panic!("unexpected result {other:?}"),
+    }
+}

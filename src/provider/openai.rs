@@ -16,7 +16,7 @@ use std::fmt;
 use std::time::Duration;
 
 use futures::StreamExt;
-use reqwest::header::{ACCEPT, HeaderMap, RETRY_AFTER};
+use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, RETRY_AFTER};
 use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -258,6 +258,20 @@ impl OpenAiProvider {
                 body,
                 retry_after,
             });
+        }
+
+        let is_json = response
+            .headers()
+            .get(CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.trim_start().starts_with("application/json"));
+        if is_json {
+            // The server ignored `stream: true` or answered with an error object.
+            let body = read_error_body(response, first_token).await;
+            return Err(ProviderError::Protocol(format!(
+                "expected an event stream, got JSON: {}",
+                excerpt(&body, MAX_EXCERPT_CHARS)
+            )));
         }
 
         let mut bytes = response.bytes_stream();
