@@ -87,7 +87,7 @@ pub enum Framing {
 
 /// What happens after the last body step.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Ending {
+enum Ending {
     /// Complete the body and close the connection.
     Finish,
     /// Close the connection without completing the body (no final chunk, or
