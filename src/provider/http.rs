@@ -140,6 +140,16 @@ pub async fn stream_sse(
         let body = read_error_body(response, first_token).await;
         return Err(ProviderError::Http { status: status.as_u16(), body, retry_after });
     }
+    let is_json = response
+        .headers()
+        .get(reqwest::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.trim_start().starts_with("application/json"));
+    if is_json {
+        // The server ignored the request to stream, or answered with an error object.
+        let body = read_error_body(response, first_token).await;
+        return Err(ProviderError::Protocol(format!("expected an event stream, got JSON: {}", excerpt(&body, 120))));
+    }
 
     let mut bytes = response.bytes_stream();
     let mut parser = SseParser::new();

@@ -129,16 +129,10 @@ impl SseParser {
                 self.has_data = true;
             }
             "event" => self.event = Some(value.to_owned()),
-            "id" => {
-                if !value.contains('\0') {
-                    self.last_id = Some(value.to_owned());
-                }
-            }
-            "retry" => {
-                if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) {
-                    if let Ok(ms) = value.parse::<u64>() {
-                        self.retry = Some(Duration::from_millis(ms));
-                    }
+            "id" if !value.contains('\0') => self.last_id = Some(value.to_owned()),
+            "retry" if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) => {
+                if let Ok(ms) = value.parse::<u64>() {
+                    self.retry = Some(Duration::from_millis(ms));
                 }
             }
             _ => {}
@@ -152,7 +146,11 @@ impl SseParser {
             return;
         }
         self.has_data = false;
-        out.push(SseEvent { event, data: std::mem::take(&mut self.data), id: self.last_id.clone() });
+        out.push(SseEvent {
+            event,
+            data: std::mem::take(&mut self.data),
+            id: self.last_id.clone(),
+        });
     }
 }
 
@@ -167,7 +165,11 @@ mod tests {
     }
 
     fn ev(event: Option<&str>, data: &str, id: Option<&str>) -> SseEvent {
-        SseEvent { event: event.map(str::to_owned), data: data.to_owned(), id: id.map(str::to_owned) }
+        SseEvent {
+            event: event.map(str::to_owned),
+            data: data.to_owned(),
+            id: id.map(str::to_owned),
+        }
     }
 
     #[test]
@@ -177,19 +179,32 @@ mod tests {
 
     #[test]
     fn multiple_data_lines_are_joined_with_newline() {
-        assert_eq!(parse_all(b"data: a\ndata:b\ndata:  c\n\n"), vec![ev(None, "a\nb\n c", None)]);
+        assert_eq!(
+            parse_all(b"data: a\ndata:b\ndata:  c\n\n"),
+            vec![ev(None, "a\nb\n c", None)]
+        );
     }
 
     #[test]
     fn event_and_id_fields() {
         let events = parse_all(b"event: delta\nid: 7\ndata: x\n\ndata: y\n\n");
-        assert_eq!(events, vec![ev(Some("delta"), "x", Some("7")), ev(None, "y", Some("7"))]);
+        assert_eq!(
+            events,
+            vec![ev(Some("delta"), "x", Some("7")), ev(None, "y", Some("7"))]
+        );
     }
 
     #[test]
     fn id_with_nul_is_ignored_and_empty_id_resets() {
         let events = parse_all(b"id: 1\ndata: a\n\nid: 2\0\ndata: b\n\nid\ndata: c\n\n");
-        assert_eq!(events, vec![ev(None, "a", Some("1")), ev(None, "b", Some("1")), ev(None, "c", Some(""))]);
+        assert_eq!(
+            events,
+            vec![
+                ev(None, "a", Some("1")),
+                ev(None, "b", Some("1")),
+                ev(None, "c", Some(""))
+            ]
+        );
     }
 
     #[test]
@@ -207,21 +222,39 @@ mod tests {
 
     #[test]
     fn only_one_leading_space_is_stripped() {
-        assert_eq!(parse_all(b"data:   three\n\n"), vec![ev(None, "  three", None)]);
-        assert_eq!(parse_all(b"data:no-space\n\n"), vec![ev(None, "no-space", None)]);
+        assert_eq!(
+            parse_all(b"data:   three\n\n"),
+            vec![ev(None, "  three", None)]
+        );
+        assert_eq!(
+            parse_all(b"data:no-space\n\n"),
+            vec![ev(None, "no-space", None)]
+        );
     }
 
     #[test]
     fn value_may_contain_colons() {
-        assert_eq!(parse_all(b"data: {\"a\":\"b:c\"}\n\n"), vec![ev(None, "{\"a\":\"b:c\"}", None)]);
+        assert_eq!(
+            parse_all(b"data: {\"a\":\"b:c\"}\n\n"),
+            vec![ev(None, "{\"a\":\"b:c\"}", None)]
+        );
     }
 
     #[test]
     fn crlf_lf_and_cr_line_endings() {
         let expected = vec![ev(Some("e"), "a\nb", None), ev(None, "c", None)];
-        assert_eq!(parse_all(b"event: e\r\ndata: a\r\ndata: b\r\n\r\ndata: c\r\n\r\n"), expected);
-        assert_eq!(parse_all(b"event: e\rdata: a\rdata: b\r\rdata: c\r\r"), expected);
-        assert_eq!(parse_all(b"event: e\ndata: a\rdata: b\r\n\ndata: c\r\r\n"), expected);
+        assert_eq!(
+            parse_all(b"event: e\r\ndata: a\r\ndata: b\r\n\r\ndata: c\r\n\r\n"),
+            expected
+        );
+        assert_eq!(
+            parse_all(b"event: e\rdata: a\rdata: b\r\rdata: c\r\r"),
+            expected
+        );
+        assert_eq!(
+            parse_all(b"event: e\ndata: a\rdata: b\r\n\ndata: c\r\r\n"),
+            expected
+        );
     }
 
     #[test]
@@ -250,7 +283,10 @@ mod tests {
 
     #[test]
     fn leading_bom_is_dropped() {
-        assert_eq!(parse_all(b"\xEF\xBB\xBFdata: x\n\n"), vec![ev(None, "x", None)]);
+        assert_eq!(
+            parse_all(b"\xEF\xBB\xBFdata: x\n\n"),
+            vec![ev(None, "x", None)]
+        );
         let mut p = SseParser::new();
         assert!(p.feed(b"\xEF").is_empty());
         assert!(p.feed(b"\xBB\xBFdata: y\n").is_empty());
@@ -271,7 +307,10 @@ mod tests {
 
     #[test]
     fn invalid_utf8_is_replaced() {
-        assert_eq!(parse_all(b"data: a\xFFb\n\n"), vec![ev(None, "a\u{FFFD}b", None)]);
+        assert_eq!(
+            parse_all(b"data: a\xFFb\n\n"),
+            vec![ev(None, "a\u{FFFD}b", None)]
+        );
     }
 
     const STREAM: &str = concat!(
@@ -294,7 +333,11 @@ mod tests {
 
     fn expected_stream_events() -> Vec<SseEvent> {
         vec![
-            ev(Some("message"), "{\"t\":\"caf\u{e9} \u{2014} \u{1F600}\"}", Some("1")),
+            ev(
+                Some("message"),
+                "{\"t\":\"caf\u{e9} \u{2014} \u{1F600}\"}",
+                Some("1"),
+            ),
             ev(None, "line one\nline two \u{4E2D}\u{6587}", Some("1")),
             ev(None, "", Some("1")),
             ev(Some("done"), "[DONE]", Some("2")),

@@ -57,7 +57,10 @@ pub struct RecordedRequest {
 impl RecordedRequest {
     /// The first value of a header (name compared case-insensitively).
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
     }
 
     /// The body as text (invalid UTF-8 replaced).
@@ -84,7 +87,7 @@ pub enum Framing {
 
 /// What happens after the last body step.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Ending {
+enum Ending {
     /// Complete the body and close the connection.
     Finish,
     /// Close the connection without completing the body (no final chunk, or
@@ -116,7 +119,14 @@ pub struct Reply {
 impl Reply {
     /// An empty reply with this status (`content-length` framing).
     pub fn status(status: u16) -> Self {
-        Self { status, headers: Vec::new(), steps: Vec::new(), framing: Framing::Length, ending: Ending::Finish, silent: false }
+        Self {
+            status,
+            headers: Vec::new(),
+            steps: Vec::new(),
+            framing: Framing::Length,
+            ending: Ending::Finish,
+            silent: false,
+        }
     }
 
     /// A `200 text/event-stream` reply with chunked framing; add events with
@@ -130,17 +140,24 @@ impl Reply {
 
     /// A JSON body with this status.
     pub fn json(status: u16, body: &serde_json::Value) -> Self {
-        Self::status(status).header("content-type", "application/json").write(body.to_string())
+        Self::status(status)
+            .header("content-type", "application/json")
+            .write(body.to_string())
     }
 
     /// A plain-text body with this status.
     pub fn text(status: u16, body: impl Into<String>) -> Self {
-        Self::status(status).header("content-type", "text/plain; charset=utf-8").write(body.into())
+        Self::status(status)
+            .header("content-type", "text/plain; charset=utf-8")
+            .write(body.into())
     }
 
     /// Accept the connection and read the request, but never answer.
     pub fn silent() -> Self {
-        Self { silent: true, ..Self::status(200) }
+        Self {
+            silent: true,
+            ..Self::status(200)
+        }
     }
 
     /// An OpenAI-style chat completion stream: a role chunk, one chunk per
@@ -148,7 +165,9 @@ impl Reply {
     /// `Some((prompt_tokens, completion_tokens))`, then `[DONE]`. Each event
     /// is one write.
     pub fn openai_stream(deltas: &[&str], usage: Option<(u64, u64)>) -> Self {
-        openai::events(deltas, usage).iter().fold(Self::sse(), |reply, data| reply.event(data))
+        openai::events(deltas, usage)
+            .iter()
+            .fold(Self::sse(), |reply, data| reply.event(data))
     }
 
     /// Add a response header.
@@ -270,7 +289,10 @@ pub mod openai {
 
     /// A complete stream body as SSE text.
     pub fn stream_body(deltas: &[&str], usage: Option<(u64, u64)>) -> String {
-        events(deltas, usage).iter().map(|e| super::sse_frame(e)).collect()
+        events(deltas, usage)
+            .iter()
+            .map(|e| super::sse_frame(e))
+            .collect()
     }
 
     fn chunk(delta: serde_json::Value, finish_reason: Option<&str>) -> String {
@@ -300,7 +322,9 @@ struct Shared {
 impl Shared {
     fn lock(&self) -> MutexGuard<'_, State> {
         // A panic while holding the lock leaves the state usable.
-        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 }
 
@@ -313,7 +337,9 @@ pub struct TestServer {
 
 impl std::fmt::Debug for TestServer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TestServer").field("addr", &self.addr).finish_non_exhaustive()
+        f.debug_struct("TestServer")
+            .field("addr", &self.addr)
+            .finish_non_exhaustive()
     }
 }
 
@@ -323,14 +349,22 @@ impl TestServer {
         let listener = TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, 0)).await?;
         let addr = listener.local_addr()?;
         let shared = Arc::new(Shared {
-            state: Mutex::new(State { queue: VecDeque::new(), handler: None, requests: Vec::new() }),
+            state: Mutex::new(State {
+                queue: VecDeque::new(),
+                handler: None,
+                requests: Vec::new(),
+            }),
             count: watch::Sender::new(0),
             open: Default::default(),
             max_open: Default::default(),
         });
         let shutdown = CancellationToken::new();
         tokio::spawn(accept_loop(listener, Arc::clone(&shared), shutdown.clone()));
-        Ok(Self { addr, shared, shutdown })
+        Ok(Self {
+            addr,
+            shared,
+            shutdown,
+        })
     }
 
     /// Start a server that answers every request with `handler` (queued
@@ -498,11 +532,16 @@ async fn read_request(stream: &mut TcpStream) -> Result<Option<RecordedRequest>,
         .filter_map(|line| line.split_once(':'))
         .map(|(name, value)| (name.trim().to_ascii_lowercase(), value.trim().to_owned()))
         .collect();
-    if headers.iter().any(|(n, v)| n == "transfer-encoding" && v.to_ascii_lowercase().contains("chunked")) {
+    if headers
+        .iter()
+        .any(|(n, v)| n == "transfer-encoding" && v.to_ascii_lowercase().contains("chunked"))
+    {
         return Err("chunked request bodies are not supported".into());
     }
     let length = match headers.iter().find(|(n, _)| n == "content-length") {
-        Some((_, v)) => v.parse::<usize>().map_err(|_| "bad content-length".to_owned())?,
+        Some((_, v)) => v
+            .parse::<usize>()
+            .map_err(|_| "bad content-length".to_owned())?,
         None => 0,
     };
     let mut body = buf.split_off(head_end + 4);
@@ -536,8 +575,11 @@ async fn write_reply(
     match reply.framing {
         Framing::Chunked => head.push_str("transfer-encoding: chunked\r\n"),
         Framing::Length => {
-            let total: usize =
-                reply.steps.iter().map(|s| if let Step::Write(b) = s { b.len() } else { 0 }).sum();
+            let total: usize = reply
+                .steps
+                .iter()
+                .map(|s| if let Step::Write(b) = s { b.len() } else { 0 })
+                .sum();
             head.push_str(&format!("content-length: {total}\r\n"));
         }
         Framing::Eof => {}
@@ -625,8 +667,17 @@ mod tests {
     #[test]
     fn write_split_covers_all_bytes() {
         let reply = Reply::sse().write_split("abcdef", &[0, 2, 2, 5, 9]);
-        let writes: Vec<_> =
-            reply.steps.iter().filter_map(|s| if let Step::Write(b) = s { Some(b.clone()) } else { None }).collect();
+        let writes: Vec<_> = reply
+            .steps
+            .iter()
+            .filter_map(|s| {
+                if let Step::Write(b) = s {
+                    Some(b.clone())
+                } else {
+                    None
+                }
+            })
+            .collect();
         assert_eq!(writes, vec![b"ab".to_vec(), b"cde".to_vec(), b"f".to_vec()]);
     }
 
