@@ -7,3 +7,4 @@ pub mod panel;
 pub mod provider;
 pub mod session;
 pub mod stats;
+pub mod tui;

@@ -69,9 +69,10 @@ pub fn load_item(panel: &Panel, args: &RunArgs) -> anyhow::Result<Item> {
 /// The bundled items that go with a bundled panel (same file stem).
 fn bundled_items_for(panel: &Panel) -> Option<ItemsFile> {
     let source = panel.source.as_ref()?.to_string_lossy().to_string();
-    let stem = source.strip_prefix(crate::panel::BUNDLED_PREFIX).map(str::to_string).or_else(|| {
-        std::path::Path::new(&source).file_stem().map(|s| s.to_string_lossy().to_string())
-    })?;
+    let stem = source
+        .strip_prefix(crate::panel::BUNDLED_PREFIX)
+        .map(str::to_string)
+        .or_else(|| std::path::Path::new(&source).file_stem().map(|s| s.to_string_lossy().to_string()))?;
     ItemsFile::bundled(&stem)
 }
 
@@ -141,7 +142,8 @@ pub fn report_outcome(outcome: &RunOutcome) -> ExitCode {
     }
 }
 
-pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
+/// The engine configuration and session folder for `moot run` arguments.
+pub fn build_config(args: &RunArgs) -> anyhow::Result<(EngineConfig, PathBuf)> {
     let mut panel = load_panel(args.panel.as_deref())?;
     if let Some(m) = &args.moderator {
         panel.moderator.policy = ModeratorPolicy::parse(m).with_context(|| {
@@ -149,7 +151,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             format!("--moderator: unknown policy \"{m}\"; valid: {}", valid.join(", "))
         })?;
     }
-    let item = load_item(&panel, &args)?;
+    let item = load_item(&panel, args)?;
     let mut registry = Registry::from_env();
     let bindings = registry.bind(&panel, args.provider.as_deref(), args.model.as_deref())?;
     let panel = Arc::new(panel);
@@ -157,11 +159,26 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     config.provider_note = Some(registry.default_reason.clone());
     config.seed = args.seed.or(panel.generation.seed).unwrap_or_else(rand::random);
     let dir = args.out.clone().unwrap_or_else(default_sessions_dir);
-    if !args.headless {
-        eprintln!("moot: the live screen is not available in this version yet; use --headless for a live transcript");
-        return Ok(ExitCode::from(2));
-    }
+    Ok((config, dir))
+}
+
+pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
+    let (config, dir) = build_config(&args)?;
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    if !args.headless {
+        if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
+            bail!("the live screen needs a terminal; use --headless for a printed transcript");
+        }
+        let ui = crate::tui::config::UiConfig::load(args.theme.as_deref())?;
+        let env = crate::tui::app::Env::new(ui);
+        let outcome = runtime.block_on(async {
+            let mut tui = crate::tui::Tui::enter()?;
+            let outcome = crate::tui::live(&mut tui, env, config, &dir).await;
+            drop(tui);
+            outcome
+        })?;
+        return Ok(report_outcome(&outcome));
+    }
     let outcome = runtime.block_on(run_headless(config, dir, args.json))?;
     Ok(report_outcome(&outcome))
 }
