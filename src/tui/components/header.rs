@@ -58,6 +58,9 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
     let panel = v.panel.as_ref().map(|p| p.name.clone()).unwrap_or_else(|| "…".into());
     let item = v.item.as_ref().map(|i| i.id.clone()).unwrap_or_default();
     let mut state = v.state.label().to_string();
+    if !v.state.is_ended() && v.aggregate.is_some() {
+        state = "done · open for overrides".into();
+    }
     if app.quitting && !v.state.is_ended() {
         state = "closing".into();
     }

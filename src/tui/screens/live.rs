@@ -32,7 +32,7 @@ fn draw_pane(f: &mut Frame, app: &mut App, focus: Focus, area: Rect) {
 pub fn draw(f: &mut Frame, app: &mut App) {
     let area = f.area();
     app.hits.clear();
-    if !app.focus_order().contains(&app.focus) {
+    if !app.view().agents.is_empty() && !app.focus_order().contains(&app.focus) {
         app.focus = app.focus_order()[0];
     }
     let header_h = if area.height >= 16 { 2 } else { 1 };
