@@ -96,7 +96,7 @@ pub fn parse(line: &str, view: &SessionView, author: &str) -> Result<Parsed, Str
         "stop" => Parsed::Engine(Command::Stop { author }),
         "rate" => {
             need(2, "rate DIMENSION VALUE [DIMENSION VALUE…]")?;
-            if words.len() % 2 != 0 {
+            if !words.len().is_multiple_of(2) {
                 return Err("usage: :rate DIMENSION VALUE [DIMENSION VALUE…]".into());
             }
             let mut scores = Scores::new();

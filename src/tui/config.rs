@@ -42,19 +42,13 @@ struct FileView {
 }
 
 /// Everything the screen reads from configuration.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct UiConfig {
     pub ui: UiSection,
     pub keymap: Keymap,
     pub theme: Theme,
     /// The user's config directory (themes live in its `themes/`).
     pub config_dir: Option<PathBuf>,
-}
-
-impl Default for UiConfig {
-    fn default() -> Self {
-        Self { ui: UiSection::default(), keymap: Keymap::default(), theme: Theme::default(), config_dir: None }
-    }
 }
 
 /// The user's config directory (`…/moot`).
@@ -157,7 +151,7 @@ mod tests {
         assert_eq!(c.theme.name, "high-contrast");
         let ev = KeyEvent::new(KeyCode::Char('p'), KeyModifiers::CONTROL);
         assert_eq!(c.keymap.action(super::super::keymap::Mode::Live, &ev), Some(Action::TogglePause));
-        let c = UiConfig::load_from(&[user.clone()], None, Some("dark"), false).unwrap();
+        let c = UiConfig::load_from(std::slice::from_ref(&user), None, Some("dark"), false).unwrap();
         assert_eq!(c.theme.name, "dark");
         let c = UiConfig::load_from(&[user], None, None, true).unwrap();
         assert!(c.theme.monochrome);
