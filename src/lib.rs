@@ -9,3 +9,4 @@ pub mod provider;
 pub mod session;
 pub mod stats;
 pub mod testkit;
+pub mod tui;

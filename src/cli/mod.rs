@@ -17,6 +17,9 @@ use clap::{Args, Parser, Subcommand};
 pub struct Cli {
     #[command(subcommand)]
     pub command: Option<Command>,
+    /// Colour theme of the home screen (dark, light, high-contrast, or a user theme).
+    #[arg(long)]
+    pub theme: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -30,6 +33,9 @@ pub enum Command {
         /// Playback speed, 0.25 to 32.
         #[arg(long, default_value_t = 1.0)]
         speed: f64,
+        /// Colour theme (dark, light, high-contrast, or a user theme).
+        #[arg(long)]
+        theme: Option<String>,
     },
     /// Run a panel over every item of a dataset.
     Eval {
@@ -65,7 +71,7 @@ pub enum Command {
     },
 }
 
-#[derive(Debug, Args)]
+#[derive(Debug, Args, Default)]
 pub struct RunArgs {
     /// Panel file, or the name of a bundled panel (storybook-qa, summary-collab).
     pub panel: Option<String>,
@@ -111,6 +117,9 @@ pub struct RunArgs {
     /// Do not use the response cache.
     #[arg(long, overrides_with = "cache")]
     pub no_cache: bool,
+    /// Colour theme of the live screen (dark, light, high-contrast, or a user theme).
+    #[arg(long)]
+    pub theme: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -145,8 +154,8 @@ pub fn main() -> ExitCode {
         Some(Command::Sessions { command }) => sessions::run(command),
         Some(Command::Providers(args)) => providers::run(args),
         Some(Command::Cache { command }) => cache::run(command),
-        None => not_yet("the home screen"),
-        Some(Command::Replay { .. }) => not_yet("`moot replay`"),
+        None => home(cli.theme.as_deref()),
+        Some(Command::Replay { session, speed, theme }) => replay(&session, speed, theme.as_deref()),
         Some(Command::Eval { .. }) => not_yet("`moot eval`"),
         Some(Command::Report { .. }) => not_yet("`moot report`"),
     };
@@ -162,4 +171,47 @@ pub fn main() -> ExitCode {
 fn not_yet(what: &str) -> anyhow::Result<ExitCode> {
     eprintln!("moot: {what} is not available in this version yet; `moot run --headless` and `moot sessions` are.");
     Ok(ExitCode::from(2))
+}
+
+fn screen_env(theme: Option<&str>) -> anyhow::Result<crate::tui::app::Env> {
+    use std::io::IsTerminal;
+    if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
+        anyhow::bail!("this screen needs a terminal (try `moot sessions list` or `moot run --headless`)");
+    }
+    Ok(crate::tui::app::Env::new(crate::tui::config::UiConfig::load(theme)?))
+}
+
+fn replay(session: &str, speed: f64, theme: Option<&str>) -> anyhow::Result<ExitCode> {
+    if !(crate::tui::replay::MIN_SPEED..=crate::tui::replay::MAX_SPEED).contains(&speed) {
+        anyhow::bail!("--speed: {speed} is outside 0.25 to 32");
+    }
+    let path = sessions::resolve_session(session)?;
+    let events = crate::tui::load_events(&path)?;
+    let env = screen_env(theme)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    runtime.block_on(async {
+        let mut tui = crate::tui::Tui::enter()?;
+        crate::tui::replay(&mut tui, env, events, speed).await
+    })?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn home(theme: Option<&str>) -> anyhow::Result<ExitCode> {
+    let env = screen_env(theme)?;
+    let mut dirs = vec![PathBuf::from("sessions")];
+    for d in [Some(crate::session::default_sessions_dir()), env.config.ui.sessions_dir.clone()].into_iter().flatten() {
+        if !dirs.contains(&d) {
+            dirs.push(d);
+        }
+    }
+    let build = |panel: &str| {
+        let args = RunArgs { panel: Some(panel.to_string()), ..RunArgs::default() };
+        run::build_config(&args)
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    runtime.block_on(async {
+        let mut tui = crate::tui::Tui::enter()?;
+        crate::tui::home(&mut tui, env, dirs, &build).await
+    })?;
+    Ok(ExitCode::SUCCESS)
 }

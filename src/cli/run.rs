@@ -70,9 +70,10 @@ pub fn load_item(panel: &Panel, args: &RunArgs) -> anyhow::Result<Item> {
 /// The bundled items that go with a bundled panel (same file stem).
 fn bundled_items_for(panel: &Panel) -> Option<ItemsFile> {
     let source = panel.source.as_ref()?.to_string_lossy().to_string();
-    let stem = source.strip_prefix(crate::panel::BUNDLED_PREFIX).map(str::to_string).or_else(|| {
-        std::path::Path::new(&source).file_stem().map(|s| s.to_string_lossy().to_string())
-    })?;
+    let stem = source
+        .strip_prefix(crate::panel::BUNDLED_PREFIX)
+        .map(str::to_string)
+        .or_else(|| std::path::Path::new(&source).file_stem().map(|s| s.to_string_lossy().to_string()))?;
     ItemsFile::bundled(&stem)
 }
 
@@ -142,7 +143,8 @@ pub fn report_outcome(outcome: &RunOutcome) -> ExitCode {
     }
 }
 
-pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
+/// The engine configuration and session folder for `moot run` arguments.
+pub fn build_config(args: &RunArgs) -> anyhow::Result<(EngineConfig, PathBuf)> {
     let mut panel = load_panel(args.panel.as_deref())?;
     if let Some(m) = &args.moderator {
         panel.moderator.policy = ModeratorPolicy::parse(m).with_context(|| {
@@ -150,7 +152,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             format!("--moderator: unknown policy \"{m}\"; valid: {}", valid.join(", "))
         })?;
     }
-    let item = load_item(&panel, &args)?;
+    let item = load_item(&panel, args)?;
     let mut registry = Registry::from_env()?;
     if args.cache && !args.no_cache {
         registry.set_cache(Some(ResponseCache::new(ResponseCache::default_dir())));
@@ -167,11 +169,26 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     }
     config.budget = Budget { max_tokens_total: args.max_tokens_total, max_cost: args.max_cost };
     let dir = args.out.clone().unwrap_or_else(default_sessions_dir);
-    if !args.headless {
-        eprintln!("moot: the live screen is not available in this version yet; use --headless for a live transcript");
-        return Ok(ExitCode::from(2));
-    }
+    Ok((config, dir))
+}
+
+pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
+    let (config, dir) = build_config(&args)?;
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    if !args.headless {
+        if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
+            bail!("the live screen needs a terminal; use --headless for a printed transcript");
+        }
+        let ui = crate::tui::config::UiConfig::load(args.theme.as_deref())?;
+        let env = crate::tui::app::Env::new(ui);
+        let outcome = runtime.block_on(async {
+            let mut tui = crate::tui::Tui::enter()?;
+            let outcome = crate::tui::live(&mut tui, env, config, &dir).await;
+            drop(tui);
+            outcome
+        })?;
+        return Ok(report_outcome(&outcome));
+    }
     let outcome = runtime.block_on(run_headless(config, dir, args.json))?;
     Ok(report_outcome(&outcome))
 }

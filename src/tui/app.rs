@@ -1,0 +1,1022 @@
+//! The application state of the session screen (live or replay) and how it
+//! reacts to keys, mouse and session events. No terminal here: tests drive an
+//! [`App`] with key events and render it on a test backend.
+
+use std::collections::HashMap;
+use std::time::Instant;
+
+use chrono::{DateTime, Utc};
+use ratatui::crossterm::event::{
+    Event as TermEvent, KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseButton, MouseEvent, MouseEventKind,
+};
+use ratatui::layout::{Position, Rect};
+use ratatui_textarea::TextArea;
+
+use super::action::Action;
+use super::command_line::{self, Parsed};
+use super::config::UiConfig;
+use super::keymap::Mode;
+use super::replay::{Replay, Seek};
+use super::theme::Theme;
+use super::view::ViewModel;
+use crate::engine::{Command, EngineHandle};
+use crate::session::event::{Event, EventKind, OverrideTarget, Scores};
+use crate::session::fold::{RunState, SessionView, TimelineEntry};
+
+/// What the screen shows and reads from: injected so tests need no terminal.
+#[derive(Debug, Clone)]
+pub struct Env {
+    pub config: UiConfig,
+    pub author: String,
+}
+
+impl Env {
+    pub fn new(config: UiConfig) -> Self {
+        let author = config.author();
+        Self { config, author }
+    }
+    /// Default keys and theme, a fixed author: for tests.
+    pub fn test() -> Self {
+        Self { config: UiConfig::default(), author: "tester".into() }
+    }
+    pub fn theme(&self) -> &Theme {
+        &self.config.theme
+    }
+}
+
+/// A focusable pane.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Focus {
+    /// Index into [`SessionView::agents`].
+    Agent(usize),
+    Moderator,
+    Consensus,
+    Aggregator,
+    Transcript,
+}
+
+/// Scroll position of a pane: follows the end unless the user scrolled up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Scroll {
+    pub follow: bool,
+    /// First visible row (when not following).
+    pub top: usize,
+    /// Rows and visible height at the last render.
+    pub total: usize,
+    pub height: usize,
+}
+
+impl Default for Scroll {
+    fn default() -> Self {
+        Self { follow: true, top: 0, total: 0, height: 0 }
+    }
+}
+
+impl Scroll {
+    /// The first row to show for `total` rows in `height`, recording both.
+    pub fn resolve(&mut self, total: usize, height: usize) -> usize {
+        self.total = total;
+        self.height = height;
+        let max_top = total.saturating_sub(height);
+        if self.follow || self.top >= max_top {
+            self.top = max_top;
+        }
+        self.top
+    }
+    fn by(&mut self, delta: isize) {
+        let max_top = self.total.saturating_sub(self.height);
+        let cur = if self.follow { max_top } else { self.top.min(max_top) };
+        let next = (cur as isize + delta).clamp(0, max_top as isize) as usize;
+        self.top = next;
+        self.follow = next >= max_top;
+    }
+}
+
+/// Where a source of events comes from.
+#[derive(Debug)]
+pub enum Source {
+    /// A running engine.
+    Live(EngineHandle),
+    /// A recorded session played back.
+    Replay(Replay),
+    /// A loaded session, shown as it is.
+    Static,
+}
+
+/// A choice from a list.
+#[derive(Debug, Clone)]
+pub struct Picker {
+    pub title: String,
+    /// (label, value)
+    pub items: Vec<(String, String)>,
+    pub selected: usize,
+    pub purpose: PickPurpose,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum PickPurpose {
+    OverrideTarget,
+    OverrideDimension(OverrideTarget),
+    Speaker,
+    RateDimension,
+}
+
+/// One line of input with a purpose.
+#[derive(Debug, Clone)]
+pub struct Prompt {
+    pub title: String,
+    pub input: TextArea<'static>,
+    pub purpose: PromptPurpose,
+    pub error: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum PromptPurpose {
+    OverrideValue { target: OverrideTarget, dimension: String },
+    OverrideReason { target: OverrideTarget, dimension: String, value: f64 },
+    RateValue { dimension: String },
+}
+
+/// A popup over the screen that takes the keys while open.
+#[derive(Debug, Clone)]
+pub enum Overlay {
+    Help,
+    ConfirmQuit,
+    Composer(TextArea<'static>),
+    CommandLine { input: TextArea<'static>, candidates: Vec<String>, error: Option<String> },
+    Picker(Picker),
+    Prompt(Prompt),
+    Search(TextArea<'static>),
+}
+
+/// How a status message looks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MessageKind {
+    Info,
+    Error,
+}
+
+/// Transcript search state.
+#[derive(Debug, Clone, Default)]
+pub struct Search {
+    pub query: String,
+    /// Timeline entries that match.
+    pub hits: Vec<usize>,
+    pub current: usize,
+}
+
+/// The session screen.
+pub struct App {
+    pub vm: ViewModel,
+    pub env: Env,
+    pub source: Source,
+    pub focus: Focus,
+    pub zoom: bool,
+    pub scroll: HashMap<Focus, Scroll>,
+    pub overlay: Option<Overlay>,
+    pub message: Option<(MessageKind, String)>,
+    pub search: Search,
+    /// Pane rectangles at the last render, for mouse clicks.
+    pub hits: Vec<(Rect, Focus)>,
+    /// Wall clock for the elapsed time of a live run (none: from the log).
+    pub now: Option<DateTime<Utc>>,
+    /// Quit was sent: leave when the session ends.
+    pub quitting: bool,
+    /// Leave now.
+    pub exit: bool,
+    /// Something changed since the last frame.
+    pub dirty: bool,
+    /// Events seen from the engine since the screen opened (live).
+    pub events_seen: u64,
+}
+
+fn textarea(placeholder: &str) -> TextArea<'static> {
+    let mut t = TextArea::default();
+    t.set_placeholder_text(placeholder);
+    t.set_cursor_line_style(ratatui::style::Style::default());
+    t
+}
+
+fn plain_key(ev: &KeyEvent) -> bool {
+    !ev.modifiers.intersects(KeyModifiers::CONTROL | KeyModifiers::ALT)
+}
+
+impl App {
+    pub fn new(vm: ViewModel, env: Env, source: Source) -> Self {
+        Self {
+            vm,
+            env,
+            source,
+            focus: Focus::Agent(0),
+            zoom: false,
+            scroll: HashMap::new(),
+            overlay: None,
+            message: None,
+            search: Search::default(),
+            hits: Vec::new(),
+            now: None,
+            quitting: false,
+            exit: false,
+            dirty: true,
+            events_seen: 0,
+        }
+    }
+
+    /// A screen for a running engine.
+    pub fn live(env: Env, handle: EngineHandle) -> Self {
+        let mut app = Self::new(ViewModel::default(), env, Source::Live(handle));
+        app.now = Some(Utc::now());
+        app
+    }
+
+    /// A screen replaying these events.
+    pub fn replay(env: Env, events: Vec<Event>, speed: f64) -> Self {
+        let mut app = Self::new(ViewModel::default(), env, Source::Replay(Replay::new(events, speed)));
+        app.pump_replay(Instant::now());
+        app
+    }
+
+    /// A screen showing a folded session as it is.
+    pub fn loaded(env: Env, events: &[Event]) -> Self {
+        let mut vm = ViewModel::default();
+        for e in events {
+            vm.apply(e);
+        }
+        Self::new(vm, env, Source::Static)
+    }
+
+    pub fn view(&self) -> &SessionView {
+        &self.vm.session
+    }
+
+    pub fn mode(&self) -> Mode {
+        match self.source {
+            Source::Replay(_) | Source::Static => Mode::Replay,
+            Source::Live(_) => Mode::Live,
+        }
+    }
+
+    pub fn is_live(&self) -> bool {
+        matches!(self.source, Source::Live(_))
+    }
+
+    pub fn replay_state(&self) -> Option<&Replay> {
+        match &self.source {
+            Source::Replay(r) => Some(r),
+            _ => None,
+        }
+    }
+
+    fn info(&mut self, text: impl Into<String>) {
+        self.message = Some((MessageKind::Info, text.into()));
+    }
+    fn error(&mut self, text: impl Into<String>) {
+        self.message = Some((MessageKind::Error, text.into()));
+    }
+
+    /// Apply one session event.
+    pub fn on_session_event(&mut self, event: &Event) {
+        self.events_seen += 1;
+        self.vm.apply(event);
+        if let EventKind::CommandRejected { command, reason, .. } = &event.kind
+            && self.is_live()
+        {
+            self.error(format!("{command}: {reason}"));
+        }
+        if let EventKind::SessionEnded { .. } = &event.kind
+            && self.quitting
+        {
+            self.exit = true;
+        }
+        self.dirty = true;
+    }
+
+    /// The wall clock moved (live runs show elapsed time).
+    pub fn tick(&mut self, now: DateTime<Utc>) {
+        if self.now.is_some() && !self.view().state.is_ended() && self.view().state != RunState::Paused {
+            self.now = Some(now);
+            self.dirty = true;
+        }
+    }
+
+    /// Apply the replay's events due by `now`.
+    pub fn pump_replay(&mut self, now: Instant) {
+        let Source::Replay(r) = &mut self.source else { return };
+        let due = r.due(now);
+        if due.is_empty() {
+            return;
+        }
+        for e in due {
+            self.vm.apply(e);
+        }
+        self.dirty = true;
+    }
+
+    /// When the replay wants to run next.
+    pub fn replay_due(&self) -> Option<Instant> {
+        self.replay_state().and_then(Replay::next_due)
+    }
+
+    fn seek(&mut self, pos: usize) {
+        let Source::Replay(r) = &mut self.source else { return };
+        match r.seek(pos, Instant::now()) {
+            Seek::Refold(events) => {
+                let mut vm = ViewModel::default();
+                for e in events {
+                    vm.apply(e);
+                }
+                // Keep the wrap caches: turns keep their ids and revisions.
+                vm.adopt_caches(&mut self.vm);
+                self.vm = vm;
+            }
+            Seek::Forward(events) => {
+                for e in events {
+                    self.vm.apply(e);
+                }
+            }
+        }
+        self.dirty = true;
+    }
+
+    /// Send a command to the engine (a replay refuses).
+    pub fn send(&mut self, command: Command) {
+        match &self.source {
+            Source::Live(h) => {
+                if !h.send(command) {
+                    self.error("the session has ended; nothing more can be changed");
+                }
+            }
+            _ => self.error("this is a replay: it is read-only (steering works in `moot run`)"),
+        }
+    }
+
+    /// Focusable panes in Tab order: agents by group, then the side panes.
+    pub fn focus_order(&self) -> Vec<Focus> {
+        let mut v: Vec<Focus> = self.vm.agents_by_group().into_iter().flat_map(|(_, a)| a).map(Focus::Agent).collect();
+        v.extend([Focus::Moderator, Focus::Consensus, Focus::Aggregator, Focus::Transcript]);
+        v
+    }
+
+    fn move_focus(&mut self, forward: bool) {
+        let order = self.focus_order();
+        let i = order.iter().position(|f| *f == self.focus).unwrap_or(0);
+        let n = order.len();
+        self.focus = if forward { order[(i + 1) % n] } else { order[(i + n - 1) % n] };
+    }
+
+    pub fn scroll_of(&mut self, f: Focus) -> &mut Scroll {
+        self.scroll.entry(f).or_default()
+    }
+
+    /// Any terminal event.
+    pub fn on_terminal_event(&mut self, ev: TermEvent) {
+        match ev {
+            TermEvent::Key(k) if k.kind != KeyEventKind::Release => self.on_key(k),
+            TermEvent::Mouse(m) => self.on_mouse(m),
+            TermEvent::Paste(text) => self.on_paste(&text),
+            TermEvent::Resize(..) => self.dirty = true,
+            _ => {}
+        }
+    }
+
+    fn on_paste(&mut self, text: &str) {
+        match &mut self.overlay {
+            Some(Overlay::Composer(t)) | Some(Overlay::Search(t)) => {
+                t.insert_str(text);
+            }
+            Some(Overlay::CommandLine { input, .. }) => {
+                input.insert_str(text.replace('\n', " "));
+            }
+            Some(Overlay::Prompt(p)) => {
+                p.input.insert_str(text.replace('\n', " "));
+            }
+            _ => return,
+        }
+        self.dirty = true;
+    }
+
+    fn on_mouse(&mut self, m: MouseEvent) {
+        let pos = Position { x: m.column, y: m.row };
+        let under = self.hits.iter().rev().find(|(r, _)| r.contains(pos)).map(|(_, f)| *f);
+        match m.kind {
+            MouseEventKind::ScrollUp => {
+                if let Some(f) = under {
+                    self.scroll_of(f).by(-3);
+                    self.dirty = true;
+                }
+            }
+            MouseEventKind::ScrollDown => {
+                if let Some(f) = under {
+                    self.scroll_of(f).by(3);
+                    self.dirty = true;
+                }
+            }
+            MouseEventKind::Down(MouseButton::Left) => {
+                if self.overlay.is_none()
+                    && let Some(f) = under
+                {
+                    self.focus = f;
+                    self.dirty = true;
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// A key press.
+    pub fn on_key(&mut self, k: KeyEvent) {
+        self.dirty = true;
+        if self.overlay.is_some() {
+            self.on_overlay_key(k);
+            return;
+        }
+        let Some(action) = self.env.config.keymap.action(self.mode(), &k) else {
+            if k.code != KeyCode::Null {
+                self.message = None;
+            }
+            return;
+        };
+        self.message = None;
+        self.act(action);
+    }
+
+    /// Carry out an action.
+    pub fn act(&mut self, action: Action) {
+        self.dirty = true;
+        if action.is_steering() && !self.is_live() {
+            self.error("this is a replay: it is read-only (steering works in `moot run`)");
+            return;
+        }
+        let page = |s: &Scroll| s.height.max(2) as isize - 1;
+        match action {
+            Action::Quit => self.request_quit(),
+            Action::Help => self.overlay = Some(Overlay::Help),
+            Action::FocusNext => self.move_focus(true),
+            Action::FocusPrev => self.move_focus(false),
+            Action::Zoom => self.zoom = !self.zoom,
+            Action::Back => {
+                if self.zoom {
+                    self.zoom = false;
+                } else {
+                    self.message = None;
+                }
+            }
+            Action::ScrollUp => self.scroll_of(self.focus).by(-1),
+            Action::ScrollDown => self.scroll_of(self.focus).by(1),
+            Action::PageUp => {
+                let s = self.scroll_of(self.focus);
+                let p = page(s);
+                s.by(-p);
+            }
+            Action::PageDown => {
+                let s = self.scroll_of(self.focus);
+                let p = page(s);
+                s.by(p);
+            }
+            Action::Top => {
+                let s = self.scroll_of(self.focus);
+                s.follow = false;
+                s.top = 0;
+            }
+            Action::Bottom => self.scroll_of(self.focus).follow = true,
+            Action::Transcript => {
+                if self.focus == Focus::Transcript && self.zoom {
+                    self.zoom = false;
+                } else {
+                    self.focus = Focus::Transcript;
+                    self.zoom = true;
+                }
+            }
+            Action::Comment => {
+                self.overlay = Some(Overlay::Composer(textarea(
+                    "Comment to the panel — Enter sends, Alt-Enter new line, Esc cancels",
+                )))
+            }
+            Action::Override => self.open_override(),
+            Action::Speaker => self.open_speaker(),
+            Action::TogglePause => self.toggle_pause(),
+            Action::Pause => self.send(Command::Pause { author: self.env.author.clone() }),
+            Action::Resume => self.send(Command::Resume { author: self.env.author.clone() }),
+            Action::Step => {
+                if self.is_live() {
+                    if self.view().state == RunState::Paused {
+                        self.send(Command::Step { author: self.env.author.clone() });
+                    } else {
+                        self.error("one turn at a time works while paused (space pauses)");
+                    }
+                } else {
+                    self.act(Action::NextTurn);
+                }
+            }
+            Action::Stop => {
+                if self.view().state.is_ended() || self.view().aggregate.is_some() {
+                    self.error("the debate is over already");
+                } else {
+                    self.send(Command::Stop { author: self.env.author.clone() });
+                    self.info("stopping: the turn in flight is cancelled, then the aggregation runs");
+                }
+            }
+            Action::Rate => {
+                self.open_picker("Your rating: which dimension?", self.dimension_items(), PickPurpose::RateDimension)
+            }
+            Action::CommandLine => {
+                self.overlay = Some(Overlay::CommandLine {
+                    input: textarea(
+                        "comment TEXT · override AGENT|final DIM VALUE · speaker AGENT · pause · stop · rate DIM VALUE · quit",
+                    ),
+                    candidates: Vec::new(),
+                    error: None,
+                })
+            }
+            Action::Search => self.overlay = Some(Overlay::Search(textarea("search the transcript"))),
+            Action::SearchNext => self.search_next(),
+            Action::SpeedUp | Action::SpeedDown => {
+                if let Source::Replay(r) = &mut self.source {
+                    r.faster(action == Action::SpeedUp, Instant::now());
+                    let s = r.speed;
+                    self.info(format!("speed ×{}", fmt_speed(s)));
+                } else {
+                    self.error("speed changes work in a replay");
+                }
+            }
+            Action::NextTurn => {
+                if let Some(r) = self.replay_state() {
+                    let to = r.next_turn_end();
+                    if let Source::Replay(r) = &mut self.source {
+                        r.set_playing(false, Instant::now());
+                    }
+                    self.seek(to);
+                }
+            }
+            Action::JumpStart => self.seek(1),
+            Action::JumpEnd => {
+                let n = self.replay_state().map(Replay::len).unwrap_or(0);
+                self.seek(n);
+            }
+            Action::Open | Action::NewRun | Action::Refresh => {}
+        }
+    }
+
+    fn toggle_pause(&mut self) {
+        match &mut self.source {
+            Source::Replay(r) => {
+                let playing = !r.playing;
+                r.set_playing(playing, Instant::now());
+                self.info(if playing { "playing" } else { "paused" });
+            }
+            Source::Static => {}
+            Source::Live(_) => {
+                let author = self.env.author.clone();
+                match self.view().state {
+                    RunState::Paused => self.send(Command::Resume { author }),
+                    RunState::Running => self.send(Command::Pause { author }),
+                    _ => self.error("the debate is not running"),
+                }
+            }
+        }
+    }
+
+    fn request_quit(&mut self) {
+        if !self.is_live() {
+            self.exit = true;
+            return;
+        }
+        let v = self.view();
+        let running = !v.state.is_ended() && v.aggregate.is_none();
+        if running && !matches!(self.overlay, Some(Overlay::ConfirmQuit)) {
+            self.overlay = Some(Overlay::ConfirmQuit);
+        } else {
+            self.confirm_quit();
+        }
+    }
+
+    fn confirm_quit(&mut self) {
+        self.overlay = None;
+        if self.view().state.is_ended() {
+            self.exit = true;
+            return;
+        }
+        self.quitting = true;
+        self.send(Command::Quit { author: self.env.author.clone() });
+        self.info("closing the session…");
+    }
+
+    /// The engine's channel closed: nothing more will come.
+    pub fn engine_gone(&mut self) {
+        if self.quitting {
+            self.exit = true;
+        }
+        self.dirty = true;
+    }
+
+    fn dimension_items(&self) -> Vec<(String, String)> {
+        let mut items: Vec<(String, String)> = match &self.view().panel {
+            Some(p) => p.dimensions.iter().map(|d| (d.label().to_string(), d.key.clone())).collect(),
+            None => Vec::new(),
+        };
+        items.push(("Overall".into(), "overall".into()));
+        items
+    }
+
+    fn open_picker(&mut self, title: &str, items: Vec<(String, String)>, purpose: PickPurpose) {
+        if items.is_empty() {
+            self.error("nothing to choose from yet");
+            return;
+        }
+        self.overlay = Some(Overlay::Picker(Picker { title: title.into(), items, selected: 0, purpose }));
+    }
+
+    fn open_override(&mut self) {
+        let mut items: Vec<(String, String)> = Vec::new();
+        for a in &self.view().agents {
+            if a.latest.is_some() {
+                items.push((format!("{} — latest evaluation", a.info.name), a.info.name.clone()));
+            }
+        }
+        if self.view().aggregate.is_some() {
+            items.push(("final result".into(), "final".into()));
+        }
+        if items.is_empty() {
+            self.error("no evaluation to override yet");
+            return;
+        }
+        // Preselect the focused agent.
+        let mut selected = 0;
+        if let Focus::Agent(i) = self.focus
+            && let Some(a) = self.view().agents.get(i)
+        {
+            selected = items.iter().position(|(_, v)| *v == a.info.name).unwrap_or(0);
+        } else if self.focus == Focus::Aggregator {
+            selected = items.len() - 1;
+        }
+        self.overlay = Some(Overlay::Picker(Picker {
+            title: "Override: whose score?".into(),
+            items,
+            selected,
+            purpose: PickPurpose::OverrideTarget,
+        }));
+    }
+
+    fn open_speaker(&mut self) {
+        let v = self.view();
+        let group = v.groups.iter().rev().find(|g| g.phase.is_some() && !g.picks.is_empty()).or(v.groups.first());
+        let Some(group) = group else {
+            self.error("no group is debating yet");
+            return;
+        };
+        let mut items: Vec<(String, String)> = group
+            .agents
+            .iter()
+            .filter(|n| v.agent(n).is_some_and(|a| !a.finished))
+            .map(|n| (format!("{n} speaks next"), format!("pick:{n}")))
+            .collect();
+        if let Some(p) = group.picks.last() {
+            items.push((format!("veto the pick of {} ({})", p.agent, by_label(p.by)), format!("veto:{}", p.agent)));
+        }
+        self.open_picker(&format!("Next speaker in {}", group.name), items, PickPurpose::Speaker);
+    }
+
+    fn prompt(&mut self, title: String, purpose: PromptPurpose, placeholder: &str) {
+        self.overlay = Some(Overlay::Prompt(Prompt { title, input: textarea(placeholder), purpose, error: None }));
+    }
+
+    fn on_overlay_key(&mut self, k: KeyEvent) {
+        let Some(overlay) = self.overlay.take() else { return };
+        let esc = k.code == KeyCode::Esc;
+        let enter = k.code == KeyCode::Enter;
+        let alt = k.modifiers.contains(KeyModifiers::ALT);
+        let ctrl_c = k.code == KeyCode::Char('c') && k.modifiers.contains(KeyModifiers::CONTROL);
+        match overlay {
+            Overlay::Help => {
+                if !(esc || enter || matches!(k.code, KeyCode::Char('q' | '?')) || ctrl_c) {
+                    self.overlay = Some(Overlay::Help);
+                }
+            }
+            Overlay::ConfirmQuit => match k.code {
+                KeyCode::Char('y' | 'Y' | 'q') | KeyCode::Enter => self.confirm_quit(),
+                _ => self.info("still running"),
+            },
+            Overlay::Composer(mut t) => {
+                if esc || ctrl_c {
+                    self.info("comment cancelled");
+                } else if enter && !alt {
+                    let text = t.lines().join("\n").trim().to_string();
+                    if text.is_empty() {
+                        self.overlay = Some(Overlay::Composer(t));
+                        self.error("the comment is empty (Esc cancels)");
+                    } else {
+                        self.send(Command::Comment { text, author: self.env.author.clone(), group: None });
+                        if self.is_live() {
+                            self.info("comment sent: every agent sees it from its next turn on");
+                        }
+                    }
+                } else if enter {
+                    t.insert_newline();
+                    self.overlay = Some(Overlay::Composer(t));
+                } else {
+                    t.input(k);
+                    self.overlay = Some(Overlay::Composer(t));
+                }
+            }
+            Overlay::CommandLine { mut input, candidates, error } => {
+                if esc || ctrl_c {
+                    return;
+                }
+                if enter {
+                    let line = input.lines().join(" ");
+                    match command_line::parse(&line, self.view(), &self.env.author) {
+                        Ok(p) => self.run_parsed(p),
+                        Err(e) => {
+                            self.overlay = Some(Overlay::CommandLine { input, candidates: Vec::new(), error: Some(e) });
+                        }
+                    }
+                } else if k.code == KeyCode::Tab {
+                    let line = input.lines().join(" ");
+                    let (done, cands) = command_line::complete(&line, self.view());
+                    let mut t = textarea("");
+                    t.insert_str(&done);
+                    self.overlay = Some(Overlay::CommandLine { input: t, candidates: cands, error: None });
+                } else {
+                    if k.code == KeyCode::Backspace && input.is_empty() {
+                        return;
+                    }
+                    input.input(k);
+                    let _ = (candidates, error);
+                    self.overlay = Some(Overlay::CommandLine { input, candidates: Vec::new(), error: None });
+                }
+            }
+            Overlay::Search(mut t) => {
+                if esc || ctrl_c {
+                    return;
+                }
+                if enter {
+                    let q = t.lines().join(" ");
+                    self.run_search(&q);
+                } else {
+                    t.input(k);
+                    self.overlay = Some(Overlay::Search(t));
+                }
+            }
+            Overlay::Picker(mut p) => match k.code {
+                KeyCode::Esc => {}
+                KeyCode::Up | KeyCode::Char('k') => {
+                    p.selected = p.selected.checked_sub(1).unwrap_or(p.items.len() - 1);
+                    self.overlay = Some(Overlay::Picker(p));
+                }
+                KeyCode::Down | KeyCode::Char('j') | KeyCode::Tab => {
+                    p.selected = (p.selected + 1) % p.items.len();
+                    self.overlay = Some(Overlay::Picker(p));
+                }
+                KeyCode::Enter => {
+                    let value = p.items[p.selected].1.clone();
+                    self.picked(p.purpose, value);
+                }
+                KeyCode::Char(c) if plain_key(&k) && c.is_ascii_digit() => {
+                    let i = c.to_digit(10).unwrap_or(0) as usize;
+                    if i >= 1 && i <= p.items.len() {
+                        let value = p.items[i - 1].1.clone();
+                        self.picked(p.purpose, value);
+                    } else {
+                        self.overlay = Some(Overlay::Picker(p));
+                    }
+                }
+                _ => self.overlay = Some(Overlay::Picker(p)),
+            },
+            Overlay::Prompt(mut p) => {
+                if esc || ctrl_c {
+                    return;
+                }
+                if enter {
+                    let text = p.input.lines().join(" ");
+                    if let Err(e) = self.prompted(p.purpose.clone(), text.trim()) {
+                        p.error = Some(e);
+                        self.overlay = Some(Overlay::Prompt(p));
+                    }
+                } else {
+                    p.input.input(k);
+                    p.error = None;
+                    self.overlay = Some(Overlay::Prompt(p));
+                }
+            }
+        }
+    }
+
+    fn picked(&mut self, purpose: PickPurpose, value: String) {
+        match purpose {
+            PickPurpose::OverrideTarget => {
+                let target = if value == "final" {
+                    OverrideTarget::Final { group: None }
+                } else {
+                    OverrideTarget::Agent { agent: value }
+                };
+                let title = match &target {
+                    OverrideTarget::Agent { agent } => format!("Override {agent}: which dimension?"),
+                    _ => "Override the final result: which dimension?".into(),
+                };
+                self.open_picker(&title, self.dimension_items(), PickPurpose::OverrideDimension(target));
+            }
+            PickPurpose::OverrideDimension(target) => {
+                let current = self.current_value(&target, &value);
+                let scale = self.scale_text();
+                let title = format!(
+                    "New value for {value}{} {scale}",
+                    current.map(|c| format!(" (now {})", fmt_score(c))).unwrap_or_default()
+                );
+                self.prompt(title, PromptPurpose::OverrideValue { target, dimension: value }, "a number on the scale");
+            }
+            PickPurpose::Speaker => {
+                let author = self.env.author.clone();
+                if let Some(agent) = value.strip_prefix("pick:") {
+                    self.send(Command::PickSpeaker { agent: agent.to_string(), author });
+                    self.info(format!("{agent} speaks next"));
+                } else if let Some(agent) = value.strip_prefix("veto:") {
+                    self.send(Command::VetoSpeaker { agent: agent.to_string(), author });
+                    self.info(format!("vetoed {agent}"));
+                }
+            }
+            PickPurpose::RateDimension => {
+                let scale = self.scale_text();
+                self.prompt(
+                    format!("Your rating for {value} {scale}"),
+                    PromptPurpose::RateValue { dimension: value },
+                    "a number on the scale",
+                );
+            }
+        }
+    }
+
+    fn prompted(&mut self, purpose: PromptPurpose, text: &str) -> Result<(), String> {
+        match purpose {
+            PromptPurpose::OverrideValue { target, dimension } => {
+                let value = command_line::check_value(self.view(), text)?;
+                self.prompt(
+                    format!("Why {dimension} = {}? (optional, Enter to skip)", fmt_score(value)),
+                    PromptPurpose::OverrideReason { target, dimension, value },
+                    "reason",
+                );
+            }
+            PromptPurpose::OverrideReason { target, dimension, value } => {
+                let reason = Some(text.to_string()).filter(|r| !r.is_empty());
+                self.send(Command::Override {
+                    target,
+                    dimension: dimension.clone(),
+                    value,
+                    reason,
+                    author: self.env.author.clone(),
+                });
+                self.info(format!("{dimension} overridden to {}", fmt_score(value)));
+            }
+            PromptPurpose::RateValue { dimension } => {
+                let value = command_line::check_value(self.view(), text)?;
+                let mut scores = Scores::new();
+                scores.insert(dimension.clone(), value);
+                self.send(Command::Rate { scores, author: self.env.author.clone() });
+                self.info(format!("your rating: {dimension} {}", fmt_score(value)));
+            }
+        }
+        Ok(())
+    }
+
+    fn current_value(&self, target: &OverrideTarget, dim: &str) -> Option<f64> {
+        match target {
+            OverrideTarget::Agent { agent } => self.view().agent(agent)?.latest.as_ref()?.score(dim),
+            OverrideTarget::Final { .. } => self.view().aggregate.as_ref()?.score(dim),
+            OverrideTarget::Turn { turn, .. } => self.view().turn(*turn)?.evaluation.as_ref()?.score(dim),
+        }
+    }
+
+    fn scale_text(&self) -> String {
+        self.view()
+            .panel
+            .as_ref()
+            .map(|p| format!("[{}–{}]", fmt_score(p.scale.min), fmt_score(p.scale.max)))
+            .unwrap_or_default()
+    }
+
+    fn run_parsed(&mut self, p: Parsed) {
+        match p {
+            Parsed::Engine(cmd) => {
+                let steering = !matches!(cmd, Command::Quit { .. });
+                if steering && !self.is_live() {
+                    self.error("this is a replay: it is read-only (steering works in `moot run`)");
+                    return;
+                }
+                let what = match &cmd {
+                    Command::Comment { .. } => "comment sent".to_string(),
+                    Command::Override { dimension, value, .. } => {
+                        format!("{dimension} overridden to {}", fmt_score(*value))
+                    }
+                    Command::PickSpeaker { agent, .. } => format!("{agent} speaks next"),
+                    Command::VetoSpeaker { agent, .. } => format!("vetoed {agent}"),
+                    Command::Rate { .. } => "rating recorded".into(),
+                    Command::Pause { .. } => "pausing".into(),
+                    Command::Resume { .. } => "resuming".into(),
+                    Command::Step { .. } => "one turn".into(),
+                    Command::Stop { .. } => "stopping".into(),
+                    Command::Quit { .. } => String::new(),
+                };
+                self.send(cmd);
+                if self.is_live() {
+                    self.info(what);
+                }
+            }
+            Parsed::Quit => self.request_quit(),
+            Parsed::Speed(x) => {
+                if let Source::Replay(r) = &mut self.source {
+                    r.set_speed(x, Instant::now());
+                    let s = r.speed;
+                    self.info(format!("speed ×{}", fmt_speed(s)));
+                } else {
+                    self.error("speed changes work in a replay");
+                }
+            }
+            Parsed::Seek(turn) => match self.replay_state().map(|r| r.turn_end(turn)) {
+                Some(Some(pos)) => {
+                    if let Source::Replay(r) = &mut self.source {
+                        r.set_playing(false, Instant::now());
+                    }
+                    self.seek(pos);
+                    self.info(format!("at turn {turn} (paused; space plays)"));
+                }
+                Some(None) => self.error(format!("no turn {turn} in this session")),
+                None => self.error("seeking works in a replay"),
+            },
+            Parsed::Help => self.overlay = Some(Overlay::Help),
+        }
+    }
+
+    fn run_search(&mut self, query: &str) {
+        let q = query.trim().to_lowercase();
+        if q.is_empty() {
+            return;
+        }
+        let v = self.view();
+        let hits: Vec<usize> = v
+            .timeline
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| entry_text(v, e).to_lowercase().contains(&q))
+            .map(|(i, _)| i)
+            .collect();
+        if hits.is_empty() {
+            self.error(format!("no match for \"{query}\""));
+            self.search = Search::default();
+            return;
+        }
+        self.search = Search { query: query.trim().to_string(), hits, current: 0 };
+        self.focus = Focus::Transcript;
+        self.zoom = true;
+        self.show_hit();
+    }
+
+    fn search_next(&mut self) {
+        if self.search.hits.is_empty() {
+            self.error("no search yet (/ searches)");
+            return;
+        }
+        self.search.current = (self.search.current + 1) % self.search.hits.len();
+        self.focus = Focus::Transcript;
+        self.show_hit();
+    }
+
+    fn show_hit(&mut self) {
+        let entry = self.search.hits[self.search.current];
+        let n = self.search.hits.len();
+        let cur = self.search.current + 1;
+        let q = self.search.query.clone();
+        self.vm.pending_jump = Some(entry);
+        self.info(format!("\"{q}\": match {cur} of {n} (N: next)"));
+    }
+}
+
+/// Text of a timeline entry, for search.
+pub fn entry_text(v: &SessionView, e: &TimelineEntry) -> String {
+    match e {
+        TimelineEntry::Turn(i) => v.turns.get(*i).map(|t| format!("{} {}", t.agent, t.text)).unwrap_or_default(),
+        TimelineEntry::Comment { text, author, .. } => format!("{author} {text}"),
+        TimelineEntry::Pick { pick, .. } => format!("{} {}", pick.agent, pick.reason),
+        TimelineEntry::Override { dimension, reason, author, .. } => {
+            format!("{author} {dimension} {}", reason.clone().unwrap_or_default())
+        }
+        TimelineEntry::Rejected { command, reason } => format!("{command} {reason}"),
+        _ => String::new(),
+    }
+}
+
+/// Who chose a speaker, in words.
+pub fn by_label(by: crate::session::event::SelectedBy) -> &'static str {
+    match by {
+        crate::session::event::SelectedBy::Moderator => "moderator",
+        crate::session::event::SelectedBy::Policy => "policy",
+        crate::session::event::SelectedBy::Human => "human",
+    }
+}
+
+/// A score as shown: whole numbers bare, others with up to two decimals.
+pub fn fmt_score(v: f64) -> String {
+    crate::engine::prompts::fmt_num((v * 100.0).round() / 100.0)
+}
+
+pub fn fmt_speed(s: f64) -> String {
+    fmt_score(s)
+}

@@ -1,0 +1,190 @@
+//! One pane per agent: who it is, what it is doing, its latest scores and its
+//! words as they stream in.
+
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::style::{Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Paragraph;
+
+use super::{clip, pane, score_spans};
+use crate::session::event::{Phase, TurnKind};
+use crate::session::fold::{AgentState, AgentView};
+use crate::tui::app::{App, Focus, fmt_score};
+use crate::tui::theme::Theme;
+
+/// The state badge of an agent: symbol, word and style.
+pub fn badge(a: &AgentView, theme: &Theme) -> (&'static str, String, Style) {
+    match a.state {
+        AgentState::Waiting if a.finished => ("✓", "done".into(), theme.done()),
+        AgentState::Waiting => ("·", "waiting".into(), theme.waiting()),
+        AgentState::Thinking => ("…", "thinking".into(), theme.thinking()),
+        AgentState::Speaking => ("▶", "SPEAKING".into(), theme.speaking().add_modifier(Modifier::REVERSED)),
+        AgentState::Done => ("✓", "done".into(), theme.done()),
+        AgentState::Failed { retries } => ("✗", format!("failed (try {retries})"), theme.failed()),
+    }
+}
+
+fn turn_label(phase: Phase, round: Option<u32>, kind: TurnKind) -> String {
+    let mut s = phase.as_str().replace('_', " ");
+    if let Some(r) = round {
+        s.push_str(&format!(" r{r}"));
+    }
+    if kind == TurnKind::Repair {
+        s.push_str(" (repair)");
+    }
+    s
+}
+
+/// Draw agent `idx` in `area`.
+pub fn draw(f: &mut Frame, area: Rect, app: &mut App, idx: usize) {
+    let focused = app.focus == Focus::Agent(idx);
+    let theme = app.env.theme().clone();
+    let Some(a) = app.vm.session.agents.get(idx) else { return };
+    let (sym, word, style) = badge(a, &theme);
+    let speaking = matches!(a.state, AgentState::Speaking | AgentState::Thinking);
+    let name_style = if speaking { theme.speaking() } else { theme.text().add_modifier(Modifier::BOLD) };
+    let role = if a.info.role.is_empty() { String::new() } else { format!(" · {}", a.info.role) };
+    let title_w = area.width.saturating_sub(word.len() as u16 + 8) as usize;
+    let title = Line::from(vec![
+        Span::styled(format!(" {sym} "), style),
+        Span::styled(clip(&format!("{}{role}", a.info.name), title_w.max(4)), name_style),
+        Span::raw(" "),
+    ]);
+    let mut block =
+        pane(title, focused, &theme).title_top(Line::from(Span::styled(format!(" {word} "), style)).right_aligned());
+    if speaking {
+        block = block.border_set(ratatui::symbols::border::DOUBLE).border_style(if theme.monochrome {
+            Style::default().add_modifier(Modifier::BOLD)
+        } else {
+            Style::default().fg(theme.speaking)
+        });
+    }
+    let inner = block.inner(area);
+    f.render_widget(block, area);
+    if inner.height == 0 || inner.width == 0 {
+        return;
+    }
+    // Score line.
+    let scale = app.vm.session.panel.as_ref().map(|p| (p.scale.min, p.scale.max)).unwrap_or((1.0, 5.0));
+    let mut dims = app.vm.session.dimension_keys();
+    dims.push("overall".into());
+    let mut header_lines: Vec<Line> = Vec::new();
+    match &a.latest {
+        Some(ev) => {
+            let items: Vec<(String, Option<f64>, Option<f64>)> =
+                dims.iter().map(|d| (super::abbrev(d), ev.score(d), a.overridden.get(d).copied())).collect();
+            let mut spans = score_spans(&items, scale, &theme);
+            if let Some(c) = ev.confidence {
+                spans.push(Span::styled(format!("  conf {}", fmt_score(c)), theme.muted()));
+            }
+            header_lines.push(Line::from(spans));
+        }
+        None => header_lines.push(Line::from(Span::styled("no scores yet", theme.muted()))),
+    }
+    if let AgentState::Failed { .. } = a.state
+        && let Some(t) = a.turns.last().and_then(|&i| app.vm.session.turns.get(i))
+        && let Some(err) = &t.last_error
+    {
+        header_lines.push(Line::from(Span::styled(clip(err, inner.width as usize), theme.error())));
+    }
+    let head_h = (header_lines.len() as u16).min(inner.height);
+    f.render_widget(Paragraph::new(header_lines), Rect { height: head_h, ..inner });
+    let body = Rect { y: inner.y + head_h, height: inner.height - head_h, ..inner };
+    if body.height == 0 {
+        return;
+    }
+    // Turns of this agent: a marker line, then the wrapped text.
+    let width = body.width;
+    let turn_idx: Vec<usize> = a.turns.clone();
+    let mut total = 0usize;
+    let mut sizes = Vec::with_capacity(turn_idx.len());
+    for &ti in &turn_idx {
+        let t = &app.vm.session.turns[ti];
+        let n = app.vm.wrap.lines(t, width).len() + 1;
+        sizes.push(n);
+        total += n;
+    }
+    let top = app.scroll_of(Focus::Agent(idx)).resolve(total, body.height as usize);
+    let mut out: Vec<Line> = Vec::with_capacity(body.height as usize);
+    let mut row = 0usize;
+    let end = top + body.height as usize;
+    for (k, &ti) in turn_idx.iter().enumerate() {
+        let n = sizes[k];
+        if row + n <= top {
+            row += n;
+            continue;
+        }
+        if row >= end {
+            break;
+        }
+        let t = &app.vm.session.turns[ti];
+        if row >= top {
+            let mut label = format!("── {} ", turn_label(t.phase, t.round, t.kind));
+            if let Some(e) = &t.parse_error {
+                label.push_str(&format!("· unparsed: {} ", clip(e, 40)));
+            }
+            out.push(Line::from(Span::styled(label, theme.muted())));
+        }
+        row += 1;
+        let lines = app.vm.wrap.lines(t, width);
+        let skip = top.saturating_sub(row);
+        for (j, l) in lines.iter().enumerate().skip(skip) {
+            if row + j >= end {
+                break;
+            }
+            out.push(Line::from(Span::styled(l.text.clone(), theme.text())));
+        }
+        row += lines.len();
+    }
+    if total == 0 {
+        out.push(Line::from(Span::styled("(has not spoken yet)", theme.muted())));
+    }
+    f.render_widget(Paragraph::new(out), body);
+}
+
+/// The compact list of agents, grouped, one row each.
+pub fn list(f: &mut Frame, area: Rect, app: &App) -> Vec<(Rect, Focus)> {
+    let theme = app.env.theme();
+    let v = app.view();
+    let mut lines: Vec<Line> = Vec::new();
+    let mut hits = Vec::new();
+    let w = area.width as usize;
+    for (group, members) in app.vm.agents_by_group() {
+        lines.push(Line::from(Span::styled(clip(&group, w), theme.accent())));
+        for i in members {
+            let a = &v.agents[i];
+            let (sym, _, style) = badge(a, theme);
+            let focused = app.focus == Focus::Agent(i);
+            let ovr = a.latest.as_ref().and_then(|e| e.overall).map(fmt_score).unwrap_or_else(|| "–".into());
+            let name_w = w.saturating_sub(8);
+            let row_style = if focused { theme.selection() } else { Style::default() };
+            hits.push((
+                Rect { x: area.x, y: area.y + lines.len() as u16, width: area.width, height: 1 },
+                Focus::Agent(i),
+            ));
+            lines.push(
+                Line::from(vec![
+                    Span::styled(format!("{sym} "), style),
+                    Span::styled(format!("{:<name_w$}", clip(&a.info.name, name_w)), row_style),
+                    Span::styled(format!(" {ovr:>4}"), row_style),
+                ])
+                .style(row_style),
+            );
+        }
+    }
+    lines.push(Line::raw(""));
+    for (label, fo) in [
+        ("Moderator", Focus::Moderator),
+        ("Consensus", Focus::Consensus),
+        ("Result", Focus::Aggregator),
+        ("Transcript", Focus::Transcript),
+    ] {
+        let st = if app.focus == fo { theme.selection() } else { theme.text() };
+        hits.push((Rect { x: area.x, y: area.y + lines.len() as u16, width: area.width, height: 1 }, fo));
+        lines.push(Line::from(Span::styled(format!("{:<w$}", format!("  {label}")), st)));
+    }
+    hits.retain(|(r, _)| r.y < area.y + area.height);
+    f.render_widget(Paragraph::new(lines), area);
+    hits
+}

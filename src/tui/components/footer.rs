@@ -1,0 +1,50 @@
+//! The footer: a message, or the keys that matter in the current mode.
+
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Paragraph;
+
+use crate::tui::app::{App, MessageKind, Overlay};
+
+/// Keys of an open overlay (fixed: text entry keys are not remapped).
+fn overlay_keys(o: &Overlay) -> &'static [(&'static str, &'static str)] {
+    match o {
+        Overlay::Composer(_) => &[("enter", "send"), ("alt-enter", "new line"), ("esc", "cancel")],
+        Overlay::CommandLine { .. } => &[("enter", "run"), ("tab", "complete"), ("esc", "cancel")],
+        Overlay::Picker(_) => &[("↑↓", "choose"), ("enter", "select"), ("1-9", "pick"), ("esc", "cancel")],
+        Overlay::Prompt(_) => &[("enter", "ok"), ("esc", "cancel")],
+        Overlay::Search(_) => &[("enter", "search"), ("esc", "cancel")],
+        Overlay::ConfirmQuit => &[("y", "quit"), ("any other key", "stay")],
+        Overlay::Help => &[("esc", "close")],
+    }
+}
+
+pub fn draw(f: &mut Frame, area: Rect, app: &App) {
+    let theme = app.env.theme();
+    let mut spans: Vec<Span> = Vec::new();
+    if let Some((kind, text)) = &app.message {
+        let style = if *kind == MessageKind::Error { theme.error() } else { theme.accent() };
+        spans.push(Span::styled(format!(" {text} "), style));
+        spans.push(Span::raw(" "));
+    }
+    let keys: Vec<(String, String)> = match &app.overlay {
+        Some(o) => overlay_keys(o).iter().map(|(k, d)| (k.to_string(), d.to_string())).collect(),
+        None => {
+            let mut k: Vec<(String, String)> =
+                app.env.config.keymap.footer(app.mode()).into_iter().map(|(k, d)| (k, d.to_string())).collect();
+            if app.zoom {
+                k.insert(0, ("esc".into(), "unzoom".into()));
+            }
+            if !app.is_live() {
+                k.retain(|(_, d)| !matches!(d.as_str(), "comment" | "override" | "speaker" | "stop"));
+            }
+            k
+        }
+    };
+    for (k, d) in keys {
+        spans.push(Span::styled(format!(" {k}"), theme.accent()));
+        spans.push(Span::styled(format!(" {d} "), theme.muted()));
+    }
+    f.render_widget(Paragraph::new(Line::from(spans)), area);
+}

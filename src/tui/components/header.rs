@@ -1,0 +1,108 @@
+//! The header: what is running, where it stands, what it has cost.
+
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::style::{Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Paragraph;
+
+use crate::session::fold::{RunState, SessionView};
+use crate::tui::app::{App, fmt_speed};
+
+fn tokens(n: u64) -> String {
+    if n >= 10_000 { format!("{:.1}k", n as f64 / 1000.0) } else { n.to_string() }
+}
+
+fn clock(ms: u64) -> String {
+    let s = ms / 1000;
+    if s >= 3600 {
+        format!("{}:{:02}:{:02}", s / 3600, (s / 60) % 60, s % 60)
+    } else {
+        format!("{:02}:{:02}", s / 60, s % 60)
+    }
+}
+
+/// Elapsed time: the wall clock for a live run, the log otherwise.
+pub fn elapsed_ms(app: &App) -> u64 {
+    let v = app.view();
+    match (app.now, v.started) {
+        (Some(now), Some(start)) if !v.state.is_ended() && v.state != RunState::Paused => {
+            (now - start).num_milliseconds().max(v.elapsed_ms() as i64) as u64
+        }
+        _ => v.elapsed_ms(),
+    }
+}
+
+fn model_label(v: &SessionView) -> String {
+    let mut models: Vec<String> = v.agents.iter().map(|a| format!("{}/{}", a.info.provider, a.info.model)).collect();
+    models.dedup();
+    match models.len() {
+        0 => String::new(),
+        1 => models.remove(0),
+        n => format!("{} +{} more", models[0], n - 1),
+    }
+}
+
+/// Draw the header in `area` (one or two rows).
+pub fn draw(f: &mut Frame, area: Rect, app: &App) {
+    let theme = app.env.theme();
+    let v = app.view();
+    let base = theme.header();
+    let state_style = match v.state {
+        RunState::Running => theme.speaking(),
+        RunState::Paused | RunState::Stopping => theme.thinking().add_modifier(Modifier::BOLD),
+        RunState::Ended(crate::session::event::EndStatus::Completed) => theme.done().add_modifier(Modifier::BOLD),
+        RunState::Ended(_) => theme.failed(),
+        RunState::Empty => theme.muted(),
+    };
+    let panel = v.panel.as_ref().map(|p| p.name.clone()).unwrap_or_else(|| "…".into());
+    let item = v.item.as_ref().map(|i| i.id.clone()).unwrap_or_default();
+    let mut state = v.state.label().to_string();
+    if !v.state.is_ended() && v.aggregate.is_some() {
+        state = "done · open for overrides".into();
+    }
+    if app.quitting && !v.state.is_ended() {
+        state = "closing".into();
+    }
+    let mut first = vec![
+        Span::styled(" moot ", base.add_modifier(Modifier::BOLD)),
+        Span::styled(format!("{panel} · item {item} · {} · {} ", v.protocol, model_label(v)), base),
+    ];
+    if let Some(r) = app.replay_state() {
+        let mark = if r.playing && !r.at_end() { "▶" } else { "⏸" };
+        first.push(Span::styled(
+            format!("REPLAY {mark} ×{} {}/{} ", fmt_speed(r.speed), r.position(), r.len()),
+            base.add_modifier(Modifier::BOLD),
+        ));
+    }
+    let phase = match (v.phase, v.round) {
+        (Some(p), Some(r)) => format!("{} r{r}", p.as_str()),
+        (Some(p), None) => p.as_str().to_string(),
+        _ => "—".into(),
+    };
+    let group = v
+        .speaking_turn()
+        .and_then(|t| t.group.clone())
+        .or_else(|| v.groups.iter().rev().find(|g| g.phase.is_some()).map(|g| g.name.clone()));
+    let u = &v.usage.total;
+    let est = if u.estimated { "~" } else { "" };
+    let second = vec![
+        Span::styled(format!(" {} ", state.to_uppercase()), state_style.add_modifier(Modifier::REVERSED)),
+        Span::raw(format!(
+            "  phase {phase}{}  ·  {}  ·  tokens {est}{} in / {est}{} out  ·  {} calls",
+            group.map(|g| format!(" ({g})")).unwrap_or_default(),
+            clock(elapsed_ms(app)),
+            tokens(u.input_tokens),
+            tokens(u.output_tokens),
+            v.usage.calls
+        )),
+    ];
+    let lines = if area.height >= 2 {
+        vec![Line::from(first).style(base), Line::from(second)]
+    } else {
+        let mut one = second;
+        one.insert(0, Span::styled(format!(" {panel} · {item} "), base));
+        vec![Line::from(one)]
+    };
+    f.render_widget(Paragraph::new(lines).style(Style::default()), area);
+}

@@ -1,0 +1,115 @@
+//! Widgets of the session screen. Each draws one part of the view model into
+//! a rectangle; none has side effects beyond caches and scroll bookkeeping.
+
+pub mod agent;
+pub mod aggregator;
+pub mod consensus;
+pub mod footer;
+pub mod header;
+pub mod moderator;
+pub mod overlays;
+pub mod transcript;
+
+use ratatui::layout::Rect;
+use ratatui::style::Style;
+use ratatui::symbols::border;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders};
+
+use super::theme::Theme;
+
+/// A pane's frame: thick and coloured when focused.
+pub fn pane<'a>(title: Line<'a>, focused: bool, theme: &Theme) -> Block<'a> {
+    Block::default()
+        .borders(Borders::ALL)
+        .border_set(if focused { border::THICK } else { border::ROUNDED })
+        .border_style(theme.border(focused))
+        .title(title)
+}
+
+/// A short name for a dimension key: one word → its first four letters,
+/// several → their initials.
+pub fn abbrev(key: &str) -> String {
+    if key == "overall" {
+        return "ovr".into();
+    }
+    let parts: Vec<&str> = key.split(['_', '-', ' ']).filter(|p| !p.is_empty()).collect();
+    if parts.len() > 1 {
+        parts.iter().filter_map(|p| p.chars().next()).collect::<String>().to_lowercase()
+    } else {
+        key.chars().take(4).collect::<String>().to_lowercase()
+    }
+}
+
+/// Cut a string to `n` columns with an ellipsis.
+pub fn clip(s: &str, n: usize) -> String {
+    use unicode_width::UnicodeWidthStr;
+    if s.width() <= n {
+        return s.to_string();
+    }
+    let mut out = String::new();
+    let mut w = 0;
+    for c in s.chars() {
+        let cw = unicode_width::UnicodeWidthChar::width(c).unwrap_or(0);
+        if w + cw + 1 > n {
+            break;
+        }
+        out.push(c);
+        w += cw;
+    }
+    out.push('…');
+    out
+}
+
+/// Sparkline characters for values in `min..=max`.
+pub fn sparkline(values: &[f64], min: f64, max: f64) -> String {
+    const BARS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
+    let span = (max - min).max(f64::EPSILON);
+    values
+        .iter()
+        .map(|v| {
+            let r = ((v - min) / span).clamp(0.0, 1.0);
+            BARS[(r * 7.0).round() as usize]
+        })
+        .collect()
+}
+
+/// `key value` spans for a set of scores.
+pub fn score_spans(
+    items: &[(String, Option<f64>, Option<f64>)],
+    scale: (f64, f64),
+    theme: &Theme,
+) -> Vec<Span<'static>> {
+    let mut spans = Vec::new();
+    for (i, (label, value, original)) in items.iter().enumerate() {
+        if i > 0 {
+            spans.push(Span::raw(" "));
+        }
+        spans.push(Span::styled(format!("{label} "), theme.muted()));
+        match value {
+            Some(v) => {
+                spans.push(Span::styled(super::app::fmt_score(*v), theme.score(*v, scale.0, scale.1)));
+                if let Some(o) = original {
+                    spans.push(Span::styled(format!("(was {})", super::app::fmt_score(*o)), theme.human()));
+                }
+            }
+            None => spans.push(Span::styled("–", theme.muted())),
+        }
+    }
+    spans
+}
+
+/// Rows `top..top+height` of `lines`.
+pub fn visible<T: Clone>(lines: &[T], top: usize, height: usize) -> Vec<T> {
+    lines.iter().skip(top).take(height).cloned().collect()
+}
+
+/// Inner area of a bordered block.
+pub fn inner(area: Rect) -> Rect {
+    Block::default().borders(Borders::ALL).inner(area)
+}
+
+/// A plain style helper.
+pub fn style_if(cond: bool, yes: Style, no: Style) -> Style {
+    if cond { yes } else { no }
+}

@@ -1,0 +1,228 @@
+//! The transcript: the whole debate in order, with phase and round markers,
+//! human comments and overrides inline.
+//!
+//! Each entry's lines are built once and kept (see [`TranscriptCache`]); a
+//! streaming turn is rebuilt from its wrap cache, which re-wraps only its
+//! tail. Only the visible rows are handed to the terminal.
+//!
+//! [`TranscriptCache`]: crate::tui::view::TranscriptCache
+
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::style::Modifier;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Paragraph;
+
+use super::pane;
+use crate::session::event::{OverrideTarget, SelectedBy};
+use crate::session::fold::{SessionView, TimelineEntry, TurnState};
+use crate::tui::app::{App, Focus, by_label, fmt_score};
+use crate::tui::theme::Theme;
+use crate::tui::view::CachedEntry;
+use crate::tui::wrap::{WrapCache, wrap};
+
+fn entry_key(v: &SessionView, e: &TimelineEntry) -> u64 {
+    match e {
+        TimelineEntry::Turn(i) => v.turns.get(*i).map(|t| t.revision * 4 + t.state as u64).unwrap_or(0),
+        _ => 0,
+    }
+}
+
+fn build(v: &SessionView, e: &TimelineEntry, width: u16, theme: &Theme, wraps: &mut WrapCache) -> Vec<Line<'static>> {
+    let w = width as usize;
+    let wrapped = |prefix: &str, text: &str, style| -> Vec<Line<'static>> {
+        wrap(&format!("{prefix}{text}"), w).into_iter().map(|l| Line::from(Span::styled(l.text, style))).collect()
+    };
+    match e {
+        TimelineEntry::Phase { phase, group, round } => {
+            let mut s = format!("━━ {}", phase.as_str().replace('_', " ").to_uppercase());
+            if let Some(g) = group {
+                s.push_str(&format!(" · {g}"));
+            }
+            if let Some(r) = round {
+                s.push_str(&format!(" · round {r}"));
+            }
+            s.push(' ');
+            let fill = w.saturating_sub(unicode_width::UnicodeWidthStr::width(s.as_str()));
+            s.push_str(&"━".repeat(fill));
+            vec![Line::raw(""), Line::from(Span::styled(s, theme.accent()))]
+        }
+        TimelineEntry::Turn(i) => {
+            let Some(t) = v.turns.get(*i) else { return Vec::new() };
+            let mut head = vec![Span::styled(format!("▸ {}", t.agent), theme.text().add_modifier(Modifier::BOLD))];
+            let mut meta = format!("  #{} {}", t.id, t.phase.as_str().replace('_', " "));
+            if let Some(r) = t.round {
+                meta.push_str(&format!(" r{r}"));
+            }
+            if t.role != crate::session::event::Role::Agent {
+                meta.push_str(&format!(" ({})", t.role.as_str().replace('_', " ")));
+            }
+            head.push(Span::styled(meta, theme.muted()));
+            match t.state {
+                TurnState::Streaming => head.push(Span::styled("  ▶ streaming", theme.speaking())),
+                TurnState::Failed => head.push(Span::styled(
+                    format!("  ✗ {}", t.last_error.clone().unwrap_or_else(|| "failed".into())),
+                    theme.failed(),
+                )),
+                TurnState::Completed => {
+                    if let Some(ev) = &t.evaluation {
+                        let mut s: Vec<String> =
+                            ev.scores.iter().map(|(k, x)| format!("{} {}", super::abbrev(k), fmt_score(*x))).collect();
+                        if let Some(o) = ev.overall {
+                            s.push(format!("ovr {}", fmt_score(o)));
+                        }
+                        head.push(Span::styled(format!("  [{}]", s.join(" ")), theme.accent()));
+                        if ev.done {
+                            head.push(Span::styled("  NO MORE COMMENTS", theme.done()));
+                        }
+                    }
+                    if let Some(pe) = &t.parse_error {
+                        head.push(Span::styled(format!("  unparsed: {pe}"), theme.error()));
+                    }
+                }
+            }
+            let mut out = vec![Line::from(head)];
+            for l in wraps.lines(t, width.saturating_sub(2).max(1)) {
+                out.push(Line::from(Span::styled(format!("  {}", l.text), theme.text())));
+            }
+            out
+        }
+        TimelineEntry::Pick { group, pick } => {
+            let style = if pick.by == SelectedBy::Human { theme.human() } else { theme.muted() };
+            let reason = if pick.reason.is_empty() { String::new() } else { format!(": {}", pick.reason) };
+            wrapped("", &format!("→ {group}: {} picked by {}{reason}", pick.agent, by_label(pick.by)), style)
+        }
+        TimelineEntry::Comment { text, author, group } => {
+            let to = group.as_ref().map(|g| format!(" to {g}")).unwrap_or_default();
+            wrapped("", &format!("✎ {author}{to}: {text}"), theme.human())
+        }
+        TimelineEntry::Override { target, dimension, from, to, reason, author } => {
+            let what = match target {
+                OverrideTarget::Agent { agent } => agent.clone(),
+                OverrideTarget::Turn { turn, agent } => format!("{agent} (turn {turn})"),
+                OverrideTarget::Final { group: Some(g) } => format!("result of {g}"),
+                OverrideTarget::Final { group: None } => "final result".into(),
+            };
+            let from = from.map(fmt_score).unwrap_or_else(|| "–".into());
+            let why = reason.as_ref().map(|r| format!(" — {r}")).unwrap_or_default();
+            wrapped(
+                "",
+                &format!("⚑ {author} overrode {what} {dimension}: {from} → {}{why}", fmt_score(*to)),
+                theme.human(),
+            )
+        }
+        TimelineEntry::Rating { scores, author } => {
+            let s: Vec<String> = scores.iter().map(|(k, x)| format!("{k} {}", fmt_score(*x))).collect();
+            wrapped("", &format!("★ {author} rated: {}", s.join(", ")), theme.human())
+        }
+        TimelineEntry::Control { what, author } => wrapped("", &format!("■ {what} by {author}"), theme.human()),
+        TimelineEntry::Rejected { command, reason } => {
+            wrapped("", &format!("✗ rejected {command}: {reason}"), theme.error())
+        }
+        TimelineEntry::Consensus { group, round, reached } => {
+            let g = group.clone().unwrap_or_else(|| "panel".into());
+            let r = round.map(|r| format!(" r{r}")).unwrap_or_default();
+            let s = if *reached { "consensus reached" } else { "no consensus yet" };
+            vec![Line::from(Span::styled(format!("≈ {g}{r}: {s}"), theme.consensus(*reached)))]
+        }
+        TimelineEntry::Aggregate { group } => {
+            let agg = match group {
+                Some(g) => v.group(g).and_then(|g| g.aggregate.as_ref()),
+                None => v.aggregate.as_ref(),
+            };
+            let who = group.clone().unwrap_or_else(|| "panel".into());
+            let o = agg.and_then(|a| a.overall).map(fmt_score).unwrap_or_else(|| "–".into());
+            vec![Line::from(Span::styled(format!("Σ result ({who}): overall {o}"), theme.accent()))]
+        }
+        TimelineEntry::Ended { status, error, reason } => {
+            let mut s = format!("■ session {}", status.as_str());
+            if let Some(r) = reason {
+                s.push_str(&format!(" ({r})"));
+            }
+            if let Some(e) = error {
+                s.push_str(&format!(": {e}"));
+            }
+            wrapped(
+                "",
+                &s,
+                if *status == crate::session::event::EndStatus::Failed { theme.error() } else { theme.accent() },
+            )
+        }
+    }
+}
+
+/// Bring the cache up to date for `width`; returns the row count per entry.
+fn refresh(app: &mut App, width: u16) {
+    let theme = app.env.theme().clone();
+    let vm = &mut app.vm;
+    if vm.transcript.width != width {
+        vm.transcript.width = width;
+        vm.transcript.entries.clear();
+    }
+    let n = vm.session.timeline.len();
+    vm.transcript.entries.resize(n, None);
+    for i in 0..n {
+        let e = &vm.session.timeline[i];
+        let key = entry_key(&vm.session, e);
+        let stale = match &vm.transcript.entries[i] {
+            Some(c) => c.key != key || matches!(e, TimelineEntry::Aggregate { .. }) && i + 1 == n,
+            None => true,
+        };
+        if stale {
+            let lines = build(&vm.session, e, width, &theme, &mut vm.wrap);
+            vm.transcript.entries[i] = Some(CachedEntry { key, lines });
+            vm.transcript.builds += 1;
+        }
+    }
+}
+
+pub fn draw(f: &mut Frame, area: Rect, app: &mut App) {
+    let theme = app.env.theme().clone();
+    let focused = app.focus == Focus::Transcript;
+    let title = if app.search.hits.is_empty() {
+        " Transcript ".to_string()
+    } else {
+        format!(" Transcript · /{} {}/{} ", app.search.query, app.search.current + 1, app.search.hits.len())
+    };
+    let block = pane(Line::from(Span::styled(title, theme.accent())), focused, &theme);
+    let inner = block.inner(area);
+    f.render_widget(block, area);
+    if inner.width == 0 || inner.height == 0 {
+        return;
+    }
+    refresh(app, inner.width);
+    let entries = &app.vm.transcript.entries;
+    let total: usize = entries.iter().map(|e| e.as_ref().map_or(0, |c| c.lines.len())).sum();
+    if let Some(target) = app.vm.pending_jump.take() {
+        let row: usize = entries.iter().take(target).map(|e| e.as_ref().map_or(0, |c| c.lines.len())).sum();
+        let s = app.scroll.entry(Focus::Transcript).or_default();
+        s.follow = false;
+        s.top = row;
+    }
+    let top = app.scroll.entry(Focus::Transcript).or_default().resolve(total, inner.height as usize);
+    let hit = app.search.hits.get(app.search.current).copied();
+    let mut out: Vec<Line> = Vec::with_capacity(inner.height as usize);
+    let mut row = 0usize;
+    let end = top + inner.height as usize;
+    for (i, e) in app.vm.transcript.entries.iter().enumerate() {
+        let Some(c) = e else { continue };
+        let n = c.lines.len();
+        if row + n <= top {
+            row += n;
+            continue;
+        }
+        if row >= end {
+            break;
+        }
+        let skip = top.saturating_sub(row);
+        for l in c.lines.iter().skip(skip) {
+            if out.len() >= inner.height as usize {
+                break;
+            }
+            let line = l.clone();
+            out.push(if Some(i) == hit { line.patch_style(theme.selection()) } else { line });
+        }
+        row += n;
+    }
+    f.render_widget(Paragraph::new(out), inner);
+}

@@ -1,0 +1,241 @@
+//! The terminal screens: watch a debate live and steer it, replay a recorded
+//! session, and browse sessions and panels.
+//!
+//! The screen reaches the engine only through [`crate::engine::Command`]s and
+//! sees it only through session events, folded by [`view::ViewModel`]. It
+//! draws only when something changed, at most ~30 frames a second, and waits
+//! on its channels (never polls) when nothing happens.
+
+pub mod action;
+pub mod app;
+pub mod command_line;
+pub mod components;
+pub mod config;
+pub mod keymap;
+pub mod replay;
+pub mod screens;
+pub mod terminal;
+pub mod theme;
+pub mod view;
+pub mod wrap;
+
+use std::io;
+use std::panic::AssertUnwindSafe;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use futures::FutureExt;
+use ratatui::crossterm::event::Event as TermEvent;
+use tokio::sync::mpsc::UnboundedReceiver;
+
+use crate::engine::{self, Command, EngineConfig, EngineHandle, Recorder, RunOutcome};
+use crate::session::{Event, SessionWriter};
+use app::{App, Env};
+use screens::home::{Home, HomeChoice};
+use terminal::TerminalGuard;
+
+/// Shortest time between two frames while things change.
+pub const FRAME: Duration = Duration::from_millis(33);
+/// How often the elapsed time of a running session is refreshed.
+const CLOCK_TICK: Duration = Duration::from_secs(1);
+/// Events folded before a frame may be drawn, at most.
+const DRAIN_MAX: usize = 4096;
+
+/// An open terminal with its input channel.
+pub struct Tui {
+    guard: TerminalGuard,
+    input: UnboundedReceiver<TermEvent>,
+}
+
+impl Tui {
+    /// Enter the screen.
+    pub fn enter() -> io::Result<Self> {
+        let guard = TerminalGuard::enter()?;
+        Ok(Self { guard, input: terminal::spawn_input() })
+    }
+}
+
+/// Drive `app` until it asks to leave: terminal input, session events and
+/// replay timing in, frames out.
+pub async fn run_app(tui: &mut Tui, app: &mut App, mut events: Option<UnboundedReceiver<Event>>) -> io::Result<()> {
+    let mut last_frame: Option<Instant> = None;
+    let mut next_tick = Instant::now() + CLOCK_TICK;
+    loop {
+        let now = Instant::now();
+        if app.dirty {
+            let due = last_frame.map(|t| t + FRAME).unwrap_or(now);
+            if now >= due {
+                tui.guard.draw(|f| screens::live::draw(f, app))?;
+                app.dirty = false;
+                last_frame = Some(now);
+            }
+        }
+        if app.exit {
+            return Ok(());
+        }
+        // Wake-ups: a pending frame, the replay's next event, the clock.
+        let mut wake: Option<Instant> = None;
+        let mut consider = |t: Option<Instant>| {
+            if let Some(t) = t {
+                wake = Some(wake.map_or(t, |w: Instant| w.min(t)));
+            }
+        };
+        if app.dirty {
+            consider(last_frame.map(|t| t + FRAME));
+        }
+        consider(app.replay_due());
+        let ticking = app.now.is_some()
+            && !app.view().state.is_ended()
+            && app.view().state == crate::session::fold::RunState::Running;
+        if ticking {
+            consider(Some(next_tick));
+        }
+        let sleep = async {
+            match wake {
+                Some(t) => tokio::time::sleep_until(t.into()).await,
+                None => std::future::pending::<()>().await,
+            }
+        };
+        tokio::select! {
+            ev = tui.input.recv() => match ev {
+                Some(ev) => {
+                    app.on_terminal_event(ev);
+                    while let Ok(ev) = tui.input.try_recv() {
+                        app.on_terminal_event(ev);
+                    }
+                }
+                None => return Err(io::Error::other("the terminal input closed")),
+            },
+            ev = async { events.as_mut().expect("guarded").recv().await }, if events.is_some() => match ev {
+                Some(ev) => {
+                    app.on_session_event(&ev);
+                    let mut n = 0;
+                    while n < DRAIN_MAX {
+                        match events.as_mut().map(|e| e.try_recv()) {
+                            Some(Ok(ev)) => app.on_session_event(&ev),
+                            _ => break,
+                        }
+                        n += 1;
+                    }
+                }
+                None => {
+                    events = None;
+                    app.engine_gone();
+                }
+            },
+            () = sleep => {
+                let now = Instant::now();
+                app.pump_replay(now);
+                if ticking && now >= next_tick {
+                    app.tick(chrono::Utc::now());
+                    next_tick = now + CLOCK_TICK;
+                }
+            }
+        }
+    }
+}
+
+fn panic_text(p: &(dyn std::any::Any + Send)) -> String {
+    p.downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| p.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".into())
+}
+
+/// Run the engine on `config` with the live screen; the session log goes under `dir`.
+///
+/// The session stays open after the result (for overrides and ratings) until
+/// the user quits. Whatever happens to the screen (an error, a panic), the
+/// terminal is restored and the engine is told to quit and awaited, so the
+/// log ends with `session_ended`.
+pub async fn live(tui: &mut Tui, env: Env, mut config: EngineConfig, dir: &Path) -> anyhow::Result<RunOutcome> {
+    let path = dir.join(format!("{}.jsonl", config.session_id));
+    let writer =
+        SessionWriter::create(&path).with_context(|| format!("cannot create the session log {}", path.display()))?;
+    config.linger = true;
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let recorder = Recorder::new(Some(writer), Some(tx));
+    let (handle, commands) = EngineHandle::channel();
+    let engine = tokio::spawn(engine::run(config, recorder, commands));
+    let author = env.author.clone();
+    let mut app = App::live(env, handle.clone());
+    let result = AssertUnwindSafe(run_app(tui, &mut app, Some(rx))).catch_unwind().await;
+    let failure = match result {
+        Ok(Ok(())) => None,
+        Ok(Err(e)) => Some(format!("the screen failed: {e}")),
+        Err(p) => Some(format!("the screen failed: {}", panic_text(p.as_ref()))),
+    };
+    if !engine.is_finished() {
+        handle.send(Command::Quit { author });
+    }
+    drop(app);
+    let outcome = engine.await.context("the engine stopped unexpectedly")?;
+    match failure {
+        Some(f) => {
+            terminal::restore();
+            if let Some(p) = &outcome.log_path {
+                eprintln!("moot: session log: {}", p.display());
+            }
+            Err(anyhow::anyhow!(f))
+        }
+        None => Ok(outcome),
+    }
+}
+
+/// Load a session log for replay.
+pub fn load_events(path: &Path) -> anyhow::Result<Vec<Event>> {
+    let log = crate::session::read_log(path).with_context(|| format!("cannot read {}", path.display()))?;
+    if log.events.is_empty() {
+        anyhow::bail!("{}: no events in this session log", path.display());
+    }
+    Ok(log.events)
+}
+
+/// Replay a recorded session at `speed`.
+pub async fn replay(tui: &mut Tui, env: Env, events: Vec<Event>, speed: f64) -> anyhow::Result<()> {
+    let mut app = App::replay(env, events, speed);
+    run_app(tui, &mut app, None).await?;
+    Ok(())
+}
+
+/// Builds an engine config and session folder for a panel chosen on the home screen.
+pub type RunBuilder<'a> = dyn Fn(&str) -> anyhow::Result<(EngineConfig, PathBuf)> + 'a;
+
+/// The home screen: browse sessions (Enter replays) and panels (`n` runs).
+pub async fn home(tui: &mut Tui, env: Env, dirs: Vec<PathBuf>, build: &RunBuilder<'_>) -> anyhow::Result<()> {
+    let mut home = Home::new(env.clone(), dirs);
+    loop {
+        if home.dirty {
+            tui.guard.draw(|f| home.draw(f))?;
+            home.dirty = false;
+        }
+        match home.choice.take() {
+            Some(HomeChoice::Quit) => return Ok(()),
+            Some(HomeChoice::Replay(path)) => {
+                match load_events(&path) {
+                    Ok(events) => replay(tui, env.clone(), events, 1.0).await?,
+                    Err(e) => home.message = Some(format!("{e:#}")),
+                }
+                home.refresh();
+                continue;
+            }
+            Some(HomeChoice::Run(panel)) => {
+                match build(&panel) {
+                    Ok((config, dir)) => {
+                        let outcome = live(tui, env.clone(), config, &dir).await?;
+                        home.message = outcome.log_path.map(|p| format!("session recorded: {}", p.display()));
+                    }
+                    Err(e) => home.message = Some(format!("{e:#}")),
+                }
+                home.refresh();
+                continue;
+            }
+            None => {}
+        }
+        match tui.input.recv().await {
+            Some(ev) => home.on_terminal_event(ev),
+            None => return Ok(()),
+        }
+    }
+}

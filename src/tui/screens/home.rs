@@ -1,0 +1,280 @@
+//! The home screen: recent sessions and the panels to start a run from.
+
+use std::path::{Path, PathBuf};
+
+use ratatui::Frame;
+use ratatui::crossterm::event::{Event as TermEvent, KeyEventKind};
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Paragraph, Row, Table, TableState};
+
+use crate::panel::Panel;
+use crate::session::fold::SessionView;
+use crate::tui::action::Action;
+use crate::tui::app::{Env, fmt_score};
+use crate::tui::components::{clip, pane};
+use crate::tui::keymap::Mode;
+
+/// One recorded session in the list.
+#[derive(Debug, Clone)]
+pub struct SessionRow {
+    pub path: PathBuf,
+    pub started: String,
+    pub panel: String,
+    pub item: String,
+    pub protocol: String,
+    pub status: String,
+    pub overall: String,
+}
+
+/// One panel that can be run.
+#[derive(Debug, Clone)]
+pub struct PanelRow {
+    /// What to pass to `moot run`.
+    pub arg: String,
+    pub name: String,
+    pub origin: String,
+}
+
+/// What the user chose on the home screen.
+#[derive(Debug, Clone, PartialEq)]
+pub enum HomeChoice {
+    Replay(PathBuf),
+    Run(String),
+    Quit,
+}
+
+/// Home screen state.
+pub struct Home {
+    pub env: Env,
+    pub dirs: Vec<PathBuf>,
+    pub sessions: Vec<SessionRow>,
+    pub panels: Vec<PanelRow>,
+    /// 0: sessions, 1: panels.
+    pub focus: usize,
+    pub selected: [usize; 2],
+    pub choice: Option<HomeChoice>,
+    pub help: bool,
+    pub message: Option<String>,
+    pub dirty: bool,
+}
+
+fn session_row(path: &Path) -> Option<SessionRow> {
+    let log = crate::session::read_log(path).ok()?;
+    if log.events.is_empty() {
+        return None;
+    }
+    let v = SessionView::from_events(&log.events);
+    Some(SessionRow {
+        path: path.to_path_buf(),
+        started: v.started.map(|t| t.format("%Y-%m-%d %H:%M").to_string()).unwrap_or_default(),
+        panel: v.panel.as_ref().map(|p| p.name.clone()).unwrap_or_default(),
+        item: v.item.as_ref().map(|i| i.id.clone()).unwrap_or_default(),
+        protocol: v.protocol.clone(),
+        status: if v.state.is_ended() { v.state.label().to_string() } else { "incomplete".into() },
+        overall: v.aggregate.as_ref().and_then(|a| a.overall).map(fmt_score).unwrap_or_else(|| "—".into()),
+    })
+}
+
+impl Home {
+    /// Read sessions from `dirs` and panels (bundled, and `./panels/*.toml`).
+    pub fn new(env: Env, dirs: Vec<PathBuf>) -> Self {
+        let mut h = Self {
+            env,
+            dirs,
+            sessions: Vec::new(),
+            panels: Vec::new(),
+            focus: 0,
+            selected: [0, 0],
+            choice: None,
+            help: false,
+            message: None,
+            dirty: true,
+        };
+        h.refresh();
+        h
+    }
+
+    pub fn refresh(&mut self) {
+        let mut seen = std::collections::HashSet::new();
+        let mut rows: Vec<SessionRow> = Vec::new();
+        for d in &self.dirs {
+            for p in crate::cli::sessions::find_logs(d) {
+                let key = p.canonicalize().unwrap_or_else(|_| p.clone());
+                if seen.insert(key)
+                    && let Some(r) = session_row(&p)
+                {
+                    rows.push(r);
+                }
+            }
+        }
+        rows.sort_by(|a, b| b.started.cmp(&a.started).then_with(|| b.path.cmp(&a.path)));
+        self.sessions = rows;
+        let mut panels: Vec<PanelRow> = Panel::bundled_names()
+            .filter_map(|n| {
+                Panel::bundled(n).map(|p| PanelRow { arg: n.to_string(), name: p.name, origin: "bundled".into() })
+            })
+            .collect();
+        if let Ok(entries) = std::fs::read_dir("panels") {
+            let mut local: Vec<PathBuf> =
+                entries.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "toml")).collect();
+            local.sort();
+            for p in local {
+                if let Ok(panel) = Panel::load(&p) {
+                    panels.push(PanelRow {
+                        arg: p.display().to_string(),
+                        name: panel.name,
+                        origin: p.display().to_string(),
+                    });
+                }
+            }
+        }
+        self.panels = panels;
+        self.focus = if self.sessions.is_empty() { 1 } else { self.focus };
+        self.dirty = true;
+    }
+
+    fn len(&self, list: usize) -> usize {
+        if list == 0 { self.sessions.len() } else { self.panels.len() }
+    }
+
+    pub fn on_terminal_event(&mut self, ev: TermEvent) {
+        self.dirty = true;
+        let TermEvent::Key(k) = ev else { return };
+        if k.kind == KeyEventKind::Release {
+            return;
+        }
+        if self.help {
+            self.help = false;
+            return;
+        }
+        let Some(action) = self.env.config.keymap.action(Mode::Home, &k) else { return };
+        self.message = None;
+        let n = self.len(self.focus);
+        let sel = &mut self.selected[self.focus];
+        match action {
+            Action::Quit | Action::Back => self.choice = Some(HomeChoice::Quit),
+            Action::FocusNext | Action::FocusPrev => self.focus = 1 - self.focus,
+            Action::ScrollUp => *sel = sel.saturating_sub(1),
+            Action::ScrollDown => *sel = (*sel + 1).min(n.saturating_sub(1)),
+            Action::PageUp => *sel = sel.saturating_sub(10),
+            Action::PageDown => *sel = (*sel + 10).min(n.saturating_sub(1)),
+            Action::Top => *sel = 0,
+            Action::Bottom => *sel = n.saturating_sub(1),
+            Action::Help => self.help = true,
+            Action::Refresh => self.refresh(),
+            Action::Open => {
+                if self.focus == 0 {
+                    match self.sessions.get(self.selected[0]) {
+                        Some(r) => self.choice = Some(HomeChoice::Replay(r.path.clone())),
+                        None => self.message = Some("no sessions yet: press n to start a run".into()),
+                    }
+                } else if let Some(p) = self.panels.get(self.selected[1]) {
+                    self.choice = Some(HomeChoice::Run(p.arg.clone()));
+                }
+            }
+            Action::NewRun => match self.panels.get(self.selected[1]) {
+                Some(p) => self.choice = Some(HomeChoice::Run(p.arg.clone())),
+                None => self.message = Some("no panels found".into()),
+            },
+            _ => {}
+        }
+    }
+
+    pub fn draw(&self, f: &mut Frame) {
+        let theme = self.env.theme();
+        let area = f.area();
+        let [head, body, foot] =
+            Layout::vertical([Constraint::Length(1), Constraint::Min(3), Constraint::Length(1)]).areas(area);
+        f.render_widget(
+            Paragraph::new(Line::from(Span::styled(" moot — recent sessions and panels ", theme.header())))
+                .style(theme.header()),
+            head,
+        );
+        let panels_h = (self.panels.len() as u16 + 3).min(body.height / 2).max(4);
+        let [sess, pans] = Layout::vertical([Constraint::Min(3), Constraint::Length(panels_h)]).areas(body);
+        let narrow = area.width < 100;
+        let rows: Vec<Row> = self
+            .sessions
+            .iter()
+            .map(|r| {
+                let mut cells = vec![r.started.clone(), clip(&r.panel, 20), clip(&r.item, 14)];
+                if !narrow {
+                    cells.push(r.protocol.clone());
+                }
+                cells.push(r.status.clone());
+                cells.push(r.overall.clone());
+                Row::new(cells)
+            })
+            .collect();
+        let mut widths = vec![Constraint::Length(16), Constraint::Length(20), Constraint::Length(14)];
+        let mut header = vec!["date", "panel", "item"];
+        if !narrow {
+            widths.push(Constraint::Length(12));
+            header.push("protocol");
+        }
+        widths.extend([Constraint::Length(10), Constraint::Length(7)]);
+        header.extend(["status", "overall"]);
+        let title = format!(
+            " Sessions ({}) · {} ",
+            self.sessions.len(),
+            self.dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(", ")
+        );
+        let table = Table::new(rows, widths)
+            .header(Row::new(header).style(theme.muted()))
+            .row_highlight_style(theme.selection())
+            .block(pane(Line::from(Span::styled(title, theme.accent())), self.focus == 0, theme));
+        let mut st = TableState::default();
+        if self.focus == 0 && !self.sessions.is_empty() {
+            st.select(Some(self.selected[0]));
+        }
+        f.render_stateful_widget(table, sess, &mut st);
+        if self.sessions.is_empty() {
+            let inner = Rect { x: sess.x + 2, y: sess.y + 2, width: sess.width.saturating_sub(4), height: 1 };
+            f.render_widget(
+                Paragraph::new(Span::styled(
+                    "no recorded sessions yet — choose a panel below and press n",
+                    theme.muted(),
+                )),
+                inner,
+            );
+        }
+        let prow: Vec<Row> = self.panels.iter().map(|p| Row::new(vec![p.name.clone(), p.origin.clone()])).collect();
+        let ptable = Table::new(prow, [Constraint::Length(30), Constraint::Min(10)])
+            .row_highlight_style(theme.selection())
+            .block(pane(Line::from(Span::styled(" Panels ", theme.accent())), self.focus == 1, theme));
+        let mut pst = TableState::default();
+        if self.focus == 1 {
+            pst.select(Some(self.selected[1]));
+        }
+        f.render_stateful_widget(ptable, pans, &mut pst);
+        let mut spans = Vec::new();
+        if let Some(m) = &self.message {
+            spans.push(Span::styled(format!(" {m} "), theme.error()));
+        }
+        for (k, d) in self.env.config.keymap.footer(Mode::Home) {
+            spans.push(Span::styled(format!(" {k}"), theme.accent()));
+            spans.push(Span::styled(format!(" {d} "), theme.muted()));
+        }
+        f.render_widget(Paragraph::new(Line::from(spans)), foot);
+        if self.help {
+            let lines: Vec<Line> = self
+                .env
+                .config
+                .keymap
+                .help(Mode::Home)
+                .into_iter()
+                .map(|(k, d)| Line::from(vec![Span::styled(format!("{k:>16}  "), theme.accent()), Span::raw(d)]))
+                .collect();
+            let h = (lines.len() as u16 + 2).min(area.height);
+            let r = Rect {
+                x: area.x + area.width.saturating_sub(60) / 2,
+                y: area.y + area.height.saturating_sub(h) / 2,
+                width: 60.min(area.width),
+                height: h,
+            };
+            f.render_widget(ratatui::widgets::Clear, r);
+            f.render_widget(Paragraph::new(lines).block(pane(Line::from(" Keys · home "), true, theme)), r);
+        }
+    }
+}

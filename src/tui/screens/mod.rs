@@ -1,0 +1,4 @@
+//! Screens arrange components; they hold no logic of their own.
+
+pub mod home;
+pub mod live;

@@ -1,0 +1,188 @@
+//! The binary in a real pseudo-terminal against a local OpenAI-compatible
+//! server that streams slowly: a comment typed on the live screen reaches the
+//! next prompt and the log; an override of the final result changes the
+//! recorded numbers.
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use moot::provider::testing::{Reply, TestServer, openai};
+use portable_pty::{CommandBuilder, PtySize, native_pty_system};
+use serde_json::Value;
+
+const COMMENT: &str = "Mind the four year olds";
+
+fn slow_reply() -> Reply {
+    let body = "Looking at the pair. {\"grammar\": 4, \"answer_relevancy\": 3, \"contextual_consistency\": 4, \
+                \"educational_appropriateness\": 4, \"overall\": 4, \"confidence\": 0.7, \"justification\": \"Fine.\"}";
+    let mut deltas = Vec::new();
+    let mut rest = body;
+    while !rest.is_empty() {
+        let mut cut = rest.len().min(40);
+        while !rest.is_char_boundary(cut) {
+            cut += 1;
+        }
+        deltas.push(&rest[..cut]);
+        rest = &rest[cut..];
+    }
+    let mut reply = Reply::sse();
+    for (i, data) in openai::events(&deltas, Some((50, 30))).iter().enumerate() {
+        if i > 0 {
+            reply = reply.delay(Duration::from_millis(60));
+        }
+        reply = reply.event(data);
+    }
+    reply
+}
+
+struct Screen {
+    parser: Arc<Mutex<vt100::Parser>>,
+}
+
+impl Screen {
+    fn text(&self) -> String {
+        self.parser.lock().unwrap().screen().contents()
+    }
+    fn wait_for(&self, what: &str, timeout: Duration) {
+        let deadline = Instant::now() + timeout;
+        while Instant::now() < deadline {
+            if self.text().contains(what) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(25));
+        }
+        panic!("\"{what}\" never appeared on the screen:\n{}", self.text());
+    }
+}
+
+fn log_events(dir: &Path) -> Vec<Value> {
+    let Some(path) = log_path(dir) else { return Vec::new() };
+    std::fs::read_to_string(path).unwrap_or_default().lines().filter_map(|l| serde_json::from_str(l).ok()).collect()
+}
+
+fn log_path(dir: &Path) -> Option<PathBuf> {
+    std::fs::read_dir(dir).ok()?.flatten().map(|e| e.path()).find(|p| p.extension().is_some_and(|x| x == "jsonl"))
+}
+
+fn wait_log(dir: &Path, what: &str, timeout: Duration, pred: impl Fn(&[Value]) -> bool, screen: &Screen) -> Vec<Value> {
+    let deadline = Instant::now() + timeout;
+    while Instant::now() < deadline {
+        let ev = log_events(dir);
+        if pred(&ev) {
+            return ev;
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    panic!("the log never showed {what}; screen:\n{}", screen.text());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn comment_and_override_through_a_real_terminal() {
+    let server = TestServer::with_handler(|_| slow_reply()).await.unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("sessions");
+
+    let pty = native_pty_system();
+    let pair = pty.openpty(PtySize { rows: 24, cols: 80, pixel_width: 0, pixel_height: 0 }).unwrap();
+    let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_moot"));
+    cmd.args(["run", "--provider", "openai", "--moderator", "round-robin", "--out"]);
+    cmd.arg(&out);
+    cmd.cwd(tmp.path());
+    cmd.env("OPENAI_BASE_URL", server.base_url());
+    cmd.env("OPENAI_API_KEY", "sk-test");
+    cmd.env("MOOT_USER", "pty-tester");
+    cmd.env("TERM", "xterm-256color");
+    cmd.env_remove("NO_COLOR");
+    let mut child = pair.slave.spawn_command(cmd).unwrap();
+    drop(pair.slave);
+    let mut reader = pair.master.try_clone_reader().unwrap();
+    let mut writer = pair.master.take_writer().unwrap();
+    let parser = Arc::new(Mutex::new(vt100::Parser::new(24, 80, 0)));
+    let p2 = parser.clone();
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 8192];
+        while let Ok(n) = reader.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            p2.lock().unwrap().process(&buf[..n]);
+        }
+    });
+    let screen = Screen { parser };
+    let mut send = |s: &str| {
+        writer.write_all(s.as_bytes()).unwrap();
+        writer.flush().unwrap();
+    };
+
+    screen.wait_for("RUNNING", Duration::from_secs(20));
+    // Let the debate begin, so the comment lands between turns.
+    wait_log(&out, "a debate phase", Duration::from_secs(30), |ev| ev.iter().any(|e| e["phase"] == "debate"), &screen);
+    send("c");
+    screen.wait_for("Comment to the panel", Duration::from_secs(10));
+    send(COMMENT);
+    screen.wait_for(COMMENT, Duration::from_secs(10));
+    send("\r");
+    let ev = wait_log(
+        &out,
+        "the human_comment",
+        Duration::from_secs(10),
+        |ev| ev.iter().any(|e| e["type"] == "human_comment"),
+        &screen,
+    );
+    let c = ev.iter().find(|e| e["type"] == "human_comment").unwrap();
+    assert_eq!(c["text"], COMMENT);
+    assert_eq!(c["author"], "pty-tester");
+    let seen = server.request_count();
+    let requests = tokio::time::timeout(Duration::from_secs(30), server.wait_for_requests(seen + 1))
+        .await
+        .expect("another request");
+    assert!(requests[seen].body_text().contains(COMMENT), "the next request carries the comment");
+
+    // After the result: override the final overall score from the command line.
+    let agg_done = |ev: &[Value]| ev.iter().any(|e| e["type"] == "aggregation_completed" && e.get("group").is_none());
+    wait_log(&out, "the panel result", Duration::from_secs(90), agg_done, &screen);
+    send(":override final overall 5");
+    screen.wait_for("override final overall 5", Duration::from_secs(10));
+    send("\r");
+    let ev = wait_log(
+        &out,
+        "the overridden result",
+        Duration::from_secs(15),
+        |ev| {
+            let o = ev.iter().position(|e| e["type"] == "score_overridden");
+            o.is_some_and(|o| {
+                ev[o..].iter().any(|e| {
+                    e["type"] == "aggregation_completed"
+                        && e.get("group").is_none()
+                        && e["overall"].as_f64() == Some(5.0)
+                })
+            })
+        },
+        &screen,
+    );
+    let o = ev.iter().find(|e| e["type"] == "score_overridden").unwrap();
+    assert_eq!(o["target"]["kind"], "final");
+    assert_eq!(o["dimension"], "overall");
+    assert_eq!(o["to"].as_f64(), Some(5.0));
+    screen.wait_for("DONE · OPEN FOR OVERRIDES", Duration::from_secs(10));
+    send("t");
+    screen.wait_for("overrode final result overall: 4 → 5", Duration::from_secs(10));
+
+    // Quit after the result: no question, and the session ends completed.
+    send("q");
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(Instant::now() < deadline, "moot did not exit; screen:\n{}", screen.text());
+        std::thread::sleep(Duration::from_millis(25));
+    };
+    assert!(status.success(), "exit status {status:?}");
+    let ev = log_events(&out);
+    let last = ev.last().unwrap();
+    assert_eq!(last["type"], "session_ended");
+    assert_eq!(last["status"], "completed");
+}

@@ -1,0 +1,296 @@
+//! The session screen rendered on a test backend: snapshots of each screen and
+//! mode at 80×24 and 160×48, key handling without a terminal, and the fold
+//! (live events and a replay of the same log give the same screen).
+
+mod support;
+
+use std::path::PathBuf;
+
+use moot::engine::{Command, EngineHandle};
+use moot::session::event::{EventKind, OverrideTarget};
+use moot::session::{Event, read_log};
+use moot::tui::app::{App, Env, Overlay};
+use moot::tui::screens::live;
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+fn example(name: &str) -> Vec<Event> {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("sessions/examples").join(format!("{name}.jsonl"));
+    read_log(&p).unwrap().events
+}
+
+fn render(app: &mut App, w: u16, h: u16) -> Terminal<TestBackend> {
+    let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
+    t.draw(|f| live::draw(f, app)).unwrap();
+    t
+}
+
+fn screen_text(t: &Terminal<TestBackend>) -> String {
+    t.backend().to_string()
+}
+
+/// Events up to (and including) the first one matching `pred`.
+fn prefix(events: &[Event], pred: impl Fn(&Event) -> bool) -> Vec<Event> {
+    let i = events.iter().position(pred).expect("event present");
+    events[..=i].to_vec()
+}
+
+fn key(c: char) -> KeyEvent {
+    KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE)
+}
+fn code(c: KeyCode) -> KeyEvent {
+    KeyEvent::new(c, KeyModifiers::NONE)
+}
+fn type_str(app: &mut App, s: &str) {
+    for c in s.chars() {
+        app.on_key(key(c));
+    }
+}
+
+/// A live screen (with a command channel) fed these events; the clock is the log's.
+fn live_app(events: &[Event]) -> (App, tokio::sync::mpsc::UnboundedReceiver<Command>) {
+    let (h, rx) = EngineHandle::channel();
+    let mut app = App::live(Env::test(), h);
+    app.now = None;
+    for e in events {
+        app.on_session_event(e);
+    }
+    (app, rx)
+}
+
+fn snap(name: &str, app: &mut App) {
+    for (w, h) in [(80, 24), (160, 48)] {
+        let t = render(app, w, h);
+        insta::assert_snapshot!(format!("{name}_{w}x{h}"), screen_text(&t));
+    }
+}
+
+#[test]
+fn finished_maj_eval_session() {
+    let mut app = App::loaded(Env::test(), &example("maj-eval-two-groups"));
+    snap("maj_finished", &mut app);
+    app.focus = moot::tui::app::Focus::Aggregator;
+    snap("maj_finished_result_focus", &mut app);
+}
+
+#[test]
+fn mid_debate_live() {
+    let events = example("maj-eval-two-groups");
+    let comment = events.iter().position(|e| matches!(e.kind, EventKind::HumanComment { .. })).unwrap();
+    let delta = comment + events[comment..].iter().position(|e| matches!(e.kind, EventKind::TurnDelta { .. })).unwrap();
+    let (mut app, _rx) = live_app(&events[..=delta]);
+    snap("maj_mid_debate_live", &mut app);
+    let t = render(&mut app, 160, 48);
+    let s = screen_text(&t);
+    assert!(s.contains("SPEAKING"), "the speaking agent is marked:\n{s}");
+    assert!(s.contains("RUNNING"));
+}
+
+#[test]
+fn collab_eval_finished_and_transcript() {
+    let mut app = App::loaded(Env::test(), &example("collab-eval"));
+    snap("collab_finished", &mut app);
+    app.on_key(key('t'));
+    snap("collab_transcript_zoomed", &mut app);
+}
+
+#[test]
+fn overlays() {
+    let events = example("maj-eval-two-groups");
+    let mid = prefix(&events, |e| matches!(e.kind, EventKind::HumanComment { .. }));
+    let (mut app, _rx) = live_app(&mid);
+    app.on_key(key('?'));
+    snap("overlay_help", &mut app);
+    app.on_key(code(KeyCode::Esc));
+    app.on_key(key('c'));
+    type_str(&mut app, "Think of the child.");
+    snap("overlay_composer", &mut app);
+    app.on_key(code(KeyCode::Esc));
+    app.on_key(key('o'));
+    snap("overlay_override_picker", &mut app);
+    app.on_key(code(KeyCode::Esc));
+    app.on_key(key(':'));
+    type_str(&mut app, "override Zed grammar 4");
+    app.on_key(code(KeyCode::Enter));
+    snap("overlay_command_error", &mut app);
+}
+
+#[test]
+fn comment_override_and_command_line_send_commands() {
+    let events = example("maj-eval-two-groups");
+    let mid = prefix(&events, |e| matches!(e.kind, EventKind::HumanComment { .. }));
+    let (mut app, mut rx) = live_app(&mid);
+    // Comment: multi-line with Alt-Enter, sent with Enter.
+    app.on_key(key('c'));
+    type_str(&mut app, "first");
+    app.on_key(KeyEvent::new(KeyCode::Enter, KeyModifiers::ALT));
+    type_str(&mut app, "second");
+    app.on_key(code(KeyCode::Enter));
+    assert!(app.overlay.is_none());
+    match rx.try_recv().unwrap() {
+        Command::Comment { text, author, group } => {
+            assert_eq!(text, "first\nsecond");
+            assert_eq!(author, "tester");
+            assert_eq!(group, None);
+        }
+        other => panic!("unexpected {other:?}"),
+    }
+    // Override through the picker: Bea, grammar, 4, a reason.
+    app.on_key(key('o'));
+    let Some(Overlay::Picker(p)) = &app.overlay else { panic!("picker expected") };
+    let bea = p.items.iter().position(|(_, v)| v == "Bea").unwrap();
+    app.on_key(key(char::from_digit(bea as u32 + 1, 10).unwrap()));
+    app.on_key(key('1')); // grammar
+    type_str(&mut app, "9");
+    app.on_key(code(KeyCode::Enter));
+    let Some(Overlay::Prompt(p)) = &app.overlay else { panic!("prompt expected") };
+    assert!(p.error.as_deref().unwrap_or("").contains("outside the scale"), "{:?}", p.error);
+    app.on_key(code(KeyCode::Backspace));
+    type_str(&mut app, "4");
+    app.on_key(code(KeyCode::Enter));
+    type_str(&mut app, "misread");
+    app.on_key(code(KeyCode::Enter));
+    assert_eq!(
+        rx.try_recv().unwrap(),
+        Command::Override {
+            target: OverrideTarget::Agent { agent: "Bea".into() },
+            dimension: "grammar".into(),
+            value: 4.0,
+            reason: Some("misread".into()),
+            author: "tester".into()
+        }
+    );
+    // Command line with completion.
+    app.on_key(key(':'));
+    type_str(&mut app, "ov");
+    app.on_key(code(KeyCode::Tab));
+    type_str(&mut app, "fi");
+    app.on_key(code(KeyCode::Tab));
+    type_str(&mut app, "ove");
+    app.on_key(code(KeyCode::Tab));
+    type_str(&mut app, "5 clear case");
+    app.on_key(code(KeyCode::Enter));
+    assert_eq!(
+        rx.try_recv().unwrap(),
+        Command::Override {
+            target: OverrideTarget::Final { group: None },
+            dimension: "overall".into(),
+            value: 5.0,
+            reason: Some("clear case".into()),
+            author: "tester".into()
+        }
+    );
+    // Pause toggles, speaker picker, stop.
+    app.on_key(key(' '));
+    assert_eq!(rx.try_recv().unwrap(), Command::Pause { author: "tester".into() });
+    app.on_key(key('x'));
+    assert_eq!(rx.try_recv().unwrap(), Command::Stop { author: "tester".into() });
+    // Quit asks first while running.
+    app.on_key(key('q'));
+    assert!(matches!(app.overlay, Some(Overlay::ConfirmQuit)));
+    app.on_key(key('n'));
+    assert!(app.overlay.is_none() && rx.try_recv().is_err());
+    app.on_key(key('q'));
+    app.on_key(key('y'));
+    assert_eq!(rx.try_recv().unwrap(), Command::Quit { author: "tester".into() });
+    assert!(app.quitting && !app.exit);
+}
+
+#[test]
+fn rejected_commands_show_as_messages() {
+    let events = example("maj-eval-two-groups");
+    let mid = prefix(&events, |e| matches!(e.kind, EventKind::HumanComment { .. }));
+    let (mut app, _rx) = live_app(&mid);
+    let t = mid.last().unwrap().t;
+    app.on_session_event(&Event {
+        seq: 999,
+        t,
+        kind: EventKind::CommandRejected {
+            command: "speaker Zed".into(),
+            reason: "no agent Zed".into(),
+            author: "tester".into(),
+        },
+    });
+    let s = screen_text(&render(&mut app, 80, 24));
+    assert!(s.contains("no agent Zed"), "{s}");
+}
+
+#[test]
+fn replay_is_read_only_and_steps_by_turn() {
+    let events = example("maj-eval-two-groups");
+    let mut app = App::replay(Env::test(), events.clone(), 1.0);
+    app.on_key(key(' ')); // pause playback
+    app.on_key(key('c'));
+    assert!(app.overlay.is_none());
+    assert!(app.message.as_ref().unwrap().1.contains("read-only"));
+    app.on_key(KeyEvent::new(KeyCode::Home, KeyModifiers::NONE));
+    let before = app.view().turns.iter().filter(|t| t.state != moot::session::fold::TurnState::Streaming).count();
+    app.on_key(key('n'));
+    let after = app.view().turns.iter().filter(|t| t.state != moot::session::fold::TurnState::Streaming).count();
+    assert_eq!(after, before + 1, "n completes exactly one more turn");
+    app.on_key(KeyEvent::new(KeyCode::End, KeyModifiers::NONE));
+    assert!(app.view().state.is_ended());
+    app.on_key(key('+'));
+    assert_eq!(app.replay_state().unwrap().speed, 2.0);
+    for _ in 0..10 {
+        app.on_key(key('+'));
+    }
+    assert_eq!(app.replay_state().unwrap().speed, 32.0);
+    // Seek to a turn from the command line.
+    app.on_key(key(':'));
+    type_str(&mut app, "seek 2");
+    app.on_key(code(KeyCode::Enter));
+    assert!(app.view().turn(2).is_some_and(|t| t.state == moot::session::fold::TurnState::Completed));
+    assert!(app.view().turn(5).is_none() || !app.view().state.is_ended());
+    snap("replay_seek_paused", &mut app);
+}
+
+#[test]
+fn live_and_replayed_folds_draw_the_same_screen() {
+    let events = example("maj-eval-two-groups");
+    let (mut live_app, _rx) = live_app(&events);
+    let mut replayed = App::replay(Env::test(), events.clone(), 1.0);
+    replayed.on_key(KeyEvent::new(KeyCode::End, KeyModifiers::NONE));
+    replayed.message = None;
+    for (w, h) in [(80, 24), (160, 48)] {
+        let a = render(&mut live_app, w, h);
+        let b = render(&mut replayed, w, h);
+        // The header names the source (REPLAY) and the footers list different keys; the body is the same.
+        let body = |t: &Terminal<TestBackend>| {
+            screen_text(t).lines().skip(2).take(h as usize - 3).map(String::from).collect::<Vec<_>>()
+        };
+        assert_eq!(body(&a), body(&b), "at {w}x{h}");
+    }
+    assert_eq!(live_app.view().timeline, replayed.view().timeline);
+    assert_eq!(live_app.view().turns, replayed.view().turns);
+    assert_eq!(live_app.view().aggregate, replayed.view().aggregate);
+}
+
+#[test]
+fn search_finds_comments_and_scrolls_the_transcript() {
+    let mut app = App::loaded(Env::test(), &example("maj-eval-two-groups"));
+    app.on_key(key('/'));
+    type_str(&mut app, "four to six");
+    app.on_key(code(KeyCode::Enter));
+    assert_eq!(app.search.hits.len(), 1);
+    let s = screen_text(&render(&mut app, 80, 24));
+    assert!(s.contains("four to six"), "{s}");
+}
+
+#[test]
+fn mouse_click_focuses_and_resize_keeps_working() {
+    let mut app = App::loaded(Env::test(), &example("collab-eval"));
+    let _ = render(&mut app, 160, 48);
+    let (rect, focus) = *app.hits.iter().find(|(_, f)| *f == moot::tui::app::Focus::Consensus).unwrap();
+    app.on_terminal_event(ratatui::crossterm::event::Event::Mouse(ratatui::crossterm::event::MouseEvent {
+        kind: ratatui::crossterm::event::MouseEventKind::Down(ratatui::crossterm::event::MouseButton::Left),
+        column: rect.x + 1,
+        row: rect.y + 1,
+        modifiers: KeyModifiers::NONE,
+    }));
+    assert_eq!(app.focus, focus);
+    for (w, h) in [(40, 12), (80, 24), (200, 60), (20, 5)] {
+        let _ = render(&mut app, w, h);
+    }
+}
