@@ -2,6 +2,7 @@
 
 pub mod engine;
 pub mod item;
+pub mod model;
 pub mod panel;
 pub mod provider;
 pub mod session;

@@ -5,6 +5,8 @@
 //! usage, or a typed [`ProviderError`]. Retries, backoff and the events that
 //! record each attempt live in [`retry`], shared by every backend.
 
+#[cfg(feature = "local")]
+pub mod local;
 pub mod openai;
 pub mod retry;
 pub mod scripted;
