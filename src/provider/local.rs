@@ -400,7 +400,7 @@ impl<'m> Engine<'m> {
         let mut finish = self.generate_prose(job, &mut sampling, &mut state, budget, grammar.is_some(), &mut out)?;
         if let Some(grammar) = grammar {
             // Start the object on a line of its own.
-            let prose = out.text();
+            let prose = out.text().to_string();
             if !prose.is_empty() && !prose.ends_with('\n') {
                 self.inject("\n", &mut state)?;
                 out.push_str("\n");
@@ -524,7 +524,7 @@ impl<'m> Engine<'m> {
                 return Ok(Finish::Stop);
             }
             let piece = self.piece(token);
-            if json_follows && starts_json(&out.text(), &piece) {
+            if json_follows && starts_json(out.text(), &piece) {
                 return Ok(Finish::Stop);
             }
             produced += 1;
@@ -720,8 +720,8 @@ impl<'a> Output<'a> {
         Self { deltas, text: String::new(), pending: Vec::new() }
     }
 
-    fn text(&self) -> String {
-        self.text.clone()
+    fn text(&self) -> &str {
+        &self.text
     }
 
     fn push_bytes(&mut self, bytes: &[u8]) {
