@@ -35,7 +35,7 @@ fn provider() -> Option<LocalProvider> {
 /// unique so that no cached prefix is reused.
 fn long_prompt(nonce: u64) -> Vec<ChatMessage> {
     let mut item = String::new();
-    for i in 0..40 {
+    for i in 0..28 {
         item.push_str(&format!(
             "Step {i}: the service reads record {i} from the queue, checks its signature against the \
              stored key, and writes the normalized record to table shard {}.\n",
