@@ -4,6 +4,7 @@ pub mod cli;
 pub mod config;
 pub mod engine;
 pub mod item;
+pub mod model;
 pub mod panel;
 pub mod provider;
 pub mod session;

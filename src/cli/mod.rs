@@ -57,6 +57,11 @@ pub enum Command {
         #[arg(long, default_value = "table")]
         format: String,
     },
+    /// The embedded local model: fetch it, see what is installed, print its path.
+    Model {
+        #[command(subcommand)]
+        command: ModelCommand,
+    },
     /// List, show and export recorded sessions.
     Sessions {
         #[command(subcommand)]
@@ -123,6 +128,25 @@ pub struct RunArgs {
 }
 
 #[derive(Debug, Subcommand)]
+pub enum ModelCommand {
+    /// Fetch a model into the cache (the default model when no NAME is given), checking its SHA-256.
+    Pull { name: Option<String> },
+    /// Known and cached models: where, size, hash.
+    Status,
+    /// Print the path of a model file (the default model when no NAME is given).
+    Path { name: Option<String> },
+}
+
+fn model_command(command: ModelCommand) -> anyhow::Result<ExitCode> {
+    match command {
+        ModelCommand::Pull { name } => crate::model::cmd_pull(name.as_deref())?,
+        ModelCommand::Status => crate::model::cmd_status()?,
+        ModelCommand::Path { name } => crate::model::cmd_path(name.as_deref())?,
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[derive(Debug, Subcommand)]
 pub enum SessionsCommand {
     /// List recorded sessions, newest first.
     List {
@@ -152,6 +176,7 @@ pub fn main() -> ExitCode {
     let result = match cli.command {
         Some(Command::Run(args)) => run::run(args),
         Some(Command::Sessions { command }) => sessions::run(command),
+        Some(Command::Model { command }) => model_command(command),
         Some(Command::Providers(args)) => providers::run(args),
         Some(Command::Cache { command }) => cache::run(command),
         None => home(cli.theme.as_deref()),

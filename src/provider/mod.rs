@@ -10,6 +10,8 @@ pub mod cache;
 pub mod http;
 pub mod limiter;
 pub mod logprobs;
+#[cfg(feature = "local")]
+pub mod local;
 pub mod openai;
 pub mod pricing;
 pub mod registry;

@@ -472,13 +472,14 @@ fn default_provider(config: &Config, env: &dyn Fn(&str) -> Option<String>) -> (S
 #[cfg(feature = "local")]
 pub fn build_local(name: &str, spec: &LocalSpec) -> Result<Arc<dyn Provider>, RegistryError> {
     let build_error = |message: String| RegistryError::Build { name: name.into(), message };
-    let model_path = crate::model::ensure_model(spec.model.as_deref()).map_err(|e| build_error(e.to_string()))?;
-    let config = super::local::LocalConfig {
-        model_path,
-        name: name.to_string(),
-        threads: spec.threads,
-        context_size: spec.context_size,
-    };
+    let model = crate::model::resolve_model(spec.model.as_deref().unwrap_or(""));
+    let model_path = crate::model::ensure_with_progress(&model).map_err(|e| build_error(e.to_string()))?;
+    let mut config = super::local::LocalConfig::new(model_path);
+    config.name = model.name();
+    config.threads = spec.threads;
+    if let Some(n) = spec.context_size {
+        config.context_size = n;
+    }
     super::local::LocalProvider::new(config)
         .map(|p| Arc::new(p) as Arc<dyn Provider>)
         .map_err(|e| build_error(e.to_string()))

@@ -1,0 +1,994 @@
+//! The embedded local model: CPU inference of a GGUF file with llama.cpp.
+//!
+//! One model instance serves the whole process. A worker thread owns the
+//! llama.cpp backend, the model and one context; [`LocalProvider::stream`]
+//! queues a job and awaits its result, so agents take turns. Providers built
+//! for the same file share the worker (the first one's settings win), and the
+//! worker stops when the last of them is dropped.
+//!
+//! The model is loaded eagerly: [`LocalProvider::new`] blocks until the file
+//! is mapped and a context exists (about a second for a 0.5B model), so a bad
+//! path or a file that is not a GGUF fails at construction.
+//!
+//! Between requests the worker keeps the key/value cache of the last prompt
+//! and reply, and reuses its longest common prefix with the next prompt
+//! (agents of one panel share the instructions and the item).
+//!
+//! With [`ChatRequest::response_schema`] the reply is free prose followed by a
+//! JSON object that a grammar forces to match the schema; see
+//! [`schema_to_gbnf`] and `docs/local-model.md`.
+
+use std::num::NonZeroU32;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, Weak, mpsc as std_mpsc};
+
+use async_trait::async_trait;
+use llama_cpp_2::context::LlamaContext;
+use llama_cpp_2::context::params::LlamaContextParams;
+use llama_cpp_2::llama_backend::LlamaBackend;
+use llama_cpp_2::llama_batch::LlamaBatch;
+use llama_cpp_2::model::params::LlamaModelParams;
+use llama_cpp_2::model::{LlamaChatMessage, LlamaChatTemplate, LlamaModel};
+use llama_cpp_2::sampling::LlamaSampler;
+use llama_cpp_2::token::LlamaToken;
+use llama_cpp_2::token::data::LlamaTokenData;
+use llama_cpp_2::token::data_array::LlamaTokenDataArray;
+use serde_json::Value;
+use tokio::sync::oneshot;
+use tokio_util::sync::CancellationToken;
+
+use super::{
+    ChatMessage, ChatRequest, ChatRole, Completion, DeltaSender, Provider, ProviderError, ProviderInfo, Usage,
+};
+
+/// Default context window in tokens.
+pub const DEFAULT_CONTEXT_SIZE: u32 = 4096;
+
+/// Environment variable: when set, llama.cpp's own log lines go to `tracing`
+/// (target `llama-cpp-2`) instead of being dropped.
+pub const LLAMA_LOG_ENV: &str = "MOOT_LLAMA_LOG";
+
+/// Tokens decoded per `llama_decode` call while reading a prompt.
+const PROMPT_CHUNK: usize = 256;
+
+/// Longest JSON string the grammar allows when the schema gives no `maxLength`.
+const DEFAULT_STRING_MAX: u64 = 400;
+
+/// How a [`LocalProvider`] is set up.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LocalConfig {
+    /// The GGUF file.
+    pub model_path: PathBuf,
+    /// Model name shown in headers and session logs (e.g. `qwen2.5-coder-0.5b`).
+    pub name: String,
+    /// CPU threads; `None` means [`default_threads`].
+    pub threads: Option<usize>,
+    /// Context window in tokens (prompt plus reply), capped at the model's
+    /// training length.
+    pub context_size: u32,
+}
+
+impl LocalConfig {
+    /// Defaults for a model file: name from the file name, default threads
+    /// and context size.
+    pub fn new(model_path: impl Into<PathBuf>) -> Self {
+        let model_path = model_path.into();
+        let name = model_path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+        Self { model_path, name, threads: None, context_size: DEFAULT_CONTEXT_SIZE }
+    }
+}
+
+/// One thread on machines with two cores or fewer (a second thread makes
+/// generation collapse as soon as anything else runs), half the cores above.
+pub fn default_threads() -> usize {
+    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    if cores <= 2 { 1 } else { cores / 2 }
+}
+
+/// Facts about the loaded model.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LocalModelInfo {
+    /// `general.architecture` from the GGUF (`qwen2`, `llama`, …).
+    pub architecture: String,
+    /// Which chat template is used: `gguf` (the file's own) or the name of
+    /// the built-in fallback.
+    pub chat_template: String,
+    /// Context window actually allocated.
+    pub context_size: u32,
+    pub threads: usize,
+}
+
+/// The embedded llama.cpp backend. Cheap to clone; clones share the worker.
+#[derive(Clone)]
+pub struct LocalProvider {
+    worker: Arc<Worker>,
+    name: String,
+}
+
+impl std::fmt::Debug for LocalProvider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LocalProvider").field("name", &self.name).field("path", &self.worker.path).finish()
+    }
+}
+
+struct Worker {
+    path: PathBuf,
+    jobs: std_mpsc::Sender<Job>,
+    /// Jobs sent but not started.
+    waiting: Arc<AtomicUsize>,
+    /// A job is being generated.
+    busy: Arc<AtomicBool>,
+    info: LocalModelInfo,
+}
+
+struct Job {
+    request: ChatRequest,
+    deltas: DeltaSender,
+    cancel: CancellationToken,
+    reply: oneshot::Sender<Result<Completion, ProviderError>>,
+}
+
+/// Workers by canonical model path, so every provider of one file shares one
+/// model in memory.
+static WORKERS: Mutex<Vec<(PathBuf, Weak<Worker>)>> = Mutex::new(Vec::new());
+
+impl LocalProvider {
+    /// Loads the model (on the worker thread; this call blocks until it is
+    /// loaded) or joins the worker that already serves this file.
+    pub fn new(config: LocalConfig) -> Result<Self, ProviderError> {
+        let path = std::fs::canonicalize(&config.model_path)
+            .map_err(|e| ProviderError::Config(format!("local model {}: {e}", config.model_path.display())))?;
+        let mut workers = WORKERS.lock().unwrap_or_else(|p| p.into_inner());
+        workers.retain(|(_, w)| w.strong_count() > 0);
+        if let Some(worker) = workers.iter().find(|(p, _)| *p == path).and_then(|(_, w)| w.upgrade()) {
+            return Ok(Self { worker, name: config.name });
+        }
+        let worker = Arc::new(Worker::start(path.clone(), &config)?);
+        workers.push((path, Arc::downgrade(&worker)));
+        Ok(Self { worker, name: config.name })
+    }
+
+    /// Number of requests waiting for the model, not counting the one being
+    /// generated.
+    pub fn queue_len(&self) -> usize {
+        self.worker.waiting.load(Ordering::SeqCst)
+    }
+
+    /// Whether a request is being generated right now.
+    pub fn is_busy(&self) -> bool {
+        self.worker.busy.load(Ordering::SeqCst)
+    }
+
+    /// Facts about the loaded model.
+    pub fn model_info(&self) -> &LocalModelInfo {
+        &self.worker.info
+    }
+
+    /// The GGUF file in use.
+    pub fn model_path(&self) -> &Path {
+        &self.worker.path
+    }
+}
+
+#[async_trait]
+impl Provider for LocalProvider {
+    fn info(&self) -> ProviderInfo {
+        ProviderInfo { name: "local".to_string(), kind: "local".to_string(), model: self.name.clone(), base_url: None }
+    }
+
+    /// `request.model` is ignored: the provider serves one model.
+    async fn stream(
+        &self,
+        request: &ChatRequest,
+        deltas: &DeltaSender,
+        cancel: &CancellationToken,
+    ) -> Result<Completion, ProviderError> {
+        if cancel.is_cancelled() {
+            return Err(ProviderError::Cancelled);
+        }
+        let (reply, result) = oneshot::channel();
+        let job = Job { request: request.clone(), deltas: deltas.clone(), cancel: cancel.clone(), reply };
+        self.worker.waiting.fetch_add(1, Ordering::SeqCst);
+        if self.worker.jobs.send(job).is_err() {
+            self.worker.waiting.fetch_sub(1, Ordering::SeqCst);
+            return Err(worker_gone());
+        }
+        tokio::select! {
+            result = result => result.unwrap_or_else(|_| Err(worker_gone())),
+            () = cancel.cancelled() => Err(ProviderError::Cancelled),
+        }
+    }
+}
+
+fn worker_gone() -> ProviderError {
+    ProviderError::Server { message: "the local model worker stopped".to_string(), retryable: false }
+}
+
+fn server_error(message: impl Into<String>) -> ProviderError {
+    ProviderError::Server { message: message.into(), retryable: false }
+}
+
+/// The process-wide llama.cpp backend (it may be initialised only once).
+fn backend() -> Result<&'static LlamaBackend, ProviderError> {
+    static BACKEND: OnceLock<Result<LlamaBackend, String>> = OnceLock::new();
+    BACKEND
+        .get_or_init(|| {
+            let mut backend = LlamaBackend::init().map_err(|e| e.to_string())?;
+            if std::env::var_os(LLAMA_LOG_ENV).is_some() {
+                llama_cpp_2::send_logs_to_tracing(llama_cpp_2::LogOptions::default());
+            } else {
+                // llama.cpp writes to stderr otherwise, which breaks the TUI.
+                backend.void_logs();
+            }
+            Ok(backend)
+        })
+        .as_ref()
+        .map_err(|e| server_error(format!("llama.cpp backend: {e}")))
+}
+
+impl Worker {
+    fn start(path: PathBuf, config: &LocalConfig) -> Result<Self, ProviderError> {
+        let (jobs, job_rx) = std_mpsc::channel::<Job>();
+        let (ready_tx, ready_rx) = std_mpsc::channel();
+        let waiting = Arc::new(AtomicUsize::new(0));
+        let busy = Arc::new(AtomicBool::new(false));
+        let threads = config.threads.filter(|&t| t > 0).unwrap_or_else(default_threads);
+        let settings = (path.clone(), config.context_size.max(64), threads, waiting.clone(), busy.clone());
+        std::thread::Builder::new()
+            .name("moot-local-model".to_string())
+            .spawn(move || {
+                let (path, context_size, threads, waiting, busy) = settings;
+                worker_main(&path, context_size, threads, &ready_tx, &job_rx, &waiting, &busy);
+            })
+            .map_err(|e| server_error(format!("cannot start the local model thread: {e}")))?;
+        let info = ready_rx.recv().map_err(|_| worker_gone())??;
+        Ok(Self { path, jobs, waiting, busy, info })
+    }
+}
+
+fn worker_main(
+    path: &Path,
+    context_size: u32,
+    threads: usize,
+    ready: &std_mpsc::Sender<Result<LocalModelInfo, ProviderError>>,
+    jobs: &std_mpsc::Receiver<Job>,
+    waiting: &AtomicUsize,
+    busy: &AtomicBool,
+) {
+    let loaded = (|| {
+        let backend = backend()?;
+        let model = LlamaModel::load_from_file(backend, path, &LlamaModelParams::default())
+            .map_err(|e| ProviderError::Config(format!("cannot load {} as a GGUF model: {e}", path.display())))?;
+        Ok::<_, ProviderError>((backend, model))
+    })();
+    let (backend, model) = match loaded {
+        Ok(loaded) => loaded,
+        Err(e) => {
+            let _ = ready.send(Err(e));
+            return;
+        }
+    };
+    let mut engine = match Engine::new(backend, &model, context_size, threads) {
+        Ok(engine) => engine,
+        Err(e) => {
+            let _ = ready.send(Err(e));
+            return;
+        }
+    };
+    let _ = ready.send(Ok(engine.info.clone()));
+    while let Ok(job) = jobs.recv() {
+        waiting.fetch_sub(1, Ordering::SeqCst);
+        if job.cancel.is_cancelled() || job.reply.is_closed() {
+            let _ = job.reply.send(Err(ProviderError::Cancelled));
+            continue;
+        }
+        busy.store(true, Ordering::SeqCst);
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| engine.run(&job))).unwrap_or_else(|_| {
+            engine.forget_cache();
+            Err(server_error("the local model failed on this request"))
+        });
+        busy.store(false, Ordering::SeqCst);
+        let _ = job.reply.send(result);
+    }
+}
+
+/// Owns the context of one loaded model.
+struct Engine<'m> {
+    model: &'m LlamaModel,
+    ctx: LlamaContext<'m>,
+    template: LlamaChatTemplate,
+    fallback_template: &'static str,
+    /// Tokens whose keys and values are in the context, in order.
+    cached: Vec<LlamaToken>,
+    info: LocalModelInfo,
+}
+
+/// Why generation stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Finish {
+    Stop,
+    Length,
+}
+
+impl<'m> Engine<'m> {
+    fn new(
+        backend: &LlamaBackend,
+        model: &'m LlamaModel,
+        context_size: u32,
+        threads: usize,
+    ) -> Result<Self, ProviderError> {
+        let n_ctx = context_size.min(model.n_ctx_train().max(64));
+        let threads_i32 = i32::try_from(threads).unwrap_or(1);
+        let params = LlamaContextParams::default()
+            .with_n_ctx(NonZeroU32::new(n_ctx))
+            .with_n_batch(PROMPT_CHUNK as u32)
+            .with_n_ubatch(PROMPT_CHUNK as u32)
+            .with_n_threads(threads_i32)
+            .with_n_threads_batch(threads_i32);
+        let ctx = model
+            .new_context(backend, params)
+            .map_err(|e| server_error(format!("cannot create a llama.cpp context: {e}")))?;
+        let architecture = model.meta_val_str("general.architecture").unwrap_or_default();
+        let model_name = model.meta_val_str("general.name").unwrap_or_default();
+        let fallback_template = fallback_template(&architecture, &model_name);
+        let (template, template_name) = match model.chat_template(None) {
+            Ok(t) => (t, "gguf".to_string()),
+            Err(_) => (named_template(fallback_template)?, fallback_template.to_string()),
+        };
+        let info = LocalModelInfo { architecture, chat_template: template_name, context_size: ctx.n_ctx(), threads };
+        Ok(Self { model, ctx, template, fallback_template, cached: Vec::new(), info })
+    }
+
+    fn forget_cache(&mut self) {
+        self.ctx.clear_kv_cache();
+        self.cached.clear();
+    }
+
+    /// Renders the chat with the model's template (or the fallback when
+    /// llama.cpp cannot run the GGUF's template).
+    fn render(&self, messages: &[ChatMessage]) -> Result<String, ProviderError> {
+        let chat = messages
+            .iter()
+            .map(|m| {
+                let role = match m.role {
+                    ChatRole::System => "system",
+                    ChatRole::User => "user",
+                    ChatRole::Assistant => "assistant",
+                };
+                LlamaChatMessage::new(role.to_string(), m.content.replace('\0', ""))
+                    .map_err(|e| ProviderError::Config(format!("invalid message: {e}")))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        match self.model.apply_chat_template(&self.template, &chat, true) {
+            Ok(prompt) => Ok(prompt),
+            Err(_) => self
+                .model
+                .apply_chat_template(&named_template(self.fallback_template)?, &chat, true)
+                .map_err(|e| server_error(format!("cannot apply the chat template: {e}"))),
+        }
+    }
+
+    fn run(&mut self, job: &Job) -> Result<Completion, ProviderError> {
+        let request = &job.request;
+        let prompt = self.render(&request.messages)?;
+        let tokens = self.model.vocab().tokenize(prompt.as_bytes(), true, true);
+        let n_ctx = self.ctx.n_ctx() as usize;
+        if tokens.is_empty() {
+            return Err(ProviderError::Config("empty prompt".to_string()));
+        }
+        if tokens.len() + 8 > n_ctx {
+            return Err(ProviderError::Config(format!(
+                "the prompt has {} tokens but the local context holds {n_ctx}; raise `context_size`",
+                tokens.len()
+            )));
+        }
+        let mut out = Output::new(&job.deltas);
+        let logits_index = self.read_prompt(&tokens, &job.cancel)?;
+
+        let grammar = match &request.response_schema {
+            Some(schema) => Some(self.grammar_for(schema)?),
+            None => None,
+        };
+        let budget = match &request.response_schema {
+            Some(schema) => request.max_tokens.saturating_sub(json_reserve(schema)),
+            None => request.max_tokens,
+        };
+        let mut sampling = Sampling::new(self.model, request);
+        let mut state = GenState { logits_index, generated: 0 };
+
+        let mut finish = self.generate_prose(job, &mut sampling, &mut state, budget, grammar.is_some(), &mut out)?;
+        if let Some(grammar) = grammar {
+            // Start the object on a line of its own.
+            let prose = out.text().to_string();
+            if !prose.is_empty() && !prose.ends_with('\n') {
+                self.inject("\n", &mut state)?;
+                out.push_str("\n");
+            }
+            let fence_open = prose.matches("```").count() % 2 == 1;
+            finish = self.generate_json(job, &mut sampling, grammar, &mut state, &mut out)?;
+            if fence_open {
+                out.push_str("\n```");
+            }
+        }
+        let text = out.finish();
+        Ok(Completion {
+            text,
+            usage: Usage { input_tokens: tokens.len() as u64, output_tokens: state.generated, estimated: false, cost: None },
+            finish_reason: Some(match finish {
+                Finish::Stop => "stop".to_string(),
+                Finish::Length => "length".to_string(),
+            }),
+            cached: false,
+            logprobs: None,
+        })
+    }
+
+    /// Brings the context to `tokens`, reusing the cached prefix, and returns
+    /// the batch index of the logits of the last token.
+    fn read_prompt(&mut self, tokens: &[LlamaToken], cancel: &CancellationToken) -> Result<i32, ProviderError> {
+        let mut common = self.cached.iter().zip(tokens).take_while(|(a, b)| a == b).count();
+        // The last prompt token is always decoded again: its logits are needed.
+        common = common.min(tokens.len() - 1);
+        if common < self.cached.len() {
+            let removed = u32::try_from(common).ok().and_then(|p0| self.ctx.kv_cache_seq_rm(0, Some(p0), None).ok());
+            if removed.is_some() {
+                self.cached.truncate(common);
+            } else {
+                self.forget_cache();
+                common = 0;
+            }
+        }
+        let mut batch = LlamaBatch::new(PROMPT_CHUNK, 1);
+        let rest = &tokens[common..];
+        let chunks = rest.len().div_ceil(PROMPT_CHUNK);
+        let mut last_index = 0;
+        for (c, chunk) in rest.chunks(PROMPT_CHUNK).enumerate() {
+            if cancel.is_cancelled() {
+                return Err(ProviderError::Cancelled);
+            }
+            batch.clear();
+            let last_chunk = c + 1 == chunks;
+            for (i, &token) in chunk.iter().enumerate() {
+                let pos = i32::try_from(self.cached.len() + i).unwrap_or(i32::MAX);
+                let logits = last_chunk && i + 1 == chunk.len();
+                batch.add(token, pos, &[0], logits).map_err(|e| server_error(e.to_string()))?;
+            }
+            if let Err(e) = self.ctx.decode(&mut batch) {
+                self.forget_cache();
+                return Err(server_error(format!("llama.cpp could not read the prompt: {e}")));
+            }
+            self.cached.extend_from_slice(chunk);
+            last_index = batch.n_tokens() - 1;
+        }
+        Ok(last_index)
+    }
+
+    /// Decodes one token after the cached ones; its logits are at index 0.
+    fn decode_one(&mut self, token: LlamaToken, state: &mut GenState) -> Result<(), ProviderError> {
+        let mut batch = LlamaBatch::new(1, 1);
+        let pos = i32::try_from(self.cached.len()).unwrap_or(i32::MAX);
+        batch.add(token, pos, &[0], true).map_err(|e| server_error(e.to_string()))?;
+        if let Err(e) = self.ctx.decode(&mut batch) {
+            self.forget_cache();
+            return Err(server_error(format!("llama.cpp could not decode: {e}")));
+        }
+        self.cached.push(token);
+        state.logits_index = 0;
+        Ok(())
+    }
+
+    /// Feeds text that the model did not write (but that is part of the reply).
+    fn inject(&mut self, text: &str, state: &mut GenState) -> Result<(), ProviderError> {
+        for token in self.model.vocab().tokenize(text.as_bytes(), false, false) {
+            if self.cached.len() + 1 >= self.ctx.n_ctx() as usize {
+                break;
+            }
+            self.decode_one(token, state)?;
+        }
+        Ok(())
+    }
+
+    fn room_left(&self) -> bool {
+        self.cached.len() + 1 < self.ctx.n_ctx() as usize
+    }
+
+    fn piece(&self, token: LlamaToken) -> Vec<u8> {
+        self.model.vocab().token_to_piece(token, false, None)
+    }
+
+    /// Free generation. With `json_follows`, stops (without emitting) where
+    /// the model starts a JSON object, at the end of the budget or at its end
+    /// of turn.
+    fn generate_prose(
+        &mut self,
+        job: &Job,
+        sampling: &mut Sampling,
+        state: &mut GenState,
+        budget: u32,
+        json_follows: bool,
+        out: &mut Output,
+    ) -> Result<Finish, ProviderError> {
+        let mut produced = 0u32;
+        loop {
+            if job.cancel.is_cancelled() || job.reply.is_closed() {
+                return Err(ProviderError::Cancelled);
+            }
+            if produced >= budget {
+                return Ok(Finish::Length);
+            }
+            if !self.room_left() {
+                return Ok(Finish::Length);
+            }
+            let token = sampling.pick(&self.ctx, state.logits_index, None)?;
+            if self.model.vocab().is_eog(token) {
+                return Ok(Finish::Stop);
+            }
+            let piece = self.piece(token);
+            if json_follows && starts_json(out.text(), &piece) {
+                return Ok(Finish::Stop);
+            }
+            produced += 1;
+            state.generated += 1;
+            out.push_bytes(&piece);
+            self.decode_one(token, state)?;
+        }
+    }
+
+    /// Grammar-constrained generation of the JSON object, until the grammar
+    /// is complete (the model's end of turn) or the context is full.
+    fn generate_json(
+        &mut self,
+        job: &Job,
+        sampling: &mut Sampling,
+        mut grammar: LlamaSampler,
+        state: &mut GenState,
+        out: &mut Output,
+    ) -> Result<Finish, ProviderError> {
+        loop {
+            if job.cancel.is_cancelled() || job.reply.is_closed() {
+                return Err(ProviderError::Cancelled);
+            }
+            if !self.room_left() {
+                return Ok(Finish::Length);
+            }
+            let token = sampling.pick(&self.ctx, state.logits_index, Some(&mut grammar))?;
+            if self.model.vocab().is_eog(token) {
+                return Ok(Finish::Stop);
+            }
+            let piece = self.piece(token);
+            state.generated += 1;
+            out.push_bytes(&piece);
+            self.decode_one(token, state)?;
+        }
+    }
+
+    fn grammar_for(&self, schema: &Value) -> Result<LlamaSampler, ProviderError> {
+        let gbnf = match schema_to_gbnf(schema) {
+            Some(gbnf) => gbnf,
+            None => llama_cpp_2::json_schema_to_grammar(&schema.to_string())
+                .map_err(|e| ProviderError::Config(format!("unsupported response schema: {e}")))?,
+        };
+        LlamaSampler::grammar(self.model, &gbnf, "root")
+            .map_err(|e| ProviderError::Config(format!("invalid grammar for the response schema: {e}")))
+    }
+}
+
+struct GenState {
+    /// Batch index of the logits to sample from.
+    logits_index: i32,
+    /// Tokens the model generated (not counting injected text).
+    generated: u64,
+}
+
+/// The sampler chains of one request: prose gets a mild repetition penalty,
+/// the JSON object none (it would push scores away from numbers the prose
+/// mentioned).
+struct Sampling {
+    prose: LlamaSampler,
+    json: LlamaSampler,
+}
+
+impl Sampling {
+    fn new(model: &LlamaModel, request: &ChatRequest) -> Self {
+        let temperature = request.temperature.unwrap_or(0.0);
+        let seed = request.seed.map(|s| (s ^ (s >> 32)) as u32).unwrap_or_else(rand::random);
+        let pick = |seed: u32| {
+            if temperature > 0.0 {
+                vec![
+                    LlamaSampler::top_k(40),
+                    LlamaSampler::top_p(0.95, 1),
+                    LlamaSampler::min_p(0.05, 1),
+                    LlamaSampler::temp(temperature),
+                    LlamaSampler::dist(seed),
+                ]
+            } else {
+                vec![LlamaSampler::greedy()]
+            }
+        };
+        let mut prose = vec![LlamaSampler::penalties(model.n_vocab(), 64, 1.1, 0.0, 0.0)];
+        prose.extend(pick(seed));
+        Self { prose: LlamaSampler::chain_simple(prose), json: LlamaSampler::chain_simple(pick(seed.wrapping_add(1))) }
+    }
+
+    /// Picks the next token. With a grammar, the unconstrained choice is kept
+    /// when the grammar accepts it (cheap), otherwise the grammar filters the
+    /// whole vocabulary first.
+    fn pick(
+        &mut self,
+        ctx: &LlamaContext<'_>,
+        index: i32,
+        grammar: Option<&mut LlamaSampler>,
+    ) -> Result<LlamaToken, ProviderError> {
+        let mut candidates = ctx.token_data_array_ith(index);
+        let chain = if grammar.is_some() { &mut self.json } else { &mut self.prose };
+        let token = match grammar {
+            None => {
+                candidates.apply_sampler(chain);
+                candidates.selected_token()
+            }
+            Some(grammar) => {
+                let mut free = candidates.clone();
+                free.apply_sampler(chain);
+                let accepted = free.selected_token().filter(|&t| {
+                    let mut single = LlamaTokenDataArray::new(vec![LlamaTokenData::new(t, 1.0, 0.0)], false);
+                    single.apply_sampler(grammar);
+                    single.data.first().is_some_and(|d| d.logit().is_finite())
+                });
+                let token = match accepted {
+                    Some(t) => Some(t),
+                    None => {
+                        candidates.apply_sampler(grammar);
+                        candidates.apply_sampler(chain);
+                        candidates.selected_token()
+                    }
+                };
+                if let Some(t) = token {
+                    grammar.accept(t);
+                }
+                token
+            }
+        };
+        let token = token.ok_or_else(|| server_error("the sampler selected no token"))?;
+        chain.accept(token);
+        Ok(token)
+    }
+}
+
+fn named_template(name: &str) -> Result<LlamaChatTemplate, ProviderError> {
+    LlamaChatTemplate::new(name).map_err(|e| server_error(format!("chat template {name}: {e}")))
+}
+
+/// The llama.cpp built-in template used when a GGUF carries none (or one
+/// llama.cpp cannot run), chosen from `general.architecture` and
+/// `general.name`. Qwen and SmolLM use ChatML; ChatML is also the last resort.
+pub fn fallback_template(architecture: &str, model_name: &str) -> &'static str {
+    let arch = architecture.to_ascii_lowercase();
+    let name = model_name.to_ascii_lowercase();
+    if arch.starts_with("qwen") || name.contains("smollm") || name.contains("qwen") {
+        "chatml"
+    } else if arch.starts_with("gemma") {
+        "gemma"
+    } else if arch.starts_with("phi3") {
+        "phi3"
+    } else if arch == "llama" && name.contains("llama") {
+        "llama3"
+    } else if arch.starts_with("mistral") {
+        "mistral-v7"
+    } else {
+        "chatml"
+    }
+}
+
+/// Whether the token `piece` starts the JSON object: it holds a `{` that
+/// begins a line (only blanks before it), follows a colon or sits inside an
+/// open code fence. A `{` in the middle of a sentence (code under review)
+/// stays prose.
+fn starts_json(prose: &str, piece: &[u8]) -> bool {
+    let Some(at) = piece.iter().position(|&b| b == b'{') else {
+        return false;
+    };
+    let before = String::from_utf8_lossy(&piece[..at]);
+    let line = format!("{}{before}", prose.rsplit('\n').next().unwrap_or(""));
+    let line = line.trim();
+    line.is_empty() || line.ends_with(':') || prose.matches("```").count() % 2 == 1 && line.starts_with("```")
+}
+
+/// Tokens kept back from the prose budget for the JSON object.
+fn json_reserve(schema: &Value) -> u32 {
+    let props = schema.get("properties").and_then(Value::as_object);
+    let count = props.map_or(0, |p| p.len() as u32);
+    let strings: u64 = props
+        .map(|p| {
+            p.values()
+                .filter(|v| v.get("type").and_then(Value::as_str) == Some("string") && v.get("enum").is_none())
+                .map(|v| v.get("maxLength").and_then(Value::as_u64).unwrap_or(DEFAULT_STRING_MAX))
+                .sum()
+        })
+        .unwrap_or(0);
+    32 + 8 * count + u32::try_from(strings / 3).unwrap_or(u32::MAX)
+}
+
+/// Emits text as complete UTF-8 (token pieces may split a character).
+struct Output<'a> {
+    deltas: &'a DeltaSender,
+    text: String,
+    pending: Vec<u8>,
+}
+
+impl<'a> Output<'a> {
+    fn new(deltas: &'a DeltaSender) -> Self {
+        Self { deltas, text: String::new(), pending: Vec::new() }
+    }
+
+    fn text(&self) -> &str {
+        &self.text
+    }
+
+    fn push_bytes(&mut self, bytes: &[u8]) {
+        self.pending.extend_from_slice(bytes);
+        let chunk = take_utf8(&mut self.pending);
+        self.emit(chunk);
+    }
+
+    fn push_str(&mut self, s: &str) {
+        let mut chunk = String::from_utf8_lossy(&std::mem::take(&mut self.pending)).into_owned();
+        chunk.push_str(s);
+        self.emit(chunk);
+    }
+
+    fn emit(&mut self, chunk: String) {
+        if !chunk.is_empty() {
+            let _ = self.deltas.send(chunk.clone());
+            self.text.push_str(&chunk);
+        }
+    }
+
+    fn finish(mut self) -> String {
+        let rest = String::from_utf8_lossy(&std::mem::take(&mut self.pending)).into_owned();
+        self.emit(rest);
+        self.text
+    }
+}
+
+/// Takes the longest prefix of `buf` that is complete UTF-8; invalid bytes
+/// become U+FFFD, an incomplete character at the end stays in `buf`.
+fn take_utf8(buf: &mut Vec<u8>) -> String {
+    let mut out = String::new();
+    loop {
+        match std::str::from_utf8(buf) {
+            Ok(s) => {
+                out.push_str(s);
+                buf.clear();
+                return out;
+            }
+            Err(e) => {
+                let valid = e.valid_up_to();
+                out.push_str(std::str::from_utf8(&buf[..valid]).unwrap_or_default());
+                match e.error_len() {
+                    Some(bad) => {
+                        out.push(char::REPLACEMENT_CHARACTER);
+                        buf.drain(..valid + bad);
+                    }
+                    None => {
+                        buf.drain(..valid);
+                        return out;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A GBNF string literal for `s`.
+fn gbnf_literal(s: &str) -> String {
+    let mut out = String::from("\"");
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// GBNF literal for the JSON encoding of a value.
+fn json_literal(value: &Value) -> String {
+    gbnf_literal(&value.to_string())
+}
+
+fn as_int(v: Option<&Value>) -> Option<i64> {
+    let v = v?;
+    v.as_i64().or_else(|| v.as_f64().filter(|f| f.fract() == 0.0 && f.abs() < 1e15).map(|f| f as i64))
+}
+
+/// Grammar of one property value, or `None` when the schema is outside the
+/// supported subset.
+fn value_rule(schema: &Value) -> Option<String> {
+    if let Some(values) = schema.get("enum").and_then(Value::as_array) {
+        if values.is_empty() {
+            return None;
+        }
+        let alts: Vec<String> = values.iter().map(json_literal).collect();
+        return Some(format!("({})", alts.join(" | ")));
+    }
+    match schema.get("type").and_then(Value::as_str)? {
+        "integer" => {
+            let lo = as_int(schema.get("minimum"));
+            let hi = as_int(schema.get("maximum"));
+            match (lo, hi) {
+                (Some(lo), Some(hi)) if lo <= hi && hi - lo <= 1000 => {
+                    let alts: Vec<String> = (lo..=hi).rev().map(|n| format!("\"{n}\"")).collect();
+                    Some(format!("({})", alts.join(" | ")))
+                }
+                _ => Some("(\"-\"? [0-9]{1,12})".to_string()),
+            }
+        }
+        "number" => {
+            let lo = as_int(schema.get("minimum"));
+            let hi = as_int(schema.get("maximum"));
+            match (lo, hi) {
+                (Some(lo), Some(hi)) if 0 <= lo && lo <= hi && hi - lo <= 1000 => {
+                    // lo ≤ x < hi with up to three decimals, or exactly hi.
+                    let mut alts: Vec<String> =
+                        (lo..hi).rev().map(|n| format!("\"{n}\" (\".\" [0-9]{{1,3}})?")).collect();
+                    alts.insert(0, format!("\"{hi}\" (\".\" \"0\"{{1,3}})?"));
+                    Some(format!("({})", alts.join(" | ")))
+                }
+                _ => Some("(\"-\"? [0-9]{1,12} (\".\" [0-9]{1,6})?)".to_string()),
+            }
+        }
+        "string" => {
+            let min = schema.get("minLength").and_then(Value::as_u64).unwrap_or(0);
+            let max = schema.get("maxLength").and_then(Value::as_u64).unwrap_or(DEFAULT_STRING_MAX).max(min);
+            Some(format!("\"\\\"\" char{{{min},{max}}} \"\\\"\""))
+        }
+        "boolean" => Some("(\"true\" | \"false\")".to_string()),
+        _ => None,
+    }
+}
+
+/// A GBNF grammar for a flat JSON object schema: properties that are
+/// integers or numbers (ranges enforced when `minimum` and `maximum` are
+/// integers), strings (length bounded by `maxLength`, 400 by default),
+/// booleans or enums. Keys come in the order of `required`, then the other
+/// properties; every key is written. `None` for anything else (nested
+/// objects, arrays…), where llama.cpp's own schema conversion is used.
+pub fn schema_to_gbnf(schema: &Value) -> Option<String> {
+    if schema.get("type").and_then(Value::as_str) != Some("object") {
+        return None;
+    }
+    let props = schema.get("properties")?.as_object()?;
+    if props.is_empty() {
+        return None;
+    }
+    let mut keys: Vec<&str> = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).filter(|k| props.contains_key(*k)).collect())
+        .unwrap_or_default();
+    for key in props.keys() {
+        if !keys.contains(&key.as_str()) {
+            keys.push(key);
+        }
+    }
+    let mut rules = Vec::new();
+    let mut members = Vec::new();
+    for (i, key) in keys.iter().enumerate() {
+        let rule = value_rule(&props[*key])?;
+        rules.push(format!("v{i} ::= {rule}"));
+        let key_literal = json_literal(&Value::String((*key).to_string()));
+        members.push(format!("{key_literal} ws \":\" ws v{i}"));
+    }
+    let body = members.join(" \",\" ws ");
+    let mut grammar = format!("root ::= \"{{\" ws {body} ws \"}}\"\n");
+    grammar.push_str("ws ::= (\"\\n\" \" \"{0,4} | \" \")?\n");
+    grammar.push_str("char ::= [^\"\\\\\\x7F\\x00-\\x1F] | \"\\\\\" ([\"\\\\/bfnrt] | \"u\" [0-9a-fA-F]{4})\n");
+    for rule in rules {
+        grammar.push_str(&rule);
+        grammar.push('\n');
+    }
+    Some(grammar)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn utf8_split_across_pieces_is_held_back() {
+        let mut buf = Vec::new();
+        let euro = "€".as_bytes();
+        buf.extend_from_slice(&[b'a', euro[0]]);
+        assert_eq!(take_utf8(&mut buf), "a");
+        assert_eq!(buf, [euro[0]]);
+        buf.extend_from_slice(&euro[1..]);
+        assert_eq!(take_utf8(&mut buf), "€");
+        assert!(buf.is_empty());
+        buf.extend_from_slice(&[0xff, b'b']);
+        assert_eq!(take_utf8(&mut buf), "\u{FFFD}b");
+    }
+
+    #[test]
+    fn output_emits_only_whole_characters() {
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let mut out = Output::new(&tx);
+        let bytes = "né".as_bytes();
+        out.push_bytes(&bytes[..2]);
+        out.push_bytes(&bytes[2..]);
+        out.push_str("!");
+        assert_eq!(out.finish(), "né!");
+        let mut deltas = Vec::new();
+        while let Ok(d) = rx.try_recv() {
+            deltas.push(d);
+        }
+        assert_eq!(deltas, ["n", "é", "!"]);
+    }
+
+    #[test]
+    fn json_start_detection() {
+        assert!(starts_json("Good answer.\n", b"{"));
+        assert!(starts_json("Good answer.\n", b" {\""));
+        assert!(starts_json("My evaluation:", b" {"));
+        assert!(starts_json("", b"{"));
+        assert!(starts_json("Verdict:\n```json\n", b"{\n"));
+        assert!(!starts_json("The code calls `format!(\"", b"{}"));
+        assert!(!starts_json("It prints", b" {"));
+        assert!(!starts_json("plain", b" words"));
+    }
+
+    #[test]
+    fn fallback_templates() {
+        assert_eq!(fallback_template("qwen2", "Qwen2.5 Coder 0.5B Instruct"), "chatml");
+        assert_eq!(fallback_template("llama", "SmolLM2 135M Instruct"), "chatml");
+        assert_eq!(fallback_template("gemma3", "Gemma 3 270m"), "gemma");
+        assert_eq!(fallback_template("llama", "Llama 3.2 1B Instruct"), "llama3");
+        assert_eq!(fallback_template("unknown", ""), "chatml");
+    }
+
+    fn eval_schema() -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "accuracy": {"type": "integer", "minimum": 1, "maximum": 5},
+                "clarity": {"type": "integer", "minimum": 1, "maximum": 5},
+                "overall": {"type": "integer", "minimum": 1, "maximum": 5},
+                "confidence": {"type": "number", "minimum": 0, "maximum": 1},
+                "justification": {"type": "string", "maxLength": 200}
+            },
+            "required": ["accuracy", "clarity", "overall", "confidence", "justification"]
+        })
+    }
+
+    #[test]
+    fn gbnf_for_evaluation_schema() {
+        let g = schema_to_gbnf(&eval_schema()).unwrap();
+        let root = g.lines().next().unwrap();
+        assert_eq!(
+            root,
+            r#"root ::= "{" ws "\"accuracy\"" ws ":" ws v0 "," ws "\"clarity\"" ws ":" ws v1 "," ws "\"overall\"" ws ":" ws v2 "," ws "\"confidence\"" ws ":" ws v3 "," ws "\"justification\"" ws ":" ws v4 ws "}""#
+        );
+        assert!(g.contains(r#"v0 ::= ("5" | "4" | "3" | "2" | "1")"#), "{g}");
+        assert!(g.contains(r#"v3 ::= ("1" ("." "0"{1,3})? | "0" ("." [0-9]{1,3})?)"#), "{g}");
+        assert!(g.contains(r#"v4 ::= "\"" char{0,200} "\"""#), "{g}");
+        assert!(json_reserve(&eval_schema()) >= 32 + 5 * 8 + 66);
+    }
+
+    #[test]
+    fn unsupported_schemas_fall_back() {
+        assert_eq!(schema_to_gbnf(&json!({"type": "array"})), None);
+        assert_eq!(schema_to_gbnf(&json!({"type": "object", "properties": {"x": {"type": "object"}}})), None);
+        assert!(schema_to_gbnf(&json!({"type": "object", "properties": {"k": {"enum": ["a", "b"]}}})).is_some());
+    }
+
+    #[test]
+    fn default_threads_is_positive() {
+        assert!(default_threads() >= 1);
+    }
+}

@@ -1,0 +1,171 @@
+//! The embedded model end to end, with the tiny SmolLM2-135M model (fetched
+//! into the model cache on first use, ~98 MB). Set `MOOT_SKIP_LOCAL_MODEL=1`
+//! to skip these tests on machines without network access.
+#![cfg(feature = "local")]
+
+use std::time::{Duration, Instant};
+
+use moot::model::{ensure_model, format_progress, resolve_model};
+use moot::provider::local::{LocalConfig, LocalProvider};
+use moot::provider::{ChatMessage, ChatRequest, Provider, ProviderError};
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+const TINY: &str = "smollm2-135m";
+
+/// The provider for the tiny model, or `None` when the tests are skipped.
+fn tiny_provider() -> Option<LocalProvider> {
+    if std::env::var("MOOT_SKIP_LOCAL_MODEL").is_ok_and(|v| v == "1") {
+        eprintln!("MOOT_SKIP_LOCAL_MODEL=1: skipping the local model test");
+        return None;
+    }
+    let spec = resolve_model(TINY);
+    let mut last_stage = None;
+    let mut report = |p: &moot::model::FetchProgress| {
+        if last_stage.as_ref() != Some(&p.stage) {
+            eprintln!("{}", format_progress(TINY, p));
+            last_stage = Some(p.stage.clone());
+        }
+    };
+    let path = ensure_model(&spec, &mut report)
+        .unwrap_or_else(|e| panic!("cannot fetch {TINY}: {e} (set MOOT_SKIP_LOCAL_MODEL=1 to skip)"));
+    let mut config = LocalConfig::new(path);
+    config.name = TINY.to_string();
+    config.context_size = 2048;
+    Some(LocalProvider::new(config).expect("the tiny model loads"))
+}
+
+fn collect(rx: &mut mpsc::UnboundedReceiver<String>) -> Vec<String> {
+    let mut deltas = Vec::new();
+    while let Ok(d) = rx.try_recv() {
+        deltas.push(d);
+    }
+    deltas
+}
+
+/// The last `{…}` object in the text that parses as JSON.
+fn last_json_object(text: &str) -> Option<Value> {
+    let end = text.rfind('}')?;
+    text[..=end].match_indices('{').find_map(|(start, _)| serde_json::from_str::<Value>(&text[start..=end]).ok())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn constrained_evaluation_respects_the_schema() {
+    let Some(provider) = tiny_provider() else { return };
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "correctness": {"type": "integer", "minimum": 1, "maximum": 5},
+            "clarity": {"type": "integer", "minimum": 1, "maximum": 5},
+            "overall": {"type": "integer", "minimum": 1, "maximum": 5},
+            "confidence": {"type": "number", "minimum": 0, "maximum": 1},
+            "justification": {"type": "string", "maxLength": 120}
+        },
+        "required": ["correctness", "clarity", "overall", "confidence", "justification"]
+    });
+    let mut request = ChatRequest::new(vec![
+        ChatMessage::system("You are a strict judge. Rate the answer on correctness and clarity from 1 to 5."),
+        ChatMessage::user(
+            "Question: What is the capital of France?\nAnswer: Paris is the capital of France.\n\
+             Give a short reason, then a JSON object with correctness, clarity, overall, confidence, justification.",
+        ),
+    ]);
+    request.max_tokens = 48;
+    request.temperature = Some(0.0);
+    request.response_schema = Some(schema);
+
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let cancel = CancellationToken::new();
+    let completion = provider.stream(&request, &tx, &cancel).await.expect("completion");
+    let deltas = collect(&mut rx);
+    assert_eq!(deltas.concat(), completion.text);
+    eprintln!("constrained reply: {:?} {:?}", completion.text, completion.usage);
+
+    let eval = last_json_object(&completion.text).unwrap_or_else(|| panic!("no JSON in {:?}", completion.text));
+    assert!(completion.text.trim_end().ends_with('}') || completion.text.trim_end().ends_with("```"));
+    for key in ["correctness", "clarity", "overall"] {
+        let score = eval[key].as_i64().unwrap_or_else(|| panic!("{key} missing in {eval}"));
+        assert!((1..=5).contains(&score), "{key} = {score}");
+    }
+    let confidence = eval["confidence"].as_f64().expect("confidence");
+    assert!((0.0..=1.0).contains(&confidence), "confidence = {confidence}");
+    let justification = eval["justification"].as_str().expect("justification");
+    assert!(justification.chars().count() <= 120);
+
+    assert!(!completion.usage.estimated);
+    assert!(completion.usage.input_tokens > 20, "{:?}", completion.usage);
+    assert!(completion.usage.output_tokens > 5, "{:?}", completion.usage);
+    assert_eq!(completion.finish_reason.as_deref(), Some("stop"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn streams_deltas_and_cancels() {
+    let Some(provider) = tiny_provider() else { return };
+    let mut request = ChatRequest::new(vec![
+        ChatMessage::system("You are a helpful assistant."),
+        ChatMessage::user("Write a long story about the sea, in twenty chapters."),
+    ]);
+    request.max_tokens = 24;
+    request.temperature = Some(0.7);
+    request.seed = Some(7);
+
+    // A full, short reply: the deltas are the text.
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let cancel = CancellationToken::new();
+    let completion = provider.stream(&request, &tx, &cancel).await.expect("completion");
+    let deltas = collect(&mut rx);
+    assert!(deltas.len() > 1, "expected several deltas, got {deltas:?}");
+    assert_eq!(deltas.concat(), completion.text);
+    assert!(!completion.text.is_empty());
+    assert!(completion.usage.output_tokens <= 24);
+
+    // A long reply cancelled after its first delta stops promptly.
+    request.max_tokens = 2000;
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let cancel = CancellationToken::new();
+    let stream = provider.stream(&request, &tx, &cancel);
+    let canceller = async {
+        rx.recv().await.expect("a first delta");
+        cancel.cancel();
+        Instant::now()
+    };
+    let (result, cancelled_at) = tokio::join!(stream, canceller);
+    assert_eq!(result, Err(ProviderError::Cancelled));
+    assert!(cancelled_at.elapsed() < Duration::from_secs(2), "cancellation took {:?}", cancelled_at.elapsed());
+
+    // The worker stopped generating: the next request does not wait for the
+    // 2000 tokens of the cancelled one.
+    request.max_tokens = 4;
+    let (tx, _rx) = mpsc::unbounded_channel();
+    let started = Instant::now();
+    let completion = provider.stream(&request, &tx, &CancellationToken::new()).await.expect("after cancel");
+    assert!(started.elapsed() < Duration::from_secs(10), "next request took {:?}", started.elapsed());
+    assert!(completion.usage.output_tokens <= 4);
+    assert_eq!(provider.queue_len(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn schemas_beyond_flat_objects_use_llama_cpp_conversion() {
+    let Some(provider) = tiny_provider() else { return };
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "verdict": {"type": "array", "items": {"enum": ["good", "bad"]}, "minItems": 1, "maxItems": 2}
+        },
+        "required": ["verdict"]
+    });
+    let mut request = ChatRequest::new(vec![
+        ChatMessage::system("You judge answers."),
+        ChatMessage::user("Is 2 + 2 = 4 a correct statement? Reply with a JSON verdict."),
+    ]);
+    request.max_tokens = 16;
+    request.temperature = Some(0.0);
+    request.response_schema = Some(schema);
+    let (tx, _rx) = mpsc::unbounded_channel();
+    let completion = provider.stream(&request, &tx, &CancellationToken::new()).await.expect("completion");
+    let eval = last_json_object(&completion.text).unwrap_or_else(|| panic!("no JSON in {:?}", completion.text));
+    let verdict = eval["verdict"].as_array().expect("verdict array");
+    assert!((1..=2).contains(&verdict.len()), "{eval}");
+    assert!(verdict.iter().all(|v| v == "good" || v == "bad"), "{eval}");
+}
