@@ -2,8 +2,10 @@
 
 pub mod cli;
 pub mod engine;
+pub mod eval;
 pub mod item;
 pub mod panel;
 pub mod provider;
+pub mod report;
 pub mod session;
 pub mod stats;
