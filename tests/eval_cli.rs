@@ -26,7 +26,10 @@ fn evaluation(keys: &[&str]) -> String {
 async fn server(keys: &'static [&'static str], fail: Arc<AtomicBool>) -> TestServer {
     TestServer::with_handler(move |req: &RecordedRequest| {
         if fail.load(Ordering::SeqCst) && req.body_text().contains("FAIL-ME") {
-            return Reply::json(400, &serde_json::json!({"error": {"message": "this item is refused", "type": "invalid_request_error"}}));
+            return Reply::json(
+                400,
+                &serde_json::json!({"error": {"message": "this item is refused", "type": "invalid_request_error"}}),
+            );
         }
         Reply::openai_stream(&[&evaluation(keys)], Some((120, 30)))
     })
@@ -131,12 +134,7 @@ async fn failing_item_bad_line_and_resume() {
     let report = run(&srv.base_url(), &["report", out_s, "--format", "json", "--bootstrap", "200"]).await;
     assert_eq!(report.status.code(), Some(0), "{}", stderr(&report));
     let rows: serde_json::Value = serde_json::from_slice(&report.stdout).unwrap();
-    let sessions = rows
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["metric"] == "sessions")
-        .expect("a sessions row");
+    let sessions = rows.as_array().unwrap().iter().find(|r| r["metric"] == "sessions").expect("a sessions row");
     assert_eq!(sessions["value"], 5.0);
     let rated = rows
         .as_array()
@@ -198,7 +196,18 @@ async fn shards_split_the_items_and_report_merges_them() {
         let out = tmp.path().join(shard.replace('/', "of"));
         let o = run(
             &srv.base_url(),
-            &["eval", SMALL_PANEL, "--data", ITEMS, "--provider", "openai", "--shard", shard, "--out", out.to_str().unwrap()],
+            &[
+                "eval",
+                SMALL_PANEL,
+                "--data",
+                ITEMS,
+                "--provider",
+                "openai",
+                "--shard",
+                shard,
+                "--out",
+                out.to_str().unwrap(),
+            ],
         )
         .await;
         // A shard may hold no item at all: that is reported, not run.
@@ -246,7 +255,11 @@ async fn ctrl_c_stops_running_sessions_and_resume_finishes_them() {
     let out = tmp.path().join("run");
     let out_s = out.to_str().unwrap();
     let args = ["eval", SMALL_PANEL, "--data", ITEMS, "--provider", "openai", "--concurrency", "2", "--out", out_s];
-    let child = moot(&srv.base_url(), &args).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::piped()).spawn().unwrap();
+    let child = moot(&srv.base_url(), &args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
     // Two items × four agents are waiting on the server.
     tokio::time::timeout(Duration::from_secs(60), srv.wait_for_requests(8)).await.expect("calls arrive");
     let pid = child.id().unwrap().to_string();

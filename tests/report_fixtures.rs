@@ -64,7 +64,8 @@ fn every_statistic_matches_the_reference() {
         }
         match (e["value"].as_f64(), e["undefined"].as_str()) {
             (Some(v), _) => {
-                let got = row.value.unwrap_or_else(|| panic!("{what}: undefined ({:?}), expected {v}", row.undefined_reason));
+                let got =
+                    row.value.unwrap_or_else(|| panic!("{what}: undefined ({:?}), expected {v}", row.undefined_reason));
                 assert!((got - v).abs() < 1e-9, "{what}: {got} vs {v}");
                 assert!(row.undefined_reason.is_none());
             }
@@ -83,12 +84,24 @@ fn every_statistic_matches_the_reference() {
     // Every agreement row the report has is covered by the reference.
     for (key, _) in rows.iter().filter(|(k, _)| metrics_checked.contains(&k.3) && k.0.is_some()) {
         assert!(
-            exp["rows"].as_array().unwrap().iter().any(|e| key_of(&e["dimension"], &e["group"], &e["stage"], e["metric"].as_str().unwrap()) == *key),
+            exp["rows"].as_array().unwrap().iter().any(|e| key_of(
+                &e["dimension"],
+                &e["group"],
+                &e["stage"],
+                e["metric"].as_str().unwrap()
+            ) == *key),
             "row {key:?} has no reference value"
         );
     }
     assert!(checked > 500, "{checked}");
-    for m in ["pearson", "kendall_tau_b", "krippendorff_alpha_ordinal", "cohen_kappa_quadratic", "gap_ratio_2", "tie_confusion_winner_as_tie"] {
+    for m in [
+        "pearson",
+        "kendall_tau_b",
+        "krippendorff_alpha_ordinal",
+        "cohen_kappa_quadratic",
+        "gap_ratio_2",
+        "tie_confusion_winner_as_tie",
+    ] {
         assert!(metrics_checked.contains(m), "{m} not checked");
     }
 }
@@ -106,11 +119,8 @@ fn sessions_duplicates_and_human_sources() {
         assert_eq!(p.logs.get(status).copied().unwrap_or(0) as u64, n.as_u64().unwrap(), "{status} logs");
     }
     for (key, sources) in exp["human_sources"].as_object().unwrap() {
-        let row = report
-            .rows
-            .iter()
-            .find(|r| r.metric == "human_ratings" && r.dimension.as_deref() == Some(key))
-            .unwrap();
+        let row =
+            report.rows.iter().find(|r| r.metric == "human_ratings" && r.dimension.as_deref() == Some(key)).unwrap();
         let got = row.sources.as_ref().unwrap();
         let want: BTreeMap<String, usize> =
             sources.as_object().unwrap().iter().map(|(k, v)| (k.clone(), v.as_u64().unwrap() as usize)).collect();

@@ -180,5 +180,9 @@ fn print_summary(s: &EvalSummary, args: &EvalArgs) {
             s.dir.display()
         );
     }
-    eprintln!("moot eval: results: {} (moot report {})", s.dir.join(crate::eval::folder::MANIFEST).display(), s.dir.display());
+    eprintln!(
+        "moot eval: results: {} (moot report {})",
+        s.dir.join(crate::eval::folder::MANIFEST).display(),
+        s.dir.display()
+    );
 }

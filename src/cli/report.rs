@@ -17,9 +17,8 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
         anyhow::bail!("no session logs (*.jsonl) in {}", describe(&args.paths));
     }
     let mut options = ReportOptions { bootstrap: args.bootstrap, seed: args.seed, ..ReportOptions::default() };
-    options.pricing = super::eval::pricing(args.price_input, args.price_output)?.or_else(|| {
-        args.paths.iter().filter(|p| p.is_dir()).find_map(|p| crate::report::load::folder_pricing(p))
-    });
+    options.pricing = super::eval::pricing(args.price_input, args.price_output)?
+        .or_else(|| args.paths.iter().filter(|p| p.is_dir()).find_map(|p| crate::report::load::folder_pricing(p)));
     let loaded = load_records(&files, options.threads);
     for p in &loaded.problems {
         eprintln!("moot report: warning: {p} (skipped)");

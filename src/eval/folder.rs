@@ -27,7 +27,8 @@ const MAX_STEM: usize = 80;
 /// file name is used as is; any other id (spaces, slashes, very long…) is
 /// cleaned and gets a short hash of the id appended.
 pub fn log_stems(items: &[Item]) -> Vec<String> {
-    let mut stems: Vec<String> = items.iter().map(|i| plain_stem(&i.id).unwrap_or_else(|| hashed_stem(&i.id))).collect();
+    let mut stems: Vec<String> =
+        items.iter().map(|i| plain_stem(&i.id).unwrap_or_else(|| hashed_stem(&i.id))).collect();
     let mut seen: HashMap<String, usize> = HashMap::new();
     for s in &stems {
         *seen.entry(s.to_lowercase()).or_default() += 1;
@@ -140,9 +141,8 @@ pub fn holds_a_run(dir: &Path) -> bool {
     if dir.join(MANIFEST).exists() {
         return true;
     }
-    std::fs::read_dir(dir).is_ok_and(|entries| {
-        entries.flatten().any(|e| e.path().extension().is_some_and(|x| x == "jsonl"))
-    })
+    std::fs::read_dir(dir)
+        .is_ok_and(|entries| entries.flatten().any(|e| e.path().extension().is_some_and(|x| x == "jsonl")))
 }
 
 /// One item's entry in `run.json`.
@@ -290,7 +290,8 @@ mod tests {
 
     #[test]
     fn stems_are_safe_and_distinct() {
-        let items: Vec<Item> = ["qa-01", "a/b", "a b", "Case", "case", "", "attempts"].iter().map(|i| item(i)).collect();
+        let items: Vec<Item> =
+            ["qa-01", "a/b", "a b", "Case", "case", "", "attempts"].iter().map(|i| item(i)).collect();
         let stems = log_stems(&items);
         assert_eq!(stems[0], "qa-01");
         for s in &stems {

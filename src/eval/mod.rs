@@ -179,7 +179,11 @@ pub async fn run_eval(
     if let Some(prev) = &previous
         && prev.panel.name != config.panel.name
     {
-        return Err(EvalError::PanelMismatch { dir, found: prev.panel.name.clone(), expected: config.panel.name.clone() });
+        return Err(EvalError::PanelMismatch {
+            dir,
+            found: prev.panel.name.clone(),
+            expected: config.panel.name.clone(),
+        });
     }
     std::fs::create_dir_all(&dir).map_err(io(&dir))?;
 

@@ -189,7 +189,8 @@ pub async fn print_progress(
             }
             Style::Lines { .. } => {
                 // Only print when something moved (or at the end).
-                let moved = last_plain.is_none_or(|l| (l.done, l.failed, l.running) != (snap.done, snap.failed, snap.running));
+                let moved =
+                    last_plain.is_none_or(|l| (l.done, l.failed, l.running) != (snap.done, snap.failed, snap.running));
                 if moved || stopping {
                     let _ = writeln!(err, "moot eval: {}", snap.line());
                     last_plain = Some(snap);

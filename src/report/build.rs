@@ -198,12 +198,15 @@ pub fn build_report(records: Vec<ItemRecord>, human: Option<&HumanFile>, opts: &
         }
     }
     by_panel.sort_by(|a, b| (&a.0.name, &a.0.keys, &a.0.groups).cmp(&(&b.0.name, &b.0.keys, &b.0.groups)));
-    let mut report =
-        Report {
+    let mut report = Report {
         panels: Vec::new(),
         rows: Vec::new(),
         distributions: Vec::new(),
-        notes: Vec::new(), bootstrap: opts.bootstrap, seed: opts.seed, level: opts.level };
+        notes: Vec::new(),
+        bootstrap: opts.bootstrap,
+        seed: opts.seed,
+        level: opts.level,
+    };
     let mut jobs: Vec<Job> = Vec::new();
     let mut used_file_ids = std::collections::HashSet::new();
     let mut name_counts: BTreeMap<String, usize> = BTreeMap::new();
@@ -245,12 +248,14 @@ fn run_bootstraps(rows: &mut [Row], jobs: Vec<Job>, opts: &ReportOptions) {
                 s.spawn(move || {
                     part.iter()
                         .map(|job| match job {
-                            Job::Paired { row, x, y, kind } => {
-                                (*row, stats::bootstrap_ci(x, y, kind.statistic(), opts.bootstrap, opts.seed, opts.level))
-                            }
-                            Job::Single { row, x } => {
-                                (*row, stats::bootstrap_ci_single(x, stats::mean, opts.bootstrap, opts.seed, opts.level))
-                            }
+                            Job::Paired { row, x, y, kind } => (
+                                *row,
+                                stats::bootstrap_ci(x, y, kind.statistic(), opts.bootstrap, opts.seed, opts.level),
+                            ),
+                            Job::Single { row, x } => (
+                                *row,
+                                stats::bootstrap_ci_single(x, stats::mean, opts.bootstrap, opts.seed, opts.level),
+                            ),
                         })
                         .collect::<Vec<_>>()
                 })
@@ -572,7 +577,8 @@ impl PanelReport {
 
     /// Pairwise decisions (`A`, `B`, `tie`) when agents give them.
     fn label_rows(&self, panel: &str, rows: &mut Vec<Row>, jobs: &mut Vec<Job>) {
-        let any = self.records.iter().any(|r| r.agents.iter().any(|a| a.initial_label.is_some() || a.final_label.is_some()));
+        let any =
+            self.records.iter().any(|r| r.agents.iter().any(|a| a.initial_label.is_some() || a.final_label.is_some()));
         if !any {
             return;
         }
@@ -615,12 +621,16 @@ impl PanelReport {
                 }
                 let n = truth.len();
                 let dropped = Some(judge.len() - n);
-                let few = |v: StatResult<f64>| if n < MIN_PAIRS { Err(Undefined::new(format!("n < {MIN_PAIRS}"))) } else { v };
+                let few = |v: StatResult<f64>| {
+                    if n < MIN_PAIRS { Err(Undefined::new(format!("n < {MIN_PAIRS}"))) } else { v }
+                };
                 let order = [Preference::A, Preference::Tie, Preference::B];
                 let confusion = Confusion::with_labels(&truth, &said, &order);
                 let tc = tie_confusion(&truth, &said);
                 let mut push = |metric: &str, value: StatResult<f64>| {
-                    rows.push(Row::new(panel, Some("label"), group, Some(stage), metric).set(few(value)).with_n(n, dropped));
+                    rows.push(
+                        Row::new(panel, Some("label"), group, Some(stage), metric).set(few(value)).with_n(n, dropped),
+                    );
                 };
                 push("agreement_rate", stats::agreement_rate(&truth, &said));
                 push("cohen_kappa", confusion.clone().and_then(|c| c.kappa(KappaWeights::Unweighted)));

@@ -33,8 +33,20 @@ pub fn write_json(report: &Report, out: &mut impl Write) -> io::Result<()> {
 }
 
 /// The CSV columns, in order.
-pub const CSV_COLUMNS: [&str; 12] =
-    ["panel", "dimension", "group", "stage", "metric", "value", "ci_low", "ci_high", "n", "dropped", "undefined_reason", "sources"];
+pub const CSV_COLUMNS: [&str; 12] = [
+    "panel",
+    "dimension",
+    "group",
+    "stage",
+    "metric",
+    "value",
+    "ci_low",
+    "ci_high",
+    "n",
+    "dropped",
+    "undefined_reason",
+    "sources",
+];
 
 /// Write the rows as CSV with a header.
 pub fn write_csv(report: &Report, out: &mut impl Write) -> io::Result<()> {
@@ -170,8 +182,11 @@ pub fn write_table(report: &Report, out: &mut impl Write, paint: Paint) -> io::R
             .map(|r| ((r.dimension.as_deref(), r.group.as_deref(), r.stage, r.metric.as_str()), *r))
             .collect();
         let get = |d: &str, g: Option<&str>, s: Stage, m: &str| index.get(&(Some(d), g, Some(s), m)).copied();
-        let rated: Vec<&String> =
-            panel.keys.iter().filter(|k| rows.iter().any(|r| r.dimension.as_ref() == Some(*k) && r.metric == "pearson")).collect();
+        let rated: Vec<&String> = panel
+            .keys
+            .iter()
+            .filter(|k| rows.iter().any(|r| r.dimension.as_ref() == Some(*k) && r.metric == "pearson"))
+            .collect();
         if !rated.is_empty() {
             writeln!(out)?;
             writeln!(
@@ -252,7 +267,8 @@ pub fn write_table(report: &Report, out: &mut impl Write, paint: Paint) -> io::R
                     }
                 }
             }
-            let dropped: usize = rows.iter().filter(|r| r.metric == "pearson").filter_map(|r| r.dropped).max().unwrap_or(0);
+            let dropped: usize =
+                rows.iter().filter(|r| r.metric == "pearson").filter_map(|r| r.dropped).max().unwrap_or(0);
             if dropped > 0 {
                 writeln!(
                     out,
@@ -332,7 +348,9 @@ pub fn write_table(report: &Report, out: &mut impl Write, paint: Paint) -> io::R
 
         // Cost and effort.
         let effort = |g: Option<&str>, m: &str| {
-            rows.iter().find(|r| r.dimension.is_none() && r.group.as_deref() == g && r.metric == m).and_then(|r| r.value)
+            rows.iter()
+                .find(|r| r.dimension.is_none() && r.group.as_deref() == g && r.metric == m)
+                .and_then(|r| r.value)
         };
         if panel.sessions > 0 {
             writeln!(out)?;

@@ -99,7 +99,9 @@ pub fn parse_csv(text: &str, source: String) -> Result<HumanFile, String> {
                 Ok(v) if v.is_finite() => {
                     entry.scores.insert(name.to_string(), v);
                 }
-                _ => out.problems.push(format!("line {line}: column `{name}`: \"{cell}\" is not a number; cell ignored")),
+                _ => {
+                    out.problems.push(format!("line {line}: column `{name}`: \"{cell}\" is not a number; cell ignored"))
+                }
             }
         }
         merge(&mut out, id, entry, line);
@@ -200,7 +202,8 @@ mod tests {
 
     #[test]
     fn jsonl_flat_and_nested() {
-        let text = "{\"id\":\"q1\",\"grammar\":5,\"content\":\"text\"}\n{\"id\":\"q2\",\"human\":{\"grammar\":2}}\nnot json\n";
+        let text =
+            "{\"id\":\"q1\",\"grammar\":5,\"content\":\"text\"}\n{\"id\":\"q2\",\"human\":{\"grammar\":2}}\nnot json\n";
         let f = parse_jsonl(text, "r.jsonl".into()).unwrap();
         assert_eq!(f.ratings["q1"].scores, Scores::from([("grammar".into(), 5.0)]));
         assert_eq!(f.ratings["q2"].scores, Scores::from([("grammar".into(), 2.0)]));

@@ -276,7 +276,10 @@ pub fn read_record(path: &Path, bytes: &[u8], cache: &PanelCache) -> Result<Item
                         r.effort.group_turns[g] += 1;
                     }
                 }
-                turns.insert(*turn, TurnInfo { agent: agent_i, group: group_i, phase: *phase, role: *role, kind: *kind });
+                turns.insert(
+                    *turn,
+                    TurnInfo { agent: agent_i, group: group_i, phase: *phase, role: *role, kind: *kind },
+                );
             }
             EventKind::TurnCompleted { turn, evaluation, usage, .. } => {
                 running_usage.add(usage);

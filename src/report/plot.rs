@@ -45,7 +45,8 @@ pub fn write_plots(report: &Report, dir: &Path) -> Result<Vec<PathBuf>, PlotErro
     std::fs::create_dir_all(dir).map_err(|error| PlotError::Io { path: dir.to_path_buf(), error })?;
     let mut written = Vec::new();
     for panel in &report.panels {
-        let groups: Vec<Option<&str>> = std::iter::once(None).chain(panel.groups.iter().map(|g| Some(g.as_str()))).collect();
+        let groups: Vec<Option<&str>> =
+            std::iter::once(None).chain(panel.groups.iter().map(|g| Some(g.as_str()))).collect();
         for key in &panel.keys {
             let value = |g: Option<&str>, stage: Stage| {
                 report
@@ -102,7 +103,11 @@ fn correlation_chart(path: &Path, title: &str, points: &[(String, Option<f64>, O
         .x_labels(n)
         .x_label_formatter(&|x| {
             let i = x.round();
-            if (x - i).abs() < 1e-6 && i >= 0.0 { labels.get(i as usize).cloned().unwrap_or_default() } else { String::new() }
+            if (x - i).abs() < 1e-6 && i >= 0.0 {
+                labels.get(i as usize).cloned().unwrap_or_default()
+            } else {
+                String::new()
+            }
         })
         .y_desc("Pearson r")
         .draw()
@@ -117,12 +122,16 @@ fn correlation_chart(path: &Path, title: &str, points: &[(String, Option<f64>, O
         }
     }
     chart
-        .draw_series(points.iter().enumerate().filter_map(|(i, p)| p.1.map(|v| Circle::new((i as f64, v), 6, INITIAL.filled()))))
+        .draw_series(
+            points.iter().enumerate().filter_map(|(i, p)| p.1.map(|v| Circle::new((i as f64, v), 6, INITIAL.filled()))),
+        )
         .map_err(|e| e.to_string())?
         .label("initial (phase 1)")
         .legend(|(x, y)| Circle::new((x, y), 5, INITIAL.filled()));
     chart
-        .draw_series(points.iter().enumerate().filter_map(|(i, p)| p.2.map(|v| Circle::new((i as f64, v), 6, FINAL.filled()))))
+        .draw_series(
+            points.iter().enumerate().filter_map(|(i, p)| p.2.map(|v| Circle::new((i as f64, v), 6, FINAL.filled()))),
+        )
         .map_err(|e| e.to_string())?
         .label("final (after debate)")
         .legend(|(x, y)| Circle::new((x, y), 5, FINAL.filled()));
@@ -140,8 +149,11 @@ fn distribution_chart(path: &Path, d: &Distribution) -> Result<(), String> {
     let root = SVGBackend::new(path, (720, 420)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| e.to_string())?;
     let nb = d.bins.len();
-    let series: [(&str, &Vec<usize>, RGBColor); 3] =
-        [("human", &d.human, HUMAN), ("final (mean of agents)", &d.final_, FINAL), ("aggregate", &d.aggregate, AGGREGATE)];
+    let series: [(&str, &Vec<usize>, RGBColor); 3] = [
+        ("human", &d.human, HUMAN),
+        ("final (mean of agents)", &d.final_, FINAL),
+        ("aggregate", &d.aggregate, AGGREGATE),
+    ];
     let top = series.iter().flat_map(|s| s.1.iter()).copied().max().unwrap_or(1).max(1);
     let mut chart = ChartBuilder::on(&root)
         .caption(format!("{} — {}: score distribution", d.panel, d.key), ("sans-serif", 18))
@@ -158,7 +170,9 @@ fn distribution_chart(path: &Path, d: &Distribution) -> Result<(), String> {
         .x_label_formatter(&|x| {
             let i = x.round();
             if (x - i).abs() < 1e-6 && i >= 0.0 {
-                bins.get(i as usize).map(|b| if b.fract() == 0.0 { format!("{b:.0}") } else { format!("{b:.2}") }).unwrap_or_default()
+                bins.get(i as usize)
+                    .map(|b| if b.fract() == 0.0 { format!("{b:.0}") } else { format!("{b:.2}") })
+                    .unwrap_or_default()
             } else {
                 String::new()
             }
