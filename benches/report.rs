@@ -17,10 +17,10 @@ use chrono::Utc;
 use criterion::{Criterion, criterion_group};
 use moot::panel::Panel;
 use moot::report::{ReportOptions, build_report, collect_logs, load_records};
+use moot::session::SessionWriter;
 use moot::session::event::{
-    AgentInfo, Evaluation, Event, EventKind, Phase, Role, Scores, TurnKind, Usage, UsageTotals,
+    AgentInfo, EndStatus, Evaluation, Event, EventKind, Phase, Role, Scores, TurnKind, Usage, UsageTotals,
 };
-use moot::session::{EndStatus, SessionWriter};
 
 fn env_num(name: &str, default: u64) -> u64 {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)

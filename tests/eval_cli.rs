@@ -49,11 +49,10 @@ fn moot(base_url: &str, args: &[&str]) -> tokio::process::Command {
 }
 
 async fn run(base_url: &str, args: &[&str]) -> Output {
-    let out = tokio::time::timeout(Duration::from_secs(120), moot(base_url, args).output())
+    tokio::time::timeout(Duration::from_secs(120), moot(base_url, args).output())
         .await
         .expect("moot timed out")
-        .expect("moot runs");
-    out
+        .expect("moot runs")
 }
 
 fn stderr(o: &Output) -> String {

@@ -365,7 +365,7 @@ async fn run_items(
         engine_config.session_id = format!("{}-{}", crate::session::new_session_id(), stems[index]);
         engine_config.seed = config.seed;
         engine_config.provider_note = config.provider_note.clone();
-        engine_config.retry = config.retry.clone();
+        engine_config.retry = config.retry;
         let (handle, commands) = EngineHandle::channel();
         handles.lock().unwrap_or_else(|e| e.into_inner()).insert(index, handle.clone());
         if cancel.is_cancelled() {

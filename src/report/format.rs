@@ -79,6 +79,9 @@ pub fn write_csv(report: &Report, out: &mut impl Write) -> io::Result<()> {
     w.flush()
 }
 
+/// Dimension, group, stage and metric of a row.
+type RowKey<'a> = (Option<&'a str>, Option<&'a str>, Option<Stage>, &'a str);
+
 /// Undefined reasons, numbered in order of first use.
 #[derive(Default)]
 struct Footnotes {
@@ -177,7 +180,7 @@ pub fn write_table(report: &Report, out: &mut impl Write, paint: Paint) -> io::R
 
         // Correlations and scale agreement.
         let has_scale = rows.iter().any(|r| r.metric == "accuracy");
-        let index: BTreeMap<(Option<&str>, Option<&str>, Option<Stage>, &str), &Row> = rows
+        let index: BTreeMap<RowKey, &Row> = rows
             .iter()
             .map(|r| ((r.dimension.as_deref(), r.group.as_deref(), r.stage, r.metric.as_str()), *r))
             .collect();
