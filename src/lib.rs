@@ -3,10 +3,12 @@
 pub mod cli;
 pub mod config;
 pub mod engine;
+pub mod eval;
 pub mod item;
 pub mod model;
 pub mod panel;
 pub mod provider;
+pub mod report;
 pub mod session;
 pub mod stats;
 pub mod testkit;

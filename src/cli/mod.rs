@@ -1,8 +1,10 @@
 //! The command line.
 
 pub mod cache;
+pub mod eval;
 pub mod headless;
 pub mod providers;
+pub mod report;
 pub mod run;
 pub mod sessions;
 
@@ -37,26 +39,10 @@ pub enum Command {
         #[arg(long)]
         theme: Option<String>,
     },
-    /// Run a panel over every item of a dataset.
-    Eval {
-        panel: String,
-        #[arg(long)]
-        data: PathBuf,
-        #[arg(long, default_value_t = 4)]
-        concurrency: usize,
-        #[arg(long)]
-        out: Option<PathBuf>,
-        #[arg(long)]
-        resume: bool,
-    },
+    /// Run a panel over every item of a dataset, several at once, one session log per item.
+    Eval(EvalArgs),
     /// Agreement of judges with human ratings, from run folders or session logs.
-    Report {
-        paths: Vec<PathBuf>,
-        #[arg(long)]
-        human: Option<PathBuf>,
-        #[arg(long, default_value = "table")]
-        format: String,
-    },
+    Report(ReportArgs),
     /// The embedded local model: fetch it, see what is installed, print its path.
     Model {
         #[command(subcommand)]
@@ -146,6 +132,82 @@ fn model_command(command: ModelCommand) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+#[derive(Debug, Args)]
+pub struct EvalArgs {
+    /// Panel file, or the name of a bundled panel (storybook-qa, summary-collab).
+    pub panel: String,
+    /// Do not answer repeated requests from the response cache (on by default for batch runs).
+    #[arg(long)]
+    pub no_cache: bool,
+    /// Items file (JSONL, JSON or CSV), or the name of bundled items.
+    #[arg(long)]
+    pub data: String,
+    /// Items running at once (providers apply their own limits on top).
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub concurrency: u32,
+    /// Run folder (default: runs/<panel>-<time>); --resume needs it.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Continue a run: skip completed items, run failed, stopped and unfinished ones again.
+    #[arg(long, requires = "out")]
+    pub resume: bool,
+    /// Run at most N items (after --ids and --shard).
+    #[arg(long)]
+    pub limit: Option<usize>,
+    /// Run only these item ids (comma-separated).
+    #[arg(long)]
+    pub ids: Option<String>,
+    /// Run part I of N of the items, split by a hash of the item id (e.g. 2/4).
+    #[arg(long)]
+    pub shard: Option<String>,
+    /// Provider for every participant (openai, local).
+    #[arg(long)]
+    pub provider: Option<String>,
+    /// Model for every participant.
+    #[arg(long)]
+    pub model: Option<String>,
+    /// Moderator policy: llm, round-robin, random, disagreement, least-spoken.
+    #[arg(long)]
+    pub moderator: Option<String>,
+    /// Seed for shuffles, random moderation and providers that accept one.
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Price of a million input tokens, for cost totals (also MOOT_PRICE_INPUT).
+    #[arg(long, env = "MOOT_PRICE_INPUT")]
+    pub price_input: Option<f64>,
+    /// Price of a million output tokens, for cost totals (also MOOT_PRICE_OUTPUT).
+    #[arg(long, env = "MOOT_PRICE_OUTPUT")]
+    pub price_output: Option<f64>,
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// Run folders, folders of session logs, or session log files.
+    #[arg(required = true)]
+    pub paths: Vec<PathBuf>,
+    /// Human ratings keyed by item id (CSV or JSONL); they override ratings in the items and sessions.
+    #[arg(long)]
+    pub human: Option<PathBuf>,
+    /// Output format: table, csv or json.
+    #[arg(long, default_value = "table")]
+    pub format: String,
+    /// Bootstrap resamples for the 95% confidence intervals (0: no intervals).
+    #[arg(long, default_value_t = 10_000)]
+    pub bootstrap: usize,
+    /// Seed of the bootstrap resampling.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Write SVG charts into this folder.
+    #[arg(long)]
+    pub plot: Option<PathBuf>,
+    /// Price of a million input tokens (default: the run folder's, or MOOT_PRICE_INPUT).
+    #[arg(long, env = "MOOT_PRICE_INPUT")]
+    pub price_input: Option<f64>,
+    /// Price of a million output tokens (default: the run folder's, or MOOT_PRICE_OUTPUT).
+    #[arg(long, env = "MOOT_PRICE_OUTPUT")]
+    pub price_output: Option<f64>,
+}
+
 #[derive(Debug, Subcommand)]
 pub enum SessionsCommand {
     /// List recorded sessions, newest first.
@@ -181,8 +243,8 @@ pub fn main() -> ExitCode {
         Some(Command::Cache { command }) => cache::run(command),
         None => home(cli.theme.as_deref()),
         Some(Command::Replay { session, speed, theme }) => replay(&session, speed, theme.as_deref()),
-        Some(Command::Eval { .. }) => not_yet("`moot eval`"),
-        Some(Command::Report { .. }) => not_yet("`moot report`"),
+        Some(Command::Eval(args)) => eval::run(args),
+        Some(Command::Report(args)) => report::run(args),
     };
     match result {
         Ok(code) => code,
@@ -191,11 +253,6 @@ pub fn main() -> ExitCode {
             ExitCode::from(1)
         }
     }
-}
-
-fn not_yet(what: &str) -> anyhow::Result<ExitCode> {
-    eprintln!("moot: {what} is not available in this version yet; `moot run --headless` and `moot sessions` are.");
-    Ok(ExitCode::from(2))
 }
 
 fn screen_env(theme: Option<&str>) -> anyhow::Result<crate::tui::app::Env> {

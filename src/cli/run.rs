@@ -33,6 +33,17 @@ pub fn load_panel(arg: Option<&str>) -> anyhow::Result<Panel> {
     }
 }
 
+/// Apply `--moderator POLICY` to a panel.
+pub fn set_moderator(panel: &mut Panel, policy: Option<&str>) -> anyhow::Result<()> {
+    if let Some(m) = policy {
+        panel.moderator.policy = ModeratorPolicy::parse(m).with_context(|| {
+            let valid: Vec<&str> = ModeratorPolicy::ALL.iter().map(|p| p.as_str()).collect();
+            format!("--moderator: unknown policy \"{m}\"; valid: {}", valid.join(", "))
+        })?;
+    }
+    Ok(())
+}
+
 /// The item to evaluate, from `--content`, `--item` (+ `--id`), or the panel's bundled items.
 pub fn load_item(panel: &Panel, args: &RunArgs) -> anyhow::Result<Item> {
     if let Some(text) = &args.content {
@@ -146,12 +157,7 @@ pub fn report_outcome(outcome: &RunOutcome) -> ExitCode {
 /// The engine configuration and session folder for `moot run` arguments.
 pub fn build_config(args: &RunArgs) -> anyhow::Result<(EngineConfig, PathBuf)> {
     let mut panel = load_panel(args.panel.as_deref())?;
-    if let Some(m) = &args.moderator {
-        panel.moderator.policy = ModeratorPolicy::parse(m).with_context(|| {
-            let valid: Vec<&str> = ModeratorPolicy::ALL.iter().map(|p| p.as_str()).collect();
-            format!("--moderator: unknown policy \"{m}\"; valid: {}", valid.join(", "))
-        })?;
-    }
+    set_moderator(&mut panel, args.moderator.as_deref())?;
     let item = load_item(&panel, args)?;
     let mut registry = Registry::from_env()?;
     if args.cache && !args.no_cache {

@@ -346,7 +346,11 @@ impl std::fmt::Debug for TestServer {
 impl TestServer {
     /// Bind 127.0.0.1 on an ephemeral port and start serving (needs a Tokio runtime).
     pub async fn start() -> std::io::Result<Self> {
-        let listener = TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, 0)).await?;
+        // A deep accept queue: benchmarks open hundreds of connections at once, and
+        // a short queue (128 by default) drops SYNs that the client resends only after 1 s.
+        let socket = tokio::net::TcpSocket::new_v4()?;
+        socket.bind(SocketAddr::from((std::net::Ipv4Addr::LOCALHOST, 0)))?;
+        let listener: TcpListener = socket.listen(4096)?;
         let addr = listener.local_addr()?;
         let shared = Arc::new(Shared {
             state: Mutex::new(State {

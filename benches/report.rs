@@ -1,0 +1,236 @@
+//! `moot report` over many session logs: reading, joining and statistics.
+//!
+//! The logs are generated once into a temporary folder: the bundled
+//! storybook panel (6 agents in 3 groups), phase-1 evaluations, two debate
+//! turns per group, final evaluations, aggregates and streamed text, about
+//! as a real MAJ-EVAL session writes them.
+//!
+//! Size: MOOT_BENCH_LOGS (default 10000). MOOT_BENCH_BOOTSTRAP (default 200)
+//! sets the resamples of the second measurement. Peak memory of one report
+//! (a child process reading the same folder) is printed as `peak RSS`.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use chrono::Utc;
+use criterion::{Criterion, criterion_group};
+use moot::panel::Panel;
+use moot::report::{ReportOptions, build_report, collect_logs, load_records};
+use moot::session::SessionWriter;
+use moot::session::event::{
+    AgentInfo, EndStatus, Evaluation, Event, EventKind, Phase, Role, Scores, TurnKind, Usage, UsageTotals,
+};
+
+fn env_num(name: &str, default: u64) -> u64 {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+fn evaluation(keys: &[String], seed: u64) -> Evaluation {
+    let mut scores = Scores::new();
+    for (i, k) in keys.iter().enumerate() {
+        scores.insert(k.clone(), (1 + (seed.wrapping_mul(31).wrapping_add(i as u64 * 7)) % 5) as f64);
+    }
+    Evaluation {
+        scores,
+        overall: Some((1 + seed % 5) as f64),
+        confidence: Some(0.7),
+        justification: "The answer follows the story and the wording suits a young child, with one small slip.".into(),
+        done: false,
+        label: None,
+    }
+}
+
+fn write_log(path: &Path, panel: &Panel, index: u64) {
+    let keys = panel.dimension_keys();
+    let mut w = SessionWriter::create(path).unwrap();
+    let mut seq = 0;
+    let mut emit = |w: &mut SessionWriter, kind: EventKind| {
+        w.write(&Event { seq, t: Utc::now(), kind }).unwrap();
+        seq += 1;
+    };
+    let item = moot::item::Item {
+        id: format!("item-{index:06}"),
+        content: "Question: Why did Mila carry Pebble back to the wall?\nAnswer: So Pebble could find its family."
+            .into(),
+        context: Some("Mila found a tiny snail on the garden wall after the rain.".into()),
+        reference: None,
+        human: Some(keys.iter().enumerate().map(|(i, k)| (k.clone(), (1 + (index + i as u64) % 5) as f64)).collect()),
+        candidates: None,
+    };
+    let agents: Vec<AgentInfo> = panel
+        .agents()
+        .map(|(g, a)| AgentInfo {
+            name: a.name.clone(),
+            group: g.name.clone(),
+            role: a.role.clone(),
+            provider: "openai".into(),
+            model: "m".into(),
+        })
+        .collect();
+    emit(
+        &mut w,
+        EventKind::SessionStarted {
+            session_id: format!("s-{index}"),
+            protocol: "maj-eval".into(),
+            panel: panel.to_json(),
+            item,
+            agents: agents.clone(),
+            roles: Default::default(),
+            seed: 7,
+            moot_version: "0.1.0".into(),
+            provider_note: None,
+        },
+    );
+    let text = "I read the passage twice. The question is clear and the answer is supported by the story; \
+                the wording is simple enough for a five-year-old. ```json {\"grammar\": 4} ```";
+    let mut turn = 0;
+    let mut totals = UsageTotals::default();
+    let mut speak =
+        |w: &mut SessionWriter, emit: &mut dyn FnMut(&mut SessionWriter, EventKind), a: &AgentInfo, phase: Phase| {
+            turn += 1;
+            emit(
+                w,
+                EventKind::TurnStarted {
+                    turn,
+                    agent: a.name.clone(),
+                    group: Some(a.group.clone()),
+                    phase,
+                    round: None,
+                    role: Role::Agent,
+                    kind: TurnKind::Speak,
+                },
+            );
+            for chunk in text.as_bytes().chunks(40).take(6) {
+                emit(w, EventKind::TurnDelta { turn, text: String::from_utf8_lossy(chunk).into_owned() });
+            }
+            let usage = Usage { input_tokens: 900, output_tokens: 120, estimated: false };
+            totals.record(Role::Agent, &a.name, &usage);
+            emit(
+                w,
+                EventKind::TurnCompleted {
+                    turn,
+                    agent: a.name.clone(),
+                    text: text.into(),
+                    evaluation: Some(evaluation(&keys, index + turn)),
+                    parse_error: None,
+                    usage,
+                    latency_ms: 900,
+                    cached: false,
+                },
+            );
+        };
+    emit(&mut w, EventKind::PhaseStarted { phase: Phase::Initial, group: None, round: None });
+    for a in &agents {
+        speak(&mut w, &mut emit, a, Phase::Initial);
+    }
+    for g in &panel.groups {
+        emit(&mut w, EventKind::PhaseStarted { phase: Phase::Debate, group: Some(g.name.clone()), round: None });
+        let members: Vec<&AgentInfo> = agents.iter().filter(|a| a.group == g.name).collect();
+        for a in members.iter().cycle().take(2) {
+            speak(&mut w, &mut emit, a, Phase::Debate);
+        }
+        emit(
+            &mut w,
+            EventKind::FinalEvaluations {
+                group: g.name.clone(),
+                evaluations: members.iter().map(|a| (a.name.clone(), evaluation(&keys, index + 3))).collect(),
+                turns: Default::default(),
+            },
+        );
+    }
+    for g in panel.groups.iter().map(|g| Some(g.name.clone())).chain([None]) {
+        let ev = evaluation(&keys, index + 5);
+        emit(
+            &mut w,
+            EventKind::AggregationCompleted {
+                group: g,
+                feedback: String::new(),
+                scores: ev.scores,
+                overall: ev.overall,
+                original: Scores::new(),
+                method: Some("mean".into()),
+            },
+        );
+    }
+    emit(
+        &mut w,
+        EventKind::SessionEnded {
+            status: EndStatus::Completed,
+            error: None,
+            reason: None,
+            usage: totals,
+            duration_ms: 31_000,
+        },
+    );
+}
+
+fn generate(dir: &Path, n: u64) {
+    let panel = Panel::bundled("storybook-qa").unwrap();
+    for i in 0..n {
+        write_log(&dir.join(format!("item-{i:06}.jsonl")), &panel, i);
+    }
+}
+
+fn run_report(dir: &Path, bootstrap: usize) -> usize {
+    let files = collect_logs(&[dir.to_path_buf()]).unwrap();
+    let loaded = load_records(&files, ReportOptions::default().threads);
+    let opts = ReportOptions { bootstrap, ..ReportOptions::default() };
+    let report = build_report(loaded.records, None, &opts);
+    let mut sink = std::io::sink();
+    moot::report::format::write_json(&report, &mut sink).unwrap();
+    report.rows.len()
+}
+
+fn peak_rss_kib() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+}
+
+fn bench(c: &mut Criterion) {
+    let n = env_num("MOOT_BENCH_LOGS", 10_000);
+    let bootstrap = env_num("MOOT_BENCH_BOOTSTRAP", 200) as usize;
+    let tmp = tempfile::tempdir().unwrap();
+    let dir: PathBuf = tmp.path().join("logs");
+    std::fs::create_dir_all(&dir).unwrap();
+    let started = std::time::Instant::now();
+    generate(&dir, n);
+    let bytes: u64 =
+        std::fs::read_dir(&dir).unwrap().flatten().filter_map(|e| e.metadata().ok()).map(|m| m.len()).sum();
+    eprintln!("generated {n} logs ({:.0} MB) in {:.1} s", bytes as f64 / 1e6, started.elapsed().as_secs_f64());
+
+    // Peak memory of one report, measured in a fresh process.
+    if let Ok(exe) = std::env::current_exe() {
+        let out = std::process::Command::new(exe).env("MOOT_BENCH_REPORT_CHILD", &dir).output();
+        if let Ok(out) = out {
+            eprint!("{}", String::from_utf8_lossy(&out.stderr));
+        }
+    }
+
+    let mut group = c.benchmark_group("report");
+    group.sample_size(10).measurement_time(Duration::from_secs(20));
+    group.bench_function(format!("{n}_logs_no_bootstrap"), |b| b.iter(|| run_report(&dir, 0)));
+    group.bench_function(format!("{n}_logs_bootstrap_{bootstrap}"), |b| b.iter(|| run_report(&dir, bootstrap)));
+    group.finish();
+}
+
+criterion_group!(benches, bench);
+
+fn main() {
+    if let Some(dir) = std::env::var_os("MOOT_BENCH_REPORT_CHILD") {
+        let started = std::time::Instant::now();
+        let rows = run_report(Path::new(&dir), 0);
+        let _ = writeln!(
+            std::io::stderr(),
+            "one report (no bootstrap): {rows} rows in {:.2} s, peak RSS {} MiB",
+            started.elapsed().as_secs_f64(),
+            peak_rss_kib().map(|k| (k / 1024).to_string()).unwrap_or_else(|| "unknown".into())
+        );
+        return;
+    }
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+}

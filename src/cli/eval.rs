@@ -1,0 +1,184 @@
+//! `moot eval`: a panel over a dataset, with a progress line on stderr.
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use super::EvalArgs;
+use super::run::load_panel;
+use crate::eval::progress::{self, Progress, Style};
+use crate::eval::{EvalConfig, EvalSummary, Pricing, Selection, Shard};
+use crate::provider::registry::Registry;
+
+/// Seconds between plain progress lines when stderr is not a terminal
+/// (`MOOT_PROGRESS_SECS` overrides).
+const PLAIN_EVERY_SECS: u64 = 10;
+
+/// Prices from the two flags (a missing one counts as 0).
+pub fn pricing(input: Option<f64>, output: Option<f64>) -> anyhow::Result<Option<Pricing>> {
+    if input.is_none() && output.is_none() {
+        return Ok(None);
+    }
+    let (i, o) = (input.unwrap_or(0.0), output.unwrap_or(0.0));
+    if !(i.is_finite() && o.is_finite() && i >= 0.0 && o >= 0.0) {
+        anyhow::bail!("prices must be non-negative numbers (per million tokens)");
+    }
+    Ok(Some(Pricing { input_per_mtok: i, output_per_mtok: o }))
+}
+
+fn default_out(panel_name: &str) -> PathBuf {
+    let slug: String = panel_name
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '-' })
+        .collect::<String>()
+        .split('-')
+        .filter(|s| !s.is_empty())
+        .collect::<Vec<_>>()
+        .join("-");
+    PathBuf::from("runs").join(format!("{}-{}", slug, chrono::Utc::now().format("%Y%m%dT%H%M%S")))
+}
+
+pub fn run(args: EvalArgs) -> anyhow::Result<ExitCode> {
+    let mut panel = load_panel(Some(&args.panel))?;
+    super::run::set_moderator(&mut panel, args.moderator.as_deref())?;
+    let file = crate::item::resolve_items(&args.data)?;
+    for problem in &file.skipped {
+        eprintln!("moot eval: {}: {problem} (skipped)", file.source);
+    }
+    let shard = args.shard.as_deref().map(str::parse::<Shard>).transpose().map_err(anyhow::Error::msg)?;
+    let selection = Selection { ids: args.ids.as_deref().map(Selection::parse_ids), shard, limit: args.limit };
+    let mut registry = Registry::from_env()?;
+    if !args.no_cache {
+        registry.set_cache(Some(crate::provider::cache::ResponseCache::new(crate::provider::cache::ResponseCache::default_dir())));
+    }
+    let bindings = registry.bind(&panel, args.provider.as_deref(), args.model.as_deref())?;
+    let out = args.out.clone().unwrap_or_else(|| default_out(&panel.name));
+    let seed = args.seed.or(panel.generation.seed).unwrap_or_else(rand::random);
+    let panel = Arc::new(panel);
+    let mut config = EvalConfig::new(panel, bindings, file.items, out);
+    config.provider_note = Some(registry.default_reason.clone());
+    config.data = args.data.clone();
+    config.bad_items = file.skipped;
+    config.selection = selection;
+    config.concurrency = args.concurrency as usize;
+    config.resume = args.resume;
+    config.seed = seed;
+    config.pricing = pricing(args.price_input, args.price_output)?;
+
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    runtime.block_on(run_async(config, args))
+}
+
+async fn run_async(config: EvalConfig, args: EvalArgs) -> anyhow::Result<ExitCode> {
+    let cancel = CancellationToken::new();
+    let quit_now = CancellationToken::new();
+    let signals = tokio::spawn({
+        let (cancel, quit_now) = (cancel.clone(), quit_now.clone());
+        async move {
+            let mut count = 0;
+            while tokio::signal::ctrl_c().await.is_ok() {
+                count += 1;
+                if count == 1 {
+                    eprintln!(
+                        "\nmoot eval: stopping: no new items start, running sessions end as `stopped` (Ctrl-C again to quit now)"
+                    );
+                    cancel.cancel();
+                } else {
+                    quit_now.cancel();
+                    return;
+                }
+            }
+        }
+    });
+    let pre = config.selection.apply(&config.items).map(|s| s.len()).unwrap_or(0);
+    let progress = Arc::new(Progress::new(pre, config.pricing));
+    let style = if std::io::stderr().is_terminal() {
+        Style::Bar
+    } else {
+        let secs = std::env::var("MOOT_PROGRESS_SECS").ok().and_then(|s| s.parse().ok()).unwrap_or(PLAIN_EVERY_SECS);
+        Style::Lines { every: Duration::from_secs(secs.max(1)) }
+    };
+    let dir = config.out.clone();
+    eprintln!("moot eval: run folder {}", dir.display());
+    let stop_printer = CancellationToken::new();
+    // The bar counts the items this invocation runs; resumed items are known only
+    // once the folder is read, so the total is adjusted when the run starts.
+    let printer = tokio::spawn(progress::print_progress(progress.clone(), style, stop_printer.clone()));
+    let result = tokio::select! {
+        r = crate::eval::run_eval(config, Some(progress.clone()), cancel.clone()) => Some(r),
+        () = quit_now.cancelled() => None,
+    };
+    stop_printer.cancel();
+    let _ = printer.await;
+    signals.abort();
+    let Some(result) = result else {
+        eprintln!(
+            "moot eval: quit; unfinished logs are kept and run again with: moot eval {} --data {} --out {} --resume",
+            args.panel,
+            args.data,
+            dir.display()
+        );
+        return Ok(ExitCode::from(130));
+    };
+    let summary = result?;
+    print_summary(&summary, &args);
+    Ok(if summary.interrupted {
+        ExitCode::from(3)
+    } else if summary.failures.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+fn print_summary(s: &EvalSummary, args: &EvalArgs) {
+    let c = &s.counts;
+    let mut line = format!(
+        "moot eval: {} items: {} completed, {} failed, {} stopped, {} not started",
+        c.items, c.completed, c.failed, c.stopped, c.not_started
+    );
+    if c.already_done > 0 {
+        line.push_str(&format!(" ({} completed before and skipped)", c.already_done));
+    }
+    if c.bad_items > 0 {
+        line.push_str(&format!("; {} bad lines in the data skipped", c.bad_items));
+    }
+    eprintln!("{line}");
+    let mut totals = format!(
+        "moot eval: tokens this run {} (in {}, out {}); folder total {}",
+        progress::fmt_tokens(s.usage.total()),
+        progress::fmt_tokens(s.usage.input_tokens),
+        progress::fmt_tokens(s.usage.output_tokens),
+        progress::fmt_tokens(s.totals.input_tokens + s.totals.output_tokens)
+    );
+    if let Some(cost) = s.totals.cost {
+        totals.push_str(&format!("; cost total {cost:.4}"));
+    }
+    eprintln!("{totals}");
+    for p in &s.moved_aside {
+        eprintln!("moot eval: earlier attempt kept as {}", p.display());
+    }
+    for f in s.failures.iter().take(10) {
+        eprintln!("moot eval:   {} {}: {}", f.id, f.status.as_str(), f.error.as_deref().unwrap_or(""));
+    }
+    if s.failures.len() > 10 {
+        eprintln!("moot eval:   … and {} more (see run.json)", s.failures.len() - 10);
+    }
+    if !s.failures.is_empty() || c.not_started > 0 {
+        eprintln!(
+            "moot eval: to run the rest: moot eval {} --data {} --out {} --resume",
+            args.panel,
+            args.data,
+            s.dir.display()
+        );
+    }
+    eprintln!(
+        "moot eval: results: {} (moot report {})",
+        s.dir.join(crate::eval::folder::MANIFEST).display(),
+        s.dir.display()
+    );
+}

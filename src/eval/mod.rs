@@ -1,0 +1,463 @@
+//! Batch evaluation: a panel over the items of a dataset, several at once,
+//! one session log per item in a run folder (see `docs/eval.md`).
+//!
+//! Every item runs through the same engine as `moot run`. Items run
+//! concurrently up to a limit (providers apply their own limits on top). A
+//! run can be resumed: completed items are skipped, failed, stopped and
+//! incomplete ones run again after their old log is moved to `attempts/`.
+//! A log file is only ever created, never overwritten, so no item is lost or
+//! written twice into the same file.
+
+pub mod folder;
+pub mod progress;
+pub mod selection;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use chrono::Utc;
+use serde::{Deserialize, Serialize};
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+
+use crate::engine::{self, Bindings, Command, EngineConfig, EngineHandle, Recorder};
+use crate::item::{Item, ItemProblem};
+use crate::panel::Panel;
+use crate::provider::retry::RetryPolicy;
+use crate::session::SessionWriter;
+use crate::session::event::{EndStatus, EventKind, Usage};
+pub use folder::{Counts, LogState, Manifest, Totals};
+pub use progress::Progress;
+pub use selection::{Selection, Shard};
+
+/// Why a batch run could not start or finish its bookkeeping.
+#[derive(Debug, thiserror::Error)]
+pub enum EvalError {
+    #[error("no item with id {0} in the data file")]
+    UnknownIds(String),
+    #[error("{}: {error}", path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        error: std::io::Error,
+    },
+    #[error("{}: not a readable run description: {message}", path.display())]
+    Manifest { path: PathBuf, message: String },
+    #[error(
+        "{} already holds a run; pass --resume to continue it (completed items are skipped), or choose another --out",
+        dir.display()
+    )]
+    FolderInUse { dir: PathBuf },
+    #[error("{} was run with panel \"{found}\", not \"{expected}\"; use another --out for a different panel", dir.display())]
+    PanelMismatch { dir: PathBuf, found: String, expected: String },
+    #[error("no items to run: {0}")]
+    NothingSelected(String),
+}
+
+/// Prices per million tokens, for cost totals.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Pricing {
+    pub input_per_mtok: f64,
+    pub output_per_mtok: f64,
+}
+
+impl Pricing {
+    /// Cost of these token counts.
+    pub fn cost(&self, input_tokens: u64, output_tokens: u64) -> f64 {
+        (input_tokens as f64 * self.input_per_mtok + output_tokens as f64 * self.output_per_mtok) / 1e6
+    }
+    /// Cost of a usage record.
+    pub fn cost_of(&self, usage: &Usage) -> f64 {
+        self.cost(usage.input_tokens, usage.output_tokens)
+    }
+}
+
+/// Everything a batch run needs.
+#[derive(Clone, Debug)]
+pub struct EvalConfig {
+    pub panel: Arc<Panel>,
+    pub bindings: Bindings,
+    /// Which provider was chosen and why (recorded in every session).
+    pub provider_note: Option<String>,
+    /// The data file as named by the user (recorded in `run.json`).
+    pub data: String,
+    /// Every usable item of the data file.
+    pub items: Vec<Item>,
+    /// Lines of the data file that were not usable items.
+    pub bad_items: Vec<ItemProblem>,
+    pub selection: Selection,
+    /// The run folder.
+    pub out: PathBuf,
+    /// Items running at once (at least 1).
+    pub concurrency: usize,
+    pub resume: bool,
+    pub seed: u64,
+    pub pricing: Option<Pricing>,
+    pub retry: RetryPolicy,
+}
+
+impl EvalConfig {
+    /// A configuration with defaults: concurrency 4, no resume, seed from the panel.
+    pub fn new(panel: Arc<Panel>, bindings: Bindings, items: Vec<Item>, out: impl Into<PathBuf>) -> Self {
+        let seed = panel.generation.seed.unwrap_or(0);
+        Self {
+            panel,
+            bindings,
+            provider_note: None,
+            data: String::new(),
+            items,
+            bad_items: Vec::new(),
+            selection: Selection::default(),
+            out: out.into(),
+            concurrency: 4,
+            resume: false,
+            seed,
+            pricing: None,
+            retry: RetryPolicy::default(),
+        }
+    }
+}
+
+/// One item that did not complete.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ItemFailure {
+    pub id: String,
+    pub status: LogState,
+    pub error: Option<String>,
+}
+
+/// What a batch run did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EvalSummary {
+    pub dir: PathBuf,
+    pub counts: Counts,
+    /// Totals over the folder's whole history (all invocations and attempts).
+    pub totals: Totals,
+    /// Tokens used by this invocation.
+    pub usage: Usage,
+    /// Items of this invocation that failed or were stopped.
+    pub failures: Vec<ItemFailure>,
+    /// The run was interrupted (Ctrl-C) before every item ran.
+    pub interrupted: bool,
+    /// Old logs moved to `attempts/` by `--resume`.
+    pub moved_aside: Vec<PathBuf>,
+}
+
+/// Result of running one item.
+struct ItemResult {
+    index: usize,
+    state: LogState,
+    session_id: Option<String>,
+    error: Option<String>,
+    usage: Usage,
+    calls: u64,
+}
+
+/// Run the configured items; stop starting new ones and quit running ones
+/// when `cancel` fires (their logs end with status `stopped`).
+pub async fn run_eval(
+    config: EvalConfig,
+    progress: Option<Arc<Progress>>,
+    cancel: CancellationToken,
+) -> Result<EvalSummary, EvalError> {
+    let dir = config.out.clone();
+    let io = |path: &Path| {
+        let path = path.to_path_buf();
+        move |error| EvalError::Io { path, error }
+    };
+    let selected = config.selection.apply(&config.items)?;
+    if selected.is_empty() {
+        return Err(EvalError::NothingSelected(describe_selection(&config)));
+    }
+
+    // The folder: new, or (with --resume) an earlier run of the same panel.
+    let previous = if dir.exists() { Manifest::load(&dir)? } else { None };
+    if !config.resume && (previous.is_some() || folder::holds_a_run(&dir)) {
+        return Err(EvalError::FolderInUse { dir });
+    }
+    if let Some(prev) = &previous
+        && prev.panel.name != config.panel.name
+    {
+        return Err(EvalError::PanelMismatch {
+            dir,
+            found: prev.panel.name.clone(),
+            expected: config.panel.name.clone(),
+        });
+    }
+    std::fs::create_dir_all(&dir).map_err(io(&dir))?;
+
+    let stems = folder::log_stems(&selected);
+    let mut entries = previous.as_ref().map(|p| p.items.clone()).unwrap_or_default();
+    let mut counts = Counts { items: selected.len(), bad_items: config.bad_items.len(), ..Counts::default() };
+    let mut to_run: Vec<usize> = Vec::new();
+    let mut moved_aside = Vec::new();
+    for (i, (item, stem)) in selected.iter().zip(&stems).enumerate() {
+        let file = format!("{stem}.jsonl");
+        let path = dir.join(&file);
+        let entry = entries.entry(item.id.clone()).or_insert_with(|| folder::ItemEntry {
+            file: file.clone(),
+            status: "not_started".into(),
+            session_id: None,
+            error: None,
+            attempts: 0,
+        });
+        entry.file = file;
+        if path.exists() {
+            let state = folder::log_state(&path).map_err(io(&path))?;
+            if state == LogState::Completed {
+                entry.status = state.as_str().into();
+                counts.already_done += 1;
+                continue;
+            }
+            moved_aside.push(folder::move_aside(&dir, stem).map_err(io(&path))?);
+        }
+        to_run.push(i);
+    }
+
+    let started = Utc::now();
+    let mut manifest = Manifest {
+        moot_version: env!("CARGO_PKG_VERSION").to_string(),
+        panel: folder::PanelRef {
+            name: config.panel.name.clone(),
+            protocol: config.panel.protocol.as_str().to_string(),
+            source: config.panel.source.as_ref().map(|p| p.display().to_string()),
+        },
+        data: config.data.clone(),
+        started: previous.as_ref().map(|p| p.started).unwrap_or(started),
+        ended: None,
+        status: "running".into(),
+        selection: config.selection.clone(),
+        concurrency: config.concurrency,
+        seed: config.seed,
+        provider: config.provider_note.clone(),
+        pricing: config.pricing,
+        counts,
+        totals: previous.as_ref().map(|p| p.totals).unwrap_or_default(),
+        bad_items: config.bad_items.iter().map(Into::into).collect(),
+        items: entries,
+        invocations: previous.as_ref().map(|p| p.invocations.clone()).unwrap_or_default(),
+    };
+    manifest.invocations.push(folder::Invocation {
+        started,
+        ended: None,
+        resume: config.resume,
+        ran: 0,
+        interrupted: false,
+    });
+    manifest.save(&dir)?;
+
+    let progress = progress.unwrap_or_else(|| Arc::new(Progress::new(to_run.len(), config.pricing)));
+    progress.set_total(to_run.len());
+    let results = run_items(&config, &selected, &stems, &to_run, &progress, &cancel).await;
+
+    // Fold the results into the manifest.
+    let mut usage = Usage::default();
+    let mut calls = 0;
+    let mut failures = Vec::new();
+    let mut ran = 0;
+    for r in &results {
+        let item = &selected[r.index];
+        ran += 1;
+        usage.add(&r.usage);
+        calls += r.calls;
+        if let Some(e) = manifest.items.get_mut(&item.id) {
+            e.status = r.state.as_str().into();
+            e.session_id = r.session_id.clone();
+            e.error = r.error.clone();
+            e.attempts += 1;
+        }
+        if r.state != LogState::Completed {
+            failures.push(ItemFailure { id: item.id.clone(), status: r.state, error: r.error.clone() });
+        }
+    }
+    let mut counts = manifest.counts;
+    for r in &results {
+        match r.state {
+            LogState::Completed => counts.completed += 1,
+            LogState::Stopped => counts.stopped += 1,
+            LogState::Failed | LogState::Incomplete => counts.failed += 1,
+        }
+    }
+    counts.completed += counts.already_done;
+    counts.not_started = to_run.len() - ran;
+    let interrupted = cancel.is_cancelled();
+    let mut totals = manifest.totals;
+    totals.input_tokens += usage.input_tokens;
+    totals.output_tokens += usage.output_tokens;
+    totals.calls += calls;
+    if let Some(p) = config.pricing {
+        totals.cost = Some(totals.cost.unwrap_or(0.0) + p.cost_of(&usage));
+    }
+    let ended = Utc::now();
+    manifest.counts = counts;
+    manifest.totals = totals;
+    manifest.ended = Some(ended);
+    manifest.status = if interrupted {
+        "interrupted"
+    } else if counts.completed == counts.items {
+        "completed"
+    } else {
+        "incomplete"
+    }
+    .into();
+    if let Some(inv) = manifest.invocations.last_mut() {
+        inv.ended = Some(ended);
+        inv.ran = ran;
+        inv.interrupted = interrupted;
+    }
+    manifest.save(&dir)?;
+    Ok(EvalSummary { dir, counts, totals, usage, failures, interrupted, moved_aside })
+}
+
+fn describe_selection(config: &EvalConfig) -> String {
+    let s = &config.selection;
+    let mut parts = vec![format!("{} usable items in {}", config.items.len(), config.data)];
+    if let Some(ids) = &s.ids {
+        parts.push(format!("--ids with {} ids", ids.len()));
+    }
+    if let Some(sh) = s.shard {
+        parts.push(format!("--shard {sh}"));
+    }
+    if let Some(l) = s.limit {
+        parts.push(format!("--limit {l}"));
+    }
+    parts.join(", ")
+}
+
+/// Run the chosen items with at most `concurrency` at once.
+async fn run_items(
+    config: &EvalConfig,
+    items: &[Item],
+    stems: &[String],
+    to_run: &[usize],
+    progress: &Arc<Progress>,
+    cancel: &CancellationToken,
+) -> Vec<ItemResult> {
+    let permits = Arc::new(Semaphore::new(config.concurrency.max(1)));
+    let handles: Arc<Mutex<HashMap<usize, EngineHandle>>> = Arc::default();
+    // Quit every running session when the run is cancelled.
+    let quitter = {
+        let handles = handles.clone();
+        let cancel = cancel.clone();
+        tokio::spawn(async move {
+            cancel.cancelled().await;
+            let author = crate::cli::run::human_name();
+            for h in handles.lock().unwrap_or_else(|e| e.into_inner()).values() {
+                h.send(Command::Quit { author: author.clone() });
+            }
+        })
+    };
+    let mut tasks = tokio::task::JoinSet::new();
+    for &index in to_run {
+        let permit = tokio::select! {
+            biased;
+            () = cancel.cancelled() => break,
+            p = permits.clone().acquire_owned() => match p {
+                Ok(p) => p,
+                Err(_) => break,
+            },
+        };
+        progress.start_clock();
+        progress.running.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let path = config.out.join(format!("{}.jsonl", stems[index]));
+        let mut engine_config = EngineConfig::new(config.panel.clone(), items[index].clone(), config.bindings.clone());
+        engine_config.session_id = format!("{}-{}", crate::session::new_session_id(), stems[index]);
+        engine_config.seed = config.seed;
+        engine_config.provider_note = config.provider_note.clone();
+        engine_config.retry = config.retry;
+        let (handle, commands) = EngineHandle::channel();
+        handles.lock().unwrap_or_else(|e| e.into_inner()).insert(index, handle.clone());
+        if cancel.is_cancelled() {
+            // Cancelled between the check above and registering: quit at once.
+            handle.send(Command::Quit { author: crate::cli::run::human_name() });
+        }
+        let progress = progress.clone();
+        let handles = handles.clone();
+        tasks.spawn(async move {
+            let result = run_one(index, engine_config, &path, commands, &progress).await;
+            handles.lock().unwrap_or_else(|e| e.into_inner()).remove(&index);
+            let counter = if result.state == LogState::Completed { &progress.done } else { &progress.failed };
+            counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            progress.running.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+            drop(permit);
+            result
+        });
+    }
+    let mut results = Vec::with_capacity(to_run.len());
+    while let Some(joined) = tasks.join_next().await {
+        match joined {
+            Ok(r) => results.push(r),
+            // A panicking session must not take the others down; its log stays incomplete.
+            Err(e) => tracing::error!("an item's task ended abnormally: {e}"),
+        }
+    }
+    quitter.abort();
+    results.sort_by_key(|r| r.index);
+    results
+}
+
+async fn run_one(
+    index: usize,
+    config: EngineConfig,
+    path: &Path,
+    commands: tokio::sync::mpsc::UnboundedReceiver<Command>,
+    progress: &Arc<Progress>,
+) -> ItemResult {
+    let writer = match SessionWriter::create(path) {
+        Ok(w) => w,
+        Err(e) => {
+            return ItemResult {
+                index,
+                state: LogState::Failed,
+                session_id: None,
+                error: Some(format!("cannot create the session log {}: {e}", path.display())),
+                usage: Usage::default(),
+                calls: 0,
+            };
+        }
+    };
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let recorder = Recorder::new(Some(writer), Some(tx));
+    // Live token counts for the progress line; reconciled with the engine's
+    // own totals when the session ends.
+    let live: Arc<Mutex<(bool, Usage)>> = Arc::default();
+    let counter = {
+        let (progress, live) = (progress.clone(), live.clone());
+        tokio::spawn(async move {
+            while let Some(ev) = rx.recv().await {
+                if let EventKind::TurnCompleted { usage, .. } = &ev.kind {
+                    let mut l = live.lock().unwrap_or_else(|e| e.into_inner());
+                    if l.0 {
+                        return;
+                    }
+                    l.1.add(usage);
+                    progress.add_tokens(usage.input_tokens, usage.output_tokens);
+                }
+            }
+        })
+    };
+    let outcome = engine::run(config, recorder, commands).await;
+    {
+        let mut l = live.lock().unwrap_or_else(|e| e.into_inner());
+        l.0 = true;
+        let total = outcome.usage.total;
+        progress.add_tokens(
+            total.input_tokens.saturating_sub(l.1.input_tokens),
+            total.output_tokens.saturating_sub(l.1.output_tokens),
+        );
+    }
+    counter.abort();
+    ItemResult {
+        index,
+        state: outcome.status.into(),
+        session_id: Some(outcome.session_id),
+        error: match outcome.status {
+            EndStatus::Failed => outcome.error.or(Some("failed".into())),
+            EndStatus::Stopped => outcome.reason.or(Some("stopped".into())),
+            EndStatus::Completed => None,
+        },
+        usage: outcome.usage.total,
+        calls: outcome.usage.calls,
+    }
+}

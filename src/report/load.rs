@@ -1,0 +1,444 @@
+//! Reading session logs into per-item numbers.
+//!
+//! Each log is read line by line and folded into an [`ItemRecord`] that keeps
+//! only what a report needs (scores per agent and stage, aggregates, human
+//! ratings, effort), so thousands of logs fit in little memory. Streamed
+//! text (`turn_delta` lines) is skipped without being parsed.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use chrono::{DateTime, Utc};
+
+use crate::eval::folder::{self, LogState};
+use crate::session::event::{Evaluation, Event, EventKind, Phase, Role, Scores, TurnKind, Usage};
+use crate::stats::Preference;
+
+/// One value per key of [`PanelInfo::keys`] (`None` = no value).
+pub type Vals = Box<[Option<f64>]>;
+
+/// What a report needs to know about the panel a session ran.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PanelInfo {
+    pub name: String,
+    pub protocol: String,
+    /// Dimension keys in panel order, then `overall`.
+    pub keys: Vec<String>,
+    /// Group names in panel order.
+    pub groups: Vec<String>,
+    /// Scale bounds, when the panel records them.
+    pub scale: Option<(f64, f64)>,
+}
+
+impl PanelInfo {
+    /// Index of a key (dimension or `overall`).
+    pub fn key_index(&self, key: &str) -> Option<usize> {
+        self.keys.iter().position(|k| k == key)
+    }
+    /// Whether the scale is whole numbers.
+    pub fn integer_scale(&self) -> Option<(i64, i64)> {
+        let (lo, hi) = self.scale?;
+        (lo.fract() == 0.0 && hi.fract() == 0.0 && lo < hi && hi - lo <= 100.0).then_some((lo as i64, hi as i64))
+    }
+    fn empty_vals(&self) -> Vals {
+        vec![None; self.keys.len()].into_boxed_slice()
+    }
+    /// Values of an evaluation, by key.
+    pub fn vals_of(&self, ev: &Evaluation) -> Vals {
+        self.keys.iter().map(|k| ev.score(k).filter(|v| v.is_finite())).collect()
+    }
+    /// Values of a score map (with `overall` as a key), by key.
+    pub fn vals_of_scores(&self, scores: &Scores, overall: Option<f64>) -> Vals {
+        self.keys
+            .iter()
+            .map(|k| if k == "overall" { overall.or_else(|| scores.get(k).copied()) } else { scores.get(k).copied() })
+            .map(|v| v.filter(|x| x.is_finite()))
+            .collect()
+    }
+}
+
+/// One agent's scores in one session.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AgentScores {
+    pub name: String,
+    /// Index into [`PanelInfo::groups`].
+    pub group: usize,
+    /// Phase-1 evaluation.
+    pub initial: Option<Vals>,
+    /// Final evaluation after the debate, before later human overrides.
+    pub final_: Option<Vals>,
+    pub initial_label: Option<Preference>,
+    pub final_label: Option<Preference>,
+}
+
+/// Turns, tokens and time of one session.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Effort {
+    /// Agent turns (initial evaluations included, repairs not).
+    pub turns: u32,
+    /// Agent turns after phase 1.
+    pub debate_turns: u32,
+    /// Discussion rounds (mean over the groups that had rounds), if any.
+    pub rounds: Option<f64>,
+    /// Model calls.
+    pub calls: u64,
+    pub usage: Usage,
+    pub duration_ms: Option<u64>,
+    /// Human score overrides.
+    pub overrides: u32,
+    /// Agent turns per group (index as [`PanelInfo::groups`]).
+    pub group_turns: Vec<u32>,
+    /// Tokens of agent turns per group.
+    pub group_tokens: Vec<u64>,
+}
+
+/// The numbers of one session log.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ItemRecord {
+    pub source: PathBuf,
+    pub session_id: String,
+    pub item_id: String,
+    pub panel: Arc<PanelInfo>,
+    pub status: LogState,
+    pub started: Option<DateTime<Utc>>,
+    pub agents: Vec<AgentScores>,
+    /// Per group: the protocol's result as first published, before human overrides.
+    pub group_aggregate: Vec<Option<Vals>>,
+    /// Per group: the result with every override applied.
+    pub group_adjusted: Vec<Option<Vals>>,
+    /// Panel-wide result before overrides.
+    pub aggregate: Option<Vals>,
+    /// Panel-wide result with overrides.
+    pub adjusted: Option<Vals>,
+    /// Ratings in the item's `human` field.
+    pub human_item: Vals,
+    /// Ratings entered during the session (`human_rating` events; later ones win per key).
+    pub human_session: Vals,
+    pub effort: Effort,
+    /// Lines that were not valid events.
+    pub bad_lines: usize,
+}
+
+/// Shares one [`PanelInfo`] among the sessions of the same panel.
+#[derive(Debug, Default)]
+pub struct PanelCache {
+    known: Mutex<Vec<Arc<PanelInfo>>>,
+}
+
+impl PanelCache {
+    pub fn intern(&self, info: PanelInfo) -> Arc<PanelInfo> {
+        let mut known = self.known.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(p) = known.iter().find(|p| ***p == info) {
+            return p.clone();
+        }
+        let p = Arc::new(info);
+        known.push(p.clone());
+        p
+    }
+}
+
+/// Why a log could not be used at all.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error("{}: {error}", path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        error: std::io::Error,
+    },
+    #[error("{}: not a session log (no session_started line)", path.display())]
+    NotASession { path: PathBuf },
+}
+
+/// Session log files named by `paths`: files as given, folders' `*.jsonl`
+/// files (not recursive: `attempts/` of a run folder is left out), sorted.
+pub fn collect_logs(paths: &[PathBuf]) -> Result<Vec<PathBuf>, LoadError> {
+    let mut out = Vec::new();
+    for p in paths {
+        let meta = std::fs::metadata(p).map_err(|error| LoadError::Io { path: p.clone(), error })?;
+        if meta.is_dir() {
+            let mut files: Vec<PathBuf> = std::fs::read_dir(p)
+                .map_err(|error| LoadError::Io { path: p.clone(), error })?
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|f| f.extension().is_some_and(|x| x == "jsonl") && f.is_file())
+                .collect();
+            files.sort();
+            out.extend(files);
+        } else {
+            out.push(p.clone());
+        }
+    }
+    Ok(out)
+}
+
+/// The prices recorded in a run folder's `run.json`, if any.
+pub fn folder_pricing(dir: &Path) -> Option<crate::eval::Pricing> {
+    folder::Manifest::load(dir).ok().flatten().and_then(|m| m.pricing)
+}
+
+/// Whether a line is a `turn_delta` event, judged from its start (the
+/// writer puts `seq`, `t` and `type` first); other lines are parsed.
+fn is_delta(line: &[u8]) -> bool {
+    const TAG: &[u8] = b"\"type\":\"turn_delta\"";
+    let head = &line[..line.len().min(96)];
+    head.windows(TAG.len()).any(|w| w == TAG)
+}
+
+struct TurnInfo {
+    agent: Option<usize>,
+    group: Option<usize>,
+    phase: Phase,
+    role: Role,
+    kind: TurnKind,
+}
+
+/// Fold a log's bytes into a record.
+pub fn read_record(path: &Path, bytes: &[u8], cache: &PanelCache) -> Result<ItemRecord, LoadError> {
+    let mut rec: Option<ItemRecord> = None;
+    let mut turns: HashMap<u64, TurnInfo> = HashMap::new();
+    let mut agent_index: HashMap<String, usize> = HashMap::new();
+    let mut group_rounds: Vec<u32> = Vec::new();
+    let mut running_usage = Usage::default();
+    let mut running_calls = 0u64;
+    let mut ended_usage: Option<(Usage, u64)> = None;
+    let mut bad_lines = 0;
+    // The last line may be cut by a crash: only complete lines count.
+    let complete = match bytes.iter().rposition(|&b| b == b'\n') {
+        Some(end) => &bytes[..=end],
+        None => &[][..],
+    };
+    for line in complete.split(|&b| b == b'\n') {
+        if line.iter().all(u8::is_ascii_whitespace) || is_delta(line) {
+            continue;
+        }
+        let event: Event = match serde_json::from_slice(line) {
+            Ok(e) => e,
+            Err(_) => {
+                bad_lines += 1;
+                continue;
+            }
+        };
+        if let EventKind::SessionStarted { session_id, protocol, panel, item, agents, .. } = &event.kind {
+            let info = panel_info(panel, protocol, agents);
+            let info = cache.intern(info);
+            agent_index.clear();
+            let mut list = Vec::new();
+            for a in agents {
+                let group = info.groups.iter().position(|g| *g == a.group).unwrap_or(0);
+                agent_index.insert(a.name.clone(), list.len());
+                list.push(AgentScores {
+                    name: a.name.clone(),
+                    group,
+                    initial: None,
+                    final_: None,
+                    initial_label: None,
+                    final_label: None,
+                });
+            }
+            let human_item = match &item.human {
+                Some(h) => info.vals_of_scores(h, None),
+                None => info.empty_vals(),
+            };
+            let ng = info.groups.len();
+            group_rounds = vec![0; ng];
+            rec = Some(ItemRecord {
+                source: path.to_path_buf(),
+                session_id: session_id.clone(),
+                item_id: item.id.clone(),
+                status: LogState::Incomplete,
+                started: Some(event.t),
+                agents: list,
+                group_aggregate: vec![None; ng],
+                group_adjusted: vec![None; ng],
+                aggregate: None,
+                adjusted: None,
+                human_session: info.empty_vals(),
+                human_item,
+                effort: Effort { group_turns: vec![0; ng], group_tokens: vec![0; ng], ..Effort::default() },
+                bad_lines: 0,
+                panel: info,
+            });
+            continue;
+        }
+        let Some(r) = rec.as_mut() else { continue };
+        let group_of = |name: &str| r.panel.groups.iter().position(|g| g == name);
+        match &event.kind {
+            EventKind::TurnStarted { turn, agent, group, phase, role, kind, .. } => {
+                let agent_i = agent_index.get(agent).copied().filter(|_| *role == Role::Agent);
+                let group_i = group.as_deref().and_then(group_of).or_else(|| agent_i.map(|i| r.agents[i].group));
+                if *role == Role::Agent && *kind == TurnKind::Speak {
+                    r.effort.turns += 1;
+                    if *phase != Phase::Initial {
+                        r.effort.debate_turns += 1;
+                    }
+                    if let Some(g) = group_i {
+                        r.effort.group_turns[g] += 1;
+                    }
+                }
+                turns.insert(
+                    *turn,
+                    TurnInfo { agent: agent_i, group: group_i, phase: *phase, role: *role, kind: *kind },
+                );
+            }
+            EventKind::TurnCompleted { turn, evaluation, usage, .. } => {
+                running_usage.add(usage);
+                running_calls += 1;
+                let Some(t) = turns.get(turn) else { continue };
+                if t.role == Role::Agent
+                    && let Some(g) = t.group
+                {
+                    r.effort.group_tokens[g] += usage.total();
+                }
+                if let (Some(ev), Some(a)) = (evaluation, t.agent) {
+                    let vals = r.panel.vals_of(ev);
+                    let label = ev.label.as_deref().and_then(|l| l.parse::<Preference>().ok());
+                    let agent = &mut r.agents[a];
+                    if t.phase == Phase::Initial {
+                        agent.initial = Some(vals.clone());
+                        agent.initial_label = label;
+                    }
+                    // Until the debate's final evaluations are recorded, the
+                    // latest evaluation stands as final.
+                    agent.final_ = Some(vals);
+                    agent.final_label = label;
+                }
+                let _ = t.kind;
+            }
+            EventKind::FinalEvaluations { evaluations, .. } => {
+                for (name, ev) in evaluations {
+                    if let Some(&a) = agent_index.get(name) {
+                        let vals = r.panel.vals_of(ev);
+                        let agent = &mut r.agents[a];
+                        agent.final_ = Some(vals);
+                        agent.final_label = ev.label.as_deref().and_then(|l| l.parse::<Preference>().ok());
+                    }
+                }
+            }
+            EventKind::PhaseStarted { group: Some(g), round: Some(round), phase, .. } if *phase != Phase::Initial => {
+                if let Some(g) = group_of(g) {
+                    group_rounds[g] = group_rounds[g].max(*round);
+                }
+            }
+            EventKind::ScoreOverridden { .. } => r.effort.overrides += 1,
+            EventKind::HumanRating { scores, .. } => {
+                let vals = r.panel.vals_of_scores(scores, None);
+                for (slot, v) in r.human_session.iter_mut().zip(vals.iter()) {
+                    if v.is_some() {
+                        *slot = *v;
+                    }
+                }
+            }
+            EventKind::AggregationCompleted { group, scores, overall, original, .. } => {
+                let adjusted = r.panel.vals_of_scores(scores, *overall);
+                let (agg, adj) = match group {
+                    Some(g) => match group_of(g) {
+                        Some(i) => (&mut r.group_aggregate[i], &mut r.group_adjusted[i]),
+                        None => continue,
+                    },
+                    None => (&mut r.aggregate, &mut r.adjusted),
+                };
+                if agg.is_none() {
+                    // The first publication is the protocol's own result once
+                    // the values a human had already overridden are restored.
+                    let mut base = adjusted.clone();
+                    for (k, v) in original {
+                        if let Some(i) = r.panel.key_index(k) {
+                            base[i] = Some(*v).filter(|x| x.is_finite());
+                        }
+                    }
+                    *agg = Some(base);
+                }
+                *adj = Some(adjusted);
+            }
+            EventKind::SessionEnded { status, usage, duration_ms, .. } => {
+                r.status = (*status).into();
+                r.effort.duration_ms = Some(*duration_ms);
+                ended_usage = Some((usage.total, usage.calls));
+            }
+            _ => {}
+        }
+    }
+    let mut r = rec.ok_or_else(|| LoadError::NotASession { path: path.to_path_buf() })?;
+    let (usage, calls) = ended_usage.unwrap_or((running_usage, running_calls));
+    r.effort.usage = usage;
+    r.effort.calls = calls;
+    let with_rounds: Vec<f64> = group_rounds.iter().filter(|&&n| n > 0).map(|&n| f64::from(n)).collect();
+    r.effort.rounds = (!with_rounds.is_empty()).then(|| with_rounds.iter().sum::<f64>() / with_rounds.len() as f64);
+    r.bad_lines = bad_lines;
+    Ok(r)
+}
+
+fn panel_info(panel: &serde_json::Value, protocol: &str, agents: &[crate::session::event::AgentInfo]) -> PanelInfo {
+    let name = panel.get("name").and_then(|v| v.as_str()).unwrap_or("(unnamed panel)").to_string();
+    let mut keys: Vec<String> = panel
+        .get("dimensions")
+        .and_then(|d| d.as_array())
+        .map(|dims| dims.iter().filter_map(|d| d.get("key").and_then(|k| k.as_str()).map(str::to_string)).collect())
+        .unwrap_or_default();
+    keys.retain(|k| k != "overall");
+    keys.push("overall".into());
+    let mut groups: Vec<String> = panel
+        .get("groups")
+        .and_then(|g| g.as_array())
+        .map(|gs| gs.iter().filter_map(|g| g.get("name").and_then(|n| n.as_str()).map(str::to_string)).collect())
+        .unwrap_or_default();
+    for a in agents {
+        if !groups.contains(&a.group) {
+            groups.push(a.group.clone());
+        }
+    }
+    let scale = panel.get("scale").and_then(|s| Some((s.get("min")?.as_f64()?, s.get("max")?.as_f64()?)));
+    PanelInfo { name, protocol: protocol.to_string(), keys, groups, scale }
+}
+
+/// Logs read, and what could not be read.
+#[derive(Debug, Default)]
+pub struct Loaded {
+    pub records: Vec<ItemRecord>,
+    /// One message per file that could not be used.
+    pub problems: Vec<String>,
+}
+
+/// Read every log, on several threads.
+pub fn load_records(files: &[PathBuf], threads: usize) -> Loaded {
+    let cache = PanelCache::default();
+    let threads = threads.clamp(1, 64).min(files.len().max(1));
+    let chunk = files.len().div_ceil(threads).max(1);
+    let parts: Vec<Loaded> = std::thread::scope(|s| {
+        let handles: Vec<_> = files
+            .chunks(chunk)
+            .map(|part| {
+                let cache = &cache;
+                s.spawn(move || {
+                    let mut out = Loaded::default();
+                    for f in part {
+                        match std::fs::read(f) {
+                            Ok(bytes) => match read_record(f, &bytes, cache) {
+                                Ok(r) => out.records.push(r),
+                                Err(e) => out.problems.push(e.to_string()),
+                            },
+                            Err(e) => out.problems.push(format!("{}: {e}", f.display())),
+                        }
+                    }
+                    out
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join().unwrap_or_else(|_| Loaded {
+                    records: Vec::new(),
+                    problems: vec!["a reading thread stopped abnormally; some logs were not read".into()],
+                })
+            })
+            .collect()
+    });
+    let mut all = Loaded::default();
+    for p in parts {
+        all.records.extend(p.records);
+        all.problems.extend(p.problems);
+    }
+    all
+}

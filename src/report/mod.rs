@@ -1,0 +1,17 @@
+//! `moot report`: agreement of judges with human ratings, read from session
+//! logs and run folders (see `docs/report.md`).
+//!
+//! [`load`] folds each log into the few numbers a report needs, [`human`]
+//! reads a ratings file, [`build`] joins them and computes every statistic
+//! with [`crate::stats`], [`format`] prints tables, CSV and JSON, and
+//! [`plot`] draws SVG charts.
+
+pub mod build;
+pub mod format;
+pub mod human;
+pub mod load;
+pub mod plot;
+
+pub use build::{PanelSummary, Report, ReportOptions, Row, Stage, build_report};
+pub use human::{HumanFile, load_human_file};
+pub use load::{ItemRecord, Loaded, collect_logs, load_records, read_record};

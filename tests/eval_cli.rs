@@ -1,0 +1,290 @@
+//! `moot eval` end to end: the real binary against a local OpenAI-compatible
+//! server, with a failing item, a bad data line, resume, shards and Ctrl-C.
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use moot::eval::folder::{ATTEMPTS, LogState, Manifest, log_state};
+use moot::provider::testing::{RecordedRequest, Reply, TestServer};
+
+const SMALL_PANEL: &str = "tests/fixtures/eval/small-panel.toml";
+const ITEMS: &str = "tests/fixtures/eval/items.jsonl";
+
+fn evaluation(keys: &[&str]) -> String {
+    let scores: Vec<String> = keys.iter().enumerate().map(|(i, k)| format!("\"{k}\": {}", 2 + i % 3)).collect();
+    format!(
+        "Short view.\n```json\n{{{}, \"overall\": 3, \"confidence\": 0.7, \"justification\": \"As scored.\"}}\n```\nNO MORE COMMENTS",
+        scores.join(", ")
+    )
+}
+
+/// A server that answers every call with an evaluation over `keys`, and
+/// fails (400, not retried) calls about the item marked FAIL-ME while `fail` is set.
+async fn server(keys: &'static [&'static str], fail: Arc<AtomicBool>) -> TestServer {
+    TestServer::with_handler(move |req: &RecordedRequest| {
+        if fail.load(Ordering::SeqCst) && req.body_text().contains("FAIL-ME") {
+            return Reply::json(
+                400,
+                &serde_json::json!({"error": {"message": "this item is refused", "type": "invalid_request_error"}}),
+            );
+        }
+        Reply::openai_stream(&[&evaluation(keys)], Some((120, 30)))
+    })
+    .await
+    .expect("test server")
+}
+
+fn moot(base_url: &str, args: &[&str]) -> tokio::process::Command {
+    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_moot"));
+    cmd.args(args)
+        .env("OPENAI_BASE_URL", base_url)
+        .env_remove("OPENAI_API_KEY")
+        .env("MOOT_PROGRESS_SECS", "1")
+        .env("NO_COLOR", "1")
+        // Batch runs cache responses by default: keep the cache out of the user's folders.
+        .env("MOOT_CACHE_DIR", std::env::temp_dir().join(format!("moot-test-cache-{}", std::process::id())))
+        .kill_on_drop(true);
+    cmd
+}
+
+async fn run(base_url: &str, args: &[&str]) -> Output {
+    tokio::time::timeout(Duration::from_secs(120), moot(base_url, args).output())
+        .await
+        .expect("moot timed out")
+        .expect("moot runs")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn logs(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        .collect();
+    v.sort();
+    v
+}
+
+const SMALL_KEYS: &[&str] = &["clarity", "accuracy"];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failing_item_bad_line_and_resume() {
+    let fail = Arc::new(AtomicBool::new(true));
+    let srv = server(SMALL_KEYS, fail.clone()).await;
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    let out_s = out.to_str().unwrap();
+    let args = ["eval", SMALL_PANEL, "--data", ITEMS, "--provider", "openai", "--concurrency", "3", "--out", out_s];
+
+    let first = run(&srv.base_url(), &args).await;
+    let err = stderr(&first);
+    assert_eq!(first.status.code(), Some(1), "{err}");
+    assert!(err.contains("line 3") && err.contains("s-3"), "the bad line is reported: {err}");
+    assert!(err.contains("s-4 failed"), "{err}");
+
+    let m = Manifest::load(&out).unwrap().expect("run.json");
+    assert_eq!(m.counts.items, 5);
+    assert_eq!(m.counts.completed, 4);
+    assert_eq!(m.counts.failed, 1);
+    assert_eq!(m.counts.bad_items, 1);
+    assert_eq!(m.bad_items[0].line, 3);
+    assert_eq!(m.status, "incomplete");
+    assert_eq!(m.items["s-4"].status, "failed");
+    assert!(m.totals.input_tokens > 0 && m.totals.calls > 0);
+    let files = logs(&out);
+    assert_eq!(files.len(), 5, "one log per item: {files:?}");
+    assert_eq!(log_state(&out.join("s-4.jsonl")).unwrap(), LogState::Failed);
+    assert_eq!(log_state(&out.join("s-1.jsonl")).unwrap(), LogState::Completed);
+    let s1_before = std::fs::read(out.join("s-1.jsonl")).unwrap();
+
+    // Running again into the same folder without --resume is refused.
+    let again = run(&srv.base_url(), &args).await;
+    assert_ne!(again.status.code(), Some(0));
+    assert!(stderr(&again).contains("--resume"), "{}", stderr(&again));
+
+    // Resume once the server accepts the item: only s-4 runs again.
+    fail.store(false, Ordering::SeqCst);
+    let before = srv.request_count();
+    let mut resume_args = args.to_vec();
+    resume_args.push("--resume");
+    let second = run(&srv.base_url(), &resume_args).await;
+    assert_eq!(second.status.code(), Some(0), "{}", stderr(&second));
+    let m = Manifest::load(&out).unwrap().unwrap();
+    assert_eq!(m.counts.completed, 5);
+    assert_eq!(m.counts.already_done, 4);
+    assert_eq!(m.status, "completed");
+    assert_eq!(m.invocations.len(), 2);
+    assert_eq!(m.invocations[1].ran, 1);
+    assert_eq!(m.items["s-4"].attempts, 2);
+    assert_eq!(log_state(&out.join("s-4.jsonl")).unwrap(), LogState::Completed);
+    let kept = out.join(ATTEMPTS).join("s-4.1.jsonl");
+    assert_eq!(log_state(&kept).unwrap(), LogState::Failed, "the failed attempt is kept aside");
+    assert_eq!(std::fs::read(out.join("s-1.jsonl")).unwrap(), s1_before, "completed logs are untouched");
+    // s-4 alone: 4 initial calls + 2 debate turns per group + the aggregator.
+    let requests = srv.request_count() - before;
+    assert!((5..=10).contains(&requests), "{requests} calls for one item");
+
+    // The report reads the folder and joins the items' human ratings.
+    let report = run(&srv.base_url(), &["report", out_s, "--format", "json", "--bootstrap", "200"]).await;
+    assert_eq!(report.status.code(), Some(0), "{}", stderr(&report));
+    let rows: serde_json::Value = serde_json::from_slice(&report.stdout).unwrap();
+    let sessions = rows.as_array().unwrap().iter().find(|r| r["metric"] == "sessions").expect("a sessions row");
+    assert_eq!(sessions["value"], 5.0);
+    let rated = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["metric"] == "human_ratings" && r["dimension"] == "clarity")
+        .unwrap();
+    assert_eq!(rated["value"], 5.0);
+    assert_eq!(rated["sources"]["item"], 5);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bundled_panel_with_a_policy_moderator() {
+    const KEYS: &[&str] = &["grammar", "answer_relevancy", "contextual_consistency", "educational_appropriateness"];
+    let srv = server(KEYS, Arc::new(AtomicBool::new(false))).await;
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("bundled");
+    let o = run(
+        &srv.base_url(),
+        &[
+            "eval",
+            "storybook-qa",
+            "--data",
+            "storybook-qa",
+            "--limit",
+            "3",
+            "--moderator",
+            "round-robin",
+            "--provider",
+            "openai",
+            "--concurrency",
+            "3",
+            "--out",
+            out.to_str().unwrap(),
+            "--price-input",
+            "1",
+            "--price-output",
+            "2",
+        ],
+    )
+    .await;
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let m = Manifest::load(&out).unwrap().unwrap();
+    assert_eq!(m.panel.name, "Storybook QA");
+    assert_eq!(m.counts.completed, 3);
+    assert_eq!(logs(&out).len(), 3);
+    let expected = (m.totals.input_tokens as f64 * 1.0 + m.totals.output_tokens as f64 * 2.0) / 1e6;
+    assert!((m.totals.cost.unwrap() - expected).abs() < 1e-12);
+    // The plain progress lines (stderr is a pipe here) end with the final count.
+    assert!(stderr(&o).contains("3/3 done"), "{}", stderr(&o));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shards_split_the_items_and_report_merges_them() {
+    let srv = server(SMALL_KEYS, Arc::new(AtomicBool::new(false))).await;
+    let tmp = tempfile::tempdir().unwrap();
+    let mut dirs = Vec::new();
+    for shard in ["1/2", "2/2"] {
+        let out = tmp.path().join(shard.replace('/', "of"));
+        let o = run(
+            &srv.base_url(),
+            &[
+                "eval",
+                SMALL_PANEL,
+                "--data",
+                ITEMS,
+                "--provider",
+                "openai",
+                "--shard",
+                shard,
+                "--out",
+                out.to_str().unwrap(),
+            ],
+        )
+        .await;
+        // A shard may hold no item at all: that is reported, not run.
+        if o.status.code() != Some(0) {
+            assert!(stderr(&o).contains("no items to run"), "{}", stderr(&o));
+        }
+        dirs.push(out);
+    }
+    let mut seen: Vec<String> = Vec::new();
+    for d in &dirs {
+        if let Some(m) = Manifest::load(d).unwrap() {
+            seen.extend(m.items.keys().cloned());
+        }
+    }
+    seen.sort();
+    assert_eq!(seen, ["s-1", "s-2", "s-4", "s-5", "s-6"], "every item in exactly one shard");
+
+    let mut args = vec!["report".to_string()];
+    args.extend(dirs.iter().filter(|d| d.exists()).map(|d| d.to_string_lossy().into_owned()));
+    args.extend(["--format", "csv", "--bootstrap", "0"].map(String::from));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let report = run(&srv.base_url(), &args).await;
+    assert_eq!(report.status.code(), Some(0), "{}", stderr(&report));
+    let text = String::from_utf8(report.stdout).unwrap();
+    assert!(text.starts_with("panel,dimension,group,stage,metric,value,ci_low,ci_high,n"), "{text}");
+    // Both folders together hold every item once.
+    assert!(text.lines().any(|l| l.starts_with("Small test panel,,,,sessions,5,")), "{text}");
+}
+
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_c_stops_running_sessions_and_resume_finishes_them() {
+    // Every call takes a long time, so the items are mid-flight at Ctrl-C.
+    let slow = Arc::new(AtomicBool::new(true));
+    let srv = {
+        let slow = slow.clone();
+        TestServer::with_handler(move |_req: &RecordedRequest| {
+            let reply = Reply::openai_stream(&[&evaluation(SMALL_KEYS)], Some((10, 5)));
+            if slow.load(Ordering::SeqCst) { Reply::sse().delay(Duration::from_secs(30)).hang() } else { reply }
+        })
+        .await
+        .unwrap()
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    let out_s = out.to_str().unwrap();
+    let args = ["eval", SMALL_PANEL, "--data", ITEMS, "--provider", "openai", "--concurrency", "2", "--out", out_s];
+    let child = moot(&srv.base_url(), &args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Two items × four agents are waiting on the server.
+    tokio::time::timeout(Duration::from_secs(60), srv.wait_for_requests(8)).await.expect("calls arrive");
+    let pid = child.id().unwrap().to_string();
+    let kill = std::process::Command::new("kill").args(["-INT", &pid]).status().unwrap();
+    assert!(kill.success());
+    let o = tokio::time::timeout(Duration::from_secs(60), child.wait_with_output()).await.unwrap().unwrap();
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    let m = Manifest::load(&out).unwrap().unwrap();
+    assert_eq!(m.status, "interrupted");
+    assert_eq!(m.counts.stopped, 2);
+    assert_eq!(m.counts.not_started, 3);
+    let stopped: Vec<PathBuf> = logs(&out);
+    assert_eq!(stopped.len(), 2);
+    for p in &stopped {
+        assert_eq!(log_state(p).unwrap(), LogState::Stopped, "{}", p.display());
+    }
+
+    slow.store(false, Ordering::SeqCst);
+    let mut resume = args.to_vec();
+    resume.push("--resume");
+    let o = run(&srv.base_url(), &resume).await;
+    // s-4 is fine with this server: everything completes.
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let m = Manifest::load(&out).unwrap().unwrap();
+    assert_eq!(m.counts.completed, 5);
+    assert_eq!(std::fs::read_dir(out.join(ATTEMPTS)).unwrap().count(), 2, "the stopped logs are kept aside");
+}
