@@ -34,7 +34,7 @@ run: deps
 # The tests fetch the tiny model (smollm2-135m, ~98 MB) into the model cache
 # when it is missing; set MOOT_SKIP_LOCAL_MODEL=1 to skip those tests offline.
 test: deps
-	$(CARGO) test --release
+	$(CARGO) test
 
 # Fetches the default model (~491 MB) into the model cache.
 model: deps

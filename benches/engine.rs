@@ -17,7 +17,11 @@ use moot::testkit::{evaluation, item, panel, speaker};
 
 fn run_once(rt: &tokio::runtime::Runtime, config: EngineConfig, dir: &std::path::Path, n: usize) {
     let path = dir.join(format!("{n}.jsonl"));
-    let writer = if std::env::var_os("BENCH_NO_LOG").is_some() { None } else { Some(SessionWriter::create(&path).expect("log")) };
+    let writer = if std::env::var_os("BENCH_NO_LOG").is_some() {
+        None
+    } else {
+        Some(SessionWriter::create(&path).expect("log"))
+    };
     let (_handle, rx) = EngineHandle::channel();
     let outcome = rt.block_on(engine::run(config, Recorder::new(writer, None), rx));
     assert_eq!(outcome.status, moot::session::event::EndStatus::Completed, "{:?}", outcome.error);

@@ -38,6 +38,7 @@ fn evaluation(keys: &[String], seed: u64) -> Evaluation {
         justification: "The answer follows the story and the wording suits a young child, with one small slip.".into(),
         done: false,
         label: None,
+        ..Default::default()
     }
 }
 
@@ -104,8 +105,8 @@ fn write_log(path: &Path, panel: &Panel, index: u64) {
             for chunk in text.as_bytes().chunks(40).take(6) {
                 emit(w, EventKind::TurnDelta { turn, text: String::from_utf8_lossy(chunk).into_owned() });
             }
-            let usage = Usage { input_tokens: 900, output_tokens: 120, estimated: false };
-            totals.record(Role::Agent, &a.name, &usage);
+            let usage = Usage { input_tokens: 900, output_tokens: 120, ..Default::default() };
+            totals.record(Role::Agent, TurnKind::Speak, &a.name, &usage);
             emit(
                 w,
                 EventKind::TurnCompleted {

@@ -75,7 +75,7 @@ fn events(agents: usize, turns: u64) -> Vec<Event> {
             text: text.clone(),
             evaluation: Some(ev),
             parse_error: None,
-            usage: Usage { input_tokens: 100, output_tokens: 50, estimated: false },
+            usage: Usage { input_tokens: 100, output_tokens: 50, ..Default::default() },
             latency_ms: 10,
             cached: false,
         });

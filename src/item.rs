@@ -37,14 +37,8 @@ pub struct Item {
 /// Items compiled into the binary: `(file stem, JSONL text)`. Each bundled
 /// panel has items with the same stem.
 pub const BUNDLED_ITEMS: &[(&str, &str)] = &[
-    (
-        "storybook-qa",
-        include_str!("../assets/items/storybook-qa.jsonl"),
-    ),
-    (
-        "summary-collab",
-        include_str!("../assets/items/summary-collab.jsonl"),
-    ),
+    ("storybook-qa", include_str!("../assets/items/storybook-qa.jsonl")),
+    ("summary-collab", include_str!("../assets/items/summary-collab.jsonl")),
 ];
 
 /// Prefix of [`ItemsFile::source`] for bundled items (`bundled:storybook-qa`).
@@ -115,25 +109,13 @@ pub enum ItemsError {
     UnknownFormat { path: PathBuf },
     /// The whole file is unreadable in its format (JSON syntax, CSV header…).
     #[error("{file}:{line}:{column}: {message}")]
-    Malformed {
-        file: String,
-        line: usize,
-        column: usize,
-        message: String,
-    },
+    Malformed { file: String, line: usize, column: usize, message: String },
     /// Every entry was malformed, or there were none.
     #[error("{file}: no usable items{}", summarize(problems))]
-    NoItems {
-        file: String,
-        problems: Vec<ItemProblem>,
-    },
+    NoItems { file: String, problems: Vec<ItemProblem> },
     /// [`ItemsFile::get`] was asked for an id that is not there.
     #[error("{file}: no item with id \"{id}\"; available: {available}")]
-    UnknownId {
-        file: String,
-        id: String,
-        available: String,
-    },
+    UnknownId { file: String, id: String, available: String },
     /// [`resolve_items`] found neither a file nor bundled items.
     #[error("no items file or bundled items named \"{name}\"; bundled: {bundled}")]
     NotFound { name: String, bundled: String },
@@ -145,11 +127,7 @@ fn summarize(problems: &[ItemProblem]) -> String {
     }
     let shown: Vec<String> = problems.iter().take(3).map(ToString::to_string).collect();
     let more = problems.len().saturating_sub(3);
-    let more = if more > 0 {
-        format!("; and {more} more")
-    } else {
-        String::new()
-    };
+    let more = if more > 0 { format!("; and {more} more") } else { String::new() };
     format!(": {}{more}", shown.join("; "))
 }
 
@@ -157,21 +135,11 @@ impl ItemsFile {
     /// The item with `id`, or an error listing some of the ids there are.
     pub fn get(&self, id: &str) -> Result<&Item, ItemsError> {
         self.items.iter().find(|i| i.id == id).ok_or_else(|| {
-            let mut available = self
-                .items
-                .iter()
-                .take(IDS_SHOWN)
-                .map(|i| i.id.as_str())
-                .collect::<Vec<_>>()
-                .join(", ");
+            let mut available = self.items.iter().take(IDS_SHOWN).map(|i| i.id.as_str()).collect::<Vec<_>>().join(", ");
             if self.items.len() > IDS_SHOWN {
                 available.push_str(&format!(", … ({} items in all)", self.items.len()));
             }
-            ItemsError::UnknownId {
-                file: self.source.clone(),
-                id: id.to_string(),
-                available,
-            }
+            ItemsError::UnknownId { file: self.source.clone(), id: id.to_string(), available }
         })
     }
 
@@ -186,13 +154,8 @@ impl ItemsFile {
 /// `.ndjson`, `.json`, `.csv`). Malformed entries are skipped and listed in
 /// [`ItemsFile::skipped`]; it is an error only when no item is left.
 pub fn load_items(path: &Path) -> Result<ItemsFile, ItemsError> {
-    let format = ItemFormat::from_path(path).ok_or_else(|| ItemsError::UnknownFormat {
-        path: path.to_path_buf(),
-    })?;
-    let text = std::fs::read_to_string(path).map_err(|error| ItemsError::Read {
-        path: path.to_path_buf(),
-        error,
-    })?;
+    let format = ItemFormat::from_path(path).ok_or_else(|| ItemsError::UnknownFormat { path: path.to_path_buf() })?;
+    let text = std::fs::read_to_string(path).map_err(|error| ItemsError::Read { path: path.to_path_buf(), error })?;
     parse_items_str(&text, format, &path.display().to_string())
 }
 
@@ -211,23 +174,12 @@ pub fn resolve_items(arg: &str) -> Result<ItemsFile, ItemsError> {
     if arg.contains(std::path::MAIN_SEPARATOR) || arg.contains('/') || path.extension().is_some() {
         return load_items(path);
     }
-    let bundled = BUNDLED_ITEMS
-        .iter()
-        .map(|(stem, _)| *stem)
-        .collect::<Vec<_>>()
-        .join(", ");
-    Err(ItemsError::NotFound {
-        name: arg.to_string(),
-        bundled,
-    })
+    let bundled = BUNDLED_ITEMS.iter().map(|(stem, _)| *stem).collect::<Vec<_>>().join(", ");
+    Err(ItemsError::NotFound { name: arg.to_string(), bundled })
 }
 
 /// Parses items text in `format`; `source` names it in messages.
-pub fn parse_items_str(
-    text: &str,
-    format: ItemFormat,
-    source: &str,
-) -> Result<ItemsFile, ItemsError> {
+pub fn parse_items_str(text: &str, format: ItemFormat, source: &str) -> Result<ItemsFile, ItemsError> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let mut collector = Collector::default();
     match format {
@@ -237,25 +189,18 @@ pub fn parse_items_str(
                     continue;
                 }
                 let entry = serde_json::from_str::<serde_json::Value>(line)
-                    .map_err(|e| {
-                        format!(
-                            "invalid JSON at column {}: {}",
-                            e.column(),
-                            json_message(&e)
-                        )
-                    })
+                    .map_err(|e| format!("invalid JSON at column {}: {}", e.column(), json_message(&e)))
                     .and_then(|v| item_from_json(&v));
                 collector.push(i + 1, entry);
             }
         }
         ItemFormat::Json => {
-            let value: serde_json::Value =
-                serde_json::from_str(text).map_err(|e| ItemsError::Malformed {
-                    file: source.to_string(),
-                    line: e.line(),
-                    column: e.column(),
-                    message: format!("invalid JSON: {}", json_message(&e)),
-                })?;
+            let value: serde_json::Value = serde_json::from_str(text).map_err(|e| ItemsError::Malformed {
+                file: source.to_string(),
+                line: e.line(),
+                column: e.column(),
+                message: format!("invalid JSON: {}", json_message(&e)),
+            })?;
             match value {
                 serde_json::Value::Array(values) => {
                     let starts = json_array_element_offsets(text);
@@ -299,10 +244,7 @@ impl Collector {
         match entry {
             Ok(item) => {
                 if let Some(pos) = self.items.iter().position(|i| i.id == item.id) {
-                    let message = format!(
-                        "duplicate id \"{}\" (first on line {})",
-                        item.id, self.lines[pos]
-                    );
+                    let message = format!("duplicate id \"{}\" (first on line {})", item.id, self.lines[pos]);
                     self.skipped.push(ItemProblem { line, message });
                 } else {
                     self.items.push(item);
@@ -315,16 +257,9 @@ impl Collector {
 
     fn finish(self, source: &str) -> Result<ItemsFile, ItemsError> {
         if self.items.is_empty() {
-            return Err(ItemsError::NoItems {
-                file: source.to_string(),
-                problems: self.skipped,
-            });
+            return Err(ItemsError::NoItems { file: source.to_string(), problems: self.skipped });
         }
-        Ok(ItemsFile {
-            source: source.to_string(),
-            items: self.items,
-            skipped: self.skipped,
-        })
+        Ok(ItemsFile { source: source.to_string(), items: self.items, skipped: self.skipped })
     }
 }
 
@@ -349,11 +284,7 @@ fn json_type(v: &serde_json::Value) -> &'static str {
 }
 
 fn line_of(text: &str, at: usize) -> usize {
-    text.as_bytes()[..at.min(text.len())]
-        .iter()
-        .filter(|&&b| b == b'\n')
-        .count()
-        + 1
+    text.as_bytes()[..at.min(text.len())].iter().filter(|&&b| b == b'\n').count() + 1
 }
 
 /// Byte offsets where the elements of the top-level JSON array in `text`
@@ -400,32 +331,21 @@ fn id_from_json(v: &serde_json::Value, field: &str) -> Result<String, String> {
         serde_json::Value::String(s) if !s.trim().is_empty() => Ok(s.clone()),
         serde_json::Value::String(_) => Err(format!("`{field}` is empty")),
         serde_json::Value::Number(n) if n.is_i64() || n.is_u64() => Ok(n.to_string()),
-        other => Err(format!(
-            "`{field}` must be a string or an integer, found {}",
-            json_type(other)
-        )),
+        other => Err(format!("`{field}` must be a string or an integer, found {}", json_type(other))),
     }
 }
 
-fn optional_string(
-    obj: &serde_json::Map<String, serde_json::Value>,
-    key: &str,
-) -> Result<Option<String>, String> {
+fn optional_string(obj: &serde_json::Map<String, serde_json::Value>, key: &str) -> Result<Option<String>, String> {
     match obj.get(key) {
         None | Some(serde_json::Value::Null) => Ok(None),
         Some(serde_json::Value::String(s)) => Ok(Some(s.clone())),
-        Some(other) => Err(format!(
-            "`{key}` must be a string, found {}",
-            json_type(other)
-        )),
+        Some(other) => Err(format!("`{key}` must be a string, found {}", json_type(other))),
     }
 }
 
 /// Builds an item from one JSON value, or says what is wrong with it.
 fn item_from_json(v: &serde_json::Value) -> Result<Item, String> {
-    let obj = v
-        .as_object()
-        .ok_or_else(|| format!("expected an item object, found {}", json_type(v)))?;
+    let obj = v.as_object().ok_or_else(|| format!("expected an item object, found {}", json_type(v)))?;
     let id = match obj.get("id") {
         None | Some(serde_json::Value::Null) => return Err("missing `id`".into()),
         Some(v) => id_from_json(v, "id")?,
@@ -439,10 +359,7 @@ fn item_from_json(v: &serde_json::Value) -> Result<Item, String> {
         }
         Some(serde_json::Value::String(s)) => s.clone(),
         Some(other) => {
-            return Err(format!(
-                "item \"{id}\": `content` must be a string, found {}",
-                json_type(other)
-            ));
+            return Err(format!("item \"{id}\": `content` must be a string, found {}", json_type(other)));
         }
     };
     let with_id = |e: String| format!("item \"{id}\": {e}");
@@ -456,26 +373,21 @@ fn item_from_json(v: &serde_json::Value) -> Result<Item, String> {
                 match score {
                     serde_json::Value::Null => {}
                     serde_json::Value::Number(n) => {
-                        let x = n.as_f64().filter(|x| x.is_finite()).ok_or_else(|| {
-                            with_id(format!("`human.{dim}` is not a usable number"))
-                        })?;
+                        let x = n
+                            .as_f64()
+                            .filter(|x| x.is_finite())
+                            .ok_or_else(|| with_id(format!("`human.{dim}` is not a usable number")))?;
                         human.insert(dim.clone(), x);
                     }
                     other => {
-                        return Err(with_id(format!(
-                            "`human.{dim}` must be a number, found {}",
-                            json_type(other)
-                        )));
+                        return Err(with_id(format!("`human.{dim}` must be a number, found {}", json_type(other))));
                     }
                 }
             }
             Some(human)
         }
         Some(other) => {
-            return Err(with_id(format!(
-                "`human` must be an object, found {}",
-                json_type(other)
-            )));
+            return Err(with_id(format!("`human` must be an object, found {}", json_type(other))));
         }
     };
     let candidates = match obj.get("candidates") {
@@ -483,12 +395,9 @@ fn item_from_json(v: &serde_json::Value) -> Result<Item, String> {
         Some(serde_json::Value::Array(list)) => {
             let mut candidates = Vec::with_capacity(list.len());
             for (i, c) in list.iter().enumerate() {
-                let c = c.as_object().ok_or_else(|| {
-                    with_id(format!(
-                        "`candidates[{i}]` must be an object, found {}",
-                        json_type(c)
-                    ))
-                })?;
+                let c = c
+                    .as_object()
+                    .ok_or_else(|| with_id(format!("`candidates[{i}]` must be an object, found {}", json_type(c))))?;
                 let cid = match c.get("id") {
                     None | Some(serde_json::Value::Null) => {
                         return Err(with_id(format!("`candidates[{i}]`: missing `id`")));
@@ -512,20 +421,10 @@ fn item_from_json(v: &serde_json::Value) -> Result<Item, String> {
             Some(candidates)
         }
         Some(other) => {
-            return Err(with_id(format!(
-                "`candidates` must be an array, found {}",
-                json_type(other)
-            )));
+            return Err(with_id(format!("`candidates` must be an array, found {}", json_type(other))));
         }
     };
-    Ok(Item {
-        id,
-        content,
-        context,
-        reference,
-        human,
-        candidates,
-    })
+    Ok(Item { id, content, context, reference, human, candidates })
 }
 
 /// What a CSV column holds.
@@ -568,28 +467,15 @@ impl Column {
 }
 
 fn parse_csv(text: &str, source: &str, collector: &mut Collector) -> Result<(), ItemsError> {
-    let malformed = |line: usize, message: String| ItemsError::Malformed {
-        file: source.to_string(),
-        line,
-        column: 1,
-        message,
-    };
-    let mut reader = csv::ReaderBuilder::new()
-        .flexible(true)
-        .has_headers(true)
-        .from_reader(text.as_bytes());
-    let headers = reader
-        .headers()
-        .map_err(|e| malformed(1, format!("cannot read the CSV header: {e}")))?
-        .clone();
+    let malformed =
+        |line: usize, message: String| ItemsError::Malformed { file: source.to_string(), line, column: 1, message };
+    let mut reader = csv::ReaderBuilder::new().flexible(true).has_headers(true).from_reader(text.as_bytes());
+    let headers = reader.headers().map_err(|e| malformed(1, format!("cannot read the CSV header: {e}")))?.clone();
     let columns: Vec<Column> = headers.iter().map(Column::from_header).collect();
     for required in ["id", "content"] {
         if !headers.iter().any(|h| h.trim() == required) {
             let found = headers.iter().collect::<Vec<_>>().join(", ");
-            return Err(malformed(
-                1,
-                format!("the CSV header has no `{required}` column (columns: {found})"),
-            ));
+            return Err(malformed(1, format!("the CSV header has no `{required}` column (columns: {found})")));
         }
     }
     for record in reader.records() {
@@ -609,11 +495,7 @@ fn parse_csv(text: &str, source: &str, collector: &mut Collector) -> Result<(), 
             continue;
         }
         let entry = if record.len() != headers.len() {
-            Err(format!(
-                "row has {} fields, the header has {}",
-                record.len(),
-                headers.len()
-            ))
+            Err(format!("row has {} fields, the header has {}", record.len(), headers.len()))
         } else {
             item_from_csv(&columns, &record)
         };
@@ -639,15 +521,10 @@ fn item_from_csv(columns: &[Column], record: &csv::StringRecord) -> Result<Item,
                     human.insert(dim.clone(), x);
                 }
                 _ => {
-                    bad_score.get_or_insert_with(|| {
-                        format!("human score for `{dim}` is not a number: \"{cell}\"")
-                    });
+                    bad_score.get_or_insert_with(|| format!("human score for `{dim}` is not a number: \"{cell}\""));
                 }
             },
-            Column::Candidate(cid) if present => candidates.push(Candidate {
-                id: cid.clone(),
-                text: cell.to_string(),
-            }),
+            Column::Candidate(cid) if present => candidates.push(Candidate { id: cid.clone(), text: cell.to_string() }),
             _ => {}
         }
     }
@@ -675,10 +552,7 @@ mod tests {
         let text = r#"[ {"a": "x, ]\" [y"}, [1, [2]] ,
   3, "s,t" ]"#;
         let starts = json_array_element_offsets(text);
-        let firsts: Vec<char> = starts
-            .iter()
-            .map(|&i| text[i..].chars().next().unwrap_or(' '))
-            .collect();
+        let firsts: Vec<char> = starts.iter().map(|&i| text[i..].chars().next().unwrap_or(' ')).collect();
         assert_eq!(firsts, ['{', '[', '3', '"']);
         assert_eq!(line_of(text, starts[2]), 2);
         assert!(json_array_element_offsets("[]").is_empty());
@@ -688,9 +562,7 @@ mod tests {
     #[test]
     fn csv_header_names() {
         assert!(matches!(Column::from_header("human.grammar"), Column::Human(d) if d == "grammar"));
-        assert!(
-            matches!(Column::from_header(" human_answer_relevancy "), Column::Human(d) if d == "answer_relevancy")
-        );
+        assert!(matches!(Column::from_header(" human_answer_relevancy "), Column::Human(d) if d == "answer_relevancy"));
         assert!(matches!(Column::from_header("candidate_b"), Column::Candidate(c) if c == "b"));
         assert!(matches!(Column::from_header("human"), Column::Ignored));
         assert!(matches!(Column::from_header("human_"), Column::Ignored));
@@ -699,15 +571,10 @@ mod tests {
 
     #[test]
     fn byte_order_mark_is_ignored() {
-        let file = parse_items_str(
-            "\u{feff}{\"id\": \"a\", \"content\": \"x\"}\n",
-            ItemFormat::Jsonl,
-            "bom.jsonl",
-        )
-        .expect("item");
+        let file = parse_items_str("\u{feff}{\"id\": \"a\", \"content\": \"x\"}\n", ItemFormat::Jsonl, "bom.jsonl")
+            .expect("item");
         assert_eq!(file.items[0].id, "a");
-        let file =
-            parse_items_str("\u{feff}id,content\nb,y\n", ItemFormat::Csv, "bom.csv").expect("item");
+        let file = parse_items_str("\u{feff}id,content\nb,y\n", ItemFormat::Csv, "bom.csv").expect("item");
         assert_eq!(file.items[0].id, "b");
     }
 }

@@ -78,11 +78,7 @@ pub enum ConsensusRule {
 }
 
 impl ConsensusRule {
-    pub const ALL: [ConsensusRule; 3] = [
-        ConsensusRule::Exact,
-        ConsensusRule::Range,
-        ConsensusRule::Stdev,
-    ];
+    pub const ALL: [ConsensusRule; 3] = [ConsensusRule::Exact, ConsensusRule::Range, ConsensusRule::Stdev];
     pub fn as_str(self) -> &'static str {
         match self {
             ConsensusRule::Exact => "exact",
@@ -131,11 +127,7 @@ pub struct Dimension {
 impl Dimension {
     /// The display name, falling back to the key.
     pub fn label(&self) -> &str {
-        if self.name.is_empty() {
-            &self.key
-        } else {
-            &self.name
-        }
+        if self.name.is_empty() { &self.key } else { &self.name }
     }
 }
 
@@ -171,11 +163,7 @@ fn default_max_turns() -> u32 {
 
 impl Default for ModeratorSettings {
     fn default() -> Self {
-        Self {
-            policy: ModeratorPolicy::default(),
-            max_turns: default_max_turns(),
-            model: ModelSettings::default(),
-        }
+        Self { policy: ModeratorPolicy::default(), max_turns: default_max_turns(), model: ModelSettings::default() }
     }
 }
 
@@ -200,11 +188,7 @@ fn default_max_rounds() -> u32 {
 
 impl Default for ConsensusSettings {
     fn default() -> Self {
-        Self {
-            rule: ConsensusRule::default(),
-            tolerance: default_tolerance(),
-            max_rounds: default_max_rounds(),
-        }
+        Self { rule: ConsensusRule::default(), tolerance: default_tolerance(), max_rounds: default_max_rounds() }
     }
 }
 
@@ -229,11 +213,7 @@ fn default_max_tokens() -> u32 {
 
 impl Default for GenerationSettings {
     fn default() -> Self {
-        Self {
-            temperature: default_temperature(),
-            max_tokens: default_max_tokens(),
-            seed: None,
-        }
+        Self { temperature: default_temperature(), max_tokens: default_max_tokens(), seed: None }
     }
 }
 
@@ -303,9 +283,7 @@ pub struct Panel {
 impl Panel {
     /// Every agent with its group name, in panel order.
     pub fn agents(&self) -> impl Iterator<Item = (&GroupSpec, &AgentSpec)> {
-        self.groups
-            .iter()
-            .flat_map(|g| g.agents.iter().map(move |a| (g, a)))
+        self.groups.iter().flat_map(|g| g.agents.iter().map(move |a| (g, a)))
     }
     pub fn agent(&self, name: &str) -> Option<(&GroupSpec, &AgentSpec)> {
         self.agents().find(|(_, a)| a.name == name)
@@ -318,18 +296,11 @@ impl Panel {
         serde_json::to_value(self).unwrap_or(serde_json::Value::Null)
     }
     pub fn source_display(&self) -> String {
-        self.source
-            .as_deref()
-            .map(Path::display)
-            .map(|d| d.to_string())
-            .unwrap_or_else(|| "<panel>".into())
+        self.source.as_deref().map(Path::display).map(|d| d.to_string()).unwrap_or_else(|| "<panel>".into())
     }
     /// Extra per-dimension descriptions by key.
     pub fn dimension_map(&self) -> BTreeMap<&str, &Dimension> {
-        self.dimensions
-            .iter()
-            .map(|d| (d.key.as_str(), d))
-            .collect()
+        self.dimensions.iter().map(|d| (d.key.as_str(), d)).collect()
     }
 }
 
@@ -345,14 +316,8 @@ pub const DEFAULT_PANEL: &str = "storybook-qa";
 
 /// Panels compiled into the binary: `(file stem, TOML text)`.
 pub const BUNDLED_PANELS: &[(&str, &str)] = &[
-    (
-        "storybook-qa",
-        include_str!("../assets/panels/storybook-qa.toml"),
-    ),
-    (
-        "summary-collab",
-        include_str!("../assets/panels/summary-collab.toml"),
-    ),
+    ("storybook-qa", include_str!("../assets/panels/storybook-qa.toml")),
+    ("summary-collab", include_str!("../assets/panels/summary-collab.toml")),
 ];
 
 /// Prefix of [`Panel::source`] for bundled panels (`bundled:storybook-qa`);
@@ -374,32 +339,17 @@ pub enum PanelError {
     },
     /// The text is not valid TOML.
     #[error("{file}:{line}:{column}: TOML syntax error: {message}")]
-    Syntax {
-        file: String,
-        line: usize,
-        column: usize,
-        message: String,
-    },
+    Syntax { file: String, line: usize, column: usize, message: String },
     /// The TOML is well-formed but is not a valid panel.
     #[error("{file}:{line}:{column}: {}{message}", field_prefix(field))]
-    Invalid {
-        file: String,
-        line: usize,
-        column: usize,
-        field: String,
-        message: String,
-    },
+    Invalid { file: String, line: usize, column: usize, field: String, message: String },
     /// [`Panel::resolve`] found neither a file nor a bundled panel.
     #[error("no panel file or bundled panel named \"{name}\"; bundled panels: {bundled}")]
     NotFound { name: String, bundled: String },
 }
 
 fn field_prefix(field: &str) -> String {
-    if field.is_empty() {
-        String::new()
-    } else {
-        format!("{field}: ")
-    }
+    if field.is_empty() { String::new() } else { format!("{field}: ") }
 }
 
 impl PanelError {
@@ -424,10 +374,8 @@ impl PanelError {
 impl Panel {
     /// Reads and validates a panel file. [`Panel::source`] is set to `path`.
     pub fn load(path: &Path) -> Result<Panel, PanelError> {
-        let text = std::fs::read_to_string(path).map_err(|error| PanelError::Read {
-            path: path.to_path_buf(),
-            error,
-        })?;
+        let text =
+            std::fs::read_to_string(path).map_err(|error| PanelError::Read { path: path.to_path_buf(), error })?;
         let mut panel = Self::from_toml_str(&text, &path.display().to_string())?;
         panel.source = Some(path.to_path_buf());
         Ok(panel)
@@ -445,11 +393,7 @@ impl Panel {
         }
         let mut panel = Panel::deserialize(toml::de::Deserializer::from(root)).map_err(|e| {
             let at = e.span().map(|s| s.start).unwrap_or(0);
-            checker.invalid(Problem {
-                at,
-                field: String::new(),
-                message: e.message().to_string(),
-            })
+            checker.invalid(Problem { at, field: String::new(), message: e.message().to_string() })
         })?;
         panel.source = Some(PathBuf::from(source));
         Ok(panel)
@@ -480,10 +424,7 @@ impl Panel {
         if let Some((stem, text)) = BUNDLED_PANELS.iter().find(|(stem, _)| *stem == name) {
             return Self::from_toml_str(text, &format!("{BUNDLED_PREFIX}{stem}"));
         }
-        if arg.contains(std::path::MAIN_SEPARATOR)
-            || arg.contains('/')
-            || path.extension().is_some()
-        {
+        if arg.contains(std::path::MAIN_SEPARATOR) || arg.contains('/') || path.extension().is_some() {
             return Self::load(path);
         }
         Err(PanelError::NotFound {
@@ -536,14 +477,7 @@ const PANEL_KEYS: &[&str] = &[
 ];
 const SCALE_KEYS: &[&str] = &["min", "max"];
 const DIMENSION_KEYS: &[&str] = &["key", "name", "description"];
-const MODERATOR_KEYS: &[&str] = &[
-    "policy",
-    "max_turns",
-    "provider",
-    "model",
-    "temperature",
-    "max_tokens",
-];
+const MODERATOR_KEYS: &[&str] = &["policy", "max_turns", "provider", "model", "temperature", "max_tokens"];
 const CONSENSUS_KEYS: &[&str] = &["rule", "tolerance", "max_rounds"];
 const GENERATION_KEYS: &[&str] = &["temperature", "max_tokens", "seed"];
 const GROUP_KEYS: &[&str] = &["name", "description", "agents"];
@@ -568,19 +502,11 @@ struct Checker<'a> {
 }
 
 fn join_path(parent: &str, key: &str) -> String {
-    if parent.is_empty() {
-        key.to_string()
-    } else {
-        format!("{parent}.{key}")
-    }
+    if parent.is_empty() { key.to_string() } else { format!("{parent}.{key}") }
 }
 
 fn problem(at: usize, field: impl Into<String>, message: impl Into<String>) -> Problem {
-    Problem {
-        at,
-        field: field.into(),
-        message: message.into(),
-    }
+    Problem { at, field: field.into(), message: message.into() }
 }
 
 fn integer_of(v: &toml::de::DeValue<'_>) -> Option<i128> {
@@ -628,23 +554,12 @@ fn suggest<'c>(word: &str, candidates: &[&'c str]) -> Option<&'c str> {
 impl Checker<'_> {
     fn syntax(&self, e: &toml::de::Error) -> PanelError {
         let (line, column) = line_col(self.text, e.span().map_or(0, |s| s.start));
-        PanelError::Syntax {
-            file: self.file.to_string(),
-            line,
-            column,
-            message: e.message().trim_end().to_string(),
-        }
+        PanelError::Syntax { file: self.file.to_string(), line, column, message: e.message().trim_end().to_string() }
     }
 
     fn invalid(&self, p: Problem) -> PanelError {
         let (line, column) = line_col(self.text, p.at);
-        PanelError::Invalid {
-            file: self.file.to_string(),
-            line,
-            column,
-            field: p.field,
-            message: p.message,
-        }
+        PanelError::Invalid { file: self.file.to_string(), line, column, field: p.field, message: p.message }
     }
 
     /// Reports keys of `table` that are not in `allowed`.
@@ -654,16 +569,11 @@ impl Checker<'_> {
             if allowed.contains(&name) {
                 continue;
             }
-            let hint = suggest(name, allowed)
-                .map(|s| format!(" (did you mean `{s}`?)"))
-                .unwrap_or_default();
+            let hint = suggest(name, allowed).map(|s| format!(" (did you mean `{s}`?)")).unwrap_or_default();
             out.push(problem(
                 key.span().start,
                 join_path(path, name),
-                format!(
-                    "unknown field{hint}; valid fields here: {}",
-                    allowed.join(", ")
-                ),
+                format!("unknown field{hint}; valid fields here: {}", allowed.join(", ")),
             ));
         }
     }
@@ -737,11 +647,7 @@ impl Checker<'_> {
             return None;
         };
         if i < min || i > max {
-            let what = if i < min {
-                format!("must be at least {min}")
-            } else {
-                format!("must be at most {max}")
-            };
+            let what = if i < min { format!("must be at least {min}") } else { format!("must be at most {max}") };
             out.push(problem(v.span().start, field, format!("{what}, found {i}")));
             return None;
         }
@@ -749,22 +655,12 @@ impl Checker<'_> {
     }
 
     /// A number (integer or float) field.
-    fn number(
-        &self,
-        table: &Table<'_>,
-        path: &str,
-        key: &str,
-        out: &mut Vec<Problem>,
-    ) -> Option<(f64, usize)> {
+    fn number(&self, table: &Table<'_>, path: &str, key: &str, out: &mut Vec<Problem>) -> Option<(f64, usize)> {
         let v = table.get(key)?;
         match number_of(v.get_ref()) {
             Some(n) if n.is_finite() => Some((n, v.span().start)),
             Some(_) => {
-                out.push(problem(
-                    v.span().start,
-                    join_path(path, key),
-                    "must be a finite number",
-                ));
+                out.push(problem(v.span().start, join_path(path, key), "must be a finite number"));
                 None
             }
             None => {
@@ -779,22 +675,12 @@ impl Checker<'_> {
         if let Some((t, at)) = self.number(table, path, "temperature", out)
             && !(0.0..=2.0).contains(&t)
         {
-            out.push(problem(
-                at,
-                join_path(path, "temperature"),
-                format!("must be between 0 and 2, found {t}"),
-            ));
+            out.push(problem(at, join_path(path, "temperature"), format!("must be between 0 and 2, found {t}")));
         }
     }
 
     /// `provider`, `model`, `temperature`, `max_tokens`.
-    fn model_settings(
-        &self,
-        table: &Table<'_>,
-        table_at: usize,
-        path: &str,
-        out: &mut Vec<Problem>,
-    ) {
+    fn model_settings(&self, table: &Table<'_>, table_at: usize, path: &str, out: &mut Vec<Problem>) {
         self.string(table, table_at, path, "provider", Need::NonEmpty, out);
         self.string(table, table_at, path, "model", Need::NonEmpty, out);
         self.temperature(table, path, out);
@@ -802,23 +688,13 @@ impl Checker<'_> {
     }
 
     /// An enum-like string field checked with `parse`.
-    fn choice(
-        &self,
-        table: &Table<'_>,
-        path: &str,
-        key: &str,
-        what: &str,
-        valid: &[&str],
-        out: &mut Vec<Problem>,
-    ) {
+    fn choice(&self, table: &Table<'_>, path: &str, key: &str, what: &str, valid: &[&str], out: &mut Vec<Problem>) {
         let Some(v) = table.get(key) else { return };
         let field = join_path(path, key);
         match v.get_ref().as_str() {
             Some(s) if valid.contains(&s) => {}
             Some(s) => {
-                let hint = suggest(s, valid)
-                    .map(|h| format!(" (did you mean \"{h}\"?)"))
-                    .unwrap_or_default();
+                let hint = suggest(s, valid).map(|h| format!(" (did you mean \"{h}\"?)")).unwrap_or_default();
                 out.push(problem(
                     v.span().start,
                     field,
@@ -841,11 +717,7 @@ impl Checker<'_> {
     ) -> Vec<(&'t Table<'i>, usize, String)> {
         let field = join_path(path, key);
         let Some(v) = table.get(key) else {
-            out.push(problem(
-                table_at,
-                field,
-                format!("missing required field: {what}"),
-            ));
+            out.push(problem(table_at, field, format!("missing required field: {what}")));
             return Vec::new();
         };
         let Some(array) = v.get_ref().as_array() else {
@@ -853,11 +725,7 @@ impl Checker<'_> {
             return Vec::new();
         };
         if array.is_empty() {
-            out.push(problem(
-                v.span().start,
-                field,
-                format!("must not be empty: {what}"),
-            ));
+            out.push(problem(v.span().start, field, format!("must not be empty: {what}")));
             return Vec::new();
         }
         let mut tables = Vec::new();
@@ -889,42 +757,26 @@ impl Checker<'_> {
             let (min_v, max_v) = (min.map_or(1.0, |m| m.0), max.map_or(5.0, |m| m.0));
             if min_v >= max_v {
                 let at = max.or(min).map_or(0, |m| m.1);
-                let field = if max.is_some() {
-                    "scale.max"
-                } else {
-                    "scale.min"
-                };
-                out.push(problem(
-                    at,
-                    field,
-                    format!("scale min ({min_v}) must be less than max ({max_v})"),
-                ));
+                let field = if max.is_some() { "scale.max" } else { "scale.min" };
+                out.push(problem(at, field, format!("scale min ({min_v}) must be less than max ({max_v})")));
             }
         }
 
         let mut dimension_keys: Vec<(&str, usize)> = Vec::new();
-        for (dim, at, path) in self.table_array(
-            root,
-            0,
-            "",
-            "dimensions",
-            "a panel needs at least one dimension",
-            out,
-        ) {
+        for (dim, at, path) in self.table_array(root, 0, "", "dimensions", "a panel needs at least one dimension", out)
+        {
             self.known_keys(dim, &path, DIMENSION_KEYS, out);
             if let Some((key, key_at)) = self.string(dim, at, &path, "key", Need::Required, out) {
                 let field = format!("{path}.key");
                 if key == "overall" {
-                    out.push(problem(
-                        key_at,
-                        field,
-                        "`overall` is reserved: every evaluation has an overall score",
-                    ));
+                    out.push(problem(key_at, field, "`overall` is reserved: every evaluation has an overall score"));
                 } else if !is_identifier(key) {
                     out.push(problem(
                         key_at,
                         field,
-                        format!("dimension key \"{key}\" must be letters, digits and underscores, not starting with a digit"),
+                        format!(
+                            "dimension key \"{key}\" must be letters, digits and underscores, not starting with a digit"
+                        ),
                     ));
                 } else if let Some((_, first)) = dimension_keys.iter().find(|(k, _)| *k == key) {
                     let (line, _) = line_col(self.text, *first);
@@ -954,11 +806,7 @@ impl Checker<'_> {
             if let Some((t, at)) = self.number(c, "consensus", "tolerance", out)
                 && t < 0.0
             {
-                out.push(problem(
-                    at,
-                    "consensus.tolerance",
-                    format!("must not be negative, found {t}"),
-                ));
+                out.push(problem(at, "consensus.tolerance", format!("must not be negative, found {t}")));
             }
             self.integer(c, "consensus", "max_rounds", 1, u32::MAX.into(), out);
         }
@@ -976,18 +824,9 @@ impl Checker<'_> {
 
         let mut group_names: Vec<(&str, usize)> = Vec::new();
         let mut agent_names: Vec<(&str, usize)> = Vec::new();
-        for (group, at, path) in self.table_array(
-            root,
-            0,
-            "",
-            "groups",
-            "a panel needs at least one group",
-            out,
-        ) {
+        for (group, at, path) in self.table_array(root, 0, "", "groups", "a panel needs at least one group", out) {
             self.known_keys(group, &path, GROUP_KEYS, out);
-            if let Some((name, name_at)) =
-                self.string(group, at, &path, "name", Need::Required, out)
-            {
+            if let Some((name, name_at)) = self.string(group, at, &path, "name", Need::Required, out) {
                 if let Some((_, first)) = group_names.iter().find(|(n, _)| *n == name) {
                     let (line, _) = line_col(self.text, *first);
                     out.push(problem(
@@ -1003,11 +842,7 @@ impl Checker<'_> {
             let agents_field = format!("{path}.agents");
             let agents = match group.get("agents") {
                 None => {
-                    out.push(problem(
-                        at,
-                        agents_field,
-                        "a group needs at least one agent",
-                    ));
+                    out.push(problem(at, agents_field, "a group needs at least one agent"));
                     continue;
                 }
                 Some(v) => match v.get_ref().as_array() {
@@ -1016,11 +851,7 @@ impl Checker<'_> {
                         continue;
                     }
                     Some(a) if a.is_empty() => {
-                        out.push(problem(
-                            v.span().start,
-                            agents_field,
-                            "a group needs at least one agent",
-                        ));
+                        out.push(problem(v.span().start, agents_field, "a group needs at least one agent"));
                         continue;
                     }
                     Some(a) => a,
@@ -1034,9 +865,7 @@ impl Checker<'_> {
                 };
                 let agent_at = agent.span().start;
                 self.known_keys(t, &agent_path, AGENT_KEYS, out);
-                if let Some((name, name_at)) =
-                    self.string(t, agent_at, &agent_path, "name", Need::Required, out)
-                {
+                if let Some((name, name_at)) = self.string(t, agent_at, &agent_path, "name", Need::Required, out) {
                     if RESERVED_NAMES.iter().any(|r| r.eq_ignore_ascii_case(name.trim())) {
                         out.push(problem(
                             name_at,
@@ -1057,14 +886,7 @@ impl Checker<'_> {
                         agent_names.push((name, name_at));
                     }
                 }
-                for key in [
-                    "role",
-                    "demographics",
-                    "perspective",
-                    "specialty",
-                    "traits",
-                    "relationships",
-                ] {
+                for key in ["role", "demographics", "perspective", "specialty", "traits", "relationships"] {
                     self.string(t, agent_at, &agent_path, key, Need::Optional, out);
                 }
                 self.model_settings(t, agent_at, &agent_path, out);
@@ -1085,11 +907,7 @@ enum Need {
 }
 
 fn wrong_type(v: &Value<'_>, field: &str, expected: &str) -> Problem {
-    problem(
-        v.span().start,
-        field,
-        format!("expected {expected}, found {}", v.get_ref().type_str()),
-    )
+    problem(v.span().start, field, format!("expected {expected}, found {}", v.get_ref().type_str()))
 }
 
 #[cfg(test)]
@@ -1121,10 +939,7 @@ mod tests {
     #[test]
     fn suggestions_only_for_near_misses() {
         assert_eq!(suggest("max_turn", MODERATOR_KEYS), Some("max_turns"));
-        assert_eq!(
-            suggest("maj_eval", &["maj-eval", "collab-eval"]),
-            Some("maj-eval")
-        );
+        assert_eq!(suggest("maj_eval", &["maj-eval", "collab-eval"]), Some("maj-eval"));
         assert_eq!(suggest("persona", AGENT_KEYS), None);
         assert_eq!(suggest("zz", &["ab"]), None);
     }

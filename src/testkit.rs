@@ -34,7 +34,11 @@ pub fn panel(protocol: Protocol, groups: &[(&str, &[&str])]) -> Panel {
             Dimension { key: "grammar".into(), name: "Grammar".into(), description: "Is it well formed?".into() },
             Dimension { key: "relevance".into(), name: "Relevance".into(), description: "Does it answer?".into() },
         ],
-        moderator: ModeratorSettings { policy: ModeratorPolicy::RoundRobin, max_turns: 4, model: ModelSettings::default() },
+        moderator: ModeratorSettings {
+            policy: ModeratorPolicy::RoundRobin,
+            max_turns: 4,
+            model: ModelSettings::default(),
+        },
         consensus: ConsensusSettings { rule: ConsensusRule::Range, tolerance: 0.0, max_rounds: 3 },
         generation: GenerationSettings { temperature: 0.0, max_tokens: 200, seed: Some(7) },
         model: ModelSettings::default(),

@@ -57,7 +57,9 @@ async fn a_headless_run_prints_a_transcript_and_writes_the_log() {
     assert!(output.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
 
     // The transcript names the phases, the agents, the moderator's choices and the result.
-    for needle in ["── initial ──", "── debate · ", "» next in ", "consensus", "synthesis:", "RESULT", "session completed"] {
+    for needle in
+        ["── initial ──", "── debate · ", "» next in ", "consensus", "synthesis:", "RESULT", "session completed"]
+    {
         assert!(stdout.contains(needle), "missing {needle:?} in:\n{stdout}");
     }
     assert!(stdout.contains("I have read the item carefully"), "streamed text is shown");
@@ -131,7 +133,9 @@ async fn ctrl_c_stops_cleanly_and_still_aggregates() {
         assert!(Instant::now() < deadline, "the debate never started");
         if let Some(log) = logs_in(out.path()).first()
             && let Ok(l) = read_log(log)
-            && l.events.iter().any(|e| matches!(&e.kind, EventKind::TurnStarted { phase, .. } if phase.as_str() == "debate"))
+            && l.events
+                .iter()
+                .any(|e| matches!(&e.kind, EventKind::TurnStarted { phase, .. } if phase.as_str() == "debate"))
         {
             break;
         }
@@ -175,7 +179,11 @@ async fn a_dead_server_fails_with_a_one_line_reason_and_a_complete_log() {
     let reason = stderr.lines().find(|l| l.starts_with("moot: session failed:")).unwrap_or_else(|| panic!("{stderr}"));
     assert!(reason.contains("first evaluation failed"), "{reason}");
     let log = read_log(&logs_in(out.path())[0]).unwrap();
-    assert!(log.events.iter().any(|e| matches!(&e.kind, EventKind::TurnFailed { error, .. } if error.contains("connection"))));
+    assert!(
+        log.events
+            .iter()
+            .any(|e| matches!(&e.kind, EventKind::TurnFailed { error, .. } if error.contains("connection")))
+    );
     assert_eq!(log.events.last().unwrap().kind.type_name(), "session_ended");
 }
 
@@ -183,7 +191,8 @@ async fn a_dead_server_fails_with_a_one_line_reason_and_a_complete_log() {
 async fn bad_input_is_named_precisely() {
     let dir = tempfile::tempdir().unwrap();
     let panel = dir.path().join("broken.toml");
-    std::fs::write(&panel, "name = \"x\"\nprotocol = \"maj-eval\"\ntask = \"t\"\n[[dimensions]\nkey = \"a\"\n").unwrap();
+    std::fs::write(&panel, "name = \"x\"\nprotocol = \"maj-eval\"\ntask = \"t\"\n[[dimensions]\nkey = \"a\"\n")
+        .unwrap();
     let output = run_to_end({
         let mut c = moot();
         c.args(["run", panel.to_str().unwrap(), "--headless", "--provider", "openai"]);
@@ -198,7 +207,17 @@ async fn bad_input_is_named_precisely() {
     std::fs::write(&items, "{\"id\": \"a\", \"content\": \"fine\"}\n").unwrap();
     let output = run_to_end({
         let mut c = moot();
-        c.args(["run", "storybook-qa", "--item", items.to_str().unwrap(), "--id", "zz", "--headless", "--provider", "openai"]);
+        c.args([
+            "run",
+            "storybook-qa",
+            "--item",
+            items.to_str().unwrap(),
+            "--id",
+            "zz",
+            "--headless",
+            "--provider",
+            "openai",
+        ]);
         c
     })
     .await;

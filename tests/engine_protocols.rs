@@ -220,7 +220,12 @@ async fn collab_eval_stops_early_on_initial_consensus() {
     let (events, outcome) = Session::start(config(p, provider.clone()), None).finish().await;
     assert_eq!(outcome.status, EndStatus::Completed);
     assert_eq!(provider.calls(), 3, "three initial evaluations and nothing else");
-    assert!(!events.iter().any(|e| matches!(&e.kind, EventKind::PhaseStarted { phase: Phase::Discussion | Phase::FinalJudgment, .. })));
+    assert!(
+        !events.iter().any(|e| matches!(
+            &e.kind,
+            EventKind::PhaseStarted { phase: Phase::Discussion | Phase::FinalJudgment, .. }
+        ))
+    );
     let view = SessionView::from_events(&events);
     assert_eq!(view.aggregate.as_ref().unwrap().method.as_deref(), Some("consensus"));
     assert_eq!(view.aggregate.as_ref().unwrap().overall, Some(4.0));
@@ -235,7 +240,8 @@ async fn collab_eval_goes_to_the_final_judge_when_nothing_changes() {
     let p = panel(Protocol::CollabEval, &[("Evaluators", &["Ann", "Bea", "Cal"])]);
     let (events, outcome) = Session::start(config(p, provider), None).finish().await;
     assert_eq!(outcome.status, EndStatus::Completed);
-    let rounds = events.iter().filter(|e| matches!(&e.kind, EventKind::PhaseStarted { phase: Phase::Discussion, .. })).count();
+    let rounds =
+        events.iter().filter(|e| matches!(&e.kind, EventKind::PhaseStarted { phase: Phase::Discussion, .. })).count();
     assert_eq!(rounds, 1, "results did not change in round 1, so no round 2");
     let view = SessionView::from_events(&events);
     let agg = view.aggregate.as_ref().unwrap();
@@ -247,8 +253,14 @@ async fn collab_eval_goes_to_the_final_judge_when_nothing_changes() {
 async fn collab_eval_uses_every_round_then_the_final_judge() {
     // Ann changes her mind every round, so results keep changing without consensus.
     let provider = scripted(|req, _| {
-        let round =
-            req.messages.last().unwrap().content.split("Discussion round ").nth(1).and_then(|s| s[..1].parse::<u32>().ok());
+        let round = req
+            .messages
+            .last()
+            .unwrap()
+            .content
+            .split("Discussion round ")
+            .nth(1)
+            .and_then(|s| s[..1].parse::<u32>().ok());
         match (speaker(req).as_str(), round) {
             ("Ann", Some(r)) => evaluation(1 + r % 2, 3, 3).into(),
             ("final judge", _) => evaluation(3, 3, 3).into(),
@@ -257,7 +269,8 @@ async fn collab_eval_uses_every_round_then_the_final_judge() {
     });
     let p = panel(Protocol::CollabEval, &[("Evaluators", &["Ann", "Bea", "Cal"])]);
     let (events, _) = Session::start(config(p, provider), None).finish().await;
-    let rounds = events.iter().filter(|e| matches!(&e.kind, EventKind::PhaseStarted { phase: Phase::Discussion, .. })).count();
+    let rounds =
+        events.iter().filter(|e| matches!(&e.kind, EventKind::PhaseStarted { phase: Phase::Discussion, .. })).count();
     assert_eq!(rounds, 3);
     assert!(events.iter().any(|e| matches!(&e.kind, EventKind::PhaseStarted { phase: Phase::FinalJudgment, .. })));
 }
@@ -290,12 +303,20 @@ async fn a_comment_reaches_every_later_prompt() {
     let sent_at = provider.calls();
     s.send(Command::Comment { text: "Please consider the age of the readers.".into(), author: author(), group: None });
     let (events, _) = s.finish().await;
-    assert!(events.iter().any(|e| matches!(&e.kind, EventKind::HumanComment { text, .. } if text.contains("age of the readers"))));
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(&e.kind, EventKind::HumanComment { text, .. } if text.contains("age of the readers")))
+    );
     let later: Vec<_> = provider.requests().into_iter().skip(sent_at).filter(|r| speaker(r) != "aggregator").collect();
     assert!(later.len() >= 4, "several turns after the comment");
     for r in &later {
         assert!(
-            r.messages.last().unwrap().content.contains("[HUMAN MODERATOR tester] Please consider the age of the readers."),
+            r.messages
+                .last()
+                .unwrap()
+                .content
+                .contains("[HUMAN MODERATOR tester] Please consider the age of the readers."),
             "{} did not see the comment",
             speaker(r)
         );
@@ -326,7 +347,10 @@ async fn overrides_change_the_result_and_keep_the_original() {
         reason: None,
         author: author(),
     });
-    s.wait_for(|e| matches!(&e.kind, EventKind::AggregationCompleted { group: None, method: Some(m), .. } if m == "override")).await;
+    s.wait_for(
+        |e| matches!(&e.kind, EventKind::AggregationCompleted { group: None, method: Some(m), .. } if m == "override"),
+    )
+    .await;
     s.send(Command::Quit { author: author() });
     let (events, outcome) = s.finish().await;
     assert_eq!(outcome.status, EndStatus::Completed, "quitting after the result is not a stop");
@@ -454,7 +478,11 @@ async fn stop_cancels_the_turn_in_flight_and_still_aggregates() {
     let (events, outcome) = s.finish().await;
     assert_eq!(outcome.status, EndStatus::Stopped);
     assert_eq!(outcome.reason.as_deref(), Some("stopped by tester"));
-    assert!(events.iter().any(|e| matches!(&e.kind, EventKind::TurnFailed { error, will_retry: false, .. } if error == "cancelled")));
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(&e.kind, EventKind::TurnFailed { error, will_retry: false, .. } if error == "cancelled"))
+    );
     assert!(events.iter().any(|e| matches!(&e.kind, EventKind::AggregationCompleted { group: None, .. })));
     assert_eq!(turn_agents(&events, Phase::Debate).len(), 1, "no debate turn after the stop");
     assert!(started.elapsed() < Duration::from_secs(3));

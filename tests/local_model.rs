@@ -169,3 +169,47 @@ async fn schemas_beyond_flat_objects_use_llama_cpp_conversion() {
     assert!((1..=2).contains(&verdict.len()), "{eval}");
     assert!(verdict.iter().all(|v| v == "good" || v == "bad"), "{eval}");
 }
+
+/// A short MAJ-EVAL debate on the tiny model: every agent turn yields a
+/// readable evaluation (the grammar guarantees the JSON), and the session
+/// completes with a result.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_short_debate_on_the_tiny_model_parses_every_evaluation() {
+    use moot::engine::{self, Binding, Bindings, EngineConfig, EngineHandle, Recorder};
+    use moot::session::event::{EndStatus, Role};
+    use moot::session::{EventKind, SessionView};
+
+    let Some(provider) = tiny_provider() else { return };
+    let mut panel = moot::testkit::panel(moot::panel::Protocol::MajEval, &[("Readers", &["Ann", "Bea"])]);
+    panel.moderator.max_turns = 1;
+    panel.generation.max_tokens = 48;
+    let config = EngineConfig::new(
+        std::sync::Arc::new(panel),
+        moot::testkit::item(),
+        Bindings::uniform(Binding::new(std::sync::Arc::new(provider), "")),
+    );
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let (_handle, commands) = EngineHandle::channel();
+    let started = Instant::now();
+    let outcome = engine::run(config, Recorder::new(None, Some(tx)), commands).await;
+    let mut events = Vec::new();
+    while let Ok(e) = rx.try_recv() {
+        events.push(e);
+    }
+    assert_eq!(outcome.status, EndStatus::Completed, "{:?}", outcome.error);
+    let view = SessionView::from_events(&events);
+    let agent_turns: Vec<_> = view.turns.iter().filter(|t| t.role == Role::Agent).collect();
+    assert!(agent_turns.len() >= 3, "two first evaluations and a debate turn");
+    for t in &agent_turns {
+        assert!(
+            t.evaluation.is_some(),
+            "turn {} by {} has no evaluation: {:?}\n{}",
+            t.id,
+            t.agent,
+            t.parse_error,
+            t.text
+        );
+    }
+    assert!(events.iter().any(|e| matches!(&e.kind, EventKind::AggregationCompleted { group: None, .. })));
+    eprintln!("tiny debate: {} agent turns in {:.1} s", agent_turns.len(), started.elapsed().as_secs_f64());
+}

@@ -46,18 +46,12 @@ temperature = 0.5
 "#;
 
 fn fixture(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures")
-        .join(rel)
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(rel)
 }
 
 /// BASE with `from` (which must occur exactly once) replaced by `to`.
 fn edit(from: &str, to: &str) -> String {
-    assert_eq!(
-        BASE.matches(from).count(),
-        1,
-        "{from:?} must occur once in BASE"
-    );
+    assert_eq!(BASE.matches(from).count(), 1, "{from:?} must occur once in BASE");
     BASE.replacen(from, to, 1)
 }
 
@@ -78,10 +72,7 @@ fn base_panel_is_valid_and_keeps_its_source() {
     assert_eq!(p.protocol, Protocol::MajEval);
     assert_eq!(p.dimension_keys(), ["clarity", "accuracy"]);
     assert_eq!(p.agents().count(), 2);
-    assert_eq!(
-        p.agent("Ben").map(|(_, a)| a.model.temperature),
-        Some(Some(0.5))
-    );
+    assert_eq!(p.agent("Ben").map(|(_, a)| a.model.temperature), Some(Some(0.5)));
     assert_eq!(p.moderator.max_turns, 4);
 }
 
@@ -104,13 +95,9 @@ fn defaults_apply_when_sections_are_left_out() {
 
 #[test]
 fn integer_temperatures_and_tolerances_are_numbers() {
-    let text = edit("temperature = 0.5", "temperature = 1")
-        .replace("temperature = 0.7", "temperature = 0");
+    let text = edit("temperature = 0.5", "temperature = 1").replace("temperature = 0.7", "temperature = 0");
     let p = Panel::from_toml_str(&text, "panel.toml").unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(
-        p.agent("Ben").and_then(|(_, a)| a.model.temperature),
-        Some(1.0)
-    );
+    assert_eq!(p.agent("Ben").and_then(|(_, a)| a.model.temperature), Some(1.0));
     assert_eq!(p.generation.temperature, 0.0);
     assert_eq!(p.consensus.tolerance, 1.0);
 }
@@ -122,10 +109,7 @@ fn every_bundled_panel_loads_from_its_file_and_from_the_binary() {
         let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("assets/panels/{stem}.toml"));
         let from_file = Panel::load(&path).unwrap_or_else(|e| panic!("{e}"));
         let bundled = Panel::bundled(stem).unwrap_or_else(|| panic!("bundled {stem} is invalid"));
-        assert_eq!(
-            bundled.source.as_deref(),
-            Some(Path::new(&format!("bundled:{stem}")))
-        );
+        assert_eq!(bundled.source.as_deref(), Some(Path::new(&format!("bundled:{stem}"))));
         assert_eq!(from_file.groups, bundled.groups);
         for (_, agent) in bundled.agents() {
             for (field, value) in [
@@ -136,19 +120,11 @@ fn every_bundled_panel_loads_from_its_file_and_from_the_binary() {
                 ("traits", &agent.traits),
                 ("relationships", &agent.relationships),
             ] {
-                assert!(
-                    !value.trim().is_empty(),
-                    "{stem}: agent {} has no {field}",
-                    agent.name
-                );
+                assert!(!value.trim().is_empty(), "{stem}: agent {} has no {field}", agent.name);
             }
         }
         for d in &bundled.dimensions {
-            assert!(
-                !d.name.is_empty() && !d.description.is_empty(),
-                "{stem}: dimension {} undocumented",
-                d.key
-            );
+            assert!(!d.name.is_empty() && !d.description.is_empty(), "{stem}: dimension {} undocumented", d.key);
         }
     }
 }
@@ -159,30 +135,19 @@ fn storybook_panel_has_the_documented_settings() {
     assert_eq!(p.protocol, Protocol::MajEval);
     assert_eq!(
         p.dimension_keys(),
-        [
-            "grammar",
-            "answer_relevancy",
-            "contextual_consistency",
-            "educational_appropriateness"
-        ]
+        ["grammar", "answer_relevancy", "contextual_consistency", "educational_appropriateness"]
     );
     assert_eq!((p.scale.min, p.scale.max), (1.0, 5.0));
     assert_eq!(p.moderator.policy, ModeratorPolicy::Llm);
     assert_eq!(p.moderator.max_turns, 6);
-    assert_eq!(
-        (p.consensus.rule, p.consensus.tolerance),
-        (ConsensusRule::Range, 1.0)
-    );
+    assert_eq!((p.consensus.rule, p.consensus.tolerance), (ConsensusRule::Range, 1.0));
     assert_eq!(p.generation.seed, Some(7));
     assert_eq!(p.groups.len(), 3);
     assert!(p.groups.iter().all(|g| g.agents.len() >= 2));
 
     let s = Panel::bundled("summary-collab").expect("bundled");
     assert_eq!(s.protocol, Protocol::CollabEval);
-    assert_eq!(
-        s.dimension_keys(),
-        ["coherence", "consistency", "fluency", "relevance"]
-    );
+    assert_eq!(s.dimension_keys(), ["coherence", "consistency", "fluency", "relevance"]);
     assert_eq!(s.consensus.max_rounds, 3);
     assert_eq!(s.agents().count(), 3);
     assert_eq!(s.final_judge.model, None);
@@ -190,34 +155,19 @@ fn storybook_panel_has_the_documented_settings() {
 
 #[test]
 fn resolve_accepts_paths_and_bundled_names() {
-    assert_eq!(
-        Panel::resolve("storybook-qa").expect("name").name,
-        "Storybook QA"
-    );
-    assert_eq!(
-        Panel::resolve("bundled:summary-collab")
-            .expect("prefixed")
-            .protocol,
-        Protocol::CollabEval
-    );
+    assert_eq!(Panel::resolve("storybook-qa").expect("name").name, "Storybook QA");
+    assert_eq!(Panel::resolve("bundled:summary-collab").expect("prefixed").protocol, Protocol::CollabEval);
     let path = fixture("panels/empty-group.toml");
     let err = Panel::resolve(path.to_str().expect("utf-8 path")).expect_err("invalid file");
     assert!(err.to_string().contains("groups[1].agents"), "{err}");
 
     let err = Panel::resolve("no-such-panel").expect_err("unknown");
     assert!(matches!(err, PanelError::NotFound { .. }));
-    assert!(
-        err.to_string().contains("storybook-qa, summary-collab"),
-        "{err}"
-    );
+    assert!(err.to_string().contains("storybook-qa, summary-collab"), "{err}");
 
     let err = Panel::resolve("missing/dir/p.toml").expect_err("missing file");
     assert!(matches!(err, PanelError::Read { .. }), "{err}");
-    assert!(
-        err.to_string()
-            .starts_with("missing/dir/p.toml: cannot read panel"),
-        "{err}"
-    );
+    assert!(err.to_string().starts_with("missing/dir/p.toml: cannot read panel"), "{err}");
 }
 
 // --- panels: errors from files ----------------------------------------------
@@ -230,10 +180,7 @@ fn group_without_agents_names_file_line_and_field() {
     assert_eq!(err.field(), Some("groups[1].agents"));
     assert_eq!(
         err.to_string(),
-        format!(
-            "{}:16:10: groups[1].agents: a group needs at least one agent",
-            path.display()
-        )
+        format!("{}:16:10: groups[1].agents: a group needs at least one agent", path.display())
     );
 }
 
@@ -257,21 +204,14 @@ fn toml_syntax_error_has_line_and_column() {
     let err = Panel::load(&path).expect_err("syntax");
     assert!(matches!(err, PanelError::Syntax { line: 7, .. }), "{err:?}");
     let shown = err.to_string();
-    assert!(
-        shown.starts_with(&format!("{}:7:16: TOML syntax error: ", path.display())),
-        "{shown}"
-    );
+    assert!(shown.starts_with(&format!("{}:7:16: TOML syntax error: ", path.display())), "{shown}");
 }
 
 #[test]
 fn missing_file_is_a_read_error() {
     let err = Panel::load(Path::new("does/not/exist.toml")).expect_err("missing");
     assert!(matches!(err, PanelError::Read { .. }));
-    assert!(
-        err.to_string()
-            .starts_with("does/not/exist.toml: cannot read panel: "),
-        "{err}"
-    );
+    assert!(err.to_string().starts_with("does/not/exist.toml: cannot read panel: "), "{err}");
 }
 
 // --- panels: every validation rule ------------------------------------------
@@ -311,36 +251,19 @@ fn unknown_consensus_rule_lists_the_valid_ones() {
 #[test]
 fn unknown_fields_are_named_where_they_are() {
     assert_eq!(
-        error_of(&edit(
-            "role = \"Reader\"",
-            "role = \"Reader\"\npersona = \"x\""
-        )),
+        error_of(&edit("role = \"Reader\"", "role = \"Reader\"\npersona = \"x\"")),
         "panel.toml:34:1: groups[0].agents[0].persona: unknown field; valid fields here: name, role, demographics, \
          perspective, specialty, traits, relationships, provider, model, temperature, max_tokens"
     );
     let msg = error_of(&edit("max_turns = 4", "max_turn = 4"));
-    assert!(
-        msg.starts_with(
-            "panel.toml:11:1: moderator.max_turn: unknown field (did you mean `max_turns`?)"
-        ),
-        "{msg}"
-    );
-    let msg = error_of(&edit(
-        "task = \"Judge the text.\"",
-        "task = \"Judge the text.\"\ndescription = \"x\"",
-    ));
-    assert!(
-        msg.starts_with(
-            "panel.toml:4:1: description: unknown field; valid fields here: name, protocol"
-        ),
-        "{msg}"
-    );
+    assert!(msg.starts_with("panel.toml:11:1: moderator.max_turn: unknown field (did you mean `max_turns`?)"), "{msg}");
+    let msg = error_of(&edit("task = \"Judge the text.\"", "task = \"Judge the text.\"\ndescription = \"x\""));
+    assert!(msg.starts_with("panel.toml:4:1: description: unknown field; valid fields here: name, protocol"), "{msg}");
 }
 
 #[test]
 fn duplicate_agent_names_across_groups() {
-    let text =
-        format!("{BASE}\n[[groups]]\nname = \"Writers\"\n\n[[groups.agents]]\nname = \"Ben\"\n");
+    let text = format!("{BASE}\n[[groups]]\nname = \"Writers\"\n\n[[groups.agents]]\nname = \"Ben\"\n");
     assert_eq!(
         error_of(&text),
         "panel.toml:43:8: groups[1].agents[0].name: duplicate agent name \"Ben\" (first on line 36); \
@@ -350,12 +273,8 @@ fn duplicate_agent_names_across_groups() {
 
 #[test]
 fn duplicate_group_names() {
-    let text =
-        format!("{BASE}\n[[groups]]\nname = \"Readers\"\n\n[[groups.agents]]\nname = \"Cy\"\n");
-    assert_eq!(
-        error_of(&text),
-        "panel.toml:40:8: groups[1].name: duplicate group name \"Readers\" (first on line 29)"
-    );
+    let text = format!("{BASE}\n[[groups]]\nname = \"Readers\"\n\n[[groups.agents]]\nname = \"Cy\"\n");
+    assert_eq!(error_of(&text), "panel.toml:40:8: groups[1].name: duplicate group name \"Readers\" (first on line 29)");
 }
 
 #[test]
@@ -372,10 +291,7 @@ fn group_with_no_agents_key() {
         "[[groups.agents]]\nname = \"Ana\"\nrole = \"Reader\"\n\n[[groups.agents]]\nname = \"Ben\"\ntemperature = 0.5\n",
         "",
     );
-    assert_eq!(
-        error_of(&text),
-        "panel.toml:28:1: groups[0].agents: a group needs at least one agent"
-    );
+    assert_eq!(error_of(&text), "panel.toml:28:1: groups[0].agents: a group needs at least one agent");
 }
 
 #[test]
@@ -385,26 +301,17 @@ fn no_groups() {
         error_of(&BASE[..cut]),
         "panel.toml:1:1: groups: missing required field: a panel needs at least one group"
     );
-    let text = format!(
-        "{}dimensions = [{{ key = \"q\" }}]\ngroups = []\n",
-        &BASE[..BASE.find("[scale]").expect("scale")]
-    );
-    assert_eq!(
-        error_of(&text),
-        "panel.toml:6:10: groups: must not be empty: a panel needs at least one group"
-    );
+    let text =
+        format!("{}dimensions = [{{ key = \"q\" }}]\ngroups = []\n", &BASE[..BASE.find("[scale]").expect("scale")]);
+    assert_eq!(error_of(&text), "panel.toml:6:10: groups: must not be empty: a panel needs at least one group");
 }
 
 #[test]
 fn empty_dimensions() {
     let start = BASE.find("[[dimensions]]").expect("dims");
     let end = BASE.find("[[groups]]").expect("groups");
-    let text = format!("{}{}", &BASE[..start], &BASE[end..])
-        .replace("[scale]", "dimensions = []\n\n[scale]");
-    assert_eq!(
-        error_of(&text),
-        "panel.toml:5:14: dimensions: must not be empty: a panel needs at least one dimension"
-    );
+    let text = format!("{}{}", &BASE[..start], &BASE[end..]).replace("[scale]", "dimensions = []\n\n[scale]");
+    assert_eq!(error_of(&text), "panel.toml:5:14: dimensions: must not be empty: a panel needs at least one dimension");
 }
 
 #[test]
@@ -472,10 +379,7 @@ fn max_tokens_must_be_positive() {
         "panel.toml:19:14: generation.max_tokens: must be at least 1, found 0"
     );
     assert_eq!(
-        error_of(&edit(
-            "role = \"Reader\"",
-            "role = \"Reader\"\nmax_tokens = 0"
-        )),
+        error_of(&edit("role = \"Reader\"", "role = \"Reader\"\nmax_tokens = 0")),
         "panel.toml:34:14: groups[0].agents[0].max_tokens: must be at least 1, found 0"
     );
 }
@@ -486,10 +390,7 @@ fn task_and_agent_name_must_not_be_empty() {
         error_of(&edit("task = \"Judge the text.\"", "task = \"  \"")),
         "panel.toml:3:8: task: must not be empty"
     );
-    assert_eq!(
-        error_of(&edit("task = \"Judge the text.\"\n", "")),
-        "panel.toml:1:1: task: missing required field"
-    );
+    assert_eq!(error_of(&edit("task = \"Judge the text.\"\n", "")), "panel.toml:1:1: task: missing required field");
     assert_eq!(
         error_of(&edit("name = \"Ana\"", "name = \"\"")),
         "panel.toml:32:8: groups[0].agents[0].name: must not be empty"
@@ -514,8 +415,7 @@ fn wrong_types_are_reported_with_the_expected_type() {
 
 #[test]
 fn the_first_problem_in_the_file_is_reported() {
-    let text =
-        edit("max_turns = 4", "max_turns = 0").replace("key = \"accuracy\"", "key = \"overall\"");
+    let text = edit("max_turns = 4", "max_turns = 0").replace("key = \"accuracy\"", "key = \"overall\"");
     assert!(error_of(&text).starts_with("panel.toml:11:13: moderator.max_turns"));
 }
 
@@ -533,43 +433,23 @@ fn bundled_items_load_and_match_their_panels() {
         let panel = Panel::bundled(stem).expect("a bundled panel with the same name");
         let keys = panel.dimension_keys();
         let rated: Vec<_> = file.items.iter().filter_map(|i| i.human.as_ref()).collect();
-        assert!(
-            rated.len() >= 4,
-            "{stem}: about half the items have human ratings"
-        );
+        assert!(rated.len() >= 4, "{stem}: about half the items have human ratings");
         for human in rated {
             assert_eq!(human.keys().cloned().collect::<Vec<_>>().len(), keys.len());
             for (dim, score) in human {
                 assert!(keys.contains(dim), "{stem}: unknown dimension {dim}");
-                assert!(
-                    panel.scale.contains(*score) && score.fract() == 0.0,
-                    "{stem}: score {score}"
-                );
+                assert!(panel.scale.contains(*score) && score.fract() == 0.0, "{stem}: score {score}");
             }
         }
         for item in &file.items {
-            assert!(
-                item.context
-                    .as_deref()
-                    .is_some_and(|c| c.split_whitespace().count() <= 150),
-                "{}",
-                item.id
-            );
+            assert!(item.context.as_deref().is_some_and(|c| c.split_whitespace().count() <= 150), "{}", item.id);
         }
     }
     let qa = ItemsFile::bundled("storybook-qa").expect("bundled");
     assert_eq!(qa.items.first().map(|i| i.id.as_str()), Some("qa-01"));
     assert_eq!(qa.items.last().map(|i| i.id.as_str()), Some("qa-10"));
-    assert!(
-        qa.items
-            .iter()
-            .all(|i| i.content.starts_with("Question: ") && i.content.contains("\nAnswer: "))
-    );
-    assert!(qa.items.iter().any(|i| {
-        i.context
-            .as_deref()
-            .is_some_and(|c| c.contains("No more comments"))
-    }));
+    assert!(qa.items.iter().all(|i| i.content.starts_with("Question: ") && i.content.contains("\nAnswer: ")));
+    assert!(qa.items.iter().any(|i| { i.context.as_deref().is_some_and(|c| c.contains("No more comments")) }));
 }
 
 #[test]
@@ -579,13 +459,7 @@ fn jsonl_malformed_line_is_skipped_and_reported() {
     assert_eq!(ids, ["a-1", "a-2", "a-4"]);
     assert_eq!(file.skipped.len(), 1);
     assert_eq!(file.skipped[0].line, 3);
-    assert!(
-        file.skipped[0]
-            .message
-            .starts_with("invalid JSON at column "),
-        "{}",
-        file.skipped[0].message
-    );
+    assert!(file.skipped[0].message.starts_with("invalid JSON at column "), "{}", file.skipped[0].message);
 }
 
 #[test]
@@ -594,13 +468,7 @@ fn blank_lines_are_ignored_and_line_numbers_stay_true() {
     let file = item::parse_items_str(text, ItemFormat::Jsonl, "mem.jsonl").expect("one good item");
     assert_eq!(file.items.len(), 1);
     let problems: Vec<String> = file.skipped.iter().map(ToString::to_string).collect();
-    assert_eq!(
-        problems,
-        [
-            "line 4: duplicate id \"x\" (first on line 2)",
-            "line 5: item \"y\": missing `content`"
-        ]
-    );
+    assert_eq!(problems, ["line 4: duplicate id \"x\" (first on line 2)", "line 5: item \"y\": missing `content`"]);
 }
 
 #[test]
@@ -632,27 +500,16 @@ fn wrong_types_in_items_are_skipped_with_reasons() {
 fn all_bad_file_is_an_error_naming_the_file() {
     let path = fixture("items/all-bad.jsonl");
     let err = item::load_items(&path).expect_err("nothing usable");
-    let ItemsError::NoItems { problems, .. } = &err else {
-        panic!("{err:?}")
-    };
-    assert_eq!(
-        problems.iter().map(|p| p.line).collect::<Vec<_>>(),
-        [1, 2, 3]
-    );
+    let ItemsError::NoItems { problems, .. } = &err else { panic!("{err:?}") };
+    assert_eq!(problems.iter().map(|p| p.line).collect::<Vec<_>>(), [1, 2, 3]);
     let shown = err.to_string();
     assert!(
-        shown.starts_with(&format!(
-            "{}: no usable items: line 1: missing `id`; line 2: ",
-            path.display()
-        )),
+        shown.starts_with(&format!("{}: no usable items: line 1: missing `id`; line 2: ", path.display())),
         "{shown}"
     );
 
     let err = item::parse_items_str("\n\n", ItemFormat::Jsonl, "empty.jsonl").expect_err("empty");
-    assert_eq!(
-        err.to_string(),
-        "empty.jsonl: no usable items (the file is empty)"
-    );
+    assert_eq!(err.to_string(), "empty.jsonl: no usable items (the file is empty)");
 }
 
 #[test]
@@ -670,24 +527,11 @@ fn csv_with_human_columns() {
     let second = &file.items[1];
     assert_eq!(second.content, "A summary\nover two lines.");
     assert_eq!(second.context, None);
-    assert_eq!(
-        second.human.as_ref().map(|h| h.len()),
-        Some(1),
-        "an empty cell is no rating"
-    );
-    assert_eq!(
-        file.items[2].human.as_ref().and_then(|h| h.get("clarity")),
-        Some(&2.5)
-    );
+    assert_eq!(second.human.as_ref().map(|h| h.len()), Some(1), "an empty cell is no rating");
+    assert_eq!(file.items[2].human.as_ref().and_then(|h| h.get("clarity")), Some(&2.5));
     assert_eq!(file.skipped.len(), 1);
-    assert_eq!(
-        file.skipped[0].line, 5,
-        "the row after a two-line cell starts on line 5"
-    );
-    assert_eq!(
-        file.skipped[0].message,
-        "item \"c-3\": human score for `clarity` is not a number: \"high\""
-    );
+    assert_eq!(file.skipped[0].line, 5, "the row after a two-line cell starts on line 5");
+    assert_eq!(file.skipped[0].message, "item \"c-3\": human score for `clarity` is not a number: \"high\"");
 }
 
 #[test]
@@ -696,27 +540,16 @@ fn csv_candidates_and_missing_columns() {
     let file = item::parse_items_str(text, ItemFormat::Csv, "pairs.csv").expect("csv");
     let cands = file.items[0].candidates.as_ref().expect("candidates");
     assert_eq!(
-        cands
-            .iter()
-            .map(|c| (c.id.as_str(), c.text.as_str()))
-            .collect::<Vec<_>>(),
+        cands.iter().map(|c| (c.id.as_str(), c.text.as_str())).collect::<Vec<_>>(),
         [("a", "Left answer"), ("b", "Right answer")]
     );
 
-    let err = item::parse_items_str("id,text\n1,hello\n", ItemFormat::Csv, "x.csv")
-        .expect_err("no content column");
-    assert_eq!(
-        err.to_string(),
-        "x.csv:1:1: the CSV header has no `content` column (columns: id, text)"
-    );
+    let err = item::parse_items_str("id,text\n1,hello\n", ItemFormat::Csv, "x.csv").expect_err("no content column");
+    assert_eq!(err.to_string(), "x.csv:1:1: the CSV header has no `content` column (columns: id, text)");
 
-    let file = item::parse_items_str("id,content\n1,a,extra\n2,b\n", ItemFormat::Csv, "y.csv")
-        .expect("one row ok");
+    let file = item::parse_items_str("id,content\n1,a,extra\n2,b\n", ItemFormat::Csv, "y.csv").expect("one row ok");
     assert_eq!(file.items.len(), 1);
-    assert_eq!(
-        file.skipped[0].to_string(),
-        "line 2: row has 3 fields, the header has 2"
-    );
+    assert_eq!(file.skipped[0].to_string(), "line 2: row has 3 fields, the header has 2");
 }
 
 #[test]
@@ -739,19 +572,11 @@ fn json_array_with_numeric_ids_and_per_element_lines() {
 
 #[test]
 fn json_single_object_and_syntax_errors() {
-    let file = item::parse_items_str(
-        "  {\"id\": 7, \"content\": \"one\"}",
-        ItemFormat::Json,
-        "one.json",
-    )
-    .expect("object");
+    let file =
+        item::parse_items_str("  {\"id\": 7, \"content\": \"one\"}", ItemFormat::Json, "one.json").expect("object");
     assert_eq!(file.items[0].id, "7");
-    let err = item::parse_items_str("[\n {\"id\": 1,,}\n]", ItemFormat::Json, "bad.json")
-        .expect_err("syntax");
-    assert!(
-        err.to_string().starts_with("bad.json:2:11: invalid JSON: "),
-        "{err}"
-    );
+    let err = item::parse_items_str("[\n {\"id\": 1,,}\n]", ItemFormat::Json, "bad.json").expect_err("syntax");
+    assert!(err.to_string().starts_with("bad.json:2:11: invalid JSON: "), "{err}");
     let err = item::parse_items_str("\"text\"", ItemFormat::Json, "s.json").expect_err("not items");
     assert!(err.to_string().contains("found a string"), "{err}");
 }
@@ -769,50 +594,20 @@ fn picking_an_unknown_id_lists_some_that_exist() {
 
 #[test]
 fn item_formats_come_from_the_extension() {
-    assert_eq!(
-        ItemFormat::from_path(Path::new("a/b.JSONL")),
-        Some(ItemFormat::Jsonl)
-    );
-    assert_eq!(
-        ItemFormat::from_path(Path::new("b.json")),
-        Some(ItemFormat::Json)
-    );
-    assert_eq!(
-        ItemFormat::from_path(Path::new("b.csv")),
-        Some(ItemFormat::Csv)
-    );
+    assert_eq!(ItemFormat::from_path(Path::new("a/b.JSONL")), Some(ItemFormat::Jsonl));
+    assert_eq!(ItemFormat::from_path(Path::new("b.json")), Some(ItemFormat::Json));
+    assert_eq!(ItemFormat::from_path(Path::new("b.csv")), Some(ItemFormat::Csv));
     let err = item::load_items(Path::new("notes.txt")).expect_err("unknown");
-    assert_eq!(
-        err.to_string(),
-        "notes.txt: unknown items format; use a .jsonl, .json or .csv file"
-    );
-    assert!(matches!(
-        item::load_items(Path::new("gone.jsonl")),
-        Err(ItemsError::Read { .. })
-    ));
+    assert_eq!(err.to_string(), "notes.txt: unknown items format; use a .jsonl, .json or .csv file");
+    assert!(matches!(item::load_items(Path::new("gone.jsonl")), Err(ItemsError::Read { .. })));
 }
 
 #[test]
 fn resolve_items_accepts_paths_and_bundled_names() {
-    assert_eq!(
-        item::resolve_items("summary-collab")
-            .expect("bundled")
-            .items
-            .len(),
-        10
-    );
+    assert_eq!(item::resolve_items("summary-collab").expect("bundled").items.len(), 10);
     let path = fixture("items/ratings.csv");
-    assert_eq!(
-        item::resolve_items(path.to_str().expect("utf-8"))
-            .expect("path")
-            .items
-            .len(),
-        3
-    );
-    assert!(matches!(
-        item::resolve_items("nothing-here"),
-        Err(ItemsError::NotFound { .. })
-    ));
+    assert_eq!(item::resolve_items(path.to_str().expect("utf-8")).expect("path").items.len(), 3);
+    assert!(matches!(item::resolve_items("nothing-here"), Err(ItemsError::NotFound { .. })));
 }
 
 #[test]
@@ -821,20 +616,13 @@ fn documented_examples_are_valid() {
     let docs = std::fs::read_to_string(root.join("docs/panels.md")).expect("docs/panels.md");
     let start = docs.find("```toml\n").expect("a toml example") + "```toml\n".len();
     let end = start + docs[start..].find("```").expect("closed block");
-    let p =
-        Panel::from_toml_str(&docs[start..end], "docs/panels.md").unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(
-        p.agent("Chef Lee")
-            .and_then(|(_, a)| a.model.model.clone())
-            .as_deref(),
-        Some("gpt-4o")
-    );
+    let p = Panel::from_toml_str(&docs[start..end], "docs/panels.md").unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(p.agent("Chef Lee").and_then(|(_, a)| a.model.model.clone()).as_deref(), Some("gpt-4o"));
 
     let docs = std::fs::read_to_string(root.join("docs/items.md")).expect("docs/items.md");
     let start = docs.find("```csv\n").expect("a csv example") + "```csv\n".len();
     let end = start + docs[start..].find("```").expect("closed block");
-    let file = item::parse_items_str(&docs[start..end], ItemFormat::Csv, "docs/items.md")
-        .expect("csv example");
+    let file = item::parse_items_str(&docs[start..end], ItemFormat::Csv, "docs/items.md").expect("csv example");
     assert_eq!(file.items[0].human.as_ref().map(|h| h.len()), Some(2));
 }
 

@@ -7,8 +7,7 @@ use moot::provider::openai::{OpenAiConfig, OpenAiProvider};
 use moot::provider::retry::{AttemptFailure, RetryPolicy, call_with_retry};
 use moot::provider::testing::{Framing, Reply, TestServer, openai};
 use moot::provider::{
-    ChatMessage, ChatRequest, Completion, Provider, ProviderError, TimeoutKind, Usage,
-    estimate_usage,
+    ChatMessage, ChatRequest, Completion, Provider, ProviderError, TimeoutKind, Usage, estimate_usage,
 };
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -39,18 +38,11 @@ fn provider(server: &TestServer) -> OpenAiProvider {
 }
 
 fn request() -> ChatRequest {
-    ChatRequest::new(vec![
-        ChatMessage::system("You judge text."),
-        ChatMessage::user("Rate this: hello"),
-    ])
+    ChatRequest::new(vec![ChatMessage::system("You judge text."), ChatMessage::user("Rate this: hello")])
 }
 
 fn fast_policy(max_attempts: u32) -> RetryPolicy {
-    RetryPolicy {
-        max_attempts,
-        base_delay: Duration::from_millis(10),
-        max_delay: Duration::from_millis(40),
-    }
+    RetryPolicy { max_attempts, base_delay: Duration::from_millis(10), max_delay: Duration::from_millis(40) }
 }
 
 /// One attempt; returns the result and every delta received.
@@ -59,9 +51,7 @@ async fn stream_once(
     request: &ChatRequest,
 ) -> (Result<Completion, ProviderError>, Vec<String>) {
     let (tx, mut rx) = mpsc::unbounded_channel();
-    let result = provider
-        .stream(request, &tx, &CancellationToken::new())
-        .await;
+    let result = provider.stream(request, &tx, &CancellationToken::new()).await;
     drop(tx);
     let mut deltas = Vec::new();
     while let Some(d) = rx.recv().await {
@@ -77,14 +67,9 @@ async fn with_retry(
 ) -> (Result<Completion, ProviderError>, Vec<AttemptFailure>) {
     let (tx, _rx) = mpsc::unbounded_channel();
     let mut failures = Vec::new();
-    let result = call_with_retry(
-        provider,
-        &request(),
-        &tx,
-        &CancellationToken::new(),
-        policy,
-        &mut |f| failures.push(f.clone()),
-    )
+    let result = call_with_retry(provider, &request(), &tx, &CancellationToken::new(), policy, &mut |f| {
+        failures.push(f.clone())
+    })
     .await;
     (result, failures)
 }
@@ -92,23 +77,12 @@ async fn with_retry(
 #[tokio::test]
 async fn streams_text_and_reports_usage() {
     let server = server().await;
-    server.push(Reply::openai_stream(
-        &["Hello", ", ", "world"],
-        Some((12, 3)),
-    ));
+    server.push(Reply::openai_stream(&["Hello", ", ", "world"], Some((12, 3))));
     let (result, deltas) = stream_once(&provider(&server), &request()).await;
     let completion = result.expect("stream succeeds");
     assert_eq!(completion.text, "Hello, world");
     assert_eq!(deltas, ["Hello", ", ", "world"]);
-    assert_eq!(
-        completion.usage,
-        Usage {
-            input_tokens: 12,
-            output_tokens: 3,
-            estimated: false,
-            cost: None,
-        }
-    );
+    assert_eq!(completion.usage, Usage { input_tokens: 12, output_tokens: 3, estimated: false, cost: None });
     assert_eq!(completion.finish_reason.as_deref(), Some("stop"));
     assert!(!completion.cached);
     let requests = server.requests();
@@ -121,10 +95,7 @@ async fn streams_text_and_reports_usage() {
 async fn trailing_slash_in_base_url_is_tolerated() {
     let server = server().await;
     server.push(Reply::openai_stream(&["ok"], Some((1, 1))));
-    let config = OpenAiConfig {
-        base_url: format!("{}/", server.base_url()),
-        ..config(&server)
-    };
+    let config = OpenAiConfig { base_url: format!("{}/", server.base_url()), ..config(&server) };
     let provider = OpenAiProvider::new(config).expect("valid config");
     let (result, _) = stream_once(&provider, &request()).await;
     assert_eq!(result.expect("stream succeeds").text, "ok");
@@ -147,10 +118,7 @@ async fn chunks_split_at_odd_offsets_and_inside_utf8_characters() {
     let server = server().await;
     let body = openai::stream_body(&UNICODE_DELTAS, Some((20, 9)));
     let mut offsets = offsets_inside_multibyte(&body);
-    assert!(
-        offsets.len() >= 10,
-        "the body has multi-byte characters to split"
-    );
+    assert!(offsets.len() >= 10, "the body has multi-byte characters to split");
     // Also inside `data:`, between the two newlines of a frame, and odd places.
     let frame_end = body.find("\n\n").expect("a frame");
     offsets.extend([1, 3, 4, 5, 7, 13, 31, frame_end + 1, body.len() - 3]);
@@ -162,15 +130,7 @@ async fn chunks_split_at_odd_offsets_and_inside_utf8_characters() {
     let completion = result.expect("stream succeeds");
     assert_eq!(completion.text, UNICODE_TEXT);
     assert_eq!(deltas.concat(), UNICODE_TEXT);
-    assert_eq!(
-        completion.usage,
-        Usage {
-            input_tokens: 20,
-            output_tokens: 9,
-            estimated: false,
-            cost: None,
-        }
-    );
+    assert_eq!(completion.usage, Usage { input_tokens: 20, output_tokens: 9, estimated: false, cost: None });
 }
 
 #[tokio::test]
@@ -180,9 +140,7 @@ async fn random_splits_with_delays_give_the_exact_text() {
     let provider = provider(&server);
     let mut rng = ChaCha8Rng::seed_from_u64(7);
     for round in 0..25 {
-        let mut offsets: Vec<usize> = (0..rng.random_range(1..12))
-            .map(|_| rng.random_range(1..body.len()))
-            .collect();
+        let mut offsets: Vec<usize> = (0..rng.random_range(1..12)).map(|_| rng.random_range(1..body.len())).collect();
         offsets.sort_unstable();
         let mut reply = Reply::sse();
         let mut start = 0;
@@ -197,11 +155,7 @@ async fn random_splits_with_delays_give_the_exact_text() {
         }
         server.push(reply.write(&body.as_bytes()[start..]));
         let (result, _) = stream_once(&provider, &request()).await;
-        assert_eq!(
-            result.expect("stream succeeds").text,
-            UNICODE_TEXT,
-            "round {round}, splits {offsets:?}"
-        );
+        assert_eq!(result.expect("stream succeeds").text, UNICODE_TEXT, "round {round}, splits {offsets:?}");
     }
 }
 
@@ -251,10 +205,7 @@ async fn request_body_and_no_auth_without_key() {
 
     let sent = &server.requests()[0];
     assert_eq!(sent.header("authorization"), None);
-    assert!(
-        sent.header("content-type")
-            .is_some_and(|v| v.starts_with("application/json"))
-    );
+    assert!(sent.header("content-type").is_some_and(|v| v.starts_with("application/json")));
     assert_eq!(sent.header("accept"), Some("text/event-stream"));
     let body = sent.body_json().expect("JSON body");
     assert_eq!(body["model"], "test-model");
@@ -276,10 +227,7 @@ async fn request_body_and_no_auth_without_key() {
 async fn bearer_auth_with_key_and_optional_fields_left_out() {
     let server = server().await;
     server.push(Reply::openai_stream(&["x"], Some((1, 1))));
-    let config = OpenAiConfig {
-        api_key: Some("sk-test-123".into()),
-        ..config(&server)
-    };
+    let config = OpenAiConfig { api_key: Some("sk-test-123".into()), ..config(&server) };
     let provider = OpenAiProvider::new(config).expect("valid config");
     let mut request = request();
     request.model = "other-model".into();
@@ -299,11 +247,7 @@ async fn bearer_auth_with_key_and_optional_fields_left_out() {
 async fn rate_limit_with_retry_after_is_honoured_then_succeeds() {
     let server = server().await;
     server.push(
-        Reply::json(
-            429,
-            &json!({"error": {"message": "slow down", "type": "rate_limit"}}),
-        )
-        .header("Retry-After", "1"),
+        Reply::json(429, &json!({"error": {"message": "slow down", "type": "rate_limit"}})).header("Retry-After", "1"),
     );
     server.push(Reply::openai_stream(&["after wait"], Some((4, 2))));
     let started = Instant::now();
@@ -316,30 +260,16 @@ async fn rate_limit_with_retry_after_is_honoured_then_succeeds() {
     let failure = &failures[0];
     assert_eq!(failure.attempt, 1);
     assert!(failure.will_retry);
-    assert!(
-        failure
-            .retry_in
-            .is_some_and(|d| d >= Duration::from_secs(1)),
-        "{failure:?}"
-    );
+    assert!(failure.retry_in.is_some_and(|d| d >= Duration::from_secs(1)), "{failure:?}");
     match &failure.error {
-        ProviderError::Http {
-            status: 429,
-            body,
-            retry_after,
-        } => {
+        ProviderError::Http { status: 429, body, retry_after } => {
             assert!(body.contains("slow down"));
             assert_eq!(*retry_after, Some(Duration::from_secs(1)));
         }
         other => panic!("unexpected error {other:?}"),
     }
     assert!(failure.error.is_rate_limit());
-    assert!(
-        requests[1]
-            .received_at
-            .duration_since(requests[0].received_at)
-            >= Duration::from_secs(1)
-    );
+    assert!(requests[1].received_at.duration_since(requests[0].received_at) >= Duration::from_secs(1));
     assert!(started.elapsed() < Duration::from_secs(5));
 }
 
@@ -352,27 +282,13 @@ async fn repeated_server_errors_exhaust_the_attempts() {
     server.push(Reply::openai_stream(&["never reached"], None));
     let (result, failures) = with_retry(&provider(&server), &fast_policy(3)).await;
     match result {
-        Err(ProviderError::Http {
-            status: 500,
-            body,
-            retry_after: None,
-        }) => assert_eq!(body, "boom"),
+        Err(ProviderError::Http { status: 500, body, retry_after: None }) => assert_eq!(body, "boom"),
         other => panic!("unexpected result {other:?}"),
     }
     assert_eq!(server.request_count(), 3);
-    assert_eq!(
-        failures.iter().map(|f| f.attempt).collect::<Vec<_>>(),
-        [1, 2, 3]
-    );
-    assert_eq!(
-        failures.iter().map(|f| f.will_retry).collect::<Vec<_>>(),
-        [true, true, false]
-    );
-    assert!(
-        failures[..2]
-            .iter()
-            .all(|f| f.retry_in.is_some_and(|d| d <= Duration::from_millis(40)))
-    );
+    assert_eq!(failures.iter().map(|f| f.attempt).collect::<Vec<_>>(), [1, 2, 3]);
+    assert_eq!(failures.iter().map(|f| f.will_retry).collect::<Vec<_>>(), [true, true, false]);
+    assert!(failures[..2].iter().all(|f| f.retry_in.is_some_and(|d| d <= Duration::from_millis(40))));
 }
 
 #[tokio::test]
@@ -383,14 +299,8 @@ async fn client_errors_are_not_retried_and_long_bodies_are_truncated() {
     server.push(Reply::openai_stream(&["never reached"], None));
     let (result, failures) = with_retry(&provider(&server), &fast_policy(4)).await;
     match result {
-        Err(ProviderError::Http {
-            status: 400, body, ..
-        }) => {
-            assert!(
-                body.chars().count() <= 501,
-                "body has {} chars",
-                body.chars().count()
-            );
+        Err(ProviderError::Http { status: 400, body, .. }) => {
+            assert!(body.chars().count() <= 501, "body has {} chars", body.chars().count());
             assert!(body.starts_with("xxxx"));
         }
         other => panic!("unexpected result {other:?}"),
@@ -404,12 +314,7 @@ async fn client_errors_are_not_retried_and_long_bodies_are_truncated() {
 async fn stream_cut_midway_is_incomplete() {
     let server = server().await;
     // Chunked body cut without its final chunk.
-    server.push(
-        Reply::sse()
-            .event(&openai::role_chunk())
-            .event(&openai::content_chunk("partial"))
-            .cut(),
-    );
+    server.push(Reply::sse().event(&openai::role_chunk()).event(&openai::content_chunk("partial")).cut());
     // Body that ends cleanly at the HTTP level but without [DONE].
     server.push(
         Reply::sse()
@@ -419,19 +324,12 @@ async fn stream_cut_midway_is_incomplete() {
     );
     // Fixed-length body cut short, in the middle of an event.
     server.push(
-        Reply::sse()
-            .framing(Framing::Length)
-            .event(&openai::content_chunk("partial"))
-            .write("data: {\"ch")
-            .cut(),
+        Reply::sse().framing(Framing::Length).event(&openai::content_chunk("partial")).write("data: {\"ch").cut(),
     );
     let provider = provider(&server);
     for case in 0..3 {
         let (result, deltas) = stream_once(&provider, &request()).await;
-        assert!(
-            matches!(result, Err(ProviderError::Incomplete(_))),
-            "case {case}: {result:?}"
-        );
+        assert!(matches!(result, Err(ProviderError::Incomplete(_))), "case {case}: {result:?}");
         assert_eq!(deltas, ["partial"], "case {case}");
     }
 }
@@ -453,10 +351,7 @@ async fn cut_stream_is_retried() {
 async fn invalid_json_chunk_is_a_protocol_error() {
     let server = server().await;
     server.push(
-        Reply::sse()
-            .event(&openai::content_chunk("ok"))
-            .event("{\"choices\": [ this is not json")
-            .event("[DONE]"),
+        Reply::sse().event(&openai::content_chunk("ok")).event("{\"choices\": [ this is not json").event("[DONE]"),
     );
     let (result, _) = stream_once(&provider(&server), &request()).await;
     match result {
@@ -486,12 +381,7 @@ async fn error_object_in_stream_is_a_server_error() {
     }
 }
 
-fn short_timeouts(
-    server: &TestServer,
-    first_token_ms: u64,
-    idle_ms: u64,
-    total_ms: u64,
-) -> OpenAiProvider {
+fn short_timeouts(server: &TestServer, first_token_ms: u64, idle_ms: u64, total_ms: u64) -> OpenAiProvider {
     OpenAiProvider::new(OpenAiConfig {
         first_token_timeout: Duration::from_millis(first_token_ms),
         idle_timeout: Duration::from_millis(idle_ms),
@@ -508,13 +398,7 @@ async fn server_that_never_answers_hits_first_token_timeout() {
     let provider = short_timeouts(&server, 200, 5000, 5000);
     let started = Instant::now();
     let (result, _) = stream_once(&provider, &request()).await;
-    assert_eq!(
-        result,
-        Err(ProviderError::Timeout(
-            TimeoutKind::FirstToken,
-            Duration::from_millis(200)
-        ))
-    );
+    assert_eq!(result, Err(ProviderError::Timeout(TimeoutKind::FirstToken, Duration::from_millis(200))));
     assert!(started.elapsed() < Duration::from_secs(2));
     assert_eq!(server.request_count(), 1);
 }
@@ -524,40 +408,21 @@ async fn keepalive_comments_do_not_count_as_first_token() {
     let server = server().await;
     let mut reply = Reply::sse();
     for _ in 0..10 {
-        reply = reply
-            .write(": processing\n\n")
-            .delay(Duration::from_millis(40));
+        reply = reply.write(": processing\n\n").delay(Duration::from_millis(40));
     }
     server.push(reply.hang());
     let provider = short_timeouts(&server, 250, 5000, 5000);
     let (result, _) = stream_once(&provider, &request()).await;
-    assert_eq!(
-        result,
-        Err(ProviderError::Timeout(
-            TimeoutKind::FirstToken,
-            Duration::from_millis(250)
-        ))
-    );
+    assert_eq!(result, Err(ProviderError::Timeout(TimeoutKind::FirstToken, Duration::from_millis(250))));
 }
 
 #[tokio::test]
 async fn stalled_stream_hits_idle_timeout() {
     let server = server().await;
-    server.push(
-        Reply::sse()
-            .event(&openai::role_chunk())
-            .event(&openai::content_chunk("so far"))
-            .hang(),
-    );
+    server.push(Reply::sse().event(&openai::role_chunk()).event(&openai::content_chunk("so far")).hang());
     let provider = short_timeouts(&server, 5000, 200, 5000);
     let (result, deltas) = stream_once(&provider, &request()).await;
-    assert_eq!(
-        result,
-        Err(ProviderError::Timeout(
-            TimeoutKind::Idle,
-            Duration::from_millis(200)
-        ))
-    );
+    assert_eq!(result, Err(ProviderError::Timeout(TimeoutKind::Idle, Duration::from_millis(200))));
     assert_eq!(deltas, ["so far"]);
 }
 
@@ -566,21 +431,13 @@ async fn slow_endless_stream_hits_total_timeout() {
     let server = server().await;
     let mut reply = Reply::sse();
     for _ in 0..40 {
-        reply = reply
-            .event(&openai::content_chunk("."))
-            .delay(Duration::from_millis(25));
+        reply = reply.event(&openai::content_chunk(".")).delay(Duration::from_millis(25));
     }
     server.push(reply.hang());
     let provider = short_timeouts(&server, 5000, 5000, 300);
     let started = Instant::now();
     let (result, deltas) = stream_once(&provider, &request()).await;
-    assert_eq!(
-        result,
-        Err(ProviderError::Timeout(
-            TimeoutKind::Total,
-            Duration::from_millis(300)
-        ))
-    );
+    assert_eq!(result, Err(ProviderError::Timeout(TimeoutKind::Total, Duration::from_millis(300))));
     assert!(!deltas.is_empty());
     assert!(started.elapsed() < Duration::from_secs(2));
 }
@@ -588,12 +445,7 @@ async fn slow_endless_stream_hits_total_timeout() {
 #[tokio::test]
 async fn cancellation_mid_stream_returns_promptly() {
     let server = server().await;
-    server.push(
-        Reply::sse()
-            .event(&openai::role_chunk())
-            .event(&openai::content_chunk("first"))
-            .hang(),
-    );
+    server.push(Reply::sse().event(&openai::role_chunk()).event(&openai::content_chunk("first")).hang());
     let provider = provider(&server);
     let request = request();
     let cancel = CancellationToken::new();
@@ -633,18 +485,11 @@ async fn cancellation_while_waiting_for_headers_and_during_backoff() {
     let cancel = CancellationToken::new();
     let started = Instant::now();
     let mut failures = 0;
-    let result = call_with_retry(
-        &provider,
-        &request,
-        &tx,
-        &cancel,
-        &fast_policy(4),
-        &mut |f| {
-            failures += 1;
-            assert_eq!(f.retry_in, Some(Duration::from_secs(60)));
-            cancel.cancel();
-        },
-    )
+    let result = call_with_retry(&provider, &request, &tx, &cancel, &fast_policy(4), &mut |f| {
+        failures += 1;
+        assert_eq!(f.retry_in, Some(Duration::from_secs(60)));
+        cancel.cancel();
+    })
     .await;
     assert_eq!(result, Err(ProviderError::Cancelled));
     assert_eq!(failures, 1);
@@ -656,10 +501,7 @@ async fn refused_connection_is_a_retryable_connect_error() {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
     let port = listener.local_addr().expect("addr").port();
     drop(listener);
-    let config = OpenAiConfig {
-        base_url: format!("http://127.0.0.1:{port}/v1"),
-        ..OpenAiConfig::default()
-    };
+    let config = OpenAiConfig { base_url: format!("http://127.0.0.1:{port}/v1"), ..OpenAiConfig::default() };
     let provider = OpenAiProvider::new(config).expect("valid config");
     let (result, _) = stream_once(&provider, &request()).await;
     match result {
@@ -672,18 +514,9 @@ async fn refused_connection_is_a_retryable_connect_error() {
 async fn api_key_never_appears_in_errors() {
     let server = server().await;
     let key = "sk-secret-abcdef123456";
-    server.push(Reply::json(
-        401,
-        &json!({"error": {"message": format!("Incorrect API key provided: {key}")}}),
-    ));
-    server.push(Reply::sse().event(&openai::error_chunk(
-        &format!("bad key {key}"),
-        "authentication_error",
-    )));
-    let config = OpenAiConfig {
-        api_key: Some(key.into()),
-        ..config(&server)
-    };
+    server.push(Reply::json(401, &json!({"error": {"message": format!("Incorrect API key provided: {key}")}})));
+    server.push(Reply::sse().event(&openai::error_chunk(&format!("bad key {key}"), "authentication_error")));
+    let config = OpenAiConfig { api_key: Some(key.into()), ..config(&server) };
     let provider = OpenAiProvider::new(config).expect("valid config");
     for _ in 0..2 {
         let (result, _) = stream_once(&provider, &request()).await;
@@ -692,10 +525,7 @@ async fn api_key_never_appears_in_errors() {
         assert!(!error.to_string().contains(key), "{error}");
         assert!(!format!("{error:?}").contains(key), "{error:?}");
     }
-    assert_eq!(
-        server.requests()[0].header("authorization"),
-        Some(format!("Bearer {key}").as_str())
-    );
+    assert_eq!(server.requests()[0].header("authorization"), Some(format!("Bearer {key}").as_str()));
 }
 
 #[tokio::test]
@@ -713,9 +543,7 @@ async fn full_accept_backlog_hits_connect_timeout() {
     // A listener that never accepts, with its backlog filled, leaves further
     // connection attempts waiting for the handshake.
     let socket = tokio::net::TcpSocket::new_v4().expect("socket");
-    socket
-        .bind("127.0.0.1:0".parse().expect("addr"))
-        .expect("bind");
+    socket.bind("127.0.0.1:0".parse().expect("addr")).expect("bind");
     let listener = socket.listen(1).expect("listen");
     let addr = listener.local_addr().expect("addr");
     let mut held = Vec::new();
@@ -733,13 +561,7 @@ async fn full_accept_backlog_hits_connect_timeout() {
     let provider = OpenAiProvider::new(config).expect("valid config");
     let started = Instant::now();
     let (result, _) = stream_once(&provider, &request()).await;
-    assert_eq!(
-        result,
-        Err(ProviderError::Timeout(
-            TimeoutKind::Connect,
-            Duration::from_millis(200)
-        ))
-    );
+    assert_eq!(result, Err(ProviderError::Timeout(TimeoutKind::Connect, Duration::from_millis(200))));
     assert!(started.elapsed() < Duration::from_secs(2));
 }
 
@@ -747,10 +569,7 @@ async fn full_accept_backlog_hits_connect_timeout() {
 async fn handler_answers_every_request_after_the_queue() {
     let server = TestServer::with_handler(|request| {
         let body = request.body_json().unwrap_or_default();
-        let last = body["messages"]
-            .as_array()
-            .and_then(|m| m.last())
-            .and_then(|m| m["content"].as_str());
+        let last = body["messages"].as_array().and_then(|m| m.last()).and_then(|m| m["content"].as_str());
         let echo = format!("echo: {}", last.unwrap_or("?"));
         Reply::openai_stream(&[echo.as_str()], Some((1, 1)))
     })
@@ -759,31 +578,20 @@ async fn handler_answers_every_request_after_the_queue() {
     server.push(Reply::text(503, "first one fails"));
     let provider = provider(&server);
     let (first, _) = stream_once(&provider, &request()).await;
-    assert!(matches!(
-        first,
-        Err(ProviderError::Http { status: 503, .. })
-    ));
+    assert!(matches!(first, Err(ProviderError::Http { status: 503, .. })));
     for n in 0..3 {
         let request = ChatRequest::new(vec![ChatMessage::user(format!("message {n}"))]);
         let (result, _) = stream_once(&provider, &request).await;
-        assert_eq!(
-            result.expect("handler reply").text,
-            format!("echo: message {n}")
-        );
+        assert_eq!(result.expect("handler reply").text, format!("echo: message {n}"));
     }
-    let requests = tokio::time::timeout(Duration::from_secs(2), server.wait_for_requests(4))
-        .await
-        .expect("4 requests");
+    let requests = tokio::time::timeout(Duration::from_secs(2), server.wait_for_requests(4)).await.expect("4 requests");
     assert_eq!(requests.len(), 4);
 }
 
 #[tokio::test]
 async fn json_answer_instead_of_a_stream_is_a_protocol_error() {
     let server = server().await;
-    server.push(Reply::json(
-        200,
-        &json!({"error": {"message": "streaming unsupported"}}),
-    ));
+    server.push(Reply::json(200, &json!({"error": {"message": "streaming unsupported"}})));
     let (result, _) = stream_once(&provider(&server), &request()).await;
     match result {
         Err(ProviderError::Protocol(message)) => {

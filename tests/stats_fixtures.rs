@@ -5,8 +5,8 @@
 use std::path::PathBuf;
 
 use moot::stats::{
-    self, AlphaLevel, Confusion, CorrelationKind, KappaWeights, Undefined, bootstrap_ci,
-    complete_pairs, krippendorff_alpha,
+    self, AlphaLevel, Confusion, CorrelationKind, KappaWeights, Undefined, bootstrap_ci, complete_pairs,
+    krippendorff_alpha,
 };
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
@@ -20,40 +20,20 @@ struct Fixture<C> {
 }
 
 fn load<C: DeserializeOwned>(name: &str) -> Vec<C> {
-    let path: PathBuf = [
-        env!("CARGO_MANIFEST_DIR"),
-        "tests",
-        "fixtures",
-        "stats",
-        name,
-    ]
-    .iter()
-    .collect();
+    let path: PathBuf = [env!("CARGO_MANIFEST_DIR"), "tests", "fixtures", "stats", name].iter().collect();
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let fixture: Fixture<C> =
-        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let fixture: Fixture<C> = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     assert!(!fixture.cases.is_empty(), "{name} has no cases");
     fixture.cases
 }
 
 /// Compares a result with a reference value; `None` means the reference had
 /// no value and moot must answer `Undefined` with `reason`.
-fn check(
-    case: &str,
-    metric: &str,
-    got: Result<f64, Undefined>,
-    expected: Option<f64>,
-    reason: Option<&str>,
-    tol: f64,
-) {
+fn check(case: &str, metric: &str, got: Result<f64, Undefined>, expected: Option<f64>, reason: Option<&str>, tol: f64) {
     match (got, expected) {
-        (Ok(v), Some(e)) => assert!(
-            (v - e).abs() <= tol,
-            "{case}/{metric}: got {v}, expected {e}"
-        ),
+        (Ok(v), Some(e)) => assert!((v - e).abs() <= tol, "{case}/{metric}: got {v}, expected {e}"),
         (Err(u), None) => {
-            let reason =
-                reason.unwrap_or_else(|| panic!("{case}/{metric}: fixture gives no reason"));
+            let reason = reason.unwrap_or_else(|| panic!("{case}/{metric}: fixture gives no reason"));
             assert_eq!(u.reason, reason, "{case}/{metric}");
         }
         (Ok(v), None) => panic!("{case}/{metric}: got {v}, expected undefined ({reason:?})"),
@@ -96,14 +76,7 @@ fn correlations_match_scipy() {
             if let Ok(r) = &got {
                 assert_eq!(r.n, c.n, "{}/{}", c.name, kind.name());
             }
-            check(
-                &c.name,
-                kind.name(),
-                got.map(|r| r.value),
-                expected,
-                c.undefined.as_deref(),
-                TOL,
-            );
+            check(&c.name, kind.name(), got.map(|r| r.value), expected, c.undefined.as_deref(), TOL);
         }
     }
 }
@@ -126,19 +99,11 @@ struct AlphaExpected {
 fn krippendorff_alpha_matches_reference_package() {
     let cases: Vec<AlphaCase> = load("krippendorff.json");
     for c in &cases {
-        for (level, expected) in [
-            (AlphaLevel::Interval, c.expected.interval),
-            (AlphaLevel::Ordinal, c.expected.ordinal),
-        ] {
+        for (level, expected) in
+            [(AlphaLevel::Interval, c.expected.interval), (AlphaLevel::Ordinal, c.expected.ordinal)]
+        {
             let got = krippendorff_alpha(&c.units, level).map(|a| a.alpha);
-            check(
-                &c.name,
-                level.name(),
-                got,
-                expected,
-                c.undefined.as_deref(),
-                TOL,
-            );
+            check(&c.name, level.name(), got, expected, c.undefined.as_deref(), TOL);
         }
     }
 }
@@ -168,14 +133,7 @@ struct KappaExpected {
 
 fn check_kappa<T: Ord + Clone>(c: &KappaCase, a: &[T], b: &[T]) {
     let reason = c.undefined.as_deref();
-    check(
-        &c.name,
-        "cohen_kappa",
-        stats::cohen_kappa(a, b),
-        c.expected.cohen_kappa,
-        reason,
-        TOL,
-    );
+    check(&c.name, "cohen_kappa", stats::cohen_kappa(a, b), c.expected.cohen_kappa, reason, TOL);
     check(
         &c.name,
         "cohen_kappa_quadratic",
@@ -184,32 +142,11 @@ fn check_kappa<T: Ord + Clone>(c: &KappaCase, a: &[T], b: &[T]) {
         reason,
         TOL,
     );
-    check(
-        &c.name,
-        "agreement_rate",
-        stats::agreement_rate(a, b),
-        c.expected.agreement_rate,
-        reason,
-        TOL,
-    );
+    check(&c.name, "agreement_rate", stats::agreement_rate(a, b), c.expected.agreement_rate, reason, TOL);
     let conf = Confusion::new(a, b).unwrap();
     assert_eq!(conf.total(), a.len() as u64, "{}", c.name);
-    check(
-        &c.name,
-        "confusion.agreement_rate",
-        conf.agreement_rate(),
-        c.expected.agreement_rate,
-        reason,
-        TOL,
-    );
-    check(
-        &c.name,
-        "confusion.kappa",
-        conf.kappa(KappaWeights::Unweighted),
-        c.expected.cohen_kappa,
-        reason,
-        TOL,
-    );
+    check(&c.name, "confusion.agreement_rate", conf.agreement_rate(), c.expected.agreement_rate, reason, TOL);
+    check(&c.name, "confusion.kappa", conf.kappa(KappaWeights::Unweighted), c.expected.cohen_kappa, reason, TOL);
 }
 
 #[test]
@@ -238,14 +175,7 @@ fn roc_auc_matches_sklearn() {
     let cases: Vec<AucCase> = load("auc.json");
     for c in &cases {
         let got = stats::roc_auc(&c.truth, &c.scores);
-        check(
-            &c.name,
-            "roc_auc",
-            got,
-            c.expected,
-            c.undefined.as_deref(),
-            TOL,
-        );
+        check(&c.name, "roc_auc", got, c.expected, c.undefined.as_deref(), TOL);
     }
 }
 
@@ -267,14 +197,7 @@ struct DescriptiveExpected {
 fn descriptive_helpers_match_numpy() {
     let cases: Vec<DescriptiveCase> = load("descriptive.json");
     for c in &cases {
-        check(
-            &c.name,
-            "mean",
-            stats::mean(&c.values),
-            Some(c.expected.mean),
-            None,
-            TOL,
-        );
+        check(&c.name, "mean", stats::mean(&c.values), Some(c.expected.mean), None, TOL);
         check(
             &c.name,
             "population_stdev",
@@ -283,14 +206,7 @@ fn descriptive_helpers_match_numpy() {
             None,
             TOL,
         );
-        check(
-            &c.name,
-            "median",
-            stats::median(&c.values),
-            Some(c.expected.median),
-            None,
-            TOL,
-        );
+        check(&c.name, "median", stats::median(&c.values), Some(c.expected.median), None, TOL);
     }
 }
 
@@ -321,47 +237,14 @@ fn scale_errors_match_counting() {
     for c in &cases {
         let e = stats::scale_errors(&c.truth, &c.judge).unwrap();
         let x = &c.expected;
-        assert_eq!(
-            (e.n, e.exact, e.gaps, e.over, e.under),
-            (x.n, x.exact, x.gaps, x.over, x.under),
-            "{}",
-            c.name
-        );
-        check(
-            &c.name,
-            "accuracy",
-            e.accuracy(),
-            Some(x.accuracy),
-            None,
-            TOL,
-        );
+        assert_eq!((e.n, e.exact, e.gaps, e.over, e.under), (x.n, x.exact, x.gaps, x.over, x.under), "{}", c.name);
+        check(&c.name, "accuracy", e.accuracy(), Some(x.accuracy), None, TOL);
         for gap in 1..=4u32 {
             let name = format!("gap_ratio_{gap}");
-            check(
-                &c.name,
-                &name,
-                e.gap_ratio(gap),
-                Some(x.gap_ratio[gap as usize - 1]),
-                None,
-                TOL,
-            );
+            check(&c.name, &name, e.gap_ratio(gap), Some(x.gap_ratio[gap as usize - 1]), None, TOL);
         }
-        check(
-            &c.name,
-            "over_rating_ratio",
-            e.over_rating_ratio(),
-            Some(x.over_rating_ratio),
-            None,
-            TOL,
-        );
-        check(
-            &c.name,
-            "under_rating_ratio",
-            e.under_rating_ratio(),
-            Some(x.under_rating_ratio),
-            None,
-            TOL,
-        );
+        check(&c.name, "over_rating_ratio", e.over_rating_ratio(), Some(x.over_rating_ratio), None, TOL);
+        check(&c.name, "under_rating_ratio", e.under_rating_ratio(), Some(x.under_rating_ratio), None, TOL);
     }
 }
 
@@ -391,18 +274,8 @@ fn bootstrap_percentile_interval_is_close_to_scipy() {
         let point = stat(&c.x, &c.y).unwrap();
         assert!((point - c.point).abs() < TOL, "{}", c.name);
         let ci = bootstrap_ci(&c.x, &c.y, stat, c.resamples, 2024, c.level).unwrap();
-        assert!(
-            ci.low < point && point < ci.high,
-            "{}: {ci:?} vs {point}",
-            c.name
-        );
-        assert!(
-            (ci.low - c.scipy_low).abs() < BOOTSTRAP_TOL,
-            "{}: low {} vs scipy {}",
-            c.name,
-            ci.low,
-            c.scipy_low
-        );
+        assert!(ci.low < point && point < ci.high, "{}: {ci:?} vs {point}", c.name);
+        assert!((ci.low - c.scipy_low).abs() < BOOTSTRAP_TOL, "{}: low {} vs scipy {}", c.name, ci.low, c.scipy_low);
         assert!(
             (ci.high - c.scipy_high).abs() < BOOTSTRAP_TOL,
             "{}: high {} vs scipy {}",
@@ -412,10 +285,7 @@ fn bootstrap_percentile_interval_is_close_to_scipy() {
         );
         assert_eq!(ci.resamples, c.resamples);
         // Same seed, same interval, bit for bit.
-        assert_eq!(
-            ci,
-            bootstrap_ci(&c.x, &c.y, stat, c.resamples, 2024, c.level).unwrap()
-        );
+        assert_eq!(ci, bootstrap_ci(&c.x, &c.y, stat, c.resamples, 2024, c.level).unwrap());
     }
 }
 
@@ -425,9 +295,7 @@ fn bootstrap_percentile_interval_is_close_to_scipy() {
 #[test]
 fn bootstrap_stream_is_stable() {
     let x: Vec<f64> = (0..25).map(|i| f64::from(i % 5) + 1.0).collect();
-    let y: Vec<f64> = (0..25)
-        .map(|i| f64::from((i * 3) % 5) + f64::from(i % 5) * 0.5)
-        .collect();
+    let y: Vec<f64> = (0..25).map(|i| f64::from((i * 3) % 5) + f64::from(i % 5) * 0.5).collect();
     let ci = bootstrap_ci(&x, &y, CorrelationKind::Spearman.statistic(), 500, 42, 0.9).unwrap();
     let again = bootstrap_ci(&x, &y, CorrelationKind::Spearman.statistic(), 500, 42, 0.9).unwrap();
     assert_eq!(ci, again);

@@ -53,7 +53,9 @@ pub fn run(args: EvalArgs) -> anyhow::Result<ExitCode> {
     let selection = Selection { ids: args.ids.as_deref().map(Selection::parse_ids), shard, limit: args.limit };
     let mut registry = Registry::from_env()?;
     if !args.no_cache {
-        registry.set_cache(Some(crate::provider::cache::ResponseCache::new(crate::provider::cache::ResponseCache::default_dir())));
+        registry.set_cache(Some(crate::provider::cache::ResponseCache::new(
+            crate::provider::cache::ResponseCache::default_dir(),
+        )));
     }
     let bindings = registry.bind(&panel, args.provider.as_deref(), args.model.as_deref())?;
     let out = args.out.clone().unwrap_or_else(|| default_out(&panel.name));

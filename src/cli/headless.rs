@@ -10,7 +10,9 @@ use std::collections::{HashMap, VecDeque};
 use std::io::{self, Write};
 
 use crate::engine::prompts::fmt_num;
-use crate::session::event::{EndStatus, Evaluation, Event, EventKind, OverrideTarget, Phase, Role, SelectedBy, TurnKind};
+use crate::session::event::{
+    EndStatus, Evaluation, Event, EventKind, OverrideTarget, Phase, Role, SelectedBy, TurnKind,
+};
 
 /// ANSI styling that can be switched off (pipes, `NO_COLOR`).
 #[derive(Debug, Clone, Copy)]
@@ -115,8 +117,11 @@ impl<W: Write> Transcript<W> {
 
     fn scores(&self, ev: &Evaluation) -> String {
         let mut parts: Vec<String> = Vec::new();
-        let keys: Vec<&String> =
-            if self.dimension_order.is_empty() { ev.scores.keys().collect() } else { self.dimension_order.iter().collect() };
+        let keys: Vec<&String> = if self.dimension_order.is_empty() {
+            ev.scores.keys().collect()
+        } else {
+            self.dimension_order.iter().collect()
+        };
         for k in keys {
             if let Some(v) = ev.scores.get(k) {
                 parts.push(format!("{k} {}", fmt_num(*v)));
@@ -278,8 +283,10 @@ impl<W: Write> Transcript<W> {
                 };
                 let est = if usage.estimated { "~" } else { "" };
                 let cache = if *cached { ", cached" } else { "" };
-                let stats =
-                    p.dim(&format!("  [{est}{} in / {est}{} out tokens, {} ms{cache}]", usage.input_tokens, usage.output_tokens, latency_ms));
+                let stats = p.dim(&format!(
+                    "  [{est}{} in / {est}{} out tokens, {} ms{cache}]",
+                    usage.input_tokens, usage.output_tokens, latency_ms
+                ));
                 if footer.is_empty() {
                     footer = stats;
                 } else {
@@ -311,7 +318,8 @@ impl<W: Write> Transcript<W> {
                     (None, Some(r)) => format!("round {r}"),
                     (None, None) => "panel".into(),
                 };
-                let spreads: Vec<String> = spread.iter().map(|(k, v)| format!("{k} {}", fmt_num((v * 100.0).round() / 100.0))).collect();
+                let spreads: Vec<String> =
+                    spread.iter().map(|(k, v)| format!("{k} {}", fmt_num((v * 100.0).round() / 100.0))).collect();
                 let verdict = if *reached { p.green("consensus") } else { p.yellow("no consensus") };
                 self.line(&format!("  ≈ {verdict} in {where_} ({rule}); spread: {}", spreads.join(", ")))?;
             }
@@ -356,16 +364,21 @@ impl<W: Write> Transcript<W> {
                 };
                 let method = method.as_ref().map(|m| format!(" ({m})")).unwrap_or_default();
                 let mut parts: Vec<String> = Vec::new();
-                let keys: Vec<&String> =
-                    if self.dimension_order.is_empty() { scores.keys().collect() } else { self.dimension_order.iter().collect() };
+                let keys: Vec<&String> = if self.dimension_order.is_empty() {
+                    scores.keys().collect()
+                } else {
+                    self.dimension_order.iter().collect()
+                };
                 for k in keys {
                     if let Some(v) = scores.get(k) {
-                        let was = original.get(k).map(|o| format!(" (was {})", fmt_num(round2(*o)))).unwrap_or_default();
+                        let was =
+                            original.get(k).map(|o| format!(" (was {})", fmt_num(round2(*o)))).unwrap_or_default();
                         parts.push(format!("{k} {}{was}", fmt_num(round2(*v))));
                     }
                 }
                 if let Some(o) = overall {
-                    let was = original.get("overall").map(|o| format!(" (was {})", fmt_num(round2(*o)))).unwrap_or_default();
+                    let was =
+                        original.get("overall").map(|o| format!(" (was {})", fmt_num(round2(*o)))).unwrap_or_default();
                     parts.push(p.bold(&format!("overall {}{was}", fmt_num(round2(*o)))));
                 }
                 if group.is_none() && !feedback.is_empty() {

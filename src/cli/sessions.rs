@@ -83,7 +83,11 @@ fn list(dir: &Path) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let mut out = std::io::stdout().lock();
-    writeln!(out, "{:<26} {:<17} {:<20} {:<10} {:<12} {:<9} {:>7}", "SESSION", "STARTED", "PANEL", "ITEM", "PROTOCOL", "STATUS", "OVERALL")?;
+    writeln!(
+        out,
+        "{:<26} {:<17} {:<20} {:<10} {:<12} {:<9} {:>7}",
+        "SESSION", "STARTED", "PANEL", "ITEM", "PROTOCOL", "STATUS", "OVERALL"
+    )?;
     for path in logs {
         let Ok(log) = read_log(&path) else { continue };
         let v = SessionView::from_events(&log.events);
@@ -91,8 +95,17 @@ fn list(dir: &Path) -> anyhow::Result<ExitCode> {
         let panel = v.panel.as_ref().map(|p| p.name.clone()).unwrap_or_default();
         let item = v.item.as_ref().map(|i| i.id.clone()).unwrap_or_default();
         let status = if v.state.is_ended() { v.state.label().to_string() } else { "incomplete".into() };
-        let overall = v.aggregate.as_ref().and_then(|a| a.overall).map(|o| fmt_num((o * 100.0).round() / 100.0)).unwrap_or_else(|| "—".into());
-        let id = if v.session_id.is_empty() { path.file_stem().unwrap_or_default().to_string_lossy().to_string() } else { v.session_id.clone() };
+        let overall = v
+            .aggregate
+            .as_ref()
+            .and_then(|a| a.overall)
+            .map(|o| fmt_num((o * 100.0).round() / 100.0))
+            .unwrap_or_else(|| "—".into());
+        let id = if v.session_id.is_empty() {
+            path.file_stem().unwrap_or_default().to_string_lossy().to_string()
+        } else {
+            v.session_id.clone()
+        };
         writeln!(
             out,
             "{:<26} {:<17} {:<20} {:<10} {:<12} {:<9} {:>7}",
@@ -139,13 +152,16 @@ fn show(arg: &str, json: bool) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// Who, which group, which stage, and the scores.
+type ExportRow = (String, Option<String>, String, std::collections::BTreeMap<String, f64>);
+
 /// One row per agent and stage, plus the aggregates.
 fn export(arg: &str, format: &str) -> anyhow::Result<ExitCode> {
     let path = resolve_session(arg)?;
     let v = load_view(&path)?;
     let mut keys = v.dimension_keys();
     keys.push("overall".into());
-    let mut rows: Vec<(String, Option<String>, String, std::collections::BTreeMap<String, f64>)> = Vec::new();
+    let mut rows: Vec<ExportRow> = Vec::new();
     for a in &v.agents {
         for (stage, ev) in [("initial", &a.initial), ("final", &a.final_eval.clone().or(a.latest.clone()))] {
             if let Some(ev) = ev {
@@ -192,7 +208,13 @@ fn export(arg: &str, format: &str) -> anyhow::Result<ExitCode> {
             header.extend(keys.iter().cloned());
             w.write_record(&header)?;
             for (who, group, stage, s) in &rows {
-                let mut rec = vec![v.session_id.clone(), item.clone(), who.clone(), group.clone().unwrap_or_default(), stage.clone()];
+                let mut rec = vec![
+                    v.session_id.clone(),
+                    item.clone(),
+                    who.clone(),
+                    group.clone().unwrap_or_default(),
+                    stage.clone(),
+                ];
                 rec.extend(keys.iter().map(|k| s.get(k).map(|x| x.to_string()).unwrap_or_default()));
                 w.write_record(&rec)?;
             }

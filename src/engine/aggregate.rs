@@ -33,7 +33,9 @@ impl Run {
         match group {
             Some(g) => match st.judged.get(g) {
                 Some(ev) => eval_scores(ev),
-                None => mean_scores(st.agents.iter().filter(|a| a.group == g).filter_map(|a| a.latest.as_ref()), &self.keys),
+                None => {
+                    mean_scores(st.agents.iter().filter(|a| a.group == g).filter_map(|a| a.latest.as_ref()), &self.keys)
+                }
             },
             None => mean_of(
                 self.panel.groups.iter().map(|g| self.result_scores(st, Some(&g.name))).filter(|s| !s.is_empty()),
@@ -110,10 +112,7 @@ mod tests {
     fn means_skip_missing_keys() {
         let keys = vec!["a".to_string(), "overall".to_string()];
         let m = mean_of(
-            vec![
-                Scores::from([("a".into(), 2.0), ("overall".into(), 3.0)]),
-                Scores::from([("a".into(), 4.0)]),
-            ],
+            vec![Scores::from([("a".into(), 2.0), ("overall".into(), 3.0)]), Scores::from([("a".into(), 4.0)])],
             &keys,
         );
         assert_eq!(m["a"], 3.0);

@@ -7,23 +7,52 @@ use crate::session::event::{OverrideTarget, Scores};
 #[derive(Debug, Clone, PartialEq)]
 pub enum Command {
     /// A comment every agent sees from its next turn on (all groups when `group` is `None`).
-    Comment { text: String, author: String, group: Option<String> },
+    Comment {
+        text: String,
+        author: String,
+        group: Option<String>,
+    },
     /// Choose who speaks next in a debate (in the agent's own group).
-    PickSpeaker { agent: String, author: String },
+    PickSpeaker {
+        agent: String,
+        author: String,
+    },
     /// Refuse the moderator's current pick: that agent does not speak next.
-    VetoSpeaker { agent: String, author: String },
+    VetoSpeaker {
+        agent: String,
+        author: String,
+    },
     /// Replace a score; the original stays in the record.
-    Override { target: OverrideTarget, dimension: String, value: f64, reason: Option<String>, author: String },
+    Override {
+        target: OverrideTarget,
+        dimension: String,
+        value: f64,
+        reason: Option<String>,
+        author: String,
+    },
     /// The human's own rating of the item.
-    Rate { scores: Scores, author: String },
-    Pause { author: String },
-    Resume { author: String },
+    Rate {
+        scores: Scores,
+        author: String,
+    },
+    Pause {
+        author: String,
+    },
+    Resume {
+        author: String,
+    },
     /// Run one more turn, then pause again.
-    Step { author: String },
+    Step {
+        author: String,
+    },
     /// End the debate now (the turn in flight is cancelled) and go to aggregation.
-    Stop { author: String },
+    Stop {
+        author: String,
+    },
     /// End the session now, without aggregation.
-    Quit { author: String },
+    Quit {
+        author: String,
+    },
 }
 
 impl Command {

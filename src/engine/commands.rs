@@ -149,7 +149,14 @@ impl Run {
         }
     }
 
-    fn apply_override(&self, target: OverrideTarget, dimension: String, value: f64, reason: Option<String>, author: String) {
+    fn apply_override(
+        &self,
+        target: OverrideTarget,
+        dimension: String,
+        value: f64,
+        reason: Option<String>,
+        author: String,
+    ) {
         let (from, history_agent) = {
             let mut st = self.state();
             match &target {
@@ -157,7 +164,11 @@ impl Run {
                     let Some(i) = st.agent_index(agent) else {
                         drop(st);
                         let names = self.agent_names();
-                        return self.reject("override", format!("no agent named \"{agent}\"; agents: {names}"), &author);
+                        return self.reject(
+                            "override",
+                            format!("no agent named \"{agent}\"; agents: {names}"),
+                            &author,
+                        );
                     };
                     let a = &mut st.agents[i];
                     if let OverrideTarget::Turn { turn, .. } = &target
@@ -192,7 +203,11 @@ impl Run {
                         .then(|| self.result_scores(&st, group.as_deref()).get(&dimension).copied())
                         .flatten();
                     st.final_overrides.retain(|o| !(o.group == *group && o.dimension == dimension));
-                    st.final_overrides.push(FinalOverride { group: group.clone(), dimension: dimension.clone(), value });
+                    st.final_overrides.push(FinalOverride {
+                        group: group.clone(),
+                        dimension: dimension.clone(),
+                        value,
+                    });
                     (from, None)
                 }
             }

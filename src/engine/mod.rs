@@ -230,4 +230,3 @@ pub async fn run(config: EngineConfig, recorder: Recorder, mut commands: Unbound
     }
     run.finish(started.elapsed())
 }
-

@@ -2,7 +2,6 @@
 //! them to observers. Writing happens before observers see an event, so what a
 //! screen shows is always already on disk.
 
-
 use std::sync::{Arc, Mutex};
 
 use chrono::Utc;
@@ -61,5 +60,4 @@ impl Recorder {
     pub fn log_path(&self) -> Option<std::path::PathBuf> {
         self.inner.lock().unwrap_or_else(|e| e.into_inner()).writer.as_ref().map(|w| w.path().to_path_buf())
     }
-
 }

@@ -19,9 +19,7 @@ use crate::item::Item;
 use crate::panel::{AgentSpec, Panel};
 use crate::provider::retry::{RetryPolicy, call_with_retry};
 use crate::provider::{ChatMessage, ChatRequest, Completion, ProviderError};
-use crate::session::event::{
-    AgentInfo, EndStatus, Evaluation, EventKind, Phase, Role, Scores, TurnKind, UsageTotals,
-};
+use crate::session::event::{AgentInfo, EndStatus, Evaluation, EventKind, Phase, Role, Scores, TurnKind, UsageTotals};
 
 /// Pause state shared by every group.
 #[derive(Debug, Clone, Copy, Default)]
@@ -93,9 +91,16 @@ impl State {
 /// What came of an agent's turn (after a repair request, if one was needed).
 #[derive(Debug, Clone)]
 pub(crate) enum Spoken {
-    Evaluated { evaluation: Evaluation, text: String, turn: u64 },
+    Evaluated {
+        evaluation: Evaluation,
+        text: String,
+        turn: u64,
+    },
     /// The reply was kept but had no readable evaluation; `done` if the agent said it had finished.
-    Unparsed { text: String, done: bool },
+    Unparsed {
+        text: String,
+        done: bool,
+    },
     Failed(ProviderError),
 }
 
@@ -115,7 +120,13 @@ pub(crate) fn session_started_event(config: &EngineConfig) -> EventKind {
         .agents()
         .map(|(g, a)| {
             let r = config.bindings.for_agent(&a.name).model_ref();
-            AgentInfo { name: a.name.clone(), group: g.name.clone(), role: a.role.clone(), provider: r.provider, model: r.model }
+            AgentInfo {
+                name: a.name.clone(),
+                group: g.name.clone(),
+                role: a.role.clone(),
+                provider: r.provider,
+                model: r.model,
+            }
         })
         .collect();
     let mut roles = BTreeMap::new();
@@ -202,7 +213,7 @@ impl Run {
             .collect();
         let (control, _) = watch::channel(Control::default());
         Self {
-            retry: config.retry.clone(),
+            retry: config.retry,
             panel,
             rec,
             next_turn: AtomicU64::new(1),
@@ -471,11 +482,29 @@ impl Run {
             Ok(mut ev) => {
                 ev.done = done;
                 self.weigh(&completion, &mut ev);
-                self.complete_turn(turn, participant, role, TurnKind::Speak, &completion, Some(ev.clone()), None, latency);
-                return Spoken::Evaluated { evaluation: ev, text: completion.text, turn };
+                self.complete_turn(
+                    turn,
+                    participant,
+                    role,
+                    TurnKind::Speak,
+                    &completion,
+                    Some(ev.clone()),
+                    None,
+                    latency,
+                );
+                Spoken::Evaluated { evaluation: ev, text: completion.text, turn }
             }
             Err(err) => {
-                self.complete_turn(turn, participant, role, TurnKind::Speak, &completion, None, Some(err.clone()), latency);
+                self.complete_turn(
+                    turn,
+                    participant,
+                    role,
+                    TurnKind::Speak,
+                    &completion,
+                    None,
+                    Some(err.clone()),
+                    latency,
+                );
                 if cancel.is_cancelled() {
                     return Spoken::Unparsed { text: completion.text, done };
                 }
@@ -504,7 +533,16 @@ impl Run {
                     Ok(mut ev) => {
                         ev.done = done || says_no_more_comments(&c2.text, &pspec);
                         self.weigh(&c2, &mut ev);
-                        self.complete_turn(turn2, participant, role, TurnKind::Repair, &c2, Some(ev.clone()), None, latency2);
+                        self.complete_turn(
+                            turn2,
+                            participant,
+                            role,
+                            TurnKind::Repair,
+                            &c2,
+                            Some(ev.clone()),
+                            None,
+                            latency2,
+                        );
                         Spoken::Evaluated { evaluation: ev, text: completion.text, turn: turn2 }
                     }
                     Err(err2) => {
@@ -532,8 +570,9 @@ impl Run {
         };
         let binding = self.config.bindings.for_agent(&name).clone();
         let sampling = self.agent_sampling(&spec);
-        let out =
-            self.evaluating_turn(&name, Some(&group), phase, round, Role::Agent, &binding, messages, sampling, cancel).await;
+        let out = self
+            .evaluating_turn(&name, Some(&group), phase, round, Role::Agent, &binding, messages, sampling, cancel)
+            .await;
         let mut st = self.state();
         let a = &mut st.agents[index];
         if !matches!(out, Spoken::Failed(_)) {

@@ -414,7 +414,12 @@ impl<'m> Engine<'m> {
         let text = out.finish();
         Ok(Completion {
             text,
-            usage: Usage { input_tokens: tokens.len() as u64, output_tokens: state.generated, estimated: false, cost: None },
+            usage: Usage {
+                input_tokens: tokens.len() as u64,
+                output_tokens: state.generated,
+                estimated: false,
+                cost: None,
+            },
             finish_reason: Some(match finish {
                 Finish::Stop => "stop".to_string(),
                 Finish::Length => "length".to_string(),

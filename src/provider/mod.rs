@@ -9,9 +9,9 @@ pub mod anthropic;
 pub mod cache;
 pub mod http;
 pub mod limiter;
-pub mod logprobs;
 #[cfg(feature = "local")]
 pub mod local;
+pub mod logprobs;
 pub mod openai;
 pub mod pricing;
 pub mod registry;

@@ -303,12 +303,12 @@ impl StreamState {
             return Err(server_error(&error));
         }
         if let Some(choice) = chunk.choices.iter().find(|c| c.index == 0) {
-            if let Some(content) = choice.delta.as_ref().and_then(|d| d.content.as_deref()) {
-                if !content.is_empty() {
-                    self.text.push_str(content);
-                    // A closed receiver only means nobody watches the stream.
-                    let _ = deltas.send(content.to_owned());
-                }
+            if let Some(content) = choice.delta.as_ref().and_then(|d| d.content.as_deref())
+                && !content.is_empty()
+            {
+                self.text.push_str(content);
+                // A closed receiver only means nobody watches the stream.
+                let _ = deltas.send(content.to_owned());
             }
             if let Some(content) = choice.logprobs.as_ref().and_then(|l| l.content.as_ref()) {
                 self.logprobs.extend(content.iter().map(|t| {
@@ -342,7 +342,8 @@ fn server_error(error: &serde_json::Value) -> ProviderError {
         _ => field("message").unwrap_or_else(|| excerpt(&error.to_string(), MAX_EXCERPT_CHARS)),
     };
     let kind = [field("type"), field("code")].into_iter().flatten().collect::<Vec<_>>().join(" ").to_lowercase();
-    let permanent = ["invalid_request", "authentication", "permission", "not_found", "context_length", "invalid_api_key"];
+    let permanent =
+        ["invalid_request", "authentication", "permission", "not_found", "context_length", "invalid_api_key"];
     let retryable = !permanent.iter().any(|p| kind.contains(p));
     let message = if kind.is_empty() { message } else { format!("{message} ({kind})") };
     ProviderError::Server { message: excerpt(&message, MAX_ERROR_BODY_CHARS), retryable }
@@ -409,7 +410,9 @@ mod tests {
         let (tx, mut rx) = mpsc::unbounded_channel();
         let mut state = StreamState::default();
         assert!(!state.handle(r#"{"choices":[{"index":0,"delta":{"role":"assistant"}}],"usage":null}"#, &tx).unwrap());
-        assert!(!state.handle(r#"{"choices":[{"index":0,"delta":{"content":"Hi"},"finish_reason":null}]}"#, &tx).unwrap());
+        assert!(
+            !state.handle(r#"{"choices":[{"index":0,"delta":{"content":"Hi"},"finish_reason":null}]}"#, &tx).unwrap()
+        );
         assert!(!state.handle(r#"{"choices":[{"index":1,"delta":{"content":"other"}}]}"#, &tx).unwrap());
         assert!(!state.handle(r#"{"choices":[{"index":0,"delta":{},"finish_reason":"length"}]}"#, &tx).unwrap());
         assert!(!state.handle(r#"{"choices":[],"usage":{"prompt_tokens":9,"completion_tokens":1}}"#, &tx).unwrap());
@@ -458,8 +461,8 @@ mod tests {
                 .event(&openai::finish_chunk("stop"))
                 .event("[DONE]"),
         );
-        let provider =
-            OpenAiProvider::new(OpenAiConfig { base_url: server.base_url(), ..OpenAiConfig::default() }).expect("valid");
+        let provider = OpenAiProvider::new(OpenAiConfig { base_url: server.base_url(), ..OpenAiConfig::default() })
+            .expect("valid");
         let (tx, _rx) = mpsc::unbounded_channel();
         let request = ChatRequest::new(vec![ChatMessage::user("hi")]);
         let c = provider.stream(&request, &tx, &CancellationToken::new()).await.expect("success");

@@ -29,29 +29,20 @@ pub struct RetryPolicy {
 
 impl Default for RetryPolicy {
     fn default() -> Self {
-        Self {
-            max_attempts: 4,
-            base_delay: Duration::from_millis(500),
-            max_delay: Duration::from_secs(30),
-        }
+        Self { max_attempts: 4, base_delay: Duration::from_millis(500), max_delay: Duration::from_secs(30) }
     }
 }
 
 impl RetryPolicy {
     /// A policy that makes a single attempt.
     pub fn no_retry() -> Self {
-        Self {
-            max_attempts: 1,
-            ..Self::default()
-        }
+        Self { max_attempts: 1, ..Self::default() }
     }
 
     /// The backoff ceiling after failed attempt `attempt` (1-based):
     /// `min(max_delay, base_delay * 2^(attempt-1))`.
     pub fn backoff_ceiling(&self, attempt: u32) -> Duration {
-        let factor = 1u32
-            .checked_shl(attempt.saturating_sub(1))
-            .unwrap_or(u32::MAX);
+        let factor = 1u32.checked_shl(attempt.saturating_sub(1)).unwrap_or(u32::MAX);
         self.base_delay.saturating_mul(factor).min(self.max_delay)
     }
 
@@ -61,11 +52,7 @@ impl RetryPolicy {
     pub fn delay_for(&self, attempt: u32, retry_after: Option<Duration>) -> Duration {
         let ceiling = self.backoff_ceiling(attempt);
         let nanos = u64::try_from(ceiling.as_nanos()).unwrap_or(u64::MAX);
-        let jittered = Duration::from_nanos(if nanos == 0 {
-            0
-        } else {
-            rand::random_range(0..=nanos)
-        });
+        let jittered = Duration::from_nanos(if nanos == 0 { 0 } else { rand::random_range(0..=nanos) });
         match retry_after {
             Some(asked) => jittered.max(asked.min(MAX_RETRY_AFTER)),
             None => jittered,
@@ -120,12 +107,7 @@ pub async fn call_with_retry(
         }
         let will_retry = error.is_retryable() && attempt < max_attempts;
         let retry_in = will_retry.then(|| policy.delay_for(attempt, error.retry_after()));
-        on_failure(&AttemptFailure {
-            attempt,
-            error: error.clone(),
-            will_retry,
-            retry_in,
-        });
+        on_failure(&AttemptFailure { attempt, error: error.clone(), will_retry, retry_in });
         let Some(wait) = retry_in else {
             return Err(error);
         };
@@ -159,10 +141,7 @@ mod tests {
 
     impl Flaky {
         fn new(results: Vec<Result<Completion, ProviderError>>) -> Self {
-            Self {
-                results: Mutex::new(results.into()),
-                calls: AtomicU32::new(0),
-            }
+            Self { results: Mutex::new(results.into()), calls: AtomicU32::new(0) }
         }
         fn calls(&self) -> u32 {
             self.calls.load(Ordering::SeqCst)
@@ -172,12 +151,7 @@ mod tests {
     #[async_trait]
     impl Provider for Flaky {
         fn info(&self) -> ProviderInfo {
-            ProviderInfo {
-                name: "flaky".into(),
-                kind: "scripted".into(),
-                model: "m".into(),
-                base_url: None,
-            }
+            ProviderInfo { name: "flaky".into(), kind: "scripted".into(), model: "m".into(), base_url: None }
         }
         async fn stream(
             &self,
@@ -186,11 +160,7 @@ mod tests {
             cancel: &CancellationToken,
         ) -> Result<Completion, ProviderError> {
             self.calls.fetch_add(1, Ordering::SeqCst);
-            let next = self
-                .results
-                .lock()
-                .map_err(|_| ProviderError::Config("poisoned".into()))?
-                .pop_front();
+            let next = self.results.lock().map_err(|_| ProviderError::Config("poisoned".into()))?.pop_front();
             match next {
                 Some(result) => {
                     if let Ok(c) = &result {
@@ -217,19 +187,11 @@ mod tests {
     }
 
     fn http(status: u16, retry_after: Option<Duration>) -> Result<Completion, ProviderError> {
-        Err(ProviderError::Http {
-            status,
-            body: "busy".into(),
-            retry_after,
-        })
+        Err(ProviderError::Http { status, body: "busy".into(), retry_after })
     }
 
     fn fast() -> RetryPolicy {
-        RetryPolicy {
-            max_attempts: 4,
-            base_delay: Duration::from_millis(2),
-            max_delay: Duration::from_millis(10),
-        }
+        RetryPolicy { max_attempts: 4, base_delay: Duration::from_millis(2), max_delay: Duration::from_millis(10) }
     }
 
     fn request() -> ChatRequest {
@@ -243,14 +205,9 @@ mod tests {
     ) -> (Result<Completion, ProviderError>, Vec<AttemptFailure>) {
         let (tx, _rx) = mpsc::unbounded_channel();
         let mut failures = Vec::new();
-        let result = call_with_retry(
-            provider,
-            &request(),
-            &tx,
-            cancel,
-            policy,
-            &mut |f: &AttemptFailure| failures.push(f.clone()),
-        )
+        let result = call_with_retry(provider, &request(), &tx, cancel, policy, &mut |f: &AttemptFailure| {
+            failures.push(f.clone())
+        })
         .await;
         (result, failures)
     }
@@ -278,55 +235,28 @@ mod tests {
         for _ in 0..50 {
             assert!(p.delay_for(1, Some(Duration::from_secs(3))) >= Duration::from_secs(3));
         }
-        assert_eq!(
-            p.delay_for(1, Some(Duration::from_secs(3600))),
-            MAX_RETRY_AFTER
-        );
+        assert_eq!(p.delay_for(1, Some(Duration::from_secs(3600))), MAX_RETRY_AFTER);
     }
 
     #[tokio::test]
     async fn succeeds_after_retryable_failures() {
-        let provider = Flaky::new(vec![
-            http(503, None),
-            Err(ProviderError::Incomplete("cut".into())),
-            ok("fine"),
-        ]);
+        let provider = Flaky::new(vec![http(503, None), Err(ProviderError::Incomplete("cut".into())), ok("fine")]);
         let (result, failures) = run(&provider, &fast(), &CancellationToken::new()).await;
         assert_eq!(result.map(|c| c.text), Ok("fine".to_string()));
         assert_eq!(provider.calls(), 3);
         assert_eq!(failures.len(), 2);
         assert_eq!((failures[0].attempt, failures[1].attempt), (1, 2));
-        assert!(
-            failures
-                .iter()
-                .all(|f| f.will_retry && f.retry_in.is_some())
-        );
-        assert!(
-            failures[0]
-                .retry_in
-                .is_some_and(|d| d <= Duration::from_millis(2))
-        );
+        assert!(failures.iter().all(|f| f.will_retry && f.retry_in.is_some()));
+        assert!(failures[0].retry_in.is_some_and(|d| d <= Duration::from_millis(2)));
     }
 
     #[tokio::test]
     async fn exhausts_attempts_and_returns_last_error() {
-        let provider = Flaky::new(vec![
-            http(500, None),
-            http(502, None),
-            http(503, None),
-            http(504, None),
-            ok("x"),
-        ]);
+        let provider = Flaky::new(vec![http(500, None), http(502, None), http(503, None), http(504, None), ok("x")]);
         let (result, failures) = run(&provider, &fast(), &CancellationToken::new()).await;
-        assert!(matches!(
-            result,
-            Err(ProviderError::Http { status: 504, .. })
-        ));
+        assert!(matches!(result, Err(ProviderError::Http { status: 504, .. })));
         assert_eq!(provider.calls(), 4);
-        assert_eq!(
-            failures.iter().map(|f| f.will_retry).collect::<Vec<_>>(),
-            [true, true, true, false]
-        );
+        assert_eq!(failures.iter().map(|f| f.will_retry).collect::<Vec<_>>(), [true, true, true, false]);
         assert_eq!(failures[3].retry_in, None);
     }
 
@@ -334,10 +264,7 @@ mod tests {
     async fn non_retryable_error_stops_at_once() {
         let provider = Flaky::new(vec![http(401, None), ok("never")]);
         let (result, failures) = run(&provider, &fast(), &CancellationToken::new()).await;
-        assert!(matches!(
-            result,
-            Err(ProviderError::Http { status: 401, .. })
-        ));
+        assert!(matches!(result, Err(ProviderError::Http { status: 401, .. })));
         assert_eq!(provider.calls(), 1);
         assert_eq!(failures.len(), 1);
         assert!(!failures[0].will_retry);
@@ -346,10 +273,7 @@ mod tests {
     #[tokio::test]
     async fn zero_attempts_means_one() {
         let provider = Flaky::new(vec![http(500, None), ok("never")]);
-        let policy = RetryPolicy {
-            max_attempts: 0,
-            ..fast()
-        };
+        let policy = RetryPolicy { max_attempts: 0, ..fast() };
         let (result, _) = run(&provider, &policy, &CancellationToken::new()).await;
         assert!(result.is_err());
         assert_eq!(provider.calls(), 1);
@@ -357,10 +281,7 @@ mod tests {
 
     #[tokio::test]
     async fn retry_after_is_waited() {
-        let provider = Flaky::new(vec![
-            http(429, Some(Duration::from_millis(150))),
-            ok("late"),
-        ]);
+        let provider = Flaky::new(vec![http(429, Some(Duration::from_millis(150))), ok("late")]);
         let start = Instant::now();
         let (result, failures) = run(&provider, &fast(), &CancellationToken::new()).await;
         assert!(result.is_ok());
@@ -375,19 +296,12 @@ mod tests {
         let (tx, _rx) = mpsc::unbounded_channel();
         let mut failures = 0;
         let start = Instant::now();
-        let result = call_with_retry(
-            &provider,
-            &request(),
-            &tx,
-            &cancel,
-            &fast(),
-            &mut |f: &AttemptFailure| {
-                failures += 1;
-                assert!(f.will_retry);
-                // Cancel while the 60 s wait is about to begin.
-                cancel.cancel();
-            },
-        )
+        let result = call_with_retry(&provider, &request(), &tx, &cancel, &fast(), &mut |f: &AttemptFailure| {
+            failures += 1;
+            assert!(f.will_retry);
+            // Cancel while the 60 s wait is about to begin.
+            cancel.cancel();
+        })
         .await;
         assert_eq!(result, Err(ProviderError::Cancelled));
         assert!(start.elapsed() < Duration::from_secs(5));

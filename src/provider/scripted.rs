@@ -50,7 +50,13 @@ pub struct ScriptedProvider {
 
 impl ScriptedProvider {
     pub fn new(responder: impl Fn(&ChatRequest, usize) -> ScriptedReply + Send + Sync + 'static) -> Self {
-        Self { responder: Box::new(responder), delay: Duration::ZERO, chunk: 16, calls: AtomicUsize::new(0), requests: Mutex::new(Vec::new()) }
+        Self {
+            responder: Box::new(responder),
+            delay: Duration::ZERO,
+            chunk: 16,
+            calls: AtomicUsize::new(0),
+            requests: Mutex::new(Vec::new()),
+        }
     }
 
     /// Wait this long before answering each call (cancellable).

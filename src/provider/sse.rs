@@ -146,11 +146,7 @@ impl SseParser {
             return;
         }
         self.has_data = false;
-        out.push(SseEvent {
-            event,
-            data: std::mem::take(&mut self.data),
-            id: self.last_id.clone(),
-        });
+        out.push(SseEvent { event, data: std::mem::take(&mut self.data), id: self.last_id.clone() });
     }
 }
 
@@ -165,11 +161,7 @@ mod tests {
     }
 
     fn ev(event: Option<&str>, data: &str, id: Option<&str>) -> SseEvent {
-        SseEvent {
-            event: event.map(str::to_owned),
-            data: data.to_owned(),
-            id: id.map(str::to_owned),
-        }
+        SseEvent { event: event.map(str::to_owned), data: data.to_owned(), id: id.map(str::to_owned) }
     }
 
     #[test]
@@ -179,32 +171,19 @@ mod tests {
 
     #[test]
     fn multiple_data_lines_are_joined_with_newline() {
-        assert_eq!(
-            parse_all(b"data: a\ndata:b\ndata:  c\n\n"),
-            vec![ev(None, "a\nb\n c", None)]
-        );
+        assert_eq!(parse_all(b"data: a\ndata:b\ndata:  c\n\n"), vec![ev(None, "a\nb\n c", None)]);
     }
 
     #[test]
     fn event_and_id_fields() {
         let events = parse_all(b"event: delta\nid: 7\ndata: x\n\ndata: y\n\n");
-        assert_eq!(
-            events,
-            vec![ev(Some("delta"), "x", Some("7")), ev(None, "y", Some("7"))]
-        );
+        assert_eq!(events, vec![ev(Some("delta"), "x", Some("7")), ev(None, "y", Some("7"))]);
     }
 
     #[test]
     fn id_with_nul_is_ignored_and_empty_id_resets() {
         let events = parse_all(b"id: 1\ndata: a\n\nid: 2\0\ndata: b\n\nid\ndata: c\n\n");
-        assert_eq!(
-            events,
-            vec![
-                ev(None, "a", Some("1")),
-                ev(None, "b", Some("1")),
-                ev(None, "c", Some(""))
-            ]
-        );
+        assert_eq!(events, vec![ev(None, "a", Some("1")), ev(None, "b", Some("1")), ev(None, "c", Some(""))]);
     }
 
     #[test]
@@ -222,39 +201,21 @@ mod tests {
 
     #[test]
     fn only_one_leading_space_is_stripped() {
-        assert_eq!(
-            parse_all(b"data:   three\n\n"),
-            vec![ev(None, "  three", None)]
-        );
-        assert_eq!(
-            parse_all(b"data:no-space\n\n"),
-            vec![ev(None, "no-space", None)]
-        );
+        assert_eq!(parse_all(b"data:   three\n\n"), vec![ev(None, "  three", None)]);
+        assert_eq!(parse_all(b"data:no-space\n\n"), vec![ev(None, "no-space", None)]);
     }
 
     #[test]
     fn value_may_contain_colons() {
-        assert_eq!(
-            parse_all(b"data: {\"a\":\"b:c\"}\n\n"),
-            vec![ev(None, "{\"a\":\"b:c\"}", None)]
-        );
+        assert_eq!(parse_all(b"data: {\"a\":\"b:c\"}\n\n"), vec![ev(None, "{\"a\":\"b:c\"}", None)]);
     }
 
     #[test]
     fn crlf_lf_and_cr_line_endings() {
         let expected = vec![ev(Some("e"), "a\nb", None), ev(None, "c", None)];
-        assert_eq!(
-            parse_all(b"event: e\r\ndata: a\r\ndata: b\r\n\r\ndata: c\r\n\r\n"),
-            expected
-        );
-        assert_eq!(
-            parse_all(b"event: e\rdata: a\rdata: b\r\rdata: c\r\r"),
-            expected
-        );
-        assert_eq!(
-            parse_all(b"event: e\ndata: a\rdata: b\r\n\ndata: c\r\r\n"),
-            expected
-        );
+        assert_eq!(parse_all(b"event: e\r\ndata: a\r\ndata: b\r\n\r\ndata: c\r\n\r\n"), expected);
+        assert_eq!(parse_all(b"event: e\rdata: a\rdata: b\r\rdata: c\r\r"), expected);
+        assert_eq!(parse_all(b"event: e\ndata: a\rdata: b\r\n\ndata: c\r\r\n"), expected);
     }
 
     #[test]
@@ -283,10 +244,7 @@ mod tests {
 
     #[test]
     fn leading_bom_is_dropped() {
-        assert_eq!(
-            parse_all(b"\xEF\xBB\xBFdata: x\n\n"),
-            vec![ev(None, "x", None)]
-        );
+        assert_eq!(parse_all(b"\xEF\xBB\xBFdata: x\n\n"), vec![ev(None, "x", None)]);
         let mut p = SseParser::new();
         assert!(p.feed(b"\xEF").is_empty());
         assert!(p.feed(b"\xBB\xBFdata: y\n").is_empty());
@@ -307,10 +265,7 @@ mod tests {
 
     #[test]
     fn invalid_utf8_is_replaced() {
-        assert_eq!(
-            parse_all(b"data: a\xFFb\n\n"),
-            vec![ev(None, "a\u{FFFD}b", None)]
-        );
+        assert_eq!(parse_all(b"data: a\xFFb\n\n"), vec![ev(None, "a\u{FFFD}b", None)]);
     }
 
     const STREAM: &str = concat!(
@@ -333,11 +288,7 @@ mod tests {
 
     fn expected_stream_events() -> Vec<SseEvent> {
         vec![
-            ev(
-                Some("message"),
-                "{\"t\":\"caf\u{e9} \u{2014} \u{1F600}\"}",
-                Some("1"),
-            ),
+            ev(Some("message"), "{\"t\":\"caf\u{e9} \u{2014} \u{1F600}\"}", Some("1")),
             ev(None, "line one\nline two \u{4E2D}\u{6587}", Some("1")),
             ev(None, "", Some("1")),
             ev(Some("done"), "[DONE]", Some("2")),

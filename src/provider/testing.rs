@@ -57,10 +57,7 @@ pub struct RecordedRequest {
 impl RecordedRequest {
     /// The first value of a header (name compared case-insensitively).
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
+        self.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
     }
 
     /// The body as text (invalid UTF-8 replaced).
@@ -140,24 +137,17 @@ impl Reply {
 
     /// A JSON body with this status.
     pub fn json(status: u16, body: &serde_json::Value) -> Self {
-        Self::status(status)
-            .header("content-type", "application/json")
-            .write(body.to_string())
+        Self::status(status).header("content-type", "application/json").write(body.to_string())
     }
 
     /// A plain-text body with this status.
     pub fn text(status: u16, body: impl Into<String>) -> Self {
-        Self::status(status)
-            .header("content-type", "text/plain; charset=utf-8")
-            .write(body.into())
+        Self::status(status).header("content-type", "text/plain; charset=utf-8").write(body.into())
     }
 
     /// Accept the connection and read the request, but never answer.
     pub fn silent() -> Self {
-        Self {
-            silent: true,
-            ..Self::status(200)
-        }
+        Self { silent: true, ..Self::status(200) }
     }
 
     /// An OpenAI-style chat completion stream: a role chunk, one chunk per
@@ -165,9 +155,7 @@ impl Reply {
     /// `Some((prompt_tokens, completion_tokens))`, then `[DONE]`. Each event
     /// is one write.
     pub fn openai_stream(deltas: &[&str], usage: Option<(u64, u64)>) -> Self {
-        openai::events(deltas, usage)
-            .iter()
-            .fold(Self::sse(), |reply, data| reply.event(data))
+        openai::events(deltas, usage).iter().fold(Self::sse(), |reply, data| reply.event(data))
     }
 
     /// Add a response header.
@@ -289,10 +277,7 @@ pub mod openai {
 
     /// A complete stream body as SSE text.
     pub fn stream_body(deltas: &[&str], usage: Option<(u64, u64)>) -> String {
-        events(deltas, usage)
-            .iter()
-            .map(|e| super::sse_frame(e))
-            .collect()
+        events(deltas, usage).iter().map(|e| super::sse_frame(e)).collect()
     }
 
     fn chunk(delta: serde_json::Value, finish_reason: Option<&str>) -> String {
@@ -322,9 +307,7 @@ struct Shared {
 impl Shared {
     fn lock(&self) -> MutexGuard<'_, State> {
         // A panic while holding the lock leaves the state usable.
-        self.state
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 }
 
@@ -337,9 +320,7 @@ pub struct TestServer {
 
 impl std::fmt::Debug for TestServer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TestServer")
-            .field("addr", &self.addr)
-            .finish_non_exhaustive()
+        f.debug_struct("TestServer").field("addr", &self.addr).finish_non_exhaustive()
     }
 }
 
@@ -353,22 +334,14 @@ impl TestServer {
         let listener: TcpListener = socket.listen(4096)?;
         let addr = listener.local_addr()?;
         let shared = Arc::new(Shared {
-            state: Mutex::new(State {
-                queue: VecDeque::new(),
-                handler: None,
-                requests: Vec::new(),
-            }),
+            state: Mutex::new(State { queue: VecDeque::new(), handler: None, requests: Vec::new() }),
             count: watch::Sender::new(0),
             open: Default::default(),
             max_open: Default::default(),
         });
         let shutdown = CancellationToken::new();
         tokio::spawn(accept_loop(listener, Arc::clone(&shared), shutdown.clone()));
-        Ok(Self {
-            addr,
-            shared,
-            shutdown,
-        })
+        Ok(Self { addr, shared, shutdown })
     }
 
     /// Start a server that answers every request with `handler` (queued
@@ -536,16 +509,11 @@ async fn read_request(stream: &mut TcpStream) -> Result<Option<RecordedRequest>,
         .filter_map(|line| line.split_once(':'))
         .map(|(name, value)| (name.trim().to_ascii_lowercase(), value.trim().to_owned()))
         .collect();
-    if headers
-        .iter()
-        .any(|(n, v)| n == "transfer-encoding" && v.to_ascii_lowercase().contains("chunked"))
-    {
+    if headers.iter().any(|(n, v)| n == "transfer-encoding" && v.to_ascii_lowercase().contains("chunked")) {
         return Err("chunked request bodies are not supported".into());
     }
     let length = match headers.iter().find(|(n, _)| n == "content-length") {
-        Some((_, v)) => v
-            .parse::<usize>()
-            .map_err(|_| "bad content-length".to_owned())?,
+        Some((_, v)) => v.parse::<usize>().map_err(|_| "bad content-length".to_owned())?,
         None => 0,
     };
     let mut body = buf.split_off(head_end + 4);
@@ -579,11 +547,7 @@ async fn write_reply(
     match reply.framing {
         Framing::Chunked => head.push_str("transfer-encoding: chunked\r\n"),
         Framing::Length => {
-            let total: usize = reply
-                .steps
-                .iter()
-                .map(|s| if let Step::Write(b) = s { b.len() } else { 0 })
-                .sum();
+            let total: usize = reply.steps.iter().map(|s| if let Step::Write(b) = s { b.len() } else { 0 }).sum();
             head.push_str(&format!("content-length: {total}\r\n"));
         }
         Framing::Eof => {}
@@ -664,40 +628,6 @@ fn reason_phrase(status: u16) -> &'static str {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn write_split_covers_all_bytes() {
-        let reply = Reply::sse().write_split("abcdef", &[0, 2, 2, 5, 9]);
-        let writes: Vec<_> = reply
-            .steps
-            .iter()
-            .filter_map(|s| {
-                if let Step::Write(b) = s {
-                    Some(b.clone())
-                } else {
-                    None
-                }
-            })
-            .collect();
-        assert_eq!(writes, vec![b"ab".to_vec(), b"cde".to_vec(), b"f".to_vec()]);
-    }
-
-    #[test]
-    fn sse_frame_splits_lines() {
-        assert_eq!(sse_frame("a\nb"), "data: a\ndata: b\n\n");
-    }
-
-    #[test]
-    fn openai_stream_body_ends_with_done() {
-        let body = openai::stream_body(&["x"], Some((1, 1)));
-        assert!(body.ends_with("data: [DONE]\n\n"));
-        assert!(body.contains("\"prompt_tokens\":1"));
-    }
-}
-
 /// A plausible judge for end-to-end tests: answers moot's own prompts the way
 /// a cooperative model would, streamed in small chunks with `pause` between
 /// them. Moderators name the first eligible agent; aggregators write a short
@@ -743,4 +673,29 @@ pub fn judge_reply(request: &RecordedRequest, pause: Duration) -> Reply {
         out = out.delay(pause).event(&openai::content_chunk(c));
     }
     out.event(&openai::finish_chunk("stop")).event(&openai::usage_chunk(400, 60)).event("[DONE]")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn write_split_covers_all_bytes() {
+        let reply = Reply::sse().write_split("abcdef", &[0, 2, 2, 5, 9]);
+        let writes: Vec<_> =
+            reply.steps.iter().filter_map(|s| if let Step::Write(b) = s { Some(b.clone()) } else { None }).collect();
+        assert_eq!(writes, vec![b"ab".to_vec(), b"cde".to_vec(), b"f".to_vec()]);
+    }
+
+    #[test]
+    fn sse_frame_splits_lines() {
+        assert_eq!(sse_frame("a\nb"), "data: a\ndata: b\n\n");
+    }
+
+    #[test]
+    fn openai_stream_body_ends_with_done() {
+        let body = openai::stream_body(&["x"], Some((1, 1)));
+        assert!(body.ends_with("data: [DONE]\n\n"));
+        assert!(body.contains("\"prompt_tokens\":1"));
+    }
 }

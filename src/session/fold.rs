@@ -170,18 +170,55 @@ impl AggregateView {
 /// An entry of the transcript, in log order.
 #[derive(Debug, Clone, PartialEq)]
 pub enum TimelineEntry {
-    Phase { phase: Phase, group: Option<String>, round: Option<u32> },
+    Phase {
+        phase: Phase,
+        group: Option<String>,
+        round: Option<u32>,
+    },
     /// Index into [`SessionView::turns`].
     Turn(usize),
-    Pick { group: String, pick: Pick },
-    Comment { text: String, author: String, group: Option<String> },
-    Override { target: OverrideTarget, dimension: String, from: Option<f64>, to: f64, reason: Option<String>, author: String },
-    Rating { scores: Scores, author: String },
-    Control { what: &'static str, author: String },
-    Rejected { command: String, reason: String },
-    Consensus { group: Option<String>, round: Option<u32>, reached: bool },
-    Aggregate { group: Option<String> },
-    Ended { status: EndStatus, error: Option<String>, reason: Option<String> },
+    Pick {
+        group: String,
+        pick: Pick,
+    },
+    Comment {
+        text: String,
+        author: String,
+        group: Option<String>,
+    },
+    Override {
+        target: OverrideTarget,
+        dimension: String,
+        from: Option<f64>,
+        to: f64,
+        reason: Option<String>,
+        author: String,
+    },
+    Rating {
+        scores: Scores,
+        author: String,
+    },
+    Control {
+        what: &'static str,
+        author: String,
+    },
+    Rejected {
+        command: String,
+        reason: String,
+    },
+    Consensus {
+        group: Option<String>,
+        round: Option<u32>,
+        reached: bool,
+    },
+    Aggregate {
+        group: Option<String>,
+    },
+    Ended {
+        status: EndStatus,
+        error: Option<String>,
+        reason: Option<String>,
+    },
 }
 
 /// Everything a screen, a report or `sessions show` needs about a session.
@@ -343,7 +380,13 @@ impl SessionView {
                 self.timeline.push(TimelineEntry::Phase { phase: *phase, group: group.clone(), round: *round });
             }
             EventKind::SpeakerSelected { group, agent, by, reason, fallback, .. } => {
-                let pick = Pick { agent: agent.clone(), by: *by, reason: reason.clone(), fallback: fallback.clone(), t: event.t };
+                let pick = Pick {
+                    agent: agent.clone(),
+                    by: *by,
+                    reason: reason.clone(),
+                    fallback: fallback.clone(),
+                    t: event.t,
+                };
                 self.group_mut(group).picks.push(pick.clone());
                 self.timeline.push(TimelineEntry::Pick { group: group.clone(), pick });
             }
@@ -453,8 +496,13 @@ impl SessionView {
                 }
             }
             EventKind::ConsensusChecked { group, round, scores, spread, reached, rule } => {
-                let view =
-                    ConsensusView { round: *round, scores: scores.clone(), spread: spread.clone(), reached: *reached, rule: rule.clone() };
+                let view = ConsensusView {
+                    round: *round,
+                    scores: scores.clone(),
+                    spread: spread.clone(),
+                    reached: *reached,
+                    rule: rule.clone(),
+                };
                 if let Some(g) = group {
                     self.group_mut(g).consensus.push(view);
                 } else {
@@ -476,7 +524,11 @@ impl SessionView {
                 self.group_mut(group).finals = evaluations.clone();
             }
             EventKind::HumanComment { text, author, group } => {
-                self.timeline.push(TimelineEntry::Comment { text: text.clone(), author: author.clone(), group: group.clone() });
+                self.timeline.push(TimelineEntry::Comment {
+                    text: text.clone(),
+                    author: author.clone(),
+                    group: group.clone(),
+                });
             }
             EventKind::ScoreOverridden { target, dimension, from, to, reason, author } => {
                 match target {
@@ -584,7 +636,11 @@ impl SessionView {
                         t.state = TurnState::Failed;
                     }
                 }
-                self.timeline.push(TimelineEntry::Ended { status: *status, error: error.clone(), reason: reason.clone() });
+                self.timeline.push(TimelineEntry::Ended {
+                    status: *status,
+                    error: error.clone(),
+                    reason: reason.clone(),
+                });
             }
         }
         // Running usage totals (the final `session_ended` replaces them with the engine's own).

@@ -75,10 +75,7 @@ impl<T: Ord + Clone> Confusion<T> {
                 _ => return Err(Undefined::new("label outside the categories")),
             }
         }
-        Ok(Self {
-            labels: labels.to_vec(),
-            counts,
-        })
+        Ok(Self { labels: labels.to_vec(), counts })
     }
 
     /// Number of items counted.
@@ -120,14 +117,8 @@ impl<T: Ord + Clone> Confusion<T> {
             return Err(Undefined::new("no pairs"));
         }
         let k = self.labels.len();
-        let rows: Vec<f64> = self
-            .counts
-            .iter()
-            .map(|r| r.iter().sum::<u64>() as f64)
-            .collect();
-        let cols: Vec<f64> = (0..k)
-            .map(|j| self.counts.iter().map(|r| r[j]).sum::<u64>() as f64)
-            .collect();
+        let rows: Vec<f64> = self.counts.iter().map(|r| r.iter().sum::<u64>() as f64).collect();
+        let cols: Vec<f64> = (0..k).map(|j| self.counts.iter().map(|r| r[j]).sum::<u64>() as f64).collect();
         let n = total as f64;
         let (mut observed, mut expected) = (0.0, 0.0);
         for (i, (row, row_total)) in self.counts.iter().zip(&rows).enumerate() {
@@ -211,14 +202,8 @@ mod tests {
     fn undefined_cases() {
         let empty: [u8; 0] = [];
         assert_eq!(cohen_kappa(&empty, &empty).unwrap_err().reason, "no pairs");
-        assert_eq!(
-            agreement_rate(&empty, &empty).unwrap_err().reason,
-            "no pairs"
-        );
-        assert_eq!(
-            cohen_kappa(&[2, 2, 2], &[2, 2, 2]).unwrap_err().reason,
-            "no expected disagreement"
-        );
+        assert_eq!(agreement_rate(&empty, &empty).unwrap_err().reason, "no pairs");
+        assert_eq!(cohen_kappa(&[2, 2, 2], &[2, 2, 2]).unwrap_err().reason, "no expected disagreement");
         assert!(cohen_kappa(&[1, 2], &[1]).is_err());
         assert!(agreement_rate(&[1, 2], &[1]).is_err());
     }

@@ -23,12 +23,7 @@ pub fn roc_auc(truth: &[bool], scores: &[f64]) -> StatResult<f64> {
         return Err(Undefined::new("no negatives"));
     }
     let ranks = average_ranks(scores);
-    let rank_sum: f64 = ranks
-        .iter()
-        .zip(truth)
-        .filter(|&(_, &t)| t)
-        .map(|(r, _)| r)
-        .sum();
+    let rank_sum: f64 = ranks.iter().zip(truth).filter(|&(_, &t)| t).map(|(r, _)| r).sum();
     let (p, q) = (positives as f64, negatives as f64);
     let u = rank_sum - p * (p + 1.0) / 2.0;
     Ok(u / (p * q))
@@ -45,22 +40,13 @@ mod tests {
         assert_eq!(roc_auc(&truth, &[0.9, 0.8, 0.2, 0.1]).unwrap(), 0.0);
         assert_eq!(roc_auc(&truth, &[0.5, 0.5, 0.5, 0.5]).unwrap(), 0.5);
         // Pairs (pos, neg): (0.35 vs 0.1, 0.4) → 1, 0; (0.8 vs 0.1, 0.4) → 1, 1.
-        assert_eq!(
-            roc_auc(&[false, false, true, true], &[0.1, 0.4, 0.35, 0.8]).unwrap(),
-            0.75
-        );
+        assert_eq!(roc_auc(&[false, false, true, true], &[0.1, 0.4, 0.35, 0.8]).unwrap(), 0.75);
     }
 
     #[test]
     fn undefined_cases() {
-        assert_eq!(
-            roc_auc(&[true, true], &[0.1, 0.2]).unwrap_err().reason,
-            "no negatives"
-        );
-        assert_eq!(
-            roc_auc(&[false], &[0.1]).unwrap_err().reason,
-            "no positives"
-        );
+        assert_eq!(roc_auc(&[true, true], &[0.1, 0.2]).unwrap_err().reason, "no negatives");
+        assert_eq!(roc_auc(&[false], &[0.1]).unwrap_err().reason, "no positives");
         assert_eq!(roc_auc(&[], &[]).unwrap_err().reason, "no positives");
         assert!(roc_auc(&[true, false], &[f64::NAN, 0.1]).is_err());
         assert!(roc_auc(&[true, false], &[0.1]).is_err());

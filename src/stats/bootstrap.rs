@@ -153,9 +153,7 @@ mod tests {
 
     fn sample(n: usize) -> (Vec<f64>, Vec<f64>) {
         let x: Vec<f64> = (0..n).map(|i| i as f64).collect();
-        let y: Vec<f64> = (0..n)
-            .map(|i| i as f64 + ((i * 7919) % 13) as f64)
-            .collect();
+        let y: Vec<f64> = (0..n).map(|i| i as f64 + ((i * 7919) % 13) as f64).collect();
         (x, y)
     }
 
@@ -194,8 +192,7 @@ mod tests {
     #[test]
     fn never_defined_is_undefined() {
         let x = [1.0, 1.0, 1.0];
-        let err =
-            bootstrap_ci(&x, &x, CorrelationKind::Spearman.statistic(), 50, 0, 0.95).unwrap_err();
+        let err = bootstrap_ci(&x, &x, CorrelationKind::Spearman.statistic(), 50, 0, 0.95).unwrap_err();
         assert_eq!(err.reason, "statistic undefined in every resample");
     }
 
@@ -217,14 +214,8 @@ mod tests {
         let ci = bootstrap_ci_single(&wins, mean, 4000, 11, 0.95).unwrap();
         assert!(ci.low < 0.6 && 0.6 < ci.high);
         // Normal approximation: 0.6 ± 1.96·√(0.24/50) ≈ [0.464, 0.736].
-        assert!(
-            (ci.low - 0.464).abs() < 0.03 && (ci.high - 0.736).abs() < 0.03,
-            "{ci:?}"
-        );
-        assert_eq!(
-            ci,
-            bootstrap_ci_single(&wins, mean, 4000, 11, 0.95).unwrap()
-        );
+        assert!((ci.low - 0.464).abs() < 0.03 && (ci.high - 0.736).abs() < 0.03, "{ci:?}");
+        assert_eq!(ci, bootstrap_ci_single(&wins, mean, 4000, 11, 0.95).unwrap());
     }
 
     #[test]

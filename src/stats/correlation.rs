@@ -83,11 +83,7 @@ impl CompletePairs {
 /// Undefined only when the two inputs differ in length.
 pub fn complete_pairs(x: &[Option<f64>], y: &[Option<f64>]) -> StatResult<CompletePairs> {
     check_same_len(x.len(), y.len())?;
-    let mut out = CompletePairs {
-        x: Vec::with_capacity(x.len()),
-        y: Vec::with_capacity(y.len()),
-        dropped: 0,
-    };
+    let mut out = CompletePairs { x: Vec::with_capacity(x.len()), y: Vec::with_capacity(y.len()), dropped: 0 };
     for (a, b) in x.iter().zip(y) {
         match (a, b) {
             (Some(a), Some(b)) if a.is_finite() && b.is_finite() => {
@@ -125,10 +121,7 @@ fn is_constant(v: &[f64]) -> bool {
 /// either sample is constant.
 pub fn pearson(x: &[f64], y: &[f64]) -> StatResult<Correlation> {
     let n = check_pairs(x, y)?;
-    Ok(Correlation {
-        value: pearson_unchecked(x, y)?,
-        n,
-    })
+    Ok(Correlation { value: pearson_unchecked(x, y)?, n })
 }
 
 /// Pearson r of checked, non-constant input (two passes, no allocation).
@@ -158,10 +151,7 @@ pub fn spearman(x: &[f64], y: &[f64]) -> StatResult<Correlation> {
     let n = check_pairs(x, y)?;
     let rx = average_ranks(x);
     let ry = average_ranks(y);
-    Ok(Correlation {
-        value: pearson_unchecked(&rx, &ry)?,
-        n,
-    })
+    Ok(Correlation { value: pearson_unchecked(&rx, &ry)?, n })
 }
 
 /// Kendall's τ-b, which corrects for ties in either sample:
@@ -216,15 +206,11 @@ pub fn kendall_tau_b(x: &[f64], y: &[f64]) -> StatResult<Correlation> {
     }
 
     let total = pairs_in(n);
-    let con_minus_dis = total as i128 - x_ties as i128 - y_ties as i128 + joint_ties as i128
-        - 2 * discordant as i128;
+    let con_minus_dis = total as i128 - x_ties as i128 - y_ties as i128 + joint_ties as i128 - 2 * discordant as i128;
     let x_untied = (total - x_ties) as f64;
     let y_untied = (total - y_ties) as f64;
     let tau = con_minus_dis as f64 / x_untied.sqrt() / y_untied.sqrt();
-    Ok(Correlation {
-        value: tau.clamp(-1.0, 1.0),
-        n,
-    })
+    Ok(Correlation { value: tau.clamp(-1.0, 1.0), n })
 }
 
 /// Number of unordered pairs among `k` items.
@@ -243,11 +229,7 @@ fn merge_sort_count_swaps(v: &mut [f64]) -> u64 {
     let mut src_is_v = true;
     while width < n {
         {
-            let (src, dst): (&[f64], &mut [f64]) = if src_is_v {
-                (&*v, &mut buf[..])
-            } else {
-                (&buf[..], &mut *v)
-            };
+            let (src, dst): (&[f64], &mut [f64]) = if src_is_v { (&*v, &mut buf[..]) } else { (&buf[..], &mut *v) };
             let mut lo = 0;
             while lo < n {
                 let mid = (lo + width).min(n);
@@ -306,9 +288,7 @@ mod tests {
         let mut state = seed;
         (0..n)
             .map(|_| {
-                state = state
-                    .wrapping_mul(6364136223846793005)
-                    .wrapping_add(1442695040888963407);
+                state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
                 ((state >> 33) % levels) as f64
             })
             .collect()
@@ -345,16 +325,8 @@ mod tests {
         let y = [10.0, 20.0, 30.0, 40.0];
         let rev = [4.0, 3.0, 2.0, 1.0];
         for kind in CorrelationKind::ALL {
-            assert!(
-                (kind.compute(&x, &y).unwrap().value - 1.0).abs() < 1e-15,
-                "{}",
-                kind.name()
-            );
-            assert!(
-                (kind.compute(&x, &rev).unwrap().value + 1.0).abs() < 1e-15,
-                "{}",
-                kind.name()
-            );
+            assert!((kind.compute(&x, &y).unwrap().value - 1.0).abs() < 1e-15, "{}", kind.name());
+            assert!((kind.compute(&x, &rev).unwrap().value + 1.0).abs() < 1e-15, "{}", kind.name());
             assert_eq!(kind.compute(&x, &y).unwrap().n, 4);
         }
     }
@@ -364,37 +336,14 @@ mod tests {
         for kind in CorrelationKind::ALL {
             assert_eq!(kind.compute(&[1.0], &[2.0]).unwrap_err().reason, "n < 2");
             assert_eq!(kind.compute(&[], &[]).unwrap_err().reason, "n < 2");
-            assert_eq!(
-                kind.compute(&[1.0, 1.0, 1.0], &[1.0, 2.0, 3.0])
-                    .unwrap_err()
-                    .reason,
-                "constant input"
-            );
-            assert_eq!(
-                kind.compute(&[1.0, 2.0, 3.0], &[0.1, 0.1, 0.1])
-                    .unwrap_err()
-                    .reason,
-                "constant input"
-            );
-            assert_eq!(
-                kind.compute(&[1.0, f64::NAN], &[1.0, 2.0])
-                    .unwrap_err()
-                    .reason,
-                "non-finite input"
-            );
-            assert!(
-                kind.compute(&[1.0, 2.0], &[1.0])
-                    .unwrap_err()
-                    .reason
-                    .starts_with("length mismatch")
-            );
+            assert_eq!(kind.compute(&[1.0, 1.0, 1.0], &[1.0, 2.0, 3.0]).unwrap_err().reason, "constant input");
+            assert_eq!(kind.compute(&[1.0, 2.0, 3.0], &[0.1, 0.1, 0.1]).unwrap_err().reason, "constant input");
+            assert_eq!(kind.compute(&[1.0, f64::NAN], &[1.0, 2.0]).unwrap_err().reason, "non-finite input");
+            assert!(kind.compute(&[1.0, 2.0], &[1.0]).unwrap_err().reason.starts_with("length mismatch"));
             assert!((kind.statistic())(&[1.0], &[1.0]).is_err());
         }
         let huge = [1e200, -1e200, 3e200];
-        assert_eq!(
-            pearson(&huge, &[1.0, 2.0, 3.0]).unwrap_err().reason,
-            "numeric overflow"
-        );
+        assert_eq!(pearson(&huge, &[1.0, 2.0, 3.0]).unwrap_err().reason, "numeric overflow");
         for kind in [CorrelationKind::Spearman, CorrelationKind::KendallTauB] {
             assert!(kind.compute(&huge, &[1.0, 2.0, 3.0]).is_ok());
         }

@@ -3,11 +3,7 @@
 use super::{StatResult, Undefined, check_finite, cmp_f64, finite};
 
 fn check_nonempty(values: &[f64]) -> StatResult<()> {
-    if values.is_empty() {
-        Err(Undefined::new("empty input"))
-    } else {
-        check_finite(values)
-    }
+    if values.is_empty() { Err(Undefined::new("empty input")) } else { check_finite(values) }
 }
 
 /// Arithmetic mean. Undefined for empty or non-finite input.
@@ -65,15 +61,9 @@ mod tests {
     fn empty_and_non_finite_are_undefined() {
         assert_eq!(mean(&[]).unwrap_err().reason, "empty input");
         assert_eq!(median(&[]).unwrap_err().reason, "empty input");
-        assert_eq!(
-            population_stdev(&[1.0, f64::INFINITY]).unwrap_err().reason,
-            "non-finite input"
-        );
+        assert_eq!(population_stdev(&[1.0, f64::INFINITY]).unwrap_err().reason, "non-finite input");
         assert!(median(&[f64::NAN, 1.0]).is_err());
-        assert_eq!(
-            mean(&[f64::MAX, f64::MAX]).unwrap_err().reason,
-            "numeric overflow"
-        );
+        assert_eq!(mean(&[f64::MAX, f64::MAX]).unwrap_err().reason, "numeric overflow");
         assert_eq!(median(&[f64::MAX, f64::MAX]).unwrap(), f64::MAX);
     }
 }

@@ -56,20 +56,10 @@ pub struct KrippendorffAlpha {
 ///
 /// Undefined when no unit has two values (`"no pairable units"`) or all
 /// pairable values are equal (`"no variation in pairable values"`).
-pub fn krippendorff_alpha<U: AsRef<[Option<f64>]>>(
-    units: &[U],
-    level: AlphaLevel,
-) -> StatResult<KrippendorffAlpha> {
+pub fn krippendorff_alpha<U: AsRef<[Option<f64>]>>(units: &[U], level: AlphaLevel) -> StatResult<KrippendorffAlpha> {
     let pairable: Vec<Vec<f64>> = units
         .iter()
-        .map(|u| {
-            u.as_ref()
-                .iter()
-                .flatten()
-                .copied()
-                .filter(|v| v.is_finite())
-                .collect::<Vec<f64>>()
-        })
+        .map(|u| u.as_ref().iter().flatten().copied().filter(|v| v.is_finite()).collect::<Vec<f64>>())
         .filter(|vals| vals.len() >= 2)
         .collect();
     if pairable.is_empty() {
@@ -140,12 +130,7 @@ pub fn krippendorff_alpha<U: AsRef<[Option<f64>]>>(
     let expected = match level {
         AlphaLevel::Interval => {
             let m = domain.iter().zip(&counts).map(|(v, c)| v * c).sum::<f64>() / nf;
-            2.0 * nf
-                * domain
-                    .iter()
-                    .zip(&counts)
-                    .map(|(v, c)| c * (v - m) * (v - m))
-                    .sum::<f64>()
+            2.0 * nf * domain.iter().zip(&counts).map(|(v, c)| c * (v - m) * (v - m)).sum::<f64>()
         }
         AlphaLevel::Ordinal => {
             let mut s = 0.0;
@@ -181,31 +166,12 @@ mod tests {
     /// values are α_interval = 0.849 and α_ordinal = 0.815.
     fn textbook() -> Vec<Vec<Option<f64>>> {
         let rows: [[f64; 12]; 4] = [
-            [
-                1.,
-                2.,
-                3.,
-                3.,
-                2.,
-                1.,
-                4.,
-                1.,
-                2.,
-                f64::NAN,
-                f64::NAN,
-                f64::NAN,
-            ],
+            [1., 2., 3., 3., 2., 1., 4., 1., 2., f64::NAN, f64::NAN, f64::NAN],
             [1., 2., 3., 3., 2., 2., 4., 1., 2., 5., f64::NAN, 3.],
             [f64::NAN, 3., 3., 3., 2., 3., 4., 2., 2., 5., 1., f64::NAN],
             [1., 2., 3., 3., 2., 4., 4., 1., 2., 5., 1., f64::NAN],
         ];
-        (0..12)
-            .map(|u| {
-                rows.iter()
-                    .map(|r| Some(r[u]).filter(|v| !v.is_nan()))
-                    .collect()
-            })
-            .collect()
+        (0..12).map(|u| rows.iter().map(|r| Some(r[u]).filter(|v| !v.is_nan())).collect()).collect()
     }
 
     #[test]
@@ -222,11 +188,7 @@ mod tests {
 
     #[test]
     fn perfect_agreement_is_one() {
-        let units = vec![
-            vec![Some(1.0), Some(1.0)],
-            vec![Some(3.0), Some(3.0), None],
-            vec![Some(2.0), Some(2.0)],
-        ];
+        let units = vec![vec![Some(1.0), Some(1.0)], vec![Some(3.0), Some(3.0), None], vec![Some(2.0), Some(2.0)]];
         for level in [AlphaLevel::Interval, AlphaLevel::Ordinal] {
             assert_eq!(krippendorff_alpha(&units, level).unwrap().alpha, 1.0);
         }
@@ -235,21 +197,10 @@ mod tests {
     #[test]
     fn undefined_cases() {
         let single: Vec<Vec<Option<f64>>> = vec![vec![Some(1.0), None], vec![None, Some(2.0)]];
+        assert_eq!(krippendorff_alpha(&single, AlphaLevel::Interval).unwrap_err().reason, "no pairable units");
+        let same = vec![vec![Some(4.0), Some(4.0)], vec![Some(4.0), Some(4.0)], vec![Some(1.0)]];
         assert_eq!(
-            krippendorff_alpha(&single, AlphaLevel::Interval)
-                .unwrap_err()
-                .reason,
-            "no pairable units"
-        );
-        let same = vec![
-            vec![Some(4.0), Some(4.0)],
-            vec![Some(4.0), Some(4.0)],
-            vec![Some(1.0)],
-        ];
-        assert_eq!(
-            krippendorff_alpha(&same, AlphaLevel::Ordinal)
-                .unwrap_err()
-                .reason,
+            krippendorff_alpha(&same, AlphaLevel::Ordinal).unwrap_err().reason,
             "no variation in pairable values"
         );
         let empty: Vec<Vec<Option<f64>>> = vec![];

@@ -26,14 +26,10 @@ pub mod krippendorff;
 pub mod pairwise;
 pub mod scale;
 
-pub use agreement::{
-    Confusion, KappaWeights, agreement_rate, cohen_kappa, cohen_kappa_quadratic, confusion,
-};
+pub use agreement::{Confusion, KappaWeights, agreement_rate, cohen_kappa, cohen_kappa_quadratic, confusion};
 pub use auc::roc_auc;
 pub use bootstrap::{BootstrapCi, bootstrap_ci, bootstrap_ci_single};
-pub use correlation::{
-    CompletePairs, Correlation, CorrelationKind, complete_pairs, kendall_tau_b, pearson, spearman,
-};
+pub use correlation::{CompletePairs, Correlation, CorrelationKind, complete_pairs, kendall_tau_b, pearson, spearman};
 pub use descriptive::{mean, median, population_stdev};
 pub use krippendorff::{AlphaLevel, KrippendorffAlpha, krippendorff_alpha};
 pub use pairwise::{Preference, TieConfusion, WinRates, tie_confusion, win_indicators, win_rates};
@@ -53,9 +49,7 @@ pub struct Undefined {
 impl Undefined {
     /// An `Undefined` with the given reason.
     pub fn new(reason: impl Into<String>) -> Self {
-        Self {
-            reason: reason.into(),
-        }
+        Self { reason: reason.into() }
     }
 }
 
@@ -64,29 +58,17 @@ pub type StatResult<T> = Result<T, Undefined>;
 
 /// Fails with `"non-finite input"` when any value is NaN or infinite.
 pub(crate) fn check_finite(values: &[f64]) -> StatResult<()> {
-    if values.iter().all(|v| v.is_finite()) {
-        Ok(())
-    } else {
-        Err(Undefined::new("non-finite input"))
-    }
+    if values.iter().all(|v| v.is_finite()) { Ok(()) } else { Err(Undefined::new("non-finite input")) }
 }
 
 /// Fails with `"length mismatch"` when the two inputs differ in length.
 pub(crate) fn check_same_len(a: usize, b: usize) -> StatResult<()> {
-    if a == b {
-        Ok(())
-    } else {
-        Err(Undefined::new(format!("length mismatch ({a} vs {b})")))
-    }
+    if a == b { Ok(()) } else { Err(Undefined::new(format!("length mismatch ({a} vs {b})"))) }
 }
 
 /// Passes a finite result through; an overflowing computation is undefined.
 pub(crate) fn finite(value: f64) -> StatResult<f64> {
-    if value.is_finite() {
-        Ok(value)
-    } else {
-        Err(Undefined::new("numeric overflow"))
-    }
+    if value.is_finite() { Ok(value) } else { Err(Undefined::new("numeric overflow")) }
 }
 
 /// Total order on finite floats where `-0.0 == 0.0`.
@@ -122,10 +104,7 @@ mod tests {
 
     #[test]
     fn average_ranks_share_ties() {
-        assert_eq!(
-            average_ranks(&[10.0, 20.0, 10.0, 30.0]),
-            vec![1.5, 3.0, 1.5, 4.0]
-        );
+        assert_eq!(average_ranks(&[10.0, 20.0, 10.0, 30.0]), vec![1.5, 3.0, 1.5, 4.0]);
         assert_eq!(average_ranks(&[2.0, 2.0, 2.0]), vec![2.0, 2.0, 2.0]);
         assert_eq!(average_ranks(&[]), Vec::<f64>::new());
         assert_eq!(average_ranks(&[0.0, -0.0, 1.0]), vec![1.5, 1.5, 3.0]);
@@ -133,22 +112,13 @@ mod tests {
 
     #[test]
     fn undefined_displays_reason() {
-        assert_eq!(
-            Undefined::new("constant input").to_string(),
-            "undefined: constant input"
-        );
+        assert_eq!(Undefined::new("constant input").to_string(), "undefined: constant input");
     }
 
     #[test]
     fn checks_report_reasons() {
         assert!(check_finite(&[1.0, 2.0]).is_ok());
-        assert_eq!(
-            check_finite(&[1.0, f64::NAN]).unwrap_err().reason,
-            "non-finite input"
-        );
-        assert_eq!(
-            check_same_len(2, 3).unwrap_err().reason,
-            "length mismatch (2 vs 3)"
-        );
+        assert_eq!(check_finite(&[1.0, f64::NAN]).unwrap_err().reason, "non-finite input");
+        assert_eq!(check_same_len(2, 3).unwrap_err().reason, "length mismatch (2 vs 3)");
     }
 }

@@ -46,9 +46,7 @@ impl FromStr for Preference {
             "a" => Ok(Self::A),
             "b" => Ok(Self::B),
             "tie" => Ok(Self::Tie),
-            other => Err(Undefined::new(format!(
-                "not a pairwise decision: {other:?}"
-            ))),
+            other => Err(Undefined::new(format!("not a pairwise decision: {other:?}"))),
         }
     }
 }
@@ -65,11 +63,7 @@ pub struct WinRates {
 }
 
 fn ratio(num: usize, den: usize, reason: &str) -> StatResult<f64> {
-    if den == 0 {
-        Err(Undefined::new(reason))
-    } else {
-        Ok(num as f64 / den as f64)
-    }
+    if den == 0 { Err(Undefined::new(reason)) } else { Ok(num as f64 / den as f64) }
 }
 
 impl WinRates {
@@ -117,10 +111,7 @@ pub fn win_rates(decisions: &[Preference]) -> WinRates {
 /// win rate, and [`bootstrap_ci_single`](super::bootstrap_ci_single) with
 /// [`mean`](super::mean) gives its confidence interval.
 pub fn win_indicators(decisions: &[Preference], side: Preference) -> Vec<f64> {
-    decisions
-        .iter()
-        .map(|&d| if d == side { 1.0 } else { 0.0 })
-        .collect()
+    decisions.iter().map(|&d| if d == side { 1.0 } else { 0.0 }).collect()
 }
 
 /// How a judge handles ties compared with the truth.
@@ -140,21 +131,13 @@ impl TieConfusion {
     /// Share of items with a true winner that the judge called a tie
     /// (`tie_confusion_winner_as_tie`). Undefined when the truth has no winner.
     pub fn winner_as_tie_rate(&self) -> StatResult<f64> {
-        ratio(
-            self.truth_winner_judge_tie,
-            self.truth_winner,
-            "truth names no winner",
-        )
+        ratio(self.truth_winner_judge_tie, self.truth_winner, "truth names no winner")
     }
 
     /// Share of true ties where the judge picked a winner
     /// (`tie_confusion_tie_as_winner`). Undefined when the truth has no tie.
     pub fn tie_as_winner_rate(&self) -> StatResult<f64> {
-        ratio(
-            self.truth_tie_judge_winner,
-            self.truth_tie,
-            "truth has no ties",
-        )
+        ratio(self.truth_tie_judge_winner, self.truth_tie, "truth has no ties")
     }
 }
 
@@ -204,10 +187,7 @@ mod tests {
         assert_eq!(c.winner_as_tie_rate().unwrap(), 0.5);
         assert_eq!(c.tie_as_winner_rate().unwrap(), 0.5);
         let no_ties = tie_confusion(&[A, B], &[A, A]).unwrap();
-        assert_eq!(
-            no_ties.tie_as_winner_rate().unwrap_err().reason,
-            "truth has no ties"
-        );
+        assert_eq!(no_ties.tie_as_winner_rate().unwrap_err().reason, "truth has no ties");
         assert!(tie_confusion(&[A], &[]).is_err());
     }
 
@@ -217,9 +197,6 @@ mod tests {
         assert_eq!("TIE".parse::<Preference>().unwrap(), Tie);
         assert!("C".parse::<Preference>().is_err());
         assert_eq!(Tie.to_string(), "tie");
-        assert_eq!(
-            crate::stats::agreement_rate(&[A, B, Tie], &[A, B, B]).unwrap(),
-            2.0 / 3.0
-        );
+        assert_eq!(crate::stats::agreement_rate(&[A, B, Tie], &[A, B, B]).unwrap(), 2.0 / 3.0);
     }
 }

@@ -70,10 +70,7 @@ impl ScaleErrors {
 /// Undefined only when the lengths differ.
 pub fn scale_errors(truth: &[i64], judge: &[i64]) -> StatResult<ScaleErrors> {
     check_same_len(truth.len(), judge.len())?;
-    let mut e = ScaleErrors {
-        n: truth.len(),
-        ..ScaleErrors::default()
-    };
+    let mut e = ScaleErrors { n: truth.len(), ..ScaleErrors::default() };
     for (&t, &j) in truth.iter().zip(judge) {
         let gap = t.abs_diff(j);
         if gap == 0 {
@@ -119,14 +116,7 @@ mod tests {
         assert_eq!(e.accuracy().unwrap(), 1.0);
         assert_eq!(e.gap_ratio(1).unwrap_err().reason, "no misses");
         assert_eq!(e.over_rating_ratio().unwrap_err().reason, "no misses");
-        assert_eq!(
-            scale_errors(&[], &[])
-                .unwrap()
-                .accuracy()
-                .unwrap_err()
-                .reason,
-            "no pairs"
-        );
+        assert_eq!(scale_errors(&[], &[]).unwrap().accuracy().unwrap_err().reason, "no pairs");
         assert!(scale_errors(&[1], &[]).is_err());
         // Extreme values do not overflow.
         let e = scale_errors(&[i64::MIN], &[i64::MAX]).unwrap();

@@ -1,6 +1,6 @@
 //! Shared helpers for engine tests: a small panel, a scripted judge, and a
 //! runner that collects the events of a session.
-#![allow(dead_code)]
+#![allow(dead_code, unused_imports)]
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,7 +13,7 @@ use moot::provider::scripted::{ScriptedProvider, ScriptedReply};
 use moot::session::{Event, EventKind};
 use tokio::sync::mpsc;
 
-pub use moot::testkit::{agent, evaluation, item, panel, speaker};
+pub use moot::testkit::{evaluation, item, panel, speaker};
 
 /// Whether a request is a debate/discussion turn (it shows the history).
 pub fn is_debate(req: &ChatRequest) -> bool {
@@ -22,7 +22,8 @@ pub fn is_debate(req: &ChatRequest) -> bool {
 
 pub fn config(panel: Panel, provider: Arc<ScriptedProvider>) -> EngineConfig {
     let mut c = EngineConfig::new(Arc::new(panel), item(), Bindings::uniform(Binding::new(provider, "scripted")));
-    c.retry = RetryPolicy { max_attempts: 2, base_delay: Duration::from_millis(1), max_delay: Duration::from_millis(5) };
+    c.retry =
+        RetryPolicy { max_attempts: 2, base_delay: Duration::from_millis(1), max_delay: Duration::from_millis(5) };
     c
 }
 
@@ -63,7 +64,8 @@ impl Session {
 
     /// Run to the end and return every event and the outcome.
     pub async fn finish(mut self) -> (Vec<Event>, RunOutcome) {
-        let outcome = tokio::time::timeout(Duration::from_secs(30), self.task).await.expect("engine timed out").unwrap();
+        let outcome =
+            tokio::time::timeout(Duration::from_secs(30), self.task).await.expect("engine timed out").unwrap();
         while let Ok(e) = self.events.try_recv() {
             self.seen.push(e);
         }

@@ -30,16 +30,23 @@ pub(crate) async fn run(run: &Run) {
         let (method, note) = match outcome {
             Outcome::Consensus => ("consensus", format!("{}: consensus reached.", g.name)),
             Outcome::Judged => {
-                let why = run.state().judged.get(&g.name).map(|e| e.justification.trim().to_string()).unwrap_or_default();
+                let why =
+                    run.state().judged.get(&g.name).map(|e| e.justification.trim().to_string()).unwrap_or_default();
                 ("final_judge", format!("{}: no consensus; the final judge decided. {why}", g.name))
             }
-            Outcome::Mean => ("mean", format!("{}: no consensus and no final judgment; mean of the latest evaluations.", g.name)),
+            Outcome::Mean => {
+                ("mean", format!("{}: no consensus and no final judgment; mean of the latest evaluations.", g.name))
+            }
         };
         run.emit_aggregate(Some(&g.name), note.clone(), method);
         notes.push(note);
     }
     let method = if run.panel.groups.len() == 1 {
-        run.state().aggregates.get(&Some(run.panel.groups[0].name.clone())).map(|a| a.method.clone()).unwrap_or_default()
+        run.state()
+            .aggregates
+            .get(&Some(run.panel.groups[0].name.clone()))
+            .map(|a| a.method.clone())
+            .unwrap_or_default()
     } else {
         "mean".to_string()
     };
@@ -49,7 +56,11 @@ pub(crate) async fn run(run: &Run) {
 
 fn snapshot(run: &Run, group: &str) -> std::collections::BTreeMap<String, Scores> {
     let st = run.state();
-    st.agents.iter().filter(|a| a.group == group).map(|a| (a.name.clone(), a.latest.as_ref().map(eval_scores).unwrap_or_default())).collect()
+    st.agents
+        .iter()
+        .filter(|a| a.group == group)
+        .map(|a| (a.name.clone(), a.latest.as_ref().map(eval_scores).unwrap_or_default()))
+        .collect()
 }
 
 async fn discuss(run: &Run, group: &str) -> Outcome {
@@ -65,7 +76,11 @@ async fn discuss(run: &Run, group: &str) -> Outcome {
         if run.stop.is_cancelled() {
             break;
         }
-        run.emit(EventKind::PhaseStarted { phase: Phase::Discussion, group: Some(group.to_string()), round: Some(round) });
+        run.emit(EventKind::PhaseStarted {
+            phase: Phase::Discussion,
+            group: Some(group.to_string()),
+            round: Some(round),
+        });
         let mut order = run.state().group_agents(group);
         order.shuffle(&mut rng);
         let mut pos = 0;
@@ -89,16 +104,29 @@ async fn discuss(run: &Run, group: &str) -> Outcome {
                     order[pos..].swap(0, k);
                     (SelectedBy::Human, format!("chosen by {author}"))
                 }
-                None => (SelectedBy::Policy, format!("round {round}: position {} of {} in the shuffled order", pos + 1, order.len())),
+                None => (
+                    SelectedBy::Policy,
+                    format!("round {round}: position {} of {} in the shuffled order", pos + 1, order.len()),
+                ),
             };
             let index = order[pos];
             pos += 1;
             let (name, messages) = {
                 let st = run.state();
                 let a = &st.agents[index];
-                (a.name.clone(), prompts::discussion_messages(&run.panel, group, &a.spec, run.item(), &st.histories[group], round))
+                (
+                    a.name.clone(),
+                    prompts::discussion_messages(&run.panel, group, &a.spec, run.item(), &st.histories[group], round),
+                )
             };
-            run.emit(EventKind::SpeakerSelected { group: group.to_string(), agent: name.clone(), by, reason, raw: None, fallback: None });
+            run.emit(EventKind::SpeakerSelected {
+                group: group.to_string(),
+                agent: name.clone(),
+                by,
+                reason,
+                raw: None,
+                fallback: None,
+            });
             match run.agent_turn(index, Phase::Discussion, Some(round), messages, &run.stop).await {
                 Spoken::Failed(e) => {
                     if run.on_turn_error(&name, &e, &mut failures) {
@@ -107,11 +135,17 @@ async fn discuss(run: &Run, group: &str) -> Outcome {
                 }
                 Spoken::Evaluated { evaluation, text, .. } => {
                     failures = 0;
-                    run.push_history(group, HistoryEntry::Speech { agent: name, round: Some(round), text, evaluation: Some(evaluation) });
+                    run.push_history(
+                        group,
+                        HistoryEntry::Speech { agent: name, round: Some(round), text, evaluation: Some(evaluation) },
+                    );
                 }
                 Spoken::Unparsed { text, .. } => {
                     failures = 0;
-                    run.push_history(group, HistoryEntry::Speech { agent: name, round: Some(round), text, evaluation: None });
+                    run.push_history(
+                        group,
+                        HistoryEntry::Speech { agent: name, round: Some(round), text, evaluation: None },
+                    );
                 }
             }
         }
@@ -144,7 +178,17 @@ async fn final_judgment(run: &Run, group: &str) -> Outcome {
     let binding = run.config.bindings.for_role(Role::FinalJudge).clone();
     let sampling = run.role_sampling(Role::FinalJudge);
     let out = run
-        .evaluating_turn(role_label(Role::FinalJudge), Some(group), Phase::FinalJudgment, None, Role::FinalJudge, &binding, messages, sampling, &run.quit)
+        .evaluating_turn(
+            role_label(Role::FinalJudge),
+            Some(group),
+            Phase::FinalJudgment,
+            None,
+            Role::FinalJudge,
+            &binding,
+            messages,
+            sampling,
+            &run.quit,
+        )
         .await;
     match out {
         Spoken::Evaluated { evaluation, .. } => {

@@ -47,7 +47,10 @@ async fn debate(run: &Run, group: &str) {
             let st = run.state();
             let a = &st.agents[index];
             let history = &st.histories[group];
-            (a.name.clone(), prompts::debate_messages(&run.panel, group, &a.spec, run.item(), history, a.latest.as_ref()))
+            (
+                a.name.clone(),
+                prompts::debate_messages(&run.panel, group, &a.spec, run.item(), history, a.latest.as_ref()),
+            )
         };
         let before = run.state().agents[index].latest.clone();
         match run.agent_turn(index, Phase::Debate, None, messages, &run.stop).await {
@@ -69,7 +72,10 @@ async fn debate(run: &Run, group: &str) {
             }
             Spoken::Unparsed { text, .. } => {
                 failures = 0;
-                run.push_history(group, HistoryEntry::Speech { agent: name.clone(), round: None, text, evaluation: None });
+                run.push_history(
+                    group,
+                    HistoryEntry::Speech { agent: name.clone(), round: None, text, evaluation: None },
+                );
             }
         }
         last = Some(name);
@@ -145,7 +151,14 @@ fn announce(
     raw: Option<String>,
     fallback: Option<String>,
 ) {
-    run.emit(EventKind::SpeakerSelected { group: group.to_string(), agent: agent.to_string(), by, reason, raw, fallback });
+    run.emit(EventKind::SpeakerSelected {
+        group: group.to_string(),
+        agent: agent.to_string(),
+        by,
+        reason,
+        raw,
+        fallback,
+    });
 }
 
 fn policy_pick(
@@ -161,7 +174,12 @@ fn policy_pick(
         .iter()
         .map(|&i| {
             let a = &st.agents[i];
-            SpeakerCandidate { name: &a.name, latest: a.latest.as_ref(), turns_spoken: a.turns_spoken, finished: a.finished }
+            SpeakerCandidate {
+                name: &a.name,
+                latest: a.latest.as_ref(),
+                turns_spoken: a.turns_spoken,
+                finished: a.finished,
+            }
         })
         .collect();
     moderator::pick(policy, &candidates, &run.keys, last, turn_index, rng).map(|p| (p.agent, p.reason))
@@ -184,7 +202,8 @@ async fn llm_moderator(
         let mut table = String::new();
         for i in st.group_agents(group) {
             let a = &st.agents[i];
-            let scores = a.latest.as_ref().map(|e| prompts::format_scores(&run.panel, e)).unwrap_or_else(|| "none".into());
+            let scores =
+                a.latest.as_ref().map(|e| prompts::format_scores(&run.panel, e)).unwrap_or_else(|| "none".into());
             let status = if a.finished { ", finished" } else { "" };
             let _ = writeln!(table, "- {}: {scores} ({} turns{status})", a.name, a.turns_spoken);
         }
@@ -227,7 +246,16 @@ async fn llm_moderator(
                 break;
             }
         };
-        run.complete_turn(turn, role_label(Role::Moderator), Role::Moderator, TurnKind::Select, &completion, None, None, latency);
+        run.complete_turn(
+            turn,
+            role_label(Role::Moderator),
+            Role::Moderator,
+            TurnKind::Select,
+            &completion,
+            None,
+            None,
+            latency,
+        );
         raws.push(completion.text.clone());
         match moderator::parse_moderator_reply(&completion.text, &refs, &all_refs) {
             Ok(pick) => {
@@ -322,7 +350,16 @@ async fn aggregate(run: &Run) {
         let (turn, result, latency) = run.call(spec).await;
         match result {
             Ok(c) => {
-                run.complete_turn(turn, role_label(Role::Aggregator), Role::Aggregator, TurnKind::Judge, &c, None, None, latency);
+                run.complete_turn(
+                    turn,
+                    role_label(Role::Aggregator),
+                    Role::Aggregator,
+                    TurnKind::Judge,
+                    &c,
+                    None,
+                    None,
+                    latency,
+                );
                 feedback = c.text.trim().to_string();
             }
             Err(crate::provider::ProviderError::Cancelled) => {}

@@ -40,12 +40,11 @@ pub(crate) async fn initial_phase(run: &Run, with_confidence: bool) {
             Some(Spoken::Unparsed { text, .. }) => {
                 run.push_history(&group, HistoryEntry::Initial { agent: name, evaluation: None, text });
             }
+            Some(Spoken::Failed(crate::provider::ProviderError::Cancelled)) => {}
             Some(Spoken::Failed(e)) => {
-                if !matches!(e, crate::provider::ProviderError::Cancelled) {
-                    failures += 1;
-                    if !e.is_retryable() && fatal.is_none() {
-                        fatal = Some(format!("{name}: {e}"));
-                    }
+                failures += 1;
+                if !e.is_retryable() && fatal.is_none() {
+                    fatal = Some(format!("{name}: {e}"));
                 }
             }
             None => {}
