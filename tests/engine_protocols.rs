@@ -543,3 +543,33 @@ async fn session_log_round_trips_and_every_prefix_loads() {
         let _ = SessionView::from_events(&log.events);
     }
 }
+
+#[test]
+fn a_queued_call_shows_as_queued_until_its_text_arrives() {
+    use moot::session::Event;
+    use moot::session::fold::AgentState;
+    let p = panel(Protocol::MajEval, &[("Teachers", &["Ann"])]);
+    let t = chrono::Utc::now();
+    let ev = |seq, kind| Event { seq, t, kind };
+    let mut view = SessionView::new();
+    let started = moot::engine::describe_session(&config(p, scripted(stubborn)));
+    view.apply(&ev(0, started));
+    view.apply(&ev(
+        1,
+        EventKind::TurnStarted {
+            turn: 1,
+            agent: "Ann".into(),
+            group: Some("Teachers".into()),
+            phase: Phase::Initial,
+            round: None,
+            role: Role::Agent,
+            kind: TurnKind::Speak,
+        },
+    ));
+    view.apply(&ev(2, EventKind::Waiting { turn: 1, reason: "waiting for the local model (1 call(s) ahead)".into() }));
+    assert_eq!(view.agent("Ann").unwrap().state, AgentState::Queued);
+    assert!(view.waiting[&1].contains("local model"));
+    view.apply(&ev(3, EventKind::TurnDelta { turn: 1, text: "Hi".into() }));
+    assert_eq!(view.agent("Ann").unwrap().state, AgentState::Speaking);
+    assert!(view.waiting.is_empty());
+}

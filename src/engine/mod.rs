@@ -230,3 +230,8 @@ pub async fn run(config: EngineConfig, recorder: Recorder, mut commands: Unbound
     }
     run.finish(started.elapsed())
 }
+
+/// The `session_started` event a run of `config` begins with (its agents, roles and models).
+pub fn describe_session(config: &EngineConfig) -> crate::session::EventKind {
+    runtime::session_started_event(config)
+}

@@ -306,6 +306,9 @@ impl Run {
             role: spec.role,
             kind: spec.kind,
         });
+        if let Some(reason) = spec.binding.provider.queue_note() {
+            self.emit(EventKind::Waiting { turn, reason });
+        }
         let started = Instant::now();
         let request = ChatRequest {
             model: spec.binding.model.clone(),

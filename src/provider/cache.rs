@@ -195,6 +195,10 @@ impl Provider for CachedProvider {
         self.inner.info()
     }
 
+    fn queue_note(&self) -> Option<String> {
+        self.inner.queue_note()
+    }
+
     async fn stream(
         &self,
         request: &ChatRequest,

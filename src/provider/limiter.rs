@@ -232,6 +232,10 @@ impl Provider for LimitedProvider {
         self.inner.info()
     }
 
+    fn queue_note(&self) -> Option<String> {
+        self.inner.queue_note()
+    }
+
     async fn stream(
         &self,
         request: &ChatRequest,

@@ -178,6 +178,11 @@ impl Provider for LocalProvider {
     }
 
     /// `request.model` is ignored: the provider serves one model.
+    fn queue_note(&self) -> Option<String> {
+        let ahead = self.queue_len() + usize::from(self.is_busy());
+        (ahead > 0).then(|| format!("waiting for the local model ({ahead} call(s) ahead)"))
+    }
+
     async fn stream(
         &self,
         request: &ChatRequest,

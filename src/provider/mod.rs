@@ -193,6 +193,12 @@ pub struct ProviderInfo {
 pub trait Provider: Send + Sync {
     fn info(&self) -> ProviderInfo;
 
+    /// Why a call made now would wait before it starts (a busy local model),
+    /// if it would. Shown to people as a `waiting` event.
+    fn queue_note(&self) -> Option<String> {
+        None
+    }
+
     /// Stream one completion. Deltas go to `deltas` as they arrive; the
     /// returned [`Completion::text`] is their concatenation. Must return
     /// [`ProviderError::Cancelled`] promptly once `cancel` fires.

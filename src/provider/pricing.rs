@@ -41,6 +41,10 @@ impl Provider for PricedProvider {
         self.inner.info()
     }
 
+    fn queue_note(&self) -> Option<String> {
+        self.inner.queue_note()
+    }
+
     async fn stream(
         &self,
         request: &ChatRequest,

@@ -51,6 +51,8 @@ pub enum AgentState {
     Waiting,
     /// A call is in flight but no text has arrived yet.
     Thinking,
+    /// The call is queued behind others (a busy local model, a rate limit).
+    Queued,
     /// Text is streaming in.
     Speaking,
     /// The agent said it has no more comments (or the debate ended).
@@ -603,6 +605,12 @@ impl SessionView {
             }
             EventKind::Waiting { turn, reason } => {
                 self.waiting.insert(*turn, reason.clone());
+                if let Some(agent) = self.turn(*turn).map(|t| t.agent.clone())
+                    && let Some(a) = self.agent_mut(&agent)
+                    && a.current_turn == Some(*turn)
+                {
+                    a.state = AgentState::Queued;
+                }
             }
             EventKind::AggregationCompleted { group, feedback, scores, overall, original, method } => {
                 let view = AggregateView {
@@ -626,7 +634,7 @@ impl SessionView {
                 self.duration_ms = Some(*duration_ms);
                 self.waiting.clear();
                 for a in &mut self.agents {
-                    if matches!(a.state, AgentState::Thinking | AgentState::Speaking) {
+                    if matches!(a.state, AgentState::Thinking | AgentState::Queued | AgentState::Speaking) {
                         a.state = AgentState::Waiting;
                     }
                     a.current_turn = None;

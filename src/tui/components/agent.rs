@@ -19,6 +19,7 @@ pub fn badge(a: &AgentView, theme: &Theme) -> (&'static str, String, Style) {
         AgentState::Waiting if a.finished => ("✓", "done".into(), theme.done()),
         AgentState::Waiting => ("·", "waiting".into(), theme.waiting()),
         AgentState::Thinking => ("…", "thinking".into(), theme.thinking()),
+        AgentState::Queued => ("⧗", "queued".into(), theme.waiting()),
         AgentState::Speaking => ("▶", "SPEAKING".into(), theme.speaking().add_modifier(Modifier::REVERSED)),
         AgentState::Done => ("✓", "done".into(), theme.done()),
         AgentState::Failed { retries } => ("✗", format!("failed (try {retries})"), theme.failed()),
