@@ -75,7 +75,7 @@ pub struct RunArgs {
     /// Evaluate this text instead of an items file.
     #[arg(long, conflicts_with = "item")]
     pub content: Option<String>,
-    /// Provider for every participant (openai, local).
+    /// Provider for every participant: openai, anthropic, local, or a name from moot.toml.
     #[arg(long)]
     pub provider: Option<String>,
     /// Model for every participant.
@@ -136,9 +136,6 @@ fn model_command(command: ModelCommand) -> anyhow::Result<ExitCode> {
 pub struct EvalArgs {
     /// Panel file, or the name of a bundled panel (storybook-qa, summary-collab).
     pub panel: String,
-    /// Do not answer repeated requests from the response cache (on by default for batch runs).
-    #[arg(long)]
-    pub no_cache: bool,
     /// Items file (JSONL, JSON or CSV), or the name of bundled items.
     #[arg(long)]
     pub data: String,
@@ -160,7 +157,7 @@ pub struct EvalArgs {
     /// Run part I of N of the items, split by a hash of the item id (e.g. 2/4).
     #[arg(long)]
     pub shard: Option<String>,
-    /// Provider for every participant (openai, local).
+    /// Provider for every participant: openai, anthropic, local, or a name from moot.toml.
     #[arg(long)]
     pub provider: Option<String>,
     /// Model for every participant.
@@ -172,6 +169,9 @@ pub struct EvalArgs {
     /// Seed for shuffles, random moderation and providers that accept one.
     #[arg(long)]
     pub seed: Option<u64>,
+    /// Do not answer repeated requests from the response cache (on by default for batch runs).
+    #[arg(long)]
+    pub no_cache: bool,
     /// Price of a million input tokens, for cost totals (also MOOT_PRICE_INPUT).
     #[arg(long, env = "MOOT_PRICE_INPUT")]
     pub price_input: Option<f64>,
