@@ -239,6 +239,8 @@ pub struct SessionView {
     pub last_t: Option<DateTime<Utc>>,
     pub state: RunState,
     pub phase: Option<Phase>,
+    /// The group of the latest `phase_started`, when that phase belongs to one group.
+    pub phase_group: Option<String>,
     pub round: Option<u32>,
     pub agents: Vec<AgentView>,
     pub groups: Vec<GroupView>,
@@ -373,6 +375,7 @@ impl SessionView {
             }
             EventKind::PhaseStarted { phase, group, round } => {
                 self.phase = Some(*phase);
+                self.phase_group = group.clone();
                 self.round = *round;
                 if let Some(g) = group {
                     let gv = self.group_mut(g);

@@ -83,7 +83,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
     let group = v
         .speaking_turn()
         .and_then(|t| t.group.clone())
-        .or_else(|| v.groups.iter().rev().find(|g| g.phase.is_some()).map(|g| g.name.clone()));
+        .or_else(|| v.phase_group.clone());
     let u = &v.usage.total;
     let est = if u.estimated { "~" } else { "" };
     let second = vec![
