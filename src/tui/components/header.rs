@@ -80,20 +80,18 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
         (Some(p), None) => p.as_str().to_string(),
         _ => "—".into(),
     };
-    let group = v
-        .speaking_turn()
-        .and_then(|t| t.group.clone())
-        .or_else(|| v.phase_group.clone());
+    let group = v.speaking_turn().and_then(|t| t.group.clone()).or_else(|| v.phase_group.clone());
     let u = &v.usage.total;
     let est = if u.estimated { "~" } else { "" };
     let second = vec![
         Span::styled(format!(" {} ", state.to_uppercase()), state_style.add_modifier(Modifier::REVERSED)),
         Span::raw(format!(
-            "  phase {phase}{}  ·  {}  ·  tokens {est}{} in / {est}{} out  ·  {} calls",
+            "  phase {phase}{}  ·  {}  ·  tokens {est}{} in / {est}{} out{}  ·  {} calls",
             group.map(|g| format!(" ({g})")).unwrap_or_default(),
             clock(elapsed_ms(app)),
             tokens(u.input_tokens),
             tokens(u.output_tokens),
+            u.cost.map(|c| format!("  ·  cost {c:.4}")).unwrap_or_default(),
             v.usage.calls
         )),
     ];
