@@ -652,19 +652,19 @@ pub fn judge_reply(request: &RecordedRequest, pause: Duration) -> Reply {
     } else if system.starts_with("You write the synthesis") {
         "The stakeholders agree the answer is clear. They disagree on how well it suits young readers. Overall it is adequate.".to_string()
     } else {
-        let name = system.strip_prefix("You are ").and_then(|s| s.split(',').next()).unwrap_or("judge");
+        let name = if system.starts_with("You are the final judge") {
+            "The final judge"
+        } else {
+            system.strip_prefix("You are ").and_then(|s| s.split(',').next()).unwrap_or("judge")
+        };
         let score = 2 + (name.bytes().map(u32::from).sum::<u32>() % 3);
-        let keys: Vec<&str> = last
-            .split('"')
-            .collect::<Vec<_>>()
-            .windows(2)
-            .filter(|w| w[1].starts_with(": <score>"))
-            .map(|w| w[0])
-            .collect();
-        let mut fields: Vec<String> = keys.iter().map(|k| format!("\"{k}\": {score}")).collect();
-        fields.push("\"confidence\": 0.7".into());
-        fields.push(format!("\"justification\": \"{name} finds it acceptable.\""));
-        format!("I have read the item carefully. It is mostly fine.\n{{{}}}", fields.join(", "))
+        let mut verdict = serde_json::Map::new();
+        for w in last.split('"').collect::<Vec<_>>().windows(2).filter(|w| w[1].starts_with(": <score>")) {
+            verdict.insert(w[0].to_string(), serde_json::json!(score));
+        }
+        verdict.insert("confidence".into(), serde_json::json!(0.7));
+        verdict.insert("justification".into(), serde_json::json!(format!("{name} finds it acceptable.")));
+        format!("I have read the item carefully. It is mostly fine.\n{}", serde_json::Value::Object(verdict))
     };
     let chars: Vec<char> = reply.chars().collect();
     let chunks: Vec<String> = chars.chunks(24).map(|c| c.iter().collect()).collect();
