@@ -380,7 +380,10 @@ impl SessionView {
                 if let Some(g) = group {
                     let gv = self.group_mut(g);
                     gv.phase = Some(*phase);
-                    gv.round = *round;
+                    // A phase without rounds (the final judgment) keeps the last round reached.
+                    if round.is_some() {
+                        gv.round = *round;
+                    }
                 }
                 self.timeline.push(TimelineEntry::Phase { phase: *phase, group: group.clone(), round: *round });
             }

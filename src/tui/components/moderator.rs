@@ -14,8 +14,18 @@ pub fn draw(f: &mut Frame, area: Rect, app: &mut App) {
     let theme = app.env.theme().clone();
     let focused = app.focus == Focus::Moderator;
     let v = &app.vm.session;
-    let max = v.panel.as_ref().map(|p| p.moderator.max_turns).unwrap_or(0);
-    let policy = v.panel.as_ref().map(|p| p.moderator.policy.as_str().to_string()).unwrap_or_default();
+    let collab = v.panel.as_ref().is_some_and(|p| p.protocol == crate::panel::Protocol::CollabEval);
+    // CollabEval speaks in rounds (a seeded shuffle each round); MAJ-EVAL counts debate turns.
+    let (max, unit) = match &v.panel {
+        Some(p) if collab => (p.consensus.max_rounds, "round"),
+        Some(p) => (p.moderator.max_turns, "turn"),
+        None => (0, "turn"),
+    };
+    let policy = match &v.panel {
+        Some(_) if collab => "shuffled rounds".to_string(),
+        Some(p) => p.moderator.policy.as_str().to_string(),
+        None => String::new(),
+    };
     let block = pane(Line::from(Span::styled(format!(" Moderator · {policy} "), theme.accent())), focused, &theme);
     let mut lines: Vec<Line> = Vec::new();
     let speaking = v.turns.iter().rev().find(|t| t.state == TurnState::Streaming);
@@ -24,7 +34,10 @@ pub fn draw(f: &mut Frame, area: Rect, app: &mut App) {
         let phase = g.phase.map(|p| p.as_str().replace('_', " ")).unwrap_or_else(|| "not started".into());
         lines.push(Line::from(vec![
             Span::styled(g.name.clone(), if active { theme.speaking() } else { theme.accent() }),
-            Span::styled(format!("  {phase} · turn {} of {max}", g.debate_turns), theme.muted()),
+            Span::styled(
+                format!("  {phase} · {unit} {} of {max}", if collab { g.round.unwrap_or(0) } else { g.debate_turns }),
+                theme.muted(),
+            ),
         ]));
         if let Some(t) = speaking.filter(|_| active) {
             lines.push(Line::from(vec![
