@@ -102,6 +102,24 @@ impl Limiter {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// Why a call starting now would wait, if it would: the server asked to
+    /// slow down, every slot is taken, or the request rate is reached.
+    pub fn wait_reason(&self) -> Option<String> {
+        let st = self.lock();
+        let now = Instant::now();
+        if let Some(until) = st.paused_until.filter(|u| *u > now) {
+            return Some(format!("rate limited by the server: waiting {:.0} s", (until - now).as_secs_f64().ceil()));
+        }
+        if st.in_flight >= st.limit {
+            return Some(format!("waiting for a free slot ({} of {} calls running)", st.in_flight, st.limit));
+        }
+        let recent = st.starts.iter().filter(|t| now.duration_since(**t) < WINDOW).count();
+        match self.settings.requests_per_minute {
+            Some(rpm) if recent >= rpm.max(1) as usize => Some(format!("request rate limit reached ({rpm} a minute)")),
+            _ => None,
+        }
+    }
+
     /// Calls allowed at once right now.
     pub fn current_limit(&self) -> usize {
         self.lock().limit
@@ -233,7 +251,7 @@ impl Provider for LimitedProvider {
     }
 
     fn queue_note(&self) -> Option<String> {
-        self.inner.queue_note()
+        self.limiter.wait_reason().or_else(|| self.inner.queue_note())
     }
 
     async fn stream(
@@ -257,6 +275,18 @@ impl Provider for LimitedProvider {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn a_full_limiter_says_why_a_call_would_wait() {
+        let l = Limiter::new(LimitSettings { max_concurrency: 1, requests_per_minute: None, recovery: Duration::ZERO });
+        assert_eq!(l.wait_reason(), None);
+        let permit = l.acquire(&CancellationToken::new()).await.unwrap();
+        assert_eq!(l.wait_reason().as_deref(), Some("waiting for a free slot (1 of 1 calls running)"));
+        drop(permit);
+        assert_eq!(l.wait_reason(), None);
+        l.on_rate_limited(Some(Duration::from_secs(5)));
+        assert!(l.wait_reason().unwrap().starts_with("rate limited by the server"));
+    }
 
     #[tokio::test]
     async fn limit_shrinks_on_429_and_recovers() {
