@@ -44,7 +44,6 @@ fn default_out(panel_name: &str) -> PathBuf {
 
 pub fn run(args: EvalArgs) -> anyhow::Result<ExitCode> {
     let mut panel = load_panel(Some(&args.panel))?;
-    super::run::set_moderator(&mut panel, args.moderator.as_deref())?;
     let file = crate::item::resolve_items(&args.data)?;
     for problem in &file.skipped {
         eprintln!("moot eval: {}: {problem} (skipped)", file.source);
@@ -57,9 +56,8 @@ pub fn run(args: EvalArgs) -> anyhow::Result<ExitCode> {
             crate::provider::cache::ResponseCache::default_dir(),
         )));
     }
-    let bindings = registry.bind(&panel, args.provider.as_deref(), args.model.as_deref())?;
+    let (bindings, seed) = args.models.bind(&mut panel, &mut registry)?;
     let out = args.out.clone().unwrap_or_else(|| default_out(&panel.name));
-    let seed = args.seed.or(panel.generation.seed).unwrap_or_else(rand::random);
     let panel = Arc::new(panel);
     let mut config = EvalConfig::new(panel, bindings, file.items, out);
     config.provider_note = Some(registry.default_reason.clone());

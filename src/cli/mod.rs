@@ -62,6 +62,39 @@ pub enum Command {
     },
 }
 
+/// Who judges with what: options shared by `run` and `eval`.
+#[derive(Debug, Args, Default)]
+pub struct ModelArgs {
+    /// Provider for every participant: openai, anthropic, local, or a name from moot.toml.
+    #[arg(long)]
+    pub provider: Option<String>,
+    /// Model for every participant.
+    #[arg(long)]
+    pub model: Option<String>,
+    /// Moderator policy: llm, round-robin, random, disagreement, least-spoken.
+    #[arg(long)]
+    pub moderator: Option<String>,
+    /// Seed for shuffles, random moderation and providers that accept one.
+    #[arg(long)]
+    pub seed: Option<u64>,
+}
+
+impl ModelArgs {
+    /// Apply `--moderator` to the panel, bind every participant to its provider
+    /// and model (`--provider`/`--model` override the panel), and pick the seed
+    /// (`--seed`, else the panel's, else random).
+    pub fn bind(
+        &self,
+        panel: &mut crate::panel::Panel,
+        registry: &mut crate::provider::registry::Registry,
+    ) -> anyhow::Result<(crate::engine::Bindings, u64)> {
+        run::set_moderator(panel, self.moderator.as_deref())?;
+        let bindings = registry.bind(panel, self.provider.as_deref(), self.model.as_deref())?;
+        let seed = self.seed.or(panel.generation.seed).unwrap_or_else(rand::random);
+        Ok((bindings, seed))
+    }
+}
+
 #[derive(Debug, Args, Default)]
 pub struct RunArgs {
     /// Panel file, or the name of a bundled panel (storybook-qa, summary-collab).
@@ -75,15 +108,8 @@ pub struct RunArgs {
     /// Evaluate this text instead of an items file.
     #[arg(long, conflicts_with = "item")]
     pub content: Option<String>,
-    /// Provider for every participant: openai, anthropic, local, or a name from moot.toml.
-    #[arg(long)]
-    pub provider: Option<String>,
-    /// Model for every participant.
-    #[arg(long)]
-    pub model: Option<String>,
-    /// Moderator policy: llm, round-robin, random, disagreement, least-spoken.
-    #[arg(long)]
-    pub moderator: Option<String>,
+    #[command(flatten)]
+    pub models: ModelArgs,
     /// Print a live transcript instead of opening the screen.
     #[arg(long)]
     pub headless: bool,
@@ -93,9 +119,6 @@ pub struct RunArgs {
     /// Folder for the session log (default ./sessions, or MOOT_SESSIONS_DIR).
     #[arg(long)]
     pub out: Option<PathBuf>,
-    /// Seed for shuffles, random moderation and providers that accept one.
-    #[arg(long)]
-    pub seed: Option<u64>,
     /// Stop the debate (and go to aggregation) once this many tokens are used.
     #[arg(long, value_name = "TOKENS")]
     pub max_tokens_total: Option<u64>,
@@ -157,18 +180,8 @@ pub struct EvalArgs {
     /// Run part I of N of the items, split by a hash of the item id (e.g. 2/4).
     #[arg(long)]
     pub shard: Option<String>,
-    /// Provider for every participant: openai, anthropic, local, or a name from moot.toml.
-    #[arg(long)]
-    pub provider: Option<String>,
-    /// Model for every participant.
-    #[arg(long)]
-    pub model: Option<String>,
-    /// Moderator policy: llm, round-robin, random, disagreement, least-spoken.
-    #[arg(long)]
-    pub moderator: Option<String>,
-    /// Seed for shuffles, random moderation and providers that accept one.
-    #[arg(long)]
-    pub seed: Option<u64>,
+    #[command(flatten)]
+    pub models: ModelArgs,
     /// Do not answer repeated requests from the response cache (on by default for batch runs).
     #[arg(long)]
     pub no_cache: bool,

@@ -157,17 +157,16 @@ pub fn report_outcome(outcome: &RunOutcome) -> ExitCode {
 /// The engine configuration and session folder for `moot run` arguments.
 pub fn build_config(args: &RunArgs) -> anyhow::Result<(EngineConfig, PathBuf)> {
     let mut panel = load_panel(args.panel.as_deref())?;
-    set_moderator(&mut panel, args.moderator.as_deref())?;
+    // Cheap checks first: a wrong item id is reported before a model is loaded.
     let item = load_item(&panel, args)?;
     let mut registry = Registry::from_env()?;
     if args.cache && !args.no_cache {
         registry.set_cache(Some(ResponseCache::new(ResponseCache::default_dir())));
     }
-    let bindings = registry.bind(&panel, args.provider.as_deref(), args.model.as_deref())?;
-    let panel = Arc::new(panel);
-    let mut config = EngineConfig::new(panel.clone(), item, bindings);
+    let (bindings, seed) = args.models.bind(&mut panel, &mut registry)?;
+    let mut config = EngineConfig::new(Arc::new(panel), item, bindings);
     config.provider_note = Some(registry.default_reason.clone());
-    config.seed = args.seed.or(panel.generation.seed).unwrap_or_else(rand::random);
+    config.seed = seed;
     if let Some(max) = args.max_cost
         && !(max.is_finite() && max > 0.0)
     {
