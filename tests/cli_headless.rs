@@ -122,28 +122,44 @@ async fn json_mode_prints_the_events() {
     assert_eq!(printed.events, written.events, "stdout carries exactly the logged events");
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn ctrl_c_stops_cleanly_and_still_aggregates() {
-    // Slow streams, so the interrupt lands mid-debate.
-    let server = TestServer::with_handler(|r| judge_reply(r, Duration::from_millis(40))).await.unwrap();
-    let out = tempfile::tempdir().unwrap();
-    let child = run_args(&server, out.path()).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+/// Start a headless run against slow streams and wait until its debate has begun.
+/// The caller waits for the child ([`signal_and_wait`]).
+#[allow(clippy::zombie_processes)]
+async fn start_until_debate(server: &TestServer, out: &Path) -> std::process::Child {
+    let mut child = run_args(server, out).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
-        assert!(Instant::now() < deadline, "the debate never started");
-        if let Some(log) = logs_in(out.path()).first()
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("the debate never started");
+        }
+        if let Some(log) = logs_in(out).first()
             && let Ok(l) = read_log(log)
             && l.events
                 .iter()
                 .any(|e| matches!(&e.kind, EventKind::TurnStarted { phase, .. } if phase.as_str() == "debate"))
         {
-            break;
+            return child;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+}
+
+/// Send a signal to a child and wait for it to exit.
+async fn signal_and_wait(child: std::process::Child, signal: &str) -> Output {
     let pid = child.id().to_string();
-    assert!(Command::new("kill").args(["-INT", &pid]).status().unwrap().success());
-    let status = tokio::task::spawn_blocking(move || child.wait_with_output().unwrap()).await.unwrap();
+    assert!(Command::new("kill").args([signal, &pid]).status().unwrap().success());
+    tokio::task::spawn_blocking(move || child.wait_with_output().unwrap()).await.unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn ctrl_c_stops_cleanly_and_still_aggregates() {
+    // Slow streams, so the interrupt lands mid-debate.
+    let server = TestServer::with_handler(|r| judge_reply(r, Duration::from_millis(40))).await.unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let child = start_until_debate(&server, out.path()).await;
+    let status = signal_and_wait(child, "-INT").await;
     assert_eq!(status.status.code(), Some(3), "stopped sessions exit 3: {}", String::from_utf8_lossy(&status.stderr));
     let log = read_log(&logs_in(out.path())[0]).unwrap();
     let types: Vec<&str> = log.events.iter().map(|e| e.kind.type_name()).collect();
@@ -153,6 +169,24 @@ async fn ctrl_c_stops_cleanly_and_still_aggregates() {
         EventKind::SessionEnded { status, reason, .. } => {
             assert_eq!(*status, EndStatus::Stopped);
             assert_eq!(reason.as_deref(), Some("stopped by tester"));
+        }
+        other => panic!("last event is {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_terminate_signal_still_ends_the_log() {
+    let server = TestServer::with_handler(|r| judge_reply(r, Duration::from_millis(40))).await.unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let child = start_until_debate(&server, out.path()).await;
+    let status = signal_and_wait(child, "-TERM").await;
+    assert_eq!(status.status.code(), Some(3), "{}", String::from_utf8_lossy(&status.stderr));
+    let log = read_log(&logs_in(out.path())[0]).unwrap();
+    assert!(log.partial_tail.is_none());
+    match &log.events.last().unwrap().kind {
+        EventKind::SessionEnded { status, reason, .. } => {
+            assert_eq!(*status, EndStatus::Stopped);
+            assert_eq!(reason.as_deref(), Some("quit by tester"));
         }
         other => panic!("last event is {other:?}"),
     }

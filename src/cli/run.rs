@@ -121,17 +121,47 @@ pub async fn run_headless(config: EngineConfig, dir: PathBuf, json: bool) -> any
     Ok(outcome)
 }
 
+/// Resolves when the process is told to end other than by Ctrl-C: its
+/// terminal closed (SIGHUP) or it was asked to terminate (SIGTERM).
+pub async fn end_requested() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        if let (Ok(mut hangup), Ok(mut terminate)) = (signal(SignalKind::hangup()), signal(SignalKind::terminate())) {
+            tokio::select! {
+                _ = hangup.recv() => {}
+                _ = terminate.recv() => {}
+            }
+            return;
+        }
+    }
+    std::future::pending::<()>().await
+}
+
 async fn forward_interrupts(handle: EngineHandle) {
     let author = human_name();
+    let ended = end_requested();
+    tokio::pin!(ended);
     let mut count = 0;
-    while tokio::signal::ctrl_c().await.is_ok() {
-        count += 1;
-        if count == 1 {
-            eprintln!("\nmoot: stopping the debate; the aggregation still runs (Ctrl-C again to quit now)");
-            handle.send(Command::Stop { author: author.clone() });
-        } else {
-            eprintln!("\nmoot: quitting");
-            handle.send(Command::Quit { author: author.clone() });
+    loop {
+        tokio::select! {
+            r = tokio::signal::ctrl_c() => {
+                if r.is_err() {
+                    break;
+                }
+                count += 1;
+                if count == 1 {
+                    eprintln!("\nmoot: stopping the debate; the aggregation still runs (Ctrl-C again to quit now)");
+                    handle.send(Command::Stop { author: author.clone() });
+                } else {
+                    eprintln!("\nmoot: quitting");
+                    handle.send(Command::Quit { author: author.clone() });
+                }
+            }
+            () = &mut ended => {
+                handle.send(Command::Quit { author: author.clone() });
+                break;
+            }
         }
     }
 }

@@ -61,6 +61,8 @@ impl Tui {
 pub async fn run_app(tui: &mut Tui, app: &mut App, mut events: Option<UnboundedReceiver<Event>>) -> io::Result<()> {
     let mut last_frame: Option<Instant> = None;
     let mut next_tick = Instant::now() + CLOCK_TICK;
+    let ended = crate::cli::run::end_requested();
+    tokio::pin!(ended);
     loop {
         let now = Instant::now();
         if app.dirty {
@@ -124,6 +126,9 @@ pub async fn run_app(tui: &mut Tui, app: &mut App, mut events: Option<UnboundedR
                     app.engine_gone();
                 }
             },
+            // The terminal closed or the process was told to end: leave like `q`,
+            // so the session still ends with its last event.
+            () = &mut ended => return Ok(()),
             () = sleep => {
                 let now = Instant::now();
                 app.pump_replay(now);
