@@ -459,101 +459,58 @@ impl Run {
         cancel: &CancellationToken,
     ) -> Spoken {
         let schema = Some(prompts::evaluation_schema(&self.panel));
-        let spec = CallSpec {
+        let spec = |kind, messages| CallSpec {
             participant,
             group,
             phase,
             round,
             role,
-            kind: TurnKind::Speak,
+            kind,
             binding,
-            messages: messages.clone(),
+            messages,
             temperature: sampling.0,
             max_tokens: sampling.1,
             schema: schema.clone(),
             cancel,
         };
-        let (turn, result, latency) = self.call(spec).await;
+        let (quoted, panel) = self.parse_spec();
+        let pspec = ParseSpec { dimensions: &panel.dimensions, scale: panel.scale, quoted_material: &quoted };
+        // Read a reply and record its turn; `done` carries a NO MORE COMMENTS said earlier in this turn.
+        let settle = |turn, kind, c: &Completion, latency, done: bool| match parse_reply(&c.text, &pspec) {
+            Ok(mut ev) => {
+                ev.done = done || says_no_more_comments(&c.text, &pspec);
+                self.weigh(c, &mut ev);
+                self.complete_turn(turn, participant, role, kind, c, Some(ev.clone()), None, latency);
+                Ok(ev)
+            }
+            Err(err) => {
+                self.complete_turn(turn, participant, role, kind, c, None, Some(err.clone()), latency);
+                Err(err)
+            }
+        };
+        let (turn, result, latency) = self.call(spec(TurnKind::Speak, messages.clone())).await;
         let completion = match result {
             Ok(c) => c,
             Err(e) => return Spoken::Failed(e),
         };
-        let (quoted, panel) = self.parse_spec();
-        let pspec = ParseSpec { dimensions: &panel.dimensions, scale: panel.scale, quoted_material: &quoted };
         let done = says_no_more_comments(&completion.text, &pspec);
-        match parse_reply(&completion.text, &pspec) {
-            Ok(mut ev) => {
-                ev.done = done;
-                self.weigh(&completion, &mut ev);
-                self.complete_turn(
-                    turn,
-                    participant,
-                    role,
-                    TurnKind::Speak,
-                    &completion,
-                    Some(ev.clone()),
-                    None,
-                    latency,
-                );
-                Spoken::Evaluated { evaluation: ev, text: completion.text, turn }
-            }
-            Err(err) => {
-                self.complete_turn(
-                    turn,
-                    participant,
-                    role,
-                    TurnKind::Speak,
-                    &completion,
-                    None,
-                    Some(err.clone()),
-                    latency,
-                );
-                if cancel.is_cancelled() {
-                    return Spoken::Unparsed { text: completion.text, done };
-                }
-                let mut repair = messages;
-                repair.push(ChatMessage::assistant(completion.text.clone()));
-                repair.push(prompts::repair_message(panel, &err));
-                let spec = CallSpec {
-                    participant,
-                    group,
-                    phase,
-                    round,
-                    role,
-                    kind: TurnKind::Repair,
-                    binding,
-                    messages: repair,
-                    temperature: sampling.0,
-                    max_tokens: sampling.1,
-                    schema,
-                    cancel,
-                };
-                let (turn2, result2, latency2) = self.call(spec).await;
-                let Ok(c2) = result2 else {
-                    return Spoken::Unparsed { text: completion.text, done };
-                };
-                match parse_reply(&c2.text, &pspec) {
-                    Ok(mut ev) => {
-                        ev.done = done || says_no_more_comments(&c2.text, &pspec);
-                        self.weigh(&c2, &mut ev);
-                        self.complete_turn(
-                            turn2,
-                            participant,
-                            role,
-                            TurnKind::Repair,
-                            &c2,
-                            Some(ev.clone()),
-                            None,
-                            latency2,
-                        );
-                        Spoken::Evaluated { evaluation: ev, text: completion.text, turn: turn2 }
-                    }
-                    Err(err2) => {
-                        self.complete_turn(turn2, participant, role, TurnKind::Repair, &c2, None, Some(err2), latency2);
-                        Spoken::Unparsed { text: completion.text, done }
-                    }
-                }
-            }
+        let err = match settle(turn, TurnKind::Speak, &completion, latency, false) {
+            Ok(evaluation) => return Spoken::Evaluated { evaluation, text: completion.text, turn },
+            Err(err) => err,
+        };
+        if cancel.is_cancelled() {
+            return Spoken::Unparsed { text: completion.text, done };
+        }
+        let mut repair = messages;
+        repair.push(ChatMessage::assistant(completion.text.clone()));
+        repair.push(prompts::repair_message(panel, &err));
+        let (turn2, result2, latency2) = self.call(spec(TurnKind::Repair, repair)).await;
+        let Ok(c2) = result2 else {
+            return Spoken::Unparsed { text: completion.text, done };
+        };
+        match settle(turn2, TurnKind::Repair, &c2, latency2, done) {
+            Ok(evaluation) => Spoken::Evaluated { evaluation, text: completion.text, turn: turn2 },
+            Err(_) => Spoken::Unparsed { text: completion.text, done },
         }
     }
 
