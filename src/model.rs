@@ -142,6 +142,9 @@ pub struct FetchProgress {
     pub rate_bps: f64,
 }
 
+/// Where a screen wants fetch progress sent: the model's name and how far the fetch is.
+pub type ProgressSink = std::sync::Arc<dyn Fn(&str, &FetchProgress) + Send + Sync>;
+
 /// Why a model could not be found or fetched.
 #[derive(Debug, thiserror::Error)]
 pub enum ModelError {
@@ -673,6 +676,18 @@ pub fn ensure_with_progress(spec: &ModelSpec) -> Result<PathBuf, ModelError> {
         let _ = writeln!(io::stderr());
     }
     result
+}
+
+/// [`ensure_model`] reporting to `sink` when one is given (a screen that
+/// draws the progress), else to stderr like [`ensure_with_progress`].
+pub fn ensure_reporting(spec: &ModelSpec, sink: Option<&ProgressSink>) -> Result<PathBuf, ModelError> {
+    match sink {
+        Some(sink) => {
+            let label = spec.name();
+            ensure_model(spec, &mut |p| sink(&label, p))
+        }
+        None => ensure_with_progress(spec),
+    }
 }
 
 /// `moot model status`: a table of known and cached models on stdout.

@@ -100,7 +100,7 @@ pub struct CheckResult {
 pub async fn check_all(registry: &mut Registry, names: &[String], timeout: Duration) -> Vec<CheckResult> {
     let mut results = Vec::new();
     for name in names {
-        let outcome = match registry.get(name, "moot providers check") {
+        let outcome = match registry.get(name, "", "moot providers check") {
             Err(e) => Err(e.to_string()),
             Ok(provider) => {
                 let mut request = ChatRequest::new(vec![ChatMessage::user("Reply with the single word: ok")]);

@@ -105,6 +105,7 @@ pub struct Registry {
     /// Why the default provider was chosen.
     pub default_reason: String,
     cache: Option<ResponseCache>,
+    progress: Option<crate::model::ProgressSink>,
 }
 
 impl Registry {
@@ -124,7 +125,15 @@ impl Registry {
     /// A registry with this configuration, reading variables through `env`.
     pub fn with_config(config: Config, env: impl Fn(&str) -> Option<String> + Send + Sync + 'static) -> Self {
         let (default_name, default_reason) = default_provider(&config, &env);
-        Self { config, env: Box::new(env), built: BTreeMap::new(), default_name, default_reason, cache: None }
+        Self {
+            config,
+            env: Box::new(env),
+            built: BTreeMap::new(),
+            default_name,
+            default_reason,
+            cache: None,
+            progress: None,
+        }
     }
 
     /// Serve replies from (and store them in) this response cache; none turns it off.
@@ -132,6 +141,11 @@ impl Registry {
     pub fn set_cache(&mut self, cache: Option<ResponseCache>) {
         self.cache = cache;
         self.built.clear();
+    }
+
+    /// Send model fetch progress to `sink` (a screen) instead of stderr.
+    pub fn set_progress(&mut self, sink: crate::model::ProgressSink) {
+        self.progress = Some(sink);
     }
 
     pub fn config(&self) -> &Config {
@@ -167,17 +181,24 @@ impl Registry {
         (self.env)(name).map(|v| v.trim().to_owned()).filter(|v| !v.is_empty())
     }
 
-    /// The provider called `name`, built on first use.
-    pub fn get(&mut self, name: &str, context: &str) -> Result<Arc<dyn Provider>, RegistryError> {
-        if let Some(p) = self.built.get(name) {
+    /// The provider called `name`, built on first use. `model` matters only
+    /// for the embedded model, where it names the GGUF to load (a known model
+    /// or a path; empty: the configured or bundled default), so each local
+    /// model is loaded once.
+    pub fn get(&mut self, name: &str, model: &str, context: &str) -> Result<Arc<dyn Provider>, RegistryError> {
+        let key = match self.config.kind_of(name) {
+            Some(ProviderKind::Local) if !model.is_empty() => format!("{name}\u{0}{model}"),
+            _ => name.to_string(),
+        };
+        if let Some(p) = self.built.get(&key) {
             return Ok(p.clone());
         }
-        let provider = self.build(name, context)?;
-        self.built.insert(name.to_string(), provider.clone());
+        let provider = self.build(name, model, context)?;
+        self.built.insert(key, provider.clone());
         Ok(provider)
     }
 
-    fn build(&self, name: &str, context: &str) -> Result<Arc<dyn Provider>, RegistryError> {
+    fn build(&self, name: &str, model: &str, context: &str) -> Result<Arc<dyn Provider>, RegistryError> {
         let kind = self.config.kind_of(name).ok_or_else(|| self.unknown(name, context))?;
         let pc = self.config.providers.get(name).cloned().unwrap_or_default();
         let build_error = |message: String| RegistryError::Build { name: name.into(), message };
@@ -215,12 +236,13 @@ impl Registry {
                 (Arc::new(AnthropicProvider::new(c).map_err(|e| build_error(e.to_string()))?), Some(url))
             }
             ProviderKind::Local => {
+                let configured = pc.model_path.as_ref().map(|p| p.display().to_string()).or_else(|| pc.model.clone());
                 let spec = LocalSpec {
-                    model: pc.model_path.as_ref().map(|p| p.display().to_string()).or_else(|| pc.model.clone()),
+                    model: Some(model.to_string()).filter(|m| !m.is_empty()).or(configured),
                     threads: pc.threads.map(NonZeroUsize::get),
                     context_size: pc.context_size,
                 };
-                (build_local(name, &spec)?, None)
+                (build_local(name, &spec, self.progress.as_ref())?, None)
             }
         };
         let mut provider = inner;
@@ -316,7 +338,7 @@ impl Registry {
                 "moderator" | "aggregator" | "final_judge" => format!("[{}]", c.participant),
                 agent => format!("agent {agent}"),
             };
-            let binding = Binding::new(self.get(&c.provider, &context)?, c.model);
+            let binding = Binding::new(self.get(&c.provider, &c.model, &context)?, c.model);
             match c.participant.as_str() {
                 "default" => bindings = Some(Bindings::uniform(binding)),
                 "moderator" => moderator = Some(binding),
@@ -470,10 +492,14 @@ fn default_provider(config: &Config, env: &dyn Fn(&str) -> Option<String>) -> (S
 
 /// Build the embedded model's provider from what the configuration says.
 #[cfg(feature = "local")]
-pub fn build_local(name: &str, spec: &LocalSpec) -> Result<Arc<dyn Provider>, RegistryError> {
+pub fn build_local(
+    name: &str,
+    spec: &LocalSpec,
+    progress: Option<&crate::model::ProgressSink>,
+) -> Result<Arc<dyn Provider>, RegistryError> {
     let build_error = |message: String| RegistryError::Build { name: name.into(), message };
     let model = crate::model::resolve_model(spec.model.as_deref().unwrap_or(""));
-    let model_path = crate::model::ensure_with_progress(&model).map_err(|e| build_error(e.to_string()))?;
+    let model_path = crate::model::ensure_reporting(&model, progress).map_err(|e| build_error(e.to_string()))?;
     let mut config = super::local::LocalConfig::new(model_path);
     config.name = model.name();
     config.threads = spec.threads;
@@ -487,7 +513,11 @@ pub fn build_local(name: &str, spec: &LocalSpec) -> Result<Arc<dyn Provider>, Re
 
 /// Build the embedded model's provider: unavailable in builds without the `local` feature.
 #[cfg(not(feature = "local"))]
-pub fn build_local(name: &str, _spec: &LocalSpec) -> Result<Arc<dyn Provider>, RegistryError> {
+pub fn build_local(
+    name: &str,
+    _spec: &LocalSpec,
+    _progress: Option<&crate::model::ProgressSink>,
+) -> Result<Arc<dyn Provider>, RegistryError> {
     Err(RegistryError::Build {
         name: name.into(),
         message: "this build of moot has no embedded model (built without the `local` feature); set OPENAI_BASE_URL \
