@@ -550,7 +550,7 @@ mod tests {
     #[test]
     fn weighted_undefined_cases() {
         let cells = PairedCells::new(&[1.0, 2.0, 3.0], &[1.0, 1.0, 2.0]).unwrap();
-        let mut one = Weighted::with_counts(&cells, &[1, 0, 0]).unwrap();
+        let one = Weighted::with_counts(&cells, &[1, 0, 0]).unwrap();
         assert_eq!(one.pearson().unwrap_err().reason, "n < 2");
         let mut constant = Weighted::with_counts(&cells, &[3, 2, 0]).unwrap();
         assert_eq!(constant.spearman().unwrap_err().reason, "constant input");
