@@ -3,11 +3,15 @@
 //! The logs are generated once into a temporary folder: the bundled
 //! storybook panel (6 agents in 3 groups), phase-1 evaluations, two debate
 //! turns per group, final evaluations, aggregates and streamed text, about
-//! as a real MAJ-EVAL session writes them.
+//! as a real MAJ-EVAL session writes them. Every agent's score is the human
+//! rating of the item plus pseudo-random noise of −1, 0 or +1 (clamped to
+//! 1–5), so group and panel means take many distinct values, as in real runs.
 //!
-//! Size: MOOT_BENCH_LOGS (default 10000). MOOT_BENCH_BOOTSTRAP (default 200)
-//! sets the resamples of the second measurement. Peak memory of one report
-//! (a child process reading the same folder) is printed as `peak RSS`.
+//! Size: MOOT_BENCH_LOGS (default 10000). MOOT_BENCH_BOOTSTRAP (default
+//! 10000, the default of `moot report`) sets the resamples of the second
+//! measurement. Time and peak memory of one report (a child process reading
+//! the same folder), without intervals and with them, are printed as
+//! `one report …, peak RSS`.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -26,14 +30,33 @@ fn env_num(name: &str, default: u64) -> u64 {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
 }
 
-fn evaluation(keys: &[String], seed: u64) -> Evaluation {
+/// splitmix64: a well-mixed pseudo-random number from a counter.
+fn mix(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// The human rating of dimension `i` of item `index` (1–5).
+fn human_rating(index: u64, i: usize) -> f64 {
+    (1 + (index + i as u64) % 5) as f64
+}
+
+/// An evaluation of item `index`: the human rating of each dimension plus
+/// noise of −1, 0 or +1 drawn from `seed`, clamped to 1–5.
+fn evaluation(keys: &[String], index: u64, seed: u64) -> Evaluation {
     let mut scores = Scores::new();
+    let mut sum = 0.0;
     for (i, k) in keys.iter().enumerate() {
-        scores.insert(k.clone(), (1 + (seed.wrapping_mul(31).wrapping_add(i as u64 * 7)) % 5) as f64);
+        let noise = (mix(seed.wrapping_mul(1_000_003).wrapping_add(i as u64)) % 3) as f64 - 1.0;
+        let v = (human_rating(index, i) + noise).clamp(1.0, 5.0);
+        sum += v;
+        scores.insert(k.clone(), v);
     }
     Evaluation {
         scores,
-        overall: Some((1 + seed % 5) as f64),
+        overall: Some((sum / keys.len().max(1) as f64).round()),
         confidence: Some(0.7),
         justification: "The answer follows the story and the wording suits a young child, with one small slip.".into(),
         done: false,
@@ -56,7 +79,7 @@ fn write_log(path: &Path, panel: &Panel, index: u64) {
             .into(),
         context: Some("Mila found a tiny snail on the garden wall after the rain.".into()),
         reference: None,
-        human: Some(keys.iter().enumerate().map(|(i, k)| (k.clone(), (1 + (index + i as u64) % 5) as f64)).collect()),
+        human: Some(keys.iter().enumerate().map(|(i, k)| (k.clone(), human_rating(index, i))).collect()),
         candidates: None,
     };
     let agents: Vec<AgentInfo> = panel
@@ -113,7 +136,7 @@ fn write_log(path: &Path, panel: &Panel, index: u64) {
                     turn,
                     agent: a.name.clone(),
                     text: text.into(),
-                    evaluation: Some(evaluation(&keys, index + turn)),
+                    evaluation: Some(evaluation(&keys, index, index * 100 + turn)),
                     parse_error: None,
                     usage,
                     latency_ms: 900,
@@ -135,13 +158,17 @@ fn write_log(path: &Path, panel: &Panel, index: u64) {
             &mut w,
             EventKind::FinalEvaluations {
                 group: g.name.clone(),
-                evaluations: members.iter().map(|a| (a.name.clone(), evaluation(&keys, index + 3))).collect(),
+                evaluations: members
+                    .iter()
+                    .enumerate()
+                    .map(|(m, a)| (a.name.clone(), evaluation(&keys, index, index * 100 + 50 + m as u64)))
+                    .collect(),
                 turns: Default::default(),
             },
         );
     }
     for g in panel.groups.iter().map(|g| Some(g.name.clone())).chain([None]) {
-        let ev = evaluation(&keys, index + 5);
+        let ev = evaluation(&keys, index, index * 100 + 90);
         emit(
             &mut w,
             EventKind::AggregationCompleted {
@@ -193,7 +220,7 @@ fn peak_rss_kib() -> Option<u64> {
 
 fn bench(c: &mut Criterion) {
     let n = env_num("MOOT_BENCH_LOGS", 10_000);
-    let bootstrap = env_num("MOOT_BENCH_BOOTSTRAP", 200) as usize;
+    let bootstrap = env_num("MOOT_BENCH_BOOTSTRAP", ReportOptions::default().bootstrap as u64) as usize;
     let tmp = tempfile::tempdir().unwrap();
     let dir: PathBuf = tmp.path().join("logs");
     std::fs::create_dir_all(&dir).unwrap();
@@ -203,11 +230,16 @@ fn bench(c: &mut Criterion) {
         std::fs::read_dir(&dir).unwrap().flatten().filter_map(|e| e.metadata().ok()).map(|m| m.len()).sum();
     eprintln!("generated {n} logs ({:.0} MB) in {:.1} s", bytes as f64 / 1e6, started.elapsed().as_secs_f64());
 
-    // Peak memory of one report, measured in a fresh process.
+    // Time and peak memory of one report, each measured in a fresh process.
     if let Ok(exe) = std::env::current_exe() {
-        let out = std::process::Command::new(exe).env("MOOT_BENCH_REPORT_CHILD", &dir).output();
-        if let Ok(out) = out {
-            eprint!("{}", String::from_utf8_lossy(&out.stderr));
+        for resamples in [0, bootstrap] {
+            let out = std::process::Command::new(&exe)
+                .env("MOOT_BENCH_REPORT_CHILD", &dir)
+                .env("MOOT_BENCH_CHILD_BOOTSTRAP", resamples.to_string())
+                .output();
+            if let Ok(out) = out {
+                eprint!("{}", String::from_utf8_lossy(&out.stderr));
+            }
         }
     }
 
@@ -222,11 +254,13 @@ criterion_group!(benches, bench);
 
 fn main() {
     if let Some(dir) = std::env::var_os("MOOT_BENCH_REPORT_CHILD") {
+        let resamples = env_num("MOOT_BENCH_CHILD_BOOTSTRAP", 0) as usize;
         let started = std::time::Instant::now();
-        let rows = run_report(Path::new(&dir), 0);
+        let rows = run_report(Path::new(&dir), resamples);
         let _ = writeln!(
             std::io::stderr(),
-            "one report (no bootstrap): {rows} rows in {:.2} s, peak RSS {} MiB",
+            "one report (bootstrap {resamples}, {} threads): {rows} rows in {:.2} s, peak RSS {} MiB",
+            ReportOptions::default().threads,
             started.elapsed().as_secs_f64(),
             peak_rss_kib().map(|k| (k / 1024).to_string()).unwrap_or_else(|| "unknown".into())
         );

@@ -20,20 +20,36 @@ fn expected() -> Value {
 }
 
 fn report(bootstrap: usize, seed: u64) -> Report {
+    report_on(bootstrap, seed, ReportOptions::default().threads)
+}
+
+fn report_on(bootstrap: usize, seed: u64, threads: usize) -> Report {
     let files = collect_logs(&[fixtures().join("run-a"), fixtures().join("run-b")]).unwrap();
     let loaded = load_records(&files, 2);
     assert!(loaded.problems.is_empty(), "{:?}", loaded.problems);
     let human = load_human_file(&fixtures().join("ratings.csv")).unwrap();
     assert!(human.problems.is_empty(), "{:?}", human.problems);
-    let opts = ReportOptions { bootstrap, seed, ..ReportOptions::default() };
+    let opts = ReportOptions { bootstrap, seed, threads, ..ReportOptions::default() };
     build_report(loaded.records, Some(&human), &opts)
 }
 
-type Key = (Option<String>, Option<String>, Option<String>, String);
+/// Dimension, group, agent, stage and metric of a row.
+type Key = (Option<String>, Option<String>, Option<String>, Option<String>, String);
 
-fn key_of(dimension: &Value, group: &Value, stage: &Value, metric: &str) -> Key {
+fn key_of(dimension: &Value, group: &Value, agent: &Value, stage: &Value, metric: &str) -> Key {
     let s = |v: &Value| v.as_str().map(str::to_string);
-    (s(dimension), s(group), s(stage), metric.to_string())
+    (s(dimension), s(group), s(agent), s(stage), metric.to_string())
+}
+
+/// The key of an expected row (rows without `agent` are group or panel rows).
+fn expected_key(e: &Value) -> Key {
+    key_of(
+        &e["dimension"],
+        &e["group"],
+        e.get("agent").unwrap_or(&Value::Null),
+        &e["stage"],
+        e["metric"].as_str().unwrap(),
+    )
 }
 
 #[test]
@@ -46,7 +62,8 @@ fn every_statistic_matches_the_reference() {
             let stage = r.stage.map(|s| Value::String(s.as_str().into())).unwrap_or(Value::Null);
             let dim = r.dimension.clone().map(Value::String).unwrap_or(Value::Null);
             let group = r.group.clone().map(Value::String).unwrap_or(Value::Null);
-            (key_of(&dim, &group, &stage, &r.metric), r)
+            let agent = r.agent.clone().map(Value::String).unwrap_or(Value::Null);
+            (key_of(&dim, &group, &agent, &stage, &r.metric), r)
         })
         .collect();
     assert_eq!(rows.len(), report.rows.len(), "row keys are unique");
@@ -55,7 +72,7 @@ fn every_statistic_matches_the_reference() {
     let mut metrics_checked = std::collections::BTreeSet::new();
     for e in exp["rows"].as_array().unwrap() {
         let metric = e["metric"].as_str().unwrap();
-        let key = key_of(&e["dimension"], &e["group"], &e["stage"], metric);
+        let key = expected_key(e);
         let row = rows.get(&key).unwrap_or_else(|| panic!("no row for {key:?}"));
         let what = format!("{key:?}");
         assert_eq!(row.n, e["n"].as_u64().map(|n| n as usize), "n of {what}");
@@ -82,17 +99,18 @@ fn every_statistic_matches_the_reference() {
         metrics_checked.insert(metric.to_string());
     }
     // Every agreement row the report has is covered by the reference.
-    for (key, _) in rows.iter().filter(|(k, _)| metrics_checked.contains(&k.3) && k.0.is_some()) {
+    for (key, _) in rows.iter().filter(|(k, _)| metrics_checked.contains(&k.4) && k.0.is_some()) {
         assert!(
-            exp["rows"].as_array().unwrap().iter().any(|e| key_of(
-                &e["dimension"],
-                &e["group"],
-                &e["stage"],
-                e["metric"].as_str().unwrap()
-            ) == *key),
+            exp["rows"].as_array().unwrap().iter().any(|e| expected_key(e) == *key),
             "row {key:?} has no reference value"
         );
     }
+    // Each agent's own rows are among those checked.
+    let agent_rows = report.rows.iter().filter(|r| r.agent.is_some()).count();
+    assert!(agent_rows > 0);
+    assert!(report.rows.iter().filter(|r| r.agent.is_some()).all(
+        |r| r.group.is_some() && matches!(r.stage, Some(moot::report::Stage::Initial | moot::report::Stage::Final))
+    ));
     assert!(checked > 500, "{checked}");
     for m in [
         "pearson",
@@ -148,6 +166,35 @@ fn intervals_are_seeded_and_bracket_the_estimate() {
 }
 
 #[test]
+fn intervals_do_not_depend_on_the_number_of_threads() {
+    let one = report_on(300, 5, 1);
+    for threads in [2, 3, 8] {
+        assert_eq!(one.rows, report_on(300, 5, threads).rows, "{threads} threads");
+    }
+}
+
+#[test]
+fn agreement_and_agent_rows_carry_intervals() {
+    let report = report(400, 3);
+    for metric in ["accuracy", "cohen_kappa", "cohen_kappa_quadratic", "agreement_rate", "win_rate", "kendall_tau_b"] {
+        let defined: Vec<_> = report.rows.iter().filter(|r| r.metric == metric && r.value.is_some()).collect();
+        assert!(!defined.is_empty(), "{metric}");
+        for r in defined {
+            let (lo, hi, v) = (r.ci_low.unwrap(), r.ci_high.unwrap(), r.value.unwrap());
+            assert!(lo <= hi && lo - 0.25 <= v && v <= hi + 0.25, "{r:?}");
+            if metric == "accuracy" || metric == "agreement_rate" || metric == "win_rate" {
+                assert!((0.0..=1.0).contains(&lo) && (0.0..=1.0).contains(&hi), "{r:?}");
+            }
+        }
+    }
+    // Ratios among misses keep no interval.
+    assert!(report.rows.iter().filter(|r| r.metric == "gap_ratio_1").all(|r| r.ci_low.is_none()));
+    let agent_rows: Vec<_> = report.rows.iter().filter(|r| r.agent.is_some()).collect();
+    assert!(agent_rows.iter().any(|r| r.ci_low.is_some()));
+    assert!(agent_rows.iter().all(|r| ["pearson", "spearman", "kendall_tau_b"].contains(&r.metric.as_str())));
+}
+
+#[test]
 fn formats_carry_the_same_rows() {
     let report = report(200, 0);
     let mut json = Vec::new();
@@ -155,7 +202,7 @@ fn formats_carry_the_same_rows() {
     let rows: Vec<Value> = serde_json::from_slice(&json).unwrap();
     assert_eq!(rows.len(), report.rows.len());
     for r in &rows {
-        for field in ["dimension", "group", "stage", "metric", "value", "ci_low", "ci_high", "n"] {
+        for field in ["dimension", "group", "agent", "stage", "metric", "value", "ci_low", "ci_high", "n"] {
             assert!(r.get(field).is_some(), "{field} missing in {r}");
         }
         if r["value"].is_null() && r["metric"] != "human_ratings" {
@@ -179,6 +226,17 @@ fn formats_carry_the_same_rows() {
     assert!(table.contains("undefined: n < 3"));
     // The change from initial to final is highlighted in colour.
     assert!(table.contains("\x1b[32m+") || table.contains("\x1b[31m−"), "{table}");
+    // Each agent's rows only on request.
+    assert!(!table.contains("Each agent against human ratings"));
+    let mut with_agents = Vec::new();
+    let options = format::TableOptions { agents: true };
+    format::write_table_with(&report, &mut with_agents, moot::cli::headless::Paint { enabled: false }, options)
+        .unwrap();
+    let with_agents = String::from_utf8(with_agents).unwrap();
+    let section = with_agents.split("Each agent against human ratings").nth(1).expect("agents section");
+    let agent = report.rows.iter().find(|r| r.agent.is_some()).and_then(|r| r.agent.clone()).unwrap();
+    assert!(section.contains(&agent), "{section}");
+    assert!(section.lines().any(|l| l.contains("final")), "{section}");
 }
 
 #[test]
@@ -197,6 +255,8 @@ fn the_binary_writes_json_and_charts() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
     let rows: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(rows.iter().any(|r| r["agent"].is_string()), "each agent's rows are in the JSON");
+    assert!(rows.iter().filter(|r| r["metric"] == "sessions").all(|r| r["agent"].is_null()));
     let sessions = rows.iter().find(|r| r["metric"] == "sessions").unwrap();
     assert_eq!(sessions["value"], 16.0, "15 logs of run-a and one file");
     assert!(err.contains("1 lines in the logs were not valid events"), "{err}");

@@ -5,8 +5,8 @@
 use std::path::PathBuf;
 
 use moot::stats::{
-    self, AlphaLevel, Confusion, CorrelationKind, KappaWeights, Undefined, bootstrap_ci, complete_pairs,
-    krippendorff_alpha,
+    self, AlphaLevel, Confusion, CorrelationKind, KappaWeights, PairedCells, Resampling, Undefined,
+    bootstrap_cells_with, bootstrap_ci, complete_pairs, krippendorff_alpha,
 };
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
@@ -286,6 +286,36 @@ fn bootstrap_percentile_interval_is_close_to_scipy() {
         assert_eq!(ci.resamples, c.resamples);
         // Same seed, same interval, bit for bit.
         assert_eq!(ci, bootstrap_ci(&c.x, &c.y, stat, c.resamples, 2024, c.level).unwrap());
+    }
+}
+
+/// The bootstrap over distinct cells (multinomial cell counts, or per-item
+/// draws when most values are distinct) lands within Monte Carlo noise of
+/// scipy's per-item bootstrap as well.
+#[test]
+fn cell_bootstrap_is_close_to_scipy() {
+    let cases: Vec<BootstrapCase> = load("bootstrap.json");
+    for c in &cases {
+        let cells = PairedCells::new(&c.x, &c.y).unwrap();
+        for method in [Resampling::Multinomial, Resampling::PerItem] {
+            let pearson = |w: &mut moot::stats::Weighted<'_>, out: &mut [Option<f64>]| out[0] = w.pearson().ok();
+            let ci = bootstrap_cells_with(&cells, method, 1, pearson, c.resamples, 2024, c.level).unwrap();
+            let ci = ci[0].clone().unwrap();
+            assert!(
+                (ci.low - c.scipy_low).abs() < BOOTSTRAP_TOL,
+                "{} {method:?}: low {} vs {}",
+                c.name,
+                ci.low,
+                c.scipy_low
+            );
+            assert!(
+                (ci.high - c.scipy_high).abs() < BOOTSTRAP_TOL,
+                "{} {method:?}: high {} vs {}",
+                c.name,
+                ci.high,
+                c.scipy_high
+            );
+        }
     }
 }
 

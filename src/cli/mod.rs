@@ -210,6 +210,10 @@ pub struct ReportArgs {
     /// Seed of the bootstrap resampling.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
+    /// Table format: add each agent's own correlations with the humans at the initial and final stages
+    /// (CSV and JSON always carry them, as rows with `agent` set).
+    #[arg(long)]
+    pub agents: bool,
     /// Write SVG charts into this folder.
     #[arg(long)]
     pub plot: Option<PathBuf>,

@@ -44,7 +44,12 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     let written = match format {
-        Format::Table => format::write_table(&report, &mut out, Paint::for_stream(std::io::stdout().is_terminal())),
+        Format::Table => format::write_table_with(
+            &report,
+            &mut out,
+            Paint::for_stream(std::io::stdout().is_terminal()),
+            format::TableOptions { agents: args.agents },
+        ),
         Format::Csv => format::write_csv(&report, &mut out),
         Format::Json => format::write_json(&report, &mut out),
     };

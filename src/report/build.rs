@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde::Serialize;
 
@@ -11,8 +12,8 @@ use super::human::HumanFile;
 use super::load::{ItemRecord, PanelInfo, Vals};
 use crate::eval::{LogState, Pricing};
 use crate::stats::{
-    self, AlphaLevel, Confusion, CorrelationKind, KappaWeights, Preference, StatResult, Undefined, complete_pairs,
-    krippendorff_alpha, scale_errors, tie_confusion, win_indicators, win_rates,
+    self, AlphaLevel, Confusion, CorrelationKind, KappaWeights, PairedCells, Preference, StatResult, Undefined,
+    Weighted, complete_pairs, kappa_of_counts, krippendorff_alpha, scale_errors, tie_confusion, win_rates,
 };
 
 /// Fewest complete pairs for an agreement statistic with human ratings.
@@ -52,6 +53,9 @@ pub struct Row {
     pub dimension: Option<String>,
     /// Group name; null for panel-wide.
     pub group: Option<String>,
+    /// Agent name for one agent's own scores (its group in `group`); null
+    /// for group and panel-wide rows.
+    pub agent: Option<String>,
     pub stage: Option<Stage>,
     pub metric: String,
     pub value: Option<f64>,
@@ -74,6 +78,7 @@ impl Row {
             panel: panel.to_string(),
             dimension: dimension.map(str::to_string),
             group: group.map(str::to_string),
+            agent: None,
             stage,
             metric: metric.to_string(),
             value: None,
@@ -90,6 +95,10 @@ impl Row {
             Ok(v) => self.value = Some(v),
             Err(u) => self.undefined_reason = Some(u.reason),
         }
+        self
+    }
+    fn for_agent(mut self, agent: Option<&str>) -> Self {
+        self.agent = agent.map(str::to_string);
         self
     }
     fn with_n(mut self, n: usize, dropped: Option<usize>) -> Self {
@@ -229,35 +238,138 @@ pub fn build_report(records: Vec<ItemRecord>, human: Option<&HumanFile>, opts: &
     report
 }
 
-/// A bootstrap interval to compute for a row.
-enum Job {
-    Paired { row: usize, x: Arc<Vec<f64>>, y: Arc<Vec<f64>>, kind: CorrelationKind },
-    Single { row: usize, x: Vec<f64> },
+/// Rows whose intervals come from one bootstrap of paired values (human,
+/// judge): every statistic is evaluated on the same resamples.
+struct PairedJob {
+    x: Vec<f64>,
+    y: Vec<f64>,
+    /// Rows of `pearson`, `spearman`, `kendall_tau_b`.
+    correlations: [Option<usize>; 3],
+    /// Integer categories `lo..=hi` (values rounded and clamped as in the
+    /// point estimates) with the rows of the agreement rate (`accuracy` or
+    /// `agreement_rate`), `cohen_kappa` and `cohen_kappa_quadratic`.
+    categories: Option<(i64, i64, [Option<usize>; 3])>,
 }
 
+/// A bootstrap interval job.
+enum Job {
+    Paired(PairedJob),
+    /// Shares of decisions coded 0 (A), 1 (B), 2 (tie), with the rows of
+    /// `win_rate`, `loss_rate`, `tie_rate`.
+    Shares {
+        codes: Vec<f64>,
+        rows: [Option<usize>; 3],
+    },
+}
+
+/// A value on an integer scale: rounded to the nearest level, clamped.
+fn to_level(v: f64, lo: i64, hi: i64) -> i64 {
+    (v.round() as i64).clamp(lo, hi)
+}
+
+impl Job {
+    /// Computes the job's intervals: (row, interval) for each of its rows.
+    fn run(&self, opts: &ReportOptions) -> Vec<(usize, StatResult<stats::BootstrapCi>)> {
+        match self {
+            Job::Paired(job) => job.run(opts),
+            Job::Shares { codes, rows } => {
+                let Ok(cells) = PairedCells::new(codes, codes) else { return Vec::new() };
+                let levels = cells.x_levels().to_vec();
+                let share = |w: &mut Weighted<'_>, out: &mut [Option<f64>]| {
+                    let n = w.n() as f64;
+                    for (a, _, c) in w.cells() {
+                        let code = levels[a] as usize;
+                        if let Some(o) = out.get_mut(code) {
+                            *o = Some(o.unwrap_or(0.0) + c as f64 / n);
+                        }
+                    }
+                    for o in out.iter_mut() {
+                        o.get_or_insert(0.0);
+                    }
+                };
+                collect(rows, stats::bootstrap_cells(&cells, 3, share, opts.bootstrap, opts.seed, opts.level))
+            }
+        }
+    }
+}
+
+impl PairedJob {
+    fn run(&self, opts: &ReportOptions) -> Vec<(usize, StatResult<stats::BootstrapCi>)> {
+        let Ok(cells) = PairedCells::new(&self.x, &self.y) else { return Vec::new() };
+        let corr = self.correlations.map(|r| r.is_some());
+        let categories = self.categories.map(|(lo, hi, rows)| {
+            let k = (hi - lo + 1) as usize;
+            let index = |v: &f64| (to_level(*v, lo, hi) - lo) as usize;
+            let x_cat: Vec<usize> = cells.x_levels().iter().map(index).collect();
+            let y_cat: Vec<usize> = cells.y_levels().iter().map(index).collect();
+            (k, x_cat, y_cat, rows.map(|r| r.is_some()))
+        });
+        let mut confusion = vec![0u64; categories.as_ref().map_or(0, |c| c.0 * c.0)];
+        let statistic = |w: &mut Weighted<'_>, out: &mut [Option<f64>]| {
+            if corr[0] {
+                out[0] = w.pearson().ok();
+            }
+            if corr[1] {
+                out[1] = w.spearman().ok();
+            }
+            if corr[2] {
+                out[2] = w.kendall_tau_b().ok();
+            }
+            if let Some((k, x_cat, y_cat, wanted)) = &categories {
+                let k = *k;
+                confusion.fill(0);
+                for (a, b, c) in w.cells() {
+                    confusion[x_cat[a] * k + y_cat[b]] += c;
+                }
+                if wanted[0] {
+                    let agree: u64 = (0..k).map(|i| confusion[i * k + i]).sum();
+                    out[3] = Some(agree as f64 / w.n() as f64);
+                }
+                if wanted[1] {
+                    out[4] = kappa_of_counts(&confusion, k, KappaWeights::Unweighted).ok();
+                }
+                if wanted[2] {
+                    out[5] = kappa_of_counts(&confusion, k, KappaWeights::Quadratic).ok();
+                }
+            }
+        };
+        let rows: Vec<Option<usize>> =
+            self.correlations.iter().copied().chain(self.categories.map_or([None; 3], |c| c.2)).collect();
+        collect(&rows, stats::bootstrap_cells(&cells, 6, statistic, opts.bootstrap, opts.seed, opts.level))
+    }
+}
+
+/// Pairs each wanted row with its interval.
+fn collect(
+    rows: &[Option<usize>],
+    cis: StatResult<Vec<StatResult<stats::BootstrapCi>>>,
+) -> Vec<(usize, StatResult<stats::BootstrapCi>)> {
+    let Ok(cis) = cis else { return Vec::new() };
+    rows.iter().zip(cis).filter_map(|(row, ci)| Some(((*row)?, ci))).collect()
+}
+
+/// Runs the jobs on `opts.threads` threads. Each job resamples with its own
+/// generator seeded from `opts.seed`, so the intervals do not depend on the
+/// number of threads or on which thread runs which job.
 fn run_bootstraps(rows: &mut [Row], jobs: Vec<Job>, opts: &ReportOptions) {
     if opts.bootstrap == 0 || jobs.is_empty() {
         return;
     }
     let threads = opts.threads.clamp(1, 64).min(jobs.len());
-    let chunk = jobs.len().div_ceil(threads);
+    // Jobs differ in cost (distinct cells, items), so threads take the next
+    // job from a shared counter rather than fixed chunks.
+    let next = AtomicUsize::new(0);
     let results: Vec<(usize, StatResult<stats::BootstrapCi>)> = std::thread::scope(|s| {
-        let handles: Vec<_> = jobs
-            .chunks(chunk)
-            .map(|part| {
-                s.spawn(move || {
-                    part.iter()
-                        .map(|job| match job {
-                            Job::Paired { row, x, y, kind } => (
-                                *row,
-                                stats::bootstrap_ci(x, y, kind.statistic(), opts.bootstrap, opts.seed, opts.level),
-                            ),
-                            Job::Single { row, x } => (
-                                *row,
-                                stats::bootstrap_ci_single(x, stats::mean, opts.bootstrap, opts.seed, opts.level),
-                            ),
-                        })
-                        .collect::<Vec<_>>()
+        let handles: Vec<_> = (0..threads)
+            .map(|_| {
+                s.spawn(|| {
+                    let mut done = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(job) = jobs.get(i) else { break };
+                        done.extend(job.run(opts));
+                    }
+                    done
                 })
             })
             .collect();
@@ -456,6 +568,7 @@ impl PanelReport {
         }
 
         let integer = self.info.integer_scale();
+        let agents = self.agents();
         for (k, key) in self.info.keys.clone().iter().enumerate() {
             let human: Vec<Option<f64>> = self.truth.iter().map(|t| t.vals[k]).collect();
             if human.iter().all(Option::is_none) {
@@ -466,7 +579,25 @@ impl PanelReport {
                 for stage in Stage::ALL {
                     let judge: Vec<Option<f64>> =
                         self.records.iter().map(|r| self.stage_value(r, g, stage, k)).collect();
-                    self.agreement_rows(&panel, key, group.as_deref(), stage, &human, &judge, integer, rows, jobs);
+                    let at = Target { panel: &panel, key, group: group.as_deref(), agent: None, stage };
+                    agreement_rows(&at, &human, &judge, integer, rows, jobs);
+                }
+            }
+            // Each agent's own scores.
+            for (name, g) in &agents {
+                for stage in [Stage::Initial, Stage::Final] {
+                    let judge: Vec<Option<f64>> = self
+                        .records
+                        .iter()
+                        .map(|r| {
+                            let a = r.agents.iter().find(|a| a.name == *name)?;
+                            let vals = if stage == Stage::Initial { a.initial.as_ref() } else { a.final_.as_ref() };
+                            vals?[k]
+                        })
+                        .collect();
+                    let group = self.info.groups.get(*g).map(String::as_str);
+                    let at = Target { panel: &panel, key, group, agent: Some(name), stage };
+                    agreement_rows(&at, &human, &judge, None, rows, jobs);
                 }
             }
         }
@@ -521,58 +652,17 @@ impl PanelReport {
         self.effort_rows(&panel, opts, rows);
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn agreement_rows(
-        &self,
-        panel: &str,
-        key: &str,
-        group: Option<&str>,
-        stage: Stage,
-        human: &[Option<f64>],
-        judge: &[Option<f64>],
-        integer: Option<(i64, i64)>,
-        rows: &mut Vec<Row>,
-        jobs: &mut Vec<Job>,
-    ) {
-        let pairs = match complete_pairs(human, judge) {
-            Ok(p) => p,
-            Err(_) => return,
-        };
-        let n = pairs.n();
-        let dropped = Some(pairs.dropped);
-        let too_few = |n: usize| -> StatResult<()> {
-            if n < MIN_PAIRS { Err(Undefined::new(format!("n < {MIN_PAIRS}"))) } else { Ok(()) }
-        };
-        let x = Arc::new(pairs.x);
-        let y = Arc::new(pairs.y);
-        for kind in CorrelationKind::ALL {
-            let value = too_few(n).and_then(|()| kind.compute(&x, &y)).map(|c| c.value);
-            let defined = value.is_ok();
-            let row = Row::new(panel, Some(key), group, Some(stage), kind.name()).set(value).with_n(n, dropped);
-            if defined {
-                jobs.push(Job::Paired { row: rows.len(), x: x.clone(), y: y.clone(), kind });
+    /// The agents of the panel's sessions with their group index, in order of first appearance.
+    fn agents(&self) -> Vec<(String, usize)> {
+        let mut seen: Vec<(String, usize)> = Vec::new();
+        for r in &self.records {
+            for a in &r.agents {
+                if !seen.iter().any(|(n, _)| *n == a.name) {
+                    seen.push((a.name.clone(), a.group));
+                }
             }
-            rows.push(row);
         }
-        let Some((lo, hi)) = integer else { return };
-        let to_int = |v: f64| (v.round() as i64).clamp(lo, hi);
-        let truth: Vec<i64> = x.iter().map(|&v| to_int(v)).collect();
-        let said: Vec<i64> = y.iter().map(|&v| to_int(v)).collect();
-        let errors = too_few(n).and_then(|()| scale_errors(&truth, &said));
-        let from_errors = |f: &dyn Fn(&stats::ScaleErrors) -> StatResult<f64>| errors.clone().and_then(|e| f(&e));
-        let mut push = |metric: &str, value: StatResult<f64>| {
-            rows.push(Row::new(panel, Some(key), group, Some(stage), metric).set(value).with_n(n, dropped));
-        };
-        push("accuracy", from_errors(&|e| e.accuracy()));
-        for gap in 1..=4u32 {
-            push(&format!("gap_ratio_{gap}"), from_errors(&|e| e.gap_ratio(gap)));
-        }
-        push("over_rating_ratio", from_errors(&|e| e.over_rating_ratio()));
-        push("under_rating_ratio", from_errors(&|e| e.under_rating_ratio()));
-        let levels: Vec<i64> = (lo..=hi).collect();
-        let confusion = too_few(n).and_then(|()| Confusion::with_labels(&truth, &said, &levels));
-        push("cohen_kappa", confusion.clone().and_then(|c| c.kappa(KappaWeights::Unweighted)));
-        push("cohen_kappa_quadratic", confusion.and_then(|c| c.kappa(KappaWeights::Quadratic)));
+        seen
     }
 
     /// Pairwise decisions (`A`, `B`, `tie`) when agents give them.
@@ -603,16 +693,23 @@ impl PanelReport {
                 let rates = win_rates(&decided);
                 let n = rates.n();
                 let dropped = Some(judge.len() - n);
-                let mut push = |metric: &str, value: StatResult<f64>, ci: Option<Vec<f64>>| {
-                    if let (Some(x), true) = (ci, value.is_ok()) {
-                        jobs.push(Job::Single { row: rows.len(), x });
-                    }
+                let mut push = |metric: &str, value: StatResult<f64>| -> Option<usize> {
+                    let defined = value.is_ok();
                     rows.push(Row::new(panel, Some("label"), group, Some(stage), metric).set(value).with_n(n, dropped));
+                    defined.then(|| rows.len() - 1)
                 };
-                push("win_rate", rates.a_rate(), Some(win_indicators(&decided, Preference::A)));
-                push("loss_rate", rates.b_rate(), Some(win_indicators(&decided, Preference::B)));
-                push("tie_rate", rates.tie_rate(), Some(win_indicators(&decided, Preference::Tie)));
-                push("win_rate_excluding_ties", rates.a_rate_excluding_ties(), None);
+                let shares = [
+                    push("win_rate", rates.a_rate()),
+                    push("loss_rate", rates.b_rate()),
+                    push("tie_rate", rates.tie_rate()),
+                ];
+                push("win_rate_excluding_ties", rates.a_rate_excluding_ties());
+                if shares.iter().any(Option::is_some) {
+                    jobs.push(Job::Shares {
+                        codes: decided.iter().map(|&p| preference_code(p)).collect(),
+                        rows: shares,
+                    });
+                }
 
                 let (truth, said): (Vec<Preference>, Vec<Preference>) =
                     human.iter().zip(&judge).filter_map(|(h, j)| Some(((*h)?, (*j)?))).unzip();
@@ -627,16 +724,33 @@ impl PanelReport {
                 let order = [Preference::A, Preference::Tie, Preference::B];
                 let confusion = Confusion::with_labels(&truth, &said, &order);
                 let tc = tie_confusion(&truth, &said);
-                let mut push = |metric: &str, value: StatResult<f64>| {
-                    rows.push(
-                        Row::new(panel, Some("label"), group, Some(stage), metric).set(few(value)).with_n(n, dropped),
-                    );
+                let mut push = |metric: &str, value: StatResult<f64>| -> Option<usize> {
+                    let value = few(value);
+                    let defined = value.is_ok();
+                    rows.push(Row::new(panel, Some("label"), group, Some(stage), metric).set(value).with_n(n, dropped));
+                    defined.then(|| rows.len() - 1)
                 };
-                push("agreement_rate", stats::agreement_rate(&truth, &said));
-                push("cohen_kappa", confusion.clone().and_then(|c| c.kappa(KappaWeights::Unweighted)));
-                push("cohen_kappa_quadratic", confusion.and_then(|c| c.kappa(KappaWeights::Quadratic)));
+                let agreement = [
+                    push("agreement_rate", stats::agreement_rate(&truth, &said)),
+                    push("cohen_kappa", confusion.clone().and_then(|c| c.kappa(KappaWeights::Unweighted))),
+                    push("cohen_kappa_quadratic", confusion.and_then(|c| c.kappa(KappaWeights::Quadratic))),
+                ];
                 push("tie_confusion_winner_as_tie", tc.clone().and_then(|t| t.winner_as_tie_rate()));
                 push("tie_confusion_tie_as_winner", tc.and_then(|t| t.tie_as_winner_rate()));
+                if agreement.iter().any(Option::is_some) {
+                    // Categories in the order A, tie, B, as for the point estimates.
+                    let rank = |p: &Preference| match p {
+                        Preference::A => 0.0,
+                        Preference::Tie => 1.0,
+                        Preference::B => 2.0,
+                    };
+                    jobs.push(Job::Paired(PairedJob {
+                        x: truth.iter().map(rank).collect(),
+                        y: said.iter().map(rank).collect(),
+                        correlations: [None; 3],
+                        categories: Some((0, 2, agreement)),
+                    }));
+                }
             }
         }
     }
@@ -681,6 +795,88 @@ impl PanelReport {
             push(Some(name), "turns_per_item", mean(&|r| r.effort.group_turns.get(g).map(|&t| f64::from(t))));
             push(Some(name), "tokens_per_item", mean(&|r| r.effort.group_tokens.get(g).map(|&t| t as f64)));
         }
+    }
+}
+
+/// Where a set of agreement rows belongs.
+struct Target<'a> {
+    panel: &'a str,
+    key: &'a str,
+    group: Option<&'a str>,
+    agent: Option<&'a str>,
+    stage: Stage,
+}
+
+impl Target<'_> {
+    fn row(&self, metric: &str) -> Row {
+        Row::new(self.panel, Some(self.key), self.group, Some(self.stage), metric).for_agent(self.agent)
+    }
+}
+
+/// Correlations with the humans and, on an integer scale, accuracy, gap
+/// ratios and κ; their intervals are queued as one job.
+fn agreement_rows(
+    at: &Target<'_>,
+    human: &[Option<f64>],
+    judge: &[Option<f64>],
+    integer: Option<(i64, i64)>,
+    rows: &mut Vec<Row>,
+    jobs: &mut Vec<Job>,
+) {
+    let pairs = match complete_pairs(human, judge) {
+        Ok(p) => p,
+        Err(_) => return,
+    };
+    let n = pairs.n();
+    let dropped = Some(pairs.dropped);
+    let too_few = |n: usize| -> StatResult<()> {
+        if n < MIN_PAIRS { Err(Undefined::new(format!("n < {MIN_PAIRS}"))) } else { Ok(()) }
+    };
+    let (x, y) = (pairs.x, pairs.y);
+    let mut job = PairedJob { x: Vec::new(), y: Vec::new(), correlations: [None; 3], categories: None };
+    for (slot, kind) in job.correlations.iter_mut().zip(CorrelationKind::ALL) {
+        let value = too_few(n).and_then(|()| kind.compute(&x, &y)).map(|c| c.value);
+        if value.is_ok() {
+            *slot = Some(rows.len());
+        }
+        rows.push(at.row(kind.name()).set(value).with_n(n, dropped));
+    }
+    if let Some((lo, hi)) = integer {
+        let truth: Vec<i64> = x.iter().map(|&v| to_level(v, lo, hi)).collect();
+        let said: Vec<i64> = y.iter().map(|&v| to_level(v, lo, hi)).collect();
+        let errors = too_few(n).and_then(|()| scale_errors(&truth, &said));
+        let from_errors = |f: &dyn Fn(&stats::ScaleErrors) -> StatResult<f64>| errors.clone().and_then(|e| f(&e));
+        let mut push = |metric: &str, value: StatResult<f64>| -> Option<usize> {
+            let defined = value.is_ok();
+            rows.push(at.row(metric).set(value).with_n(n, dropped));
+            defined.then(|| rows.len() - 1)
+        };
+        let accuracy = push("accuracy", from_errors(&|e| e.accuracy()));
+        for gap in 1..=4u32 {
+            push(&format!("gap_ratio_{gap}"), from_errors(&|e| e.gap_ratio(gap)));
+        }
+        push("over_rating_ratio", from_errors(&|e| e.over_rating_ratio()));
+        push("under_rating_ratio", from_errors(&|e| e.under_rating_ratio()));
+        let levels: Vec<i64> = (lo..=hi).collect();
+        let confusion = too_few(n).and_then(|()| Confusion::with_labels(&truth, &said, &levels));
+        let kappa = push("cohen_kappa", confusion.clone().and_then(|c| c.kappa(KappaWeights::Unweighted)));
+        let quadratic = push("cohen_kappa_quadratic", confusion.and_then(|c| c.kappa(KappaWeights::Quadratic)));
+        job.categories = Some((lo, hi, [accuracy, kappa, quadratic]));
+    }
+    let wanted = job.correlations.iter().chain(job.categories.iter().flat_map(|c| c.2.iter())).any(Option::is_some);
+    if wanted {
+        job.x = x;
+        job.y = y;
+        jobs.push(Job::Paired(job));
+    }
+}
+
+/// Code of a decision in [`Job::Shares`]: 0 for A, 1 for B, 2 for a tie.
+fn preference_code(p: Preference) -> f64 {
+    match p {
+        Preference::A => 0.0,
+        Preference::B => 1.0,
+        Preference::Tie => 2.0,
     }
 }
 

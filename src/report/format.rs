@@ -33,7 +33,7 @@ pub fn write_json(report: &Report, out: &mut impl Write) -> io::Result<()> {
 }
 
 /// The CSV columns, in order.
-pub const CSV_COLUMNS: [&str; 12] = [
+pub const CSV_COLUMNS: [&str; 13] = [
     "panel",
     "dimension",
     "group",
@@ -46,6 +46,7 @@ pub const CSV_COLUMNS: [&str; 12] = [
     "dropped",
     "undefined_reason",
     "sources",
+    "agent",
 ];
 
 /// Write the rows as CSV with a header.
@@ -73,6 +74,7 @@ pub fn write_csv(report: &Report, out: &mut impl Write) -> io::Result<()> {
             &int(r.dropped),
             r.undefined_reason.as_deref().unwrap_or(""),
             &sources,
+            r.agent.as_deref().unwrap_or(""),
         ])
         .map_err(io::Error::other)?;
     }
@@ -145,8 +147,89 @@ fn fmt_amount(v: f64) -> String {
     }
 }
 
+/// What the table shows beyond its default sections.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TableOptions {
+    /// Add a section with each agent's own agreement with the humans.
+    pub agents: bool,
+}
+
+/// Each agent's own scores against the humans: per dimension, agent and
+/// stage, the three correlations with their intervals.
+fn write_agent_rows(
+    out: &mut impl Write,
+    panel: &super::build::PanelSummary,
+    rows: &[&Row],
+    paint: Paint,
+    notes: &mut Footnotes,
+) -> io::Result<()> {
+    type AgentKey<'a> = (&'a str, &'a str, Stage, &'a str);
+    let index: BTreeMap<AgentKey, &Row> = rows
+        .iter()
+        .filter_map(|r| Some(((r.dimension.as_deref()?, r.agent.as_deref()?, r.stage?, r.metric.as_str()), *r)))
+        .collect();
+    let mut agents: Vec<(&str, Option<&str>)> = Vec::new();
+    for r in rows {
+        if let Some(a) = r.agent.as_deref()
+            && !agents.iter().any(|(n, _)| *n == a)
+        {
+            agents.push((a, r.group.as_deref()));
+        }
+    }
+    writeln!(out)?;
+    writeln!(out, "{}", paint.bold("Each agent against human ratings"))?;
+    let dim_w = panel.keys.iter().map(|k| k.len()).max().unwrap_or(9).max(9);
+    let agent_w = agents.iter().map(|(a, _)| a.len()).max().unwrap_or(5).max(5);
+    let group_w = panel.groups.iter().map(|g| g.len()).max().unwrap_or(5).max(5);
+    writeln!(
+        out,
+        "{}",
+        paint.dim(&format!(
+            "{} {} {} {} {} {} {} {}",
+            pad("dimension", dim_w),
+            pad("agent", agent_w),
+            pad("group", group_w),
+            pad("stage", 7),
+            lpad("n", 5),
+            pad("pearson", 22),
+            pad("spearman", 22),
+            pad("kendall τ-b", 22)
+        ))
+    )?;
+    for key in &panel.keys {
+        let mut first_dim = true;
+        for (agent, group) in &agents {
+            let mut first_agent = true;
+            for stage in [Stage::Initial, Stage::Final] {
+                let get = |m: &str| index.get(&(key.as_str(), *agent, stage, m)).copied();
+                let Some(p) = get("pearson") else { continue };
+                let line = format!(
+                    "{} {} {} {} {} {} {} {}",
+                    pad(if first_dim { key.as_str() } else { "" }, dim_w),
+                    pad(if first_agent { agent } else { "" }, agent_w),
+                    pad(if first_agent { group.unwrap_or("") } else { "" }, group_w),
+                    pad(stage.as_str(), 7),
+                    lpad(&p.n.map(|n| n.to_string()).unwrap_or_default(), 5),
+                    pad(&value_cell(Some(p), notes), 22),
+                    pad(&value_cell(get("spearman"), notes), 22),
+                    pad(&value_cell(get("kendall_tau_b"), notes), 22),
+                );
+                writeln!(out, "{}", line.trim_end())?;
+                first_dim = false;
+                first_agent = false;
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Write the report as aligned tables; colour when `paint` is enabled.
 pub fn write_table(report: &Report, out: &mut impl Write, paint: Paint) -> io::Result<()> {
+    write_table_with(report, out, paint, TableOptions::default())
+}
+
+/// [`write_table`] with the optional sections of `options`.
+pub fn write_table_with(report: &Report, out: &mut impl Write, paint: Paint, options: TableOptions) -> io::Result<()> {
     if report.panels.is_empty() {
         writeln!(out, "No sessions to report on.")?;
     }
@@ -155,7 +238,8 @@ pub fn write_table(report: &Report, out: &mut impl Write, paint: Paint) -> io::R
         if pi > 0 {
             writeln!(out)?;
         }
-        let rows: Vec<&Row> = report.rows.iter().filter(|r| r.panel == panel.name).collect();
+        let all_rows: Vec<&Row> = report.rows.iter().filter(|r| r.panel == panel.name).collect();
+        let (agent_rows, rows): (Vec<&Row>, Vec<&Row>) = all_rows.into_iter().partition(|r| r.agent.is_some());
         let logs: Vec<String> = panel.logs.iter().map(|(k, v)| format!("{v} {k}")).collect();
         writeln!(out, "{}", paint.bold(&format!("{} ({})", panel.name, panel.protocol)))?;
         let mut line = format!("{} sessions used; logs read: {}", panel.sessions, logs.join(", "));
@@ -283,6 +367,10 @@ pub fn write_table(report: &Report, out: &mut impl Write, paint: Paint) -> io::R
             }
         } else if panel.sessions > 0 {
             writeln!(out, "{}", paint.yellow("no human ratings joined: add a `human` field to the items, rate in the live screen, or pass --human FILE"))?;
+        }
+
+        if options.agents && !agent_rows.is_empty() {
+            write_agent_rows(out, panel, &agent_rows, paint, &mut notes)?;
         }
 
         // Agreement among agents.

@@ -56,6 +56,7 @@ pub fn write_plots(report: &Report, dir: &Path) -> Result<Vec<PathBuf>, PlotErro
                         r.panel == panel.name
                             && r.dimension.as_deref() == Some(key.as_str())
                             && r.group.as_deref() == g
+                            && r.agent.is_none()
                             && r.stage == Some(stage)
                             && r.metric == "pearson"
                     })

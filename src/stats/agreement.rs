@@ -112,27 +112,39 @@ impl<T: Ord + Clone> Confusion<T> {
     /// perfect agreement, e.g. both raters used one and the same category
     /// (`"no expected disagreement"`).
     pub fn kappa(&self, weights: KappaWeights) -> StatResult<f64> {
-        let total = self.total();
-        if total == 0 {
-            return Err(Undefined::new("no pairs"));
-        }
-        let k = self.labels.len();
-        let rows: Vec<f64> = self.counts.iter().map(|r| r.iter().sum::<u64>() as f64).collect();
-        let cols: Vec<f64> = (0..k).map(|j| self.counts.iter().map(|r| r[j]).sum::<u64>() as f64).collect();
-        let n = total as f64;
-        let (mut observed, mut expected) = (0.0, 0.0);
-        for (i, (row, row_total)) in self.counts.iter().zip(&rows).enumerate() {
-            for (j, (&count, col_total)) in row.iter().zip(&cols).enumerate() {
-                let w = weights.weight(i, j);
-                observed += w * count as f64;
-                expected += w * row_total * col_total / n;
-            }
-        }
-        if expected <= 0.0 {
-            return Err(Undefined::new("no expected disagreement"));
-        }
-        Ok(1.0 - observed / expected)
+        let flat: Vec<u64> = self.counts.iter().flatten().copied().collect();
+        kappa_of_counts(&flat, self.labels.len(), weights)
     }
+}
+
+/// Cohen's κ of a k × k confusion matrix given row by row (`counts[i * k + j]`:
+/// items the first rater put in category i and the second in j), as
+/// [`Confusion::kappa`]; for callers that count without building labels.
+///
+/// Undefined when `counts` is not k × k, with no items (`"no pairs"`), or
+/// when chance alone would give perfect agreement (`"no expected disagreement"`).
+pub fn kappa_of_counts(counts: &[u64], k: usize, weights: KappaWeights) -> StatResult<f64> {
+    check_same_len(counts.len(), k * k)?;
+    let total: u64 = counts.iter().sum();
+    if total == 0 {
+        return Err(Undefined::new("no pairs"));
+    }
+    let n = total as f64;
+    let cols: Vec<f64> = (0..k).map(|j| (0..k).map(|r| counts[r * k + j]).sum::<u64>() as f64).collect();
+    let (mut observed, mut expected) = (0.0, 0.0);
+    for i in 0..k {
+        let row = &counts[i * k..(i + 1) * k];
+        let row_total = row.iter().sum::<u64>() as f64;
+        for (j, (&count, &col_total)) in row.iter().zip(&cols).enumerate() {
+            let w = weights.weight(i, j);
+            observed += w * count as f64;
+            expected += w * row_total * col_total / n;
+        }
+    }
+    if expected <= 0.0 {
+        return Err(Undefined::new("no expected disagreement"));
+    }
+    Ok(1.0 - observed / expected)
 }
 
 /// Confusion counts of two raters; see [`Confusion::new`].

@@ -33,7 +33,7 @@ impl BootstrapCi {
     }
 }
 
-fn check_params(n: usize, resamples: usize, level: f64) -> StatResult<()> {
+pub(crate) fn check_params(n: usize, resamples: usize, level: f64) -> StatResult<()> {
     if n == 0 {
         return Err(Undefined::new("empty input"));
     }
@@ -122,22 +122,36 @@ where
     interval(values, resamples, level)
 }
 
-fn interval(mut values: Vec<f64>, resamples: usize, level: f64) -> StatResult<BootstrapCi> {
+pub(crate) fn interval(mut values: Vec<f64>, resamples: usize, level: f64) -> StatResult<BootstrapCi> {
     if values.is_empty() {
         return Err(Undefined::new("statistic undefined in every resample"));
     }
-    values.sort_unstable_by(|a, b| cmp_f64(*a, *b));
     let tail = (1.0 - level) / 2.0;
     Ok(BootstrapCi {
-        low: quantile_sorted(&values, tail),
-        high: quantile_sorted(&values, 1.0 - tail),
+        low: quantile(&mut values, tail),
+        high: quantile(&mut values, 1.0 - tail),
         level,
         resamples,
         skipped: resamples - values.len(),
     })
 }
 
+/// Linear-interpolation quantile of non-empty data, `q` in [0, 1]: the
+/// value `numpy.percentile` gives, found by selection of the two order
+/// statistics around the position in O(n) instead of a sort (the data is
+/// reordered).
+fn quantile(values: &mut [f64], q: f64) -> f64 {
+    let h = (values.len() - 1) as f64 * q;
+    let lo = h.floor() as usize;
+    let t = h - lo as f64;
+    let (_, &mut at, above) = values.select_nth_unstable_by(lo, |a, b| cmp_f64(*a, *b));
+    // The next order statistic is the smallest value above position `lo`.
+    let next = above.iter().copied().min_by(|a, b| cmp_f64(*a, *b)).unwrap_or(at);
+    at + t * (next - at)
+}
+
 /// Linear-interpolation quantile of non-empty sorted data, `q` in [0, 1].
+#[cfg(test)]
 fn quantile_sorted(sorted: &[f64], q: f64) -> f64 {
     let h = (sorted.len() - 1) as f64 * q;
     let lo = h.floor() as usize;
@@ -226,5 +240,17 @@ mod tests {
         assert_eq!(quantile_sorted(&s, 0.5), 2.5);
         assert!((quantile_sorted(&s, 0.025) - 1.075).abs() < 1e-12);
         assert_eq!(quantile_sorted(&[5.0], 0.3), 5.0);
+    }
+
+    #[test]
+    fn selection_quantile_equals_sorted_quantile() {
+        let data: Vec<f64> = (0..1001).map(|i| ((i * 7919) % 1009) as f64 / 7.0).collect();
+        let mut sorted = data.clone();
+        sorted.sort_by(|a, b| cmp_f64(*a, *b));
+        for q in [0.0, 0.025, 0.05, 0.5, 0.975, 0.999, 1.0] {
+            let mut scratch = data.clone();
+            assert_eq!(quantile(&mut scratch, q), quantile_sorted(&sorted, q), "q = {q}");
+        }
+        assert_eq!(quantile(&mut [5.0], 0.3), 5.0);
     }
 }

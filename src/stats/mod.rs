@@ -10,6 +10,8 @@
 //!
 //! - [`correlation`]: Pearson r, Spearman ρ, Kendall τ-b, pairwise deletion.
 //! - [`bootstrap`]: percentile bootstrap confidence intervals.
+//! - [`cells`]: paired data as counts over distinct cells; fast bootstrap of
+//!   correlations and agreement on discrete ratings.
 //! - [`krippendorff`]: Krippendorff's α (interval, ordinal).
 //! - [`agreement`]: confusion counts, agreement rate, Cohen's κ.
 //! - [`pairwise`]: win rates and tie confusions for A/B/tie decisions.
@@ -20,15 +22,19 @@
 pub mod agreement;
 pub mod auc;
 pub mod bootstrap;
+pub mod cells;
 pub mod correlation;
 pub mod descriptive;
 pub mod krippendorff;
 pub mod pairwise;
 pub mod scale;
 
-pub use agreement::{Confusion, KappaWeights, agreement_rate, cohen_kappa, cohen_kappa_quadratic, confusion};
+pub use agreement::{
+    Confusion, KappaWeights, agreement_rate, cohen_kappa, cohen_kappa_quadratic, confusion, kappa_of_counts,
+};
 pub use auc::roc_auc;
 pub use bootstrap::{BootstrapCi, bootstrap_ci, bootstrap_ci_single};
+pub use cells::{PairedCells, Resampling, Weighted, bootstrap_cells, bootstrap_cells_with};
 pub use correlation::{CompletePairs, Correlation, CorrelationKind, complete_pairs, kendall_tau_b, pearson, spearman};
 pub use descriptive::{mean, median, population_stdev};
 pub use krippendorff::{AlphaLevel, KrippendorffAlpha, krippendorff_alpha};
