@@ -288,3 +288,71 @@ async fn ctrl_c_stops_running_sessions_and_resume_finishes_them() {
     assert_eq!(m.counts.completed, 5);
     assert_eq!(std::fs::read_dir(out.join(ATTEMPTS)).unwrap().count(), 2, "the stopped logs are kept aside");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_budget_stops_the_run_and_resume_finishes_it() {
+    let srv = server(SMALL_KEYS, Arc::new(AtomicBool::new(false))).await;
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    let out_s = out.to_str().unwrap();
+    let args = ["eval", SMALL_PANEL, "--data", ITEMS, "--provider", "openai", "--concurrency", "1", "--out", out_s];
+
+    // Each call uses 150 tokens: the first item's four initial calls stay under
+    // the limit, its first debate turn reaches it.
+    let mut budgeted = args.to_vec();
+    budgeted.extend(["--run-max-tokens", "700"]);
+    let first = run(&srv.base_url(), &budgeted).await;
+    let err = stderr(&first);
+    assert_eq!(first.status.code(), Some(3), "{err}");
+    assert!(err.contains("run budget") && err.contains("--run-max-tokens"), "{err}");
+    let m = Manifest::load(&out).unwrap().expect("run.json");
+    assert_eq!(m.status, "budget_reached");
+    assert_eq!(m.counts.stopped, 1, "{:?}", m.counts);
+    assert_eq!(m.counts.not_started, 4, "{:?}", m.counts);
+    let files = logs(&out);
+    assert_eq!(files.len(), 1, "nothing started after the budget was spent: {files:?}");
+    let log = std::fs::read_to_string(&files[0]).unwrap();
+    assert!(log.contains("\"author\":\"budget\""), "the stop is recorded as the budget's");
+    assert!(log.contains("aggregation_completed"), "the stopped debate is still aggregated");
+    assert_eq!(log_state(&files[0]).unwrap(), LogState::Stopped);
+
+    // Without the limit, --resume runs the stopped item again and the rest.
+    let mut resume = args.to_vec();
+    resume.push("--resume");
+    let second = run(&srv.base_url(), &resume).await;
+    assert_eq!(second.status.code(), Some(0), "{}", stderr(&second));
+    let m = Manifest::load(&out).unwrap().unwrap();
+    assert_eq!(m.status, "completed");
+    assert_eq!(m.counts.completed, 5);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cost_limit_without_prices_is_warned_about() {
+    let srv = server(SMALL_KEYS, Arc::new(AtomicBool::new(false))).await;
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    let args = [
+        "eval",
+        SMALL_PANEL,
+        "--data",
+        ITEMS,
+        "--provider",
+        "openai",
+        "--limit",
+        "1",
+        "--max-cost",
+        "0.5",
+        "--run-max-cost",
+        "2",
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    let o = run(&srv.base_url(), &args).await;
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(err.contains("warning: --max-cost: no prices for openai"), "{err}");
+    assert!(err.contains("warning: --run-max-cost: no prices for openai"), "{err}");
+    let bad = run(&srv.base_url(), &["eval", SMALL_PANEL, "--data", ITEMS, "--max-cost", "0"]).await;
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(stderr(&bad).contains("not a positive number"), "{}", stderr(&bad));
+}

@@ -57,17 +57,41 @@ pub fn run(args: EvalArgs) -> anyhow::Result<ExitCode> {
         )));
     }
     let (bindings, seed) = args.models.bind(&mut panel, &mut registry)?;
+    let pricing = pricing(args.price_input, args.price_output)?;
+    let note = super::run::provider_note(&registry, &panel, &args.models, args.budget.max_cost.is_some());
+    if args.run_max_cost.is_some() && pricing.is_none() {
+        let unpriced = super::run::unpriced_providers(&registry, &panel, &args.models);
+        if !unpriced.is_empty() {
+            eprintln!(
+                "moot eval: warning: --run-max-cost: no prices for {} and no --price-input/--price-output; \
+                 their calls count as free",
+                unpriced.join(", ")
+            );
+        }
+    }
+    if let Some((_, warning)) = note.split_once("; warning: ") {
+        eprintln!("moot eval: warning: {warning}");
+    }
     let out = args.out.clone().unwrap_or_else(|| default_out(&panel.name));
     let panel = Arc::new(panel);
     let mut config = EvalConfig::new(panel, bindings, file.items, out);
-    config.provider_note = Some(registry.default_reason.clone());
+    config.provider_note = Some(note);
+    config.budget = args.budget.budget();
+    let run_budget = crate::engine::Budget { max_tokens_total: args.run_max_tokens, max_cost: args.run_max_cost };
+    if !run_budget.is_unlimited() {
+        let fallback = pricing.map(|p| crate::provider::pricing::Prices {
+            input_per_million: p.input_per_mtok,
+            output_per_million: p.output_per_mtok,
+        });
+        config.run_budget = Some(Arc::new(crate::engine::RunBudget::new(run_budget, fallback)));
+    }
     config.data = args.data.clone();
     config.bad_items = file.skipped;
     config.selection = selection;
     config.concurrency = args.concurrency as usize;
     config.resume = args.resume;
     config.seed = seed;
-    config.pricing = pricing(args.price_input, args.price_output)?;
+    config.pricing = pricing;
 
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     runtime.block_on(run_async(config, args))
@@ -126,7 +150,7 @@ async fn run_async(config: EvalConfig, args: EvalArgs) -> anyhow::Result<ExitCod
     };
     let summary = result?;
     print_summary(&summary, &args);
-    Ok(if summary.interrupted {
+    Ok(if summary.interrupted || summary.budget_reached.is_some() {
         ExitCode::from(3)
     } else if summary.failures.is_empty() {
         ExitCode::SUCCESS
@@ -167,6 +191,9 @@ fn print_summary(s: &EvalSummary, args: &EvalArgs) {
     }
     if s.failures.len() > 10 {
         eprintln!("moot eval:   … and {} more (see run.json)", s.failures.len() - 10);
+    }
+    if let Some(reason) = &s.budget_reached {
+        eprintln!("moot eval: stopped: {reason}");
     }
     if !s.failures.is_empty() || c.not_started > 0 {
         eprintln!(

@@ -95,6 +95,31 @@ impl ModelArgs {
     }
 }
 
+/// A positive, finite amount (a cost limit).
+fn positive_amount(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+        _ => Err(format!("`{s}` is not a positive number")),
+    }
+}
+
+/// What one session may spend: options shared by `run` and `eval`.
+#[derive(Debug, Clone, Copy, Args, Default)]
+pub struct BudgetArgs {
+    /// Stop a session's debate (and go to aggregation) once it has used this many tokens.
+    #[arg(long, value_name = "TOKENS")]
+    pub max_tokens_total: Option<u64>,
+    /// Stop a session's debate (and go to aggregation) once its cost reaches this (needs provider prices in moot.toml).
+    #[arg(long, value_name = "AMOUNT", value_parser = positive_amount)]
+    pub max_cost: Option<f64>,
+}
+
+impl BudgetArgs {
+    pub fn budget(&self) -> crate::engine::Budget {
+        crate::engine::Budget { max_tokens_total: self.max_tokens_total, max_cost: self.max_cost }
+    }
+}
+
 #[derive(Debug, Args, Default)]
 pub struct RunArgs {
     /// Panel file, or the name of a bundled panel (storybook-qa, summary-collab).
@@ -119,12 +144,8 @@ pub struct RunArgs {
     /// Folder for the session log (default ./sessions, or MOOT_SESSIONS_DIR).
     #[arg(long)]
     pub out: Option<PathBuf>,
-    /// Stop the debate (and go to aggregation) once this many tokens are used.
-    #[arg(long, value_name = "TOKENS")]
-    pub max_tokens_total: Option<u64>,
-    /// Stop the debate (and go to aggregation) once the cost reaches this (needs configured prices).
-    #[arg(long, value_name = "AMOUNT")]
-    pub max_cost: Option<f64>,
+    #[command(flatten)]
+    pub budget: BudgetArgs,
     /// Answer repeated requests from the on-disk response cache.
     #[arg(long, overrides_with = "no_cache")]
     pub cache: bool,
@@ -185,6 +206,15 @@ pub struct EvalArgs {
     /// Do not answer repeated requests from the response cache (on by default for batch runs).
     #[arg(long)]
     pub no_cache: bool,
+    #[command(flatten)]
+    pub budget: BudgetArgs,
+    /// Stop the whole run once its sessions have used this many tokens: running debates go to
+    /// aggregation, no new item starts (--resume continues later).
+    #[arg(long, value_name = "TOKENS")]
+    pub run_max_tokens: Option<u64>,
+    /// Stop the whole run once its cost reaches this (provider prices, else --price-input/--price-output).
+    #[arg(long, value_name = "AMOUNT", value_parser = positive_amount)]
+    pub run_max_cost: Option<f64>,
     /// Price of a million input tokens, for cost totals (also MOOT_PRICE_INPUT).
     #[arg(long, env = "MOOT_PRICE_INPUT")]
     pub price_input: Option<f64>,

@@ -199,16 +199,11 @@ impl RunPlan {
     pub fn new(args: &RunArgs) -> anyhow::Result<Self> {
         let panel = load_panel(args.panel.as_deref())?;
         let item = load_item(&panel, args)?;
-        if let Some(max) = args.max_cost
-            && !(max.is_finite() && max > 0.0)
-        {
-            bail!("--max-cost must be a positive number");
-        }
         Ok(Self {
             panel,
             item,
             cache: args.cache && !args.no_cache,
-            budget: Budget { max_tokens_total: args.max_tokens_total, max_cost: args.max_cost },
+            budget: args.budget.budget(),
             dir: args.out.clone().unwrap_or_else(default_sessions_dir),
         })
     }
@@ -234,12 +229,47 @@ impl RunPlan {
             registry.set_progress(sink);
         }
         let (bindings, seed) = models.bind(&mut self.panel, &mut registry)?;
+        let note = provider_note(&registry, &self.panel, models, self.budget.max_cost.is_some());
         let mut config = EngineConfig::new(Arc::new(self.panel), self.item, bindings);
-        config.provider_note = Some(registry.default_reason.clone());
+        config.provider_note = Some(note);
         config.seed = seed;
         config.budget = self.budget;
         Ok((config, self.dir))
     }
+}
+
+/// Providers that `panel` uses (with these overrides) but that have no
+/// prices configured, so their calls carry no cost.
+pub fn unpriced_providers(registry: &Registry, panel: &Panel, models: &ModelArgs) -> Vec<String> {
+    let mut names: Vec<String> = registry
+        .choices(panel, models.provider.as_deref(), models.model.as_deref())
+        .into_iter()
+        .filter(|c| c.participant != "default")
+        .map(|c| c.provider)
+        .filter(|name| registry.config().providers.get(name).and_then(|pc| pc.prices()).is_none())
+        .collect();
+    names.sort();
+    names.dedup();
+    names
+}
+
+/// The note on the chosen provider shown in the header (and the headless
+/// transcript) and recorded in the log, with a warning when `--max-cost` is set but some provider has no
+/// prices (its calls would count as free, so the limit might never be reached).
+pub fn provider_note(registry: &Registry, panel: &Panel, models: &ModelArgs, max_cost: bool) -> String {
+    let mut note = registry.default_reason.clone();
+    if max_cost {
+        let unpriced = unpriced_providers(registry, panel, models);
+        if !unpriced.is_empty() {
+            let warning = format!(
+                "--max-cost: no prices for {} (input_price/output_price in moot.toml); their calls count as free",
+                unpriced.join(", ")
+            );
+            note.push_str("; warning: ");
+            note.push_str(&warning);
+        }
+    }
+    note
 }
 
 pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {

@@ -32,7 +32,7 @@ use crate::item::Item;
 use crate::panel::{Panel, Protocol};
 use crate::provider::Provider;
 use crate::provider::retry::RetryPolicy;
-use crate::session::event::{EndStatus, ModelRef, Role, UsageTotals};
+use crate::session::event::{EndStatus, ModelRef, Role, Usage, UsageTotals};
 use runtime::Run;
 
 /// A provider and the model to ask of it.
@@ -106,18 +106,71 @@ pub struct Budget {
 
 impl Budget {
     /// Why `used` has reached this budget, if it has.
-    pub fn exceeded(&self, used: &crate::session::event::Usage) -> Option<String> {
+    pub fn exceeded(&self, used: &Usage) -> Option<String> {
+        self.exceeded_as(used, "budget", "--max-tokens-total", "--max-cost")
+    }
+
+    /// No limit set.
+    pub fn is_unlimited(&self) -> bool {
+        self.max_tokens_total.is_none() && self.max_cost.is_none()
+    }
+
+    fn exceeded_as(&self, used: &Usage, what: &str, tokens_flag: &str, cost_flag: &str) -> Option<String> {
         if let Some(max) = self.max_tokens_total
             && used.total() >= max
         {
-            return Some(format!("budget: {} tokens used, limit {max} (--max-tokens-total)", used.total()));
+            return Some(format!("{what}: {} tokens used, limit {max} ({tokens_flag})", used.total()));
         }
         if let (Some(max), Some(cost)) = (self.max_cost, used.cost)
             && cost >= max
         {
-            return Some(format!("budget: cost {cost:.4} reached the limit {max} (--max-cost)"));
+            return Some(format!("{what}: cost {cost:.4} reached the limit {max} ({cost_flag})"));
         }
         None
+    }
+}
+
+/// A budget shared by every session of a batch run (`moot eval
+/// --run-max-tokens`, `--run-max-cost`). Each session adds its calls; once
+/// the budget is reached, every running session stops its debate after its
+/// current turn (aggregation still runs, as with [`Budget`]) and no new item
+/// starts.
+#[derive(Debug)]
+pub struct RunBudget {
+    limits: Budget,
+    /// Prices for calls whose provider has none configured (`moot eval --price-input/--price-output`).
+    fallback: Option<crate::provider::pricing::Prices>,
+    used: std::sync::Mutex<Usage>,
+}
+
+impl RunBudget {
+    pub fn new(limits: Budget, fallback: Option<crate::provider::pricing::Prices>) -> Self {
+        Self { limits, fallback, used: std::sync::Mutex::new(Usage::default()) }
+    }
+
+    /// Count one call; returns why the run's budget is reached, if it is.
+    pub fn add(&self, usage: &Usage) -> Option<String> {
+        let mut usage = *usage;
+        if usage.cost.is_none() {
+            usage.cost = self.fallback.map(|p| p.cost(&usage));
+        }
+        let mut used = self.used.lock().unwrap_or_else(|e| e.into_inner());
+        used.add(&usage);
+        self.reason(&used)
+    }
+
+    /// Why the run's budget is reached, if it is.
+    pub fn exceeded(&self) -> Option<String> {
+        self.reason(&self.used())
+    }
+
+    /// What the run's sessions have used so far.
+    pub fn used(&self) -> Usage {
+        *self.used.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn reason(&self, used: &Usage) -> Option<String> {
+        self.limits.exceeded_as(used, "run budget", "--run-max-tokens", "--run-max-cost")
     }
 }
 
@@ -139,6 +192,8 @@ pub struct EngineConfig {
     pub max_consecutive_failures: u32,
     /// Spending limits of the session.
     pub budget: Budget,
+    /// The budget of the batch run this session belongs to, if any.
+    pub run_budget: Option<Arc<RunBudget>>,
 }
 
 impl EngineConfig {
@@ -155,6 +210,7 @@ impl EngineConfig {
             linger: false,
             max_consecutive_failures: 3,
             budget: Budget::default(),
+            run_budget: None,
         }
     }
 }

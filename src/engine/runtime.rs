@@ -394,7 +394,8 @@ impl Run {
             latency_ms,
             cached: completion.cached,
         });
-        if let Some(reason) = self.config.budget.exceeded(&used) {
+        let run_spent = self.config.run_budget.as_ref().and_then(|b| b.add(&completion.usage));
+        if let Some(reason) = self.config.budget.exceeded(&used).or(run_spent) {
             self.stop_for_budget(reason);
         }
     }

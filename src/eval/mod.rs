@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
-use crate::engine::{self, Bindings, Command, EngineConfig, EngineHandle, Recorder};
+use crate::engine::{self, Bindings, Budget, Command, EngineConfig, EngineHandle, Recorder, RunBudget};
 use crate::item::{Item, ItemProblem};
 use crate::panel::Panel;
 use crate::provider::retry::RetryPolicy;
@@ -95,6 +95,10 @@ pub struct EvalConfig {
     pub seed: u64,
     pub pricing: Option<Pricing>,
     pub retry: RetryPolicy,
+    /// What each session may spend.
+    pub budget: Budget,
+    /// What the whole run may spend, shared by its sessions.
+    pub run_budget: Option<Arc<RunBudget>>,
 }
 
 impl EvalConfig {
@@ -115,6 +119,8 @@ impl EvalConfig {
             seed,
             pricing: None,
             retry: RetryPolicy::default(),
+            budget: Budget::default(),
+            run_budget: None,
         }
     }
 }
@@ -142,6 +148,8 @@ pub struct EvalSummary {
     pub interrupted: bool,
     /// Old logs moved to `attempts/` by `--resume`.
     pub moved_aside: Vec<PathBuf>,
+    /// Why the run stopped early because its budget was spent.
+    pub budget_reached: Option<String>,
 }
 
 /// Result of running one item.
@@ -282,6 +290,7 @@ pub async fn run_eval(
     counts.completed += counts.already_done;
     counts.not_started = to_run.len() - ran;
     let interrupted = cancel.is_cancelled();
+    let budget_reached = config.run_budget.as_ref().and_then(|b| b.exceeded());
     let mut totals = manifest.totals;
     totals.input_tokens += usage.input_tokens;
     totals.output_tokens += usage.output_tokens;
@@ -295,6 +304,8 @@ pub async fn run_eval(
     manifest.ended = Some(ended);
     manifest.status = if interrupted {
         "interrupted"
+    } else if budget_reached.is_some() {
+        "budget_reached"
     } else if counts.completed == counts.items {
         "completed"
     } else {
@@ -307,7 +318,7 @@ pub async fn run_eval(
         inv.interrupted = interrupted;
     }
     manifest.save(&dir)?;
-    Ok(EvalSummary { dir, counts, totals, usage, failures, interrupted, moved_aside })
+    Ok(EvalSummary { dir, counts, totals, usage, failures, interrupted, moved_aside, budget_reached })
 }
 
 fn describe_selection(config: &EvalConfig) -> String {
@@ -358,6 +369,10 @@ async fn run_items(
                 Err(_) => break,
             },
         };
+        // A spent run budget starts nothing more; running sessions stop on their own.
+        if config.run_budget.as_ref().is_some_and(|b| b.exceeded().is_some()) {
+            break;
+        }
         progress.start_clock();
         progress.running.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let path = config.out.join(format!("{}.jsonl", stems[index]));
@@ -366,6 +381,8 @@ async fn run_items(
         engine_config.seed = config.seed;
         engine_config.provider_note = config.provider_note.clone();
         engine_config.retry = config.retry;
+        engine_config.budget = config.budget;
+        engine_config.run_budget = config.run_budget.clone();
         let (handle, commands) = EngineHandle::channel();
         handles.lock().unwrap_or_else(|e| e.into_inner()).insert(index, handle.clone());
         if cancel.is_cancelled() {
