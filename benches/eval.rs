@@ -72,8 +72,15 @@ fn bench(c: &mut Criterion) {
         .unwrap();
     let base = server.base_url();
     let panel = Arc::new(Panel::from_toml_str(PANEL, "bench.toml").unwrap());
-    let mut registry = Registry::with_env(move |k| (k == "OPENAI_BASE_URL").then(|| base.clone()));
-    let bindings = registry.bind(&panel, Some("openai"), None).unwrap();
+    // The server takes any number of calls at once; say so, as a user of a
+    // self-hosted server would in moot.toml (the default is 8 at once).
+    let config = moot::config::Config::parse(
+        &format!("[providers.bench]\nkind = \"openai\"\nbase_url = \"{base}\"\nmax_concurrency = 1000\n"),
+        std::path::Path::new("bench-moot.toml"),
+    )
+    .unwrap();
+    let mut registry = Registry::with_config(config, |_| None);
+    let bindings = registry.bind(&panel, Some("bench"), None).unwrap();
     let items: Vec<Item> = (0..items_n)
         .map(|i| Item {
             id: format!("item-{i:05}"),

@@ -352,6 +352,8 @@ async fn a_cost_limit_without_prices_is_warned_about() {
     assert_eq!(o.status.code(), Some(0), "{err}");
     assert!(err.contains("warning: --max-cost: no prices for openai"), "{err}");
     assert!(err.contains("warning: --run-max-cost: no prices for openai"), "{err}");
+    // Four items at once of a multi-agent panel ask for more calls than the provider's default limit.
+    assert!(err.contains("note: provider openai takes at most 8 calls at once"), "{err}");
     let bad = run(&srv.base_url(), &["eval", SMALL_PANEL, "--data", ITEMS, "--max-cost", "0"]).await;
     assert_eq!(bad.status.code(), Some(2));
     assert!(stderr(&bad).contains("not a positive number"), "{}", stderr(&bad));

@@ -30,6 +30,41 @@ pub fn pricing(input: Option<f64>, output: Option<f64>) -> anyhow::Result<Option
     Ok(Some(Pricing { input_per_mtok: i, output_per_mtok: o }))
 }
 
+/// Providers whose own concurrency limit is below what `--concurrency` asks
+/// for (each item makes one call per agent at once in its first phase), so
+/// items will wait for them.
+fn concurrency_notes(registry: &Registry, panel: &crate::panel::Panel, args: &EvalArgs) -> Vec<String> {
+    let agents = panel.agents().count().max(1);
+    let wanted = args.concurrency as usize * agents;
+    let mut providers: Vec<String> = registry
+        .choices(panel, args.models.provider.as_deref(), args.models.model.as_deref())
+        .into_iter()
+        .filter(|c| c.participant != "default")
+        .map(|c| c.provider)
+        .collect();
+    providers.sort();
+    providers.dedup();
+    providers
+        .into_iter()
+        .filter_map(|name| {
+            let pc = registry.config().providers.get(&name).cloned().unwrap_or_default();
+            let kind = registry.config().kind_of(&name)?;
+            // The embedded model queues its calls itself unless a limit is configured.
+            if kind == crate::config::ProviderKind::Local && pc.max_concurrency.is_none() {
+                return None;
+            }
+            let limit = pc.limits().max_concurrency;
+            (limit < wanted).then(|| {
+                format!(
+                    "provider {name} takes at most {limit} calls at once (max_concurrency in moot.toml); \
+                     --concurrency {} with {agents} agents asks for up to {wanted}, so calls will queue",
+                    args.concurrency
+                )
+            })
+        })
+        .collect()
+}
+
 fn default_out(panel_name: &str) -> PathBuf {
     let slug: String = panel_name
         .chars()
@@ -68,6 +103,9 @@ pub fn run(args: EvalArgs) -> anyhow::Result<ExitCode> {
                 unpriced.join(", ")
             );
         }
+    }
+    for line in concurrency_notes(&registry, &panel, &args) {
+        eprintln!("moot eval: note: {line}");
     }
     if let Some((_, warning)) = note.split_once("; warning: ") {
         eprintln!("moot eval: warning: {warning}");
