@@ -37,7 +37,7 @@ async fn six_calls_with_max_concurrency_two_never_overlap_more_than_two() {
     let config = Config::parse(&text, std::path::Path::new("moot.toml")).unwrap();
     let mut registry = Registry::with_config(config, |_| None);
     assert_eq!(registry.default_name(), "slow");
-    let provider = registry.get("slow", "test").unwrap();
+    let provider = registry.get("slow", "", "test").unwrap();
 
     let mut tasks = Vec::new();
     for i in 0..6 {

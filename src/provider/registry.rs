@@ -582,7 +582,17 @@ mod tests {
     #[test]
     fn unknown_names_list_the_known_ones() {
         let mut r = Registry::with_env(env(&[]));
-        let e = r.get("nope", "agent Ann").err().unwrap().to_string();
+        let e = r.get("nope", "", "agent Ann").err().unwrap().to_string();
         assert!(e.contains("nope") && e.contains("agent Ann") && e.contains("anthropic"), "{e}");
+    }
+
+    #[cfg(feature = "local")]
+    #[test]
+    fn the_model_names_the_local_gguf() {
+        let mut r = Registry::with_env(env(&[]));
+        let e = r.get("local", "/no/such/model.gguf", "agent Ann").err().unwrap().to_string();
+        assert!(e.contains("/no/such/model.gguf"), "{e}");
+        let e = r.get("local", "not-a-model", "agent Ann").err().unwrap().to_string();
+        assert!(e.contains("not-a-model") && e.contains("qwen2.5-coder-0.5b"), "{e}");
     }
 }
