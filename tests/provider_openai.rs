@@ -600,3 +600,32 @@ async fn json_answer_instead_of_a_stream_is_a_protocol_error() {
         other => panic!("unexpected result {other:?}"),
     }
 }
+
+#[tokio::test]
+async fn a_server_that_refuses_stream_options_is_asked_again_without_them() {
+    let server = server().await;
+    let refusal = json!({"error": {"message": "Unrecognized request argument supplied: stream_options", "type": "invalid_request_error"}});
+    server.push_all([
+        Reply::json(400, &refusal),
+        Reply::openai_stream(&["Fine", " text"], None),
+        Reply::openai_stream(&["Again"], None),
+    ]);
+    let provider = provider(&server);
+    let (result, _) = stream_once(&provider, &request()).await;
+    let completion = result.expect("the second request succeeds");
+    assert_eq!(completion.text, "Fine text");
+    assert!(completion.usage.estimated, "no usage in the stream: estimated");
+    let (result, _) = stream_once(&provider, &request()).await;
+    assert_eq!(result.expect("later calls succeed").text, "Again");
+    let bodies: Vec<serde_json::Value> = server.requests().iter().map(|r| r.body_json().unwrap()).collect();
+    assert_eq!(bodies.len(), 3, "one retry, then no more refusals");
+    assert!(bodies[0].get("stream_options").is_some());
+    assert!(bodies[1].get("stream_options").is_none() && bodies[2].get("stream_options").is_none());
+
+    // Other client errors are not retried.
+    let server = self::server().await;
+    server.push(Reply::json(400, &json!({"error": {"message": "bad model"}})));
+    let (result, _) = stream_once(&self::provider(&server), &request()).await;
+    assert!(matches!(result, Err(ProviderError::Http { status: 400, .. })), "{result:?}");
+    assert_eq!(server.requests().len(), 1);
+}

@@ -111,6 +111,10 @@ pub struct OpenAiProvider {
     endpoint: reqwest::Url,
     client: reqwest::Client,
     redactor: Redactor,
+    /// The server refused `stream_options` once (older servers that do not
+    /// know the field): requests leave it out and usage is estimated when
+    /// the stream carries none.
+    no_stream_options: std::sync::atomic::AtomicBool,
 }
 
 impl fmt::Debug for OpenAiProvider {
@@ -127,7 +131,13 @@ impl OpenAiProvider {
             http::check_header_value(&format!("Bearer {key}"))?;
         }
         let redactor = Redactor::new(config.api_key.as_deref());
-        let mut provider = Self { config, endpoint, client: reqwest::Client::new(), redactor };
+        let mut provider = Self {
+            config,
+            endpoint,
+            client: reqwest::Client::new(),
+            redactor,
+            no_stream_options: std::sync::atomic::AtomicBool::new(false),
+        };
         provider.client = http::build_client(&provider.timeouts())?;
         Ok(provider)
     }
@@ -141,13 +151,35 @@ impl OpenAiProvider {
         self.redactor.error(error)
     }
 
+    /// One request; when the server rejects `stream_options` (HTTP 400 or
+    /// 422 naming the field), once more without it, remembered for later calls.
     async fn attempt(&self, request: &ChatRequest, deltas: &DeltaSender) -> Result<Completion, ProviderError> {
+        use std::sync::atomic::Ordering;
+        let with_options = !self.no_stream_options.load(Ordering::Relaxed);
+        match self.send(request, deltas, with_options).await {
+            Err(ProviderError::Http { status: 400 | 422, body, .. })
+                if with_options && body.to_ascii_lowercase().contains("stream_options") =>
+            {
+                tracing::warn!("{}: the server refused stream_options; sending requests without it", self.config.name);
+                self.no_stream_options.store(true, Ordering::Relaxed);
+                self.send(request, deltas, false).await
+            }
+            other => other,
+        }
+    }
+
+    async fn send(
+        &self,
+        request: &ChatRequest,
+        deltas: &DeltaSender,
+        with_options: bool,
+    ) -> Result<Completion, ProviderError> {
         let model = if request.model.is_empty() { self.config.model.as_str() } else { request.model.as_str() };
         let body = RequestBody {
             model,
             messages: &request.messages,
             stream: true,
-            stream_options: StreamOptions { include_usage: true },
+            stream_options: with_options.then_some(StreamOptions { include_usage: true }),
             max_tokens: request.max_tokens,
             temperature: request.temperature,
             seed: request.seed,
@@ -212,7 +244,8 @@ struct RequestBody<'a> {
     model: &'a str,
     messages: &'a [ChatMessage],
     stream: bool,
-    stream_options: StreamOptions,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stream_options: Option<StreamOptions>,
     max_tokens: u32,
     #[serde(skip_serializing_if = "Option::is_none")]
     temperature: Option<f32>,
