@@ -68,7 +68,7 @@ pub struct ModelArgs {
     /// Provider for every participant: openai, anthropic, local, or a name from moot.toml.
     #[arg(long)]
     pub provider: Option<String>,
-    /// Model for every participant.
+    /// Model for every participant (for the local provider: a known model such as smollm2-135m, or a GGUF path).
     #[arg(long)]
     pub model: Option<String>,
     /// Moderator policy: llm, round-robin, random, disagreement, least-spoken.
