@@ -88,5 +88,6 @@ pub fn speaker(req: &crate::provider::ChatRequest) -> String {
     if sys.starts_with("You are the final judge") {
         return "final judge".into();
     }
-    sys.strip_prefix("You are ").and_then(|s| s.split(',').next()).unwrap_or("?").to_string()
+    let user = req.messages.get(1).map(|m| m.content.as_str()).unwrap_or("");
+    crate::engine::prompts::agent_named_in(user).unwrap_or("?").to_string()
 }

@@ -37,12 +37,13 @@ fn cached_flags(events: &[Event]) -> Vec<bool> {
 #[tokio::test]
 async fn a_second_identical_run_makes_no_requests() {
     let server = TestServer::with_handler(|req| {
-        // Answer according to who speaks, read from the system prompt.
+        // Answer according to who speaks, read from the prompts.
         let body = req.body_json().unwrap_or_default();
         let system = body["messages"][0]["content"].as_str().unwrap_or_default().to_string();
+        let user = body["messages"][1]["content"].as_str().unwrap_or_default().to_string();
         let text = if system.starts_with("You write the synthesis") {
             "They mostly agree.".to_string()
-        } else if system.starts_with("You are Ann") {
+        } else if moot::engine::prompts::agent_named_in(&user) == Some("Ann") {
             evaluation(4, 5, 4)
         } else {
             evaluation(3, 2, 3)

@@ -126,13 +126,31 @@ pub fn evaluation_schema(panel: &Panel) -> serde_json::Value {
     json!({"type": "object", "properties": props, "required": required, "additionalProperties": false})
 }
 
-/// The persona system prompt of an agent.
-pub fn persona_system(panel: &Panel, group: &str, agent: &AgentSpec) -> String {
+/// The system prompt every agent of a panel shares: the task, the rubric and
+/// how to use the persona that each request names. It is the same for all
+/// agents, and the item and discussion follow it, so a server with prefix
+/// caching (vLLM, llama.cpp, hosted APIs) and the embedded model (which keeps
+/// the previous prompt's state) reuse the work on all of that from one agent's
+/// turn to the next; only the persona and the instruction at the end differ.
+pub fn panel_system(panel: &Panel) -> String {
+    format!(
+        "You sit on an evaluation panel whose members are stakeholders with different backgrounds.\n\
+         The panel's task: {}\n\
+         Each request ends by telling you which member you are. Judge from that member's point of view, honestly and \
+         concretely. {}\n",
+        panel.task.trim(),
+        rubric(panel)
+    )
+}
+
+/// Who an agent is: name, role, group and persona attributes. Its first line
+/// is `You are <name>, …` (see [`agent_named_in`]).
+pub fn persona(group: &str, agent: &AgentSpec) -> String {
     let mut s = format!("You are {}", agent.name);
     if !agent.role.is_empty() {
         let _ = write!(s, ", {}", agent.role);
     }
-    let _ = writeln!(s, ", a member of the \"{group}\" stakeholder group on an evaluation panel.");
+    let _ = writeln!(s, ", a member of the \"{group}\" stakeholder group.");
     for (label, value) in [
         ("About you", &agent.demographics),
         ("What you care about", &agent.perspective),
@@ -144,13 +162,17 @@ pub fn persona_system(panel: &Panel, group: &str, agent: &AgentSpec) -> String {
             let _ = writeln!(s, "{label}: {}", value.trim());
         }
     }
-    let _ = write!(
-        s,
-        "\nThe panel's task: {}\nJudge from your own point of view, honestly and concretely. {}\n",
-        panel.task.trim(),
-        rubric(panel)
-    );
     s
+}
+
+/// The agent a request speaks to: the name in the `You are <name>, …` line
+/// that [`persona`] writes into an agent's first user message.
+pub fn agent_named_in(user_message: &str) -> Option<&str> {
+    user_message
+        .lines()
+        .rev()
+        .filter_map(|line| line.strip_prefix("You are "))
+        .find_map(|rest| rest.split_once(", a member of").map(|(head, _)| head.split(',').next().unwrap_or(head)))
 }
 
 fn render_history(panel: &Panel, history: &[HistoryEntry]) -> String {
@@ -227,12 +249,13 @@ pub fn initial_messages(
 ) -> Vec<ChatMessage> {
     let confidence = if with_confidence { " State how confident you are." } else { "" };
     let user = format!(
-        "{}\n\nEvaluate the content above on your own, before hearing anyone else. Think it through briefly from your perspective \
-         (at most 120 words), citing specifics.{confidence}\n\n{}",
+        "{}\n\n{}\nEvaluate the content above on your own, before hearing anyone else. Think it through briefly from your \
+         perspective (at most 120 words), citing specifics.{confidence}\n\n{}",
         render_item(item),
+        persona(group, agent),
         output_format(panel)
     );
-    vec![ChatMessage::system(persona_system(panel, group, agent)), ChatMessage::user(user)]
+    vec![ChatMessage::system(panel_system(panel)), ChatMessage::user(user)]
 }
 
 /// Messages for a debate turn in a moderated free debate.
@@ -246,16 +269,17 @@ pub fn debate_messages(
 ) -> Vec<ChatMessage> {
     let own = own_latest.map(|e| format_scores(panel, e)).unwrap_or_else(|| "(none yet)".into());
     let user = format!(
-        "{}\n\nThe panel's discussion so far:\n{}\nYour latest scores: {own}\n\n\
+        "{}\n\nThe panel's discussion so far:\n{}\n{}Your latest scores: {own}\n\n\
          It is your turn, {}. Reply to the others from your perspective: agree, challenge a point, or raise what nobody has \
          covered; comments from the human moderator deserve an answer. Revise your scores if you are persuaded. \
          At most 150 words. If you have nothing further to add, say NO MORE COMMENTS in your reply.\n\n{}",
         render_item(item),
         render_history(panel, history),
+        persona(group, agent),
         agent.name,
         output_format(panel)
     );
-    vec![ChatMessage::system(persona_system(panel, group, agent)), ChatMessage::user(user)]
+    vec![ChatMessage::system(panel_system(panel)), ChatMessage::user(user)]
 }
 
 /// Messages for a collaborative discussion round (CollabEval).
@@ -268,15 +292,16 @@ pub fn discussion_messages(
     round: u32,
 ) -> Vec<ChatMessage> {
     let user = format!(
-        "{}\n\nEveryone's results, confidences and reasons so far:\n{}\n\
+        "{}\n\nEveryone's results, confidences and reasons so far:\n{}\n{}\n\
          Discussion round {round}. {}, say briefly where you agree and where you disagree with the others and why, then give \
          your updated evaluation and confidence. At most 150 words.\n\n{}",
         render_item(item),
         render_history(panel, history),
+        persona(group, agent),
         agent.name,
         output_format(panel)
     );
-    vec![ChatMessage::system(persona_system(panel, group, agent)), ChatMessage::user(user)]
+    vec![ChatMessage::system(panel_system(panel)), ChatMessage::user(user)]
 }
 
 /// A follow-up asking for a readable evaluation after a reply that had none.
@@ -369,6 +394,27 @@ mod tests {
     fn clip_respects_char_boundaries() {
         let s = "é".repeat(10);
         assert!(clip(&s, 5).starts_with("éé"));
+    }
+
+    #[test]
+    fn agents_share_the_system_prompt_and_are_named_in_the_request() {
+        let panel = crate::testkit::panel(crate::panel::Protocol::MajEval, &[("Parents", &["Ann", "Bea"])]);
+        let item = crate::testkit::item();
+        let agents: Vec<_> = panel.agents().collect();
+        let a = initial_messages(&panel, "Parents", agents[0].1, &item, false);
+        let b = debate_messages(&panel, "Parents", agents[1].1, &item, &[], None);
+        assert_eq!(a[0].content, b[0].content, "one system prompt for the whole panel");
+        assert!(!a[0].content.contains("Ann") && !a[0].content.contains("Bea"));
+        assert_eq!(agent_named_in(&a[1].content), Some("Ann"));
+        assert_eq!(agent_named_in(&b[1].content), Some("Bea"));
+        // The item comes before the persona, so the shared part is a prefix.
+        let item_at = a[1].content.find(&render_item(&item)).unwrap();
+        assert!(item_at < a[1].content.find("You are Ann").unwrap());
+        assert_eq!(
+            agent_named_in("You are Dr. Mensah, Child psychologist, a member of the \"R\" stakeholder group."),
+            Some("Dr. Mensah")
+        );
+        assert_eq!(agent_named_in("no persona here"), None);
     }
 
     #[test]

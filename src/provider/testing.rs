@@ -655,7 +655,7 @@ pub fn judge_reply(request: &RecordedRequest, pause: Duration) -> Reply {
         let name = if system.starts_with("You are the final judge") {
             "The final judge"
         } else {
-            system.strip_prefix("You are ").and_then(|s| s.split(',').next()).unwrap_or("judge")
+            crate::engine::prompts::agent_named_in(text_of(1)).unwrap_or("judge")
         };
         let score = 2 + (name.bytes().map(u32::from).sum::<u32>() % 3);
         let mut verdict = serde_json::Map::new();
