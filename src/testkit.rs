@@ -75,11 +75,12 @@ pub fn evaluation(grammar: u32, relevance: u32, overall: u32) -> String {
     )
 }
 
-/// Who a request speaks for, read from its system prompt: an agent's name,
+/// Who a request speaks for, read from its prompts: an agent's name,
 /// or `moderator`, `aggregator`, `final judge`.
 pub fn speaker(req: &crate::provider::ChatRequest) -> String {
     let sys = req.messages.first().map(|m| m.content.as_str()).unwrap_or("");
-    if sys.starts_with("You moderate") {
+    let user = req.messages.get(1).map(|m| m.content.as_str()).unwrap_or("");
+    if crate::engine::prompts::is_moderator_request(user) {
         return "moderator".into();
     }
     if sys.starts_with("You write the synthesis") {
@@ -88,6 +89,5 @@ pub fn speaker(req: &crate::provider::ChatRequest) -> String {
     if sys.starts_with("You are the final judge") {
         return "final judge".into();
     }
-    let user = req.messages.get(1).map(|m| m.content.as_str()).unwrap_or("");
     crate::engine::prompts::agent_named_in(user).unwrap_or("?").to_string()
 }

@@ -213,3 +213,59 @@ async fn a_short_debate_on_the_tiny_model_parses_every_evaluation() {
     assert!(events.iter().any(|e| matches!(&e.kind, EventKind::AggregationCompleted { group: None, .. })));
     eprintln!("tiny debate: {} agent turns in {:.1} s", agent_turns.len(), started.elapsed().as_secs_f64());
 }
+
+/// Conversations that interleave (a panel's groups, the moderator) each keep
+/// their state: a prompt that continues an earlier one reads only what is new,
+/// even after other prompts came in between.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn interleaved_conversations_keep_their_cached_prefixes() {
+    if tiny_provider().is_none() {
+        return;
+    }
+    // A model of its own (another file, so another worker): other tests' calls
+    // must not move the counters.
+    let dir = tempfile::tempdir().unwrap();
+    let copy = dir.path().join("tiny-copy.gguf");
+    std::fs::copy(moot::model::installed_path(&resolve_model(TINY)).unwrap(), &copy).unwrap();
+    let mut config = LocalConfig::new(copy);
+    config.context_size = 2048;
+    let provider = LocalProvider::new(config).expect("the copy loads");
+
+    let topic = |name: &str| {
+        let mut s = format!("You review texts about {name}. ");
+        for i in 0..40 {
+            s.push_str(&format!("Rule {i} for {name}: be precise and short. "));
+        }
+        s
+    };
+    let ask = |system: &str, turns: &[&str]| {
+        let mut messages = vec![ChatMessage::system(system)];
+        for (i, t) in turns.iter().enumerate() {
+            messages.push(if i % 2 == 0 { ChatMessage::user(*t) } else { ChatMessage::assistant(*t) });
+        }
+        let mut r = ChatRequest::new(messages);
+        r.max_tokens = 3;
+        r.temperature = Some(0.0);
+        r
+    };
+    let call = |request: ChatRequest| {
+        let provider = provider.clone();
+        async move {
+            let (tx, _rx) = mpsc::unbounded_channel();
+            provider.stream(&request, &tx, &CancellationToken::new()).await.expect("completion")
+        }
+    };
+    let (a, b, c) = (topic("bridges"), topic("gardens"), topic("trains"));
+    let first = call(ask(&a, &["Is this clear?"])).await;
+    call(ask(&b, &["Is this clear?"])).await;
+    call(ask(&c, &["Is this clear?"])).await;
+    let (_, reused_before) = provider.prompt_stats();
+    call(ask(&a, &["Is this clear?", "Mostly.", "And now?"])).await;
+    let (_, reused_after) = provider.prompt_stats();
+    let reused = reused_after - reused_before;
+    assert!(
+        reused as f64 >= 0.8 * first.usage.input_tokens as f64,
+        "the continued conversation reused {reused} of its first prompt's {} tokens",
+        first.usage.input_tokens
+    );
+}

@@ -312,7 +312,13 @@ pub fn repair_message(panel: &Panel, error: &str) -> ChatMessage {
     ))
 }
 
-/// Messages asking the moderator who should speak next.
+/// The line that opens a moderator's instructions (after the shared part of
+/// the prompt); see [`is_moderator_request`].
+const MODERATOR_OPENING: &str = "You moderate the debate of the ";
+
+/// Messages asking the moderator who should speak next. They begin like the
+/// group's agents' prompts (panel system prompt, item, discussion so far), so
+/// the shared part is read once for the moderator and the next speaker.
 pub fn moderator_messages(
     panel: &Panel,
     group: &str,
@@ -321,21 +327,23 @@ pub fn moderator_messages(
     table: &str,
     eligible: &[&str],
 ) -> Vec<ChatMessage> {
-    let system = format!(
-        "You moderate a debate among the \"{group}\" stakeholders of an evaluation panel. The task: {}\n\
-         You do not judge the item yourself. You choose who speaks next so that the debate resolves disagreements: favour \
-         an agent whose scores differ most from the others, whose perspective nobody has answered yet, or who was addressed \
-         by someone. Avoid letting one agent dominate.",
-        panel.task.trim()
-    );
     let user = format!(
-        "{}\n\nDebate so far:\n{}\nCurrent scores:\n{table}\nAgents who may speak next: {}.\n\n\
+        "{}\n\nThe panel's discussion so far:\n{}\n{MODERATOR_OPENING}\"{group}\" stakeholder group. You do not judge the \
+         item yourself: you choose who speaks next so that the debate resolves disagreements. Favour an agent whose scores \
+         differ most from the others, whose perspective nobody has answered yet, or who was addressed by someone. Avoid \
+         letting one agent dominate.\n\nCurrent scores:\n{table}\nAgents who may speak next: {}.\n\n\
          Answer with one JSON object and nothing else: {{\"next\": \"<one name from the list>\", \"reason\": \"<one sentence>\"}}",
         render_item(item),
         render_history(panel, history),
         eligible.join(", ")
     );
-    vec![ChatMessage::system(system), ChatMessage::user(user)]
+    vec![ChatMessage::system(panel_system(panel)), ChatMessage::user(user)]
+}
+
+/// Whether a request's first user message is a moderator's (tests and
+/// stand-in servers tell participants apart with it).
+pub fn is_moderator_request(first_user_message: &str) -> bool {
+    first_user_message.contains(MODERATOR_OPENING)
 }
 
 /// The follow-up sent to a moderator whose reply could not be used.
@@ -415,6 +423,12 @@ mod tests {
             Some("Dr. Mensah")
         );
         assert_eq!(agent_named_in("no persona here"), None);
+        let m = moderator_messages(&panel, "Parents", &item, &[], "- Ann: none", &["Ann", "Bea"]);
+        assert_eq!(m[0].content, a[0].content, "the moderator shares the system prompt too");
+        assert!(is_moderator_request(&m[1].content) && !is_moderator_request(&b[1].content));
+        assert_eq!(agent_named_in(&m[1].content), None);
+        let shared = "The panel's discussion so far:\n";
+        assert_eq!(m[1].content.split(shared).next(), b[1].content.split(shared).next());
     }
 
     #[test]

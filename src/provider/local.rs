@@ -119,7 +119,16 @@ struct Worker {
     waiting: Arc<AtomicUsize>,
     /// A job is being generated.
     busy: Arc<AtomicBool>,
+    stats: Arc<PromptStats>,
     info: LocalModelInfo,
+}
+
+/// Prompt tokens read by the model and tokens whose state was reused from
+/// an earlier prompt, over the worker's life.
+#[derive(Debug, Default)]
+pub struct PromptStats {
+    pub read: std::sync::atomic::AtomicU64,
+    pub reused: std::sync::atomic::AtomicU64,
 }
 
 struct Job {
@@ -158,6 +167,13 @@ impl LocalProvider {
     /// Whether a request is being generated right now.
     pub fn is_busy(&self) -> bool {
         self.worker.busy.load(Ordering::SeqCst)
+    }
+
+    /// Prompt tokens read and reused so far by the model this provider shares
+    /// (with every provider of the same file): `(read, reused)`.
+    pub fn prompt_stats(&self) -> (u64, u64) {
+        let s = &self.worker.stats;
+        (s.read.load(Ordering::Relaxed), s.reused.load(Ordering::Relaxed))
     }
 
     /// Facts about the loaded model.
@@ -238,17 +254,19 @@ impl Worker {
         let (ready_tx, ready_rx) = std_mpsc::channel();
         let waiting = Arc::new(AtomicUsize::new(0));
         let busy = Arc::new(AtomicBool::new(false));
+        let stats = Arc::new(PromptStats::default());
         let threads = config.threads.filter(|&t| t > 0).unwrap_or_else(default_threads);
-        let settings = (path.clone(), config.context_size.max(64), threads, waiting.clone(), busy.clone());
+        let settings =
+            (path.clone(), config.context_size.max(64), threads, waiting.clone(), busy.clone(), stats.clone());
         std::thread::Builder::new()
             .name("moot-local-model".to_string())
             .spawn(move || {
-                let (path, context_size, threads, waiting, busy) = settings;
-                worker_main(&path, context_size, threads, &ready_tx, &job_rx, &waiting, &busy);
+                let (path, context_size, threads, waiting, busy, stats) = settings;
+                worker_main(&path, context_size, threads, &ready_tx, &job_rx, &waiting, &busy, stats);
             })
             .map_err(|e| server_error(format!("cannot start the local model thread: {e}")))?;
         let info = ready_rx.recv().map_err(|_| worker_gone())??;
-        Ok(Self { path, jobs, waiting, busy, info })
+        Ok(Self { path, jobs, waiting, busy, stats, info })
     }
 }
 
@@ -260,6 +278,7 @@ fn worker_main(
     jobs: &std_mpsc::Receiver<Job>,
     waiting: &AtomicUsize,
     busy: &AtomicBool,
+    stats: Arc<PromptStats>,
 ) {
     let loaded = (|| {
         let backend = backend()?;
@@ -274,7 +293,7 @@ fn worker_main(
             return;
         }
     };
-    let mut engine = match Engine::new(backend, &model, context_size, threads) {
+    let mut engine = match Engine::new(backend, &model, context_size, threads, stats) {
         Ok(engine) => engine,
         Err(e) => {
             let _ = ready.send(Err(e));
@@ -304,10 +323,33 @@ struct Engine<'m> {
     ctx: LlamaContext<'m>,
     template: LlamaChatTemplate,
     fallback_template: &'static str,
-    /// Tokens whose keys and values are in the context, in order.
+    /// The sequence in use: its id in the context.
+    seq: i32,
+    /// Tokens whose keys and values are in the context for `seq`, in order.
     cached: Vec<LlamaToken>,
+    /// The other sequences and their tokens, kept for prompts that continue them.
+    parked: Vec<Slot>,
+    /// Tokens one sequence may hold.
+    seq_capacity: usize,
+    /// Counts requests, to find the least recently used sequence.
+    clock: u64,
+    stats: Arc<PromptStats>,
     info: LocalModelInfo,
 }
+
+/// A sequence of the context that is not in use, with its cached tokens.
+struct Slot {
+    seq: i32,
+    cached: Vec<LlamaToken>,
+    last_used: u64,
+}
+
+/// How many prompts the context keeps state for at once. Calls of different
+/// conversations interleave (a panel's groups debate at the same time, the
+/// moderator and the aggregator have prompts of their own), so one prompt's
+/// state would be overwritten by the next; with several, a turn usually
+/// finds its conversation's earlier prompt and reads only what is new.
+pub const SEQUENCES: u32 = 4;
 
 /// Why generation stopped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -322,11 +364,15 @@ impl<'m> Engine<'m> {
         model: &'m LlamaModel,
         context_size: u32,
         threads: usize,
+        stats: Arc<PromptStats>,
     ) -> Result<Self, ProviderError> {
-        let n_ctx = context_size.min(model.n_ctx_train().max(64));
+        let per_seq = context_size.min(model.n_ctx_train().max(64));
         let threads_i32 = i32::try_from(threads).unwrap_or(1);
+        // Each sequence gets `per_seq` cells of its own (the cache is not unified).
         let params = LlamaContextParams::default()
-            .with_n_ctx(NonZeroU32::new(n_ctx))
+            .with_n_ctx(NonZeroU32::new(per_seq.saturating_mul(SEQUENCES)))
+            .with_n_seq_max(SEQUENCES)
+            .with_kv_unified(false)
             .with_n_batch(PROMPT_CHUNK as u32)
             .with_n_ubatch(PROMPT_CHUNK as u32)
             .with_n_threads(threads_i32)
@@ -341,13 +387,60 @@ impl<'m> Engine<'m> {
             Ok(t) => (t, "gguf".to_string()),
             Err(_) => (named_template(fallback_template)?, fallback_template.to_string()),
         };
-        let info = LocalModelInfo { architecture, chat_template: template_name, context_size: ctx.n_ctx(), threads };
-        Ok(Self { model, ctx, template, fallback_template, cached: Vec::new(), info })
+        let seq_capacity = (ctx.n_ctx() / SEQUENCES).max(64) as usize;
+        let info =
+            LocalModelInfo { architecture, chat_template: template_name, context_size: seq_capacity as u32, threads };
+        let parked = (1..SEQUENCES as i32).map(|seq| Slot { seq, cached: Vec::new(), last_used: 0 }).collect();
+        Ok(Self {
+            model,
+            ctx,
+            template,
+            fallback_template,
+            seq: 0,
+            cached: Vec::new(),
+            parked,
+            seq_capacity,
+            clock: 0,
+            stats,
+            info,
+        })
     }
 
     fn forget_cache(&mut self) {
         self.ctx.clear_kv_cache();
         self.cached.clear();
+        for slot in &mut self.parked {
+            slot.cached.clear();
+        }
+    }
+
+    /// Make the sequence that best continues `tokens` the one in use: the one
+    /// sharing the longest prefix with it, unless that prefix is short (only
+    /// the chat template's opening, say), in which case the least recently
+    /// used sequence is given up rather than one that may serve a later turn.
+    fn choose_sequence(&mut self, tokens: &[LlamaToken]) {
+        let common = |cached: &[LlamaToken]| cached.iter().zip(tokens).take_while(|(a, b)| a == b).count();
+        let worth_keeping = 64.min(tokens.len() / 4).max(1);
+        let current = common(&self.cached);
+        let best = self
+            .parked
+            .iter()
+            .enumerate()
+            .map(|(i, slot)| (common(&slot.cached), i))
+            .max_by_key(|&(c, i)| (c, std::cmp::Reverse(i)));
+        let pick = match best {
+            Some((c, i)) if c > current && c >= worth_keeping => Some(i),
+            _ if current >= worth_keeping || self.cached.is_empty() => None,
+            // Nothing worth continuing: take the least recently used sequence.
+            _ => self.parked.iter().enumerate().min_by_key(|(_, s)| s.last_used).map(|(i, _)| i),
+        };
+        if let Some(i) = pick {
+            let slot = &mut self.parked[i];
+            std::mem::swap(&mut self.seq, &mut slot.seq);
+            std::mem::swap(&mut self.cached, &mut slot.cached);
+            slot.last_used = self.clock;
+        }
+        self.clock += 1;
     }
 
     /// Renders the chat with the model's template (or the fallback when
@@ -378,7 +471,7 @@ impl<'m> Engine<'m> {
         let request = &job.request;
         let prompt = self.render(&request.messages)?;
         let tokens = self.model.vocab().tokenize(prompt.as_bytes(), true, true);
-        let n_ctx = self.ctx.n_ctx() as usize;
+        let n_ctx = self.seq_capacity;
         if tokens.is_empty() {
             return Err(ProviderError::Config("empty prompt".to_string()));
         }
@@ -437,11 +530,13 @@ impl<'m> Engine<'m> {
     /// Brings the context to `tokens`, reusing the cached prefix, and returns
     /// the batch index of the logits of the last token.
     fn read_prompt(&mut self, tokens: &[LlamaToken], cancel: &CancellationToken) -> Result<i32, ProviderError> {
+        self.choose_sequence(tokens);
         let mut common = self.cached.iter().zip(tokens).take_while(|(a, b)| a == b).count();
         // The last prompt token is always decoded again: its logits are needed.
         common = common.min(tokens.len() - 1);
         if common < self.cached.len() {
-            let removed = u32::try_from(common).ok().and_then(|p0| self.ctx.kv_cache_seq_rm(0, Some(p0), None).ok());
+            let removed =
+                u32::try_from(common).ok().and_then(|p0| self.ctx.kv_cache_seq_rm(self.seq, Some(p0), None).ok());
             if removed.is_some() {
                 self.cached.truncate(common);
             } else {
@@ -449,6 +544,8 @@ impl<'m> Engine<'m> {
                 common = 0;
             }
         }
+        self.stats.reused.fetch_add(common as u64, Ordering::Relaxed);
+        self.stats.read.fetch_add((tokens.len() - common) as u64, Ordering::Relaxed);
         let mut batch = LlamaBatch::new(PROMPT_CHUNK, 1);
         let rest = &tokens[common..];
         let chunks = rest.len().div_ceil(PROMPT_CHUNK);
@@ -462,7 +559,7 @@ impl<'m> Engine<'m> {
             for (i, &token) in chunk.iter().enumerate() {
                 let pos = i32::try_from(self.cached.len() + i).unwrap_or(i32::MAX);
                 let logits = last_chunk && i + 1 == chunk.len();
-                batch.add(token, pos, &[0], logits).map_err(|e| server_error(e.to_string()))?;
+                batch.add(token, pos, &[self.seq], logits).map_err(|e| server_error(e.to_string()))?;
             }
             if let Err(e) = self.ctx.decode(&mut batch) {
                 self.forget_cache();
@@ -478,7 +575,7 @@ impl<'m> Engine<'m> {
     fn decode_one(&mut self, token: LlamaToken, state: &mut GenState) -> Result<(), ProviderError> {
         let mut batch = LlamaBatch::new(1, 1);
         let pos = i32::try_from(self.cached.len()).unwrap_or(i32::MAX);
-        batch.add(token, pos, &[0], true).map_err(|e| server_error(e.to_string()))?;
+        batch.add(token, pos, &[self.seq], true).map_err(|e| server_error(e.to_string()))?;
         if let Err(e) = self.ctx.decode(&mut batch) {
             self.forget_cache();
             return Err(server_error(format!("llama.cpp could not decode: {e}")));
@@ -491,7 +588,7 @@ impl<'m> Engine<'m> {
     /// Feeds text that the model did not write (but that is part of the reply).
     fn inject(&mut self, text: &str, state: &mut GenState) -> Result<(), ProviderError> {
         for token in self.model.vocab().tokenize(text.as_bytes(), false, false) {
-            if self.cached.len() + 1 >= self.ctx.n_ctx() as usize {
+            if self.cached.len() + 1 >= self.seq_capacity {
                 break;
             }
             self.decode_one(token, state)?;
@@ -500,7 +597,7 @@ impl<'m> Engine<'m> {
     }
 
     fn room_left(&self) -> bool {
-        self.cached.len() + 1 < self.ctx.n_ctx() as usize
+        self.cached.len() + 1 < self.seq_capacity
     }
 
     fn piece(&self, token: LlamaToken) -> Vec<u8> {

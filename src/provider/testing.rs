@@ -640,7 +640,7 @@ pub fn judge_reply(request: &RecordedRequest, pause: Duration) -> Reply {
     let text_of = |i: usize| messages.get(i).and_then(|m| m.get("content")).and_then(|c| c.as_str()).unwrap_or("");
     let system = text_of(0);
     let last = messages.last().and_then(|m| m.get("content")).and_then(|c| c.as_str()).unwrap_or("");
-    let reply = if system.starts_with("You moderate") {
+    let reply = if crate::engine::prompts::is_moderator_request(text_of(1)) {
         let eligible = last
             .split("Agents who may speak next: ")
             .nth(1)
