@@ -1,13 +1,15 @@
-//! Speed of the embedded model: time to first token for a ~1,000-token prompt
-//! and generation throughput. Uses the default model when it is installed,
+//! Speed of the embedded model: time to first token for a new ~1,000-token
+//! prompt, for a debate turn of about that size whose prefix the previous
+//! call (the moderator's) already read, and generation throughput. Uses the default model when it is installed,
 //! else the tiny one (`MOOT_BENCH_MODEL` picks another name or a GGUF path,
-//! `MOOT_BENCH_THREADS` the thread count). Nothing runs when no model is
+//! `MOOT_BENCH_THREADS` and `MOOT_BENCH_THREADS_BATCH` the thread counts). Nothing runs when no model is
 //! installed: fetch one with `moot model pull`.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use criterion::measurement::WallTime;
+use criterion::{BenchmarkGroup, Criterion, Throughput, criterion_group, criterion_main};
 use moot::model::{DEFAULT_MODEL, installed_path, resolve_model};
 use moot::provider::local::{LocalConfig, LocalProvider};
 use moot::provider::{ChatMessage, ChatRequest, Completion, Provider};
@@ -25,9 +27,16 @@ fn provider() -> Option<LocalProvider> {
     let mut config = LocalConfig::new(path);
     config.name = name;
     config.threads = std::env::var("MOOT_BENCH_THREADS").ok().and_then(|t| t.parse().ok());
+    config.threads_batch = std::env::var("MOOT_BENCH_THREADS_BATCH").ok().and_then(|t| t.parse().ok());
     let provider = LocalProvider::new(config).expect("model loads");
     let info = provider.model_info();
-    eprintln!("local bench: {} ({}, {} threads)", provider.info().model, info.architecture, info.threads);
+    eprintln!(
+        "local bench: {} ({}, {} threads, {} for prompts)",
+        provider.info().model,
+        info.architecture,
+        info.threads,
+        info.threads_batch
+    );
     Some(provider)
 }
 
@@ -88,6 +97,8 @@ fn bench_local(c: &mut Criterion) {
         })
     });
 
+    debate_turns(&rt, &provider, &nonce, &mut group);
+
     // Generation: a short prompt that stays cached, so the time is spent on
     // new tokens. Times are scaled to GENERATED tokens when the model stops
     // early, so the throughput figure stays per token.
@@ -116,6 +127,76 @@ fn bench_local(c: &mut Criterion) {
         })
     });
     group.finish();
+}
+
+/// A debate turn as moot sends it: the panel's system prompt, the item and a
+/// discussion of several turns (about 1,000 tokens in all), then the persona
+/// and instructions. One agent speaks, the moderator is asked, then the
+/// measured call: the next agent's turn, whose prompt shares everything but
+/// its end with the moderator's.
+fn debate_turns(rt: &Runtime, provider: &LocalProvider, nonce: &AtomicU64, group: &mut BenchmarkGroup<'_, WallTime>) {
+    use moot::engine::prompts::{self, HistoryEntry};
+    let panel = moot::testkit::panel(moot::panel::Protocol::MajEval, &[("Parents", &["Ann", "Bea", "Cy"])]);
+    let agents: Vec<_> = panel.agents().map(|(_, a)| a.clone()).collect();
+    let history = |n: u64, len: usize| -> Vec<HistoryEntry> {
+        (0..len)
+            .map(|i| HistoryEntry::Speech {
+                agent: agents[i % 3].name.clone(),
+                round: None,
+                text: format!(
+                    "Point {n}.{i}: the answer names the storm, which the story gives as the reason, but it leaves out \
+                     the den, so a child may not see where the fox went; the wording suits a young reader and the \
+                     sentence is short and complete, though the question asked why and the answer only half says it."
+                ),
+                evaluation: None,
+            })
+            .collect()
+    };
+    let turn = |n: u64, len: usize, who: usize| {
+        let mut r = ChatRequest::new(prompts::debate_messages(
+            &panel,
+            "Parents",
+            &agents[who],
+            &moot::testkit::item(),
+            &history(n, len),
+            None,
+        ));
+        r.max_tokens = 1;
+        r
+    };
+    let moderator = |n: u64, len: usize| {
+        let mut r = ChatRequest::new(prompts::moderator_messages(
+            &panel,
+            "Parents",
+            &moot::testkit::item(),
+            &history(n, len),
+            "- Ann: none\n- Bea: none\n- Cy: none\n",
+            &["Bea", "Cy"],
+        ));
+        r.max_tokens = 1;
+        r
+    };
+    let n = nonce.fetch_add(1, Ordering::Relaxed) + 1_000;
+    call(rt, provider, &turn(n, 9, 0));
+    call(rt, provider, &moderator(n, 10));
+    let (elapsed, completion) = call(rt, provider, &turn(n, 10, 1));
+    eprintln!(
+        "next agent's debate turn, {} prompt tokens, shared prefix reused: first token after {elapsed:.2?}",
+        completion.usage.input_tokens
+    );
+    group.throughput(Throughput::Elements(completion.usage.input_tokens));
+    group.bench_function("debate_turn_first_token_after_moderator", |b| {
+        b.iter_custom(|iters| {
+            (0..iters)
+                .map(|_| {
+                    let n = nonce.fetch_add(1, Ordering::Relaxed) + 1_000;
+                    call(rt, provider, &turn(n, 9, 0));
+                    call(rt, provider, &moderator(n, 10));
+                    call(rt, provider, &turn(n, 10, 1)).0
+                })
+                .sum()
+        })
+    });
 }
 
 criterion_group!(benches, bench_local);

@@ -102,9 +102,12 @@ pub struct ProviderConfig {
     /// (1–20), for probability-weighted scores.
     #[serde(default, deserialize_with = "top_logprobs")]
     pub logprobs: Option<u8>,
-    /// For `local`: CPU threads.
+    /// For `local`: CPU threads for generation.
     #[serde(default)]
     pub threads: Option<NonZeroUsize>,
+    /// For `local`: CPU threads for reading prompts.
+    #[serde(default)]
+    pub threads_batch: Option<NonZeroUsize>,
     /// For `local`: context window in tokens.
     #[serde(default, deserialize_with = "positive_u32")]
     pub context_size: Option<u32>,
@@ -367,6 +370,7 @@ api_key_env = "MY_ANTHROPIC_KEY"
 kind = "local"
 model = "qwen2.5-0.5b"
 threads = 4
+threads_batch = 8
 context_size = 4096
 "#;
 
@@ -390,6 +394,7 @@ context_size = 4096
         assert_eq!(c.kind_of("anthropic"), Some(ProviderKind::Anthropic));
         assert_eq!(c.providers["anthropic"].prices(), None);
         assert_eq!(c.providers["tiny"].threads.map(NonZeroUsize::get), Some(4));
+        assert_eq!(c.providers["tiny"].threads_batch.map(NonZeroUsize::get), Some(8));
         assert_eq!(c.kind_of("openai"), Some(ProviderKind::Openai));
         assert_eq!(c.kind_of("nope"), None);
     }

@@ -62,8 +62,10 @@ pub struct LocalConfig {
     pub model_path: PathBuf,
     /// Model name shown in headers and session logs (e.g. `qwen2.5-coder-0.5b`).
     pub name: String,
-    /// CPU threads; `None` means [`default_threads`].
+    /// CPU threads for generation; `None` means [`default_threads`].
     pub threads: Option<usize>,
+    /// CPU threads for reading prompts; `None` means [`default_threads_batch`].
+    pub threads_batch: Option<usize>,
     /// Context window in tokens (prompt plus reply), capped at the model's
     /// training length.
     pub context_size: u32,
@@ -75,8 +77,14 @@ impl LocalConfig {
     pub fn new(model_path: impl Into<PathBuf>) -> Self {
         let model_path = model_path.into();
         let name = model_path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-        Self { model_path, name, threads: None, context_size: DEFAULT_CONTEXT_SIZE }
+        Self { model_path, name, threads: None, threads_batch: None, context_size: DEFAULT_CONTEXT_SIZE }
     }
+}
+
+/// Every core for reading prompts: large batches keep all threads busy, so a
+/// second thread pays off even on two cores, unlike token-by-token generation.
+pub fn default_threads_batch() -> usize {
+    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
 }
 
 /// One thread on machines with two cores or fewer (a second thread makes
@@ -97,6 +105,7 @@ pub struct LocalModelInfo {
     /// Context window actually allocated.
     pub context_size: u32,
     pub threads: usize,
+    pub threads_batch: usize,
 }
 
 /// The embedded llama.cpp backend. Cheap to clone; clones share the worker.
@@ -256,6 +265,8 @@ impl Worker {
         let busy = Arc::new(AtomicBool::new(false));
         let stats = Arc::new(PromptStats::default());
         let threads = config.threads.filter(|&t| t > 0).unwrap_or_else(default_threads);
+        let threads_batch = config.threads_batch.filter(|&t| t > 0).unwrap_or_else(default_threads_batch);
+        let threads = (threads, threads_batch);
         let settings =
             (path.clone(), config.context_size.max(64), threads, waiting.clone(), busy.clone(), stats.clone());
         std::thread::Builder::new()
@@ -273,7 +284,7 @@ impl Worker {
 fn worker_main(
     path: &Path,
     context_size: u32,
-    threads: usize,
+    threads: (usize, usize),
     ready: &std_mpsc::Sender<Result<LocalModelInfo, ProviderError>>,
     jobs: &std_mpsc::Receiver<Job>,
     waiting: &AtomicUsize,
@@ -363,11 +374,13 @@ impl<'m> Engine<'m> {
         backend: &LlamaBackend,
         model: &'m LlamaModel,
         context_size: u32,
-        threads: usize,
+        threads: (usize, usize),
         stats: Arc<PromptStats>,
     ) -> Result<Self, ProviderError> {
         let per_seq = context_size.min(model.n_ctx_train().max(64));
+        let (threads, threads_batch) = threads;
         let threads_i32 = i32::try_from(threads).unwrap_or(1);
+        let batch_i32 = i32::try_from(threads_batch).unwrap_or(1);
         // Each sequence gets `per_seq` cells of its own (the cache is not unified).
         let params = LlamaContextParams::default()
             .with_n_ctx(NonZeroU32::new(per_seq.saturating_mul(SEQUENCES)))
@@ -376,7 +389,7 @@ impl<'m> Engine<'m> {
             .with_n_batch(PROMPT_CHUNK as u32)
             .with_n_ubatch(PROMPT_CHUNK as u32)
             .with_n_threads(threads_i32)
-            .with_n_threads_batch(threads_i32);
+            .with_n_threads_batch(batch_i32);
         let ctx = model
             .new_context(backend, params)
             .map_err(|e| server_error(format!("cannot create a llama.cpp context: {e}")))?;
@@ -388,8 +401,13 @@ impl<'m> Engine<'m> {
             Err(_) => (named_template(fallback_template)?, fallback_template.to_string()),
         };
         let seq_capacity = (ctx.n_ctx() / SEQUENCES).max(64) as usize;
-        let info =
-            LocalModelInfo { architecture, chat_template: template_name, context_size: seq_capacity as u32, threads };
+        let info = LocalModelInfo {
+            architecture,
+            chat_template: template_name,
+            context_size: seq_capacity as u32,
+            threads,
+            threads_batch,
+        };
         let parked = (1..SEQUENCES as i32).map(|seq| Slot { seq, cached: Vec::new(), last_used: 0 }).collect();
         Ok(Self {
             model,

@@ -58,8 +58,10 @@ pub const KINDS: &[&str] = &["openai", "anthropic", "local"];
 pub struct LocalSpec {
     /// A model name (resolved and downloaded by the model manager) or a path to a GGUF file.
     pub model: Option<String>,
-    /// CPU threads; none lets the backend choose.
+    /// CPU threads for generation; none lets the backend choose.
     pub threads: Option<usize>,
+    /// CPU threads for reading prompts; none lets the backend choose.
+    pub threads_batch: Option<usize>,
     /// Context window in tokens; none lets the backend choose.
     pub context_size: Option<u32>,
 }
@@ -240,6 +242,7 @@ impl Registry {
                 let spec = LocalSpec {
                     model: Some(model.to_string()).filter(|m| !m.is_empty()).or(configured),
                     threads: pc.threads.map(NonZeroUsize::get),
+                    threads_batch: pc.threads_batch.map(NonZeroUsize::get),
                     context_size: pc.context_size,
                 };
                 (build_local(name, &spec, self.progress.as_ref())?, None)
@@ -441,6 +444,11 @@ impl Registry {
         if kind == ProviderKind::Local {
             push("threads", c.threads.map_or("auto".into(), |t| t.to_string()), origin(c.threads.is_some()));
             push(
+                "threads_batch",
+                c.threads_batch.map_or("auto".into(), |t| t.to_string()),
+                origin(c.threads_batch.is_some()),
+            );
+            push(
                 "context_size",
                 c.context_size.map_or("auto".into(), |t| t.to_string()),
                 origin(c.context_size.is_some()),
@@ -503,6 +511,7 @@ pub fn build_local(
     let mut config = super::local::LocalConfig::new(model_path);
     config.name = model.name();
     config.threads = spec.threads;
+    config.threads_batch = spec.threads_batch;
     if let Some(n) = spec.context_size {
         config.context_size = n;
     }
