@@ -100,6 +100,7 @@ fn bench(c: &mut Criterion) {
         b.iter_custom(|iters| {
             let mut total = Duration::ZERO;
             for _ in 0..iters {
+                server.forget_requests();
                 let dir = tempfile::tempdir().unwrap();
                 let mut config =
                     EvalConfig::new(panel.clone(), bindings.clone(), items.clone(), dir.path().join("run"));

@@ -113,7 +113,8 @@ impl Limiter {
         if st.in_flight >= st.limit {
             return Some(format!("waiting for a free slot ({} of {} calls running)", st.in_flight, st.limit));
         }
-        let recent = st.starts.iter().filter(|t| now.duration_since(**t) < WINDOW).count();
+        // `starts` is in time order: count the recent ones from where the old ones end.
+        let recent = st.starts.len() - st.starts.partition_point(|t| now.duration_since(*t) >= WINDOW);
         match self.settings.requests_per_minute {
             Some(rpm) if recent >= rpm.max(1) as usize => Some(format!("request rate limit reached ({rpm} a minute)")),
             _ => None,
@@ -153,9 +154,12 @@ impl Limiter {
                     _ if st.in_flight >= st.limit => None,
                     _ => match self.settings.requests_per_minute {
                         Some(rpm) if st.starts.len() >= rpm.max(1) as usize => st.starts.front().map(|t| *t + WINDOW),
-                        _ => {
+                        rate => {
                             st.in_flight += 1;
-                            st.starts.push_back(now);
+                            // Starts matter only for a rate limit; without one they are not kept.
+                            if rate.is_some() {
+                                st.starts.push_back(now);
+                            }
                             return Ok(Permit { limiter: self });
                         }
                     },

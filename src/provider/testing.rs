@@ -390,6 +390,12 @@ impl TestServer {
         self.shared.lock().requests.clone()
     }
 
+    /// Drop the recorded requests (long benchmarks would otherwise keep every
+    /// body in memory); [`TestServer::request_count`] keeps counting.
+    pub fn forget_requests(&self) {
+        self.shared.lock().requests = Vec::new();
+    }
+
     /// Number of requests received so far.
     pub fn request_count(&self) -> usize {
         *self.shared.count.borrow()
