@@ -137,11 +137,19 @@ pub fn panel_system(panel: &Panel) -> String {
         "You sit on an evaluation panel whose members are stakeholders with different backgrounds.\n\
          The panel's task: {}\n\
          Each request ends by telling you which member you are. Judge from that member's point of view, honestly and \
-         concretely. {}\n",
+         concretely. {}\n\n\
+         In a debate, when it is your turn, reply to the others from your member's perspective: agree, challenge a \
+         point, or raise what nobody has covered; comments from the human moderator deserve an answer. Revise your \
+         scores if you are persuaded. If you have nothing further to add, say NO MORE COMMENTS in your reply.\n\n{}\n",
         panel.task.trim(),
-        rubric(panel)
+        rubric(panel),
+        output_format(panel)
     )
 }
+
+/// The closing reminder of an agent's request (the full output form is in
+/// the panel's system prompt, which every agent shares).
+const END_WITH_JSON: &str = "End with your evaluation as the one JSON object described above.";
 
 /// Who an agent is: name, role, group and persona attributes. Its first line
 /// is `You are <name>, …` (see [`agent_named_in`]).
@@ -250,10 +258,9 @@ pub fn initial_messages(
     let confidence = if with_confidence { " State how confident you are." } else { "" };
     let user = format!(
         "{}\n\n{}\nEvaluate the content above on your own, before hearing anyone else. Think it through briefly from your \
-         perspective (at most 120 words), citing specifics.{confidence}\n\n{}",
+         perspective (at most 120 words), citing specifics.{confidence} {END_WITH_JSON}",
         render_item(item),
         persona(group, agent),
-        output_format(panel)
     );
     vec![ChatMessage::system(panel_system(panel)), ChatMessage::user(user)]
 }
@@ -270,14 +277,11 @@ pub fn debate_messages(
     let own = own_latest.map(|e| format_scores(panel, e)).unwrap_or_else(|| "(none yet)".into());
     let user = format!(
         "{}\n\nThe panel's discussion so far:\n{}\n{}Your latest scores: {own}\n\n\
-         It is your turn, {}. Reply to the others from your perspective: agree, challenge a point, or raise what nobody has \
-         covered; comments from the human moderator deserve an answer. Revise your scores if you are persuaded. \
-         At most 150 words. If you have nothing further to add, say NO MORE COMMENTS in your reply.\n\n{}",
+         It is your turn in the debate, {}: at most 150 words. {END_WITH_JSON}",
         render_item(item),
         render_history(panel, history),
         persona(group, agent),
         agent.name,
-        output_format(panel)
     );
     vec![ChatMessage::system(panel_system(panel)), ChatMessage::user(user)]
 }
@@ -294,12 +298,11 @@ pub fn discussion_messages(
     let user = format!(
         "{}\n\nEveryone's results, confidences and reasons so far:\n{}\n{}\n\
          Discussion round {round}. {}, say briefly where you agree and where you disagree with the others and why, then give \
-         your updated evaluation and confidence. At most 150 words.\n\n{}",
+         your updated evaluation and confidence. At most 150 words. {END_WITH_JSON}",
         render_item(item),
         render_history(panel, history),
         persona(group, agent),
         agent.name,
-        output_format(panel)
     );
     vec![ChatMessage::system(panel_system(panel)), ChatMessage::user(user)]
 }

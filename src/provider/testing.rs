@@ -665,7 +665,9 @@ pub fn judge_reply(request: &RecordedRequest, pause: Duration) -> Reply {
         };
         let score = 2 + (name.bytes().map(u32::from).sum::<u32>() % 3);
         let mut verdict = serde_json::Map::new();
-        for w in last.split('"').collect::<Vec<_>>().windows(2).filter(|w| w[1].starts_with(": <score>")) {
+        // The output form is in the system prompt (agents) or the last message (repairs, the final judge).
+        let form = format!("{system}\n{last}");
+        for w in form.split('"').collect::<Vec<_>>().windows(2).filter(|w| w[1].starts_with(": <score>")) {
             verdict.insert(w[0].to_string(), serde_json::json!(score));
         }
         verdict.insert("confidence".into(), serde_json::json!(0.7));
