@@ -149,7 +149,8 @@ pub fn panel_system(panel: &Panel) -> String {
 
 /// The closing reminder of an agent's request (the full output form is in
 /// the panel's system prompt, which every agent shares).
-const END_WITH_JSON: &str = "End with your evaluation as the one JSON object described above.";
+const END_WITH_JSON: &str =
+    "Write your thoughts first, then end with your evaluation as the one JSON object described above.";
 
 /// Who an agent is: name, role, group and persona attributes. Its first line
 /// is `You are <name>, …` (see [`agent_named_in`]).
@@ -277,7 +278,7 @@ pub fn debate_messages(
     let own = own_latest.map(|e| format_scores(panel, e)).unwrap_or_else(|| "(none yet)".into());
     let user = format!(
         "{}\n\nThe panel's discussion so far:\n{}\n{}Your latest scores: {own}\n\n\
-         It is your turn in the debate, {}: at most 150 words. {END_WITH_JSON}",
+         It is your turn in the debate, {}: answer the others in at most 150 words. {END_WITH_JSON}",
         render_item(item),
         render_history(panel, history),
         persona(group, agent),
