@@ -472,16 +472,7 @@ mod tests {
     use super::*;
     use crate::stats::{CorrelationKind, bootstrap_ci};
 
-    /// Small deterministic generator so the data needs no RNG.
-    fn lcg(seed: u64, n: usize, levels: u64) -> Vec<f64> {
-        let mut state = seed;
-        (0..n)
-            .map(|_| {
-                state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-                ((state >> 33) % levels) as f64
-            })
-            .collect()
-    }
+    use crate::stats::lcg_values as lcg;
 
     /// Correlated discrete ratings: x on 1–5, y = mean of three noisy copies.
     fn ratings(seed: u64, n: usize) -> (Vec<f64>, Vec<f64>) {

@@ -283,16 +283,7 @@ mod tests {
         s as f64 / (((total - tx) * (total - ty)) as f64).sqrt()
     }
 
-    /// Small deterministic generator so the tests need no RNG crate.
-    fn lcg_values(seed: u64, n: usize, levels: u64) -> Vec<f64> {
-        let mut state = seed;
-        (0..n)
-            .map(|_| {
-                state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-                ((state >> 33) % levels) as f64
-            })
-            .collect()
-    }
+    use crate::stats::lcg_values;
 
     #[test]
     fn kendall_matches_pair_counting_with_ties() {

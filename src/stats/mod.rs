@@ -104,6 +104,19 @@ pub(crate) fn average_ranks(values: &[f64]) -> Vec<f64> {
     ranks
 }
 
+/// Small deterministic data for tests, so they need no RNG: `n` values in
+/// `0..levels` from a linear congruential generator.
+#[cfg(test)]
+pub(crate) fn lcg_values(seed: u64, n: usize, levels: u64) -> Vec<f64> {
+    let mut state = seed;
+    (0..n)
+        .map(|_| {
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            ((state >> 33) % levels) as f64
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

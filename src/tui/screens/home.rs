@@ -184,13 +184,7 @@ impl Home {
     pub fn draw(&self, f: &mut Frame) {
         let theme = self.env.theme();
         let area = f.area();
-        let [head, body, foot] =
-            Layout::vertical([Constraint::Length(1), Constraint::Min(3), Constraint::Length(1)]).areas(area);
-        f.render_widget(
-            Paragraph::new(Line::from(Span::styled(" moot — recent sessions and panels ", theme.header())))
-                .style(theme.header()),
-            head,
-        );
+        let (body, foot) = super::page(f, theme, "recent sessions and panels");
         let panels_h = (self.panels.len() as u16 + 3).min(body.height / 2).max(4);
         let [sess, pans] = Layout::vertical([Constraint::Min(3), Constraint::Length(panels_h)]).areas(body);
         let narrow = area.width < 100;

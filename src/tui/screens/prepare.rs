@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Flex, Layout};
-use ratatui::text::{Line, Span};
+use ratatui::text::Line;
 use ratatui::widgets::{Gauge, Paragraph, Wrap};
 
 use crate::model::{FetchProgress, FetchStage, format_bytes};
@@ -33,14 +33,7 @@ impl Prepare {
 
     pub fn draw(&self, f: &mut Frame) {
         let theme = self.env.theme();
-        let area = f.area();
-        let [head, body, foot] =
-            Layout::vertical([Constraint::Length(1), Constraint::Min(3), Constraint::Length(1)]).areas(area);
-        f.render_widget(
-            Paragraph::new(Line::from(Span::styled(format!(" moot — {} ", self.title), theme.header())))
-                .style(theme.header()),
-            head,
-        );
+        let (body, foot) = super::page(f, theme, &self.title);
         let width = body.width.saturating_sub(4).clamp(20, 72);
         let [boxed] = Layout::horizontal([Constraint::Length(width)]).flex(Flex::Center).areas(body);
         let [boxed] = Layout::vertical([Constraint::Length(8)]).flex(Flex::Center).areas(boxed);
