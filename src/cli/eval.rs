@@ -36,15 +36,7 @@ pub fn pricing(input: Option<f64>, output: Option<f64>) -> anyhow::Result<Option
 fn concurrency_notes(registry: &Registry, panel: &crate::panel::Panel, args: &EvalArgs) -> Vec<String> {
     let agents = panel.agents().count().max(1);
     let wanted = args.concurrency as usize * agents;
-    let mut providers: Vec<String> = registry
-        .choices(panel, args.models.provider.as_deref(), args.models.model.as_deref())
-        .into_iter()
-        .filter(|c| c.participant != "default")
-        .map(|c| c.provider)
-        .collect();
-    providers.sort();
-    providers.dedup();
-    providers
+    super::run::used_providers(registry, panel, &args.models)
         .into_iter()
         .filter_map(|name| {
             let pc = registry.config().providers.get(&name).cloned().unwrap_or_default();

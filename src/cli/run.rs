@@ -238,24 +238,31 @@ impl RunPlan {
     }
 }
 
-/// Providers that `panel` uses (with these overrides) but that have no
-/// prices configured, so their calls carry no cost.
-pub fn unpriced_providers(registry: &Registry, panel: &Panel, models: &ModelArgs) -> Vec<String> {
+/// The providers that `panel`'s participants use with these overrides, each once.
+pub fn used_providers(registry: &Registry, panel: &Panel, models: &ModelArgs) -> Vec<String> {
     let mut names: Vec<String> = registry
         .choices(panel, models.provider.as_deref(), models.model.as_deref())
         .into_iter()
         .filter(|c| c.participant != "default")
         .map(|c| c.provider)
-        .filter(|name| registry.config().providers.get(name).and_then(|pc| pc.prices()).is_none())
         .collect();
     names.sort();
     names.dedup();
     names
 }
 
+/// Providers that `panel` uses (with these overrides) but that have no
+/// prices configured, so their calls carry no cost.
+pub fn unpriced_providers(registry: &Registry, panel: &Panel, models: &ModelArgs) -> Vec<String> {
+    let mut names = used_providers(registry, panel, models);
+    names.retain(|name| registry.config().providers.get(name).and_then(|pc| pc.prices()).is_none());
+    names
+}
+
 /// The note on the chosen provider shown in the header (and the headless
-/// transcript) and recorded in the log, with a warning when `--max-cost` is set but some provider has no
-/// prices (its calls would count as free, so the limit might never be reached).
+/// transcript) and recorded in the log, with a warning when `--max-cost` is
+/// set but some provider has no prices (its calls would count as free, so
+/// the limit might never be reached).
 pub fn provider_note(registry: &Registry, panel: &Panel, models: &ModelArgs, max_cost: bool) -> String {
     let mut note = registry.default_reason.clone();
     if max_cost {
