@@ -124,20 +124,21 @@ impl std::fmt::Debug for LocalProvider {
 struct Worker {
     path: PathBuf,
     jobs: std_mpsc::Sender<Job>,
-    /// Jobs sent but not started.
-    waiting: Arc<AtomicUsize>,
-    /// A job is being generated.
-    busy: Arc<AtomicBool>,
-    stats: Arc<PromptStats>,
+    counters: Arc<Counters>,
     info: LocalModelInfo,
 }
 
-/// Prompt tokens read by the model and tokens whose state was reused from
-/// an earlier prompt, over the worker's life.
+/// What the worker thread and the providers that feed it both see.
 #[derive(Debug, Default)]
-pub struct PromptStats {
-    pub read: std::sync::atomic::AtomicU64,
-    pub reused: std::sync::atomic::AtomicU64,
+struct Counters {
+    /// Jobs sent but not started.
+    waiting: AtomicUsize,
+    /// A job is being generated.
+    busy: AtomicBool,
+    /// Prompt tokens read by the model, over the worker's life.
+    read: std::sync::atomic::AtomicU64,
+    /// Prompt tokens whose state was reused from an earlier prompt.
+    reused: std::sync::atomic::AtomicU64,
 }
 
 struct Job {
@@ -170,18 +171,18 @@ impl LocalProvider {
     /// Number of requests waiting for the model, not counting the one being
     /// generated.
     pub fn queue_len(&self) -> usize {
-        self.worker.waiting.load(Ordering::SeqCst)
+        self.worker.counters.waiting.load(Ordering::SeqCst)
     }
 
     /// Whether a request is being generated right now.
     pub fn is_busy(&self) -> bool {
-        self.worker.busy.load(Ordering::SeqCst)
+        self.worker.counters.busy.load(Ordering::SeqCst)
     }
 
     /// Prompt tokens read and reused so far by the model this provider shares
     /// (with every provider of the same file): `(read, reused)`.
     pub fn prompt_stats(&self) -> (u64, u64) {
-        let s = &self.worker.stats;
+        let s = &self.worker.counters;
         (s.read.load(Ordering::Relaxed), s.reused.load(Ordering::Relaxed))
     }
 
@@ -219,9 +220,9 @@ impl Provider for LocalProvider {
         }
         let (reply, result) = oneshot::channel();
         let job = Job { request: request.clone(), deltas: deltas.clone(), cancel: cancel.clone(), reply };
-        self.worker.waiting.fetch_add(1, Ordering::SeqCst);
+        self.worker.counters.waiting.fetch_add(1, Ordering::SeqCst);
         if self.worker.jobs.send(job).is_err() {
-            self.worker.waiting.fetch_sub(1, Ordering::SeqCst);
+            self.worker.counters.waiting.fetch_sub(1, Ordering::SeqCst);
             return Err(worker_gone());
         }
         tokio::select! {
@@ -261,23 +262,20 @@ impl Worker {
     fn start(path: PathBuf, config: &LocalConfig) -> Result<Self, ProviderError> {
         let (jobs, job_rx) = std_mpsc::channel::<Job>();
         let (ready_tx, ready_rx) = std_mpsc::channel();
-        let waiting = Arc::new(AtomicUsize::new(0));
-        let busy = Arc::new(AtomicBool::new(false));
-        let stats = Arc::new(PromptStats::default());
+        let counters = Arc::new(Counters::default());
         let threads = config.threads.filter(|&t| t > 0).unwrap_or_else(default_threads);
         let threads_batch = config.threads_batch.filter(|&t| t > 0).unwrap_or_else(default_threads_batch);
         let threads = (threads, threads_batch);
-        let settings =
-            (path.clone(), config.context_size.max(64), threads, waiting.clone(), busy.clone(), stats.clone());
+        let settings = (path.clone(), config.context_size.max(64), threads, counters.clone());
         std::thread::Builder::new()
             .name("moot-local-model".to_string())
             .spawn(move || {
-                let (path, context_size, threads, waiting, busy, stats) = settings;
-                worker_main(&path, context_size, threads, &ready_tx, &job_rx, &waiting, &busy, stats);
+                let (path, context_size, threads, counters) = settings;
+                worker_main(&path, context_size, threads, &ready_tx, &job_rx, counters);
             })
             .map_err(|e| server_error(format!("cannot start the local model thread: {e}")))?;
         let info = ready_rx.recv().map_err(|_| worker_gone())??;
-        Ok(Self { path, jobs, waiting, busy, stats, info })
+        Ok(Self { path, jobs, counters, info })
     }
 }
 
@@ -287,9 +285,7 @@ fn worker_main(
     threads: (usize, usize),
     ready: &std_mpsc::Sender<Result<LocalModelInfo, ProviderError>>,
     jobs: &std_mpsc::Receiver<Job>,
-    waiting: &AtomicUsize,
-    busy: &AtomicBool,
-    stats: Arc<PromptStats>,
+    counters: Arc<Counters>,
 ) {
     let loaded = (|| {
         let backend = backend()?;
@@ -304,7 +300,7 @@ fn worker_main(
             return;
         }
     };
-    let mut engine = match Engine::new(backend, &model, context_size, threads, stats) {
+    let mut engine = match Engine::new(backend, &model, context_size, threads, counters.clone()) {
         Ok(engine) => engine,
         Err(e) => {
             let _ = ready.send(Err(e));
@@ -313,17 +309,17 @@ fn worker_main(
     };
     let _ = ready.send(Ok(engine.info.clone()));
     while let Ok(job) = jobs.recv() {
-        waiting.fetch_sub(1, Ordering::SeqCst);
+        counters.waiting.fetch_sub(1, Ordering::SeqCst);
         if job.cancel.is_cancelled() || job.reply.is_closed() {
             let _ = job.reply.send(Err(ProviderError::Cancelled));
             continue;
         }
-        busy.store(true, Ordering::SeqCst);
+        counters.busy.store(true, Ordering::SeqCst);
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| engine.run(&job))).unwrap_or_else(|_| {
             engine.forget_cache();
             Err(server_error("the local model failed on this request"))
         });
-        busy.store(false, Ordering::SeqCst);
+        counters.busy.store(false, Ordering::SeqCst);
         let _ = job.reply.send(result);
     }
 }
@@ -344,7 +340,7 @@ struct Engine<'m> {
     seq_capacity: usize,
     /// Counts requests, to find the least recently used sequence.
     clock: u64,
-    stats: Arc<PromptStats>,
+    counters: Arc<Counters>,
     info: LocalModelInfo,
 }
 
@@ -375,7 +371,7 @@ impl<'m> Engine<'m> {
         model: &'m LlamaModel,
         context_size: u32,
         threads: (usize, usize),
-        stats: Arc<PromptStats>,
+        counters: Arc<Counters>,
     ) -> Result<Self, ProviderError> {
         let per_seq = context_size.min(model.n_ctx_train().max(64));
         let (threads, threads_batch) = threads;
@@ -419,7 +415,7 @@ impl<'m> Engine<'m> {
             parked,
             seq_capacity,
             clock: 0,
-            stats,
+            counters,
             info,
         })
     }
@@ -562,8 +558,8 @@ impl<'m> Engine<'m> {
                 common = 0;
             }
         }
-        self.stats.reused.fetch_add(common as u64, Ordering::Relaxed);
-        self.stats.read.fetch_add((tokens.len() - common) as u64, Ordering::Relaxed);
+        self.counters.reused.fetch_add(common as u64, Ordering::Relaxed);
+        self.counters.read.fetch_add((tokens.len() - common) as u64, Ordering::Relaxed);
         let mut batch = LlamaBatch::new(PROMPT_CHUNK, 1);
         let rest = &tokens[common..];
         let chunks = rest.len().div_ceil(PROMPT_CHUNK);
