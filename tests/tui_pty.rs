@@ -211,6 +211,8 @@ async fn comment_and_override_through_a_real_terminal() {
     moot.send("q");
     let status = moot.wait_exit(Duration::from_secs(15));
     assert!(status.success(), "exit status {status:?}");
+    screen.wait_for("session log", Duration::from_secs(5));
+    assert!(!screen.alternate(), "the terminal is restored");
     let ev = log_events(&out);
     let last = ev.last().unwrap();
     assert_eq!(last["type"], "session_ended");
