@@ -3,6 +3,7 @@
 
 use std::time::{Duration, Instant};
 
+use moot::provider::http::Timeouts;
 use moot::provider::openai::{OpenAiConfig, OpenAiProvider};
 use moot::provider::retry::{AttemptFailure, RetryPolicy, call_with_retry};
 use moot::provider::testing::{Framing, Reply, TestServer, openai};
@@ -25,10 +26,12 @@ fn config(server: &TestServer) -> OpenAiConfig {
         base_url: server.base_url(),
         api_key: None,
         model: "test-model".into(),
-        connect_timeout: Duration::from_secs(2),
-        first_token_timeout: Duration::from_secs(5),
-        idle_timeout: Duration::from_secs(5),
-        total_timeout: Duration::from_secs(8),
+        timeouts: Timeouts {
+            connect: Duration::from_secs(2),
+            first_token: Duration::from_secs(5),
+            idle: Duration::from_secs(5),
+            total: Duration::from_secs(8),
+        },
         ..OpenAiConfig::default()
     }
 }
@@ -382,13 +385,14 @@ async fn error_object_in_stream_is_a_server_error() {
 }
 
 fn short_timeouts(server: &TestServer, first_token_ms: u64, idle_ms: u64, total_ms: u64) -> OpenAiProvider {
-    OpenAiProvider::new(OpenAiConfig {
-        first_token_timeout: Duration::from_millis(first_token_ms),
-        idle_timeout: Duration::from_millis(idle_ms),
-        total_timeout: Duration::from_millis(total_ms),
-        ..config(server)
-    })
-    .expect("valid config")
+    let base = config(server);
+    let timeouts = Timeouts {
+        first_token: Duration::from_millis(first_token_ms),
+        idle: Duration::from_millis(idle_ms),
+        total: Duration::from_millis(total_ms),
+        ..base.timeouts
+    };
+    OpenAiProvider::new(OpenAiConfig { timeouts, ..base }).expect("valid config")
 }
 
 #[tokio::test]
@@ -555,7 +559,7 @@ async fn full_accept_backlog_hits_connect_timeout() {
     }
     let config = OpenAiConfig {
         base_url: format!("http://{addr}/v1"),
-        connect_timeout: Duration::from_millis(200),
+        timeouts: Timeouts { connect: Duration::from_millis(200), ..Timeouts::default() },
         ..OpenAiConfig::default()
     };
     let provider = OpenAiProvider::new(config).expect("valid config");

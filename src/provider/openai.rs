@@ -7,13 +7,12 @@
 //! streamed text, and `data: [DONE]` ends the stream. A stream that ends
 //! without `[DONE]` is an error, never a truncated success.
 //!
-//! Timeouts: `connect_timeout` for the TCP/TLS connection; `first_token_timeout`
-//! from sending the request until the first SSE event (comments such as
-//! keep-alive pings do not count); `idle_timeout` for silence between bytes
-//! after that; `total_timeout` for the whole attempt.
+//! Timeouts ([`Timeouts`]): `connect` for the TCP/TLS connection;
+//! `first_token` from sending the request until the first SSE event (comments
+//! such as keep-alive pings do not count); `idle` for silence between bytes
+//! after that; `total` for the whole attempt.
 
 use std::fmt;
-use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
@@ -40,10 +39,7 @@ pub struct OpenAiConfig {
     pub api_key: Option<String>,
     /// Default model, used when a request names none.
     pub model: String,
-    pub connect_timeout: Duration,
-    pub first_token_timeout: Duration,
-    pub idle_timeout: Duration,
-    pub total_timeout: Duration,
+    pub timeouts: Timeouts,
     /// Ask for this many alternatives per token (`logprobs`/`top_logprobs`);
     /// none asks for no log-probabilities.
     pub top_logprobs: Option<u8>,
@@ -56,10 +52,7 @@ impl Default for OpenAiConfig {
             base_url: DEFAULT_BASE_URL.to_owned(),
             api_key: None,
             model: DEFAULT_MODEL.to_owned(),
-            connect_timeout: Duration::from_secs(10),
-            first_token_timeout: Duration::from_secs(120),
-            idle_timeout: Duration::from_secs(60),
-            total_timeout: Duration::from_secs(600),
+            timeouts: Timeouts::default(),
             top_logprobs: None,
         }
     }
@@ -72,10 +65,7 @@ impl fmt::Debug for OpenAiConfig {
             .field("base_url", &self.base_url)
             .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
             .field("model", &self.model)
-            .field("connect_timeout", &self.connect_timeout)
-            .field("first_token_timeout", &self.first_token_timeout)
-            .field("idle_timeout", &self.idle_timeout)
-            .field("total_timeout", &self.total_timeout)
+            .field("timeouts", &self.timeouts)
             .field("top_logprobs", &self.top_logprobs)
             .finish()
     }
@@ -138,7 +128,7 @@ impl OpenAiProvider {
             redactor,
             no_stream_options: std::sync::atomic::AtomicBool::new(false),
         };
-        provider.client = http::build_client(&provider.timeouts())?;
+        provider.client = http::build_client(&provider.config.timeouts)?;
         Ok(provider)
     }
 
@@ -191,7 +181,7 @@ impl OpenAiProvider {
             builder = builder.bearer_auth(key);
         }
         let mut state = StreamState::default();
-        http::stream_sse(builder, &self.timeouts(), "[DONE]", |event| {
+        http::stream_sse(builder, &self.config.timeouts, "[DONE]", |event| {
             Ok(if state.handle(&event.data, deltas)? { Flow::Done } else { Flow::Continue })
         })
         .await?;
@@ -201,15 +191,6 @@ impl OpenAiProvider {
         };
         let logprobs = (!state.logprobs.is_empty()).then_some(state.logprobs);
         Ok(Completion { text: state.text, usage, finish_reason: state.finish_reason, cached: false, logprobs })
-    }
-
-    fn timeouts(&self) -> Timeouts {
-        Timeouts {
-            connect: self.config.connect_timeout,
-            first_token: self.config.first_token_timeout,
-            idle: self.config.idle_timeout,
-            total: self.config.total_timeout,
-        }
     }
 }
 
@@ -389,6 +370,7 @@ fn non_null(v: &serde_json::Value) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
     use tokio::sync::mpsc;
 
     #[test]
@@ -419,10 +401,10 @@ mod tests {
     #[test]
     fn defaults() {
         let c = OpenAiConfig::default();
-        assert_eq!(c.connect_timeout, Duration::from_secs(10));
-        assert_eq!(c.first_token_timeout, Duration::from_secs(120));
-        assert_eq!(c.idle_timeout, Duration::from_secs(60));
-        assert_eq!(c.total_timeout, Duration::from_secs(600));
+        assert_eq!(c.timeouts.connect, Duration::from_secs(10));
+        assert_eq!(c.timeouts.first_token, Duration::from_secs(120));
+        assert_eq!(c.timeouts.idle, Duration::from_secs(60));
+        assert_eq!(c.timeouts.total, Duration::from_secs(600));
     }
 
     #[test]

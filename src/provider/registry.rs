@@ -216,9 +216,7 @@ impl Registry {
                 if let Some(m) = &pc.model {
                     c.model = m.clone();
                 }
-                let t = pc.timeouts();
-                (c.connect_timeout, c.first_token_timeout, c.idle_timeout, c.total_timeout) =
-                    (t.connect, t.first_token, t.idle, t.total);
+                c.timeouts = pc.timeouts();
                 c.top_logprobs = pc.logprobs;
                 let url = c.base_url.clone();
                 (Arc::new(OpenAiProvider::new(c).map_err(|e| build_error(e.to_string()))?), Some(url))
