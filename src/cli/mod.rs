@@ -3,6 +3,7 @@
 pub mod cache;
 pub mod eval;
 pub mod headless;
+pub mod logging;
 pub mod providers;
 pub mod report;
 pub mod run;
@@ -13,9 +14,17 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 
+const ENVIRONMENT: &str = "Environment:
+  MOOT_CONFIG        provider config file (default ./moot.toml, then the user config file)
+  MOOT_SESSIONS_DIR  folder for session logs (default ./sessions)
+  MOOT_MODEL_DIR     where local models are kept; MOOT_CACHE_DIR: the response cache
+  MOOT_USER          name put on your comments and overrides (default $USER)
+  MOOT_LOG           log filter, e.g. warn (default), moot=debug
+  MOOT_LOG_FILE      log file (default moot.log in the state directory, ~/.local/state/moot on Linux)";
+
 /// Panels of LLM judges that evaluate generated text by debating — watch them, steer them, measure them.
 #[derive(Debug, Parser)]
-#[command(name = "moot", version, about, long_about = None)]
+#[command(name = "moot", version, about, long_about = None, after_help = ENVIRONMENT)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Option<Command>,
@@ -282,6 +291,7 @@ pub enum SessionsCommand {
 /// Parse arguments and run; the exit code follows the outcome.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
+    logging::init();
     let result = match cli.command {
         Some(Command::Run(args)) => run::run(args),
         Some(Command::Sessions { command }) => sessions::run(command),
