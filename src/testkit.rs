@@ -79,7 +79,7 @@ pub fn evaluation(grammar: u32, relevance: u32, overall: u32) -> String {
 /// or `moderator`, `aggregator`, `final judge`.
 pub fn speaker(req: &crate::provider::ChatRequest) -> String {
     let sys = req.messages.first().map(|m| m.content.as_str()).unwrap_or("");
-    let user = req.messages.get(1).map(|m| m.content.as_str()).unwrap_or("");
+    let user = req.messages.get(2).map(|m| m.content.as_str()).unwrap_or("");
     if crate::engine::prompts::is_moderator_request(user) {
         return "moderator".into();
     }

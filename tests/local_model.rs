@@ -217,55 +217,98 @@ async fn a_short_debate_on_the_tiny_model_parses_every_evaluation() {
 /// Conversations that interleave (a panel's groups, the moderator) each keep
 /// their state: a prompt that continues an earlier one reads only what is new,
 /// even after other prompts came in between.
+/// A provider with a model of its own (a copy of the tiny model's file, so
+/// another worker): other tests' calls must not move its counters.
+fn own_tiny_provider(dir: &tempfile::TempDir) -> LocalProvider {
+    let copy = dir.path().join("tiny-copy.gguf");
+    std::fs::copy(moot::model::installed_path(&resolve_model(TINY)).unwrap(), &copy).unwrap();
+    let mut config = LocalConfig::new(copy);
+    config.context_size = 2048;
+    LocalProvider::new(config).expect("the copy loads")
+}
+
+/// A request of a system prompt and alternating user and assistant turns,
+/// answered with three tokens.
+fn conversation(system: &str, turns: &[&str]) -> ChatRequest {
+    let mut messages = vec![ChatMessage::system(system)];
+    for (i, t) in turns.iter().enumerate() {
+        messages.push(if i % 2 == 0 { ChatMessage::user(*t) } else { ChatMessage::assistant(*t) });
+    }
+    let mut r = ChatRequest::new(messages);
+    r.max_tokens = 3;
+    r.temperature = Some(0.0);
+    r
+}
+
+async fn complete(provider: &LocalProvider, request: ChatRequest) -> moot::provider::Completion {
+    let (tx, _rx) = mpsc::unbounded_channel();
+    provider.stream(&request, &tx, &CancellationToken::new()).await.expect("completion")
+}
+
+/// Tokens of prompts that `run` reused from the model's cached state.
+async fn reused_by<F: std::future::Future>(provider: &LocalProvider, run: F) -> u64 {
+    let (_, before) = provider.prompt_stats();
+    run.await;
+    provider.prompt_stats().1 - before
+}
+
+fn rules(name: &str, count: usize) -> String {
+    let mut s = format!("You review texts about {name}. ");
+    for i in 0..count {
+        s.push_str(&format!("Rule {i} for {name}: be precise and short. "));
+    }
+    s
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn interleaved_conversations_keep_their_cached_prefixes() {
     if tiny_provider().is_none() {
         return;
     }
-    // A model of its own (another file, so another worker): other tests' calls
-    // must not move the counters.
     let dir = tempfile::tempdir().unwrap();
-    let copy = dir.path().join("tiny-copy.gguf");
-    std::fs::copy(moot::model::installed_path(&resolve_model(TINY)).unwrap(), &copy).unwrap();
-    let mut config = LocalConfig::new(copy);
-    config.context_size = 2048;
-    let provider = LocalProvider::new(config).expect("the copy loads");
-
-    let topic = |name: &str| {
-        let mut s = format!("You review texts about {name}. ");
-        for i in 0..40 {
-            s.push_str(&format!("Rule {i} for {name}: be precise and short. "));
-        }
-        s
-    };
-    let ask = |system: &str, turns: &[&str]| {
-        let mut messages = vec![ChatMessage::system(system)];
-        for (i, t) in turns.iter().enumerate() {
-            messages.push(if i % 2 == 0 { ChatMessage::user(*t) } else { ChatMessage::assistant(*t) });
-        }
-        let mut r = ChatRequest::new(messages);
-        r.max_tokens = 3;
-        r.temperature = Some(0.0);
-        r
-    };
-    let call = |request: ChatRequest| {
-        let provider = provider.clone();
-        async move {
-            let (tx, _rx) = mpsc::unbounded_channel();
-            provider.stream(&request, &tx, &CancellationToken::new()).await.expect("completion")
-        }
-    };
-    let (a, b, c) = (topic("bridges"), topic("gardens"), topic("trains"));
-    let first = call(ask(&a, &["Is this clear?"])).await;
-    call(ask(&b, &["Is this clear?"])).await;
-    call(ask(&c, &["Is this clear?"])).await;
-    let (_, reused_before) = provider.prompt_stats();
-    call(ask(&a, &["Is this clear?", "Mostly.", "And now?"])).await;
-    let (_, reused_after) = provider.prompt_stats();
-    let reused = reused_after - reused_before;
+    let provider = own_tiny_provider(&dir);
+    let (a, b, c) = (rules("bridges", 40), rules("gardens", 40), rules("trains", 40));
+    let first = complete(&provider, conversation(&a, &["Is this clear?"])).await;
+    complete(&provider, conversation(&b, &["Is this clear?"])).await;
+    complete(&provider, conversation(&c, &["Is this clear?"])).await;
+    let reused =
+        reused_by(&provider, complete(&provider, conversation(&a, &["Is this clear?", "Mostly.", "And now?"]))).await;
     assert!(
         reused as f64 >= 0.8 * first.usage.input_tokens as f64,
         "the continued conversation reused {reused} of its first prompt's {} tokens",
         first.usage.input_tokens
     );
+}
+
+/// A panel's groups share the system prompt, then their discussions differ:
+/// one group's prompt must not cut off the other's cached discussion.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_prompt_sharing_only_the_start_of_another_keeps_the_other_whole() {
+    if tiny_provider().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let provider = own_tiny_provider(&dir);
+    // As moot asks: system prompt, the group's discussion, the speaker's part.
+    let ask = |discussion: &str, speaker: &str| {
+        let mut r = conversation(&rules("stories", 30), &[]);
+        r.messages.extend([ChatMessage::user(discussion), ChatMessage::user(speaker)]);
+        r
+    };
+    let discussion = rules("the first group's discussion", 30);
+    let first = complete(&provider, ask(&discussion, "You are Ann.")).await;
+    let other = rules("the second group's discussion", 20);
+    let second = complete(&provider, ask(&other, "You are Cy.")).await;
+    let reused =
+        reused_by(&provider, complete(&provider, ask(&format!("{discussion}\nAnn: agreed."), "You are Bea."))).await;
+    assert!(
+        reused as f64 >= 0.9 * first.usage.input_tokens as f64,
+        "the first group's next prompt reused {reused} of the {} tokens its last one had",
+        first.usage.input_tokens
+    );
+    // A turn of the same conversation replaces the last speaker's part
+    // instead of copying the state: the other group's state stays too.
+    let reused = reused_by(&provider, complete(&provider, ask(&format!("{other}\nCy: fine."), "You are Dee."))).await;
+    let shared = second.usage.input_tokens - 30;
+    assert!(reused >= shared, "the second group's next prompt reused {reused} tokens, not the {shared} it shares");
 }

@@ -130,8 +130,9 @@ pub fn evaluation_schema(panel: &Panel) -> serde_json::Value {
 /// how to use the persona that each request names. It is the same for all
 /// agents, and the item and discussion follow it, so a server with prefix
 /// caching (vLLM, llama.cpp, hosted APIs) and the embedded model (which keeps
-/// the previous prompt's state) reuse the work on all of that from one agent's
-/// turn to the next; only the persona and the instruction at the end differ.
+/// the previous prompts' state) reuse the work on all of that from one agent's
+/// turn to the next; only the last message, with the persona and the
+/// instruction, differs.
 pub fn panel_system(panel: &Panel) -> String {
     format!(
         "You sit on an evaluation panel whose members are stakeholders with different backgrounds.\n\
@@ -175,7 +176,8 @@ pub fn persona(group: &str, agent: &AgentSpec) -> String {
 }
 
 /// The agent a request speaks to: the name in the `You are <name>, …` line
-/// that [`persona`] writes into an agent's first user message.
+/// that [`persona`] writes into the speaker's message of an agent's request
+/// (its third message, after the system prompt and the shared part).
 pub fn agent_named_in(user_message: &str) -> Option<&str> {
     user_message
         .lines()
@@ -248,6 +250,20 @@ fn strip_json_tail(text: &str) -> &str {
     text.trim()
 }
 
+/// A panel member's request: the shared system prompt, a message with what
+/// everyone in the group sees (the item and the discussion so far) and one
+/// with this speaker's part (persona or moderator instructions). Keeping the
+/// shared part in a message of its own marks where conversations branch, so
+/// the embedded model knows which cached state later turns will continue.
+fn request(panel: &Panel, shared: String, turn: String) -> Vec<ChatMessage> {
+    vec![ChatMessage::system(panel_system(panel)), ChatMessage::user(shared), ChatMessage::user(turn)]
+}
+
+/// The item followed by the discussion under `heading`.
+fn discussion(panel: &Panel, item: &Item, heading: &str, history: &[HistoryEntry]) -> String {
+    format!("{}\n\n{heading}\n{}", render_item(item), render_history(panel, history))
+}
+
 /// Messages for an independent first evaluation.
 pub fn initial_messages(
     panel: &Panel,
@@ -257,13 +273,12 @@ pub fn initial_messages(
     with_confidence: bool,
 ) -> Vec<ChatMessage> {
     let confidence = if with_confidence { " State how confident you are." } else { "" };
-    let user = format!(
-        "{}\n\n{}\nEvaluate the content above on your own, before hearing anyone else. Think it through briefly from your \
+    let turn = format!(
+        "{}\nEvaluate the content above on your own, before hearing anyone else. Think it through briefly from your \
          perspective (at most 120 words), citing specifics.{confidence} {END_WITH_JSON}",
-        render_item(item),
         persona(group, agent),
     );
-    vec![ChatMessage::system(panel_system(panel)), ChatMessage::user(user)]
+    request(panel, render_item(item), turn)
 }
 
 /// Messages for a debate turn in a moderated free debate.
@@ -276,15 +291,13 @@ pub fn debate_messages(
     own_latest: Option<&Evaluation>,
 ) -> Vec<ChatMessage> {
     let own = own_latest.map(|e| format_scores(panel, e)).unwrap_or_else(|| "(none yet)".into());
-    let user = format!(
-        "{}\n\nThe panel's discussion so far:\n{}\n{}Your latest scores: {own}\n\n\
+    let turn = format!(
+        "{}Your latest scores: {own}\n\n\
          It is your turn in the debate, {}: answer the others in at most 150 words. {END_WITH_JSON}",
-        render_item(item),
-        render_history(panel, history),
         persona(group, agent),
         agent.name,
     );
-    vec![ChatMessage::system(panel_system(panel)), ChatMessage::user(user)]
+    request(panel, discussion(panel, item, "The panel's discussion so far:", history), turn)
 }
 
 /// Messages for a collaborative discussion round (CollabEval).
@@ -296,16 +309,14 @@ pub fn discussion_messages(
     history: &[HistoryEntry],
     round: u32,
 ) -> Vec<ChatMessage> {
-    let user = format!(
-        "{}\n\nEveryone's results, confidences and reasons so far:\n{}\n{}\n\
+    let turn = format!(
+        "{}\n\
          Discussion round {round}. {}, say briefly where you agree and where you disagree with the others and why, then give \
          your updated evaluation and confidence. At most 150 words. {END_WITH_JSON}",
-        render_item(item),
-        render_history(panel, history),
         persona(group, agent),
         agent.name,
     );
-    vec![ChatMessage::system(panel_system(panel)), ChatMessage::user(user)]
+    request(panel, discussion(panel, item, "Everyone's results, confidences and reasons so far:", history), turn)
 }
 
 /// A follow-up asking for a readable evaluation after a reply that had none.
@@ -331,23 +342,21 @@ pub fn moderator_messages(
     table: &str,
     eligible: &[&str],
 ) -> Vec<ChatMessage> {
-    let user = format!(
-        "{}\n\nThe panel's discussion so far:\n{}\n{MODERATOR_OPENING}\"{group}\" stakeholder group. You do not judge the \
+    let turn = format!(
+        "{MODERATOR_OPENING}\"{group}\" stakeholder group. You do not judge the \
          item yourself: you choose who speaks next so that the debate resolves disagreements. Favour an agent whose scores \
          differ most from the others, whose perspective nobody has answered yet, or who was addressed by someone. Avoid \
          letting one agent dominate.\n\nCurrent scores:\n{table}\nAgents who may speak next: {}.\n\n\
          Answer with one JSON object and nothing else: {{\"next\": \"<one name from the list>\", \"reason\": \"<one sentence>\"}}",
-        render_item(item),
-        render_history(panel, history),
         eligible.join(", ")
     );
-    vec![ChatMessage::system(panel_system(panel)), ChatMessage::user(user)]
+    request(panel, discussion(panel, item, "The panel's discussion so far:", history), turn)
 }
 
-/// Whether a request's first user message is a moderator's (tests and
-/// stand-in servers tell participants apart with it).
-pub fn is_moderator_request(first_user_message: &str) -> bool {
-    first_user_message.contains(MODERATOR_OPENING)
+/// Whether a request's speaker message (its third) is a moderator's (tests
+/// and stand-in servers tell participants apart with it).
+pub fn is_moderator_request(speaker_message: &str) -> bool {
+    speaker_message.contains(MODERATOR_OPENING)
 }
 
 /// The follow-up sent to a moderator whose reply could not be used.
@@ -417,11 +426,9 @@ mod tests {
         let b = debate_messages(&panel, "Parents", agents[1].1, &item, &[], None);
         assert_eq!(a[0].content, b[0].content, "one system prompt for the whole panel");
         assert!(!a[0].content.contains("Ann") && !a[0].content.contains("Bea"));
-        assert_eq!(agent_named_in(&a[1].content), Some("Ann"));
-        assert_eq!(agent_named_in(&b[1].content), Some("Bea"));
-        // The item comes before the persona, so the shared part is a prefix.
-        let item_at = a[1].content.find(&render_item(&item)).unwrap();
-        assert!(item_at < a[1].content.find("You are Ann").unwrap());
+        assert_eq!(agent_named_in(&a[2].content), Some("Ann"));
+        assert_eq!(agent_named_in(&b[2].content), Some("Bea"));
+        assert_eq!(a[1].content, render_item(&item), "the item is the shared message of a first evaluation");
         assert_eq!(
             agent_named_in("You are Dr. Mensah, Child psychologist, a member of the \"R\" stakeholder group."),
             Some("Dr. Mensah")
@@ -429,10 +436,10 @@ mod tests {
         assert_eq!(agent_named_in("no persona here"), None);
         let m = moderator_messages(&panel, "Parents", &item, &[], "- Ann: none", &["Ann", "Bea"]);
         assert_eq!(m[0].content, a[0].content, "the moderator shares the system prompt too");
-        assert!(is_moderator_request(&m[1].content) && !is_moderator_request(&b[1].content));
-        assert_eq!(agent_named_in(&m[1].content), None);
-        let shared = "The panel's discussion so far:\n";
-        assert_eq!(m[1].content.split(shared).next(), b[1].content.split(shared).next());
+        assert!(is_moderator_request(&m[2].content) && !is_moderator_request(&b[2].content));
+        assert_eq!(agent_named_in(&m[2].content), None);
+        assert_eq!(m[1].content, b[1].content, "the moderator and the next speaker see the same discussion");
+        assert!(m[1].content.starts_with(&a[1].content), "and it begins with the item");
     }
 
     #[test]

@@ -139,6 +139,9 @@ struct Counters {
     read: std::sync::atomic::AtomicU64,
     /// Prompt tokens whose state was reused from an earlier prompt.
     reused: std::sync::atomic::AtomicU64,
+    /// Sequence states copied so that a prompt sharing their start would not
+    /// cut them off.
+    copies: std::sync::atomic::AtomicU64,
 }
 
 struct Job {
@@ -330,11 +333,9 @@ struct Engine<'m> {
     ctx: LlamaContext<'m>,
     template: LlamaChatTemplate,
     fallback_template: &'static str,
-    /// The sequence in use: its id in the context.
-    seq: i32,
-    /// Tokens whose keys and values are in the context for `seq`, in order.
-    cached: Vec<LlamaToken>,
-    /// The other sequences and their tokens, kept for prompts that continue them.
+    /// The sequence in use.
+    current: Slot,
+    /// The other sequences, kept for prompts that continue them.
     parked: Vec<Slot>,
     /// Tokens one sequence may hold.
     seq_capacity: usize,
@@ -344,11 +345,24 @@ struct Engine<'m> {
     info: LocalModelInfo,
 }
 
-/// A sequence of the context that is not in use, with its cached tokens.
+/// A sequence of the context and what it holds.
 struct Slot {
+    /// Its id in the context.
     seq: i32,
+    /// Tokens whose keys and values are in the context for `seq`, in order.
     cached: Vec<LlamaToken>,
+    /// How many of them a later prompt is likely to continue: the last
+    /// prompt's tokens before its final message (the panel's instructions,
+    /// the item and the discussion so far, not the speaker's own request or
+    /// the reply).
+    keep: usize,
     last_used: u64,
+}
+
+impl Slot {
+    fn empty(seq: i32) -> Self {
+        Self { seq, cached: Vec::new(), keep: 0, last_used: 0 }
+    }
 }
 
 /// How many prompts the context keeps state for at once. Calls of different
@@ -357,6 +371,11 @@ struct Slot {
 /// state would be overwritten by the next; with several, a turn usually
 /// finds its conversation's earlier prompt and reads only what is new.
 pub const SEQUENCES: u32 = 4;
+
+/// Tokens of a sequence's state past the part a new prompt shares that are
+/// worth a copy of the sequence (a few milliseconds for the whole state)
+/// rather than being cut off.
+const KEEP_TAIL: usize = 64;
 
 /// Why generation stopped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -404,14 +423,13 @@ impl<'m> Engine<'m> {
             threads,
             threads_batch,
         };
-        let parked = (1..SEQUENCES as i32).map(|seq| Slot { seq, cached: Vec::new(), last_used: 0 }).collect();
+        let parked = (1..SEQUENCES as i32).map(Slot::empty).collect();
         Ok(Self {
             model,
             ctx,
             template,
             fallback_template,
-            seq: 0,
-            cached: Vec::new(),
+            current: Slot::empty(0),
             parked,
             seq_capacity,
             clock: 0,
@@ -422,9 +440,9 @@ impl<'m> Engine<'m> {
 
     fn forget_cache(&mut self) {
         self.ctx.clear_kv_cache();
-        self.cached.clear();
-        for slot in &mut self.parked {
+        for slot in std::iter::once(&mut self.current).chain(&mut self.parked) {
             slot.cached.clear();
+            slot.keep = 0;
         }
     }
 
@@ -432,10 +450,14 @@ impl<'m> Engine<'m> {
     /// sharing the longest prefix with it, unless that prefix is short (only
     /// the chat template's opening, say), in which case the least recently
     /// used sequence is given up rather than one that may serve a later turn.
+    /// When the prompt shares less of that sequence than its `keep` part
+    /// (another group's discussion after the same instructions and item), the
+    /// sequence is first copied into the least recently used one, so its own
+    /// conversation can still continue it.
     fn choose_sequence(&mut self, tokens: &[LlamaToken]) {
         let common = |cached: &[LlamaToken]| cached.iter().zip(tokens).take_while(|(a, b)| a == b).count();
         let worth_keeping = 64.min(tokens.len() / 4).max(1);
-        let current = common(&self.cached);
+        let current = common(&self.current.cached);
         let best = self
             .parked
             .iter()
@@ -444,22 +466,42 @@ impl<'m> Engine<'m> {
             .max_by_key(|&(c, i)| (c, std::cmp::Reverse(i)));
         let pick = match best {
             Some((c, i)) if c > current && c >= worth_keeping => Some(i),
-            _ if current >= worth_keeping || self.cached.is_empty() => None,
+            _ if current >= worth_keeping || self.current.cached.is_empty() => None,
             // Nothing worth continuing: take the least recently used sequence.
-            _ => self.parked.iter().enumerate().min_by_key(|(_, s)| s.last_used).map(|(i, _)| i),
+            _ => self.least_recently_used(),
         };
         if let Some(i) = pick {
-            let slot = &mut self.parked[i];
-            std::mem::swap(&mut self.seq, &mut slot.seq);
-            std::mem::swap(&mut self.cached, &mut slot.cached);
-            slot.last_used = self.clock;
+            self.swap_with(i);
+        }
+        let shared = common(&self.current.cached);
+        if shared >= worth_keeping
+            && self.current.keep >= shared + KEEP_TAIL
+            && let Some(i) = self.least_recently_used()
+        {
+            let target = self.parked[i].seq;
+            if self.ctx.kv_cache_seq_cp(self.current.seq, target, None, None).is_ok() {
+                self.parked[i].cached.clone_from(&self.current.cached);
+                self.parked[i].keep = self.current.keep;
+                self.swap_with(i);
+                self.counters.copies.fetch_add(1, Ordering::Relaxed);
+            }
         }
         self.clock += 1;
     }
 
+    fn least_recently_used(&self) -> Option<usize> {
+        self.parked.iter().enumerate().min_by_key(|(_, s)| s.last_used).map(|(i, _)| i)
+    }
+
+    /// Parks the sequence in use in slot `i` and takes the one that was there.
+    fn swap_with(&mut self, i: usize) {
+        std::mem::swap(&mut self.current, &mut self.parked[i]);
+        self.parked[i].last_used = self.clock;
+    }
+
     /// Renders the chat with the model's template (or the fallback when
     /// llama.cpp cannot run the GGUF's template).
-    fn render(&self, messages: &[ChatMessage]) -> Result<String, ProviderError> {
+    fn render(&self, messages: &[ChatMessage], add_assistant: bool) -> Result<String, ProviderError> {
         let chat = messages
             .iter()
             .map(|m| {
@@ -472,18 +514,18 @@ impl<'m> Engine<'m> {
                     .map_err(|e| ProviderError::Config(format!("invalid message: {e}")))
             })
             .collect::<Result<Vec<_>, _>>()?;
-        match self.model.apply_chat_template(&self.template, &chat, true) {
+        match self.model.apply_chat_template(&self.template, &chat, add_assistant) {
             Ok(prompt) => Ok(prompt),
             Err(_) => self
                 .model
-                .apply_chat_template(&named_template(self.fallback_template)?, &chat, true)
+                .apply_chat_template(&named_template(self.fallback_template)?, &chat, add_assistant)
                 .map_err(|e| server_error(format!("cannot apply the chat template: {e}"))),
         }
     }
 
     fn run(&mut self, job: &Job) -> Result<Completion, ProviderError> {
         let request = &job.request;
-        let prompt = self.render(&request.messages)?;
+        let prompt = self.render(&request.messages, true)?;
         let tokens = self.model.vocab().tokenize(prompt.as_bytes(), true, true);
         let n_ctx = self.seq_capacity;
         if tokens.is_empty() {
@@ -496,7 +538,8 @@ impl<'m> Engine<'m> {
             )));
         }
         let mut out = Output::new(&job.deltas);
-        let logits_index = self.read_prompt(&tokens, &job.cancel)?;
+        let keep = self.lasting_prefix(&request.messages, &tokens);
+        let logits_index = self.read_prompt(&tokens, keep, &job.cancel)?;
 
         let grammar = match &request.response_schema {
             Some(schema) => Some(self.grammar_for(schema)?),
@@ -541,18 +584,40 @@ impl<'m> Engine<'m> {
         })
     }
 
+    /// How many of the prompt's `tokens` its messages before the last one
+    /// make up: the part that later prompts of the same conversation are
+    /// likely to share (see [`Slot::keep`]).
+    fn lasting_prefix(&self, messages: &[ChatMessage], tokens: &[LlamaToken]) -> usize {
+        let head = match messages.split_last() {
+            Some((_, head)) if !head.is_empty() => head,
+            _ => return 0,
+        };
+        let Ok(text) = self.render(head, false) else { return 0 };
+        let head = self.model.vocab().tokenize(text.as_bytes(), true, true);
+        head.iter().zip(tokens).take_while(|(a, b)| a == b).count()
+    }
+
     /// Brings the context to `tokens`, reusing the cached prefix, and returns
-    /// the batch index of the logits of the last token.
-    fn read_prompt(&mut self, tokens: &[LlamaToken], cancel: &CancellationToken) -> Result<i32, ProviderError> {
+    /// the batch index of the logits of the last token. `keep` is the part of
+    /// `tokens` worth keeping for later prompts.
+    fn read_prompt(
+        &mut self,
+        tokens: &[LlamaToken],
+        keep: usize,
+        cancel: &CancellationToken,
+    ) -> Result<i32, ProviderError> {
+        let started = std::time::Instant::now();
         self.choose_sequence(tokens);
-        let mut common = self.cached.iter().zip(tokens).take_while(|(a, b)| a == b).count();
+        self.current.keep = keep;
+        let mut common = self.current.cached.iter().zip(tokens).take_while(|(a, b)| a == b).count();
         // The last prompt token is always decoded again: its logits are needed.
         common = common.min(tokens.len() - 1);
-        if common < self.cached.len() {
-            let removed =
-                u32::try_from(common).ok().and_then(|p0| self.ctx.kv_cache_seq_rm(self.seq, Some(p0), None).ok());
+        if common < self.current.cached.len() {
+            let removed = u32::try_from(common)
+                .ok()
+                .and_then(|p0| self.ctx.kv_cache_seq_rm(self.current.seq, Some(p0), None).ok());
             if removed.is_some() {
-                self.cached.truncate(common);
+                self.current.cached.truncate(common);
             } else {
                 self.forget_cache();
                 common = 0;
@@ -571,30 +636,37 @@ impl<'m> Engine<'m> {
             batch.clear();
             let last_chunk = c + 1 == chunks;
             for (i, &token) in chunk.iter().enumerate() {
-                let pos = i32::try_from(self.cached.len() + i).unwrap_or(i32::MAX);
+                let pos = i32::try_from(self.current.cached.len() + i).unwrap_or(i32::MAX);
                 let logits = last_chunk && i + 1 == chunk.len();
-                batch.add(token, pos, &[self.seq], logits).map_err(|e| server_error(e.to_string()))?;
+                batch.add(token, pos, &[self.current.seq], logits).map_err(|e| server_error(e.to_string()))?;
             }
             if let Err(e) = self.ctx.decode(&mut batch) {
                 self.forget_cache();
                 return Err(server_error(format!("llama.cpp could not read the prompt: {e}")));
             }
-            self.cached.extend_from_slice(chunk);
+            self.current.cached.extend_from_slice(chunk);
             last_index = batch.n_tokens() - 1;
         }
+        tracing::debug!(
+            seq = self.current.seq,
+            reused = common,
+            read = rest.len(),
+            ms = started.elapsed().as_millis() as u64,
+            "local model: prompt read"
+        );
         Ok(last_index)
     }
 
     /// Decodes one token after the cached ones; its logits are at index 0.
     fn decode_one(&mut self, token: LlamaToken, state: &mut GenState) -> Result<(), ProviderError> {
         let mut batch = LlamaBatch::new(1, 1);
-        let pos = i32::try_from(self.cached.len()).unwrap_or(i32::MAX);
-        batch.add(token, pos, &[self.seq], true).map_err(|e| server_error(e.to_string()))?;
+        let pos = i32::try_from(self.current.cached.len()).unwrap_or(i32::MAX);
+        batch.add(token, pos, &[self.current.seq], true).map_err(|e| server_error(e.to_string()))?;
         if let Err(e) = self.ctx.decode(&mut batch) {
             self.forget_cache();
             return Err(server_error(format!("llama.cpp could not decode: {e}")));
         }
-        self.cached.push(token);
+        self.current.cached.push(token);
         state.logits_index = 0;
         Ok(())
     }
@@ -602,7 +674,7 @@ impl<'m> Engine<'m> {
     /// Feeds text that the model did not write (but that is part of the reply).
     fn inject(&mut self, text: &str, state: &mut GenState) -> Result<(), ProviderError> {
         for token in self.model.vocab().tokenize(text.as_bytes(), false, false) {
-            if self.cached.len() + 1 >= self.seq_capacity {
+            if self.current.cached.len() + 1 >= self.seq_capacity {
                 break;
             }
             self.decode_one(token, state)?;
@@ -611,7 +683,7 @@ impl<'m> Engine<'m> {
     }
 
     fn room_left(&self) -> bool {
-        self.cached.len() + 1 < self.seq_capacity
+        self.current.cached.len() + 1 < self.seq_capacity
     }
 
     fn piece(&self, token: LlamaToken) -> Vec<u8> {
