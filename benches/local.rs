@@ -1,6 +1,7 @@
 //! Speed of the embedded model: time to first token for a new ~1,000-token
-//! prompt, for a debate turn of about that size whose prefix the previous
-//! call (the moderator's) already read, and generation throughput. Uses the default model when it is installed,
+//! prompt, for a debate turn and a moderator's call of the sample panel
+//! (1,000 tokens and more, most of which the previous call already read),
+//! and generation throughput. Uses the default model when it is installed,
 //! else the tiny one (`MOOT_BENCH_MODEL` picks another name or a GGUF path,
 //! `MOOT_BENCH_THREADS` and `MOOT_BENCH_THREADS_BATCH` the thread counts). Nothing runs when no model is
 //! installed: fetch one with `moot model pull`.
@@ -129,74 +130,98 @@ fn bench_local(c: &mut Criterion) {
     group.finish();
 }
 
-/// A debate turn as moot sends it: the panel's system prompt, the item and a
-/// discussion of several turns (about 1,000 tokens in all), then the persona
-/// and instructions. One agent speaks, the moderator is asked, then the
-/// measured call: the next agent's turn, whose prompt shares everything but
-/// its end with the moderator's.
+/// A debate of the bundled sample panel as moot sends it to the model: the
+/// panel's system prompt, the item, the group's first evaluations and a few
+/// speeches (about 1,000 tokens and more), then the speaker's part. Measured:
+/// the next agent's turn after the moderator's call (the prompts share all
+/// but the speaker's part), and the moderator's call after an agent spoke
+/// (it shares all but the newest speech and the moderator's part).
 fn debate_turns(rt: &Runtime, provider: &LocalProvider, nonce: &AtomicU64, group: &mut BenchmarkGroup<'_, WallTime>) {
     use moot::engine::prompts::{self, HistoryEntry};
-    let panel = moot::testkit::panel(moot::panel::Protocol::MajEval, &[("Parents", &["Ann", "Bea", "Cy"])]);
-    let agents: Vec<_> = panel.agents().map(|(_, a)| a.clone()).collect();
-    let history = |n: u64, len: usize| -> Vec<HistoryEntry> {
-        (0..len)
-            .map(|i| HistoryEntry::Speech {
-                agent: agents[i % 3].name.clone(),
-                round: None,
-                text: format!(
-                    "Point {n}.{i}: the answer names the storm, which the story gives as the reason, but it leaves out \
-                     the den, so a child may not see where the fox went; the wording suits a young reader and the \
-                     sentence is short and complete, though the question asked why and the answer only half says it."
-                ),
-                evaluation: None,
-            })
-            .collect()
+    use moot::session::event::Evaluation;
+    let panel = moot::panel::Panel::bundled(moot::panel::DEFAULT_PANEL).expect("the sample panel");
+    let item = moot::item::ItemsFile::bundled(moot::panel::DEFAULT_PANEL).expect("the sample items").items.remove(0);
+    let team = &panel.groups[0];
+    let agents = &team.agents;
+    let evaluation = |score: f64| Evaluation {
+        scores: panel.dimensions.iter().map(|d| (d.key.clone(), score)).collect(),
+        overall: Some(score),
+        confidence: Some(0.8),
+        justification: "The answer names the storm but not the den, so a child may not see where the fox went.".into(),
+        ..Evaluation::default()
     };
-    let turn = |n: u64, len: usize, who: usize| {
+    // `n` makes the discussion unique, so only the panel's prompt and the item
+    // are cached from earlier iterations, as at the start of a new debate.
+    let history = |n: u64, speeches: usize| -> Vec<HistoryEntry> {
+        let mut h: Vec<HistoryEntry> = agents
+            .iter()
+            .enumerate()
+            .map(|(i, a)| HistoryEntry::Initial {
+                agent: a.name.clone(),
+                evaluation: Some(evaluation(2.0 + i as f64)),
+                text: String::new(),
+            })
+            .collect();
+        h.extend((0..speeches).map(|i| HistoryEntry::Speech {
+            agent: agents[i % agents.len()].name.clone(),
+            round: None,
+            text: format!(
+                "Point {n}.{i}: the answer names the storm, which the story gives as the reason, but it leaves out \
+                 the den, so a child may not see where the fox went. The wording suits a young reader and the \
+                 sentence is short and complete, though the question asked why and the answer only half says it. \
+                 I would keep my relevancy score and lower consistency by one."
+            ),
+            evaluation: Some(evaluation(3.0)),
+        }));
+        h
+    };
+    let table: String = agents.iter().map(|a| format!("- {}: overall 3 (1 turns)\n", a.name)).collect();
+    let names: Vec<&str> = agents.iter().map(|a| a.name.as_str()).collect();
+    let turn = |n: u64, speeches: usize, who: usize| {
         let mut r = ChatRequest::new(prompts::debate_messages(
             &panel,
-            "Parents",
-            &agents[who],
-            &moot::testkit::item(),
-            &history(n, len),
-            None,
+            &team.name,
+            &agents[who % agents.len()],
+            &item,
+            &history(n, speeches),
+            Some(&evaluation(3.0)),
         ));
         r.max_tokens = 1;
         r
     };
-    let moderator = |n: u64, len: usize| {
+    let moderator = |n: u64, speeches: usize| {
         let mut r = ChatRequest::new(prompts::moderator_messages(
             &panel,
-            "Parents",
-            &moot::testkit::item(),
-            &history(n, len),
-            "- Ann: none\n- Bea: none\n- Cy: none\n",
-            &["Bea", "Cy"],
+            &team.name,
+            &item,
+            &history(n, speeches),
+            &table,
+            &names,
         ));
         r.max_tokens = 1;
         r
     };
-    let n = nonce.fetch_add(1, Ordering::Relaxed) + 1_000;
-    call(rt, provider, &turn(n, 9, 0));
-    call(rt, provider, &moderator(n, 10));
-    let (elapsed, completion) = call(rt, provider, &turn(n, 10, 1));
-    eprintln!(
-        "next agent's debate turn, {} prompt tokens, shared prefix reused: first token after {elapsed:.2?}",
-        completion.usage.input_tokens
-    );
-    group.throughput(Throughput::Elements(completion.usage.input_tokens));
-    group.bench_function("debate_turn_first_token_after_moderator", |b| {
-        b.iter_custom(|iters| {
-            (0..iters)
-                .map(|_| {
-                    let n = nonce.fetch_add(1, Ordering::Relaxed) + 1_000;
-                    call(rt, provider, &turn(n, 9, 0));
-                    call(rt, provider, &moderator(n, 10));
-                    call(rt, provider, &turn(n, 10, 1)).0
-                })
-                .sum()
-        })
-    });
+    let new_debate = || nonce.fetch_add(1, Ordering::Relaxed) + 1_000;
+    // Agent A spoke after 3 speeches; the moderator is asked; agent B's turn is measured.
+    let agent_turn = |n: u64| {
+        call(rt, provider, &turn(n, 3, 0));
+        call(rt, provider, &moderator(n, 4));
+        call(rt, provider, &turn(n, 4, 1))
+    };
+    // Agent A spoke after 3 speeches; the moderator's call is measured.
+    let moderator_call = |n: u64| {
+        call(rt, provider, &turn(n, 3, 0));
+        call(rt, provider, &moderator(n, 4))
+    };
+    for (name, measure) in [
+        ("debate_turn_first_token_after_moderator", &agent_turn as &dyn Fn(u64) -> (Duration, Completion)),
+        ("moderator_first_token_after_a_turn", &moderator_call),
+    ] {
+        let (elapsed, completion) = measure(new_debate());
+        eprintln!("{name}: {} prompt tokens, first token after {elapsed:.2?}", completion.usage.input_tokens);
+        group.throughput(Throughput::Elements(completion.usage.input_tokens));
+        group.bench_function(name, |b| b.iter_custom(|iters| (0..iters).map(|_| measure(new_debate()).0).sum()));
+    }
 }
 
 criterion_group!(benches, bench_local);
