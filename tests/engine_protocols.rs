@@ -184,6 +184,21 @@ async fn llm_moderator_pick_is_used() {
 }
 
 #[tokio::test]
+async fn an_llm_moderator_does_not_give_the_floor_back_to_who_just_spoke() {
+    // The moderator names Bea every time, as small models do.
+    let provider = scripted(stubborn);
+    let mut p = panel(Protocol::MajEval, &[("Teachers", &["Ann", "Bea", "Cal"])]);
+    p.moderator.policy = ModeratorPolicy::Llm;
+    p.moderator.max_turns = 4;
+    let (events, _) = Session::start(config(p, provider), None).finish().await;
+    let speakers = turn_agents(&events, Phase::Debate);
+    assert_eq!(speakers.len(), 4, "{speakers:?}");
+    assert_eq!(speakers[0], "Bea");
+    assert!(speakers.windows(2).all(|w| w[0] != w[1]), "someone spoke twice in a row: {speakers:?}");
+    assert_eq!(speakers.iter().filter(|s| *s == "Bea").count(), 2, "Bea again whenever she may: {speakers:?}");
+}
+
+#[tokio::test]
 async fn unreadable_reply_gets_one_repair_then_the_previous_evaluation_stands() {
     let provider = scripted(|req, _| match speaker(req).as_str() {
         "Ann" if is_debate(req) || req.messages.len() > 3 => "I have thoughts but no numbers.".into(),

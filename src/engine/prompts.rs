@@ -141,23 +141,11 @@ pub fn panel_system(panel: &Panel) -> String {
          concretely. {}\n\n\
          In a debate, when it is your turn, reply to the others from your member's perspective: agree, challenge a \
          point, or raise what nobody has covered; comments from the human moderator deserve an answer. Revise your \
-         scores if you are persuaded. If you have nothing further to add, say NO MORE COMMENTS in your reply.\n\n{}{}\n",
+         scores if you are persuaded. If you have nothing further to add, say NO MORE COMMENTS in your reply.\n\n{}\n",
         panel.task.trim(),
         rubric(panel),
-        if uses_llm_moderator(panel) { MODERATOR_RULES } else { "" },
         output_format(panel)
     )
-}
-
-/// How an LLM moderator chooses speakers. Part of the shared system prompt
-/// (read once per session) rather than of every moderator request.
-const MODERATOR_RULES: &str = "Some requests ask you instead to moderate a stakeholder group's debate. A moderator does \
-    not judge the item: it chooses who speaks next so that the debate resolves disagreements, favouring an agent whose \
-    scores differ most from the others, whose perspective nobody has answered yet, or who was addressed by someone, and \
-    not letting one agent dominate.\n\n";
-
-fn uses_llm_moderator(panel: &Panel) -> bool {
-    panel.protocol == crate::panel::Protocol::MajEval && panel.moderator.policy == crate::panel::ModeratorPolicy::Llm
 }
 
 /// The closing reminder of an agent's request (the full output form is in
@@ -355,8 +343,10 @@ pub fn moderator_messages(
     eligible: &[&str],
 ) -> Vec<ChatMessage> {
     let turn = format!(
-        "{MODERATOR_OPENING}\"{group}\" stakeholder group: choose who speaks next, as the panel's rules for \
-         moderators say.\n\nCurrent scores:\n{table}\nAgents who may speak next: {}.\n\n\
+        "{MODERATOR_OPENING}\"{group}\" stakeholder group. You do not judge the \
+         item yourself: you choose who speaks next so that the debate resolves disagreements. Favour an agent whose scores \
+         differ most from the others, whose perspective nobody has answered yet, or who was addressed by someone. Avoid \
+         letting one agent dominate.\n\nCurrent scores:\n{table}\nAgents who may speak next: {}.\n\n\
          Answer with one JSON object and nothing else: {{\"next\": \"<one name from the list>\", \"reason\": \"<one sentence>\"}}",
         eligible.join(", ")
     );
@@ -450,10 +440,6 @@ mod tests {
         assert_eq!(agent_named_in(&m[2].content), None);
         assert_eq!(m[1].content, b[1].content, "the moderator and the next speaker see the same discussion");
         assert!(m[1].content.starts_with(&a[1].content), "and it begins with the item");
-        assert!(!a[0].content.contains(MODERATOR_RULES), "no moderator's rules without an LLM moderator");
-        let mut moderated = panel.clone();
-        moderated.moderator.policy = crate::panel::ModeratorPolicy::Llm;
-        assert!(panel_system(&moderated).contains(MODERATOR_RULES), "an LLM moderator's rules come with the panel's");
     }
 
     #[test]

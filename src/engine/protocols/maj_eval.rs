@@ -103,6 +103,15 @@ async fn choose_speaker(
         if let Some(v) = &vetoed {
             eligible.retain(|&i| &st.agents[i].name != v);
         }
+        // An LLM moderator does not give the floor straight back to who just
+        // spoke (it would answer itself; small models name the same agent
+        // every time).
+        if policy == ModeratorPolicy::Llm
+            && eligible.len() > 1
+            && let Some(last) = last
+        {
+            eligible.retain(|&i| st.agents[i].name != last);
+        }
         (eligible, vetoed)
     };
     if eligible.is_empty() {
