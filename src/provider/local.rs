@@ -139,9 +139,6 @@ struct Counters {
     read: std::sync::atomic::AtomicU64,
     /// Prompt tokens whose state was reused from an earlier prompt.
     reused: std::sync::atomic::AtomicU64,
-    /// Sequence states copied so that a prompt sharing their start would not
-    /// cut them off.
-    copies: std::sync::atomic::AtomicU64,
 }
 
 struct Job {
@@ -372,9 +369,9 @@ impl Slot {
 /// finds its conversation's earlier prompt and reads only what is new.
 pub const SEQUENCES: u32 = 4;
 
-/// Tokens of a sequence's state past the part a new prompt shares that are
-/// worth a copy of the sequence (a few milliseconds for the whole state)
-/// rather than being cut off.
+/// How many tokens of a sequence's `keep` part a new prompt must leave out
+/// for the sequence to be copied first (a few milliseconds for the whole
+/// state) rather than cut short.
 const KEEP_TAIL: usize = 64;
 
 /// Why generation stopped.
@@ -453,8 +450,9 @@ impl<'m> Engine<'m> {
     /// When the prompt shares less of that sequence than its `keep` part
     /// (another group's discussion after the same instructions and item), the
     /// sequence is first copied into the least recently used one, so its own
-    /// conversation can still continue it.
-    fn choose_sequence(&mut self, tokens: &[LlamaToken]) {
+    /// conversation can still continue it. Returns how many of `tokens` the
+    /// chosen sequence already holds.
+    fn choose_sequence(&mut self, tokens: &[LlamaToken]) -> usize {
         let common = |cached: &[LlamaToken]| cached.iter().zip(tokens).take_while(|(a, b)| a == b).count();
         let worth_keeping = 64.min(tokens.len() / 4).max(1);
         let current = common(&self.current.cached);
@@ -483,10 +481,11 @@ impl<'m> Engine<'m> {
                 self.parked[i].cached.clone_from(&self.current.cached);
                 self.parked[i].keep = self.current.keep;
                 self.swap_with(i);
-                self.counters.copies.fetch_add(1, Ordering::Relaxed);
+                tracing::debug!(from = self.parked[i].seq, to = self.current.seq, "local model: sequence copied");
             }
         }
         self.clock += 1;
+        shared
     }
 
     fn least_recently_used(&self) -> Option<usize> {
@@ -607,9 +606,8 @@ impl<'m> Engine<'m> {
         cancel: &CancellationToken,
     ) -> Result<i32, ProviderError> {
         let started = std::time::Instant::now();
-        self.choose_sequence(tokens);
+        let mut common = self.choose_sequence(tokens);
         self.current.keep = keep;
-        let mut common = self.current.cached.iter().zip(tokens).take_while(|(a, b)| a == b).count();
         // The last prompt token is always decoded again: its logits are needed.
         common = common.min(tokens.len() - 1);
         if common < self.current.cached.len() {
