@@ -33,6 +33,7 @@ fn tiny_provider() -> Option<LocalProvider> {
     let mut config = LocalConfig::new(path);
     config.name = TINY.to_string();
     config.context_size = 2048;
+    config.state_dir = Some(std::env::temp_dir().join("moot-test-prompt-states"));
     Some(LocalProvider::new(config).expect("the tiny model loads"))
 }
 
@@ -217,13 +218,17 @@ async fn a_short_debate_on_the_tiny_model_parses_every_evaluation() {
 /// Conversations that interleave (a panel's groups, the moderator) each keep
 /// their state: a prompt that continues an earlier one reads only what is new,
 /// even after other prompts came in between.
-/// A provider with a model of its own (a copy of the tiny model's file, so
-/// another worker): other tests' calls must not move its counters.
+/// A provider with a model of its own (a copy of the tiny model's file in
+/// `dir`, so another worker; saved prompt states go to `dir` too): other
+/// tests' calls must not move its counters.
 fn own_tiny_provider(dir: &tempfile::TempDir) -> LocalProvider {
     let copy = dir.path().join("tiny-copy.gguf");
-    std::fs::copy(moot::model::installed_path(&resolve_model(TINY)).unwrap(), &copy).unwrap();
+    if !copy.exists() {
+        std::fs::copy(moot::model::installed_path(&resolve_model(TINY)).unwrap(), &copy).unwrap();
+    }
     let mut config = LocalConfig::new(copy);
     config.context_size = 2048;
+    config.state_dir = Some(dir.path().join("states"));
     LocalProvider::new(config).expect("the copy loads")
 }
 
@@ -311,4 +316,42 @@ async fn a_prompt_sharing_only_the_start_of_another_keeps_the_other_whole() {
     let reused = reused_by(&provider, complete(&provider, ask(&format!("{other}\nCy: fine."), "You are Dee."))).await;
     let shared = second.usage.input_tokens - 30;
     assert!(reused >= shared, "the second group's next prompt reused {reused} tokens, not the {shared} it shares");
+}
+
+/// The next run of a panel (another process, here another worker: the first
+/// stops with its last provider) loads the saved state of the panel's long
+/// system prompt instead of reading it again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_system_prompt_is_read_once_across_runs() {
+    if tiny_provider().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let system = rules("stories", 40);
+    let first = {
+        let provider = own_tiny_provider(&dir);
+        complete(&provider, conversation(&system, &["Is this clear?"])).await
+    };
+    let saved = std::fs::read_dir(dir.path().join("states")).unwrap().filter_map(Result::ok).count();
+    assert_eq!(saved, 1, "one saved state, no partial file left");
+
+    let provider = own_tiny_provider(&dir);
+    let reused = reused_by(&provider, complete(&provider, conversation(&system, &["Something else?"]))).await;
+    let system_tokens = first.usage.input_tokens - 20;
+    assert!(
+        reused as usize >= moot::provider::local::SAVED_PROMPT_MIN && reused >= system_tokens,
+        "the new worker reused {reused} tokens, not the system prompt's {system_tokens} or so"
+    );
+
+    // A state that does not load is dropped and the prompt is read instead.
+    drop(provider);
+    for entry in std::fs::read_dir(dir.path().join("states")).unwrap().filter_map(Result::ok) {
+        std::fs::write(entry.path(), b"not a state").unwrap();
+    }
+    let provider = own_tiny_provider(&dir);
+    let reused = reused_by(&provider, complete(&provider, conversation(&system, &["And now?"]))).await;
+    assert_eq!(reused, 0, "nothing to reuse from a damaged state");
+    let saved: Vec<_> = std::fs::read_dir(dir.path().join("states")).unwrap().filter_map(Result::ok).collect();
+    assert_eq!(saved.len(), 1, "the damaged state was replaced");
+    assert!(std::fs::metadata(saved[0].path()).unwrap().len() > 1000);
 }

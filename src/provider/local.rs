@@ -69,6 +69,9 @@ pub struct LocalConfig {
     /// Context window in tokens (prompt plus reply), capped at the model's
     /// training length.
     pub context_size: u32,
+    /// Where the state of long system prompts is saved for later processes;
+    /// `None` means [`default_state_dir`].
+    pub state_dir: Option<PathBuf>,
 }
 
 impl LocalConfig {
@@ -77,9 +80,30 @@ impl LocalConfig {
     pub fn new(model_path: impl Into<PathBuf>) -> Self {
         let model_path = model_path.into();
         let name = model_path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-        Self { model_path, name, threads: None, threads_batch: None, context_size: DEFAULT_CONTEXT_SIZE }
+        Self {
+            model_path,
+            name,
+            threads: None,
+            threads_batch: None,
+            context_size: DEFAULT_CONTEXT_SIZE,
+            state_dir: None,
+        }
     }
 }
+
+/// `prompt-states/` in the platform cache directory: see [`SAVED_PROMPT_MIN`].
+pub fn default_state_dir() -> Option<PathBuf> {
+    directories::ProjectDirs::from("", "", "moot").map(|d| d.cache_dir().join("prompt-states"))
+}
+
+/// System prompts of at least this many tokens have their state saved to
+/// disk after they are first read, so that later runs of the same panel on
+/// the same model (another `moot run`, a resumed batch) load it in
+/// milliseconds instead of reading it again.
+pub const SAVED_PROMPT_MIN: usize = 256;
+
+/// How many saved prompt states are kept (the newest).
+const SAVED_PROMPTS_KEPT: usize = 32;
 
 /// Every core for reading prompts: large batches keep all threads busy, so a
 /// second thread pays off even on two cores, unlike token-by-token generation.
@@ -266,12 +290,13 @@ impl Worker {
         let threads = config.threads.filter(|&t| t > 0).unwrap_or_else(default_threads);
         let threads_batch = config.threads_batch.filter(|&t| t > 0).unwrap_or_else(default_threads_batch);
         let threads = (threads, threads_batch);
+        let states = config.state_dir.clone().or_else(default_state_dir).and_then(|dir| PromptStates::new(dir, &path));
         let settings = (path.clone(), config.context_size.max(64), threads, counters.clone());
         std::thread::Builder::new()
             .name("moot-local-model".to_string())
             .spawn(move || {
                 let (path, context_size, threads, counters) = settings;
-                worker_main(&path, context_size, threads, &ready_tx, &job_rx, counters);
+                worker_main(&path, context_size, threads, states, &ready_tx, &job_rx, counters);
             })
             .map_err(|e| server_error(format!("cannot start the local model thread: {e}")))?;
         let info = ready_rx.recv().map_err(|_| worker_gone())??;
@@ -283,6 +308,7 @@ fn worker_main(
     path: &Path,
     context_size: u32,
     threads: (usize, usize),
+    states: Option<PromptStates>,
     ready: &std_mpsc::Sender<Result<LocalModelInfo, ProviderError>>,
     jobs: &std_mpsc::Receiver<Job>,
     counters: Arc<Counters>,
@@ -301,7 +327,7 @@ fn worker_main(
         }
     };
     let mut engine = match Engine::new(backend, &model, context_size, threads, counters.clone()) {
-        Ok(engine) => engine,
+        Ok(engine) => Engine { states, ..engine },
         Err(e) => {
             let _ = ready.send(Err(e));
             return;
@@ -340,6 +366,57 @@ struct Engine<'m> {
     clock: u64,
     counters: Arc<Counters>,
     info: LocalModelInfo,
+    /// Saved states of long system prompts.
+    states: Option<PromptStates>,
+}
+
+/// Saved key/value states of long system prompts, one file per prompt, named
+/// by a hash of the model file's identity and the prompt's tokens.
+struct PromptStates {
+    dir: PathBuf,
+    /// The model file (path, size, modification time) and moot's version,
+    /// whose llama.cpp wrote the state.
+    model: String,
+}
+
+impl PromptStates {
+    fn new(dir: PathBuf, model_path: &Path) -> Option<Self> {
+        let meta = std::fs::metadata(model_path).ok()?;
+        let modified = meta.modified().ok().and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok());
+        let model = format!(
+            "{} {} {:?} moot {}",
+            model_path.display(),
+            meta.len(),
+            modified.map(|d| d.as_nanos()),
+            env!("CARGO_PKG_VERSION")
+        );
+        Some(Self { dir, model })
+    }
+
+    fn path(&self, tokens: &[LlamaToken]) -> PathBuf {
+        use sha2::{Digest, Sha256};
+        let mut hash = Sha256::new();
+        hash.update(self.model.as_bytes());
+        for t in tokens {
+            hash.update(t.0.to_le_bytes());
+        }
+        self.dir.join(format!("{:x}.state", hash.finalize()))
+    }
+
+    /// Removes all but the newest [`SAVED_PROMPTS_KEPT`] states.
+    fn prune(&self) {
+        let Ok(entries) = std::fs::read_dir(&self.dir) else { return };
+        let mut states: Vec<(std::time::SystemTime, PathBuf)> = entries
+            .filter_map(Result::ok)
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|x| x == "state"))
+            .filter_map(|p| Some((std::fs::metadata(&p).ok()?.modified().ok()?, p)))
+            .collect();
+        states.sort_by_key(|s| std::cmp::Reverse(s.0));
+        for (_, path) in states.into_iter().skip(SAVED_PROMPTS_KEPT) {
+            let _ = std::fs::remove_file(path);
+        }
+    }
 }
 
 /// A sequence of the context and what it holds.
@@ -432,6 +509,7 @@ impl<'m> Engine<'m> {
             clock: 0,
             counters,
             info,
+            states: None,
         })
     }
 
@@ -538,7 +616,13 @@ impl<'m> Engine<'m> {
         }
         let mut out = Output::new(&job.deltas);
         let keep = self.lasting_prefix(&request.messages, &tokens);
-        let logits_index = self.read_prompt(&tokens, keep, &job.cancel)?;
+        let system = match request.messages.first() {
+            Some(m) if m.role == ChatRole::System && self.states.is_some() => {
+                self.prefix_len(&request.messages[..1], &tokens)
+            }
+            _ => 0,
+        };
+        let logits_index = self.read_prompt(&tokens, keep, system, &job.cancel)?;
 
         let grammar = match &request.response_schema {
             Some(schema) => Some(self.grammar_for(schema)?),
@@ -587,27 +671,40 @@ impl<'m> Engine<'m> {
     /// make up: the part that later prompts of the same conversation are
     /// likely to share (see [`Slot::keep`]).
     fn lasting_prefix(&self, messages: &[ChatMessage], tokens: &[LlamaToken]) -> usize {
-        let head = match messages.split_last() {
-            Some((_, head)) if !head.is_empty() => head,
-            _ => return 0,
-        };
+        match messages.split_last() {
+            Some((_, head)) if !head.is_empty() => self.prefix_len(head, tokens),
+            _ => 0,
+        }
+    }
+
+    /// How many of the prompt's `tokens` the messages `head` (its first
+    /// ones) make up.
+    fn prefix_len(&self, head: &[ChatMessage], tokens: &[LlamaToken]) -> usize {
         let Ok(text) = self.render(head, false) else { return 0 };
         let head = self.model.vocab().tokenize(text.as_bytes(), true, true);
         head.iter().zip(tokens).take_while(|(a, b)| a == b).count()
     }
 
-    /// Brings the context to `tokens`, reusing the cached prefix, and returns
+    /// Brings the context to `tokens`, reusing the cached prefix (or a saved
+    /// state of the system prompt, its first `system` tokens), and returns
     /// the batch index of the logits of the last token. `keep` is the part of
     /// `tokens` worth keeping for later prompts.
     fn read_prompt(
         &mut self,
         tokens: &[LlamaToken],
         keep: usize,
+        system: usize,
         cancel: &CancellationToken,
     ) -> Result<i32, ProviderError> {
         let started = std::time::Instant::now();
         let mut common = self.choose_sequence(tokens);
         self.current.keep = keep;
+        let saved = system >= SAVED_PROMPT_MIN && system < tokens.len() && self.states.is_some();
+        let mut loaded = false;
+        if saved && common < system && self.load_state(&tokens[..system]) {
+            common = system;
+            loaded = true;
+        }
         // The last prompt token is always decoded again: its logits are needed.
         common = common.min(tokens.len() - 1);
         if common < self.current.cached.len() {
@@ -623,11 +720,32 @@ impl<'m> Engine<'m> {
         }
         self.counters.reused.fetch_add(common as u64, Ordering::Relaxed);
         self.counters.read.fetch_add((tokens.len() - common) as u64, Ordering::Relaxed);
+        let mut from = common;
+        if saved && from < system {
+            // Read the system prompt on its own first and save its state.
+            self.decode_prompt(&tokens[from..system], cancel)?;
+            self.save_state();
+            from = system;
+        }
+        let last_index = self.decode_prompt(&tokens[from..], cancel)?;
+        tracing::debug!(
+            seq = self.current.seq,
+            reused = common,
+            read = tokens.len() - common,
+            loaded,
+            ms = started.elapsed().as_millis() as u64,
+            "local model: prompt read"
+        );
+        Ok(last_index)
+    }
+
+    /// Appends `tokens` to the sequence in use, in chunks, and returns the
+    /// batch index of the last token's logits.
+    fn decode_prompt(&mut self, tokens: &[LlamaToken], cancel: &CancellationToken) -> Result<i32, ProviderError> {
         let mut batch = LlamaBatch::new(PROMPT_CHUNK, 1);
-        let rest = &tokens[common..];
-        let chunks = rest.len().div_ceil(PROMPT_CHUNK);
+        let chunks = tokens.len().div_ceil(PROMPT_CHUNK);
         let mut last_index = 0;
-        for (c, chunk) in rest.chunks(PROMPT_CHUNK).enumerate() {
+        for (c, chunk) in tokens.chunks(PROMPT_CHUNK).enumerate() {
             if cancel.is_cancelled() {
                 return Err(ProviderError::Cancelled);
             }
@@ -645,14 +763,54 @@ impl<'m> Engine<'m> {
             self.current.cached.extend_from_slice(chunk);
             last_index = batch.n_tokens() - 1;
         }
-        tracing::debug!(
-            seq = self.current.seq,
-            reused = common,
-            read = rest.len(),
-            ms = started.elapsed().as_millis() as u64,
-            "local model: prompt read"
-        );
         Ok(last_index)
+    }
+
+    /// Loads the saved state of `prefix` into the sequence in use, replacing
+    /// what it held. A state that cannot be loaded or holds other tokens is
+    /// deleted.
+    fn load_state(&mut self, prefix: &[LlamaToken]) -> bool {
+        let Some(path) = self.states.as_ref().map(|s| s.path(prefix)).filter(|p| p.exists()) else {
+            return false;
+        };
+        let seq = self.current.seq;
+        let _ = self.ctx.kv_cache_seq_rm(seq, None, None);
+        self.current.cached.clear();
+        match self.ctx.state_seq_load_file(&path, seq, prefix.len()) {
+            Ok((tokens, _)) if tokens == prefix => {
+                self.current.cached = tokens;
+                true
+            }
+            outcome => {
+                tracing::warn!("local model: dropping the saved prompt state {} ({:?})", path.display(), outcome.err());
+                let _ = self.ctx.kv_cache_seq_rm(seq, None, None);
+                let _ = std::fs::remove_file(&path);
+                false
+            }
+        }
+    }
+
+    /// Saves the state of the sequence in use (a system prompt just read):
+    /// written under a temporary name, then renamed, so that a reader never
+    /// sees half a file.
+    fn save_state(&self) {
+        let Some(states) = &self.states else { return };
+        let path = states.path(&self.current.cached);
+        if path.exists() || std::fs::create_dir_all(&states.dir).is_err() {
+            return;
+        }
+        let partial = path.with_extension(format!("partial-{}", std::process::id()));
+        match self.ctx.state_seq_save_file(&partial, self.current.seq, &self.current.cached) {
+            Ok(_) if std::fs::rename(&partial, &path).is_ok() => states.prune(),
+            outcome => {
+                tracing::warn!(
+                    "local model: cannot save the prompt state in {}: {:?}",
+                    states.dir.display(),
+                    outcome.err()
+                );
+                let _ = std::fs::remove_file(&partial);
+            }
+        }
     }
 
     /// Decodes one token after the cached ones; its logits are at index 0.
