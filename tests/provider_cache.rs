@@ -40,7 +40,7 @@ async fn a_second_identical_run_makes_no_requests() {
         // Answer according to who speaks, read from the prompts.
         let body = req.body_json().unwrap_or_default();
         let system = body["messages"][0]["content"].as_str().unwrap_or_default().to_string();
-        let user = body["messages"][2]["content"].as_str().unwrap_or_default().to_string();
+        let user = body["messages"][1]["content"].as_str().unwrap_or_default().to_string();
         let text = if system.starts_with("You write the synthesis") {
             "They mostly agree.".to_string()
         } else if moot::engine::prompts::agent_named_in(&user) == Some("Ann") {

@@ -226,6 +226,32 @@ async fn request_body_and_no_auth_without_key() {
     );
 }
 
+/// moot's requests split a user turn in two messages; strict chat templates
+/// refuse that, so the wire has one.
+#[tokio::test]
+async fn consecutive_user_messages_are_sent_as_one() {
+    let server = server().await;
+    server.push(Reply::openai_stream(&["x"], Some((1, 1))));
+    let request = ChatRequest::new(vec![
+        ChatMessage::system("You judge text."),
+        ChatMessage::user("The item."),
+        ChatMessage::user("You are Ann."),
+        ChatMessage::assistant("No scores."),
+        ChatMessage::user("Scores, please."),
+    ]);
+    let (result, _) = stream_once(&provider(&server), &request).await;
+    result.expect("stream succeeds");
+    assert_eq!(
+        server.requests()[0].body_json().unwrap()["messages"],
+        json!([
+            {"role": "system", "content": "You judge text."},
+            {"role": "user", "content": "The item.\n\nYou are Ann."},
+            {"role": "assistant", "content": "No scores."},
+            {"role": "user", "content": "Scores, please."},
+        ])
+    );
+}
+
 #[tokio::test]
 async fn bearer_auth_with_key_and_optional_fields_left_out() {
     let server = server().await;

@@ -187,25 +187,13 @@ struct WireMessage {
 
 /// Split a chat into the `system` field and alternating messages.
 fn request_body<'a>(model: &'a str, request: &ChatRequest) -> Result<RequestBody<'a>, ProviderError> {
-    let mut system: Vec<&str> = Vec::new();
-    let mut messages: Vec<WireMessage> = Vec::new();
-    for m in &request.messages {
-        let role = match m.role {
-            ChatRole::System => {
-                system.push(&m.content);
-                continue;
-            }
-            ChatRole::User => "user",
-            ChatRole::Assistant => "assistant",
-        };
-        match messages.last_mut() {
-            Some(last) if last.role == role => {
-                last.content.push_str("\n\n");
-                last.content.push_str(&m.content);
-            }
-            _ => messages.push(WireMessage { role, content: m.content.clone() }),
-        }
-    }
+    let is_system = |m: &&super::ChatMessage| m.role == ChatRole::System;
+    let system: Vec<&str> = request.messages.iter().filter(is_system).map(|m| m.content.as_str()).collect();
+    let chat: Vec<super::ChatMessage> = request.messages.iter().filter(|m| !is_system(m)).cloned().collect();
+    let messages: Vec<WireMessage> = super::alternating(&chat)
+        .into_iter()
+        .map(|m| WireMessage { role: if m.role == ChatRole::User { "user" } else { "assistant" }, content: m.content })
+        .collect();
     if messages.first().is_none_or(|m| m.role != "user") {
         return Err(ProviderError::Config("an Anthropic request needs a user message before any other".into()));
     }

@@ -57,6 +57,25 @@ impl ChatMessage {
     }
 }
 
+/// The chat with consecutive messages of one role joined, a blank line
+/// between them. moot's own requests put what a group shares and the
+/// speaker's part in two user messages (the embedded model uses the
+/// boundary), but strict chat templates (Gemma's, Mistral's) refuse two user
+/// messages in a row; the text, and so a server's prefix cache, is the same.
+pub fn alternating(messages: &[ChatMessage]) -> Vec<ChatMessage> {
+    let mut out: Vec<ChatMessage> = Vec::with_capacity(messages.len());
+    for m in messages {
+        match out.last_mut() {
+            Some(last) if last.role == m.role => {
+                last.content.push_str("\n\n");
+                last.content.push_str(&m.content);
+            }
+            _ => out.push(m.clone()),
+        }
+    }
+    out
+}
+
 /// One chat completion request, independent of the backend.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ChatRequest {

@@ -165,9 +165,10 @@ impl OpenAiProvider {
         with_options: bool,
     ) -> Result<Completion, ProviderError> {
         let model = if request.model.is_empty() { self.config.model.as_str() } else { request.model.as_str() };
+        let messages = super::alternating(&request.messages);
         let body = RequestBody {
             model,
-            messages: &request.messages,
+            messages: &messages,
             stream: true,
             stream_options: with_options.then_some(StreamOptions { include_usage: true }),
             max_tokens: request.max_tokens,

@@ -646,7 +646,7 @@ pub fn judge_reply(request: &RecordedRequest, pause: Duration) -> Reply {
     let text_of = |i: usize| messages.get(i).and_then(|m| m.get("content")).and_then(|c| c.as_str()).unwrap_or("");
     let system = text_of(0);
     let last = messages.last().and_then(|m| m.get("content")).and_then(|c| c.as_str()).unwrap_or("");
-    let reply = if crate::engine::prompts::is_moderator_request(text_of(2)) {
+    let reply = if crate::engine::prompts::is_moderator_request(text_of(1)) {
         let eligible = last
             .split("Agents who may speak next: ")
             .nth(1)
@@ -661,7 +661,7 @@ pub fn judge_reply(request: &RecordedRequest, pause: Duration) -> Reply {
         let name = if system.starts_with("You are the final judge") {
             "The final judge"
         } else {
-            crate::engine::prompts::agent_named_in(text_of(2)).unwrap_or("judge")
+            crate::engine::prompts::agent_named_in(text_of(1)).unwrap_or("judge")
         };
         let score = 2 + (name.bytes().map(u32::from).sum::<u32>() % 3);
         let mut verdict = serde_json::Map::new();
