@@ -326,8 +326,8 @@ fn worker_main(
             return;
         }
     };
-    let mut engine = match Engine::new(backend, &model, context_size, threads, counters.clone()) {
-        Ok(engine) => Engine { states, ..engine },
+    let mut engine = match Engine::new(backend, &model, context_size, threads, counters.clone(), states) {
+        Ok(engine) => engine,
         Err(e) => {
             let _ = ready.send(Err(e));
             return;
@@ -465,6 +465,7 @@ impl<'m> Engine<'m> {
         context_size: u32,
         threads: (usize, usize),
         counters: Arc<Counters>,
+        states: Option<PromptStates>,
     ) -> Result<Self, ProviderError> {
         let per_seq = context_size.min(model.n_ctx_train().max(64));
         let (threads, threads_batch) = threads;
@@ -509,7 +510,7 @@ impl<'m> Engine<'m> {
             clock: 0,
             counters,
             info,
-            states: None,
+            states,
         })
     }
 
