@@ -153,23 +153,65 @@ pub fn panel_system(panel: &Panel) -> String {
 const END_WITH_JSON: &str =
     "Write your thoughts first, then end with your evaluation as the one JSON object described above.";
 
-/// Who an agent is: name, role, group and persona attributes. Its first line
-/// is `You are <name>, …` (see [`agent_named_in`]).
-pub fn persona(group: &str, agent: &AgentSpec) -> String {
+/// The persona attributes, labelled for a list of members (third person).
+const PROFILE_LABELS: [&str; 5] = ["Background", "Cares about", "Expertise", "Manner", "Relationships"];
+
+fn profile(agent: &AgentSpec) -> [&str; 5] {
+    [&agent.demographics, &agent.perspective, &agent.specialty, &agent.traits, &agent.relationships].map(|v| v.trim())
+}
+
+/// A group's members and their personas. It goes into the group's shared
+/// message, after the item: every member's prompt (and the moderator's)
+/// carries it, so it is read once per group and each turn names only its
+/// speaker. Empty for a group the panel does not have.
+pub fn roster(panel: &Panel, group: &str) -> String {
+    let Some(spec) = panel.groups.iter().find(|g| g.name == group) else { return String::new() };
+    let mut s = format!("The \"{group}\" stakeholder group");
+    if !spec.description.trim().is_empty() {
+        let _ = write!(s, " ({})", spec.description.trim().trim_end_matches('.'));
+    }
+    s.push_str(" has these members:\n");
+    for agent in &spec.agents {
+        let _ = write!(s, "- {}", agent.name);
+        if !agent.role.trim().is_empty() {
+            let _ = write!(s, ", {}", agent.role.trim());
+        }
+        s.push('\n');
+        for (label, value) in PROFILE_LABELS.iter().zip(profile(agent)) {
+            if !value.is_empty() {
+                let _ = writeln!(s, "  {label}: {value}");
+            }
+        }
+    }
+    s
+}
+
+/// Who the speaker is. Its first line is `You are <name>, …` (see
+/// [`agent_named_in`]). The full persona is in the group's [`roster`], which
+/// the shared message carries; this names the speaker and repeats what they
+/// care about. For an agent of no group of the panel, the whole persona.
+pub fn persona(panel: &Panel, group: &str, agent: &AgentSpec) -> String {
     let mut s = format!("You are {}", agent.name);
     if !agent.role.is_empty() {
         let _ = write!(s, ", {}", agent.role);
     }
-    let _ = writeln!(s, ", a member of the \"{group}\" stakeholder group.");
-    for (label, value) in [
-        ("About you", &agent.demographics),
-        ("What you care about", &agent.perspective),
-        ("Your expertise", &agent.specialty),
-        ("How you tend to think and speak", &agent.traits),
-        ("Your relationships", &agent.relationships),
-    ] {
-        if !value.trim().is_empty() {
-            let _ = writeln!(s, "{label}: {}", value.trim());
+    let _ = write!(s, ", a member of the \"{group}\" stakeholder group");
+    let listed = panel.groups.iter().any(|g| g.name == group && g.agents.iter().any(|a| a.name == agent.name));
+    if listed {
+        s.push_str(" (your profile is in the list of members above).\n");
+        if !agent.perspective.trim().is_empty() {
+            let _ = writeln!(s, "What you care about: {}", agent.perspective.trim());
+        }
+        return s;
+    }
+    s.push_str(".\n");
+    for (label, value) in
+        ["About you", "What you care about", "Your expertise", "How you tend to think and speak", "Your relationships"]
+            .iter()
+            .zip(profile(agent))
+    {
+        if !value.is_empty() {
+            let _ = writeln!(s, "{label}: {value}");
         }
     }
     s
@@ -259,9 +301,16 @@ fn request(panel: &Panel, shared: String, turn: String) -> Vec<ChatMessage> {
     vec![ChatMessage::system(panel_system(panel)), ChatMessage::user(shared), ChatMessage::user(turn)]
 }
 
-/// The item followed by the discussion under `heading`.
-fn discussion(panel: &Panel, item: &Item, heading: &str, history: &[HistoryEntry]) -> String {
-    format!("{}\n\n{heading}\n{}", render_item(item), render_history(panel, history))
+/// What every member of a group sees first: the item (the same for all
+/// groups), then the group's members.
+fn group_context(panel: &Panel, item: &Item, group: &str) -> String {
+    let roster = roster(panel, group);
+    if roster.is_empty() { render_item(item) } else { format!("{}\n\n{}", render_item(item), roster.trim_end()) }
+}
+
+/// The group's context followed by the discussion under `heading`.
+fn discussion(panel: &Panel, item: &Item, group: &str, heading: &str, history: &[HistoryEntry]) -> String {
+    format!("{}\n\n{heading}\n{}", group_context(panel, item, group), render_history(panel, history))
 }
 
 /// Messages for an independent first evaluation.
@@ -276,9 +325,9 @@ pub fn initial_messages(
     let turn = format!(
         "{}\nEvaluate the content above on your own, before hearing anyone else. Think it through briefly from your \
          perspective (at most 120 words), citing specifics.{confidence} {END_WITH_JSON}",
-        persona(group, agent),
+        persona(panel, group, agent),
     );
-    request(panel, render_item(item), turn)
+    request(panel, group_context(panel, item, group), turn)
 }
 
 /// Messages for a debate turn in a moderated free debate.
@@ -294,10 +343,10 @@ pub fn debate_messages(
     let turn = format!(
         "{}Your latest scores: {own}\n\n\
          It is your turn in the debate, {}: answer the others in at most 150 words. {END_WITH_JSON}",
-        persona(group, agent),
+        persona(panel, group, agent),
         agent.name,
     );
-    request(panel, discussion(panel, item, "The panel's discussion so far:", history), turn)
+    request(panel, discussion(panel, item, group, "The panel's discussion so far:", history), turn)
 }
 
 /// Messages for a collaborative discussion round (CollabEval).
@@ -313,10 +362,10 @@ pub fn discussion_messages(
         "{}\n\
          Discussion round {round}. {}, say briefly where you agree and where you disagree with the others and why, then give \
          your updated evaluation and confidence. At most 150 words. {END_WITH_JSON}",
-        persona(group, agent),
+        persona(panel, group, agent),
         agent.name,
     );
-    request(panel, discussion(panel, item, "Everyone's results, confidences and reasons so far:", history), turn)
+    request(panel, discussion(panel, item, group, "Everyone's results, confidences and reasons so far:", history), turn)
 }
 
 /// A follow-up asking for a readable evaluation after a reply that had none.
@@ -350,7 +399,7 @@ pub fn moderator_messages(
          Answer with one JSON object and nothing else: {{\"next\": \"<one name from the list>\", \"reason\": \"<one sentence>\"}}",
         eligible.join(", ")
     );
-    request(panel, discussion(panel, item, "The panel's discussion so far:", history), turn)
+    request(panel, discussion(panel, item, group, "The panel's discussion so far:", history), turn)
 }
 
 /// Whether a request's speaker message (its third) is a moderator's (tests
@@ -428,7 +477,8 @@ mod tests {
         assert!(!a[0].content.contains("Ann") && !a[0].content.contains("Bea"));
         assert_eq!(agent_named_in(&a[2].content), Some("Ann"));
         assert_eq!(agent_named_in(&b[2].content), Some("Bea"));
-        assert_eq!(a[1].content, render_item(&item), "the item is the shared message of a first evaluation");
+        assert!(a[1].content.starts_with(&render_item(&item)), "the shared message of a first evaluation opens with the item");
+        assert!(a[1].content.ends_with(roster(&panel, "Parents").trim_end()), "and lists the group's members");
         assert_eq!(
             agent_named_in("You are Dr. Mensah, Child psychologist, a member of the \"R\" stakeholder group."),
             Some("Dr. Mensah")
@@ -440,6 +490,27 @@ mod tests {
         assert_eq!(agent_named_in(&m[2].content), None);
         assert_eq!(m[1].content, b[1].content, "the moderator and the next speaker see the same discussion");
         assert!(m[1].content.starts_with(&a[1].content), "and it begins with the item");
+    }
+
+    #[test]
+    fn personas_are_read_once_per_group_and_each_turn_names_its_speaker() {
+        let panel = crate::testkit::panel(crate::panel::Protocol::MajEval, &[("Parents", &["Ann", "Bea"]), ("Kids", &["Cy"])]);
+        let item = crate::testkit::item();
+        let agents: Vec<_> = panel.agents().collect();
+        let ann = initial_messages(&panel, "Parents", agents[0].1, &item, false);
+        let bea = initial_messages(&panel, "Parents", agents[1].1, &item, false);
+        let cy = initial_messages(&panel, "Kids", agents[2].1, &item, false);
+        assert_eq!(ann[1].content, bea[1].content, "one shared message for the group");
+        assert_ne!(ann[1].content, cy[1].content, "another group has its own members");
+        for name in ["- Ann", "- Bea", "Cares about: cares about clarity", "Expertise: reading"] {
+            assert!(ann[1].content.contains(name), "{name} missing from the roster");
+        }
+        assert!(!ann[1].content.contains("- Cy"));
+        assert!(ann[2].content.contains("What you care about: cares about clarity"));
+        assert!(!ann[2].content.contains("Expertise"), "the speaker's part does not repeat the whole persona");
+        // An agent of no group of the panel gets its whole persona in its own part.
+        let stray = persona(&panel, "Elsewhere", agents[0].1);
+        assert!(stray.contains("Your expertise: reading") && agent_named_in(&stray) == Some("Ann"));
     }
 
     #[test]
