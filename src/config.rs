@@ -108,6 +108,9 @@ pub struct ProviderConfig {
     /// For `local`: CPU threads for reading prompts.
     #[serde(default)]
     pub threads_batch: Option<NonZeroUsize>,
+    /// For `local`: how many requests the model serves at once.
+    #[serde(default)]
+    pub parallel: Option<NonZeroUsize>,
     /// For `local`: context window in tokens.
     #[serde(default, deserialize_with = "positive_u32")]
     pub context_size: Option<u32>,
@@ -371,6 +374,7 @@ kind = "local"
 model = "qwen2.5-0.5b"
 threads = 4
 threads_batch = 8
+parallel = 3
 context_size = 4096
 "#;
 
@@ -395,6 +399,7 @@ context_size = 4096
         assert_eq!(c.providers["anthropic"].prices(), None);
         assert_eq!(c.providers["tiny"].threads.map(NonZeroUsize::get), Some(4));
         assert_eq!(c.providers["tiny"].threads_batch.map(NonZeroUsize::get), Some(8));
+        assert_eq!(c.providers["tiny"].parallel.map(NonZeroUsize::get), Some(3));
         assert_eq!(c.kind_of("openai"), Some(ProviderKind::Openai));
         assert_eq!(c.kind_of("nope"), None);
     }

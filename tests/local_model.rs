@@ -222,6 +222,12 @@ async fn a_short_debate_on_the_tiny_model_parses_every_evaluation() {
 /// `dir`, so another worker; saved prompt states go to `dir` too): other
 /// tests' calls must not move its counters.
 fn own_tiny_provider(dir: &tempfile::TempDir) -> LocalProvider {
+    own_tiny_provider_serving(dir, None)
+}
+
+/// [`own_tiny_provider`] serving `parallel` requests at once (`None`: the
+/// default for this machine).
+fn own_tiny_provider_serving(dir: &tempfile::TempDir, parallel: Option<usize>) -> LocalProvider {
     let copy = dir.path().join("tiny-copy.gguf");
     if !copy.exists() {
         std::fs::copy(moot::model::installed_path(&resolve_model(TINY)).unwrap(), &copy).unwrap();
@@ -229,6 +235,7 @@ fn own_tiny_provider(dir: &tempfile::TempDir) -> LocalProvider {
     let mut config = LocalConfig::new(copy);
     config.context_size = 2048;
     config.state_dir = Some(dir.path().join("states"));
+    config.parallel = parallel;
     LocalProvider::new(config).expect("the copy loads")
 }
 
@@ -354,4 +361,55 @@ async fn a_long_system_prompt_is_read_once_across_runs() {
     let saved: Vec<_> = std::fs::read_dir(dir.path().join("states")).unwrap().filter_map(Result::ok).collect();
     assert_eq!(saved.len(), 1, "the damaged state was replaced");
     assert!(std::fs::metadata(saved[0].path()).unwrap().len() > 1000);
+}
+
+/// Starts a long reply, then a short request once the long one streams, and
+/// says whether the short one finished first.
+async fn short_request_finishes_first(provider: &LocalProvider) -> bool {
+    let mut long =
+        conversation("You are a storyteller.", &["Write a very long story about a lighthouse keeper and her cat."]);
+    long.max_tokens = 150;
+    let short = conversation("You answer briefly.", &["Say hello."]);
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let cancel = CancellationToken::new();
+    let long_call = provider.stream(&long, &tx, &cancel);
+    tokio::pin!(long_call);
+    // Let the long reply start streaming.
+    tokio::select! {
+        _ = rx.recv() => {}
+        done = &mut long_call => panic!("the long reply ended before streaming: {:?}", done.map(|c| c.text)),
+    }
+    let short_call = complete(provider, short);
+    tokio::pin!(short_call);
+    tokio::select! {
+        _ = &mut short_call => {
+            let long_done = long_call.await.expect("the long reply");
+            assert_eq!(long_done.usage.output_tokens, 150, "the long reply ran to its limit: {}", long_done.text);
+            true
+        }
+        long_done = &mut long_call => {
+            let long_done = long_done.expect("the long reply");
+            assert_eq!(long_done.usage.output_tokens, 150, "the long reply ran to its limit: {}", long_done.text);
+            short_call.await;
+            false
+        }
+    }
+}
+
+/// A model serving two requests at once answers a short one while a long
+/// one is still generating; serving one at a time, the short one waits.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_engine_serves_a_request_while_the_first_generates() {
+    if tiny_provider().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let two = own_tiny_provider_serving(&dir, Some(2));
+    assert_eq!(two.model_info().parallel, 2);
+    assert!(short_request_finishes_first(&two).await, "with two engines the short request did not get through first");
+    drop(two);
+    let dir = tempfile::tempdir().unwrap();
+    let one = own_tiny_provider_serving(&dir, Some(1));
+    assert_eq!(one.model_info().parallel, 1);
+    assert!(!short_request_finishes_first(&one).await, "with one engine the short request should wait");
 }

@@ -477,7 +477,10 @@ mod tests {
         assert!(!a[0].content.contains("Ann") && !a[0].content.contains("Bea"));
         assert_eq!(agent_named_in(&a[2].content), Some("Ann"));
         assert_eq!(agent_named_in(&b[2].content), Some("Bea"));
-        assert!(a[1].content.starts_with(&render_item(&item)), "the shared message of a first evaluation opens with the item");
+        assert!(
+            a[1].content.starts_with(&render_item(&item)),
+            "the shared message of a first evaluation opens with the item"
+        );
         assert!(a[1].content.ends_with(roster(&panel, "Parents").trim_end()), "and lists the group's members");
         assert_eq!(
             agent_named_in("You are Dr. Mensah, Child psychologist, a member of the \"R\" stakeholder group."),
@@ -494,7 +497,8 @@ mod tests {
 
     #[test]
     fn personas_are_read_once_per_group_and_each_turn_names_its_speaker() {
-        let panel = crate::testkit::panel(crate::panel::Protocol::MajEval, &[("Parents", &["Ann", "Bea"]), ("Kids", &["Cy"])]);
+        let panel =
+            crate::testkit::panel(crate::panel::Protocol::MajEval, &[("Parents", &["Ann", "Bea"]), ("Kids", &["Cy"])]);
         let item = crate::testkit::item();
         let agents: Vec<_> = panel.agents().collect();
         let ann = initial_messages(&panel, "Parents", agents[0].1, &item, false);

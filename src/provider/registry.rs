@@ -62,6 +62,8 @@ pub struct LocalSpec {
     pub threads: Option<usize>,
     /// CPU threads for reading prompts; none lets the backend choose.
     pub threads_batch: Option<usize>,
+    /// Requests served at once; none lets the backend choose.
+    pub parallel: Option<usize>,
     /// Context window in tokens; none lets the backend choose.
     pub context_size: Option<u32>,
 }
@@ -241,6 +243,7 @@ impl Registry {
                     model: Some(model.to_string()).filter(|m| !m.is_empty()).or(configured),
                     threads: pc.threads.map(NonZeroUsize::get),
                     threads_batch: pc.threads_batch.map(NonZeroUsize::get),
+                    parallel: pc.parallel.map(NonZeroUsize::get),
                     context_size: pc.context_size,
                 };
                 (build_local(name, &spec, self.progress.as_ref())?, None)
@@ -446,6 +449,7 @@ impl Registry {
                 c.threads_batch.map_or("auto".into(), |t| t.to_string()),
                 origin(c.threads_batch.is_some()),
             );
+            push("parallel", c.parallel.map_or("auto".into(), |t| t.to_string()), origin(c.parallel.is_some()));
             push(
                 "context_size",
                 c.context_size.map_or("auto".into(), |t| t.to_string()),
@@ -510,6 +514,7 @@ pub fn build_local(
     config.name = model.name();
     config.threads = spec.threads;
     config.threads_batch = spec.threads_batch;
+    config.parallel = spec.parallel;
     if let Some(n) = spec.context_size {
         config.context_size = n;
     }
