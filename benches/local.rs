@@ -1,7 +1,7 @@
 //! Speed of the embedded model: time to first token for a new ~1,000-token
-//! prompt, for a debate turn and a moderator's call of the sample panel
+//! prompt, for debate turns and a moderator's call of the sample panel
 //! (1,000 tokens and more, most of which the previous call already read),
-//! and generation throughput. Uses the default model when it is installed,
+//! and generation throughput, for one request and for two at once. Uses the default model when it is installed,
 //! else the tiny one (`MOOT_BENCH_MODEL` picks another name or a GGUF path,
 //! `MOOT_BENCH_THREADS` and `MOOT_BENCH_THREADS_BATCH` the thread counts). Nothing runs when no model is
 //! installed: fetch one with `moot model pull`.
@@ -32,11 +32,12 @@ fn provider() -> Option<LocalProvider> {
     let provider = LocalProvider::new(config).expect("model loads");
     let info = provider.model_info();
     eprintln!(
-        "local bench: {} ({}, {} threads, {} for prompts)",
+        "local bench: {} ({}, {} threads, {} for prompts, {} request(s) at once)",
         provider.info().model,
         info.architecture,
         info.threads,
-        info.threads_batch
+        info.threads_batch,
+        info.parallel
     );
     Some(provider)
 }
@@ -127,6 +128,31 @@ fn bench_local(c: &mut Criterion) {
                 .sum()
         })
     });
+
+    // Two conversations generating at once (two groups of a panel): with
+    // two engines they run side by side.
+    let mut other = request.clone();
+    other.messages[1] = ChatMessage::user("Tell a long story about a lighthouse keeper's cat.");
+    let both = || {
+        let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+        let cancel = CancellationToken::new();
+        let start = Instant::now();
+        let (a, b) = rt.block_on(async {
+            tokio::join!(provider.stream(&request, &tx, &cancel), provider.stream(&other, &tx, &cancel))
+        });
+        let produced = (a.expect("completion").usage.output_tokens + b.expect("completion").usage.output_tokens).max(1);
+        start.elapsed().mul_f64(f64::from(2 * GENERATED) / produced as f64)
+    };
+    let elapsed = both();
+    eprintln!(
+        "two at once: {} tokens in {elapsed:.2?} ({:.1} tok/s)",
+        2 * GENERATED,
+        f64::from(2 * GENERATED) / elapsed.as_secs_f64()
+    );
+    group.throughput(Throughput::Elements(u64::from(2 * GENERATED)));
+    group.bench_function("two_conversations_generate_64_tokens_each", |b| {
+        b.iter_custom(|iters| (0..iters).map(|_| both()).sum())
+    });
     group.finish();
 }
 
@@ -213,9 +239,16 @@ fn debate_turns(rt: &Runtime, provider: &LocalProvider, nonce: &AtomicU64, group
         call(rt, provider, &turn(n, 3, 0));
         call(rt, provider, &moderator(n, 4))
     };
+    // Agent A spoke after 3 speeches and agent B answers with no moderator's
+    // call between (a group of two): B reads A's speech and its own part.
+    let answer = |n: u64| {
+        call(rt, provider, &turn(n, 3, 0));
+        call(rt, provider, &turn(n, 4, 1))
+    };
     for (name, measure) in [
         ("debate_turn_first_token_after_moderator", &agent_turn as &dyn Fn(u64) -> (Duration, Completion)),
         ("moderator_first_token_after_a_turn", &moderator_call),
+        ("debate_turn_first_token_after_another_speech", &answer),
     ] {
         let (elapsed, completion) = measure(new_debate());
         eprintln!("{name}: {} prompt tokens, first token after {elapsed:.2?}", completion.usage.input_tokens);
