@@ -376,8 +376,8 @@ fn worker_main(
     let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
     let gate = CoreGate::new(cores.max(setup.threads.0));
     let mut engines = Vec::new();
-    for _ in 0..setup.parallel.max(1) {
-        match Engine::new(backend, &chat, setup, counters.clone(), &gate) {
+    for id in 0..setup.parallel.max(1) {
+        match Engine::new(id, backend, &chat, setup, counters.clone(), &gate) {
             Ok(engine) => engines.push(engine),
             Err(e) if engines.is_empty() => {
                 let _ = ready.send(Err(e));
@@ -731,6 +731,8 @@ struct Engine<'m> {
     model: &'m LlamaModel,
     ctx: LlamaContext<'m>,
     gate: &'m CoreGate,
+    /// Its number among the worker's engines (for logs).
+    id: usize,
     /// The sequence in use.
     current: Slot,
     /// The other sequences, kept for prompts that continue them.
@@ -836,6 +838,7 @@ enum Finish {
 
 impl<'m> Engine<'m> {
     fn new(
+        id: usize,
         backend: &LlamaBackend,
         chat: &'m Chat<'m>,
         setup: &Setup,
@@ -873,6 +876,7 @@ impl<'m> Engine<'m> {
             model,
             ctx,
             gate,
+            id,
             current: Slot::empty(0),
             parked,
             seq_capacity,
@@ -942,7 +946,12 @@ impl<'m> Engine<'m> {
                 self.parked[i].cached.clone_from(&self.current.cached);
                 self.parked[i].keep = self.current.keep;
                 self.swap_with(i);
-                tracing::debug!(from = self.parked[i].seq, to = self.current.seq, "local model: sequence copied");
+                tracing::debug!(
+                    engine = self.id,
+                    from = self.parked[i].seq,
+                    to = self.current.seq,
+                    "local model: sequence copied"
+                );
             }
         }
         self.clock += 1;
@@ -1052,6 +1061,7 @@ impl<'m> Engine<'m> {
         }
         let last_index = self.decode_prompt(&tokens[from..], cancel)?;
         tracing::debug!(
+            engine = self.id,
             seq = self.current.seq,
             reused = common,
             read = tokens.len() - common,
