@@ -448,8 +448,11 @@ fn serve(id: usize, mut engine: Engine<'_>, queue: &Queue, counters: &Counters) 
             counters.active.fetch_sub(1, Ordering::SeqCst);
             result
         };
-        let _ = job.reply.send(result);
+        // The queue learns what this engine now holds before the caller
+        // hears back: the conversation's next request, which may follow at
+        // once, must find the engine idle and holding its prompt.
         queue.done(id, engine.held());
+        let _ = job.reply.send(result);
     }
 }
 
