@@ -254,7 +254,7 @@ fn render_history(panel: &Panel, history: &[HistoryEntry]) -> String {
             },
             HistoryEntry::Speech { agent, round, text, evaluation } => {
                 let where_ = round.map(|r| format!(", round {r}")).unwrap_or_default();
-                let _ = writeln!(s, "[{agent}{where_}] {}", clip(strip_json_tail(text), ENTRY_CHARS));
+                let _ = writeln!(s, "[{agent}{where_}] {}", clip(speech_words(text, evaluation.as_ref()), ENTRY_CHARS));
                 if let Some(ev) = evaluation {
                     let _ = writeln!(s, "  ({agent}'s scores now: {})", format_scores(panel, ev));
                 }
@@ -274,6 +274,19 @@ fn render_history(panel: &Panel, history: &[HistoryEntry]) -> String {
         }
     }
     s
+}
+
+/// What a speech says, for the shared history: its prose without the
+/// trailing JSON evaluation, or, for a reply that was nothing but the
+/// evaluation (small models often skip the prose), the evaluation's
+/// justification. The scores follow on a line of their own either way.
+fn speech_words<'a>(text: &'a str, evaluation: Option<&'a Evaluation>) -> &'a str {
+    let words = strip_json_tail(text);
+    let bare = words.trim_start_matches("```json").trim_start().starts_with('{');
+    match evaluation {
+        Some(ev) if bare && !ev.justification.trim().is_empty() => ev.justification.trim(),
+        _ => words,
+    }
 }
 
 /// The reply text without a trailing JSON evaluation (history shows scores separately).
@@ -458,6 +471,31 @@ mod tests {
         assert_eq!(strip_json_tail("I agree.\n{\"grammar\": 4}"), "I agree.");
         assert_eq!(strip_json_tail("Fine.\n```json\n{\"grammar\": 4}\n```"), "Fine.");
         assert_eq!(strip_json_tail("no json here"), "no json here");
+    }
+
+    #[test]
+    fn a_speech_that_is_only_the_evaluation_shows_its_justification() {
+        let panel = crate::testkit::panel(crate::panel::Protocol::MajEval, &[("Parents", &["Ann", "Bea"])]);
+        let evaluation = Evaluation {
+            scores: [("grammar".to_string(), 4.0)].into(),
+            justification: "The answer skips the den.".into(),
+            ..Evaluation::default()
+        };
+        let speech = |text: &str| HistoryEntry::Speech {
+            agent: "Ann".into(),
+            round: Some(1),
+            text: text.into(),
+            evaluation: Some(evaluation.clone()),
+        };
+        let bare =
+            render_history(&panel, &[speech("{\"grammar\": 4, \"justification\": \"The answer skips the den.\"}")]);
+        assert!(bare.contains("[Ann, round 1] The answer skips the den."), "{bare}");
+        assert!(!bare.contains("\"grammar\""), "the JSON is not repeated: {bare}");
+        let fenced = render_history(&panel, &[speech("```json\n{\"grammar\": 4}\n```")]);
+        assert!(fenced.contains("[Ann, round 1] The answer skips the den."), "{fenced}");
+        let prose = render_history(&panel, &[speech("I disagree with Bea.\n{\"grammar\": 4}")]);
+        assert!(prose.contains("[Ann, round 1] I disagree with Bea.") && !prose.contains("skips the den"), "{prose}");
+        assert!(prose.contains("(Ann's scores now: grammar 4"), "{prose}");
     }
 
     #[test]
