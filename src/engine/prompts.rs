@@ -196,7 +196,7 @@ pub fn persona(panel: &Panel, group: &str, agent: &AgentSpec) -> String {
         let _ = write!(s, ", {}", agent.role);
     }
     let _ = write!(s, ", a member of the \"{group}\" stakeholder group");
-    let listed = panel.groups.iter().any(|g| g.name == group && g.agents.iter().any(|a| a.name == agent.name));
+    let listed = panel.agent(&agent.name).is_some_and(|(g, _)| g.name == group);
     if listed {
         s.push_str(" (your profile is in the list of members above).\n");
         if !agent.perspective.trim().is_empty() {

@@ -189,8 +189,7 @@ struct WireMessage {
 fn request_body<'a>(model: &'a str, request: &ChatRequest) -> Result<RequestBody<'a>, ProviderError> {
     let is_system = |m: &&super::ChatMessage| m.role == ChatRole::System;
     let system: Vec<&str> = request.messages.iter().filter(is_system).map(|m| m.content.as_str()).collect();
-    let chat: Vec<super::ChatMessage> = request.messages.iter().filter(|m| !is_system(m)).cloned().collect();
-    let messages: Vec<WireMessage> = super::alternating(&chat)
+    let messages: Vec<WireMessage> = super::alternating(request.messages.iter().filter(|m| !is_system(m)))
         .into_iter()
         .map(|m| WireMessage { role: if m.role == ChatRole::User { "user" } else { "assistant" }, content: m.content })
         .collect();

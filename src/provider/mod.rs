@@ -62,8 +62,8 @@ impl ChatMessage {
 /// speaker's part in two user messages (the embedded model uses the
 /// boundary), but strict chat templates (Gemma's, Mistral's) refuse two user
 /// messages in a row; the text, and so a server's prefix cache, is the same.
-pub fn alternating(messages: &[ChatMessage]) -> Vec<ChatMessage> {
-    let mut out: Vec<ChatMessage> = Vec::with_capacity(messages.len());
+pub fn alternating<'a>(messages: impl IntoIterator<Item = &'a ChatMessage>) -> Vec<ChatMessage> {
+    let mut out: Vec<ChatMessage> = Vec::new();
     for m in messages {
         match out.last_mut() {
             Some(last) if last.role == m.role => {
