@@ -183,6 +183,38 @@ async fn llm_moderator_pick_is_used() {
     assert_eq!(turn_agents(&events, Phase::Debate), ["Bea"]);
 }
 
+/// While a speech streams, the run hints the start of the group's next
+/// request to the provider: the discussion with the speech so far.
+#[tokio::test]
+async fn a_streaming_speech_is_hinted_as_the_start_of_the_next_request() {
+    let provider = scripted(|req, _| match speaker(req).as_str() {
+        "moderator" => "{\"next\": \"Bea\", \"reason\": \"Bea has not answered.\"}".into(),
+        "aggregator" => "Done.".into(),
+        name => {
+            format!("{name} here: the answer never says where the fox went, which matters.\n{}", evaluation(3, 3, 3))
+                .into()
+        }
+    });
+    let mut p = panel(Protocol::MajEval, &[("Teachers", &["Ann", "Bea", "Cal"])]);
+    p.moderator.policy = ModeratorPolicy::Llm;
+    p.moderator.max_turns = 3;
+    let (_, outcome) = Session::start(config(p, provider.clone()), None).finish().await;
+    assert_eq!(outcome.status, EndStatus::Completed, "{:?}", outcome.error);
+    let hints = provider.read_aheads();
+    assert_eq!(hints.len(), 3, "one hint per debate speech (the initial evaluations have none)");
+    let requests = provider.requests();
+    // Every speech but the last is followed by the group's next requests.
+    for hint in &hints[..2] {
+        let so_far = hint[1].content.trim_end();
+        let speech = so_far.rsplit_once("] ").map(|(_, s)| s).unwrap_or_default();
+        assert!(speech.contains("where the fox went"), "the speech: {so_far}");
+        assert!(speech.ends_with("My view, briefly."), "its prose, not its JSON: {speech}");
+        let continued =
+            requests.iter().filter(|r| r.messages[0] == hint[0] && r.messages[1].content.starts_with(so_far));
+        assert!(continued.count() >= 2, "the moderator's and the next speaker's requests start with the hint");
+    }
+}
+
 #[tokio::test]
 async fn an_llm_moderator_does_not_give_the_floor_back_to_who_just_spoke() {
     // The moderator names Bea every time, as small models do.

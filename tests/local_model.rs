@@ -413,3 +413,47 @@ async fn a_second_engine_serves_a_request_while_the_first_generates() {
     assert_eq!(one.model_info().parallel, 1);
     assert!(!short_request_finishes_first(&one).await, "with one engine the short request should wait");
 }
+
+/// While one request generates, a prompt that the next request will start
+/// with is read by the other engine, so that request reads only its own end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_prompt_is_read_ahead_while_another_request_generates() {
+    if tiny_provider().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let provider = own_tiny_provider_serving(&dir, Some(2));
+    let shared = [ChatMessage::system(rules("harbours", 30)), ChatMessage::user(rules("the discussion", 20))];
+    let mut long =
+        conversation("You are a storyteller.", &["Write a very long story about a lighthouse keeper and her cat."]);
+    long.max_tokens = 150;
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let cancel = CancellationToken::new();
+    let long_call = provider.stream(&long, &tx, &cancel);
+    tokio::pin!(long_call);
+    tokio::select! {
+        _ = rx.recv() => {}
+        done = &mut long_call => panic!("the long reply ended before streaming: {:?}", done.map(|c| c.text)),
+    }
+    provider.read_ahead(&shared);
+    long_call.await.expect("the long reply");
+    let during = provider.read_ahead_tokens();
+    assert!(during > 0, "nothing was read ahead while the other engine generated");
+    // Let the reading finish.
+    let mut read = during;
+    for _ in 0..200 {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let now = provider.read_ahead_tokens();
+        if now == read {
+            break;
+        }
+        read = now;
+    }
+    let mut next = ChatRequest::new([&shared[..], &[ChatMessage::user("You are Ana. Say one word.")]].concat());
+    next.max_tokens = 3;
+    let (before_read, _) = provider.prompt_stats();
+    let reused = reused_by(&provider, complete(&provider, next)).await;
+    let (after_read, _) = provider.prompt_stats();
+    assert!(reused + 2 >= read, "the request reused {reused} tokens, {read} had been read ahead");
+    assert!(after_read - before_read < 40, "the request read {} tokens of its own", after_read - before_read);
+}

@@ -321,6 +321,11 @@ fn group_context(panel: &Panel, item: &Item, group: &str) -> String {
     if roster.is_empty() { render_item(item) } else { format!("{}\n\n{}", render_item(item), roster.trim_end()) }
 }
 
+/// The heading of the discussion in debates and in the moderator's requests.
+const DEBATE_HEADING: &str = "The panel's discussion so far:";
+/// The heading of the discussion in collaborative discussion rounds.
+const DISCUSSION_HEADING: &str = "Everyone's results, confidences and reasons so far:";
+
 /// The group's context followed by the discussion under `heading`.
 fn discussion(panel: &Panel, item: &Item, group: &str, heading: &str, history: &[HistoryEntry]) -> String {
     format!("{}\n\n{heading}\n{}", group_context(panel, item, group), render_history(panel, history))
@@ -359,7 +364,7 @@ pub fn debate_messages(
         persona(panel, group, agent),
         agent.name,
     );
-    request(panel, discussion(panel, item, group, "The panel's discussion so far:", history), turn)
+    request(panel, discussion(panel, item, group, DEBATE_HEADING, history), turn)
 }
 
 /// Messages for a collaborative discussion round (CollabEval).
@@ -378,7 +383,7 @@ pub fn discussion_messages(
         persona(panel, group, agent),
         agent.name,
     );
-    request(panel, discussion(panel, item, group, "Everyone's results, confidences and reasons so far:", history), turn)
+    request(panel, discussion(panel, item, group, DISCUSSION_HEADING, history), turn)
 }
 
 /// A follow-up asking for a readable evaluation after a reply that had none.
@@ -412,7 +417,64 @@ pub fn moderator_messages(
          Answer with one JSON object and nothing else: {{\"next\": \"<one name from the list>\", \"reason\": \"<one sentence>\"}}",
         eligible.join(", ")
     );
-    request(panel, discussion(panel, item, group, "The panel's discussion so far:", history), turn)
+    request(panel, discussion(panel, item, group, DEBATE_HEADING, history), turn)
+}
+
+/// What a debate's next request (the moderator's or the next speaker's)
+/// starts with while `speaker`'s speech streams: the system prompt and the
+/// group's shared part, with the speech so far as the newest entry. See
+/// [`crate::provider::Provider::read_ahead`].
+pub fn debate_ahead(
+    panel: &Panel,
+    item: &Item,
+    group: &str,
+    history: &[HistoryEntry],
+    speaker: &str,
+    so_far: &str,
+) -> Vec<ChatMessage> {
+    ahead(panel, item, group, DEBATE_HEADING, history, speaker, None, so_far)
+}
+
+/// What a discussion round's next request starts with while `speaker`'s
+/// contribution streams (see [`debate_ahead`]).
+pub fn discussion_ahead(
+    panel: &Panel,
+    item: &Item,
+    group: &str,
+    history: &[HistoryEntry],
+    speaker: &str,
+    round: u32,
+    so_far: &str,
+) -> Vec<ChatMessage> {
+    ahead(panel, item, group, DISCUSSION_HEADING, history, speaker, Some(round), so_far)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn ahead(
+    panel: &Panel,
+    item: &Item,
+    group: &str,
+    heading: &str,
+    history: &[HistoryEntry],
+    speaker: &str,
+    round: Option<u32>,
+    so_far: &str,
+) -> Vec<ChatMessage> {
+    let mut history = history.to_vec();
+    history.push(HistoryEntry::Speech {
+        agent: speaker.to_string(),
+        round,
+        text: prose_so_far(so_far).to_string(),
+        evaluation: None,
+    });
+    vec![ChatMessage::system(panel_system(panel)), ChatMessage::user(discussion(panel, item, group, heading, &history))]
+}
+
+/// A streaming reply's prose: its text before the evaluation starts (a line
+/// opening a JSON object or a code fence), which the history will show.
+fn prose_so_far(text: &str) -> &str {
+    let json = [text.find("\n{"), text.find("```"), text.trim_start().starts_with('{').then_some(0)];
+    &text[..json.into_iter().flatten().min().unwrap_or(text.len())]
 }
 
 /// Whether a request's speaker message (its third) is a moderator's (tests
@@ -553,6 +615,67 @@ mod tests {
         // An agent of no group of the panel gets its whole persona in its own part.
         let stray = persona(&panel, "Elsewhere", agents[0].1);
         assert!(stray.contains("Your expertise: reading") && agent_named_in(&stray) == Some("Ann"));
+    }
+
+    #[test]
+    fn what_is_read_ahead_during_a_speech_begins_the_next_requests() {
+        let panel = crate::testkit::panel(crate::panel::Protocol::MajEval, &[("Parents", &["Ann", "Bea", "Cy"])]);
+        let item = crate::testkit::item();
+        let agents: Vec<_> = panel.agents().map(|(_, a)| a.clone()).collect();
+        let evaluation = Evaluation {
+            scores: [("grammar".to_string(), 4.0)].into(),
+            justification: "Clear enough.".into(),
+            ..Evaluation::default()
+        };
+        let history = vec![HistoryEntry::Initial {
+            agent: "Bea".into(),
+            evaluation: Some(evaluation.clone()),
+            text: String::new(),
+        }];
+        let speech = "I disagree with Bea: the answer never says where the fox went.\n{\"grammar\": 4, \"justification\": \"Clear enough.\"}";
+        let mut after = history.clone();
+        after.push(HistoryEntry::Speech {
+            agent: "Ann".into(),
+            round: None,
+            text: speech.into(),
+            evaluation: Some(evaluation.clone()),
+        });
+        let table = "- Ann: grammar 4\n";
+        let next = [
+            moderator_messages(&panel, "Parents", &item, &after, table, &["Bea", "Cy"]),
+            debate_messages(&panel, "Parents", &agents[1], &item, &after, Some(&evaluation)),
+        ];
+        for cut in [10, 40, speech.find('{').unwrap() + 5, speech.len()] {
+            let ahead = debate_ahead(&panel, &item, "Parents", &history, "Ann", &speech[..cut]);
+            assert_eq!(ahead.len(), 2);
+            for request in &next {
+                assert_eq!(ahead[0], request[0]);
+                let so_far = ahead[1].content.trim_end();
+                assert!(request[1].content.starts_with(so_far), "{so_far:?} does not begin {:?}", request[1].content);
+            }
+        }
+        let whole = debate_ahead(&panel, &item, "Parents", &history, "Ann", speech);
+        assert!(whole[1].content.contains("where the fox went") && !whole[1].content.contains("\"grammar\""));
+        // A discussion round's entry names its round.
+        let round = discussion_ahead(&panel, &item, "Parents", &history, "Ann", 2, "I agree.");
+        let request = discussion_messages(
+            &panel,
+            "Parents",
+            &agents[1],
+            &item,
+            &[
+                history,
+                vec![HistoryEntry::Speech {
+                    agent: "Ann".into(),
+                    round: Some(2),
+                    text: "I agree.".into(),
+                    evaluation: None,
+                }],
+            ]
+            .concat(),
+            2,
+        );
+        assert!(request[1].content.starts_with(round[1].content.trim_end()));
     }
 
     #[test]

@@ -18,7 +18,7 @@ use super::{Binding, EngineConfig, Recorder, RunOutcome};
 use crate::item::Item;
 use crate::panel::{AgentSpec, Panel};
 use crate::provider::retry::{RetryPolicy, call_with_retry};
-use crate::provider::{ChatMessage, ChatRequest, Completion, ProviderError};
+use crate::provider::{ChatMessage, ChatRequest, Completion, Provider, ProviderError};
 use crate::session::event::{AgentInfo, EndStatus, Evaluation, EventKind, Phase, Role, Scores, TurnKind, UsageTotals};
 
 /// Pause state shared by every group.
@@ -162,7 +162,17 @@ pub(crate) struct CallSpec<'a> {
     pub max_tokens: u32,
     pub schema: Option<serde_json::Value>,
     pub cancel: &'a CancellationToken,
+    /// What the group's next request will start with, given this reply so
+    /// far: the run hints it to the providers as the reply streams.
+    pub ahead: Option<ReadAhead<'a>>,
 }
+
+/// The messages a group's next request will start with, given the reply
+/// streaming now (see [`Provider::read_ahead`]).
+pub(crate) type ReadAhead<'a> = &'a (dyn Fn(&str) -> Vec<ChatMessage> + Sync);
+
+/// Bytes of a streaming reply between two read-ahead hints (a dozen tokens or so).
+const READ_AHEAD_STEP: usize = 48;
 
 /// The shared part of a run.
 pub(crate) struct Run {
@@ -319,6 +329,7 @@ impl Run {
             response_schema: spec.schema,
         };
         let (tx, mut rx) = mpsc::unbounded_channel::<String>();
+        let ahead = spec.ahead.map(|next| (next, self.read_ahead_providers()));
         let participant = spec.participant;
         let rec = &self.rec;
         let provider = spec.binding.provider.clone();
@@ -343,9 +354,19 @@ impl Run {
             result
         };
         let forward = async {
+            let mut so_far = String::new();
+            let mut hinted = 0;
             while let Some(mut text) = rx.recv().await {
                 while let Ok(more) = rx.try_recv() {
                     text.push_str(&more);
+                }
+                if let Some((next, providers)) = &ahead {
+                    so_far.push_str(&text);
+                    if so_far.len() >= hinted + READ_AHEAD_STEP {
+                        hinted = so_far.len();
+                        let messages = next(&so_far);
+                        providers.iter().for_each(|p| p.read_ahead(&messages));
+                    }
                 }
                 rec.emit(EventKind::TurnDelta { turn, text });
             }
@@ -363,6 +384,19 @@ impl Run {
             });
         }
         (turn, result, started.elapsed().as_millis() as u64)
+    }
+
+    /// The providers a group's next request may go to (agents' and the
+    /// moderator's), each once.
+    fn read_ahead_providers(&self) -> Vec<Arc<dyn Provider>> {
+        let b = &self.config.bindings;
+        let mut out: Vec<Arc<dyn Provider>> = Vec::new();
+        for binding in std::iter::once(&b.default).chain(b.agents.values()).chain(b.moderator.as_ref()) {
+            if !out.iter().any(|p| Arc::ptr_eq(p, &binding.provider)) {
+                out.push(binding.provider.clone());
+            }
+        }
+        out
     }
 
     /// Record the end of a turn.
@@ -458,9 +492,10 @@ impl Run {
         messages: Vec<ChatMessage>,
         sampling: (Option<f32>, u32),
         cancel: &CancellationToken,
+        ahead: Option<ReadAhead<'_>>,
     ) -> Spoken {
         let schema = Some(prompts::evaluation_schema(&self.panel));
-        let spec = |kind, messages| CallSpec {
+        let spec = |kind, messages, ahead| CallSpec {
             participant,
             group,
             phase,
@@ -473,6 +508,7 @@ impl Run {
             max_tokens: sampling.1,
             schema: schema.clone(),
             cancel,
+            ahead,
         };
         let (quoted, panel) = self.parse_spec();
         let pspec = ParseSpec { dimensions: &panel.dimensions, scale: panel.scale, quoted_material: &quoted };
@@ -489,7 +525,7 @@ impl Run {
                 Err(err)
             }
         };
-        let (turn, result, latency) = self.call(spec(TurnKind::Speak, messages.clone())).await;
+        let (turn, result, latency) = self.call(spec(TurnKind::Speak, messages.clone(), ahead)).await;
         let completion = match result {
             Ok(c) => c,
             Err(e) => return Spoken::Failed(e),
@@ -505,7 +541,7 @@ impl Run {
         let mut repair = messages;
         repair.push(ChatMessage::assistant(completion.text.clone()));
         repair.push(prompts::repair_message(panel, &err));
-        let (turn2, result2, latency2) = self.call(spec(TurnKind::Repair, repair)).await;
+        let (turn2, result2, latency2) = self.call(spec(TurnKind::Repair, repair, None)).await;
         let Ok(c2) = result2 else {
             return Spoken::Unparsed { text: completion.text, done };
         };
@@ -523,6 +559,7 @@ impl Run {
         round: Option<u32>,
         messages: Vec<ChatMessage>,
         cancel: &CancellationToken,
+        ahead: Option<ReadAhead<'_>>,
     ) -> Spoken {
         let (name, group, spec) = {
             let st = self.state();
@@ -532,7 +569,18 @@ impl Run {
         let binding = self.config.bindings.for_agent(&name).clone();
         let sampling = self.agent_sampling(&spec);
         let out = self
-            .evaluating_turn(&name, Some(&group), phase, round, Role::Agent, &binding, messages, sampling, cancel)
+            .evaluating_turn(
+                &name,
+                Some(&group),
+                phase,
+                round,
+                Role::Agent,
+                &binding,
+                messages,
+                sampling,
+                cancel,
+                ahead,
+            )
             .await;
         let mut st = self.state();
         let a = &mut st.agents[index];

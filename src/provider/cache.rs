@@ -199,6 +199,10 @@ impl Provider for CachedProvider {
         self.inner.queue_note()
     }
 
+    fn read_ahead(&self, messages: &[ChatMessage]) {
+        self.inner.read_ahead(messages);
+    }
+
     async fn stream(
         &self,
         request: &ChatRequest,

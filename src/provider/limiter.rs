@@ -21,7 +21,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::retry::MAX_RETRY_AFTER;
-use super::{ChatRequest, Completion, DeltaSender, Provider, ProviderError, ProviderInfo};
+use super::{ChatMessage, ChatRequest, Completion, DeltaSender, Provider, ProviderError, ProviderInfo};
 
 const WINDOW: Duration = Duration::from_secs(60);
 
@@ -256,6 +256,10 @@ impl Provider for LimitedProvider {
 
     fn queue_note(&self) -> Option<String> {
         self.limiter.wait_reason().or_else(|| self.inner.queue_note())
+    }
+
+    fn read_ahead(&self, messages: &[ChatMessage]) {
+        self.inner.read_ahead(messages);
     }
 
     async fn stream(

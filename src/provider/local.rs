@@ -176,7 +176,7 @@ impl std::fmt::Debug for LocalProvider {
 
 struct Worker {
     path: PathBuf,
-    jobs: std_mpsc::Sender<Job>,
+    orders: std_mpsc::Sender<Order>,
     counters: Arc<Counters>,
     info: LocalModelInfo,
 }
@@ -192,6 +192,16 @@ struct Counters {
     read: std::sync::atomic::AtomicU64,
     /// Prompt tokens whose state was reused from an earlier prompt.
     reused: std::sync::atomic::AtomicU64,
+    /// Prompt tokens read ahead of their request.
+    read_ahead: std::sync::atomic::AtomicU64,
+}
+
+/// What the worker thread is asked to do.
+enum Order {
+    Call(Job),
+    /// Read these messages' prompt ahead, with otherwise idle cores (see
+    /// [`Provider::read_ahead`]).
+    ReadAhead(Vec<ChatMessage>),
 }
 
 struct Job {
@@ -239,6 +249,12 @@ impl LocalProvider {
         (s.read.load(Ordering::Relaxed), s.reused.load(Ordering::Relaxed))
     }
 
+    /// Prompt tokens read ahead of their requests so far (see
+    /// [`Provider::read_ahead`]).
+    pub fn read_ahead_tokens(&self) -> u64 {
+        self.worker.counters.read_ahead.load(Ordering::Relaxed)
+    }
+
     /// Facts about the loaded model.
     pub fn model_info(&self) -> &LocalModelInfo {
         &self.worker.info
@@ -263,6 +279,15 @@ impl Provider for LocalProvider {
         (ahead > 0).then(|| format!("waiting for the local model ({ahead} call(s) ahead)"))
     }
 
+    /// With more than one engine, an idle one reads the prompt ahead while
+    /// another generates (see [`Engine::read_ahead`]); with one there is no
+    /// idle engine to do it.
+    fn read_ahead(&self, messages: &[ChatMessage]) {
+        if self.worker.info.parallel > 1 {
+            let _ = self.worker.orders.send(Order::ReadAhead(messages.to_vec()));
+        }
+    }
+
     async fn stream(
         &self,
         request: &ChatRequest,
@@ -275,7 +300,7 @@ impl Provider for LocalProvider {
         let (reply, result) = oneshot::channel();
         let job = Job { request: request.clone(), deltas: deltas.clone(), cancel: cancel.clone(), reply };
         self.worker.counters.waiting.fetch_add(1, Ordering::SeqCst);
-        if self.worker.jobs.send(job).is_err() {
+        if self.worker.orders.send(Order::Call(job)).is_err() {
             self.worker.counters.waiting.fetch_sub(1, Ordering::SeqCst);
             return Err(worker_gone());
         }
@@ -314,7 +339,7 @@ fn backend() -> Result<&'static LlamaBackend, ProviderError> {
 
 impl Worker {
     fn start(path: PathBuf, config: &LocalConfig) -> Result<Self, ProviderError> {
-        let (jobs, job_rx) = std_mpsc::channel::<Job>();
+        let (orders, order_rx) = std_mpsc::channel::<Order>();
         let (ready_tx, ready_rx) = std_mpsc::channel();
         let counters = Arc::new(Counters::default());
         let threads = config.threads.filter(|&t| t > 0).unwrap_or_else(default_threads);
@@ -330,10 +355,10 @@ impl Worker {
         let worker_counters = counters.clone();
         std::thread::Builder::new()
             .name("moot-local-model".to_string())
-            .spawn(move || worker_main(&setup, &ready_tx, &job_rx, &worker_counters))
+            .spawn(move || worker_main(&setup, &ready_tx, &order_rx, &worker_counters))
             .map_err(|e| server_error(format!("cannot start the local model thread: {e}")))?;
         let info = ready_rx.recv().map_err(|_| worker_gone())??;
-        Ok(Self { path, jobs, counters, info })
+        Ok(Self { path, orders, counters, info })
     }
 }
 
@@ -350,7 +375,7 @@ struct Setup {
 fn worker_main(
     setup: &Setup,
     ready: &std_mpsc::Sender<Result<LocalModelInfo, ProviderError>>,
-    jobs: &std_mpsc::Receiver<Job>,
+    orders: &std_mpsc::Receiver<Order>,
     counters: &Arc<Counters>,
 ) {
     let loaded = (|| {
@@ -411,7 +436,16 @@ fn worker_main(
                 Err(e) => tracing::warn!("local model: cannot start engine {id}: {e}"),
             }
         }
-        while let Ok(job) = jobs.recv() {
+        while let Ok(order) = orders.recv() {
+            let job = match order {
+                Order::Call(job) => job,
+                Order::ReadAhead(messages) => {
+                    if let Some(tokens) = chat.ahead(&messages, seq_capacity) {
+                        queue.read_ahead(tokens);
+                    }
+                    continue;
+                }
+            };
             let prepared = if started == 0 {
                 Err(server_error("the local model could not start a thread to run on"))
             } else if job.cancel.is_cancelled() || job.reply.is_closed() {
@@ -434,7 +468,20 @@ fn worker_main(
 /// One engine's loop: takes the requests [`QueueState::choose`] gives it
 /// until the worker closes the queue.
 fn serve(id: usize, mut engine: Engine<'_>, queue: &Queue, counters: &Counters) {
-    while let Some(Pending { job, prompt }) = queue.next_for(id) {
+    while let Some(work) = queue.next_for(id) {
+        let Pending { job, prompt } = match work {
+            Work::Serve(pending) => pending,
+            Work::ReadAhead(tokens) => {
+                let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    engine.read_ahead(&tokens, || queue.has_work(id), |held| queue.holds(id, held))
+                }));
+                if outcome.is_err() {
+                    engine.forget_cache();
+                }
+                queue.read_ahead_done(id, engine.held());
+                continue;
+            }
+        };
         counters.waiting.fetch_sub(1, Ordering::SeqCst);
         let result = if job.cancel.is_cancelled() || job.reply.is_closed() {
             Err(ProviderError::Cancelled)
@@ -472,6 +519,44 @@ struct Prompt {
     system: usize,
 }
 
+/// What an engine is given to do.
+enum Work {
+    Serve(Pending),
+    /// Read these prompt tokens ahead of the request that will start with them.
+    ReadAhead(Vec<LlamaToken>),
+}
+
+/// A prompt that a request will soon start with (see [`Provider::read_ahead`]).
+struct Ahead {
+    tokens: Vec<LlamaToken>,
+    /// The engine reading it.
+    reader: Option<usize>,
+}
+
+/// Tokens at the end of a prompt read ahead that are left out: the text
+/// after them may change how they are tokenized.
+const AHEAD_UNSURE: usize = 2;
+
+/// Tokens read ahead between reports of what an engine holds.
+const AHEAD_REPORT: usize = 16;
+
+/// Fewest tokens worth reading ahead.
+const AHEAD_MIN: usize = 16;
+
+/// How long an engine reading ahead waits for a core before it looks for a
+/// request to serve again.
+const AHEAD_PATIENCE: std::time::Duration = std::time::Duration::from_millis(20);
+
+/// Prompts read ahead at once, at most: one per conversation in progress
+/// (the newest are kept).
+const AHEAD_TARGETS: usize = 4;
+
+/// Tokens by which a newer prompt to read ahead may differ from the end of
+/// an older one and still count as its continuation (the speech grew, and the
+/// end of the text so far was tokenized differently), and by which a request
+/// may fall short of one and still count as the request it prepared.
+const AHEAD_SLACK: usize = 16;
+
 /// Requests waiting for an engine, and what each engine holds.
 struct Queue {
     state: Mutex<QueueState>,
@@ -482,6 +567,8 @@ struct QueueState {
     pending: VecDeque<Pending>,
     closed: bool,
     engines: Vec<EngineView>,
+    /// Prompts to read ahead, oldest first.
+    ahead: Vec<Ahead>,
 }
 
 /// What the queue knows of an engine: the token sequences its context holds
@@ -509,7 +596,7 @@ impl Queue {
     fn new(engines: usize) -> Self {
         let engines = (0..engines).map(|_| EngineView::default()).collect();
         Self {
-            state: Mutex::new(QueueState { pending: VecDeque::new(), closed: false, engines }),
+            state: Mutex::new(QueueState { pending: VecDeque::new(), closed: false, engines, ahead: Vec::new() }),
             changed: Condvar::new(),
         }
     }
@@ -519,7 +606,53 @@ impl Queue {
     }
 
     fn push(&self, pending: Pending) {
-        self.lock().pending.push_back(pending);
+        let mut state = self.lock();
+        // The request that a prompt read ahead was for has come.
+        let tokens = &pending.prompt.tokens;
+        state.ahead.retain(|a| common_prefix(&a.tokens, tokens) + AHEAD_SLACK < a.tokens.len());
+        state.pending.push_back(pending);
+        drop(state);
+        self.changed.notify_all();
+    }
+
+    /// A prompt to read ahead. It replaces the one it continues, if any.
+    fn read_ahead(&self, tokens: Vec<LlamaToken>) {
+        let mut state = self.lock();
+        let continued =
+            state.ahead.iter().position(|a| common_prefix(&a.tokens, &tokens) + AHEAD_SLACK >= a.tokens.len());
+        let reader = match continued {
+            Some(i) => state.ahead.remove(i).reader,
+            None => None,
+        };
+        state.ahead.push(Ahead { tokens, reader });
+        if state.ahead.len() > AHEAD_TARGETS {
+            state.ahead.remove(0);
+        }
+        drop(state);
+        self.changed.notify_all();
+    }
+
+    /// Whether engine `id` has a request to serve (it stops reading ahead).
+    fn has_work(&self, id: usize) -> bool {
+        let state = self.lock();
+        state.choose(id).is_some() || state.closed
+    }
+
+    /// Engine `id`, reading ahead, now holds `held`.
+    fn holds(&self, id: usize, held: Vec<Vec<LlamaToken>>) {
+        self.lock().engines[id].held = held;
+    }
+
+    /// Engine `id` stopped reading ahead and now holds `held`.
+    fn read_ahead_done(&self, id: usize, held: Vec<Vec<LlamaToken>>) {
+        let mut state = self.lock();
+        state.engines[id].held = held;
+        for a in &mut state.ahead {
+            if a.reader == Some(id) {
+                a.reader = None;
+            }
+        }
+        drop(state);
         self.changed.notify_all();
     }
 
@@ -530,7 +663,7 @@ impl Queue {
 
     /// Blocks until there is a request for engine `id` (`None` once the queue
     /// is closed and empty).
-    fn next_for(&self, id: usize) -> Option<Pending> {
+    fn next_for(&self, id: usize) -> Option<Work> {
         let mut state = self.lock();
         loop {
             if let Some(i) = state.choose(id) {
@@ -538,10 +671,14 @@ impl Queue {
                 let view = &mut state.engines[id];
                 view.busy = true;
                 view.held.push(pending.prompt.tokens.clone());
-                return Some(pending);
+                return Some(Work::Serve(pending));
             }
             if state.closed && state.pending.is_empty() {
                 return None;
+            }
+            if let Some(i) = state.choose_ahead(id) {
+                state.ahead[i].reader = Some(id);
+                return Some(Work::ReadAhead(state.ahead[i].tokens.clone()));
             }
             state = self.changed.wait(state).unwrap_or_else(|p| p.into_inner());
         }
@@ -555,6 +692,33 @@ impl Queue {
 }
 
 impl QueueState {
+    /// How many of `tokens` the engine holds.
+    fn held_by(view: &EngineView, tokens: &[LlamaToken]) -> usize {
+        view.held.iter().map(|h| common_prefix(h, tokens)).max().unwrap_or(0)
+    }
+
+    /// The prompt that engine `id` should read ahead: one that no engine is
+    /// reading, that it holds less of than its whole, and that no other idle
+    /// engine holds more of; the one with the least left to read.
+    fn choose_ahead(&self, id: usize) -> Option<usize> {
+        let mut best: Option<(usize, usize)> = None;
+        for (i, a) in self.ahead.iter().enumerate().filter(|(_, a)| a.reader.is_none()) {
+            let mine = Self::held_by(&self.engines[id], &a.tokens);
+            if mine + AHEAD_SLACK >= a.tokens.len() {
+                continue;
+            }
+            let others = self.engines.iter().enumerate().filter(|&(e, v)| e != id && !v.busy);
+            if others.map(|(_, v)| Self::held_by(v, &a.tokens)).any(|theirs| theirs > mine + NEAR_TIE) {
+                continue;
+            }
+            let left = a.tokens.len() - mine;
+            if best.is_none_or(|(least, _)| left < least) {
+                best = Some((left, i));
+            }
+        }
+        best.map(|(_, i)| i)
+    }
+
     /// The waiting request that engine `id` should serve next. Each engine
     /// is credited with the prompt tokens it holds (a long system prompt
     /// counts as held by all: its saved state loads in milliseconds). A
@@ -567,9 +731,7 @@ impl QueueState {
         let mut best: Option<(usize, usize)> = None;
         for (i, p) in self.pending.iter().enumerate() {
             let loadable = if p.prompt.system >= SAVED_PROMPT_MIN { p.prompt.system } else { 0 };
-            let held = |view: &EngineView| {
-                view.held.iter().map(|h| common_prefix(h, &p.prompt.tokens)).max().unwrap_or(0).max(loadable)
-            };
+            let held = |view: &EngineView| Self::held_by(view, &p.prompt.tokens).max(loadable);
             let mine = held(&self.engines[id]);
             let mut extra = 0;
             let mut fits = true;
@@ -603,6 +765,8 @@ struct CoreGate {
 struct GateState {
     free: usize,
     readers_waiting: usize,
+    /// Decodes of requests waiting (prompt chunks and generation steps).
+    waiting: usize,
 }
 
 /// Cores held until dropped.
@@ -615,7 +779,7 @@ impl CoreGate {
     fn new(cores: usize) -> Self {
         Self {
             cores: cores.max(1),
-            state: Mutex::new(GateState { free: cores.max(1), readers_waiting: 0 }),
+            state: Mutex::new(GateState { free: cores.max(1), readers_waiting: 0, waiting: 0 }),
             changed: Condvar::new(),
         }
     }
@@ -629,17 +793,34 @@ impl CoreGate {
     fn enter(&self, count: usize, reading: bool) -> Cores<'_> {
         let count = count.clamp(1, self.cores);
         let mut state = self.lock();
+        state.waiting += 1;
         if reading {
             state.readers_waiting += 1;
         }
         while state.free < count || !reading && state.readers_waiting > 0 {
             state = self.changed.wait(state).unwrap_or_else(|p| p.into_inner());
         }
+        state.waiting -= 1;
         if reading {
             state.readers_waiting -= 1;
         }
         state.free -= count;
         Cores { gate: self, count }
+    }
+
+    /// One core for reading ahead, which comes after every other decode:
+    /// `None` when none was free for `patience` with nothing else waiting.
+    fn enter_idle(&self, patience: std::time::Duration) -> Option<Cores<'_>> {
+        let state = self.lock();
+        let (mut state, _) = self
+            .changed
+            .wait_timeout_while(state, patience, |s| s.free == 0 || s.waiting > 0)
+            .unwrap_or_else(|p| p.into_inner());
+        if state.free == 0 || state.waiting > 0 {
+            return None;
+        }
+        state.free -= 1;
+        Some(Cores { gate: self, count: 1 })
     }
 }
 
@@ -718,6 +899,25 @@ impl<'m> Chat<'m> {
             _ => 0,
         };
         Ok(Prompt { tokens, keep, system })
+    }
+
+    /// The start of a prompt that will begin with `messages`: their tokens up
+    /// to where the last message's text ends so far, less the last few,
+    /// which may merge with text still to come. `None` when there is too
+    /// little to be worth it or more than a sequence holds.
+    fn ahead(&self, messages: &[ChatMessage], seq_capacity: usize) -> Option<Vec<LlamaToken>> {
+        let last = messages.last()?.content.replace('\0', "");
+        let last = last.trim_end();
+        let rendered = self.render(messages, false).ok()?;
+        let mut start = last.len().saturating_sub(48);
+        while !last.is_char_boundary(start) {
+            start += 1;
+        }
+        let tail = &last[start..];
+        let end = rendered.rfind(tail)? + tail.len();
+        let mut tokens = self.model.vocab().tokenize(&rendered.as_bytes()[..end], true, true);
+        tokens.truncate(tokens.len().saturating_sub(AHEAD_UNSURE));
+        (tokens.len() >= AHEAD_MIN && tokens.len() + 8 < seq_capacity).then_some(tokens)
     }
 
     /// How many of the prompt's `tokens` the messages `head` (its first
@@ -1041,18 +1241,7 @@ impl<'m> Engine<'m> {
             loaded = true;
         }
         // The last prompt token is always decoded again: its logits are needed.
-        common = common.min(tokens.len() - 1);
-        if common < self.current.cached.len() {
-            let removed = u32::try_from(common)
-                .ok()
-                .and_then(|p0| self.ctx.kv_cache_seq_rm(self.current.seq, Some(p0), None).ok());
-            if removed.is_some() {
-                self.current.cached.truncate(common);
-            } else {
-                self.forget_cache();
-                common = 0;
-            }
-        }
+        common = self.cut_to(common.min(tokens.len() - 1));
         self.counters.reused.fetch_add(common as u64, Ordering::Relaxed);
         self.counters.read.fetch_add((tokens.len() - common) as u64, Ordering::Relaxed);
         let mut from = common;
@@ -1073,6 +1262,82 @@ impl<'m> Engine<'m> {
             "local model: prompt read"
         );
         Ok(last_index)
+    }
+
+    /// Drops what the sequence in use holds beyond its first `len` tokens;
+    /// returns how many it holds then (none if llama.cpp could not drop them).
+    fn cut_to(&mut self, len: usize) -> usize {
+        if len < self.current.cached.len() {
+            let removed =
+                u32::try_from(len).ok().and_then(|p0| self.ctx.kv_cache_seq_rm(self.current.seq, Some(p0), None).ok());
+            if removed.is_some() {
+                self.current.cached.truncate(len);
+            } else {
+                self.forget_cache();
+            }
+        }
+        self.current.cached.len()
+    }
+
+    /// Reads `tokens`, the start of a request expected soon, into the
+    /// sequence that holds most of them, while cores are otherwise idle: a
+    /// token per decode, so that it uses one core (llama.cpp reads a batch
+    /// of several on every prompt thread) and gives the core back at once to
+    /// any request's decode. Stops when all are read or when `interrupted`
+    /// says a request waits for this engine; `report` hears what the engine
+    /// holds as it goes, so requests can be routed to it.
+    fn read_ahead(
+        &mut self,
+        tokens: &[LlamaToken],
+        interrupted: impl Fn() -> bool,
+        report: impl Fn(Vec<Vec<LlamaToken>>),
+    ) {
+        let idle_core = || loop {
+            if interrupted() {
+                return None;
+            }
+            if let Some(core) = self.gate.enter_idle(AHEAD_PATIENCE) {
+                return Some(core);
+            }
+        };
+        // No sequence is given up before there is a core to read with.
+        let Some(first) = idle_core() else { return };
+        let mut core = Some(first);
+        let started = std::time::Instant::now();
+        let common = self.choose_sequence(tokens);
+        let from = self.cut_to(common);
+        self.current.keep = tokens.len();
+        let mut batch = LlamaBatch::new(1, 1);
+        while self.current.cached.len() < tokens.len() {
+            let Some(held_core) = core.take().or_else(idle_core) else { break };
+            let position = self.current.cached.len();
+            let token = tokens[position];
+            batch.clear();
+            let pos = i32::try_from(position).unwrap_or(i32::MAX);
+            if batch.add(token, pos, &[self.current.seq], false).is_err() {
+                break;
+            }
+            let decoded = self.ctx.decode(&mut batch);
+            drop(held_core);
+            if decoded.is_err() {
+                self.forget_cache();
+                return;
+            }
+            self.current.cached.push(token);
+            self.counters.read_ahead.fetch_add(1, Ordering::Relaxed);
+            if (position + 1 - from).is_multiple_of(AHEAD_REPORT) {
+                report(self.held());
+            }
+        }
+        tracing::debug!(
+            engine = self.id,
+            seq = self.current.seq,
+            reused = from,
+            read = self.current.cached.len() - from,
+            left = tokens.len() - self.current.cached.len(),
+            ms = started.elapsed().as_millis() as u64,
+            "local model: prompt read ahead"
+        );
     }
 
     /// Appends `tokens` to the sequence in use, in chunks, and returns the
@@ -1697,7 +1962,69 @@ mod tests {
             pending: waiting.into(),
             closed: false,
             engines: engines.into_iter().map(|(held, busy)| EngineView { held, busy }).collect(),
+            ahead: Vec::new(),
         }
+    }
+
+    #[test]
+    fn a_prompt_is_read_ahead_by_the_idle_engine_holding_most_of_it_until_its_request_comes() {
+        let q = Queue::new(3);
+        {
+            let mut s = q.lock();
+            // Engine 0 generates the speech; engines 1 and 2 are idle.
+            s.engines[0] = EngineView { held: vec![tokens(0..300)], busy: true };
+            s.engines[1] = EngineView { held: vec![tokens(0..250)], busy: false };
+            s.engines[2] = EngineView { held: vec![tokens(0..40)], busy: false };
+        }
+        q.read_ahead(tokens(0..320));
+        assert_eq!(q.lock().choose_ahead(2), None, "left to engine 1, which holds more of it");
+        assert_eq!(q.lock().choose_ahead(1), Some(0));
+        // The speech grew: the newer prompt replaces the older one.
+        q.read_ahead(tokens(0..360));
+        assert_eq!(q.lock().ahead.len(), 1);
+        // Another conversation's prompt is kept beside it.
+        let other = [tokens(0..10), tokens(5000..5300)].concat();
+        q.read_ahead(other.clone());
+        assert_eq!(q.lock().ahead.len(), 2);
+        match q.next_for(1) {
+            Some(Work::ReadAhead(t)) => assert_eq!(t, tokens(0..360)),
+            _ => panic!("engine 1 should read ahead"),
+        }
+        // Being read by engine 1, it is nobody else's; engine 2 takes the other.
+        match q.next_for(2) {
+            Some(Work::ReadAhead(t)) => assert_eq!(t, other),
+            _ => panic!("engine 2 should read the other prompt ahead"),
+        }
+        q.read_ahead_done(1, vec![tokens(0..360)]);
+        assert_eq!(q.lock().choose_ahead(1), None, "all of it is held");
+        // The request it was read for comes: the prompt is dropped, and the
+        // engine that read it serves the request.
+        q.push(pending(tokens(0..380), 0));
+        assert_eq!(q.lock().ahead.len(), 1);
+        assert!(q.has_work(1));
+        assert!(!q.has_work(2));
+    }
+
+    #[test]
+    fn reading_ahead_takes_a_core_only_when_no_request_waits_for_one() {
+        let patience = std::time::Duration::from_millis(10);
+        let gate = Arc::new(CoreGate::new(2));
+        let ahead = gate.enter_idle(patience).expect("a free core");
+        let step = gate.enter(1, false);
+        assert!(gate.enter_idle(patience).is_none(), "both cores are taken");
+        drop(ahead);
+        let reader = {
+            let gate = gate.clone();
+            std::thread::spawn(move || {
+                let _cores = gate.enter(2, true);
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            })
+        };
+        std::thread::sleep(std::time::Duration::from_millis(30));
+        assert!(gate.enter_idle(patience).is_none(), "a prompt chunk waits for the free core");
+        drop(step);
+        reader.join().unwrap();
+        assert!(gate.enter_idle(patience).is_some());
     }
 
     #[test]

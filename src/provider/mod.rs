@@ -218,6 +218,13 @@ pub trait Provider: Send + Sync {
         None
     }
 
+    /// A hint that a request whose messages begin with `messages` (the last
+    /// of them perhaps longer by then) will come soon: while a speech
+    /// streams, the group's next request will carry it in its shared part.
+    /// A backend that keeps prompt state (the embedded model) may read it
+    /// with cores that are otherwise idle; others ignore it.
+    fn read_ahead(&self, _messages: &[ChatMessage]) {}
+
     /// Stream one completion. Deltas go to `deltas` as they arrive; the
     /// returned [`Completion::text`] is their concatenation. Must return
     /// [`ProviderError::Cancelled`] promptly once `cancel` fires.

@@ -6,7 +6,7 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
-use super::{ChatRequest, Completion, DeltaSender, Provider, ProviderError, ProviderInfo, Usage};
+use super::{ChatMessage, ChatRequest, Completion, DeltaSender, Provider, ProviderError, ProviderInfo, Usage};
 
 /// Prices of one provider, per million tokens (any currency; reports use it as is).
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
@@ -43,6 +43,10 @@ impl Provider for PricedProvider {
 
     fn queue_note(&self) -> Option<String> {
         self.inner.queue_note()
+    }
+
+    fn read_ahead(&self, messages: &[ChatMessage]) {
+        self.inner.read_ahead(messages);
     }
 
     async fn stream(

@@ -12,7 +12,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use tokio_util::sync::CancellationToken;
 
-use super::{ChatRequest, Completion, DeltaSender, Provider, ProviderError, ProviderInfo, estimate_usage};
+use super::{ChatMessage, ChatRequest, Completion, DeltaSender, Provider, ProviderError, ProviderInfo, estimate_usage};
 
 /// What a scripted call does.
 #[derive(Debug, Clone)]
@@ -46,6 +46,7 @@ pub struct ScriptedProvider {
     chunk: usize,
     calls: AtomicUsize,
     requests: Mutex<Vec<ChatRequest>>,
+    read_aheads: Mutex<Vec<Vec<ChatMessage>>>,
 }
 
 impl ScriptedProvider {
@@ -56,6 +57,7 @@ impl ScriptedProvider {
             chunk: 16,
             calls: AtomicUsize::new(0),
             requests: Mutex::new(Vec::new()),
+            read_aheads: Mutex::new(Vec::new()),
         }
     }
 
@@ -76,6 +78,11 @@ impl ScriptedProvider {
         self.calls.load(Ordering::SeqCst)
     }
 
+    /// Every read-ahead hint received, in order.
+    pub fn read_aheads(&self) -> Vec<Vec<ChatMessage>> {
+        self.read_aheads.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
     /// Every request received, in order.
     pub fn requests(&self) -> Vec<ChatRequest> {
         self.requests.lock().unwrap_or_else(|e| e.into_inner()).clone()
@@ -86,6 +93,10 @@ impl ScriptedProvider {
 impl Provider for ScriptedProvider {
     fn info(&self) -> ProviderInfo {
         ProviderInfo { name: "scripted".into(), kind: "scripted".into(), model: "scripted".into(), base_url: None }
+    }
+
+    fn read_ahead(&self, messages: &[ChatMessage]) {
+        self.read_aheads.lock().unwrap_or_else(|e| e.into_inner()).push(messages.to_vec());
     }
 
     async fn stream(

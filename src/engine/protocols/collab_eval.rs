@@ -111,14 +111,18 @@ async fn discuss(run: &Run, group: &str) -> Outcome {
             };
             let index = order[pos];
             pos += 1;
-            let (name, messages) = {
+            let (name, messages, history) = {
                 let st = run.state();
                 let a = &st.agents[index];
+                let history = &st.histories[group];
                 (
                     a.name.clone(),
-                    prompts::discussion_messages(&run.panel, group, &a.spec, run.item(), &st.histories[group], round),
+                    prompts::discussion_messages(&run.panel, group, &a.spec, run.item(), history, round),
+                    history.clone(),
                 )
             };
+            let ahead =
+                |so_far: &str| prompts::discussion_ahead(&run.panel, run.item(), group, &history, &name, round, so_far);
             run.emit(EventKind::SpeakerSelected {
                 group: group.to_string(),
                 agent: name.clone(),
@@ -127,7 +131,7 @@ async fn discuss(run: &Run, group: &str) -> Outcome {
                 raw: None,
                 fallback: None,
             });
-            match run.agent_turn(index, Phase::Discussion, Some(round), messages, &run.stop).await {
+            match run.agent_turn(index, Phase::Discussion, Some(round), messages, &run.stop, Some(&ahead)).await {
                 Spoken::Failed(e) => {
                     if run.on_turn_error(&name, &e, &mut failures) {
                         break 'rounds;
@@ -188,6 +192,7 @@ async fn final_judgment(run: &Run, group: &str) -> Outcome {
             messages,
             sampling,
             &run.quit,
+            None,
         )
         .await;
     match out {

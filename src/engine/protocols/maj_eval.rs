@@ -43,17 +43,19 @@ async fn debate(run: &Run, group: &str) {
         let Some(index) = choose_speaker(run, group, &mut rng, last.as_deref(), turn_index).await else {
             break;
         };
-        let (name, messages) = {
+        let (name, messages, history) = {
             let st = run.state();
             let a = &st.agents[index];
             let history = &st.histories[group];
             (
                 a.name.clone(),
                 prompts::debate_messages(&run.panel, group, &a.spec, run.item(), history, a.latest.as_ref()),
+                history.clone(),
             )
         };
+        let ahead = |so_far: &str| prompts::debate_ahead(&run.panel, run.item(), group, &history, &name, so_far);
         let before = run.state().agents[index].latest.clone();
-        match run.agent_turn(index, Phase::Debate, None, messages, &run.stop).await {
+        match run.agent_turn(index, Phase::Debate, None, messages, &run.stop, Some(&ahead)).await {
             Spoken::Failed(e) => {
                 if run.on_turn_error(&name, &e, &mut failures) {
                     break;
@@ -245,6 +247,7 @@ async fn llm_moderator(
             max_tokens: sampling.1.min(200),
             schema: None,
             cancel: &run.stop,
+            ahead: None,
         };
         let (turn, result, latency) = run.call(spec).await;
         let completion = match result {
@@ -355,6 +358,7 @@ async fn aggregate(run: &Run) {
             max_tokens: sampling.1,
             schema: None,
             cancel: &run.quit,
+            ahead: None,
         };
         let (turn, result, latency) = run.call(spec).await;
         match result {

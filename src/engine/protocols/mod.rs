@@ -23,7 +23,7 @@ pub(crate) async fn initial_phase(run: &Run, with_confidence: bool) {
             let a = &st.agents[i];
             prompts::initial_messages(&run.panel, &a.group, &a.spec, run.item(), with_confidence)
         };
-        Some(run.agent_turn(i, Phase::Initial, None, messages, &run.stop).await)
+        Some(run.agent_turn(i, Phase::Initial, None, messages, &run.stop, None).await)
     });
     let results = join_all(calls).await;
     let mut failures = 0;
