@@ -208,7 +208,11 @@ async fn a_streaming_speech_is_hinted_as_the_start_of_the_next_request() {
         let so_far = hint[1].content.trim_end();
         let speech = so_far.rsplit_once("] ").map(|(_, s)| s).unwrap_or_default();
         assert!(speech.contains("where the fox went"), "the speech: {so_far}");
-        assert!(speech.ends_with("My view, briefly."), "its prose, not its JSON: {speech}");
+        assert!(
+            speech.contains("My view, briefly.\n  (")
+                && speech.ends_with("'s scores now: grammar 3, relevance 3, overall 3 (confidence 0.80)"),
+            "its prose and the scores streamed so far, not its JSON: {speech}"
+        );
         let continued =
             requests.iter().filter(|r| r.messages[0] == hint[0] && r.messages[1].content.starts_with(so_far));
         assert!(continued.count() >= 2, "the moderator's and the next speaker's requests start with the hint");

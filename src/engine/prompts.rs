@@ -133,15 +133,26 @@ pub fn evaluation_schema(panel: &Panel) -> serde_json::Value {
 /// the previous prompts' state) reuse the work on all of that from one agent's
 /// turn to the next; only the last message, with the persona and the
 /// instruction, differs.
+///
+/// Everything that does not change from one turn to the next is here rather
+/// than in the speaker's part, which comes after the discussion and so is
+/// read anew on every turn: the debate rules, and what a group's moderator
+/// does and how it answers.
 pub fn panel_system(panel: &Panel) -> String {
     format!(
         "You sit on an evaluation panel whose members are stakeholders with different backgrounds.\n\
          The panel's task: {}\n\
          Each request ends by telling you which member you are. Judge from that member's point of view, honestly and \
          concretely. {}\n\n\
-         In a debate, when it is your turn, reply to the others from your member's perspective: agree, challenge a \
-         point, or raise what nobody has covered; comments from the human moderator deserve an answer. Revise your \
-         scores if you are persuaded. If you have nothing further to add, say NO MORE COMMENTS in your reply.\n\n{}\n",
+         In a debate, when it is your turn, reply to the others from your member's perspective in at most 150 words: \
+         agree, challenge a point, or raise what nobody has covered; comments from the human moderator deserve an \
+         answer. Revise your scores if you are persuaded. If you have nothing further to add, say NO MORE COMMENTS in \
+         your reply.\n\n{}\n\n\
+         A request may instead ask you to moderate a group's debate. The moderator does not judge the item: it \
+         chooses who speaks next so that the debate resolves disagreements. It favours an agent whose scores differ \
+         most from the others, whose perspective nobody has answered yet, or who was addressed by someone, and does \
+         not let one agent dominate. It answers with one JSON object and nothing else: \
+         {{\"next\": \"<one name from the list>\", \"reason\": \"<one sentence>\"}}\n",
         panel.task.trim(),
         rubric(panel),
         output_format(panel)
@@ -150,8 +161,7 @@ pub fn panel_system(panel: &Panel) -> String {
 
 /// The closing reminder of an agent's request (the full output form is in
 /// the panel's system prompt, which every agent shares).
-const END_WITH_JSON: &str =
-    "Write your thoughts first, then end with your evaluation as the one JSON object described above.";
+const END_WITH_JSON: &str = "Write your thoughts first, then end with the JSON evaluation.";
 
 /// The persona attributes, labelled for a list of members (third person).
 const PROFILE_LABELS: [&str; 5] = ["Background", "Cares about", "Expertise", "Manner", "Relationships"];
@@ -198,7 +208,7 @@ pub fn persona(panel: &Panel, group: &str, agent: &AgentSpec) -> String {
     let _ = write!(s, ", a member of the \"{group}\" stakeholder group");
     let listed = panel.agent(&agent.name).is_some_and(|(g, _)| g.name == group);
     if listed {
-        s.push_str(" (your profile is in the list of members above).\n");
+        s.push_str(" (your profile is in the list above).\n");
         if !agent.perspective.trim().is_empty() {
             let _ = writeln!(s, "What you care about: {}", agent.perspective.trim());
         }
@@ -253,10 +263,25 @@ fn render_history(panel: &Panel, history: &[HistoryEntry]) -> String {
                 }
             },
             HistoryEntry::Speech { agent, round, text, evaluation } => {
-                let where_ = round.map(|r| format!(", round {r}")).unwrap_or_default();
-                let _ = writeln!(s, "[{agent}{where_}] {}", clip(speech_words(text, evaluation.as_ref()), ENTRY_CHARS));
-                if let Some(ev) = evaluation {
-                    let _ = writeln!(s, "  ({agent}'s scores now: {})", format_scores(panel, ev));
+                let head = speech_head(agent, *round);
+                let words = strip_json_tail(text);
+                match evaluation {
+                    // Only the evaluation (small models often skip the
+                    // prose): its scores, then its justification, in the
+                    // order they were written.
+                    Some(ev) if is_only_json(words) => {
+                        let _ = write!(s, "{head} scores now: {}", format_scores(panel, ev));
+                        if !ev.justification.trim().is_empty() {
+                            let _ = write!(s, " — {}", clip(&ev.justification, ENTRY_CHARS));
+                        }
+                        s.push('\n');
+                    }
+                    _ => {
+                        let _ = writeln!(s, "{head} {}", clip(words, ENTRY_CHARS));
+                        if let Some(ev) = evaluation {
+                            let _ = writeln!(s, "  ({agent}'s scores now: {})", format_scores(panel, ev));
+                        }
+                    }
                 }
             }
             HistoryEntry::Comment { author, text } => {
@@ -276,17 +301,38 @@ fn render_history(panel: &Panel, history: &[HistoryEntry]) -> String {
     s
 }
 
-/// What a speech says, for the shared history: its prose without the
-/// trailing JSON evaluation, or, for a reply that was nothing but the
-/// evaluation (small models often skip the prose), the evaluation's
-/// justification. The scores follow on a line of their own either way.
-fn speech_words<'a>(text: &'a str, evaluation: Option<&'a Evaluation>) -> &'a str {
-    let words = strip_json_tail(text);
-    let bare = words.trim_start_matches("```json").trim_start().starts_with('{');
-    match evaluation {
-        Some(ev) if bare && !ev.justification.trim().is_empty() => ev.justification.trim(),
-        _ => words,
+/// `[Ann, round 2]`: who spoke, and when.
+fn speech_head(agent: &str, round: Option<u32>) -> String {
+    match round {
+        Some(r) => format!("[{agent}, round {r}]"),
+        None => format!("[{agent}]"),
     }
+}
+
+/// Whether a reply (without its trailing evaluation) is nothing but JSON.
+fn is_only_json(words: &str) -> bool {
+    words.trim_start_matches("```json").trim_start().starts_with('{')
+}
+
+/// A speech's history entry as far as its reply has streamed: always the
+/// beginning of the entry [`render_history`] will write for the whole reply.
+fn speech_so_far(panel: &Panel, agent: &str, round: Option<u32>, so_far: &str) -> String {
+    let head = speech_head(agent, round);
+    let prose = prose_so_far(so_far);
+    let evaluation = evaluation_so_far(panel, &so_far[prose.len()..]);
+    if !prose.trim().is_empty() {
+        let mut s = format!("{head} {}", clip(prose, ENTRY_CHARS));
+        if let Some(ev) = evaluation {
+            let _ = write!(s, "\n  ({agent}'s scores now: {}", format_scores(panel, &ev));
+        }
+        return s;
+    }
+    let Some(ev) = evaluation else { return head };
+    let mut s = format!("{head} scores now: {}", format_scores(panel, &ev));
+    if !ev.justification.trim().is_empty() {
+        let _ = write!(s, " — {}", clip(&ev.justification, ENTRY_CHARS));
+    }
+    s
 }
 
 /// The reply text without a trailing JSON evaluation (history shows scores separately).
@@ -359,8 +405,7 @@ pub fn debate_messages(
 ) -> Vec<ChatMessage> {
     let own = own_latest.map(|e| format_scores(panel, e)).unwrap_or_else(|| "(none yet)".into());
     let turn = format!(
-        "{}Your latest scores: {own}\n\n\
-         It is your turn in the debate, {}: answer the others in at most 150 words. {END_WITH_JSON}",
+        "{}Your latest scores: {own}\nIt is your turn in the debate, {}. {END_WITH_JSON}",
         persona(panel, group, agent),
         agent.name,
     );
@@ -398,6 +443,38 @@ pub fn repair_message(panel: &Panel, error: &str) -> ChatMessage {
 /// the prompt); see [`is_moderator_request`].
 const MODERATOR_OPENING: &str = "You moderate the debate of the ";
 
+/// One row of the moderator's scores table.
+pub struct ScoresRow<'a> {
+    pub agent: &'a str,
+    pub latest: Option<&'a Evaluation>,
+    pub turns: u32,
+    pub finished: bool,
+}
+
+/// The group's latest scores for the moderator, a line per agent with the
+/// dimensions (then overall) in the order the first line names:
+/// `- Ann: 4, 3, 4 (2 turns)`.
+pub fn scores_table(panel: &Panel, rows: &[ScoresRow<'_>]) -> String {
+    let keys: Vec<&str> = panel.dimensions.iter().map(|d| d.key.as_str()).chain(["overall"]).collect();
+    let mut s = format!("Current scores ({}):\n", keys.join(", "));
+    for row in rows {
+        let scores = match row.latest {
+            Some(ev) => panel
+                .dimensions
+                .iter()
+                .map(|d| ev.scores.get(&d.key).copied())
+                .chain([ev.overall])
+                .map(|v| v.map(fmt_num).unwrap_or_else(|| "-".into()))
+                .collect::<Vec<_>>()
+                .join(", "),
+            None => "none yet".into(),
+        };
+        let status = if row.finished { ", finished" } else { "" };
+        let _ = writeln!(s, "- {}: {scores} ({} turns{status})", row.agent, row.turns);
+    }
+    s
+}
+
 /// Messages asking the moderator who should speak next. They begin like the
 /// group's agents' prompts (panel system prompt, item, discussion so far), so
 /// the shared part is read once for the moderator and the next speaker.
@@ -410,11 +487,8 @@ pub fn moderator_messages(
     eligible: &[&str],
 ) -> Vec<ChatMessage> {
     let turn = format!(
-        "{MODERATOR_OPENING}\"{group}\" stakeholder group. You do not judge the \
-         item yourself: you choose who speaks next so that the debate resolves disagreements. Favour an agent whose scores \
-         differ most from the others, whose perspective nobody has answered yet, or who was addressed by someone. Avoid \
-         letting one agent dominate.\n\nCurrent scores:\n{table}\nAgents who may speak next: {}.\n\n\
-         Answer with one JSON object and nothing else: {{\"next\": \"<one name from the list>\", \"reason\": \"<one sentence>\"}}",
+        "{MODERATOR_OPENING}\"{group}\" stakeholder group, as the panel's instructions describe.\n\
+         {table}Agents who may speak next: {}.\nAnswer with the JSON object only.",
         eligible.join(", ")
     );
     request(panel, discussion(panel, item, group, DEBATE_HEADING, history), turn)
@@ -460,14 +534,83 @@ fn ahead(
     round: Option<u32>,
     so_far: &str,
 ) -> Vec<ChatMessage> {
+    // The discussion with a placeholder entry (so that older entries are
+    // shown exactly as they will be), cut where the entry starts.
+    const PLACEHOLDER: &str = "\u{1}speech\u{1}";
     let mut history = history.to_vec();
     history.push(HistoryEntry::Speech {
         agent: speaker.to_string(),
         round,
-        text: prose_so_far(so_far).to_string(),
+        text: PLACEHOLDER.into(),
         evaluation: None,
     });
-    vec![ChatMessage::system(panel_system(panel)), ChatMessage::user(discussion(panel, item, group, heading, &history))]
+    let mut shared = discussion(panel, item, group, heading, &history);
+    let entry = shared.rfind(PLACEHOLDER).and_then(|at| shared[..at].rfind('\n')).map_or(0, |at| at + 1);
+    shared.truncate(entry);
+    shared.push_str(&speech_so_far(panel, speaker, round, so_far));
+    vec![ChatMessage::system(panel_system(panel)), ChatMessage::user(shared)]
+}
+
+/// An evaluation still streaming (`json`, its text so far): the scores in
+/// the panel's order, then overall and confidence, up to the first that is
+/// not complete yet (so that its scores read as the beginning of the final
+/// ones), then the justification so far once all of them are in. `None`
+/// before the first score is complete.
+fn evaluation_so_far(panel: &Panel, json: &str) -> Option<Evaluation> {
+    let mut ev = Evaluation::default();
+    let all_scores = (|| {
+        for d in &panel.dimensions {
+            ev.scores.insert(d.key.clone(), number_field(json, &d.key)?);
+        }
+        ev.overall = Some(number_field(json, "overall")?);
+        ev.confidence = Some(number_field(json, "confidence")?);
+        Some(())
+    })();
+    if all_scores.is_some() {
+        ev.justification = string_field_so_far(json, "justification").unwrap_or_default();
+    }
+    (!ev.scores.is_empty()).then_some(ev)
+}
+
+/// The text of the JSON string given for `key`, as far as it has streamed
+/// (`None` before it opens).
+fn string_field_so_far(json: &str, key: &str) -> Option<String> {
+    let quoted = format!("\"{key}\"");
+    let rest = &json[json.find(&quoted)? + quoted.len()..];
+    let rest = rest.trim_start().strip_prefix(':')?.trim_start().strip_prefix('"')?;
+    let mut out = String::new();
+    let mut chars = rest.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '"' => break,
+            '\\' => match chars.next() {
+                Some('n') => out.push('\n'),
+                Some('t') => out.push('\t'),
+                Some('r') => out.push('\r'),
+                Some('u') => {
+                    let hex: String = chars.by_ref().take(4).collect();
+                    match u32::from_str_radix(&hex, 16).ok().and_then(char::from_u32) {
+                        Some(ch) if hex.len() == 4 => out.push(ch),
+                        // Cut short, or half of a surrogate pair.
+                        _ => break,
+                    }
+                }
+                Some(other) => out.push(other),
+                None => break,
+            },
+            c => out.push(c),
+        }
+    }
+    Some(out)
+}
+
+/// The number given for `key` in JSON text, once something follows it.
+fn number_field(json: &str, key: &str) -> Option<f64> {
+    let quoted = format!("\"{key}\"");
+    let rest = &json[json.find(&quoted)? + quoted.len()..];
+    let rest = rest.trim_start().strip_prefix(':')?.trim_start();
+    let end = rest.find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-'))?;
+    rest[..end].parse().ok()
 }
 
 /// A streaming reply's prose: its text before the evaluation starts (a line
@@ -551,10 +694,10 @@ mod tests {
         };
         let bare =
             render_history(&panel, &[speech("{\"grammar\": 4, \"justification\": \"The answer skips the den.\"}")]);
-        assert!(bare.contains("[Ann, round 1] The answer skips the den."), "{bare}");
+        assert!(bare.contains("[Ann, round 1] scores now: grammar 4 — The answer skips the den.\n"), "{bare}");
         assert!(!bare.contains("\"grammar\""), "the JSON is not repeated: {bare}");
         let fenced = render_history(&panel, &[speech("```json\n{\"grammar\": 4}\n```")]);
-        assert!(fenced.contains("[Ann, round 1] The answer skips the den."), "{fenced}");
+        assert!(fenced.contains("[Ann, round 1] scores now: grammar 4 — The answer skips the den.\n"), "{fenced}");
         let prose = render_history(&panel, &[speech("I disagree with Bea.\n{\"grammar\": 4}")]);
         assert!(prose.contains("[Ann, round 1] I disagree with Bea.") && !prose.contains("skips the den"), "{prose}");
         assert!(prose.contains("(Ann's scores now: grammar 4"), "{prose}");
@@ -623,7 +766,9 @@ mod tests {
         let item = crate::testkit::item();
         let agents: Vec<_> = panel.agents().map(|(_, a)| a.clone()).collect();
         let evaluation = Evaluation {
-            scores: [("grammar".to_string(), 4.0)].into(),
+            scores: [("grammar".to_string(), 4.0), ("relevance".to_string(), 3.0)].into(),
+            overall: Some(3.0),
+            confidence: Some(0.8),
             justification: "Clear enough.".into(),
             ..Evaluation::default()
         };
@@ -632,30 +777,51 @@ mod tests {
             evaluation: Some(evaluation.clone()),
             text: String::new(),
         }];
-        let speech = "I disagree with Bea: the answer never says where the fox went.\n{\"grammar\": 4, \"justification\": \"Clear enough.\"}";
-        let mut after = history.clone();
-        after.push(HistoryEntry::Speech {
-            agent: "Ann".into(),
-            round: None,
-            text: speech.into(),
-            evaluation: Some(evaluation.clone()),
-        });
-        let table = "- Ann: grammar 4\n";
-        let next = [
-            moderator_messages(&panel, "Parents", &item, &after, table, &["Bea", "Cy"]),
-            debate_messages(&panel, "Parents", &agents[1], &item, &after, Some(&evaluation)),
-        ];
-        for cut in [10, 40, speech.find('{').unwrap() + 5, speech.len()] {
-            let ahead = debate_ahead(&panel, &item, "Parents", &history, "Ann", &speech[..cut]);
-            assert_eq!(ahead.len(), 2);
-            for request in &next {
-                assert_eq!(ahead[0], request[0]);
-                let so_far = ahead[1].content.trim_end();
-                assert!(request[1].content.starts_with(so_far), "{so_far:?} does not begin {:?}", request[1].content);
+        let evaluation_json = "{\"grammar\": 4, \"relevance\": 3, \"overall\": 3, \"confidence\": 0.8, \
+                               \"justification\": \"Clear \\\"enough\\\" \\u00e9t\u{e9}.\"}";
+        let evaluation = Evaluation { justification: "Clear \"enough\" \u{e9}t\u{e9}.".into(), ..evaluation };
+        let prose = format!("I disagree with Bea: the answer never says where the fox went.\n{evaluation_json}");
+        // Every cut of a reply with prose, and of one that is only the evaluation.
+        for speech in [prose.as_str(), evaluation_json] {
+            let mut after = history.clone();
+            after.push(HistoryEntry::Speech {
+                agent: "Ann".into(),
+                round: None,
+                text: speech.into(),
+                evaluation: Some(evaluation.clone()),
+            });
+            let table = "- Ann: grammar 4\n";
+            let next = [
+                moderator_messages(&panel, "Parents", &item, &after, table, &["Bea", "Cy"]),
+                debate_messages(&panel, "Parents", &agents[1], &item, &after, Some(&evaluation)),
+            ];
+            for cut in (0..=speech.len()).filter(|&c| speech.is_char_boundary(c)) {
+                let ahead = debate_ahead(&panel, &item, "Parents", &history, "Ann", &speech[..cut]);
+                assert_eq!(ahead.len(), 2);
+                for request in &next {
+                    assert_eq!(ahead[0], request[0]);
+                    let so_far = ahead[1].content.trim_end();
+                    assert!(
+                        request[1].content.starts_with(so_far),
+                        "{so_far:?} does not begin {:?}",
+                        request[1].content
+                    );
+                }
             }
         }
-        let whole = debate_ahead(&panel, &item, "Parents", &history, "Ann", speech);
+        let whole = debate_ahead(&panel, &item, "Parents", &history, "Ann", &prose);
         assert!(whole[1].content.contains("where the fox went") && !whole[1].content.contains("\"grammar\""));
+        // Once a score has streamed in full, the scores line begins.
+        assert!(
+            whole[1].content.ends_with("(Ann's scores now: grammar 4, relevance 3, overall 3 (confidence 0.80)"),
+            "{}",
+            whole[1].content
+        );
+        let json = prose.find('{').unwrap();
+        let bare = debate_ahead(&panel, &item, "Parents", &history, "Ann", evaluation_json);
+        assert!(bare[1].content.ends_with("[Ann] scores now: grammar 4, relevance 3, overall 3 (confidence 0.80) — Clear \"enough\" \u{e9}t\u{e9}."), "{}", bare[1].content);
+        let half = debate_ahead(&panel, &item, "Parents", &history, "Ann", &prose[..json + 12]);
+        assert!(!half[1].content.contains("scores now"), "a number may still grow: {}", half[1].content);
         // A discussion round's entry names its round.
         let round = discussion_ahead(&panel, &item, "Parents", &history, "Ann", 2, "I agree.");
         let request = discussion_messages(
@@ -676,6 +842,32 @@ mod tests {
             2,
         );
         assert!(request[1].content.starts_with(round[1].content.trim_end()));
+    }
+
+    #[test]
+    fn the_moderators_part_holds_only_what_changes_between_turns() {
+        let panel = crate::testkit::panel(crate::panel::Protocol::MajEval, &[("Parents", &["Ann", "Bea", "Cy"])]);
+        let item = crate::testkit::item();
+        let keys: Vec<&str> = panel.dimensions.iter().map(|d| d.key.as_str()).collect();
+        let ev =
+            Evaluation { scores: [(keys[0].to_string(), 4.0)].into(), overall: Some(3.5), ..Evaluation::default() };
+        let rows = [
+            ScoresRow { agent: "Ann", latest: Some(&ev), turns: 2, finished: false },
+            ScoresRow { agent: "Bea", latest: None, turns: 0, finished: true },
+        ];
+        let table = scores_table(&panel, &rows);
+        let mut header = keys.clone();
+        header.push("overall");
+        assert!(table.starts_with(&format!("Current scores ({}):\n", header.join(", "))), "{table}");
+        let dashes = vec!["-"; keys.len() - 1].join(", ");
+        assert!(table.contains(&format!("- Ann: 4, {dashes}, 3.5 (2 turns)\n")), "{table}");
+        assert!(table.contains("- Bea: none yet (0 turns, finished)\n"), "{table}");
+        let messages = moderator_messages(&panel, "Parents", &item, &[], &table, &["Bea", "Cy"]);
+        assert!(is_moderator_request(&messages[2].content));
+        assert!(messages[2].content.contains("Agents who may speak next: Bea, Cy."));
+        // The moderator's rules and answer form are in the shared system prompt.
+        assert!(messages[0].content.contains("chooses who speaks next") && messages[0].content.contains("\"next\""));
+        assert!(!messages[2].content.contains("chooses who speaks next"));
     }
 
     #[test]

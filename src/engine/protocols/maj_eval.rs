@@ -210,14 +210,20 @@ async fn llm_moderator(
         let st = run.state();
         let names: Vec<String> = eligible.iter().map(|&i| st.agents[i].name.clone()).collect();
         let all: Vec<String> = st.group_agents(group).into_iter().map(|i| st.agents[i].name.clone()).collect();
-        let mut table = String::new();
-        for i in st.group_agents(group) {
-            let a = &st.agents[i];
-            let scores =
-                a.latest.as_ref().map(|e| prompts::format_scores(&run.panel, e)).unwrap_or_else(|| "none".into());
-            let status = if a.finished { ", finished" } else { "" };
-            let _ = writeln!(table, "- {}: {scores} ({} turns{status})", a.name, a.turns_spoken);
-        }
+        let rows: Vec<prompts::ScoresRow<'_>> = st
+            .group_agents(group)
+            .into_iter()
+            .map(|i| {
+                let a = &st.agents[i];
+                prompts::ScoresRow {
+                    agent: &a.name,
+                    latest: a.latest.as_ref(),
+                    turns: a.turns_spoken,
+                    finished: a.finished,
+                }
+            })
+            .collect();
+        let table = prompts::scores_table(&run.panel, &rows);
         let refs: Vec<&str> = names.iter().map(String::as_str).collect();
         let history = &st.histories[group];
         let messages = prompts::moderator_messages(&run.panel, group, run.item(), history, &table, &refs);
