@@ -151,11 +151,12 @@ pub fn panel_system(panel: &Panel) -> String {
          A request may instead ask you to moderate a group's debate. The moderator does not judge the item: it \
          chooses who speaks next so that the debate resolves disagreements. It favours an agent whose scores differ \
          most from the others, whose perspective nobody has answered yet, or who was addressed by someone, and does \
-         not let one agent dominate. It answers with one JSON object and nothing else: \
-         {{\"next\": \"<one name from the list>\", \"reason\": \"<one sentence>\"}}\n",
+         not let one agent dominate. Its request lists each agent's current scores in this order: {}. It answers with \
+         one JSON object and nothing else: {{\"next\": \"<one name from the list>\", \"reason\": \"<one sentence>\"}}\n",
         panel.task.trim(),
         rubric(panel),
-        output_format(panel)
+        output_format(panel),
+        score_keys(panel).join(", "),
     )
 }
 
@@ -451,12 +452,16 @@ pub struct ScoresRow<'a> {
     pub finished: bool,
 }
 
+/// The dimensions' keys, then `overall`: the order of the moderator's table.
+fn score_keys(panel: &Panel) -> Vec<&str> {
+    panel.dimensions.iter().map(|d| d.key.as_str()).chain(["overall"]).collect()
+}
+
 /// The group's latest scores for the moderator, a line per agent with the
-/// dimensions (then overall) in the order the first line names:
+/// dimensions, then overall, in the order the panel's system prompt names:
 /// `- Ann: 4, 3, 4 (2 turns)`.
 pub fn scores_table(panel: &Panel, rows: &[ScoresRow<'_>]) -> String {
-    let keys: Vec<&str> = panel.dimensions.iter().map(|d| d.key.as_str()).chain(["overall"]).collect();
-    let mut s = format!("Current scores ({}):\n", keys.join(", "));
+    let mut s = String::from("Current scores:\n");
     for row in rows {
         let scores = match row.latest {
             Some(ev) => panel
@@ -487,7 +492,7 @@ pub fn moderator_messages(
     eligible: &[&str],
 ) -> Vec<ChatMessage> {
     let turn = format!(
-        "{MODERATOR_OPENING}\"{group}\" stakeholder group, as the panel's instructions describe.\n\
+        "{MODERATOR_OPENING}\"{group}\" stakeholder group.\n\
          {table}Agents who may speak next: {}.\nAnswer with the JSON object only.",
         eligible.join(", ")
     );
@@ -856,9 +861,7 @@ mod tests {
             ScoresRow { agent: "Bea", latest: None, turns: 0, finished: true },
         ];
         let table = scores_table(&panel, &rows);
-        let mut header = keys.clone();
-        header.push("overall");
-        assert!(table.starts_with(&format!("Current scores ({}):\n", header.join(", "))), "{table}");
+        assert!(table.starts_with("Current scores:\n"), "{table}");
         let dashes = vec!["-"; keys.len() - 1].join(", ");
         assert!(table.contains(&format!("- Ann: 4, {dashes}, 3.5 (2 turns)\n")), "{table}");
         assert!(table.contains("- Bea: none yet (0 turns, finished)\n"), "{table}");
@@ -867,6 +870,8 @@ mod tests {
         assert!(messages[2].content.contains("Agents who may speak next: Bea, Cy."));
         // The moderator's rules and answer form are in the shared system prompt.
         assert!(messages[0].content.contains("chooses who speaks next") && messages[0].content.contains("\"next\""));
+        let order = format!("in this order: {}, overall.", keys.join(", "));
+        assert!(messages[0].content.contains(&order), "the table's columns are named once: {}", messages[0].content);
         assert!(!messages[2].content.contains("chooses who speaks next"));
     }
 

@@ -31,6 +31,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, Weak, mpsc as std_mps
 use async_trait::async_trait;
 use llama_cpp_2::context::LlamaContext;
 use llama_cpp_2::context::params::LlamaContextParams;
+use llama_cpp_2::context::session::{LlamaStateSeqFlags, SeqState};
 use llama_cpp_2::llama_backend::LlamaBackend;
 use llama_cpp_2::llama_batch::LlamaBatch;
 use llama_cpp_2::model::params::LlamaModelParams;
@@ -400,9 +401,10 @@ fn worker_main(
     };
     let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
     let gate = CoreGate::new(cores.max(setup.threads.0));
+    let handoffs = Handoffs::new(setup.parallel.max(1));
     let mut engines = Vec::new();
     for id in 0..setup.parallel.max(1) {
-        match Engine::new(id, backend, &chat, setup, counters.clone(), &gate) {
+        match Engine::new(id, backend, &chat, setup, counters.clone(), (&gate, &handoffs)) {
             Ok(engine) => engines.push(engine),
             Err(e) if engines.is_empty() => {
                 let _ = ready.send(Err(e));
@@ -471,9 +473,9 @@ fn serve(id: usize, mut engine: Engine<'_>, queue: &Queue, counters: &Counters) 
     while let Some(work) = queue.next_for(id) {
         let Pending { job, prompt } = match work {
             Work::Serve(pending) => pending,
-            Work::ReadAhead(tokens) => {
+            Work::ReadAhead(tokens, donor) => {
                 let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    engine.read_ahead(&tokens, || queue.has_work(id), |held| queue.holds(id, held))
+                    engine.read_ahead(&tokens, donor, || queue.has_work(id), |held| queue.holds(id, held))
                 }));
                 if outcome.is_err() {
                     engine.forget_cache();
@@ -522,8 +524,10 @@ struct Prompt {
 /// What an engine is given to do.
 enum Work {
     Serve(Pending),
-    /// Read these prompt tokens ahead of the request that will start with them.
-    ReadAhead(Vec<LlamaToken>),
+    /// Read these prompt tokens ahead of the request that will start with
+    /// them, starting from a copy of the given busy engine's sequence when
+    /// it holds more of them.
+    ReadAhead(Vec<LlamaToken>, Option<usize>),
 }
 
 /// A prompt that a request will soon start with (see [`Provider::read_ahead`]).
@@ -678,7 +682,9 @@ impl Queue {
             }
             if let Some(i) = state.choose_ahead(id) {
                 state.ahead[i].reader = Some(id);
-                return Some(Work::ReadAhead(state.ahead[i].tokens.clone()));
+                let tokens = state.ahead[i].tokens.clone();
+                let donor = state.donor(id, &tokens);
+                return Some(Work::ReadAhead(tokens, donor));
             }
             state = self.changed.wait(state).unwrap_or_else(|p| p.into_inner());
         }
@@ -695,6 +701,20 @@ impl QueueState {
     /// How many of `tokens` the engine holds.
     fn held_by(view: &EngineView, tokens: &[LlamaToken]) -> usize {
         view.held.iter().map(|h| common_prefix(h, tokens)).max().unwrap_or(0)
+    }
+
+    /// The busy engine holding most of `tokens`, if it holds at least
+    /// [`HANDOFF_MIN`] more than engine `id`.
+    fn donor(&self, id: usize, tokens: &[LlamaToken]) -> Option<usize> {
+        let mine = Self::held_by(&self.engines[id], tokens);
+        self.engines
+            .iter()
+            .enumerate()
+            .filter(|&(e, v)| e != id && v.busy)
+            .map(|(e, v)| (Self::held_by(v, tokens), e))
+            .filter(|&(theirs, _)| theirs >= mine + HANDOFF_MIN)
+            .max()
+            .map(|(_, e)| e)
     }
 
     /// The prompt that engine `id` should read ahead: one that no engine is
@@ -747,6 +767,64 @@ impl QueueState {
             }
         }
         best.map(|(_, i)| i)
+    }
+}
+
+/// A sequence's state and the tokens it holds.
+type Snapshot = (SeqState, Vec<LlamaToken>);
+
+/// Copies of a sequence from a generating engine to one that reads ahead:
+/// the reader would otherwise spend seconds reading on one core what the
+/// generating engine already holds (the discussion before the speech), and
+/// a copy takes milliseconds. The generating engine looks for a request
+/// after each token it generates.
+struct Handoffs {
+    wanted: Vec<std::sync::atomic::AtomicBool>,
+    given: Mutex<Vec<Option<Snapshot>>>,
+    changed: Condvar,
+}
+
+/// How long an engine reading ahead waits for a copy of another engine's
+/// sequence (it generates a token every few tens of milliseconds).
+const HANDOFF_PATIENCE: std::time::Duration = std::time::Duration::from_millis(300);
+
+/// Fewest more prompt tokens another engine must hold for a copy of its
+/// sequence to be worth asking for.
+const HANDOFF_MIN: usize = 48;
+
+impl Handoffs {
+    fn new(engines: usize) -> Self {
+        Self {
+            wanted: (0..engines).map(|_| std::sync::atomic::AtomicBool::new(false)).collect(),
+            given: Mutex::new((0..engines).map(|_| None).collect()),
+            changed: Condvar::new(),
+        }
+    }
+
+    fn is_wanted(&self, from: usize) -> bool {
+        self.wanted.get(from).is_some_and(|w| w.swap(false, Ordering::AcqRel))
+    }
+
+    /// Engine `from` hands over its sequence (`None`: it could not copy it).
+    fn give(&self, from: usize, snapshot: Option<Snapshot>) {
+        let mut given = self.given.lock().unwrap_or_else(|p| p.into_inner());
+        given[from] = snapshot;
+        drop(given);
+        self.changed.notify_all();
+    }
+
+    /// Asks engine `from` for a copy of the sequence it generates in and
+    /// waits for it, at most [`HANDOFF_PATIENCE`].
+    fn take(&self, from: usize) -> Option<Snapshot> {
+        let mut given = self.given.lock().unwrap_or_else(|p| p.into_inner());
+        given[from] = None;
+        self.wanted[from].store(true, Ordering::Release);
+        let (mut given, _) = self
+            .changed
+            .wait_timeout_while(given, HANDOFF_PATIENCE, |g| g[from].is_none())
+            .unwrap_or_else(|p| p.into_inner());
+        self.wanted[from].store(false, Ordering::Release);
+        given[from].take()
     }
 }
 
@@ -934,7 +1012,8 @@ struct Engine<'m> {
     model: &'m LlamaModel,
     ctx: LlamaContext<'m>,
     gate: &'m CoreGate,
-    /// Its number among the worker's engines (for logs).
+    handoffs: &'m Handoffs,
+    /// Its number among the worker's engines.
     id: usize,
     /// The sequence in use.
     current: Slot,
@@ -1046,7 +1125,7 @@ impl<'m> Engine<'m> {
         chat: &'m Chat<'m>,
         setup: &Setup,
         counters: Arc<Counters>,
-        gate: &'m CoreGate,
+        (gate, handoffs): (&'m CoreGate, &'m Handoffs),
     ) -> Result<Self, ProviderError> {
         let model = chat.model;
         let per_seq = setup.context_size.min(model.n_ctx_train().max(64));
@@ -1079,6 +1158,7 @@ impl<'m> Engine<'m> {
             model,
             ctx,
             gate,
+            handoffs,
             id,
             current: Slot::empty(0),
             parked,
@@ -1289,6 +1369,7 @@ impl<'m> Engine<'m> {
     fn read_ahead(
         &mut self,
         tokens: &[LlamaToken],
+        donor: Option<usize>,
         interrupted: impl Fn() -> bool,
         report: impl Fn(Vec<Vec<LlamaToken>>),
     ) {
@@ -1300,13 +1381,27 @@ impl<'m> Engine<'m> {
                 return Some(core);
             }
         };
-        // No sequence is given up before there is a core to read with.
-        let Some(first) = idle_core() else { return };
-        let mut core = Some(first);
         let started = std::time::Instant::now();
+        let snapshot = donor.filter(|_| !interrupted()).and_then(|d| self.handoffs.take(d));
+        // No sequence is given up before there is a core to read with or a
+        // copy to start from.
+        let mut core = match snapshot {
+            Some(_) => None,
+            None => Some(idle_core()).flatten(),
+        };
+        if core.is_none() && snapshot.is_none() {
+            return;
+        }
         let common = self.choose_sequence(tokens);
-        let from = self.cut_to(common);
+        let copied = match snapshot {
+            Some((state, held)) if common_prefix(&held, tokens) > common => self.install(&state, held),
+            _ => false,
+        };
+        let from = self.cut_to(common_prefix(&self.current.cached, tokens));
         self.current.keep = tokens.len();
+        if copied {
+            report(self.held());
+        }
         let mut batch = LlamaBatch::new(1, 1);
         while self.current.cached.len() < tokens.len() {
             let Some(held_core) = core.take().or_else(idle_core) else { break };
@@ -1333,11 +1428,31 @@ impl<'m> Engine<'m> {
             engine = self.id,
             seq = self.current.seq,
             reused = from,
+            copied,
             read = self.current.cached.len() - from,
             left = tokens.len() - self.current.cached.len(),
             ms = started.elapsed().as_millis() as u64,
             "local model: prompt read ahead"
         );
+    }
+
+    /// Replaces what the sequence in use holds with another engine's copy of
+    /// a sequence holding `held`.
+    fn install(&mut self, state: &SeqState, held: Vec<LlamaToken>) -> bool {
+        let seq = self.current.seq;
+        let _ = self.ctx.kv_cache_seq_rm(seq, None, None);
+        self.current.cached.clear();
+        match self.ctx.state_seq_set(state, seq) {
+            Ok(()) => {
+                self.current.cached = held;
+                true
+            }
+            Err(e) => {
+                tracing::warn!("local model: cannot load another engine's sequence: {e}");
+                let _ = self.ctx.kv_cache_seq_rm(seq, None, None);
+                false
+            }
+        }
     }
 
     /// Appends `tokens` to the sequence in use, in chunks, and returns the
@@ -1426,6 +1541,15 @@ impl<'m> Engine<'m> {
         }
         self.current.cached.push(token);
         state.logits_index = 0;
+        if self.handoffs.is_wanted(self.id) {
+            self.handoffs.give(
+                self.id,
+                self.ctx
+                    .state_seq_get(self.current.seq, LlamaStateSeqFlags::empty())
+                    .ok()
+                    .map(|state| (state, self.current.cached.clone())),
+            );
+        }
         Ok(())
     }
 
@@ -1987,12 +2111,12 @@ mod tests {
         q.read_ahead(other.clone());
         assert_eq!(q.lock().ahead.len(), 2);
         match q.next_for(1) {
-            Some(Work::ReadAhead(t)) => assert_eq!(t, tokens(0..360)),
+            Some(Work::ReadAhead(t, donor)) => assert_eq!((t, donor), (tokens(0..360), Some(0))),
             _ => panic!("engine 1 should read ahead"),
         }
         // Being read by engine 1, it is nobody else's; engine 2 takes the other.
         match q.next_for(2) {
-            Some(Work::ReadAhead(t)) => assert_eq!(t, other),
+            Some(Work::ReadAhead(t, donor)) => assert_eq!((t, donor), (other, None)),
             _ => panic!("engine 2 should read the other prompt ahead"),
         }
         q.read_ahead_done(1, vec![tokens(0..360)]);
