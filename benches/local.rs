@@ -1,6 +1,7 @@
 //! Speed of the embedded model: time to first token for a new ~1,000-token
 //! prompt, for debate turns and a moderator's call of the sample panel
-//! (1,000 tokens and more, most of which the previous call already read),
+//! (1,300 tokens and more, most of which the previous call or the read-ahead
+//! during the previous speech already read),
 //! and generation throughput, for one request and for two at once. Uses the default model when it is installed,
 //! else the tiny one (`MOOT_BENCH_MODEL` picks another name or a GGUF path,
 //! `MOOT_BENCH_THREADS` and `MOOT_BENCH_THREADS_BATCH` the thread counts). Nothing runs when no model is
@@ -13,7 +14,7 @@ use criterion::measurement::WallTime;
 use criterion::{BenchmarkGroup, Criterion, Throughput, criterion_group, criterion_main};
 use moot::model::{DEFAULT_MODEL, installed_path, resolve_model};
 use moot::provider::local::{LocalConfig, LocalProvider};
-use moot::provider::{ChatMessage, ChatRequest, Completion, Provider};
+use moot::provider::{ChatMessage, ChatRequest, Completion, Provider, READ_AHEAD_STEP};
 use tokio::runtime::Runtime;
 use tokio_util::sync::CancellationToken;
 
@@ -156,14 +157,45 @@ fn bench_local(c: &mut Criterion) {
     group.finish();
 }
 
+/// Streams a debate speech as a run does: every [`READ_AHEAD_STEP`] bytes it
+/// hints `ahead(text so far)`, the start of the group's next request.
+fn speak(
+    rt: &Runtime,
+    provider: &LocalProvider,
+    request: &ChatRequest,
+    ahead: impl Fn(&str) -> Vec<ChatMessage>,
+) -> Completion {
+    rt.block_on(async {
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let cancel = CancellationToken::new();
+        let call = async {
+            let tx = tx;
+            provider.stream(request, &tx, &cancel).await
+        };
+        let hints = async {
+            let (mut so_far, mut hinted) = (String::new(), 0);
+            while let Some(delta) = rx.recv().await {
+                so_far.push_str(&delta);
+                if so_far.len() >= hinted + READ_AHEAD_STEP {
+                    hinted = so_far.len();
+                    provider.read_ahead(&ahead(&so_far));
+                }
+            }
+        };
+        tokio::join!(call, hints).0.expect("the speech")
+    })
+}
+
 /// A debate of the bundled sample panel as moot sends it to the model: the
-/// panel's system prompt, the item, the group's first evaluations and a few
-/// speeches (about 1,000 tokens and more), then the speaker's part. Measured:
-/// the next agent's turn after the moderator's call (the prompts share all
-/// but the speaker's part), and the moderator's call after an agent spoke
-/// (it shares all but the newest speech and the moderator's part).
+/// panel's system prompt, the item, the group's members, their first
+/// evaluations and a few speeches (about 1,300 tokens), then the speaker's
+/// part. Each measure starts with agent A's real turn, streamed with the
+/// read-ahead hints a run sends, then times the first token of the next
+/// call: the moderator's, agent B's right after A (a group of two needs no
+/// moderator), or agent B's after the moderator's call.
 fn debate_turns(rt: &Runtime, provider: &LocalProvider, nonce: &AtomicU64, group: &mut BenchmarkGroup<'_, WallTime>) {
-    use moot::engine::prompts::{self, HistoryEntry};
+    use moot::engine::parse::{ParseSpec, parse_reply};
+    use moot::engine::prompts::{self, HistoryEntry, ScoresRow};
     use moot::session::event::Evaluation;
     let panel = moot::panel::Panel::bundled(moot::panel::DEFAULT_PANEL).expect("the sample panel");
     let item = moot::item::ItemsFile::bundled(moot::panel::DEFAULT_PANEL).expect("the sample items").items.remove(0);
@@ -176,9 +208,9 @@ fn debate_turns(rt: &Runtime, provider: &LocalProvider, nonce: &AtomicU64, group
         justification: "The answer names the storm but not the den, so a child may not see where the fox went.".into(),
         ..Evaluation::default()
     };
-    // `n` makes the discussion unique, so only the panel's prompt and the item
-    // are cached from earlier iterations, as at the start of a new debate.
-    let history = |n: u64, speeches: usize| -> Vec<HistoryEntry> {
+    // `n` makes the discussion unique, so only the panel's prompt, the item
+    // and the members are cached from earlier iterations.
+    let history = |n: u64| -> Vec<HistoryEntry> {
         let mut h: Vec<HistoryEntry> = agents
             .iter()
             .enumerate()
@@ -188,7 +220,7 @@ fn debate_turns(rt: &Runtime, provider: &LocalProvider, nonce: &AtomicU64, group
                 text: String::new(),
             })
             .collect();
-        h.extend((0..speeches).map(|i| HistoryEntry::Speech {
+        h.extend((0..3).map(|i| HistoryEntry::Speech {
             agent: agents[i % agents.len()].name.clone(),
             round: None,
             text: format!(
@@ -201,54 +233,65 @@ fn debate_turns(rt: &Runtime, provider: &LocalProvider, nonce: &AtomicU64, group
         }));
         h
     };
-    let table: String = agents.iter().map(|a| format!("- {}: overall 3 (1 turns)\n", a.name)).collect();
-    let names: Vec<&str> = agents.iter().map(|a| a.name.as_str()).collect();
-    let turn = |n: u64, speeches: usize, who: usize| {
-        let mut r = ChatRequest::new(prompts::debate_messages(
-            &panel,
-            &team.name,
-            &agents[who % agents.len()],
-            &item,
-            &history(n, speeches),
-            Some(&evaluation(3.0)),
-        ));
+    let quoted = [item.content.as_str()];
+    let spec = ParseSpec { dimensions: &panel.dimensions, scale: panel.scale, quoted_material: &quoted };
+    let (a, b) = (&agents[0], &agents[1 % agents.len()]);
+    let one_token = |messages| {
+        let mut r = ChatRequest::new(messages);
         r.max_tokens = 1;
         r
     };
-    let moderator = |n: u64, speeches: usize| {
-        let mut r = ChatRequest::new(prompts::moderator_messages(
+    let latest = evaluation(3.0);
+    let moderator = |history: &[HistoryEntry]| {
+        let rows: Vec<ScoresRow<'_>> = agents
+            .iter()
+            .map(|a| ScoresRow { agent: &a.name, latest: Some(&latest), turns: 1, finished: false })
+            .collect();
+        let names: Vec<&str> = agents.iter().map(|a| a.name.as_str()).collect();
+        one_token(prompts::moderator_messages(
             &panel,
             &team.name,
             &item,
-            &history(n, speeches),
-            &table,
-            &names,
-        ));
-        r.max_tokens = 1;
-        r
+            history,
+            &prompts::scores_table(&panel, &rows),
+            &names[1..],
+        ))
+    };
+    // Agent A's turn, streamed with read-ahead hints; the history after it.
+    let a_speaks = |n: u64| -> Vec<HistoryEntry> {
+        let before = history(n);
+        let mut request =
+            ChatRequest::new(prompts::debate_messages(&panel, &team.name, a, &item, &before, Some(&evaluation(3.0))));
+        request.max_tokens = panel.generation.max_tokens;
+        request.temperature = Some(panel.generation.temperature);
+        request.response_schema = Some(prompts::evaluation_schema(&panel));
+        let speech = speak(rt, provider, &request, |so_far| {
+            prompts::debate_ahead(&panel, &item, &team.name, &before, &a.name, so_far)
+        });
+        let mut after = before;
+        after.push(HistoryEntry::Speech {
+            agent: a.name.clone(),
+            round: None,
+            evaluation: parse_reply(&speech.text, &spec).ok(),
+            text: speech.text,
+        });
+        after
+    };
+    let b_turn = |history: &[HistoryEntry]| {
+        one_token(prompts::debate_messages(&panel, &team.name, b, &item, history, Some(&evaluation(3.0))))
+    };
+    let moderator_call = |n: u64| call(rt, provider, &moderator(&a_speaks(n)));
+    let answer = |n: u64| call(rt, provider, &b_turn(&a_speaks(n)));
+    let after_moderator = |n: u64| {
+        let after = a_speaks(n);
+        call(rt, provider, &moderator(&after));
+        call(rt, provider, &b_turn(&after))
     };
     let new_debate = || nonce.fetch_add(1, Ordering::Relaxed) + 1_000;
-    // Agent A spoke after 3 speeches; the moderator is asked; agent B's turn is measured.
-    let agent_turn = |n: u64| {
-        call(rt, provider, &turn(n, 3, 0));
-        call(rt, provider, &moderator(n, 4));
-        call(rt, provider, &turn(n, 4, 1))
-    };
-    // Agent A spoke after 3 speeches; the moderator's call is measured.
-    let moderator_call = |n: u64| {
-        call(rt, provider, &turn(n, 3, 0));
-        call(rt, provider, &moderator(n, 4))
-    };
-    // Agent A spoke after 3 speeches and agent B answers with no moderator's
-    // call between (a group of two): B reads A's speech and its own part.
-    let answer = |n: u64| {
-        call(rt, provider, &turn(n, 3, 0));
-        call(rt, provider, &turn(n, 4, 1))
-    };
     for (name, measure) in [
-        ("debate_turn_first_token_after_moderator", &agent_turn as &dyn Fn(u64) -> (Duration, Completion)),
-        ("moderator_first_token_after_a_turn", &moderator_call),
+        ("moderator_first_token_after_a_turn", &moderator_call as &dyn Fn(u64) -> (Duration, Completion)),
         ("debate_turn_first_token_after_another_speech", &answer),
+        ("debate_turn_first_token_after_moderator", &after_moderator),
     ] {
         let (elapsed, completion) = measure(new_debate());
         eprintln!("{name}: {} prompt tokens, first token after {elapsed:.2?}", completion.usage.input_tokens);

@@ -18,7 +18,7 @@ use super::{Binding, EngineConfig, Recorder, RunOutcome};
 use crate::item::Item;
 use crate::panel::{AgentSpec, Panel};
 use crate::provider::retry::{RetryPolicy, call_with_retry};
-use crate::provider::{ChatMessage, ChatRequest, Completion, Provider, ProviderError};
+use crate::provider::{ChatMessage, ChatRequest, Completion, Provider, ProviderError, READ_AHEAD_STEP};
 use crate::session::event::{AgentInfo, EndStatus, Evaluation, EventKind, Phase, Role, Scores, TurnKind, UsageTotals};
 
 /// Pause state shared by every group.
@@ -170,9 +170,6 @@ pub(crate) struct CallSpec<'a> {
 /// The messages a group's next request will start with, given the reply
 /// streaming now (see [`Provider::read_ahead`]).
 pub(crate) type ReadAhead<'a> = &'a (dyn Fn(&str) -> Vec<ChatMessage> + Sync);
-
-/// Bytes of a streaming reply between two read-ahead hints (a dozen tokens or so).
-const READ_AHEAD_STEP: usize = 48;
 
 /// The shared part of a run.
 pub(crate) struct Run {

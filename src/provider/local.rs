@@ -786,7 +786,7 @@ struct Handoffs {
 
 /// How long an engine reading ahead waits for a copy of another engine's
 /// sequence (it generates a token every few tens of milliseconds).
-const HANDOFF_PATIENCE: std::time::Duration = std::time::Duration::from_millis(300);
+const HANDOFF_PATIENCE: std::time::Duration = std::time::Duration::from_millis(150);
 
 /// Fewest more prompt tokens another engine must hold for a copy of its
 /// sequence to be worth asking for.

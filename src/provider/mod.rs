@@ -191,6 +191,10 @@ impl ProviderError {
     }
 }
 
+/// Bytes of a streaming reply between two [`Provider::read_ahead`] hints
+/// (a dozen tokens or so).
+pub const READ_AHEAD_STEP: usize = 48;
+
 /// Sink for streamed text. Unbounded so a slow consumer never stalls a stream.
 pub type DeltaSender = mpsc::UnboundedSender<String>;
 
