@@ -17,6 +17,9 @@
 //! and replies, and reuses their longest common prefix with the next prompt
 //! (agents of one panel share the instructions and the item); a request goes
 //! to the engine that holds most of its prompt (see [`QueueState::choose`]).
+//! While a speech streams, an idle engine reads the prompt that the group's
+//! next request will start with, on a core that would otherwise idle (see
+//! [`Provider::read_ahead`] and [`Engine::read_ahead`]).
 //!
 //! With [`ChatRequest::response_schema`] the reply is free prose followed by a
 //! JSON object that a grammar forces to match the schema; see
