@@ -580,9 +580,7 @@ fn evaluation_so_far(panel: &Panel, json: &str) -> Option<Evaluation> {
 /// The text of the JSON string given for `key`, as far as it has streamed
 /// (`None` before it opens).
 fn string_field_so_far(json: &str, key: &str) -> Option<String> {
-    let quoted = format!("\"{key}\"");
-    let rest = &json[json.find(&quoted)? + quoted.len()..];
-    let rest = rest.trim_start().strip_prefix(':')?.trim_start().strip_prefix('"')?;
+    let rest = field_value(json, key)?.strip_prefix('"')?;
     let mut out = String::new();
     let mut chars = rest.chars();
     while let Some(c) = chars.next() {
@@ -609,11 +607,16 @@ fn string_field_so_far(json: &str, key: &str) -> Option<String> {
     Some(out)
 }
 
-/// The number given for `key` in JSON text, once something follows it.
-fn number_field(json: &str, key: &str) -> Option<f64> {
+/// The JSON text after `"key":`, as far as it has streamed.
+fn field_value<'a>(json: &'a str, key: &str) -> Option<&'a str> {
     let quoted = format!("\"{key}\"");
     let rest = &json[json.find(&quoted)? + quoted.len()..];
-    let rest = rest.trim_start().strip_prefix(':')?.trim_start();
+    Some(rest.trim_start().strip_prefix(':')?.trim_start())
+}
+
+/// The number given for `key` in JSON text, once something follows it.
+fn number_field(json: &str, key: &str) -> Option<f64> {
+    let rest = field_value(json, key)?;
     let end = rest.find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-'))?;
     rest[..end].parse().ok()
 }
