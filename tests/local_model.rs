@@ -363,22 +363,35 @@ async fn a_long_system_prompt_is_read_once_across_runs() {
     assert!(std::fs::metadata(saved[0].path()).unwrap().len() > 1000);
 }
 
-/// Starts a long reply, then a short request once the long one streams, and
-/// says whether the short one finished first.
-async fn short_request_finishes_first(provider: &LocalProvider) -> bool {
+/// A request for a reply that runs to its limit of 150 tokens.
+fn long_request() -> ChatRequest {
     let mut long =
         conversation("You are a storyteller.", &["Write a very long story about a lighthouse keeper and her cat."]);
     long.max_tokens = 150;
+    long
+}
+
+/// Waits until `call` has streamed its first delta to `rx`.
+async fn first_delta<F>(call: std::pin::Pin<&mut F>, rx: &mut mpsc::UnboundedReceiver<String>)
+where
+    F: std::future::Future<Output = Result<moot::provider::Completion, ProviderError>>,
+{
+    tokio::select! {
+        _ = rx.recv() => {}
+        done = call => panic!("the long reply ended before streaming: {:?}", done.map(|c| c.text)),
+    }
+}
+
+/// Starts a long reply, then a short request once the long one streams, and
+/// says whether the short one finished first.
+async fn short_request_finishes_first(provider: &LocalProvider) -> bool {
+    let long = long_request();
     let short = conversation("You answer briefly.", &["Say hello."]);
     let (tx, mut rx) = mpsc::unbounded_channel();
     let cancel = CancellationToken::new();
     let long_call = provider.stream(&long, &tx, &cancel);
     tokio::pin!(long_call);
-    // Let the long reply start streaming.
-    tokio::select! {
-        _ = rx.recv() => {}
-        done = &mut long_call => panic!("the long reply ended before streaming: {:?}", done.map(|c| c.text)),
-    }
+    first_delta(long_call.as_mut(), &mut rx).await;
     let short_call = complete(provider, short);
     tokio::pin!(short_call);
     tokio::select! {
@@ -424,17 +437,12 @@ async fn a_prompt_is_read_ahead_while_another_request_generates() {
     let dir = tempfile::tempdir().unwrap();
     let provider = own_tiny_provider_serving(&dir, Some(2));
     let shared = [ChatMessage::system(rules("harbours", 30)), ChatMessage::user(rules("the discussion", 20))];
-    let mut long =
-        conversation("You are a storyteller.", &["Write a very long story about a lighthouse keeper and her cat."]);
-    long.max_tokens = 150;
+    let long = long_request();
     let (tx, mut rx) = mpsc::unbounded_channel();
     let cancel = CancellationToken::new();
     let long_call = provider.stream(&long, &tx, &cancel);
     tokio::pin!(long_call);
-    tokio::select! {
-        _ = rx.recv() => {}
-        done = &mut long_call => panic!("the long reply ended before streaming: {:?}", done.map(|c| c.text)),
-    }
+    first_delta(long_call.as_mut(), &mut rx).await;
     provider.read_ahead(&shared);
     long_call.await.expect("the long reply");
     let during = provider.read_ahead_tokens();
