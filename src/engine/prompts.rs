@@ -264,26 +264,9 @@ fn render_history(panel: &Panel, history: &[HistoryEntry]) -> String {
                 }
             },
             HistoryEntry::Speech { agent, round, text, evaluation } => {
-                let head = speech_head(agent, *round);
                 let words = strip_json_tail(text);
-                match evaluation {
-                    // Only the evaluation (small models often skip the
-                    // prose): its scores, then its justification, in the
-                    // order they were written.
-                    Some(ev) if is_only_json(words) => {
-                        let _ = write!(s, "{head} scores now: {}", format_scores(panel, ev));
-                        if !ev.justification.trim().is_empty() {
-                            let _ = write!(s, " — {}", clip(&ev.justification, ENTRY_CHARS));
-                        }
-                        s.push('\n');
-                    }
-                    _ => {
-                        let _ = writeln!(s, "{head} {}", clip(words, ENTRY_CHARS));
-                        if let Some(ev) = evaluation {
-                            let _ = writeln!(s, "  ({agent}'s scores now: {})", format_scores(panel, ev));
-                        }
-                    }
-                }
+                let prose = (evaluation.is_none() || !is_only_json(words)).then_some(words);
+                s.push_str(&speech_entry(panel, agent, *round, prose, evaluation.as_ref(), true));
             }
             HistoryEntry::Comment { author, text } => {
                 let _ = writeln!(s, "[HUMAN MODERATOR {author}] {}", clip(text, ENTRY_CHARS));
@@ -315,25 +298,52 @@ fn is_only_json(words: &str) -> bool {
     words.trim_start_matches("```json").trim_start().starts_with('{')
 }
 
+/// A speech's history entry: its words (`prose`), then the speaker's scores
+/// on a line of their own; or, for a reply that was only the evaluation
+/// (`prose` is `None`; small models often skip the prose), its scores, then
+/// its justification, in the order they were written. `closed: false`
+/// leaves off the end (a closing parenthesis, the newline) for a reply still
+/// streaming, so that the entry stays the beginning of the finished one.
+fn speech_entry(
+    panel: &Panel,
+    agent: &str,
+    round: Option<u32>,
+    prose: Option<&str>,
+    evaluation: Option<&Evaluation>,
+    closed: bool,
+) -> String {
+    let mut s = speech_head(agent, round);
+    match (prose, evaluation) {
+        (Some(words), _) => {
+            let _ = write!(s, " {}", clip(words, ENTRY_CHARS));
+            if let Some(ev) = evaluation {
+                let _ = write!(s, "\n  ({agent}'s scores now: {}", format_scores(panel, ev));
+                if closed {
+                    s.push(')');
+                }
+            }
+        }
+        (None, Some(ev)) => {
+            let _ = write!(s, " scores now: {}", format_scores(panel, ev));
+            if !ev.justification.trim().is_empty() {
+                let _ = write!(s, " — {}", clip(&ev.justification, ENTRY_CHARS));
+            }
+        }
+        (None, None) => {}
+    }
+    if closed {
+        s.push('\n');
+    }
+    s
+}
+
 /// A speech's history entry as far as its reply has streamed: always the
 /// beginning of the entry [`render_history`] will write for the whole reply.
 fn speech_so_far(panel: &Panel, agent: &str, round: Option<u32>, so_far: &str) -> String {
-    let head = speech_head(agent, round);
     let prose = prose_so_far(so_far);
     let evaluation = evaluation_so_far(panel, &so_far[prose.len()..]);
-    if !prose.trim().is_empty() {
-        let mut s = format!("{head} {}", clip(prose, ENTRY_CHARS));
-        if let Some(ev) = evaluation {
-            let _ = write!(s, "\n  ({agent}'s scores now: {}", format_scores(panel, &ev));
-        }
-        return s;
-    }
-    let Some(ev) = evaluation else { return head };
-    let mut s = format!("{head} scores now: {}", format_scores(panel, &ev));
-    if !ev.justification.trim().is_empty() {
-        let _ = write!(s, " — {}", clip(&ev.justification, ENTRY_CHARS));
-    }
-    s
+    let prose = (!prose.trim().is_empty()).then_some(prose);
+    speech_entry(panel, agent, round, prose, evaluation.as_ref(), false)
 }
 
 /// The reply text without a trailing JSON evaluation (history shows scores separately).
