@@ -2,27 +2,12 @@
 # to build; `make deps` installs them with apt-get when they are missing.
 
 CARGO ?= cargo
-SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
-
 .PHONY: deps build run test model bench
 
-# Build tools for llama.cpp: cmake compiles it, libclang generates its Rust bindings.
+# Build tools for llama.cpp: cmake compiles it, libclang generates its Rust
+# bindings. scripts/build-deps.sh says what is missing and installs it.
 deps:
-	@missing=""; \
-	command -v cmake >/dev/null 2>&1 || missing="$$missing cmake"; \
-	{ ls /usr/lib/llvm-*/lib/libclang*.so* >/dev/null 2>&1 || ldconfig -p 2>/dev/null | grep -q libclang; } \
-		|| missing="$$missing libclang-dev"; \
-	if [ -n "$$missing" ]; then \
-		if ! command -v apt-get >/dev/null 2>&1; then \
-			echo "The embedded model needs:$$missing (cmake builds llama.cpp, libclang generates its bindings)."; \
-			echo "Install them with your package manager, or build without it: cargo build --no-default-features"; \
-			exit 1; \
-		fi; \
-		echo "Installing$$missing with apt-get: cmake builds llama.cpp, libclang generates its Rust bindings."; \
-		$(SUDO) apt-get update && $(SUDO) apt-get install -y $$missing; \
-	else \
-		echo "Build dependencies present (cmake, libclang)."; \
-	fi
+	@bash scripts/build-deps.sh install
 
 build: deps
 	$(CARGO) build --release

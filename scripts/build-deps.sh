@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# What the embedded model's build (llama.cpp through llama-cpp-sys-2) needs
+# from the system: cmake compiles llama.cpp, and libclang lets bindgen
+# generate its Rust bindings.
+#
+#   scripts/build-deps.sh check [--root DIR]   print the missing Debian packages, one a line;
+#                                             exit 0 when none is missing, 1 otherwise
+#   scripts/build-deps.sh install              install what is missing with apt-get, saying so
+#
+# libclang is looked for the way bindgen (clang-sys) looks for it: a file named
+# libclang.so, libclang-<N>.so, libclang.so.<N> or libclang-<N>.so.<N> in the
+# directories it searches (LIBCLANG_PATH first). libclang-cpp* is a different
+# library (Clang's C++ interface) that bindgen cannot load, so it never counts.
+# --root DIR looks under DIR instead of / (used by the tests on fake layouts).
+set -euo pipefail
+
+root=""
+cmd="${1:-check}"
+shift || true
+while [ $# -gt 0 ]; do
+	case "$1" in
+		--root) root="${2%/}"; shift 2 ;;
+		*) echo "build-deps.sh: unknown argument '$1'" >&2; exit 2 ;;
+	esac
+done
+
+libclang_dirs() {
+	if [ -z "$root" ] && [ -n "${LIBCLANG_PATH:-}" ]; then
+		printf '%s\n' "$LIBCLANG_PATH"
+	fi
+	local d
+	for d in "$root"/usr/lib/llvm-*/lib "$root"/usr/lib64/llvm-*/lib "$root"/usr/local/lib \
+		"$root"/usr/lib "$root"/usr/lib64 "$root"/usr/lib/*-linux-gnu "$root"/lib "$root"/lib64 \
+		"$root"/lib/*-linux-gnu; do
+		[ -d "$d" ] && printf '%s\n' "$d"
+	done
+	return 0
+}
+
+has_libclang() {
+	local d f name
+	while IFS= read -r d; do
+		for f in "$d"/libclang*.so*; do
+			[ -e "$f" ] || continue
+			name="${f##*/}"
+			case "$name" in
+				libclang.so | libclang.so.[0-9]*) return 0 ;;
+				libclang-[0-9]*.so | libclang-[0-9]*.so.[0-9]*) return 0 ;;
+			esac
+		done
+	done < <(libclang_dirs)
+	return 1
+}
+
+has_cmake() {
+	if [ -z "$root" ]; then
+		command -v cmake >/dev/null 2>&1
+	else
+		local d
+		for d in usr/bin usr/local/bin bin; do
+			[ -x "$root/$d/cmake" ] && return 0
+		done
+		return 1
+	fi
+}
+
+missing() {
+	has_cmake || echo cmake
+	has_libclang || echo libclang-dev
+	return 0
+}
+
+case "$cmd" in
+	check)
+		out="$(missing)"
+		[ -z "$out" ] && exit 0
+		printf '%s\n' "$out"
+		exit 1
+		;;
+	install)
+		out="$(missing | tr '\n' ' ')"
+		out="${out% }"
+		if [ -z "$out" ]; then
+			echo "Build dependencies present (cmake, libclang)."
+			exit 0
+		fi
+		if ! command -v apt-get >/dev/null 2>&1; then
+			echo "The embedded model needs: $out (cmake builds llama.cpp, libclang generates its bindings)." >&2
+			echo "Install them with your package manager, or build without it: cargo build --no-default-features" >&2
+			exit 1
+		fi
+		sudo=""
+		[ "$(id -u)" -eq 0 ] || sudo="sudo"
+		echo "Installing $out with apt-get: cmake builds llama.cpp, libclang generates its Rust bindings."
+		# shellcheck disable=SC2086
+		$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq $out
+		still="$(missing | tr '\n' ' ')"
+		if [ -n "$still" ]; then
+			echo "Still missing after apt-get: $still" >&2
+			exit 1
+		fi
+		;;
+	*)
+		echo "usage: scripts/build-deps.sh check [--root DIR] | install" >&2
+		exit 2
+		;;
+esac
