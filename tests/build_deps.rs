@@ -1,0 +1,69 @@
+//! `scripts/build-deps.sh check --root DIR` on fake directory layouts: it
+//! must find the libclang that bindgen loads, and never take Clang's C++
+//! interface library (`libclang-cpp*`) for it.
+
+use std::path::Path;
+use std::process::Command;
+
+/// Runs the check under `root`; returns its exit code and the missing packages.
+fn check(root: &Path) -> (i32, Vec<String>) {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/build-deps.sh");
+    let out = Command::new("bash")
+        .arg(script)
+        .args(["check", "--root"])
+        .arg(root)
+        .env_remove("LIBCLANG_PATH")
+        .output()
+        .expect("bash runs");
+    let missing = String::from_utf8_lossy(&out.stdout).lines().map(str::to_string).collect();
+    (out.status.code().unwrap_or(-1), missing)
+}
+
+/// A fake root with the given files (empty) and an executable cmake.
+fn layout(files: &[&str], cmake: bool) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for f in files {
+        let path = dir.path().join(f);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, b"").unwrap();
+    }
+    if cmake {
+        let bin = dir.path().join("usr/bin/cmake");
+        std::fs::create_dir_all(bin.parent().unwrap()).unwrap();
+        std::fs::write(&bin, b"#!/bin/sh\n").unwrap();
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+    }
+    dir
+}
+
+#[test]
+fn only_the_cpp_interface_library_means_libclang_is_missing() {
+    let root = layout(&["usr/lib/llvm-14/lib/libclang-cpp.so.14"], true);
+    assert_eq!(check(root.path()), (1, vec!["libclang-dev".to_string()]));
+}
+
+#[test]
+fn a_versioned_libclang_is_found() {
+    let root = layout(&["usr/lib/llvm-14/lib/libclang-cpp.so.14", "usr/lib/llvm-14/lib/libclang-14.so.1"], true);
+    assert_eq!(check(root.path()), (0, vec![]));
+    let root = layout(&["usr/lib/x86_64-linux-gnu/libclang.so.1"], true);
+    assert_eq!(check(root.path()), (0, vec![]));
+    let root = layout(&["usr/lib/llvm-16/lib/libclang.so"], true);
+    assert_eq!(check(root.path()), (0, vec![]));
+}
+
+#[test]
+fn an_empty_machine_misses_both() {
+    let root = layout(&[], false);
+    assert_eq!(check(root.path()), (1, vec!["cmake".to_string(), "libclang-dev".to_string()]));
+}
+
+#[test]
+fn cmake_is_missing_without_its_program() {
+    let root = layout(&["usr/lib/llvm-14/lib/libclang-14.so.1"], false);
+    assert_eq!(check(root.path()), (1, vec!["cmake".to_string()]));
+}
