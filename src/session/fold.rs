@@ -161,6 +161,10 @@ pub struct AggregateView {
     pub overall: Option<f64>,
     pub original: Scores,
     pub method: Option<String>,
+    /// Why the result has no scores of the judges, when it has none.
+    pub no_result: Option<String>,
+    /// Panel-wide: the groups left out of the mean for having no result.
+    pub left_out: Vec<String>,
 }
 
 impl AggregateView {
@@ -618,13 +622,24 @@ impl SessionView {
                     a.state = AgentState::Queued;
                 }
             }
-            EventKind::AggregationCompleted { group, feedback, scores, overall, original, method } => {
+            EventKind::AggregationCompleted {
+                group,
+                feedback,
+                scores,
+                overall,
+                original,
+                method,
+                no_result,
+                left_out,
+            } => {
                 let view = AggregateView {
                     feedback: feedback.clone(),
                     scores: scores.clone(),
                     overall: *overall,
                     original: original.clone(),
                     method: method.clone(),
+                    no_result: no_result.clone(),
+                    left_out: left_out.clone(),
                 };
                 match group {
                     Some(g) => self.group_mut(g).aggregate = Some(view),
