@@ -149,6 +149,9 @@ pub enum LoadError {
     },
     #[error("{}: not a session log (no session_started line)", path.display())]
     NotASession { path: PathBuf },
+    /// The log's `session_started` line is there but cannot be read.
+    #[error("{}: line {line}: {message}", path.display())]
+    BadStart { path: PathBuf, line: usize, message: String },
 }
 
 /// Session log files named by `paths`: files as given, folders' `*.jsonl`
@@ -208,14 +211,22 @@ pub fn read_record(path: &Path, bytes: &[u8], cache: &PanelCache) -> Result<Item
         Some(end) => &bytes[..=end],
         None => &[][..],
     };
-    for line in complete.split(|&b| b == b'\n') {
+    // The first `session_started` line that could not be read: (line, why).
+    let mut bad_start: Option<(usize, String)> = None;
+    for (number, line) in complete.split(|&b| b == b'\n').enumerate() {
         if line.iter().all(u8::is_ascii_whitespace) || is_delta(line) {
             continue;
         }
         let event: Event = match serde_json::from_slice(line) {
             Ok(e) => e,
-            Err(_) => {
+            Err(e) => {
                 bad_lines += 1;
+                if rec.is_none() && bad_start.is_none() {
+                    let message = crate::session::reader::describe_line_error(line, &e);
+                    if message.starts_with("not a valid `session_started` event") {
+                        bad_start = Some((number + 1, message));
+                    }
+                }
                 continue;
             }
         };
@@ -359,7 +370,10 @@ pub fn read_record(path: &Path, bytes: &[u8], cache: &PanelCache) -> Result<Item
             _ => {}
         }
     }
-    let mut r = rec.ok_or_else(|| LoadError::NotASession { path: path.to_path_buf() })?;
+    let mut r = rec.ok_or_else(|| match bad_start {
+        Some((line, message)) => LoadError::BadStart { path: path.to_path_buf(), line, message },
+        None => LoadError::NotASession { path: path.to_path_buf() },
+    })?;
     let (usage, calls) = ended_usage.unwrap_or((running_usage, running_calls));
     r.effort.usage = usage;
     r.effort.calls = calls;
