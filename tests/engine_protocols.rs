@@ -260,7 +260,7 @@ async fn unreadable_reply_gets_one_repair_then_the_previous_evaluation_stands() 
         .count();
     assert_eq!(errors, 2, "both replies are kept with their parse error");
     let view = SessionView::from_events(&events);
-    assert_eq!(view.agent("Ann").unwrap().final_eval.as_ref().unwrap().scores["grammar"], 4.0);
+    assert_eq!(view.stages.agent("Ann").unwrap().final_.as_ref().unwrap().scores["grammar"], 4.0);
     assert!(outcome.usage.by_role["repair"].output_tokens > 0, "repair requests are counted apart");
 }
 
