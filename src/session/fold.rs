@@ -520,9 +520,7 @@ impl SessionView {
             EventKind::FinalEvaluations { group, evaluations, .. } => {
                 for name in evaluations.keys() {
                     if let Some(a) = self.agent_mut(name) {
-                        if a.state != AgentState::Done {
-                            a.state = AgentState::Done;
-                        }
+                        a.state = AgentState::Done;
                     }
                 }
                 self.group_mut(group).finals = evaluations.clone();
@@ -537,13 +535,13 @@ impl SessionView {
             EventKind::ScoreOverridden { target, dimension, from, to, reason, author } => {
                 match target {
                     OverrideTarget::Agent { agent } => {
-                        if let Some(a) = self.agent_mut(agent) {
-                            if let Some(ev) = a.latest.as_mut() {
-                                if let Some(orig) = from {
-                                    a.overridden.entry(dimension.clone()).or_insert(*orig);
-                                }
-                                ev.set_score(dimension, *to);
+                        if let Some(a) = self.agent_mut(agent)
+                            && let Some(ev) = a.latest.as_mut()
+                        {
+                            if let Some(orig) = from {
+                                a.overridden.entry(dimension.clone()).or_insert(*orig);
                             }
+                            ev.set_score(dimension, *to);
                         }
                     }
                     OverrideTarget::Turn { turn, agent } => {
