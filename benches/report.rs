@@ -178,6 +178,8 @@ fn write_log(path: &Path, panel: &Panel, index: u64) {
                 overall: ev.overall,
                 original: Scores::new(),
                 method: Some("mean".into()),
+                no_result: None,
+                left_out: Vec::new(),
             },
         );
     }

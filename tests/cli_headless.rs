@@ -268,3 +268,61 @@ async fn bad_input_is_named_precisely() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("unknown policy \"loudest\"") && stderr.contains("round-robin"), "{stderr}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_session_without_any_readable_evaluation_fails_and_says_why() {
+    // Every reply is prose without scores: nothing can be read from it.
+    let server = TestServer::with_handler(|_| {
+        moot::provider::testing::Reply::openai_stream(
+            &["The answer reads well and suits young children."],
+            Some((90, 12)),
+        )
+    })
+    .await
+    .unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let output = run_to_end(run_args(&server, out.path())).await;
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    let reason = stderr.lines().find(|l| l.starts_with("moot: session failed:")).unwrap_or_else(|| panic!("{stderr}"));
+    assert!(reason.contains("no agent produced a readable evaluation:"), "{reason}");
+    assert!(reason.contains("replies without scores; see turns 1–"), "{reason}");
+    let result = stdout.lines().find(|l| l.starts_with("RESULT")).unwrap_or_else(|| panic!("{stdout}"));
+    assert!(result.contains("no result: no agent produced a readable evaluation"), "{result}");
+    assert!(stdout.contains("session failed"), "{stdout}");
+
+    let log = read_log(&logs_in(out.path())[0]).unwrap();
+    let panel = log
+        .events
+        .iter()
+        .find_map(|e| match &e.kind {
+            EventKind::AggregationCompleted { group: None, scores, no_result, left_out, .. } => {
+                Some((scores.clone(), no_result.clone(), left_out.clone()))
+            }
+            _ => None,
+        })
+        .expect("a panel-wide aggregation");
+    assert!(panel.0.is_empty());
+    assert!(panel.1.as_deref().is_some_and(|r| r.starts_with("no agent produced a readable evaluation")), "{panel:?}");
+    assert_eq!(panel.2.len(), 3, "every group is left out: {panel:?}");
+    let groups: Vec<Option<String>> = log
+        .events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::AggregationCompleted { group: Some(_), no_result, .. } => Some(no_result.clone()),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        groups.iter().all(|r| r.as_deref().is_some_and(|r| r.contains("produced a readable evaluation"))),
+        "{groups:?}"
+    );
+    match &log.events.last().unwrap().kind {
+        EventKind::SessionEnded { status, error, .. } => {
+            assert_eq!(*status, EndStatus::Failed);
+            assert_eq!(error.as_deref(), panel.1.as_deref());
+        }
+        other => panic!("last event is {other:?}"),
+    }
+}

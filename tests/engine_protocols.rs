@@ -260,7 +260,7 @@ async fn unreadable_reply_gets_one_repair_then_the_previous_evaluation_stands() 
         .count();
     assert_eq!(errors, 2, "both replies are kept with their parse error");
     let view = SessionView::from_events(&events);
-    assert_eq!(view.agent("Ann").unwrap().final_eval.as_ref().unwrap().scores["grammar"], 4.0);
+    assert_eq!(view.stages.agent("Ann").unwrap().final_.as_ref().unwrap().scores["grammar"], 4.0);
     assert!(outcome.usage.by_role["repair"].output_tokens > 0, "repair requests are counted apart");
 }
 
@@ -621,4 +621,42 @@ fn a_queued_call_shows_as_queued_until_its_text_arrives() {
     view.apply(&ev(3, EventKind::TurnDelta { turn: 1, text: "Hi".into() }));
     assert_eq!(view.agent("Ann").unwrap().state, AgentState::Speaking);
     assert!(view.waiting.is_empty());
+}
+
+#[tokio::test]
+async fn collab_eval_without_any_readable_evaluation_fails_with_the_turns_named() {
+    let provider = scripted(|_, _| "It reads well; I have nothing to score.".into());
+    let p = panel(Protocol::CollabEval, &[("Teachers", &["Ann", "Bea"])]);
+    let (events, outcome) = Session::start(config(p, provider), None).finish().await;
+    assert_eq!(outcome.status, EndStatus::Failed);
+    let error = outcome.error.expect("a reason");
+    assert!(error.starts_with("no agent produced a readable evaluation: "), "{error}");
+    assert!(error.contains("replies without scores; see turns 1–"), "{error}");
+    assert_eq!(outcome.result, None, "an empty result is no result");
+    let view = SessionView::from_events(&events);
+    let group = view.group("Teachers").unwrap().aggregate.as_ref().unwrap();
+    assert!(group.scores.is_empty());
+    assert!(group.no_result.as_deref().is_some_and(|r| r.starts_with("no agent of Teachers")), "{group:?}");
+    assert!(group.feedback.contains("no readable evaluation"), "{}", group.feedback);
+    assert_eq!(view.aggregate.as_ref().unwrap().no_result.as_deref(), Some(error.as_str()));
+}
+
+#[tokio::test]
+async fn a_group_without_a_result_is_left_out_of_the_panel_mean() {
+    // The Parents never give scores; the Teachers do.
+    let provider = scripted(|req, _| match speaker(req).as_str() {
+        "Cal" | "Dee" => "A fine answer, I would say.".into(),
+        _ => stubborn(req, 0),
+    });
+    let p = panel(Protocol::MajEval, &[("Teachers", &["Ann", "Bea"]), ("Parents", &["Cal", "Dee"])]);
+    let (events, outcome) = Session::start(config(p, provider), None).finish().await;
+    assert_eq!(outcome.status, EndStatus::Completed, "{:?}", outcome.error);
+    let view = SessionView::from_events(&events);
+    let parents = view.group("Parents").unwrap().aggregate.as_ref().unwrap();
+    assert!(parents.scores.is_empty() && parents.overall.is_none());
+    assert!(parents.no_result.as_deref().is_some_and(|r| r.contains("no agent of Parents")), "{parents:?}");
+    let panel = view.aggregate.as_ref().unwrap();
+    assert_eq!(panel.no_result, None);
+    assert_eq!(panel.left_out, ["Parents"]);
+    assert_eq!(panel.scores["grammar"], 3.0, "the Teachers' mean alone");
 }

@@ -358,3 +358,36 @@ async fn a_cost_limit_without_prices_is_warned_about() {
     assert_eq!(bad.status.code(), Some(2));
     assert!(stderr(&bad).contains("not a positive number"), "{}", stderr(&bad));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_item_without_any_readable_evaluation_counts_as_failed_with_its_reason() {
+    // Every reply about s-2 is prose without scores.
+    let srv = TestServer::with_handler(|req: &RecordedRequest| {
+        let text = if req.body_text().contains("Where did the fox go?") {
+            "The answer is short and clear; children would follow it.".to_string()
+        } else {
+            evaluation(SMALL_KEYS)
+        };
+        Reply::openai_stream(&[&text], Some((120, 30)))
+    })
+    .await
+    .unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    let args = ["eval", SMALL_PANEL, "--data", ITEMS, "--provider", "openai", "--out", out.to_str().unwrap()];
+    let o = run(&srv.base_url(), &args).await;
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    let line = err.lines().find(|l| l.contains("s-2 failed")).unwrap_or_else(|| panic!("{err}"));
+    assert!(line.contains("no agent produced a readable evaluation"), "{line}");
+    let m = Manifest::load(&out).unwrap().unwrap();
+    assert_eq!(m.counts.failed, 1, "{err}");
+    assert_eq!(m.items["s-2"].status, "failed");
+    assert!(
+        m.items["s-2"].error.as_deref().is_some_and(|e| e.contains("replies without scores")),
+        "{:?}",
+        m.items["s-2"]
+    );
+    assert_eq!(log_state(&out.join("s-2.jsonl")).unwrap(), LogState::Failed);
+    assert_eq!(m.items["s-1"].status, "completed");
+}

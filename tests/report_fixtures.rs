@@ -274,3 +274,21 @@ fn a_folder_without_logs_is_an_error_not_a_panic() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no session logs"));
 }
+
+#[test]
+fn a_log_with_an_unreadable_first_line_is_named_with_its_line_and_field() {
+    let broken =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/broken/session-started-without-seed.jsonl");
+    let out = Command::new(env!("CARGO_BIN_EXE_moot"))
+        .arg("report")
+        .arg(&broken)
+        .arg(fixtures().join("run-b").join("f-15.jsonl"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let warning =
+        err.lines().find(|l| l.contains("session-started-without-seed.jsonl")).unwrap_or_else(|| panic!("{err}"));
+    assert!(warning.contains("line 1: not a valid `session_started` event: missing field `seed`"), "{warning}");
+    assert!(!warning.contains("no session_started line"), "{warning}");
+}

@@ -332,3 +332,43 @@ fn preparing_screen_shows_fetch_progress_then_loading() {
     assert!(text.contains("fetched and verified"), "{text}");
     assert!(text.contains("Loading it into memory"), "{text}");
 }
+
+/// The two-group example with every result emptied as when no agent's reply could be read.
+fn without_any_result(events: &[Event], ended: bool) -> Vec<Event> {
+    use moot::session::event::EndStatus;
+    let why = "no agent produced a readable evaluation: 4 replies without scores; see turns 1–4";
+    let mut out: Vec<Event> =
+        events.iter().filter(|e| ended || !matches!(e.kind, EventKind::SessionEnded { .. })).cloned().collect();
+    for e in &mut out {
+        match &mut e.kind {
+            EventKind::AggregationCompleted { scores, overall, original, no_result, feedback, .. } => {
+                scores.clear();
+                original.clear();
+                *overall = None;
+                feedback.clear();
+                *no_result = Some(why.to_string());
+            }
+            EventKind::SessionEnded { status, error, .. } => {
+                *status = EndStatus::Failed;
+                *error = Some(why.to_string());
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+#[test]
+fn an_empty_result_shows_as_failed_with_its_reason() {
+    let events = example("maj-eval-two-groups");
+    let mut app = App::loaded(Env::test(), &without_any_result(&events, true));
+    let text = screen_text(&render(&mut app, 160, 48));
+    assert!(text.contains(" FAILED "), "{text}");
+    assert!(text.contains("PANEL: no result — no agent produced a readable evaluation"), "{text}");
+
+    // Before the session ends (open for overrides), the header says there is no result.
+    let (mut app, _rx) = live_app(&without_any_result(&events, false));
+    let text = screen_text(&render(&mut app, 160, 48));
+    assert!(text.contains("NO RESULT · OPEN FOR OVERRIDES"), "{text}");
+    assert!(!text.contains("DONE"), "{text}");
+}

@@ -357,7 +357,16 @@ impl<W: Write> Transcript<W> {
                 self.line(&p.red(&format!("✗ {command} not applied: {reason}")))?;
             }
             EventKind::Waiting { .. } => {}
-            EventKind::AggregationCompleted { group, feedback, scores, overall, original, method } => {
+            EventKind::AggregationCompleted {
+                group,
+                feedback,
+                scores,
+                overall,
+                original,
+                method,
+                no_result,
+                left_out,
+            } => {
                 let title = match group {
                     Some(g) => format!("result · {g}"),
                     None => "RESULT".to_string(),
@@ -388,7 +397,27 @@ impl<W: Write> Transcript<W> {
                         self.line(&format!("  {l}"))?;
                     }
                 }
-                self.line(&format!("{}{}: {}", p.bold(&title), p.dim(&method), parts.join(" · ")))?;
+                if let Some(why) = no_result {
+                    // Values a person set may stand on an otherwise empty result.
+                    let human = if parts.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" (set by a person: {})", parts.join(" · "))
+                    };
+                    self.line(&format!(
+                        "{}{}: {}{human}",
+                        p.bold(&title),
+                        p.dim(&method),
+                        p.red(&format!("no result: {why}"))
+                    ))?;
+                } else {
+                    self.line(&format!("{}{}: {}", p.bold(&title), p.dim(&method), parts.join(" · ")))?;
+                }
+                if no_result.is_none() && !left_out.is_empty() {
+                    self.line(
+                        &p.yellow(&format!("  left out of the panel-wide mean (no result): {}", left_out.join(", "))),
+                    )?;
+                }
             }
             EventKind::SessionEnded { status, error, reason, usage, duration_ms } => {
                 self.line("")?;

@@ -280,9 +280,15 @@ pub enum SessionsCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Export a session's results (final and initial scores per agent) as CSV or JSON.
+    /// Export a session's scores as CSV or JSON: per agent `initial`, `final`
+    /// and `human_adjusted`, per group and for the panel `aggregate` and
+    /// `human_adjusted`. `initial`, `final` and `aggregate` are the judges'
+    /// own values; `human_adjusted` has the values people set, named with
+    /// their author in `set_by` (`grammar=alice`). A result without scores
+    /// says why in `no_result`. See docs/session-log.md.
     Export {
         session: String,
+        /// `json` (an array of rows) or `csv` (one column per dimension, then `overall`, `set_by`, `no_result`).
         #[arg(long, default_value = "json")]
         format: String,
     },

@@ -1,5 +1,6 @@
 //! `moot sessions list|show|export`.
 
+use std::collections::BTreeMap;
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -9,7 +10,9 @@ use anyhow::{Context, bail};
 use super::SessionsCommand;
 use super::headless::{Paint, Transcript};
 use crate::engine::prompts::fmt_num;
+use crate::session::event::Evaluation;
 use crate::session::fold::SessionView;
+use crate::session::stages::{self, with_overall};
 use crate::session::{default_sessions_dir, read_log};
 
 pub fn run(command: SessionsCommand) -> anyhow::Result<ExitCode> {
@@ -152,75 +155,113 @@ fn show(arg: &str, json: bool) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Who, which group, which stage, and the scores.
-type ExportRow = (String, Option<String>, String, std::collections::BTreeMap<String, f64>);
+/// One exported row: who, which group, which stage, the scores (with
+/// `overall`), who set which value, and why a result has no scores.
+struct ExportRow {
+    agent: String,
+    group: Option<String>,
+    stage: &'static str,
+    scores: BTreeMap<String, f64>,
+    set_by: BTreeMap<String, String>,
+    no_result: Option<String>,
+}
 
-/// One row per agent and stage, plus the aggregates.
+/// The rows of a session, stage by stage as [`crate::session::stages`] defines them:
+/// per agent `initial`, `final`, `human_adjusted`; per group and for the
+/// panel `aggregate`, `human_adjusted`.
+fn export_rows(v: &SessionView) -> Vec<ExportRow> {
+    let mut rows = Vec::new();
+    let none = BTreeMap::new;
+    for a in &v.stages.agents {
+        let group = Some(a.group.clone());
+        let row = |stage, ev: &Option<Evaluation>, set_by: BTreeMap<String, String>| {
+            ev.as_ref().map(|ev| ExportRow {
+                agent: a.name.clone(),
+                group: group.clone(),
+                stage,
+                scores: with_overall(ev),
+                set_by,
+                no_result: None,
+            })
+        };
+        rows.extend(row(stages::INITIAL, &a.initial, none()));
+        rows.extend(row(stages::FINAL, &a.final_, none()));
+        rows.extend(row(stages::HUMAN_ADJUSTED, &a.human_adjusted, a.set_by.clone()));
+    }
+    let results = v.stages.groups.iter().map(|g| ("(group result)", g)).chain([("(panel result)", &v.stages.panel)]);
+    for (who, r) in results {
+        for (stage, scores, set_by) in
+            [(stages::AGGREGATE, &r.aggregate, none()), (stages::HUMAN_ADJUSTED, &r.human_adjusted, r.set_by.clone())]
+        {
+            if let Some(scores) = scores {
+                rows.push(ExportRow {
+                    agent: who.to_string(),
+                    group: r.group.clone(),
+                    stage,
+                    scores: scores.clone(),
+                    set_by,
+                    no_result: r.no_result.clone(),
+                });
+            }
+        }
+    }
+    rows
+}
+
+/// `grammar=alice;overall=bob`.
+fn set_by_cell(set_by: &BTreeMap<String, String>) -> String {
+    set_by.iter().map(|(k, who)| format!("{k}={who}")).collect::<Vec<_>>().join(";")
+}
+
 fn export(arg: &str, format: &str) -> anyhow::Result<ExitCode> {
+    if !matches!(format, "json" | "csv") {
+        bail!("--format: unknown format \"{format}\"; valid: json, csv");
+    }
     let path = resolve_session(arg)?;
     let v = load_view(&path)?;
     let mut keys = v.dimension_keys();
     keys.push("overall".into());
-    let mut rows: Vec<ExportRow> = Vec::new();
-    for a in &v.agents {
-        for (stage, ev) in [("initial", &a.initial), ("final", &a.final_eval.clone().or(a.latest.clone()))] {
-            if let Some(ev) = ev {
-                let mut s = ev.scores.clone();
-                if let Some(o) = ev.overall {
-                    s.insert("overall".into(), o);
-                }
-                rows.push((a.info.name.clone(), Some(a.info.group.clone()), stage.into(), s));
-            }
-        }
-    }
-    for g in &v.groups {
-        if let Some(agg) = &g.aggregate {
-            let mut s = agg.scores.clone();
-            if let Some(o) = agg.overall {
-                s.insert("overall".into(), o);
-            }
-            rows.push(("(group result)".into(), Some(g.name.clone()), "aggregate".into(), s));
-        }
-    }
-    if let Some(agg) = &v.aggregate {
-        let mut s = agg.scores.clone();
-        if let Some(o) = agg.overall {
-            s.insert("overall".into(), o);
-        }
-        rows.push(("(panel result)".into(), None, "aggregate".into(), s));
-    }
+    let rows = export_rows(&v);
     let item = v.item.as_ref().map(|i| i.id.clone()).unwrap_or_default();
     let mut out = std::io::stdout().lock();
-    match format {
-        "json" => {
-            let arr: Vec<serde_json::Value> = rows
-                .iter()
-                .map(|(who, group, stage, s)| {
-                    serde_json::json!({"session": v.session_id, "item": item, "agent": who, "group": group, "stage": stage, "scores": s})
+    if format == "json" {
+        let arr: Vec<serde_json::Value> = rows
+            .iter()
+            .map(|r| {
+                serde_json::json!({
+                    "session": v.session_id,
+                    "item": item,
+                    "agent": r.agent,
+                    "group": r.group,
+                    "stage": r.stage,
+                    "scores": r.scores,
+                    "set_by": r.set_by,
+                    "no_result": r.no_result,
                 })
-                .collect();
-            serde_json::to_writer_pretty(&mut out, &arr)?;
-            writeln!(out)?;
-        }
-        "csv" => {
-            let mut w = csv::Writer::from_writer(out);
-            let mut header = vec!["session".to_string(), "item".into(), "agent".into(), "group".into(), "stage".into()];
-            header.extend(keys.iter().cloned());
-            w.write_record(&header)?;
-            for (who, group, stage, s) in &rows {
-                let mut rec = vec![
-                    v.session_id.clone(),
-                    item.clone(),
-                    who.clone(),
-                    group.clone().unwrap_or_default(),
-                    stage.clone(),
-                ];
-                rec.extend(keys.iter().map(|k| s.get(k).map(|x| x.to_string()).unwrap_or_default()));
-                w.write_record(&rec)?;
-            }
-            w.flush()?;
-        }
-        other => bail!("--format: unknown format \"{other}\"; valid: json, csv"),
+            })
+            .collect();
+        serde_json::to_writer_pretty(&mut out, &arr)?;
+        writeln!(out)?;
+        return Ok(ExitCode::SUCCESS);
     }
+    let mut w = csv::Writer::from_writer(out);
+    let mut header = vec!["session".to_string(), "item".into(), "agent".into(), "group".into(), "stage".into()];
+    header.extend(keys.iter().cloned());
+    header.extend(["set_by".to_string(), "no_result".to_string()]);
+    w.write_record(&header)?;
+    for r in &rows {
+        let mut rec = vec![
+            v.session_id.clone(),
+            item.clone(),
+            r.agent.clone(),
+            r.group.clone().unwrap_or_default(),
+            r.stage.to_string(),
+        ];
+        rec.extend(keys.iter().map(|k| r.scores.get(k).map(|x| x.to_string()).unwrap_or_default()));
+        rec.push(set_by_cell(&r.set_by));
+        rec.push(r.no_result.clone().unwrap_or_default());
+        w.write_record(&rec)?;
+    }
+    w.flush()?;
     Ok(ExitCode::SUCCESS)
 }

@@ -28,29 +28,88 @@ pub fn mean_of(maps: impl IntoIterator<Item = Scores>, keys: &[String]) -> Score
 }
 
 impl Run {
-    /// The computed result for a group (or panel-wide for `None`), before overrides.
+    /// The result of a group (or panel-wide for `None`) as the protocol
+    /// computed it, before any human input: agents' own evaluations, no
+    /// overrides of results.
     pub(crate) fn base_result(&self, st: &State, group: Option<&str>) -> Scores {
+        self.computed(st, group, false)
+    }
+
+    /// The result with every human override applied: agents' scores a person
+    /// changed, and overrides of the results themselves.
+    pub(crate) fn result_scores(&self, st: &State, group: Option<&str>) -> Scores {
+        let mut scores = self.computed(st, group, true);
+        for o in st.final_overrides.iter().filter(|o| o.group.as_deref() == group) {
+            scores.insert(o.dimension.clone(), o.value);
+        }
+        scores
+    }
+
+    fn computed(&self, st: &State, group: Option<&str>, human: bool) -> Scores {
         match group {
             Some(g) => match st.judged.get(g) {
                 Some(ev) => eval_scores(ev),
-                None => {
-                    mean_scores(st.agents.iter().filter(|a| a.group == g).filter_map(|a| a.latest.as_ref()), &self.keys)
-                }
+                None => mean_scores(
+                    st.agents
+                        .iter()
+                        .filter(|a| a.group == g)
+                        .filter_map(|a| if human { a.latest.as_ref() } else { a.own.as_ref() }),
+                    &self.keys,
+                ),
             },
+            // Groups without a result are left out of the panel-wide mean.
             None => mean_of(
-                self.panel.groups.iter().map(|g| self.result_scores(st, Some(&g.name))).filter(|s| !s.is_empty()),
+                self.panel
+                    .groups
+                    .iter()
+                    .map(|g| {
+                        if human {
+                            self.result_scores(st, Some(&g.name))
+                        } else {
+                            self.computed(st, Some(&g.name), false)
+                        }
+                    })
+                    .filter(|s| !s.is_empty()),
                 &self.keys,
             ),
         }
     }
 
-    /// The result with human overrides of that result applied.
-    pub(crate) fn result_scores(&self, st: &State, group: Option<&str>) -> Scores {
-        let mut scores = self.base_result(st, group);
-        for o in st.final_overrides.iter().filter(|o| o.group.as_deref() == group) {
-            scores.insert(o.dimension.clone(), o.value);
+    /// Why the published panel-wide result has no scores of the judges, if it has none.
+    pub(crate) fn empty_result(&self, st: &State) -> Option<String> {
+        if !st.aggregates.contains_key(&None) {
+            return Some("the session ended before its result was aggregated".into());
         }
-        scores
+        self.base_result(st, None).is_empty().then(|| self.no_result_reason(st, None))
+    }
+
+    /// Why a group (or the whole panel) has no result: which replies had no
+    /// readable evaluation and which calls failed, with their turns.
+    fn no_result_reason(&self, st: &State, group: Option<&str>) -> String {
+        let mine = |list: &[(String, u64)]| -> Vec<u64> {
+            list.iter().filter(|(g, _)| group.is_none_or(|x| x == g)).map(|(_, t)| *t).collect()
+        };
+        let unreadable = mine(&st.unreadable);
+        let failed = mine(&st.failed_calls);
+        let who = match group {
+            Some(g) => format!("no agent of {g}"),
+            None => "no agent".to_string(),
+        };
+        if unreadable.is_empty() && failed.is_empty() {
+            return format!("{who} produced an evaluation: no agent's reply was received");
+        }
+        let mut parts = Vec::new();
+        if !unreadable.is_empty() {
+            parts.push(count(unreadable.len(), "reply without scores", "replies without scores"));
+        }
+        if !failed.is_empty() {
+            parts.push(count(failed.len(), "failed call", "failed calls"));
+        }
+        let mut turns: Vec<u64> = unreadable.into_iter().chain(failed).collect();
+        turns.sort_unstable();
+        turns.dedup();
+        let see = if turns.len() == 1 { "turn" } else { "turns" };
+        format!("{who} produced a readable evaluation: {}; see {see} {}", parts.join(", "), turn_ranges(&turns))
     }
 
     /// Compute, store and emit the aggregate of a group or of the panel.
@@ -75,6 +134,17 @@ impl Run {
             .map(|(k, v)| (k.clone(), *v))
             .collect();
         let overall = scores.remove("overall");
+        let no_result = base.is_empty().then(|| self.no_result_reason(st, group));
+        let left_out = match group {
+            Some(_) => Vec::new(),
+            None => self
+                .panel
+                .groups
+                .iter()
+                .filter(|g| self.base_result(st, Some(&g.name)).is_empty())
+                .map(|g| g.name.clone())
+                .collect(),
+        };
         EventKind::AggregationCompleted {
             group: group.map(str::to_string),
             feedback,
@@ -82,6 +152,8 @@ impl Run {
             overall,
             original,
             method: Some(method.to_string()),
+            no_result,
+            left_out,
         }
     }
 
@@ -104,6 +176,25 @@ impl Run {
     }
 }
 
+fn count(n: usize, one: &str, many: &str) -> String {
+    if n == 1 { format!("1 {one}") } else { format!("{n} {many}") }
+}
+
+/// Turn numbers as ranges: `1–4, 7, 9–10`.
+pub fn turn_ranges(turns: &[u64]) -> String {
+    let mut out: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < turns.len() {
+        let mut j = i;
+        while j + 1 < turns.len() && turns[j + 1] == turns[j] + 1 {
+            j += 1;
+        }
+        out.push(if j == i { turns[i].to_string() } else { format!("{}–{}", turns[i], turns[j]) });
+        i = j + 1;
+    }
+    out.join(", ")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -117,5 +208,12 @@ mod tests {
         );
         assert_eq!(m["a"], 3.0);
         assert_eq!(m["overall"], 3.0);
+    }
+
+    #[test]
+    fn turn_lists_collapse_into_ranges() {
+        assert_eq!(turn_ranges(&[1, 2, 3, 4, 7, 9, 10]), "1–4, 7, 9–10");
+        assert_eq!(turn_ranges(&[5]), "5");
+        assert_eq!(turn_ranges(&[]), "");
     }
 }

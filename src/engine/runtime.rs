@@ -36,7 +36,10 @@ pub(crate) struct AgentRt {
     pub group: String,
     pub spec: AgentSpec,
     pub initial: Option<Evaluation>,
+    /// Latest evaluation, a person's overrides applied.
     pub latest: Option<Evaluation>,
+    /// Latest evaluation as the agent gave it.
+    pub own: Option<Evaluation>,
     pub latest_turn: Option<u64>,
     pub finished: bool,
     pub turns_spoken: u32,
@@ -72,6 +75,10 @@ pub(crate) struct State {
     pub judged: BTreeMap<String, Evaluation>,
     /// Aggregates emitted so far, keyed by group (`None` = panel-wide).
     pub aggregates: BTreeMap<Option<String>, AggregateRecord>,
+    /// (group, turn) of agents' replies without a readable evaluation, and of
+    /// agents' calls that failed: why a result may have no scores.
+    pub unreadable: Vec<(String, u64)>,
+    pub failed_calls: Vec<(String, u64)>,
     pub failure: Option<String>,
     pub stop_reason: Option<String>,
     pub stopped: bool,
@@ -203,6 +210,7 @@ impl Run {
                 spec: a.clone(),
                 initial: None,
                 latest: None,
+                own: None,
                 latest_turn: None,
                 finished: false,
                 turns_spoken: 0,
@@ -369,6 +377,12 @@ impl Run {
             }
         };
         let (result, ()) = tokio::join!(call, forward);
+        if spec.role == Role::Agent
+            && let (Some(g), Err(e)) = (spec.group, &result)
+            && !matches!(e, ProviderError::Cancelled)
+        {
+            self.state().failed_calls.push((g.to_string(), turn));
+        }
         if matches!(result, Err(ProviderError::Cancelled)) {
             // Close the turn in the log: it will never complete.
             self.emit(EventKind::TurnFailed {
@@ -410,6 +424,12 @@ impl Run {
         latency_ms: u64,
     ) {
         let group = self.turn_groups.lock().unwrap_or_else(|e| e.into_inner()).remove(&turn);
+        if role == Role::Agent
+            && parse_error.is_some()
+            && let Some(g) = &group
+        {
+            self.state().unreadable.push((g.clone(), turn));
+        }
         let used = {
             let mut totals = self.totals.lock().unwrap_or_else(|e| e.into_inner());
             totals.record_in_group(role, kind, participant, group.as_deref(), &completion.usage);
@@ -592,6 +612,7 @@ impl Run {
                     a.finished = true;
                 }
                 a.latest = Some(evaluation.clone());
+                a.own = Some(evaluation.clone());
                 a.latest_turn = Some(*turn);
             }
             Spoken::Unparsed { done, .. } => {
@@ -694,6 +715,9 @@ impl Run {
                 (EndStatus::Failed, Some(f.clone()), st.stop_reason.clone())
             } else if st.stopped {
                 (EndStatus::Stopped, None, st.stop_reason.clone())
+            } else if let Some(why) = self.empty_result(&st) {
+                // An empty result is never a success.
+                (EndStatus::Failed, Some(why), None)
             } else {
                 (EndStatus::Completed, None, None)
             }
@@ -714,7 +738,7 @@ impl Run {
         });
         let result = {
             let st = self.state();
-            st.aggregates.contains_key(&None).then(|| self.result_scores(&st, None))
+            Some(self.result_scores(&st, None)).filter(|s| st.aggregates.contains_key(&None) && !s.is_empty())
         };
         RunOutcome {
             session_id: self.config.session_id.clone(),

@@ -3,7 +3,9 @@
 //! Each log is read line by line and folded into an [`ItemRecord`] that keeps
 //! only what a report needs (scores per agent and stage, aggregates, human
 //! ratings, effort), so thousands of logs fit in little memory. Streamed
-//! text (`turn_delta` lines) is skipped without being parsed.
+//! text (`turn_delta` lines) is skipped without being parsed. The stages
+//! (initial, final, aggregate, human-adjusted) are those of
+//! [`crate::session::stages`], the same as the view and `sessions export`.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -12,6 +14,7 @@ use std::sync::{Arc, Mutex};
 use chrono::{DateTime, Utc};
 
 use crate::eval::folder::{self, LogState};
+use crate::session::Stages;
 use crate::session::event::{Evaluation, Event, EventKind, Phase, Role, Scores, TurnKind, Usage};
 use crate::stats::Preference;
 
@@ -66,7 +69,7 @@ pub struct AgentScores {
     pub group: usize,
     /// Phase-1 evaluation.
     pub initial: Option<Vals>,
-    /// Final evaluation after the debate, before later human overrides.
+    /// Final evaluation after the debate, the agent's own values.
     pub final_: Option<Vals>,
     pub initial_label: Option<Preference>,
     pub final_label: Option<Preference>,
@@ -149,6 +152,9 @@ pub enum LoadError {
     },
     #[error("{}: not a session log (no session_started line)", path.display())]
     NotASession { path: PathBuf },
+    /// The log's `session_started` line is there but cannot be read.
+    #[error("{}: line {line}: {message}", path.display())]
+    BadStart { path: PathBuf, line: usize, message: String },
 }
 
 /// Session log files named by `paths`: files as given, folders' `*.jsonl`
@@ -186,11 +192,8 @@ fn is_delta(line: &[u8]) -> bool {
 }
 
 struct TurnInfo {
-    agent: Option<usize>,
     group: Option<usize>,
-    phase: Phase,
     role: Role,
-    kind: TurnKind,
 }
 
 /// Fold a log's bytes into a record.
@@ -203,22 +206,32 @@ pub fn read_record(path: &Path, bytes: &[u8], cache: &PanelCache) -> Result<Item
     let mut running_calls = 0u64;
     let mut ended_usage: Option<(Usage, u64)> = None;
     let mut bad_lines = 0;
+    let mut stages = Stages::default();
     // The last line may be cut by a crash: only complete lines count.
     let complete = match bytes.iter().rposition(|&b| b == b'\n') {
         Some(end) => &bytes[..=end],
         None => &[][..],
     };
-    for line in complete.split(|&b| b == b'\n') {
+    // The first `session_started` line that could not be read: (line, why).
+    let mut bad_start: Option<(usize, String)> = None;
+    for (number, line) in complete.split(|&b| b == b'\n').enumerate() {
         if line.iter().all(u8::is_ascii_whitespace) || is_delta(line) {
             continue;
         }
         let event: Event = match serde_json::from_slice(line) {
             Ok(e) => e,
-            Err(_) => {
+            Err(e) => {
                 bad_lines += 1;
+                if rec.is_none() && bad_start.is_none() {
+                    let message = crate::session::reader::describe_line_error(line, &e);
+                    if message.starts_with("not a valid `session_started` event") {
+                        bad_start = Some((number + 1, message));
+                    }
+                }
                 continue;
             }
         };
+        stages.apply(&event.kind);
         if let EventKind::SessionStarted { session_id, protocol, panel, item, agents, .. } = &event.kind {
             let info = panel_info(panel, protocol, agents);
             let info = cache.intern(info);
@@ -276,12 +289,9 @@ pub fn read_record(path: &Path, bytes: &[u8], cache: &PanelCache) -> Result<Item
                         r.effort.group_turns[g] += 1;
                     }
                 }
-                turns.insert(
-                    *turn,
-                    TurnInfo { agent: agent_i, group: group_i, phase: *phase, role: *role, kind: *kind },
-                );
+                turns.insert(*turn, TurnInfo { group: group_i, role: *role });
             }
-            EventKind::TurnCompleted { turn, evaluation, usage, .. } => {
+            EventKind::TurnCompleted { turn, usage, .. } => {
                 running_usage.add(usage);
                 running_calls += 1;
                 let Some(t) = turns.get(turn) else { continue };
@@ -289,30 +299,6 @@ pub fn read_record(path: &Path, bytes: &[u8], cache: &PanelCache) -> Result<Item
                     && let Some(g) = t.group
                 {
                     r.effort.group_tokens[g] += usage.total();
-                }
-                if let (Some(ev), Some(a)) = (evaluation, t.agent) {
-                    let vals = r.panel.vals_of(ev);
-                    let label = ev.label.as_deref().and_then(|l| l.parse::<Preference>().ok());
-                    let agent = &mut r.agents[a];
-                    if t.phase == Phase::Initial {
-                        agent.initial = Some(vals.clone());
-                        agent.initial_label = label;
-                    }
-                    // Until the debate's final evaluations are recorded, the
-                    // latest evaluation stands as final.
-                    agent.final_ = Some(vals);
-                    agent.final_label = label;
-                }
-                let _ = t.kind;
-            }
-            EventKind::FinalEvaluations { evaluations, .. } => {
-                for (name, ev) in evaluations {
-                    if let Some(&a) = agent_index.get(name) {
-                        let vals = r.panel.vals_of(ev);
-                        let agent = &mut r.agents[a];
-                        agent.final_ = Some(vals);
-                        agent.final_label = ev.label.as_deref().and_then(|l| l.parse::<Preference>().ok());
-                    }
                 }
             }
             EventKind::PhaseStarted { group: Some(g), round: Some(round), phase, .. } if *phase != Phase::Initial => {
@@ -329,28 +315,6 @@ pub fn read_record(path: &Path, bytes: &[u8], cache: &PanelCache) -> Result<Item
                     }
                 }
             }
-            EventKind::AggregationCompleted { group, scores, overall, original, .. } => {
-                let adjusted = r.panel.vals_of_scores(scores, *overall);
-                let (agg, adj) = match group {
-                    Some(g) => match group_of(g) {
-                        Some(i) => (&mut r.group_aggregate[i], &mut r.group_adjusted[i]),
-                        None => continue,
-                    },
-                    None => (&mut r.aggregate, &mut r.adjusted),
-                };
-                if agg.is_none() {
-                    // The first publication is the protocol's own result once
-                    // the values a human had already overridden are restored.
-                    let mut base = adjusted.clone();
-                    for (k, v) in original {
-                        if let Some(i) = r.panel.key_index(k) {
-                            base[i] = Some(*v).filter(|x| x.is_finite());
-                        }
-                    }
-                    *agg = Some(base);
-                }
-                *adj = Some(adjusted);
-            }
             EventKind::SessionEnded { status, usage, duration_ms, .. } => {
                 r.status = (*status).into();
                 r.effort.duration_ms = Some(*duration_ms);
@@ -359,7 +323,11 @@ pub fn read_record(path: &Path, bytes: &[u8], cache: &PanelCache) -> Result<Item
             _ => {}
         }
     }
-    let mut r = rec.ok_or_else(|| LoadError::NotASession { path: path.to_path_buf() })?;
+    let mut r = rec.ok_or_else(|| match bad_start {
+        Some((line, message)) => LoadError::BadStart { path: path.to_path_buf(), line, message },
+        None => LoadError::NotASession { path: path.to_path_buf() },
+    })?;
+    apply_stages(&mut r, &stages);
     let (usage, calls) = ended_usage.unwrap_or((running_usage, running_calls));
     r.effort.usage = usage;
     r.effort.calls = calls;
@@ -367,6 +335,27 @@ pub fn read_record(path: &Path, bytes: &[u8], cache: &PanelCache) -> Result<Item
     r.effort.rounds = (!with_rounds.is_empty()).then(|| with_rounds.iter().sum::<f64>() / with_rounds.len() as f64);
     r.bad_lines = bad_lines;
     Ok(r)
+}
+
+/// The stages of every agent and result, as [`Stages`] defines them, by key.
+fn apply_stages(r: &mut ItemRecord, stages: &Stages) {
+    let panel = r.panel.clone();
+    let label = |ev: &Evaluation| ev.label.as_deref().and_then(|l| l.parse::<Preference>().ok());
+    for (a, s) in r.agents.iter_mut().zip(&stages.agents) {
+        a.initial = s.initial.as_ref().map(|e| panel.vals_of(e));
+        a.initial_label = s.initial.as_ref().and_then(label);
+        a.final_ = s.final_.as_ref().map(|e| panel.vals_of(e));
+        a.final_label = s.final_.as_ref().and_then(label);
+    }
+    let vals = |s: &Option<Scores>| s.as_ref().map(|s| panel.vals_of_scores(s, None));
+    for (i, g) in panel.groups.iter().enumerate() {
+        if let Some(res) = stages.group(g) {
+            r.group_aggregate[i] = vals(&res.aggregate);
+            r.group_adjusted[i] = vals(&res.human_adjusted);
+        }
+    }
+    r.aggregate = vals(&stages.panel.aggregate);
+    r.adjusted = vals(&stages.panel.human_adjusted);
 }
 
 fn panel_info(panel: &serde_json::Value, protocol: &str, agents: &[crate::session::event::AgentInfo]) -> PanelInfo {

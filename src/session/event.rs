@@ -400,6 +400,12 @@ pub enum EventKind {
         /// What produced this result: `mean`, `consensus`, `final_judge`, `override`.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         method: Option<String>,
+        /// Why this result has no scores (no agent produced a readable evaluation…); absent when it has some.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        no_result: Option<String>,
+        /// Panel-wide result: the groups left out of the mean because they have no result.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        left_out: Vec<String>,
     },
     SessionEnded {
         status: EndStatus,

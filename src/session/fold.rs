@@ -99,14 +99,10 @@ pub struct TurnView {
 pub struct AgentView {
     pub info: AgentInfo,
     pub state: AgentState,
-    /// Phase-1 evaluation.
-    pub initial: Option<Evaluation>,
     /// Latest evaluation, overrides applied.
     pub latest: Option<Evaluation>,
     /// Turn the latest evaluation came from.
     pub latest_turn: Option<u64>,
-    /// Final evaluation recorded after the debate.
-    pub final_eval: Option<Evaluation>,
     /// Said `NO MORE COMMENTS` (first time counts).
     pub finished: bool,
     pub turns_spoken: u32,
@@ -161,6 +157,10 @@ pub struct AggregateView {
     pub overall: Option<f64>,
     pub original: Scores,
     pub method: Option<String>,
+    /// Why the result has no scores of the judges, when it has none.
+    pub no_result: Option<String>,
+    /// Panel-wide: the groups left out of the mean for having no result.
+    pub left_out: Vec<String>,
 }
 
 impl AggregateView {
@@ -248,6 +248,8 @@ pub struct SessionView {
     pub timeline: Vec<TimelineEntry>,
     /// Panel-wide aggregate.
     pub aggregate: Option<AggregateView>,
+    /// Initial, final, aggregate and human-adjusted scores (see [`super::stages`]).
+    pub stages: super::stages::Stages,
     pub human_ratings: Vec<(String, Scores)>,
     pub usage: UsageTotals,
     pub end_error: Option<String>,
@@ -329,6 +331,7 @@ impl SessionView {
         self.events += 1;
         self.last_seq = Some(event.seq);
         self.last_t = Some(event.t);
+        self.stages.apply(&event.kind);
         match &event.kind {
             EventKind::SessionStarted {
                 session_id,
@@ -359,10 +362,8 @@ impl SessionView {
                     self.agents.push(AgentView {
                         info: info.clone(),
                         state: AgentState::Waiting,
-                        initial: None,
                         latest: None,
                         latest_turn: None,
-                        final_eval: None,
                         finished: false,
                         turns_spoken: 0,
                         turns: Vec::new(),
@@ -453,7 +454,7 @@ impl SessionView {
             EventKind::TurnCompleted { turn, agent, text, evaluation, parse_error, usage, latency_ms, cached } => {
                 self.waiting.remove(turn);
                 let Some(&i) = self.turn_index.get(turn) else { return };
-                let (phase, role) = {
+                let phase = {
                     let t = &mut self.turns[i];
                     t.text = text.clone();
                     t.revision += 1;
@@ -463,16 +464,13 @@ impl SessionView {
                     t.usage = *usage;
                     t.latency_ms = Some(*latency_ms);
                     t.cached = *cached;
-                    (t.phase, t.role)
+                    t.phase
                 };
                 let turn_id = *turn;
                 if let Some(a) = self.agent_mut(agent) {
                     a.usage.add(usage);
                     a.current_turn = None;
                     if let Some(ev) = evaluation {
-                        if phase == Phase::Initial {
-                            a.initial = Some(ev.clone());
-                        }
                         a.latest = Some(ev.clone());
                         a.latest_turn = Some(turn_id);
                         a.overridden.clear();
@@ -482,7 +480,6 @@ impl SessionView {
                     }
                     a.state = if a.finished { AgentState::Done } else { AgentState::Waiting };
                 }
-                let _ = role;
             }
             EventKind::TurnFailed { turn, agent, error, attempt, will_retry, .. } => {
                 if let Some(&i) = self.turn_index.get(turn) {
@@ -521,12 +518,9 @@ impl SessionView {
                 self.timeline.push(TimelineEntry::Consensus { group: group.clone(), round: *round, reached: *reached });
             }
             EventKind::FinalEvaluations { group, evaluations, .. } => {
-                for (name, ev) in evaluations {
+                for name in evaluations.keys() {
                     if let Some(a) = self.agent_mut(name) {
-                        a.final_eval = Some(ev.clone());
-                        if a.state != AgentState::Done {
-                            a.state = AgentState::Done;
-                        }
+                        a.state = AgentState::Done;
                     }
                 }
                 self.group_mut(group).finals = evaluations.clone();
@@ -541,16 +535,13 @@ impl SessionView {
             EventKind::ScoreOverridden { target, dimension, from, to, reason, author } => {
                 match target {
                     OverrideTarget::Agent { agent } => {
-                        if let Some(a) = self.agent_mut(agent) {
-                            if let Some(ev) = a.latest.as_mut() {
-                                if let Some(orig) = from {
-                                    a.overridden.entry(dimension.clone()).or_insert(*orig);
-                                }
-                                ev.set_score(dimension, *to);
+                        if let Some(a) = self.agent_mut(agent)
+                            && let Some(ev) = a.latest.as_mut()
+                        {
+                            if let Some(orig) = from {
+                                a.overridden.entry(dimension.clone()).or_insert(*orig);
                             }
-                            if let Some(ev) = a.final_eval.as_mut() {
-                                ev.set_score(dimension, *to);
-                            }
+                            ev.set_score(dimension, *to);
                         }
                     }
                     OverrideTarget::Turn { turn, agent } => {
@@ -618,13 +609,24 @@ impl SessionView {
                     a.state = AgentState::Queued;
                 }
             }
-            EventKind::AggregationCompleted { group, feedback, scores, overall, original, method } => {
+            EventKind::AggregationCompleted {
+                group,
+                feedback,
+                scores,
+                overall,
+                original,
+                method,
+                no_result,
+                left_out,
+            } => {
                 let view = AggregateView {
                     feedback: feedback.clone(),
                     scores: scores.clone(),
                     overall: *overall,
                     original: original.clone(),
                     method: method.clone(),
+                    no_result: no_result.clone(),
+                    left_out: left_out.clone(),
                 };
                 match group {
                     Some(g) => self.group_mut(g).aggregate = Some(view),

@@ -3,11 +3,13 @@
 pub mod event;
 pub mod fold;
 pub mod reader;
+pub mod stages;
 pub mod writer;
 
 pub use event::{Event, EventKind};
 pub use fold::SessionView;
 pub use reader::{LoadedLog, parse_log, read_log};
+pub use stages::Stages;
 pub use writer::SessionWriter;
 
 use std::path::PathBuf;

@@ -67,7 +67,8 @@ pub fn parse_log(bytes: &[u8]) -> LoadedLog {
     out
 }
 
-fn describe_line_error(line: &[u8], e: &serde_json::Error) -> String {
+/// Why a complete line is not a valid event, naming its type when it has one.
+pub fn describe_line_error(line: &[u8], e: &serde_json::Error) -> String {
     // Name the event type when the line is JSON but not a known event shape.
     if let Ok(v) = serde_json::from_slice::<serde_json::Value>(line) {
         let ty = v.get("type").and_then(|t| t.as_str()).unwrap_or("?");

@@ -38,6 +38,8 @@ pub(crate) async fn run(run: &Run) {
                 ("mean", format!("{}: no consensus and no final judgment; mean of the latest evaluations.", g.name))
             }
         };
+        let empty = run.base_result(&run.state(), Some(&g.name)).is_empty();
+        let note = if empty { format!("{}: no result: no readable evaluation.", g.name) } else { note };
         run.emit_aggregate(Some(&g.name), note.clone(), method);
         notes.push(note);
     }

@@ -12,6 +12,12 @@ use crate::tui::app::{App, Focus};
 use crate::tui::theme::Theme;
 
 fn agg_line(label: &str, agg: &AggregateView, dims: &[String], scale: (f64, f64), theme: &Theme) -> Line<'static> {
+    if let Some(why) = &agg.no_result {
+        return Line::from(vec![
+            Span::styled(format!("{label}: "), theme.accent()),
+            Span::styled(format!("no result — {why}"), theme.error()),
+        ]);
+    }
     let items: Vec<(String, Option<f64>, Option<f64>)> =
         dims.iter().map(|d| (abbrev(d), agg.score(d), agg.original.get(d).copied())).collect();
     let mut spans = vec![Span::styled(format!("{label}: "), theme.accent())];
@@ -38,7 +44,15 @@ fn live_means(v: &SessionView, agents: &[String], dims: &[String]) -> AggregateV
             }
         }
     }
-    AggregateView { feedback: String::new(), scores, overall, original: Default::default(), method: None }
+    AggregateView {
+        feedback: String::new(),
+        scores,
+        overall,
+        original: Default::default(),
+        method: None,
+        no_result: None,
+        left_out: Vec::new(),
+    }
 }
 
 pub fn draw(f: &mut Frame, area: Rect, app: &mut App) {
@@ -51,7 +65,15 @@ pub fn draw(f: &mut Frame, area: Rect, app: &mut App) {
     let block = pane(Line::from(Span::styled(" Result ", theme.accent())), focused, &theme);
     let mut lines: Vec<Line> = Vec::new();
     match &v.aggregate {
-        Some(a) => lines.push(agg_line("PANEL", a, &dims, scale, &theme)),
+        Some(a) => {
+            lines.push(agg_line("PANEL", a, &dims, scale, &theme));
+            if a.no_result.is_none() && !a.left_out.is_empty() {
+                lines.push(Line::from(Span::styled(
+                    format!("  left out of the mean (no result): {}", a.left_out.join(", ")),
+                    theme.muted(),
+                )));
+            }
+        }
         None => lines.push(Line::from(Span::styled("no result yet — current means:", theme.muted()))),
     }
     for g in &v.groups {

@@ -49,6 +49,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
     let v = app.view();
     let base = theme.header();
     let state_style = match v.state {
+        _ if v.aggregate.as_ref().is_some_and(|a| a.no_result.is_some()) => theme.failed(),
         RunState::Running => theme.speaking(),
         RunState::Paused | RunState::Stopping => theme.thinking().add_modifier(Modifier::BOLD),
         RunState::Ended(crate::session::event::EndStatus::Completed) => theme.done().add_modifier(Modifier::BOLD),
@@ -58,8 +59,9 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
     let panel = v.panel.as_ref().map(|p| p.name.clone()).unwrap_or_else(|| "…".into());
     let item = v.item.as_ref().map(|i| i.id.clone()).unwrap_or_default();
     let mut state = v.state.label().to_string();
+    let no_result = v.aggregate.as_ref().is_some_and(|a| a.no_result.is_some());
     if !v.state.is_ended() && v.aggregate.is_some() {
-        state = "done · open for overrides".into();
+        state = if no_result { "no result · open for overrides" } else { "done · open for overrides" }.into();
     }
     if app.quitting && !v.state.is_ended() {
         state = "closing".into();
