@@ -660,3 +660,91 @@ async fn a_group_without_a_result_is_left_out_of_the_panel_mean() {
     assert_eq!(panel.left_out, ["Parents"]);
     assert_eq!(panel.scores["grammar"], 3.0, "the Teachers' mean alone");
 }
+
+/// CollabEval's round order for a seed, from a run without human commands.
+async fn collab_round_one(seed: u64) -> Vec<String> {
+    let p = panel(Protocol::CollabEval, &[("Evaluators", &["Ann", "Bea", "Cal"])]);
+    let mut c = config(p, scripted(stubborn));
+    c.seed = seed;
+    let (events, _) = Session::start(c, None).finish().await;
+    turn_agents(&events, Phase::Discussion)
+}
+
+fn rejected(events: &[moot::session::Event], command: &str) -> Vec<String> {
+    events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::CommandRejected { command: c, reason, .. } if c == command => Some(reason.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn collab_eval_a_veto_moves_the_next_speaker_behind_the_others() {
+    let order = collab_round_one(11).await;
+    let p = panel(Protocol::CollabEval, &[("Evaluators", &["Ann", "Bea", "Cal"])]);
+    let mut c = config(p, scripted(stubborn));
+    c.seed = 11;
+    let s = Session::start(c, None);
+    s.send(Command::VetoSpeaker { agent: order[0].clone(), author: author() });
+    let (events, _) = s.finish().await;
+    let expected = [order[1].clone(), order[2].clone(), order[0].clone()];
+    assert_eq!(turn_agents(&events, Phase::Discussion), expected);
+    let first_reason = events
+        .iter()
+        .find_map(|e| match &e.kind {
+            EventKind::SpeakerSelected { reason, .. } => Some(reason.clone()),
+            _ => None,
+        })
+        .unwrap();
+    assert!(first_reason.contains("vetoed by"), "{first_reason}");
+    assert!(rejected(&events, "veto").is_empty());
+}
+
+#[tokio::test]
+async fn collab_eval_refuses_a_veto_of_the_last_speaker_of_a_round() {
+    let order = collab_round_one(11).await;
+    let p = panel(Protocol::CollabEval, &[("Evaluators", &["Ann", "Bea", "Cal"])]);
+    let mut c = config(p, scripted(stubborn));
+    c.seed = 11;
+    let s = Session::start(c, None);
+    s.send(Command::VetoSpeaker { agent: order[2].clone(), author: author() });
+    let (events, _) = s.finish().await;
+    assert_eq!(turn_agents(&events, Phase::Discussion), order, "the order is unchanged");
+    let reasons = rejected(&events, "veto");
+    assert_eq!(reasons.len(), 1, "{reasons:?}");
+    assert!(reasons[0].contains("already the last"), "{reasons:?}");
+}
+
+#[tokio::test]
+async fn collab_eval_refuses_a_pick_of_who_already_spoke_this_round() {
+    let provider = std::sync::Arc::new(ScriptedProvider::new(stubborn).with_delay(Duration::from_millis(40)));
+    let p = panel(Protocol::CollabEval, &[("Evaluators", &["Ann", "Bea", "Cal"])]);
+    let mut s = Session::start(config(p, provider), None);
+    let first = s.wait_for(|e| matches!(&e.kind, EventKind::TurnStarted { phase: Phase::Discussion, .. })).await;
+    let EventKind::TurnStarted { agent, turn, .. } = first.kind else { unreachable!() };
+    s.wait_for(|e| matches!(&e.kind, EventKind::TurnCompleted { turn: t, .. } if *t == turn)).await;
+    s.send(Command::Pause { author: author() });
+    s.send(Command::PickSpeaker { agent: agent.clone(), author: author() });
+    s.send(Command::Resume { author: author() });
+    let (events, _) = s.finish().await;
+    let reasons = rejected(&events, "speaker");
+    assert_eq!(reasons.len(), 1, "{reasons:?}");
+    assert!(reasons[0].contains(&agent) && reasons[0].contains("already spoken in round 1"), "{reasons:?}");
+    assert_eq!(turn_agents(&events, Phase::Discussion).iter().filter(|a| **a == agent).count(), 1);
+}
+
+#[tokio::test]
+async fn maj_eval_refuses_a_veto_that_cannot_apply() {
+    let provider = scripted(stubborn);
+    let mut p = panel(Protocol::MajEval, &[("Solo", &["Ann"])]);
+    p.moderator.max_turns = 1;
+    let s = Session::start(config(p, provider), None);
+    s.send(Command::VetoSpeaker { agent: "Ann".into(), author: author() });
+    let (events, _) = s.finish().await;
+    assert_eq!(turn_agents(&events, Phase::Debate), ["Ann"]);
+    let reasons = rejected(&events, "veto");
+    assert_eq!(reasons.len(), 1, "{reasons:?}");
+    assert!(reasons[0].contains("only member"), "{reasons:?}");
+}

@@ -10,7 +10,7 @@ use clap::{Args, Subcommand};
 use tokio_util::sync::CancellationToken;
 
 use super::run::load_panel;
-use crate::provider::registry::{Choice, Registry};
+use crate::provider::registry::{Choice, Participant, Registry};
 use crate::provider::{ChatMessage, ChatRequest, ProviderError};
 
 #[derive(Debug, Args)]
@@ -136,9 +136,9 @@ pub fn write_overview(
         None => writeln!(out, "config file: none (./moot.toml or {} not found)", user_config_display())?,
     }
     writeln!(out, "default provider: {}", registry.default_reason)?;
-    let mut users: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
-    for c in choices.iter().filter(|c| c.participant != "default") {
-        users.entry(c.provider.as_str()).or_default().push(c.participant.as_str());
+    let mut users: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+    for c in choices.iter().filter(|c| c.participant != Participant::Default) {
+        users.entry(c.provider.as_str()).or_default().push(c.participant.to_string());
     }
     let mut names = registry.names();
     for used in users.keys() {
@@ -165,7 +165,7 @@ pub fn write_overview(
         out,
         "panel \"{panel_name}\" (order: --provider/--model, then the participant's own setting, then the panel's, then the default):"
     )?;
-    for c in choices.iter().filter(|c| c.participant != "default") {
+    for c in choices.iter().filter(|c| c.participant != Participant::Default) {
         let model = if c.model.is_empty() { "(provider default)" } else { c.model.as_str() };
         writeln!(
             out,

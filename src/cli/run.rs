@@ -13,7 +13,7 @@ use crate::engine::{self, Budget, Command, EngineConfig, EngineHandle, Recorder,
 use crate::item::{Item, ItemsFile};
 use crate::panel::{ModeratorPolicy, Panel};
 use crate::provider::cache::ResponseCache;
-use crate::provider::registry::Registry;
+use crate::provider::registry::{Participant, Registry};
 use crate::session::event::EndStatus;
 use crate::session::{SessionWriter, default_sessions_dir};
 
@@ -243,7 +243,7 @@ pub fn used_providers(registry: &Registry, panel: &Panel, models: &ModelArgs) ->
     let mut names: Vec<String> = registry
         .choices(panel, models.provider.as_deref(), models.model.as_deref())
         .into_iter()
-        .filter(|c| c.participant != "default")
+        .filter(|c| c.participant != Participant::Default)
         .map(|c| c.provider)
         .collect();
     names.sort();

@@ -6,7 +6,7 @@ use super::runtime::{FinalOverride, Run};
 use crate::session::event::{EventKind, OverrideTarget};
 
 impl Run {
-    fn reject(&self, command: &str, reason: String, author: &str) {
+    pub(crate) fn reject(&self, command: &str, reason: String, author: &str) {
         self.emit(EventKind::CommandRejected { command: command.to_string(), reason, author: author.to_string() });
     }
 
@@ -69,7 +69,7 @@ impl Run {
                     return self.reject("veto", format!("no agent named \"{agent}\"; agents: {names}"), &author);
                 };
                 let group = st.agents[i].group.clone();
-                st.veto.insert(group, agent);
+                st.veto.insert(group, (agent, author));
             }
             Command::Override { target, dimension, value, reason, author } => {
                 if let Err(e) = self.check_score(&dimension, value) {

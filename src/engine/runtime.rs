@@ -68,8 +68,8 @@ pub(crate) struct State {
     pub histories: BTreeMap<String, Vec<HistoryEntry>>,
     /// Group → (agent, author) chosen by a person to speak next.
     pub pending_pick: HashMap<String, (String, String)>,
-    /// Group → agent a person refused as the next speaker.
-    pub veto: HashMap<String, String>,
+    /// Group → (agent, author) a person refused as the next speaker.
+    pub veto: HashMap<String, (String, String)>,
     pub final_overrides: Vec<FinalOverride>,
     /// Decisive evaluations that replace a group's mean (CollabEval final judge).
     pub judged: BTreeMap<String, Evaluation>,

@@ -68,11 +68,48 @@ pub struct LocalSpec {
     pub context_size: Option<u32>,
 }
 
+/// Who a [`Choice`] is for. Typed, so that an agent may be called
+/// `default` or `moderator` without taking over a role's binding.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Participant {
+    /// What every participant without a setting of its own uses.
+    Default,
+    /// An agent of the panel, by name.
+    Agent(String),
+    Moderator,
+    Aggregator,
+    FinalJudge,
+}
+
+impl Participant {
+    /// Where a setting for this participant is written in the panel (for messages).
+    fn context(&self) -> String {
+        match self {
+            Participant::Default => "the panel's default".to_string(),
+            Participant::Agent(name) => format!("agent {name}"),
+            Participant::Moderator => "[moderator]".to_string(),
+            Participant::Aggregator => "[aggregator]".to_string(),
+            Participant::FinalJudge => "[final_judge]".to_string(),
+        }
+    }
+}
+
+impl std::fmt::Display for Participant {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Participant::Default => "default",
+            Participant::Agent(name) => name,
+            Participant::Moderator => "moderator",
+            Participant::Aggregator => "aggregator",
+            Participant::FinalJudge => "final judge",
+        })
+    }
+}
+
 /// One participant's provider and model, and where each came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Choice {
-    /// Who: an agent's name, `moderator`, `aggregator`, `final_judge`, or `default`.
-    pub participant: String,
+    pub participant: Participant,
     pub provider: String,
     pub provider_from: String,
     /// Empty: the provider's default model.
@@ -291,7 +328,7 @@ impl Registry {
     /// Where each participant's provider and model come from; see the module documentation.
     pub fn choices(&self, panel: &Panel, cli_provider: Option<&str>, cli_model: Option<&str>) -> Vec<Choice> {
         let top = &panel.model;
-        let choose = |participant: &str, settings: &ModelSettings, own: &str| -> Choice {
+        let choose = |participant: Participant, settings: &ModelSettings, own: &str| -> Choice {
             let (provider, provider_from) = if let Some(p) = cli_provider {
                 (p.to_string(), "--provider".to_string())
             } else if let Some(p) = &settings.provider {
@@ -310,15 +347,15 @@ impl Registry {
             } else {
                 (String::new(), format!("{provider}'s default model"))
             };
-            Choice { participant: participant.to_string(), provider, provider_from, model, model_from }
+            Choice { participant, provider, provider_from, model, model_from }
         };
-        let mut out = vec![choose("default", &ModelSettings::default(), "")];
+        let mut out = vec![choose(Participant::Default, &ModelSettings::default(), "")];
         for (_, a) in panel.agents() {
-            out.push(choose(&a.name, &a.model, &format!("agent {} in the panel", a.name)));
+            out.push(choose(Participant::Agent(a.name.clone()), &a.model, &format!("agent {} in the panel", a.name)));
         }
-        out.push(choose("moderator", &panel.moderator.model, "[moderator] in the panel"));
-        out.push(choose("aggregator", &panel.aggregator, "[aggregator] in the panel"));
-        out.push(choose("final_judge", &panel.final_judge, "[final_judge] in the panel"));
+        out.push(choose(Participant::Moderator, &panel.moderator.model, "[moderator] in the panel"));
+        out.push(choose(Participant::Aggregator, &panel.aggregator, "[aggregator] in the panel"));
+        out.push(choose(Participant::FinalJudge, &panel.final_judge, "[final_judge] in the panel"));
         out
     }
 
@@ -337,19 +374,14 @@ impl Registry {
         let mut agents = BTreeMap::new();
         let (mut moderator, mut aggregator, mut final_judge) = (None, None, None);
         for c in choices {
-            let context = match c.participant.as_str() {
-                "default" => "the panel's default".to_string(),
-                "moderator" | "aggregator" | "final_judge" => format!("[{}]", c.participant),
-                agent => format!("agent {agent}"),
-            };
-            let binding = Binding::new(self.get(&c.provider, &c.model, &context)?, c.model);
-            match c.participant.as_str() {
-                "default" => bindings = Some(Bindings::uniform(binding)),
-                "moderator" => moderator = Some(binding),
-                "aggregator" => aggregator = Some(binding),
-                "final_judge" => final_judge = Some(binding),
-                agent => {
-                    agents.insert(agent.to_string(), binding);
+            let binding = Binding::new(self.get(&c.provider, &c.model, &c.participant.context())?, c.model);
+            match c.participant {
+                Participant::Default => bindings = Some(Bindings::uniform(binding)),
+                Participant::Moderator => moderator = Some(binding),
+                Participant::Aggregator => aggregator = Some(binding),
+                Participant::FinalJudge => final_judge = Some(binding),
+                Participant::Agent(agent) => {
+                    agents.insert(agent, binding);
                 }
             }
         }
@@ -589,6 +621,30 @@ mod tests {
         let key = s.settings.iter().find(|s| s.field == "api_key").unwrap();
         assert_eq!(key.value, "$OPENAI_API_KEY (set)");
         assert!(!format!("{s:?}").contains("sk-openai"));
+    }
+
+    #[test]
+    fn agents_named_like_roles_keep_their_own_binding() {
+        let mut panel = Panel::bundled("storybook-qa").unwrap();
+        panel.groups[0].agents[0].name = "moderator".into();
+        panel.groups[0].agents[0].model.model = Some("agent-model".into());
+        panel.groups[0].agents[1].name = "default".into();
+        panel.groups[0].agents[1].model.model = Some("other-agent-model".into());
+        panel.groups[1].agents[0].name = "final_judge".into();
+        panel.groups[1].agents[0].model.model = Some("third-agent-model".into());
+        panel.moderator.model.model = Some("moderator-model".into());
+        let mut r = Registry::with_env(env(&[("OPENAI_BASE_URL", "http://127.0.0.1:1/v1")]));
+        let b = r.bind(&panel, None, None).unwrap();
+        assert_eq!(b.moderator.as_ref().unwrap().model, "moderator-model");
+        assert_eq!(b.for_agent("moderator").model, "agent-model");
+        assert_eq!(b.for_agent("default").model, "other-agent-model");
+        assert_eq!(b.default.model, "", "the default binding keeps the provider's default model");
+        assert!(b.final_judge.as_ref().unwrap().model.is_empty());
+        assert_eq!(b.for_agent("final_judge").model, "third-agent-model");
+        let choices = r.choices(&panel, None, None);
+        let shown: Vec<String> = choices.iter().map(|c| c.participant.to_string()).collect();
+        assert_eq!(shown.iter().filter(|s| *s == "moderator").count(), 2, "{shown:?}");
+        assert!(shown.contains(&"final judge".to_string()), "{shown:?}");
     }
 
     #[test]

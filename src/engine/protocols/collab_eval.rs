@@ -90,27 +90,7 @@ async fn discuss(run: &Run, group: &str) -> Outcome {
             if !run.gate().await {
                 break 'rounds;
             }
-            // A person may move an agent who has not yet spoken this round to the front.
-            let human = {
-                let mut st = run.state();
-                match st.pending_pick.get(group).cloned() {
-                    Some((agent, author)) => {
-                        st.pending_pick.remove(group);
-                        order[pos..].iter().position(|&i| st.agents[i].name == agent).map(|k| (k, author))
-                    }
-                    None => None,
-                }
-            };
-            let (by, reason) = match human {
-                Some((k, author)) => {
-                    order[pos..].swap(0, k);
-                    (SelectedBy::Human, format!("chosen by {author}"))
-                }
-                None => (
-                    SelectedBy::Policy,
-                    format!("round {round}: position {} of {} in the shuffled order", pos + 1, order.len()),
-                ),
-            };
+            let (by, reason) = apply_human_order(run, group, round, &mut order[pos..]);
             let index = order[pos];
             pos += 1;
             let (name, messages, history) = {
@@ -173,6 +153,55 @@ async fn discuss(run: &Run, group: &str) -> Outcome {
         return Outcome::Mean;
     }
     final_judgment(run, group).await
+}
+
+/// A person's pick or veto for a discussion round, applied to the agents who
+/// have not yet spoken in it (`rest`, next speaker first). A pick moves that
+/// agent to the front; a veto moves that agent behind the others of the
+/// round. A pick or veto that cannot apply is refused with `command_rejected`.
+fn apply_human_order(run: &Run, group: &str, round: u32, rest: &mut [usize]) -> (SelectedBy, String) {
+    let (pick, veto, mut names) = {
+        let mut st = run.state();
+        let pick = st.pending_pick.remove(group);
+        let veto = st.veto.remove(group);
+        let names: Vec<String> = rest.iter().map(|&i| st.agents[i].name.clone()).collect();
+        (pick, veto, names)
+    };
+    let mut picked = None;
+    if let Some((agent, author)) = pick {
+        match names.iter().position(|n| *n == agent) {
+            Some(k) => {
+                rest[..=k].rotate_right(1);
+                names[..=k].rotate_right(1);
+                picked = Some((agent, author));
+            }
+            None => run.reject(
+                "speaker",
+                format!("{agent} has already spoken in round {round}; a pick applies to who has not spoken yet"),
+                &author,
+            ),
+        }
+    }
+    let mut veto_note = String::new();
+    if let Some((agent, author)) = veto {
+        match names.iter().position(|n| *n == agent) {
+            _ if picked.as_ref().is_some_and(|(p, _)| *p == agent) => {
+                run.reject("veto", format!("{agent} was chosen to speak next by a person"), &author)
+            }
+            None => run.reject("veto", format!("{agent} has already spoken in round {round}"), &author),
+            Some(k) if k + 1 == rest.len() => {
+                run.reject("veto", format!("{agent} is already the last to speak in round {round}"), &author)
+            }
+            Some(k) => {
+                rest[k..].rotate_left(1);
+                veto_note = format!(" ({agent} vetoed by {author}: speaks last this round)");
+            }
+        }
+    }
+    match picked {
+        Some((_, author)) => (SelectedBy::Human, format!("chosen by {author}{veto_note}")),
+        None => (SelectedBy::Policy, format!("round {round}: next in the shuffled order{veto_note}")),
+    }
 }
 
 async fn final_judgment(run: &Run, group: &str) -> Outcome {

@@ -97,14 +97,27 @@ async fn choose_speaker(
         return Some(i);
     }
     let policy = run.panel.moderator.policy;
+    let mut refused = None;
     let (eligible, vetoed) = {
         let mut st = run.state();
         let veto = st.veto.remove(group);
         let mut eligible: Vec<usize> = st.group_agents(group).into_iter().filter(|&i| !st.agents[i].finished).collect();
-        let vetoed = veto.filter(|v| eligible.len() > 1 && eligible.iter().any(|&i| &st.agents[i].name == v));
-        if let Some(v) = &vetoed {
-            eligible.retain(|&i| &st.agents[i].name != v);
-        }
+        let vetoed = match veto {
+            Some((v, author)) if eligible.len() > 1 && eligible.iter().any(|&i| st.agents[i].name == v) => {
+                eligible.retain(|&i| st.agents[i].name != v);
+                Some((v, author))
+            }
+            Some((v, author)) => {
+                let why = if eligible.iter().any(|&i| st.agents[i].name == v) {
+                    "is the only member who may still speak"
+                } else {
+                    "has finished and will not speak again"
+                };
+                refused = Some((format!("{v} {why}"), author));
+                None
+            }
+            None => None,
+        };
         // An LLM moderator does not give the floor straight back to who just
         // spoke (it would answer itself; small models name the same agent
         // every time).
@@ -116,10 +129,13 @@ async fn choose_speaker(
         }
         (eligible, vetoed)
     };
+    if let Some((reason, author)) = refused {
+        run.reject("veto", reason, &author);
+    }
     if eligible.is_empty() {
         return None;
     }
-    let veto_note = vetoed.map(|v| format!(" ({v} vetoed by a person)")).unwrap_or_default();
+    let veto_note = vetoed.map(|(v, author)| format!(" ({v} vetoed by {author})")).unwrap_or_default();
     if eligible.len() == 1 {
         let name = run.state().agents[eligible[0]].name.clone();
         announce(run, group, &name, SelectedBy::Policy, format!("only {name} may still speak{veto_note}"), None, None);
@@ -145,6 +161,8 @@ fn take_human_pick(run: &Run, group: &str) -> Option<usize> {
         let (agent, author) = st.pending_pick.remove(group)?;
         let i = st.agent_index(&agent)?;
         if st.agents[i].finished {
+            drop(st);
+            run.reject("speaker", format!("{agent} has finished and will not speak again"), &author);
             return None;
         }
         (i, agent, author)
