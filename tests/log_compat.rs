@@ -1,0 +1,54 @@
+//! Logs written by earlier versions still load, fold, show and report the
+//! same (`tests/fixtures/compat/`, kept unchanged).
+
+use std::path::PathBuf;
+
+use moot::report::load_records;
+use moot::session::event::EndStatus;
+use moot::session::fold::RunState;
+use moot::session::{SessionView, parse_log};
+
+fn fixture(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/compat").join(name)
+}
+
+#[test]
+fn a_maj_eval_log_of_version_0_1_folds_and_reports_its_stages() {
+    let path = fixture("maj-eval-tiny-model-0.1.jsonl");
+    let loaded = parse_log(&std::fs::read(&path).unwrap());
+    assert!(loaded.warnings().is_empty(), "{:?}", loaded.warnings());
+    assert_eq!(loaded.events.len(), 2085);
+
+    let view = SessionView::from_events(&loaded.events);
+    assert_eq!(view.state, RunState::Ended(EndStatus::Completed));
+    assert_eq!(view.protocol, "maj-eval");
+    assert_eq!(view.item.as_ref().unwrap().id, "qa-01");
+    assert_eq!(view.agents.len(), 2);
+    assert!(view.agents.iter().all(|a| a.latest.is_some()), "every agent has a final evaluation");
+    let group = view.group("Teachers").unwrap().aggregate.as_ref().unwrap();
+    assert_eq!(group.scores["grammar"], 1.5);
+    assert_eq!(group.overall, Some(2.0));
+    assert!(view.aggregate.as_ref().unwrap().feedback.starts_with("The panel discusses"));
+
+    let report = load_records(std::slice::from_ref(&path), 1);
+    assert!(report.problems.is_empty(), "{:?}", report.problems);
+    let r = &report.records[0];
+    let g = r.panel.key_index("grammar").unwrap();
+    assert_eq!(r.aggregate.as_ref().unwrap()[g], Some(1.5));
+    assert_eq!(r.adjusted.as_ref().unwrap()[g], Some(1.5), "no person changed anything");
+    assert_eq!(r.agents.len(), 2);
+    assert!(r.agents.iter().all(|a| a.initial.is_some() && a.final_.is_some()));
+}
+
+#[test]
+fn sessions_show_prints_the_old_log_as_a_transcript() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_moot"))
+        .args(["sessions", "show"])
+        .arg(fixture("maj-eval-tiny-model-0.1.jsonl"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("Ms. Okafor") && text.contains("Mr. Lindqvist"), "{text}");
+    assert!(text.contains("completed"), "{text}");
+}
