@@ -1805,8 +1805,8 @@ pub fn fallback_template(architecture: &str, model_name: &str) -> &'static str {
 }
 
 /// Whether the token `piece` starts the JSON object: it holds a `{` that
-/// begins a line (only blanks before it), follows a colon or sits inside an
-/// open code fence. A `{` in the middle of a sentence (code under review)
+/// begins a line (only blanks before it), follows a colon or an opening
+/// parenthesis, or sits inside an open code fence. A `{` in the middle of a sentence (code under review)
 /// stays prose.
 fn starts_json(prose: &str, piece: &[u8]) -> bool {
     let Some(at) = piece.iter().position(|&b| b == b'{') else {
@@ -1815,7 +1815,9 @@ fn starts_json(prose: &str, piece: &[u8]) -> bool {
     let before = String::from_utf8_lossy(&piece[..at]);
     let line = format!("{}{before}", prose.rsplit('\n').next().unwrap_or(""));
     let line = line.trim();
-    line.is_empty() || line.ends_with(':') || prose.matches("```").count() % 2 == 1 && line.starts_with("```")
+    line.is_empty()
+        || line.ends_with([':', '('])
+        || prose.matches("```").count() % 2 == 1 && line.starts_with("```")
 }
 
 /// The least prose, in tokens, that a constrained reply writes before its
@@ -1839,11 +1841,12 @@ fn has_finished_sentence(text: &str) -> bool {
     })
 }
 
-/// Whether the token `piece` would end a reply's prose: it starts the JSON
-/// object (see [`starts_json`]) or opens a code fence (where the object
-/// usually follows).
+/// Whether the token `piece` would end a reply's prose, or turn it into the
+/// JSON object before the prose said anything: it holds a `{` (small models
+/// also open the object after a parenthesis or a word), or it opens a code
+/// fence (where the object usually follows).
 fn ends_prose(prose: &str, piece: &[u8]) -> bool {
-    if starts_json(prose, piece) {
+    if piece.contains(&b'{') {
         return true;
     }
     let Some(at) = piece.iter().position(|&b| b == b'`') else {
@@ -2110,6 +2113,7 @@ mod tests {
         assert!(ends_prose("Fine.\n", b"```"));
         assert!(ends_prose("Fine.", b"\n```json"));
         assert!(ends_prose("Fine.\n`", b"``"));
+        assert!(ends_prose("The evaluation as one object", b" ({"));
         assert!(!ends_prose("Use the `", b"let"));
         assert!(!ends_prose("Fine", b" `code`"));
         assert!(!ends_prose("Fine", b" words"));
@@ -2124,6 +2128,7 @@ mod tests {
         assert!(starts_json("Verdict:\n```json\n", b"{\n"));
         assert!(!starts_json("The code calls `format!(\"", b"{}"));
         assert!(!starts_json("It prints", b" {"));
+        assert!(starts_json("My scores", b" ({\""));
         assert!(!starts_json("plain", b" words"));
     }
 
