@@ -144,10 +144,9 @@ pub fn panel_system(panel: &Panel) -> String {
          The panel's task: {}\n\
          Each request ends by telling you which member you are. Judge from that member's point of view, honestly and \
          concretely. {}\n\n\
-         In a debate, when it is your turn, reply to the others from your member's perspective in at most 150 words: \
-         agree, challenge a point, or raise what nobody has covered; comments from the human moderator deserve an \
-         answer. Revise your scores if you are persuaded. If you have nothing further to add, say NO MORE COMMENTS in \
-         your reply.\n\n{}\n\n\
+         In a debate, when it is your turn, answer another member by name, from your member's perspective and about \
+         the item: agree, challenge a point, or raise what nobody has covered; comments from the human moderator \
+         deserve an answer. Change a score when an argument persuades you.\n\n{}\n\n\
          A request may instead ask you to moderate a group's debate. The moderator does not judge the item: it \
          chooses who speaks next so that the debate resolves disagreements. It favours an agent whose scores differ \
          most from the others, whose perspective nobody has answered yet, or who was addressed by someone, and does \
@@ -162,7 +161,8 @@ pub fn panel_system(panel: &Panel) -> String {
 
 /// The closing reminder of an agent's request (the full output form is in
 /// the panel's system prompt, which every agent shares).
-const END_WITH_JSON: &str = "Write your thoughts first, then end with the JSON evaluation.";
+const END_WITH_JSON: &str =
+    "Write two to four sentences of plain prose first (no lists), then end with the JSON evaluation.";
 
 /// The persona attributes, labelled for a list of members (third person).
 const PROFILE_LABELS: [&str; 5] = ["Background", "Cares about", "Expertise", "Manner", "Relationships"];
@@ -398,8 +398,9 @@ pub fn initial_messages(
 ) -> Vec<ChatMessage> {
     let confidence = if with_confidence { " State how confident you are." } else { "" };
     let turn = format!(
-        "{}\nEvaluate the content above on your own, before hearing anyone else. Think it through briefly from your \
-         perspective (at most 120 words), citing specifics.{confidence} {END_WITH_JSON}",
+        "{}\nEvaluate the content above on your own, before hearing anyone else: what do you notice from your \
+         perspective? Quote the words of the question, the answer or the story that matter.{confidence} \
+         {END_WITH_JSON}",
         persona(panel, group, agent),
     );
     request(panel, group_context(panel, item, group), turn)
@@ -426,7 +427,8 @@ pub fn debate_messages(
             .to_string(),
     };
     let turn = format!(
-        "{}Your latest scores: {own}\nIt is your turn in the debate, {}. {task} {END_WITH_JSON}",
+        "{}Your latest scores: {own}\nIt is your turn in the debate, {}. {task} If you have nothing to add, say NO \
+         MORE COMMENTS. {END_WITH_JSON}",
         persona(panel, group, agent),
         agent.name,
     );
@@ -473,8 +475,8 @@ pub fn discussion_messages(
     let turn = format!(
         "{}\n\
          Discussion round {round}. {}, say briefly where you agree and where you disagree with the others and why, \
-         pointing to the question, the answer or the story.{answer} Then give your updated evaluation and confidence. \
-         At most 150 words. {END_WITH_JSON}",
+         pointing to the question, the answer or the story.{answer} Then give your updated evaluation and confidence; if \
+         you have nothing to add, say NO MORE COMMENTS. {END_WITH_JSON}",
         persona(panel, group, agent),
         agent.name,
     );
@@ -540,9 +542,14 @@ pub fn moderator_messages(
     table: &str,
     eligible: &[&str],
 ) -> Vec<ChatMessage> {
+    let last = match last_speaker(history, "") {
+        Some(last) => format!("{last} spoke last. "),
+        None => String::new(),
+    };
     let turn = format!(
         "{MODERATOR_OPENING}\"{group}\" stakeholder group.\n\
-         {table}Agents who may speak next: {}.\nAnswer with the JSON object only.",
+         {table}{last}Agents who may speak next: {}.\nAnswer with the JSON object only; its reason names the agent \
+         you choose and says what they should answer or which score of theirs differs.",
         eligible.join(", ")
     );
     request(panel, discussion(panel, item, group, DEBATE_HEADING, history), turn)
