@@ -228,10 +228,8 @@ fn agent_panes_show_words_and_score_lines_never_json() {
     let screen = rows(&render(&mut app, 160, 48));
     let pane = screen.iter().find(|r| r.contains(&format!("▶ {agent}"))).expect("the speaking pane");
     let column = pane.find(&format!("▶ {agent}")).unwrap();
-    let cells: Vec<String> = screen
-        .iter()
-        .map(|r| r.chars().skip(pane[..column].chars().count()).take(40).collect())
-        .collect();
+    let cells: Vec<String> =
+        screen.iter().map(|r| r.chars().skip(pane[..column].chars().count()).take(40).collect()).collect();
     assert!(cells.iter().any(|c| c.contains("Dee, the storm is in the story.")), "{}", screen.join("\n"));
     assert!(!screen.iter().any(|r| r.contains(['{', '}'])), "no JSON while it streams:\n{}", screen.join("\n"));
 }

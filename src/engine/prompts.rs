@@ -466,10 +466,9 @@ pub fn discussion_messages(
 ) -> Vec<ChatMessage> {
     let others = others(panel, group, &agent.name);
     let answer = match last_speaker(history, &agent.name).or(others.first().copied()) {
-        Some(first) => format!(
-            " Answer at least one of the others ({}) by name, as in \"{first}, …\".",
-            others.join(", ")
-        ),
+        Some(first) => {
+            format!(" Answer at least one of the others ({}) by name, as in \"{first}, …\".", others.join(", "))
+        }
         None => String::new(),
     };
     let turn = format!(
@@ -800,7 +799,11 @@ mod tests {
         assert_eq!(reply_words(reply, true, true), shown);
         assert_eq!(reply_words("{\"grammar\": 4}", true, true), "", "an evaluation alone has no words");
         assert_eq!(reply_words("{\"grammar\": 4}", false, false), "");
-        assert_eq!(reply_words("  {\"grammar\": ", true, false), "{\"grammar\":", "an unreadable reply shows as it came");
+        assert_eq!(
+            reply_words("  {\"grammar\": ", true, false),
+            "{\"grammar\":",
+            "an unreadable reply shows as it came"
+        );
     }
 
     #[test]

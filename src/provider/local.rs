@@ -1815,9 +1815,7 @@ fn starts_json(prose: &str, piece: &[u8]) -> bool {
     let before = String::from_utf8_lossy(&piece[..at]);
     let line = format!("{}{before}", prose.rsplit('\n').next().unwrap_or(""));
     let line = line.trim();
-    line.is_empty()
-        || line.ends_with([':', '('])
-        || prose.matches("```").count() % 2 == 1 && line.starts_with("```")
+    line.is_empty() || line.ends_with([':', '(']) || prose.matches("```").count() % 2 == 1 && line.starts_with("```")
 }
 
 /// The least prose, in tokens, that a constrained reply writes before its

@@ -43,10 +43,14 @@ pub fn score_line(keys: &[String], ev: &Evaluation, before: Option<&Evaluation>,
     };
     let mut parts: Vec<String> = keys
         .iter()
-        .filter_map(|k| ev.scores.get(k).map(|v| format!("{} {}", label(k), value(*v, before.and_then(|b| b.score(k))))))
+        .filter_map(|k| {
+            ev.scores.get(k).map(|v| format!("{} {}", label(k), value(*v, before.and_then(|b| b.score(k)))))
+        })
         .collect();
     // Dimensions the panel does not name (older logs), in their own order.
-    parts.extend(ev.scores.iter().filter(|(k, _)| !keys.contains(k)).map(|(k, v)| format!("{} {}", label(k), fmt_score(*v))));
+    parts.extend(
+        ev.scores.iter().filter(|(k, _)| !keys.contains(k)).map(|(k, v)| format!("{} {}", label(k), fmt_score(*v))),
+    );
     if let Some(o) = ev.overall {
         parts.push(format!("{} {}", label("overall"), value(o, before.and_then(|b| b.overall))));
     }
