@@ -416,15 +416,18 @@ pub fn debate_messages(
     own_latest: Option<&Evaluation>,
 ) -> Vec<ChatMessage> {
     let own = own_latest.map(|e| format_scores(panel, e)).unwrap_or_else(|| "(none yet)".into());
+    let others = others(panel, group, &agent.name);
     let task = match last_speaker(history, &agent.name) {
         Some(last) => format!(
-            "{last} spoke last. Answer {last} or another member ({}) by name, as in \"{last}, …\": agree, \
-             disagree or add to their point, pointing to the question, the answer or the story.",
-            others(panel, group, &agent.name).join(", ")
+            "{last} spoke last. Begin with the name of the member you answer ({}), as in \"{last}, …\", and answer \
+             their point: agree or disagree, pointing to the question, the answer or the story.",
+            others.join(" or ")
         ),
-        None => "Open the debate: name the member whose first evaluation you disagree with most and say why, \
-                 pointing to the question, the answer or the story."
-            .to_string(),
+        None => format!(
+            "Open the debate: begin with the name of {} and say where you disagree with their first evaluation, \
+             pointing to the question, the answer or the story.",
+            others.join(" or ")
+        ),
     };
     let turn = format!(
         "{}Your latest scores: {own}\nIt is your turn in the debate, {}. {task} If you have nothing to add, say NO \
@@ -814,7 +817,11 @@ mod tests {
         let first = |agent: &str| HistoryEntry::Initial { agent: agent.into(), evaluation: None, text: "Fine.".into() };
         let mut history = vec![first("Ann"), first("Bea"), first("Cy")];
         let opening = debate_messages(&panel, "Parents", &agents[0], &item, &history, None);
-        assert!(opening[2].content.contains("Open the debate: name the member"), "{}", opening[2].content);
+        assert!(
+            opening[2].content.contains("Open the debate: begin with the name of Bea or Cy"),
+            "{}",
+            opening[2].content
+        );
         history.push(HistoryEntry::Speech {
             agent: "Ann".into(),
             round: None,
@@ -822,7 +829,11 @@ mod tests {
             evaluation: None,
         });
         let second = &debate_messages(&panel, "Parents", &agents[1], &item, &history, None)[2].content;
-        assert!(second.contains("Ann spoke last. Answer Ann or another member (Ann, Cy) by name"), "{second}");
+        assert!(
+            second
+                .contains("Ann spoke last. Begin with the name of the member you answer (Ann or Cy), as in \"Ann, …\""),
+            "{second}"
+        );
         assert!(second.contains("pointing to the question, the answer or the story"), "{second}");
         // Collaborative discussion rounds ask the same.
         let round = &discussion_messages(&panel, "Parents", &agents[2], &item, &history, 1)[2].content;
