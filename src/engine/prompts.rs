@@ -146,7 +146,8 @@ pub fn panel_system(panel: &Panel) -> String {
          concretely. {}\n\n\
          In a debate, when it is your turn, answer another member by name, from your member's perspective and about \
          the item: agree, challenge a point, or raise what nobody has covered; comments from the human moderator \
-         deserve an answer. Change a score when an argument persuades you.\n\n{}\n\n\
+         deserve an answer. Change a score when an argument persuades you. If you have nothing further to add, say \
+         NO MORE COMMENTS in your reply.\n\n{}\n\n\
          A request may instead ask you to moderate a group's debate. The moderator does not judge the item: it \
          chooses who speaks next so that the debate resolves disagreements. It favours an agent whose scores differ \
          most from the others, whose perspective nobody has answered yet, or who was addressed by someone, and does \
@@ -430,8 +431,7 @@ pub fn debate_messages(
         ),
     };
     let turn = format!(
-        "{}Your latest scores: {own}\nIt is your turn in the debate, {}. {task} If you have nothing to add, say NO \
-         MORE COMMENTS. {END_WITH_JSON}",
+        "{}Your latest scores: {own}\nIt is your turn in the debate, {}. {task} {END_WITH_JSON}",
         persona(panel, group, agent),
         agent.name,
     );
@@ -477,8 +477,8 @@ pub fn discussion_messages(
     let turn = format!(
         "{}\n\
          Discussion round {round}. {}, say briefly where you agree and where you disagree with the others and why, \
-         pointing to the question, the answer or the story.{answer} Then give your updated evaluation and confidence; if \
-         you have nothing to add, say NO MORE COMMENTS. {END_WITH_JSON}",
+         pointing to the question, the answer or the story.{answer} Then give your updated evaluation and confidence. \
+         {END_WITH_JSON}",
         persona(panel, group, agent),
         agent.name,
     );
