@@ -63,6 +63,9 @@ async fn a_headless_run_prints_a_transcript_and_writes_the_log() {
         assert!(stdout.contains(needle), "missing {needle:?} in:\n{stdout}");
     }
     assert!(stdout.contains("I have read the item carefully"), "streamed text is shown");
+    // An agent's words, then its scores on a line; never the JSON it ended with.
+    assert!(!stdout.contains("\"grammar\"") && !stdout.contains('{'), "the JSON is not printed:\n{stdout}");
+    assert!(stdout.contains("It is mostly fine.\n  ✓ grammar "), "the scores line follows the words:\n{stdout}");
     assert!(stderr.contains("session log: "), "{stderr}");
 
     let logs = logs_in(out.path());

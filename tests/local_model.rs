@@ -100,6 +100,52 @@ async fn constrained_evaluation_respects_the_schema() {
     assert_eq!(completion.finish_reason.as_deref(), Some("stop"));
 }
 
+/// A model asked for the JSON object alone still writes prose first: until
+/// its prose has a few dozen tokens and a finished sentence, it may neither
+/// start the object nor end its turn. The object that follows is complete
+/// and valid.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_constrained_reply_starts_with_prose_and_ends_with_the_object() {
+    let Some(provider) = tiny_provider() else { return };
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "clarity": {"type": "integer", "minimum": 1, "maximum": 5},
+            "overall": {"type": "integer", "minimum": 1, "maximum": 5},
+            "confidence": {"type": "number", "minimum": 0, "maximum": 1},
+            "justification": {"type": "string", "maxLength": 120}
+        },
+        "required": ["clarity", "overall", "confidence", "justification"]
+    });
+    let mut request = ChatRequest::new(vec![
+        ChatMessage::system("You are a judge. You answer with a JSON object and nothing else."),
+        ChatMessage::user(
+            "Question: What is the capital of France?\nAnswer: Paris.\n\
+             Reply with only {\"clarity\": <1-5>, \"overall\": <1-5>, \"confidence\": <0-1>, \"justification\": \"…\"}.",
+        ),
+    ]);
+    request.max_tokens = 200;
+    request.temperature = Some(0.0);
+    request.response_schema = Some(schema);
+    let (tx, _rx) = mpsc::unbounded_channel();
+    let completion = provider.stream(&request, &tx, &CancellationToken::new()).await.expect("completion");
+    let text = completion.text.as_str();
+    eprintln!("constrained reply: {text:?}");
+    assert!(!text.trim_start().starts_with(['{', '`']), "the reply starts with prose: {text:?}");
+    let start = text.rfind("\n{").expect("the object on a line of its own") + 1;
+    let prose = &text[..start];
+    assert!(prose.split_whitespace().count() >= 10, "a few sentences first: {prose:?}");
+    assert!(prose.contains(['.', '!', '?']), "with a finished sentence: {prose:?}");
+    let eval: Value = serde_json::from_str(text[start..].trim_end().trim_end_matches("```"))
+        .unwrap_or_else(|e| panic!("the reply ends with the object ({e}): {text:?}"));
+    for key in ["clarity", "overall"] {
+        let score = eval[key].as_i64().unwrap_or_else(|| panic!("{key} missing in {eval}"));
+        assert!((1..=5).contains(&score), "{key} = {score}");
+    }
+    assert!((0.0..=1.0).contains(&eval["confidence"].as_f64().expect("confidence")));
+    assert!(eval["justification"].as_str().is_some_and(|j| j.chars().count() <= 120));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn streams_deltas_and_cancels() {
     let Some(provider) = tiny_provider() else { return };

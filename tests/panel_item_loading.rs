@@ -143,13 +143,18 @@ fn storybook_panel_has_the_documented_settings() {
     assert_eq!((p.consensus.rule, p.consensus.tolerance), (ConsensusRule::Range, 1.0));
     assert_eq!(p.generation.seed, Some(7));
     assert_eq!(p.groups.len(), 3);
-    assert!(p.groups.iter().all(|g| g.agents.len() >= 2));
+    // Three members a group: after each turn the LLM moderator chooses
+    // between the two who did not just speak.
+    assert!(p.groups.iter().all(|g| g.agents.len() == 3), "{:?}", p.groups);
+    let names: std::collections::HashSet<&str> = p.agents().map(|(_, a)| a.name.as_str()).collect();
+    assert_eq!(names.len(), 9, "every member has a name of their own");
 
     let s = Panel::bundled("summary-collab").expect("bundled");
     assert_eq!(s.protocol, Protocol::CollabEval);
     assert_eq!(s.dimension_keys(), ["coherence", "consistency", "fluency", "relevance"]);
     assert_eq!(s.consensus.max_rounds, 3);
     assert_eq!(s.agents().count(), 3);
+    assert!(s.groups.iter().all(|g| g.agents.len() == 3));
     assert_eq!(s.final_judge.model, None);
 }
 

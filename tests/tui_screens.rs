@@ -197,6 +197,43 @@ fn comment_override_and_command_line_send_commands() {
     assert!(app.quitting && !app.exit);
 }
 
+/// The rows of the screen, as text.
+fn rows(t: &Terminal<TestBackend>) -> Vec<String> {
+    let buffer = t.backend().buffer();
+    let width = buffer.area.width as usize;
+    buffer.content.chunks(width).map(|row| row.iter().map(|c| c.symbol()).collect()).collect()
+}
+
+#[test]
+fn agent_panes_show_words_and_score_lines_never_json() {
+    // A finished session: every turn's words, then its scores on a line.
+    let mut app = App::loaded(Env::test(), &example("maj-eval-two-groups"));
+    for (w, h) in [(80, 24), (160, 48)] {
+        let t = render(&mut app, w, h);
+        let screen = rows(&t);
+        assert!(screen.iter().any(|r| r.contains("gram 4 · rele 3 · ovr 3 · conf 0.8")), "{}", screen.join("\n"));
+        assert!(screen.iter().any(|r| r.contains("The answer names the storm but not why")), "{}", screen.join("\n"));
+        assert!(!screen.iter().any(|r| r.contains(['{', '}']) || r.contains("```")), "{}", screen.join("\n"));
+    }
+    // A reply streaming its JSON: the pane shows its words only.
+    let events = example("maj-eval-two-groups");
+    let comment = events.iter().position(|e| matches!(e.kind, EventKind::HumanComment { .. })).unwrap();
+    let (mut app, _rx) = live_app(&events[..=comment]);
+    let streaming = app.view().speaking_turn().map(|t| (t.id, t.agent.clone()));
+    let (turn, agent) = streaming.expect("a turn streams");
+    let t = events[comment].t;
+    for (seq, text) in [(900, "Dee, the storm is in the story.\n"), (901, "{\"grammar\": 4, \"relev")] {
+        app.on_session_event(&Event { seq, t, kind: EventKind::TurnDelta { turn, text: text.into() } });
+    }
+    let screen = rows(&render(&mut app, 160, 48));
+    let pane = screen.iter().find(|r| r.contains(&format!("▶ {agent}"))).expect("the speaking pane");
+    let column = pane.find(&format!("▶ {agent}")).unwrap();
+    let cells: Vec<String> =
+        screen.iter().map(|r| r.chars().skip(pane[..column].chars().count()).take(40).collect()).collect();
+    assert!(cells.iter().any(|c| c.contains("Dee, the storm is in the story.")), "{}", screen.join("\n"));
+    assert!(!screen.iter().any(|r| r.contains(['{', '}'])), "no JSON while it streams:\n{}", screen.join("\n"));
+}
+
 #[test]
 fn rejected_commands_show_as_messages() {
     let events = example("maj-eval-two-groups");

@@ -4,12 +4,14 @@
 //! Several turns may stream at once (independent evaluations run
 //! concurrently); one of them is shown live and the others are buffered and
 //! shown, in start order, as soon as the live one ends — so every agent's
-//! words still appear as a continuous block.
+//! words still appear as a continuous block. An agent's reply shows its
+//! words, not the JSON evaluation it ends with: the line after it gives the
+//! scores.
 
 use std::collections::{HashMap, VecDeque};
 use std::io::{self, Write};
 
-use crate::engine::prompts::fmt_num;
+use crate::engine::prompts::{fmt_num, reply_words};
 use crate::session::event::{
     EndStatus, Evaluation, Event, EventKind, OverrideTarget, Phase, Role, SelectedBy, TurnKind,
 };
@@ -61,9 +63,55 @@ enum Block {
 #[derive(Debug, Default)]
 struct TurnBuf {
     header: String,
+    /// What is still to be printed of the turn (a turn not shown live yet).
     text: String,
     /// Lines to print after the text, once the turn ended.
     footer: Option<String>,
+    /// The reply ends with a JSON evaluation, which is not printed: the
+    /// footer shows its scores.
+    evaluates: bool,
+    /// The reply so far, as streamed.
+    raw: String,
+    /// Its words taken for printing so far.
+    words: String,
+}
+
+impl TurnBuf {
+    /// What a delta adds to the printed words: for a reply that ends with
+    /// an evaluation, only its prose (see [`reply_words`]).
+    fn add(&mut self, delta: &str) -> String {
+        if !self.evaluates {
+            return delta.to_string();
+        }
+        self.raw.push_str(delta);
+        let words = reply_words(&self.raw, false, false);
+        let new = words.strip_prefix(self.words.as_str()).unwrap_or("").to_string();
+        self.words.push_str(&new);
+        new
+    }
+
+    /// The rest of the words of the complete reply `text`: what was not
+    /// printed yet. A reply that was only its evaluation shows its
+    /// justification.
+    fn rest(&self, text: &str, evaluation: Option<&Evaluation>) -> String {
+        if !self.evaluates {
+            return String::new();
+        }
+        let mut words = reply_words(text, true, evaluation.is_some());
+        if words.is_empty()
+            && let Some(ev) = evaluation
+        {
+            words = ev.justification.trim();
+        }
+        words.strip_prefix(self.words.as_str()).unwrap_or("").to_string()
+    }
+
+    /// Forget a failed attempt: the next one streams from the start.
+    fn restart(&mut self) {
+        self.text.clear();
+        self.raw.clear();
+        self.words.clear();
+    }
 }
 
 /// Renders events as a transcript.
@@ -257,18 +305,21 @@ impl<W: Write> Transcript<W> {
                 if let Some(w) = what {
                     header.push_str(&p.dim(&format!(" — {w}")));
                 }
-                self.turns.insert(*turn, TurnBuf { header, ..Default::default() });
+                let evaluates = matches!(role, Role::Agent | Role::FinalJudge);
+                self.turns.insert(*turn, TurnBuf { header, evaluates, ..Default::default() });
                 self.queue.push_back(Block::Turn(*turn));
                 self.flush_live()?;
             }
             EventKind::TurnDelta { turn, .. } if self.hidden.contains(turn) => {}
             EventKind::TurnDelta { turn, text } => {
-                if self.live == Some(*turn) {
+                let Some(b) = self.turns.get_mut(turn) else { return Ok(()) };
+                let text = b.add(text);
+                if self.live != Some(*turn) {
+                    b.text.push_str(&text);
+                } else if !text.is_empty() {
                     write!(self.out, "{text}")?;
                     self.mid_line = !text.ends_with('\n');
                     self.out.flush()?;
-                } else if let Some(b) = self.turns.get_mut(turn) {
-                    b.text.push_str(text);
                 }
             }
             EventKind::TurnCompleted { turn, .. } if self.hidden.contains(turn) => {}
@@ -281,6 +332,7 @@ impl<W: Write> Transcript<W> {
                     (None, Some(err)) => format!("  {} {}", p.red("✗ no readable evaluation:"), err),
                     (None, None) => String::new(),
                 };
+                let rest = self.turns.get(turn).map(|b| b.rest(text, evaluation.as_ref())).unwrap_or_default();
                 let est = if usage.estimated { "~" } else { "" };
                 let cache = if *cached { ", cached" } else { "" };
                 let stats = p.dim(&format!(
@@ -292,7 +344,15 @@ impl<W: Write> Transcript<W> {
                 } else {
                     footer = format!("{footer}\n{stats}");
                 }
-                self.end_turn(*turn, Some(text), footer)?;
+                let text = match self.turns.get(turn) {
+                    Some(b) if b.evaluates => format!("{}{rest}", b.words),
+                    _ => text.clone(),
+                };
+                if self.live == Some(*turn) && !rest.is_empty() {
+                    write!(self.out, "{rest}")?;
+                    self.mid_line = !rest.ends_with('\n');
+                }
+                self.end_turn(*turn, Some(&text), footer)?;
             }
             EventKind::TurnFailed { turn, agent, error, attempt, will_retry, retry_in_ms } => {
                 let msg = if *will_retry {
@@ -307,8 +367,11 @@ impl<W: Write> Transcript<W> {
                     self.end_turn(*turn, None, msg)?;
                 } else if self.live == Some(*turn) {
                     self.write_line(&msg)?;
+                    if let Some(b) = self.turns.get_mut(turn) {
+                        b.restart();
+                    }
                 } else if let Some(b) = self.turns.get_mut(turn) {
-                    b.text.clear();
+                    b.restart();
                 }
             }
             EventKind::ConsensusChecked { group, round, spread, reached, rule, .. } => {

@@ -106,7 +106,7 @@ pub fn output_format(panel: &Panel) -> String {
     let mut fields: Vec<String> = panel.dimensions.iter().map(|d| format!("\"{}\": <score>", d.key)).collect();
     fields.push("\"overall\": <score>".into());
     fields.push("\"confidence\": <0.0 to 1.0>".into());
-    fields.push("\"justification\": \"<one or two sentences>\"".into());
+    fields.push("\"justification\": \"<one or two sentences on what in the item earns these scores>\"".into());
     format!("End your reply with your evaluation as one JSON object, exactly these keys:\n{{{}}}", fields.join(", "))
 }
 
@@ -144,10 +144,10 @@ pub fn panel_system(panel: &Panel) -> String {
          The panel's task: {}\n\
          Each request ends by telling you which member you are. Judge from that member's point of view, honestly and \
          concretely. {}\n\n\
-         In a debate, when it is your turn, reply to the others from your member's perspective in at most 150 words: \
-         agree, challenge a point, or raise what nobody has covered; comments from the human moderator deserve an \
-         answer. Revise your scores if you are persuaded. If you have nothing further to add, say NO MORE COMMENTS in \
-         your reply.\n\n{}\n\n\
+         In a debate, when it is your turn, answer another member by name, from your member's perspective and about \
+         the item: agree, challenge a point, or raise what nobody has covered; comments from the human moderator \
+         deserve an answer. Change a score when an argument persuades you. If you have nothing further to add, say \
+         NO MORE COMMENTS in your reply.\n\n{}\n\n\
          A request may instead ask you to moderate a group's debate. The moderator does not judge the item: it \
          chooses who speaks next so that the debate resolves disagreements. It favours an agent whose scores differ \
          most from the others, whose perspective nobody has answered yet, or who was addressed by someone, and does \
@@ -162,7 +162,8 @@ pub fn panel_system(panel: &Panel) -> String {
 
 /// The closing reminder of an agent's request (the full output form is in
 /// the panel's system prompt, which every agent shares).
-const END_WITH_JSON: &str = "Write your thoughts first, then end with the JSON evaluation.";
+const END_WITH_JSON: &str =
+    "Write two to four sentences of plain prose first (no lists), then end with the JSON evaluation.";
 
 /// The persona attributes, labelled for a list of members (third person).
 const PROFILE_LABELS: [&str; 5] = ["Background", "Cares about", "Expertise", "Manner", "Relationships"];
@@ -398,8 +399,9 @@ pub fn initial_messages(
 ) -> Vec<ChatMessage> {
     let confidence = if with_confidence { " State how confident you are." } else { "" };
     let turn = format!(
-        "{}\nEvaluate the content above on your own, before hearing anyone else. Think it through briefly from your \
-         perspective (at most 120 words), citing specifics.{confidence} {END_WITH_JSON}",
+        "{}\nEvaluate the content above on your own, before hearing anyone else: what do you notice from your \
+         perspective? Quote the words of the question, the answer or the story that matter.{confidence} \
+         {END_WITH_JSON}",
         persona(panel, group, agent),
     );
     request(panel, group_context(panel, item, group), turn)
@@ -415,12 +417,45 @@ pub fn debate_messages(
     own_latest: Option<&Evaluation>,
 ) -> Vec<ChatMessage> {
     let own = own_latest.map(|e| format_scores(panel, e)).unwrap_or_else(|| "(none yet)".into());
+    let others = others(panel, group, &agent.name);
+    let task = match last_speaker(history, &agent.name) {
+        Some(last) => format!(
+            "{last} spoke last. Begin with the name of the member you answer ({}), as in \"{last}, …\", and answer \
+             their point: agree or disagree, pointing to the question, the answer or the story.",
+            others.join(" or ")
+        ),
+        None => format!(
+            "Open the debate: begin with the name of {} and say where you disagree with their first evaluation, \
+             pointing to the question, the answer or the story.",
+            others.join(" or ")
+        ),
+    };
     let turn = format!(
-        "{}Your latest scores: {own}\nIt is your turn in the debate, {}. {END_WITH_JSON}",
+        "{}Your latest scores: {own}\nIt is your turn in the debate, {}. {task} {END_WITH_JSON}",
         persona(panel, group, agent),
         agent.name,
     );
     request(panel, discussion(panel, item, group, DEBATE_HEADING, history), turn)
+}
+
+/// The group's members other than `speaker`, in the panel's order.
+fn others<'p>(panel: &'p Panel, group: &str, speaker: &str) -> Vec<&'p str> {
+    panel
+        .groups
+        .iter()
+        .filter(|g| g.name == group)
+        .flat_map(|g| &g.agents)
+        .map(|a| a.name.as_str())
+        .filter(|name| *name != speaker)
+        .collect()
+}
+
+/// Who made the discussion's latest speech, if not `speaker`.
+fn last_speaker<'h>(history: &'h [HistoryEntry], speaker: &str) -> Option<&'h str> {
+    history.iter().rev().find_map(|e| match e {
+        HistoryEntry::Speech { agent, .. } if agent != speaker => Some(agent.as_str()),
+        _ => None,
+    })
 }
 
 /// Messages for a collaborative discussion round (CollabEval).
@@ -432,10 +467,18 @@ pub fn discussion_messages(
     history: &[HistoryEntry],
     round: u32,
 ) -> Vec<ChatMessage> {
+    let others = others(panel, group, &agent.name);
+    let answer = match last_speaker(history, &agent.name).or(others.first().copied()) {
+        Some(first) => {
+            format!(" Answer at least one of the others ({}) by name, as in \"{first}, …\".", others.join(", "))
+        }
+        None => String::new(),
+    };
     let turn = format!(
         "{}\n\
-         Discussion round {round}. {}, say briefly where you agree and where you disagree with the others and why, then give \
-         your updated evaluation and confidence. At most 150 words. {END_WITH_JSON}",
+         Discussion round {round}. {}, say briefly where you agree and where you disagree with the others and why, \
+         pointing to the question, the answer or the story.{answer} Then give your updated evaluation and confidence. \
+         {END_WITH_JSON}",
         persona(panel, group, agent),
         agent.name,
     );
@@ -501,9 +544,14 @@ pub fn moderator_messages(
     table: &str,
     eligible: &[&str],
 ) -> Vec<ChatMessage> {
+    let last = match last_speaker(history, "") {
+        Some(last) => format!("{last} spoke last. "),
+        None => String::new(),
+    };
     let turn = format!(
         "{MODERATOR_OPENING}\"{group}\" stakeholder group.\n\
-         {table}Agents who may speak next: {}.\nAnswer with the JSON object only.",
+         {table}{last}Agents who may speak next: {}.\nAnswer with the JSON object only; its reason names the agent \
+         you choose and says what they should answer or which score of theirs differs.",
         eligible.join(", ")
     );
     request(panel, discussion(panel, item, group, DEBATE_HEADING, history), turn)
@@ -638,6 +686,24 @@ fn prose_so_far(text: &str) -> &str {
     &text[..json.into_iter().flatten().min().unwrap_or(text.len())]
 }
 
+/// What an evaluated reply says, for people to read: its prose, without the
+/// JSON evaluation it ends with (its scores are shown apart). While the reply
+/// streams (`complete: false`) the text stops where the evaluation starts and
+/// holds back trailing blanks and backticks (they may begin it), so that it
+/// only grows as the reply does. A complete reply that was nothing but its
+/// evaluation says nothing here; one whose evaluation could not be read
+/// (`evaluated: false`) is shown whole, as it came.
+pub fn reply_words(text: &str, complete: bool, evaluated: bool) -> &str {
+    if !complete {
+        return prose_so_far(text).trim_end_matches(|c: char| c.is_whitespace() || c == '`');
+    }
+    if !evaluated {
+        return text.trim();
+    }
+    let words = strip_json_tail(text);
+    if is_only_json(words) { "" } else { words }
+}
+
 /// Whether a request's speaker message (its third) is a moderator's (tests
 /// and stand-in servers tell participants apart with it).
 pub fn is_moderator_request(speaker_message: &str) -> bool {
@@ -719,6 +785,61 @@ mod tests {
         let prose = render_history(&panel, &[speech("I disagree with Bea.\n{\"grammar\": 4}")]);
         assert!(prose.contains("[Ann, round 1] I disagree with Bea.") && !prose.contains("skips the den"), "{prose}");
         assert!(prose.contains("(Ann's scores now: grammar 4"), "{prose}");
+    }
+
+    #[test]
+    fn reply_words_hide_the_evaluation_and_only_grow_while_streaming() {
+        let reply = "Bea, the answer skips the den. `den` is in the story.\n```json\n{\"grammar\": 4, \
+                     \"justification\": \"Skips the den.\"}\n```";
+        let mut shown = "";
+        for cut in (0..=reply.len()).filter(|&c| reply.is_char_boundary(c)) {
+            let words = reply_words(&reply[..cut], false, false);
+            assert!(words.starts_with(shown), "{words:?} after {shown:?}");
+            assert!(!words.contains('{') && !words.ends_with('`'), "{words:?}");
+            shown = words;
+        }
+        assert_eq!(shown, "Bea, the answer skips the den. `den` is in the story.");
+        assert_eq!(reply_words(reply, true, true), shown);
+        assert_eq!(reply_words("{\"grammar\": 4}", true, true), "", "an evaluation alone has no words");
+        assert_eq!(reply_words("{\"grammar\": 4}", false, false), "");
+        assert_eq!(
+            reply_words("  {\"grammar\": ", true, false),
+            "{\"grammar\":",
+            "an unreadable reply shows as it came"
+        );
+    }
+
+    #[test]
+    fn from_the_second_turn_on_a_speaker_answers_another_member_by_name() {
+        let panel = crate::testkit::panel(crate::panel::Protocol::MajEval, &[("Parents", &["Ann", "Bea", "Cy"])]);
+        let item = crate::testkit::item();
+        let agents: Vec<_> = panel.agents().map(|(_, a)| a.clone()).collect();
+        let first = |agent: &str| HistoryEntry::Initial { agent: agent.into(), evaluation: None, text: "Fine.".into() };
+        let mut history = vec![first("Ann"), first("Bea"), first("Cy")];
+        let opening = debate_messages(&panel, "Parents", &agents[0], &item, &history, None);
+        assert!(
+            opening[2].content.contains("Open the debate: begin with the name of Bea or Cy"),
+            "{}",
+            opening[2].content
+        );
+        history.push(HistoryEntry::Speech {
+            agent: "Ann".into(),
+            round: None,
+            text: "Bea, the den matters.".into(),
+            evaluation: None,
+        });
+        let second = &debate_messages(&panel, "Parents", &agents[1], &item, &history, None)[2].content;
+        assert!(
+            second
+                .contains("Ann spoke last. Begin with the name of the member you answer (Ann or Cy), as in \"Ann, …\""),
+            "{second}"
+        );
+        assert!(second.contains("pointing to the question, the answer or the story"), "{second}");
+        // Collaborative discussion rounds ask the same.
+        let round = &discussion_messages(&panel, "Parents", &agents[2], &item, &history, 1)[2].content;
+        assert!(round.contains("Answer at least one of the others (Ann, Bea) by name, as in \"Ann, …\""), "{round}");
+        // The justification is about the item.
+        assert!(output_format(&panel).contains("what in the item earns these scores"));
     }
 
     #[test]

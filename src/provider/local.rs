@@ -1577,7 +1577,9 @@ impl<'m> Engine<'m> {
 
     /// Free generation. With `json_follows`, stops (without emitting) where
     /// the model starts a JSON object, at the end of the budget or at its end
-    /// of turn.
+    /// of turn; but not before the prose is long enough (see
+    /// [`prose_is_enough`]): until then, tokens that would end the turn or
+    /// start the object (or a code fence) are not drawn.
     fn generate_prose(
         &mut self,
         job: &Job,
@@ -1598,7 +1600,17 @@ impl<'m> Engine<'m> {
             if !self.room_left() {
                 return Ok(Finish::Length);
             }
-            let token = sampling.pick(&self.ctx, state.logits_index, None)?;
+            let token = if json_follows && !prose_is_enough(produced, out.text()) {
+                // Too little prose yet: the reply may neither end nor turn to
+                // its JSON object here.
+                let vocab = self.model.vocab();
+                let text = out.text();
+                sampling.pick_where(&self.ctx, state.logits_index, |t| {
+                    !vocab.is_eog(t) && !ends_prose(text, &vocab.token_to_piece(t, false, None))
+                })?
+            } else {
+                sampling.pick(&self.ctx, state.logits_index, None)?
+            };
             if self.model.vocab().is_eog(token) {
                 return Ok(Finish::Stop);
             }
@@ -1659,6 +1671,10 @@ struct GenState {
     generated: u64,
 }
 
+/// How many drawn tokens [`Sampling::pick_where`] refuses before it keeps
+/// the next one whatever it is.
+const REFUSALS_MAX: usize = 32;
+
 /// The sampler chains of one request: prose gets a mild repetition penalty,
 /// the JSON object none (it would push scores away from numbers the prose
 /// mentioned).
@@ -1687,6 +1703,36 @@ impl Sampling {
         let mut prose = vec![LlamaSampler::penalties(model.n_vocab(), 64, 1.1, 0.0, 0.0)];
         prose.extend(pick(seed));
         Self { prose: LlamaSampler::chain_simple(prose), json: LlamaSampler::chain_simple(pick(seed.wrapping_add(1))) }
+    }
+
+    /// Picks the next prose token among those `allowed` accepts: a token the
+    /// chain draws that `allowed` refuses is taken out and the draw repeated
+    /// (refused tokens are few, and rarely drawn).
+    fn pick_where(
+        &mut self,
+        ctx: &LlamaContext<'_>,
+        index: i32,
+        allowed: impl Fn(LlamaToken) -> bool,
+    ) -> Result<LlamaToken, ProviderError> {
+        let mut candidates = ctx.token_data_array_ith(index);
+        let mut token = None;
+        for _ in 0..REFUSALS_MAX {
+            let mut drawn = candidates.clone();
+            drawn.apply_sampler(&mut self.prose);
+            let Some(t) = drawn.selected_token() else { break };
+            token = Some(t);
+            if allowed(t) {
+                break;
+            }
+            // The array holds the vocabulary in token order.
+            match usize::try_from(t.0).ok().and_then(|i| candidates.data.get_mut(i)).filter(|d| d.id() == t) {
+                Some(d) => d.set_logit(f32::NEG_INFINITY),
+                None => break,
+            }
+        }
+        let token = token.ok_or_else(|| server_error("the sampler selected no token"))?;
+        self.prose.accept(token);
+        Ok(token)
     }
 
     /// Picks the next token. With a grammar, the unconstrained choice is kept
@@ -1759,8 +1805,8 @@ pub fn fallback_template(architecture: &str, model_name: &str) -> &'static str {
 }
 
 /// Whether the token `piece` starts the JSON object: it holds a `{` that
-/// begins a line (only blanks before it), follows a colon or sits inside an
-/// open code fence. A `{` in the middle of a sentence (code under review)
+/// begins a line (only blanks before it), follows a colon or an opening
+/// parenthesis, or sits inside an open code fence. A `{` in the middle of a sentence (code under review)
 /// stays prose.
 fn starts_json(prose: &str, piece: &[u8]) -> bool {
     let Some(at) = piece.iter().position(|&b| b == b'{') else {
@@ -1769,7 +1815,46 @@ fn starts_json(prose: &str, piece: &[u8]) -> bool {
     let before = String::from_utf8_lossy(&piece[..at]);
     let line = format!("{}{before}", prose.rsplit('\n').next().unwrap_or(""));
     let line = line.trim();
-    line.is_empty() || line.ends_with(':') || prose.matches("```").count() % 2 == 1 && line.starts_with("```")
+    line.is_empty() || line.ends_with([':', '(']) || prose.matches("```").count() % 2 == 1 && line.starts_with("```")
+}
+
+/// The least prose, in tokens, that a constrained reply writes before its
+/// JSON object (within its prose budget).
+const MIN_PROSE_TOKENS: u32 = 32;
+
+/// Whether a constrained reply's prose may end: it has [`MIN_PROSE_TOKENS`]
+/// and a finished sentence.
+fn prose_is_enough(produced: u32, prose: &str) -> bool {
+    produced >= MIN_PROSE_TOKENS && has_finished_sentence(prose)
+}
+
+/// Whether `text` holds a sentence's end: `.`, `!` or `?` followed by a
+/// blank, a closing quote or bracket, or the end of the text (not a decimal
+/// point or an abbreviation's dot inside a word).
+fn has_finished_sentence(text: &str) -> bool {
+    text.char_indices().any(|(i, c)| {
+        matches!(c, '.' | '!' | '?')
+            && text[..i].chars().next_back().is_some_and(char::is_alphanumeric)
+            && text[i + 1..].chars().next().is_none_or(|n| n.is_whitespace() || "\"')”*".contains(n))
+    })
+}
+
+/// Whether the token `piece` would end a reply's prose, or turn it into the
+/// JSON object before the prose said anything: it holds a `{` (small models
+/// also open the object after a parenthesis or a word), or it opens a code
+/// fence (where the object usually follows).
+fn ends_prose(prose: &str, piece: &[u8]) -> bool {
+    if piece.contains(&b'{') {
+        return true;
+    }
+    let Some(at) = piece.iter().position(|&b| b == b'`') else {
+        return false;
+    };
+    let last_line = prose.rsplit('\n').next().unwrap_or("");
+    let text = format!("{last_line}{}", String::from_utf8_lossy(piece));
+    let tick = last_line.len() + String::from_utf8_lossy(&piece[..at]).len();
+    let line_start = text[..tick].rfind('\n').map_or(0, |i| i + 1);
+    text[line_start..].trim_start().starts_with("``")
 }
 
 /// Tokens kept back from the prose budget for the JSON object.
@@ -2010,6 +2095,29 @@ mod tests {
     }
 
     #[test]
+    fn prose_ends_only_after_enough_of_it() {
+        assert!(has_finished_sentence("The answer fits the story. It"));
+        assert!(has_finished_sentence("Is it right?"));
+        assert!(has_finished_sentence("He said \"no.\" Then"));
+        assert!(!has_finished_sentence("The score is 3.5 out of"));
+        assert!(!has_finished_sentence("Here is my evaluation:"));
+        assert!(!has_finished_sentence("..."));
+        let sentence = "The answer fits the story.";
+        assert!(!prose_is_enough(MIN_PROSE_TOKENS - 1, sentence));
+        assert!(prose_is_enough(MIN_PROSE_TOKENS, sentence));
+        assert!(!prose_is_enough(MIN_PROSE_TOKENS * 4, "a long clause with no end yet"));
+        // What the prose may not turn to before it is long enough.
+        assert!(ends_prose("", b"{"));
+        assert!(ends_prose("Fine.\n", b"```"));
+        assert!(ends_prose("Fine.", b"\n```json"));
+        assert!(ends_prose("Fine.\n`", b"``"));
+        assert!(ends_prose("The evaluation as one object", b" ({"));
+        assert!(!ends_prose("Use the `", b"let"));
+        assert!(!ends_prose("Fine", b" `code`"));
+        assert!(!ends_prose("Fine", b" words"));
+    }
+
+    #[test]
     fn json_start_detection() {
         assert!(starts_json("Good answer.\n", b"{"));
         assert!(starts_json("Good answer.\n", b" {\""));
@@ -2018,6 +2126,7 @@ mod tests {
         assert!(starts_json("Verdict:\n```json\n", b"{\n"));
         assert!(!starts_json("The code calls `format!(\"", b"{}"));
         assert!(!starts_json("It prints", b" {"));
+        assert!(starts_json("My scores", b" ({\""));
         assert!(!starts_json("plain", b" words"));
     }
 

@@ -17,6 +17,7 @@ pub mod screens;
 pub mod terminal;
 pub mod theme;
 pub mod view;
+pub mod words;
 pub mod wrap;
 
 use std::io;

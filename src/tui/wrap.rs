@@ -2,14 +2,15 @@
 //!
 //! A turn's wrapped lines are kept with the turn's `revision` and the width;
 //! while a turn streams, only its last wrapped line and what follows it are
-//! wrapped again (text is only ever appended), so a token costs one short
-//! re-wrap however long the turn is.
+//! wrapped again (the text a turn shows only grows while it streams), so a
+//! token costs one short re-wrap however long the turn is.
 
 use std::collections::HashMap;
 
 use unicode_width::UnicodeWidthChar;
 
 use crate::session::fold::{TurnState, TurnView};
+use crate::tui::words::shown;
 
 /// One wrapped line: where it starts in the source text and what it shows.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -108,22 +109,24 @@ pub struct WrapCache {
 }
 
 impl WrapCache {
-    /// The wrapped lines of a turn's text at this width, re-wrapping only what changed.
+    /// The wrapped lines of the text a turn shows (see [`shown`]) at this
+    /// width, re-wrapping only what changed.
     pub fn lines(&mut self, turn: &TurnView, width: u16) -> &[WrappedLine] {
         let streaming = turn.state == TurnState::Streaming;
+        let text = shown(turn);
         let key = (turn.id, width);
         let fresh = match self.entries.get(&key) {
             Some(e) if e.revision == turn.revision && e.streaming == streaming => false,
-            Some(e) if e.streaming && streaming && turn.text.len() >= e.len => {
+            Some(e) if e.streaming && streaming && text.len() >= e.len => {
                 let e = self.entries.get_mut(&key).expect("present");
                 let from = e.lines.pop().map(|l| l.start).unwrap_or(0);
-                let from = if turn.text.is_char_boundary(from) { from } else { 0 };
+                let from = if text.is_char_boundary(from) { from } else { 0 };
                 if from == 0 {
                     e.lines.clear();
                 }
-                wrap_into(&turn.text, from, width as usize, &mut e.lines);
+                wrap_into(text, from, width as usize, &mut e.lines);
                 e.revision = turn.revision;
-                e.len = turn.text.len();
+                e.len = text.len();
                 self.tail_wraps += 1;
                 false
             }
@@ -133,12 +136,7 @@ impl WrapCache {
             self.full_wraps += 1;
             self.entries.insert(
                 key,
-                Entry {
-                    revision: turn.revision,
-                    streaming,
-                    len: turn.text.len(),
-                    lines: wrap(&turn.text, width as usize),
-                },
+                Entry { revision: turn.revision, streaming, len: text.len(), lines: wrap(text, width as usize) },
             );
         }
         &self.entries[&key].lines
@@ -199,7 +197,7 @@ mod tests {
             turn.revision += 1;
             i = j;
             let got: Vec<String> = cache.lines(&turn, 20).iter().map(|l| l.text.clone()).collect();
-            let want: Vec<String> = wrap(&turn.text, 20).into_iter().map(|l| l.text).collect();
+            let want: Vec<String> = wrap(shown(&turn), 20).into_iter().map(|l| l.text).collect();
             assert_eq!(got, want, "after {i} bytes");
         }
         assert_eq!(cache.full_wraps, 1);

@@ -1,5 +1,6 @@
-//! One pane per agent: who it is, what it is doing, its latest scores and its
-//! words as they stream in.
+//! One pane per agent: who it is, what it is doing, its latest scores, and
+//! its turns: their words as they stream in (without the JSON evaluation a
+//! reply ends with), then each turn's scores on a line of their own.
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -9,9 +10,11 @@ use ratatui::widgets::Paragraph;
 
 use super::{clip, pane, score_spans};
 use crate::session::event::{Phase, TurnKind};
-use crate::session::fold::{AgentState, AgentView};
+use crate::session::fold::{AgentState, AgentView, TurnState};
 use crate::tui::app::{App, Focus, fmt_score};
 use crate::tui::theme::Theme;
+use crate::tui::words::{previous_evaluation, score_line};
+use crate::tui::wrap::wrap;
 
 /// The state badge of an agent: symbol, word and style.
 pub fn badge(a: &AgentView, theme: &Theme) -> (&'static str, String, Style) {
@@ -95,14 +98,29 @@ pub fn draw(f: &mut Frame, area: Rect, app: &mut App, idx: usize) {
     if body.height == 0 {
         return;
     }
-    // Turns of this agent: a marker line, then the wrapped text.
+    // Turns of this agent: a marker line, the wrapped words, then the
+    // turn's scores once it completed.
     let width = body.width;
     let turn_idx: Vec<usize> = a.turns.clone();
+    let keys = app.vm.session.dimension_keys();
+    let scores: Vec<Vec<String>> = turn_idx
+        .iter()
+        .map(|&ti| {
+            let t = &app.vm.session.turns[ti];
+            match (&t.evaluation, t.state) {
+                (Some(ev), TurnState::Completed) => {
+                    let before = previous_evaluation(&app.vm.session, ti);
+                    wrap(&score_line(&keys, ev, before, true), width as usize).into_iter().map(|l| l.text).collect()
+                }
+                _ => Vec::new(),
+            }
+        })
+        .collect();
     let mut total = 0usize;
     let mut sizes = Vec::with_capacity(turn_idx.len());
-    for &ti in &turn_idx {
+    for (k, &ti) in turn_idx.iter().enumerate() {
         let t = &app.vm.session.turns[ti];
-        let n = app.vm.wrap.lines(t, width).len() + 1;
+        let n = app.vm.wrap.lines(t, width).len() + 1 + scores[k].len();
         sizes.push(n);
         total += n;
     }
@@ -120,23 +138,17 @@ pub fn draw(f: &mut Frame, area: Rect, app: &mut App, idx: usize) {
             break;
         }
         let t = &app.vm.session.turns[ti];
-        if row >= top {
-            let mut label = format!("── {} ", turn_label(t.phase, t.round, t.kind));
-            if let Some(e) = &t.parse_error {
-                label.push_str(&format!("· unparsed: {} ", clip(e, 40)));
-            }
-            out.push(Line::from(Span::styled(label, theme.muted())));
+        let mut rows: Vec<Line> = Vec::with_capacity(n);
+        let mut label = format!("── {} ", turn_label(t.phase, t.round, t.kind));
+        if let Some(e) = &t.parse_error {
+            label.push_str(&format!("· unparsed: {} ", clip(e, 40)));
         }
-        row += 1;
-        let lines = app.vm.wrap.lines(t, width);
+        rows.push(Line::from(Span::styled(label, theme.muted())));
+        rows.extend(app.vm.wrap.lines(t, width).iter().map(|l| Line::from(Span::styled(l.text.clone(), theme.text()))));
+        rows.extend(scores[k].iter().map(|l| Line::from(Span::styled(l.clone(), theme.accent()))));
         let skip = top.saturating_sub(row);
-        for (j, l) in lines.iter().enumerate().skip(skip) {
-            if row + j >= end {
-                break;
-            }
-            out.push(Line::from(Span::styled(l.text.clone(), theme.text())));
-        }
-        row += lines.len();
+        out.extend(rows.into_iter().skip(skip).take(end.saturating_sub(row + skip)));
+        row += n;
     }
     if total == 0 {
         out.push(Line::from(Span::styled("(has not spoken yet)", theme.muted())));

@@ -1,5 +1,7 @@
 //! The transcript: the whole debate in order, with phase and round markers,
-//! human comments and overrides inline.
+//! human comments and overrides inline. A turn shows its words (without the
+//! JSON evaluation a reply ends with) and then its scores on a line of their
+//! own, with what moved since the agent's previous turn.
 //!
 //! Each entry's lines are built once and kept (see [`TranscriptCache`]); a
 //! streaming turn is rebuilt from its wrap cache, which re-wraps only its
@@ -19,6 +21,7 @@ use crate::session::fold::{SessionView, TimelineEntry, TurnState};
 use crate::tui::app::{App, Focus, by_label, fmt_score};
 use crate::tui::theme::Theme;
 use crate::tui::view::CachedEntry;
+use crate::tui::words::{previous_evaluation, score_line};
 use crate::tui::wrap::{WrapCache, wrap};
 
 fn entry_key(v: &SessionView, e: &TimelineEntry) -> u64 {
@@ -65,25 +68,25 @@ fn build(v: &SessionView, e: &TimelineEntry, width: u16, theme: &Theme, wraps: &
                     theme.failed(),
                 )),
                 TurnState::Completed => {
-                    if let Some(ev) = &t.evaluation {
-                        let mut s: Vec<String> =
-                            ev.scores.iter().map(|(k, x)| format!("{} {}", super::abbrev(k), fmt_score(*x))).collect();
-                        if let Some(o) = ev.overall {
-                            s.push(format!("ovr {}", fmt_score(o)));
-                        }
-                        head.push(Span::styled(format!("  [{}]", s.join(" ")), theme.accent()));
-                        if ev.done {
-                            head.push(Span::styled("  NO MORE COMMENTS", theme.done()));
-                        }
-                    }
                     if let Some(pe) = &t.parse_error {
                         head.push(Span::styled(format!("  unparsed: {pe}"), theme.error()));
                     }
                 }
             }
             let mut out = vec![Line::from(head)];
-            for l in wraps.lines(t, width.saturating_sub(2).max(1)) {
+            let inner = width.saturating_sub(2).max(1);
+            for l in wraps.lines(t, inner) {
                 out.push(Line::from(Span::styled(format!("  {}", l.text), theme.text())));
+            }
+            // The turn's scores, on a line of their own.
+            if let (TurnState::Completed, Some(ev)) = (t.state, &t.evaluation) {
+                let mut line = score_line(&v.dimension_keys(), ev, previous_evaluation(v, *i), false);
+                if ev.done {
+                    line.push_str(" · NO MORE COMMENTS");
+                }
+                for l in wrap(&line, inner as usize) {
+                    out.push(Line::from(Span::styled(format!("  {}", l.text), theme.accent())));
+                }
             }
             out
         }

@@ -1,0 +1,159 @@
+#!/usr/bin/env python3
+"""How much debating a MAJ-EVAL or CollabEval session shows, from its events.
+
+    scripts/debate-stats.py LOG.jsonl [LOG.jsonl ...]
+
+Each LOG is a session log (sessions/*.jsonl) or the output of
+`moot run --headless --json`; both are event JSON lines. For every debate or
+discussion turn of an agent it tells:
+
+- whether the turn changed a score: any dimension or overall differs from
+  the agent's previous evaluation (its first one, or its previous turn's);
+- whether its words (the reply before its JSON evaluation) name another
+  member of its group: the full name, or the name without a title such as
+  "Dr." (so "Haddad" counts for "Dr. Haddad");
+- whether the reply starts with prose (not with `{` or a code fence);
+- whether the agent finished with it (said NO MORE COMMENTS).
+
+It also counts the moderator's picks: chosen by the LLM moderator with a
+reason, by the policy (a single candidate, a fallback), or by a person.
+Prints one line per log and the totals; `--json` prints them as JSON.
+"""
+
+import json
+import re
+import sys
+
+TITLES = ("dr.", "dr", "ms.", "ms", "mr.", "mr", "mrs.", "mrs", "prof.", "prof")
+
+
+def words_of(text):
+    """The reply without its trailing JSON evaluation (fenced or not)."""
+    cut = len(text)
+    for marker in ("\n{", "```"):
+        at = text.find(marker)
+        if at != -1:
+            cut = min(cut, at)
+    if text.lstrip().startswith("{"):
+        cut = 0
+    return text[:cut].strip()
+
+
+def name_forms(name):
+    forms = {name.lower()}
+    parts = name.split()
+    if len(parts) > 1 and parts[0].lower() in TITLES:
+        forms.add(" ".join(parts[1:]).lower())
+    return forms
+
+
+def names_someone(words, others):
+    hay = words.lower()
+    for other in others:
+        for form in name_forms(other):
+            if re.search(r"(?<![\w])" + re.escape(form) + r"(?![\w])", hay):
+                return True
+    return False
+
+
+def changed(before, after):
+    if before is None or after is None:
+        return None
+    keys = set(before.get("scores", {})) | set(after.get("scores", {}))
+    if any(before.get("scores", {}).get(k) != after.get("scores", {}).get(k) for k in keys):
+        return True
+    return before.get("overall") != after.get("overall")
+
+
+def stats(path):
+    groups = {}  # agent -> group
+    members = {}  # group -> [agents]
+    started = {}  # turn -> turn_started event
+    latest = {}  # agent -> latest evaluation
+    s = {"turns": 0, "changed": 0, "named": 0, "prose_first": 0, "finished": 0, "picks_llm": 0, "picks_policy": 0,
+         "picks_human": 0, "fallbacks": 0, "duration_s": None, "status": None}
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            line = line.strip()
+            if not line.startswith("{"):
+                continue
+            try:
+                e = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            kind = e.get("type")
+            if kind == "session_started":
+                for a in e.get("agents", []):
+                    groups[a["name"]] = a["group"]
+                    members.setdefault(a["group"], []).append(a["name"])
+            elif kind == "turn_started":
+                started[e["turn"]] = e
+            elif kind == "speaker_selected":
+                by = e.get("by")
+                s["picks_llm" if by == "moderator" else "picks_human" if by == "human" else "picks_policy"] += 1
+                if e.get("fallback"):
+                    s["fallbacks"] += 1
+            elif kind == "turn_completed":
+                t = started.get(e["turn"], {})
+                agent = e.get("agent")
+                ev = e.get("evaluation")
+                if t.get("role", "agent") != "agent":
+                    continue
+                if t.get("phase") in ("debate", "discussion") and t.get("kind", "speak") == "speak":
+                    s["turns"] += 1
+                    if changed(latest.get(agent), ev):
+                        s["changed"] += 1
+                    text = e.get("text", "")
+                    others = [m for m in members.get(groups.get(agent), []) if m != agent]
+                    if names_someone(words_of(text), others):
+                        s["named"] += 1
+                    if not text.lstrip().startswith(("{", "`")):
+                        s["prose_first"] += 1
+                    if ev is not None and ev.get("done"):
+                        s["finished"] += 1
+                if ev is not None:
+                    latest[agent] = ev
+            elif kind == "session_ended":
+                s["duration_s"] = e.get("duration_ms", 0) / 1000
+                s["status"] = e.get("status")
+    return s
+
+
+def pct(n, d):
+    return f"{n}/{d} ({100 * n / d:.0f}%)" if d else "0/0"
+
+
+def line(label, s):
+    dur = f"{s['duration_s']:.1f} s" if s["duration_s"] is not None else "?"
+    return (f"{label}: {s['status']} in {dur}; debate turns {s['turns']}: score changed {pct(s['changed'], s['turns'])}, "
+            f"named another member {pct(s['named'], s['turns'])}, prose first {pct(s['prose_first'], s['turns'])}, "
+            f"finished {pct(s['finished'], s['turns'])}; "
+            f"picks: moderator {s['picks_llm']}, policy {s['picks_policy']} (fallbacks {s['fallbacks']}), "
+            f"human {s['picks_human']}")
+
+
+def main(argv):
+    as_json = "--json" in argv
+    paths = [a for a in argv if a != "--json"]
+    if not paths:
+        print(__doc__.strip(), file=sys.stderr)
+        return 2
+    all_stats = {p: stats(p) for p in paths}
+    total = {k: 0 for k in ("turns", "changed", "named", "prose_first", "finished", "picks_llm", "picks_policy", "picks_human",
+                            "fallbacks")}
+    for s in all_stats.values():
+        for k in total:
+            total[k] += s[k]
+    if as_json:
+        print(json.dumps({"logs": all_stats, "total": total}, indent=2))
+        return 0
+    for p, s in all_stats.items():
+        print(line(p, s))
+    if len(paths) > 1:
+        total.update(duration_s=None, status=f"{len(paths)} logs")
+        print(line("total", total))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
