@@ -114,6 +114,10 @@ pub struct ProviderConfig {
     /// For `local`: context window in tokens.
     #[serde(default, deserialize_with = "positive_u32")]
     pub context_size: Option<u32>,
+    /// For HTTP providers: the context window of the served model in tokens
+    /// (prompt and reply together); long discussions are shortened to fit.
+    #[serde(default, deserialize_with = "positive_u32")]
+    pub context_length: Option<u32>,
 }
 
 impl ProviderConfig {

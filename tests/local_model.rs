@@ -32,7 +32,7 @@ fn tiny_provider() -> Option<LocalProvider> {
         .unwrap_or_else(|e| panic!("cannot fetch {TINY}: {e} (set MOOT_SKIP_LOCAL_MODEL=1 to skip)"));
     let mut config = LocalConfig::new(path);
     config.name = TINY.to_string();
-    config.context_size = 2048;
+    config.context_size = Some(2048);
     config.state_dir = Some(std::env::temp_dir().join("moot-test-prompt-states"));
     Some(LocalProvider::new(config).expect("the tiny model loads"))
 }
@@ -279,7 +279,7 @@ fn own_tiny_provider_serving(dir: &tempfile::TempDir, parallel: Option<usize>) -
         std::fs::copy(moot::model::installed_path(&resolve_model(TINY)).unwrap(), &copy).unwrap();
     }
     let mut config = LocalConfig::new(copy);
-    config.context_size = 2048;
+    config.context_size = Some(2048);
     config.state_dir = Some(dir.path().join("states"));
     config.parallel = parallel;
     LocalProvider::new(config).expect("the copy loads")

@@ -420,6 +420,11 @@ impl<W: Write> Transcript<W> {
                 self.line(&p.red(&format!("✗ {command} not applied: {reason}")))?;
             }
             EventKind::Waiting { .. } => {}
+            EventKind::HistoryTrimmed { .. } => {
+                if let Some(view) = crate::session::fold::TrimView::of(&event.kind) {
+                    self.line(&p.dim(&format!("  ✂ {}", view.summary())))?;
+                }
+            }
             EventKind::AggregationCompleted {
                 group,
                 feedback,

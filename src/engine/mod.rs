@@ -14,6 +14,7 @@ pub mod moderator;
 pub mod parse;
 pub mod prompts;
 pub mod recorder;
+pub mod trim;
 
 mod commands;
 mod protocols;

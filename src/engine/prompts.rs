@@ -27,6 +27,12 @@ pub enum HistoryEntry {
     Comment { author: String, text: String },
     /// A person changed a score.
     Override { author: String, agent: String, dimension: String, from: Option<f64>, to: f64, reason: Option<String> },
+    /// A speech or first evaluation shown as its score line only, to fit the
+    /// model's context (see [`crate::engine::trim`]).
+    Condensed { agent: String, round: Option<u32>, first: bool, evaluation: Evaluation },
+    /// A contribution left out to fit the model's context; the discussion
+    /// says how many were.
+    LeftOut,
 }
 
 fn clip(text: &str, max: usize) -> String {
@@ -249,6 +255,10 @@ fn render_history(panel: &Panel, history: &[HistoryEntry]) -> String {
     if start > 0 {
         let _ = writeln!(s, "({start} earlier contributions not shown)");
     }
+    let left_out = history[start..].iter().filter(|e| matches!(e, HistoryEntry::LeftOut)).count();
+    if left_out > 0 {
+        let _ = writeln!(s, "({left_out} older contributions left out to fit the model's context)");
+    }
     for e in &history[start..] {
         match e {
             HistoryEntry::Initial { agent, evaluation, text } => match evaluation {
@@ -269,6 +279,11 @@ fn render_history(panel: &Panel, history: &[HistoryEntry]) -> String {
                 let prose = (evaluation.is_none() || !is_only_json(words)).then_some(words);
                 s.push_str(&speech_entry(panel, agent, *round, prose, evaluation.as_ref(), true));
             }
+            HistoryEntry::Condensed { agent, round, first, evaluation } => {
+                let head = if *first { format!("[{agent}, first evaluation]") } else { speech_head(agent, *round) };
+                let _ = writeln!(s, "{head} scores: {}", format_scores(panel, evaluation));
+            }
+            HistoryEntry::LeftOut => {}
             HistoryEntry::Comment { author, text } => {
                 let _ = writeln!(s, "[HUMAN MODERATOR {author}] {}", clip(text, ENTRY_CHARS));
             }

@@ -14,6 +14,7 @@ use tokio_util::sync::CancellationToken;
 use super::consensus;
 use super::parse::{ParseSpec, parse_reply, says_no_more_comments};
 use super::prompts::{self, HistoryEntry};
+use super::trim::{self, Prompt};
 use super::{Binding, EngineConfig, Recorder, RunOutcome};
 use crate::item::Item;
 use crate::panel::{AgentSpec, Panel};
@@ -164,7 +165,9 @@ pub(crate) struct CallSpec<'a> {
     pub role: Role,
     pub kind: TurnKind,
     pub binding: &'a Binding,
-    pub messages: Vec<ChatMessage>,
+    /// The request's messages; a discussion in them is shortened when the
+    /// whole request would not fit the model's context (see [`trim`]).
+    pub messages: Prompt<'a>,
     pub temperature: Option<f32>,
     pub max_tokens: u32,
     pub schema: Option<serde_json::Value>,
@@ -325,10 +328,42 @@ impl Run {
             self.emit(EventKind::Waiting { turn, reason });
         }
         let started = Instant::now();
+        let provider = spec.binding.provider.clone();
+        let fitted =
+            match trim::fit(provider.as_ref(), &spec.binding.model, &spec.messages, spec.max_tokens, spec.participant)
+                .await
+            {
+                Ok(fitted) => fitted,
+                Err(e) => {
+                    self.emit(EventKind::TurnFailed {
+                        turn,
+                        agent: spec.participant.to_string(),
+                        error: e.to_string(),
+                        attempt: 1,
+                        will_retry: false,
+                        retry_in_ms: None,
+                    });
+                    return (turn, Err(e), started.elapsed().as_millis() as u64);
+                }
+            };
+        if let Some(t) = fitted.trimmed {
+            self.emit(EventKind::HistoryTrimmed {
+                turn,
+                agent: spec.participant.to_string(),
+                group: spec.group.map(str::to_string),
+                left_out: t.left_out,
+                condensed: t.condensed,
+                tokens_before: t.tokens_before,
+                tokens_after: t.tokens_after,
+                context: t.context,
+                reply_tokens: t.reply_tokens,
+                reply_requested: t.reply_requested,
+            });
+        }
         let request = ChatRequest {
             model: spec.binding.model.clone(),
-            messages: spec.messages,
-            max_tokens: spec.max_tokens,
+            messages: fitted.messages,
+            max_tokens: fitted.max_tokens,
             temperature: spec.temperature,
             seed: Some(self.config.seed),
             response_schema: spec.schema,
@@ -337,7 +372,6 @@ impl Run {
         let ahead = spec.ahead.map(|next| (next, self.read_ahead_providers()));
         let participant = spec.participant;
         let rec = &self.rec;
-        let provider = spec.binding.provider.clone();
         let cancel = spec.cancel;
         let policy = &self.retry;
         let attempts = std::sync::atomic::AtomicU32::new(0);
@@ -506,7 +540,7 @@ impl Run {
         round: Option<u32>,
         role: Role,
         binding: &Binding,
-        messages: Vec<ChatMessage>,
+        messages: Prompt<'_>,
         sampling: (Option<f32>, u32),
         cancel: &CancellationToken,
         ahead: Option<ReadAhead<'_>>,
@@ -555,9 +589,9 @@ impl Run {
         if cancel.is_cancelled() {
             return Spoken::Unparsed { text: completion.text, done };
         }
-        let mut repair = messages;
-        repair.push(ChatMessage::assistant(completion.text.clone()));
-        repair.push(prompts::repair_message(panel, &err));
+        // The reply stays whole after the (perhaps shortened) request it answered.
+        let repair =
+            messages.then([ChatMessage::assistant(completion.text.clone()), prompts::repair_message(panel, &err)]);
         let (turn2, result2, latency2) = self.call(spec(TurnKind::Repair, repair, None)).await;
         let Ok(c2) = result2 else {
             return Spoken::Unparsed { text: completion.text, done };
@@ -574,7 +608,7 @@ impl Run {
         index: usize,
         phase: Phase,
         round: Option<u32>,
-        messages: Vec<ChatMessage>,
+        messages: Prompt<'_>,
         cancel: &CancellationToken,
         ahead: Option<ReadAhead<'_>>,
     ) -> Spoken {

@@ -36,6 +36,10 @@ pub const DEFAULT_MODEL: &str = "claude-3-5-haiku-latest";
 /// The `anthropic-version` header sent with every request.
 pub const API_VERSION: &str = "2023-06-01";
 
+/// The context window of Claude models (200,000 tokens for every current
+/// model); a configured `context_length` replaces it.
+pub const CONTEXT_WINDOW: u64 = 200_000;
+
 /// Settings of one Anthropic Messages API endpoint.
 #[derive(Clone, PartialEq, Eq)]
 pub struct AnthropicConfig {
@@ -150,6 +154,11 @@ impl Provider for AnthropicProvider {
             model: self.config.model.clone(),
             base_url: Some(self.config.base_url.clone()),
         }
+    }
+
+    /// Every Claude model holds [`CONTEXT_WINDOW`] tokens or more.
+    fn context_window(&self, _model: &str) -> Option<u64> {
+        Some(CONTEXT_WINDOW)
     }
 
     async fn stream(

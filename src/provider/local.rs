@@ -51,8 +51,49 @@ use super::{
     ChatMessage, ChatRequest, ChatRole, Completion, DeltaSender, Provider, ProviderError, ProviderInfo, Usage,
 };
 
-/// Default context window in tokens.
-pub const DEFAULT_CONTEXT_SIZE: u32 = 4096;
+/// The context window per request that [`auto_context_size`] aims for,
+/// when the model was trained for at least that many tokens and memory
+/// allows: a three-round debate of three agents on a long item fits whole.
+pub const DEFAULT_CONTEXT_SIZE: u32 = 8192;
+
+/// The smallest context [`auto_context_size`] chooses for lack of memory.
+const MIN_AUTO_CONTEXT: u32 = 2048;
+
+/// The share of the machine's memory the key/value caches of all engines may
+/// take when the context size is chosen automatically (one part in this many).
+const KV_MEMORY_SHARE: u64 = 4;
+
+/// The context window per request when none is configured: the model's
+/// training length, at most [`DEFAULT_CONTEXT_SIZE`], halved (down to 2048)
+/// while the key/value caches of all `engines` (each holds [`SEQUENCES`]
+/// sequences of that size) would take more than a quarter of `memory`
+/// bytes (the machine's, when known).
+pub fn auto_context_size(n_ctx_train: u32, kv_bytes_per_token: u64, engines: usize, memory: Option<u64>) -> u32 {
+    let mut size = DEFAULT_CONTEXT_SIZE.min(n_ctx_train.max(64));
+    if let Some(memory) = memory {
+        let cells = |size: u32| u64::from(size) * u64::from(SEQUENCES) * engines.max(1) as u64;
+        while size / 2 >= MIN_AUTO_CONTEXT && cells(size) * kv_bytes_per_token > memory / KV_MEMORY_SHARE {
+            size /= 2;
+        }
+    }
+    size
+}
+
+/// The machine's physical memory in bytes (`MemTotal` of `/proc/meminfo`),
+/// where the system says.
+fn physical_memory() -> Option<u64> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = info.lines().find(|l| l.starts_with("MemTotal:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
+/// Bytes of key/value cache one token takes in `model` (f16 keys and values
+/// in every layer).
+fn kv_bytes_per_token(model: &LlamaModel) -> u64 {
+    let head_dim = u64::from(model.n_embd().max(1).unsigned_abs()) / u64::from(model.n_head().max(1));
+    2 * u64::from(model.n_layer()) * u64::from(model.n_head_kv()) * head_dim * 2
+}
 
 /// Environment variable: when set, llama.cpp's own log lines go to `tracing`
 /// (target `llama-cpp-2`) instead of being dropped.
@@ -75,9 +116,9 @@ pub struct LocalConfig {
     pub threads: Option<usize>,
     /// CPU threads for reading prompts; `None` means [`default_threads_batch`].
     pub threads_batch: Option<usize>,
-    /// Context window in tokens (prompt plus reply), capped at the model's
-    /// training length.
-    pub context_size: u32,
+    /// Context window per request in tokens (prompt plus reply), capped at
+    /// the model's training length; `None` means [`auto_context_size`].
+    pub context_size: Option<u32>,
     /// Where the state of long system prompts is saved for later processes;
     /// `None` means [`default_state_dir`].
     pub state_dir: Option<PathBuf>,
@@ -97,7 +138,7 @@ impl LocalConfig {
             name,
             threads: None,
             threads_batch: None,
-            context_size: DEFAULT_CONTEXT_SIZE,
+            context_size: None,
             state_dir: None,
             parallel: None,
         }
@@ -206,6 +247,8 @@ enum Order {
     /// Read these messages' prompt ahead, with otherwise idle cores (see
     /// [`Provider::read_ahead`]).
     ReadAhead(Vec<ChatMessage>),
+    /// Count the tokens of these messages' prompt (see [`Provider::count_tokens`]).
+    Count(Vec<ChatMessage>, oneshot::Sender<Result<u64, ProviderError>>),
 }
 
 struct Job {
@@ -292,6 +335,19 @@ impl Provider for LocalProvider {
         }
     }
 
+    /// What a request may hold, prompt and reply together: a sequence of
+    /// the context, less the [`SEQ_SPARE`] tokens a prompt must leave.
+    fn context_window(&self, _model: &str) -> Option<u64> {
+        Some(u64::from(self.worker.info.context_size).saturating_sub(SEQ_SPARE as u64))
+    }
+
+    /// Exact: the prompt as the model will read it (chat template, tokenizer).
+    async fn count_tokens(&self, _model: &str, messages: &[ChatMessage]) -> Result<u64, ProviderError> {
+        let (reply, result) = oneshot::channel();
+        self.worker.orders.send(Order::Count(messages.to_vec(), reply)).map_err(|_| worker_gone())?;
+        result.await.unwrap_or_else(|_| Err(worker_gone()))
+    }
+
     async fn stream(
         &self,
         request: &ChatRequest,
@@ -350,7 +406,7 @@ impl Worker {
         let threads_batch = config.threads_batch.filter(|&t| t > 0).unwrap_or_else(default_threads_batch);
         let parallel = config.parallel.filter(|&p| p > 0).unwrap_or_else(|| default_parallel(threads));
         let setup = Setup {
-            context_size: config.context_size.max(64),
+            context_size: config.context_size.map(|n| n.max(64)),
             threads: (threads, threads_batch),
             parallel,
             states: config.state_dir.clone().or_else(default_state_dir).and_then(|dir| PromptStates::new(dir, &path)),
@@ -369,7 +425,8 @@ impl Worker {
 /// What the worker thread needs to load the model and start its engines.
 struct Setup {
     path: PathBuf,
-    context_size: u32,
+    /// `None`: chosen by [`auto_context_size`].
+    context_size: Option<u32>,
     /// Generation and prompt-reading threads.
     threads: (usize, usize),
     parallel: usize,
@@ -448,6 +505,10 @@ fn worker_main(
                     if let Some(tokens) = chat.ahead(&messages, seq_capacity) {
                         queue.read_ahead(tokens);
                     }
+                    continue;
+                }
+                Order::Count(messages, reply) => {
+                    let _ = reply.send(chat.count(&messages));
                     continue;
                 }
             };
@@ -957,6 +1018,13 @@ impl<'m> Chat<'m> {
         }
     }
 
+    /// The number of tokens of the prompt of `messages`, as [`Chat::prepare`]
+    /// would read it.
+    fn count(&self, messages: &[ChatMessage]) -> Result<u64, ProviderError> {
+        let prompt = self.render(messages, true)?;
+        Ok(self.model.vocab().tokenize(prompt.as_bytes(), true, true).len() as u64)
+    }
+
     /// The request's prompt, checked against the room a sequence has.
     /// `saves_states`: whether system prompts' states are saved.
     fn prepare(&self, request: &ChatRequest, seq_capacity: usize, saves_states: bool) -> Result<Prompt, ProviderError> {
@@ -965,7 +1033,7 @@ impl<'m> Chat<'m> {
         if tokens.is_empty() {
             return Err(ProviderError::Config("empty prompt".to_string()));
         }
-        if tokens.len() + 8 > seq_capacity {
+        if tokens.len() + SEQ_SPARE > seq_capacity {
             return Err(ProviderError::Config(format!(
                 "the prompt has {} tokens but the local context holds {seq_capacity}; raise `context_size`",
                 tokens.len()
@@ -1109,6 +1177,10 @@ impl Slot {
 /// finds its conversation's earlier prompt and reads only what is new.
 pub const SEQUENCES: u32 = 4;
 
+/// Tokens of a sequence a prompt must leave free (the reply needs room to
+/// start; the generation inserts a newline or closes a code fence).
+const SEQ_SPARE: usize = 8;
+
 /// How many tokens of a sequence's `keep` part a new prompt must leave out
 /// for the sequence to be copied first (a few milliseconds for the whole
 /// state) rather than cut short.
@@ -1131,7 +1203,11 @@ impl<'m> Engine<'m> {
         (gate, handoffs): (&'m CoreGate, &'m Handoffs),
     ) -> Result<Self, ProviderError> {
         let model = chat.model;
-        let per_seq = setup.context_size.min(model.n_ctx_train().max(64));
+        let trained = model.n_ctx_train().max(64);
+        let per_seq = match setup.context_size {
+            Some(n) => n.min(trained),
+            None => auto_context_size(trained, kv_bytes_per_token(model), setup.parallel, physical_memory()),
+        };
         let (threads, threads_batch) = setup.threads;
         let threads_i32 = i32::try_from(threads).unwrap_or(1);
         let batch_i32 = i32::try_from(threads_batch).unwrap_or(1);
@@ -2063,6 +2139,19 @@ pub fn schema_to_gbnf(schema: &Value) -> Option<String> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn the_automatic_context_follows_training_length_and_memory() {
+        const GB: u64 = 1 << 30;
+        // Qwen2.5-0.5B: 12 KiB of cache a token, 32k training length.
+        let qwen = 12 * 1024;
+        assert_eq!(auto_context_size(32_768, qwen, 3, Some(24 * GB)), DEFAULT_CONTEXT_SIZE);
+        assert_eq!(auto_context_size(32_768, qwen, 3, None), DEFAULT_CONTEXT_SIZE);
+        assert_eq!(auto_context_size(2048, qwen, 3, Some(24 * GB)), 2048, "never past the training length");
+        // 3 engines × 4 sequences × 8192 tokens × 12 KiB = 1.125 GiB: too much for a quarter of 4 GiB.
+        assert_eq!(auto_context_size(32_768, qwen, 3, Some(4 * GB)), 4096);
+        assert_eq!(auto_context_size(32_768, qwen, 3, Some(GB / 4)), 2048, "down to the floor, no further");
+    }
 
     #[test]
     fn utf8_split_across_pieces_is_held_back() {

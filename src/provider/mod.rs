@@ -19,6 +19,7 @@ pub mod retry;
 pub mod scripted;
 pub mod sse;
 pub mod testing;
+pub mod window;
 
 use std::fmt;
 use std::time::Duration;
@@ -229,6 +230,22 @@ pub trait Provider: Send + Sync {
     /// with cores that are otherwise idle; others ignore it.
     fn read_ahead(&self, _messages: &[ChatMessage]) {}
 
+    /// The context window of `model` (empty: the default model) in tokens,
+    /// when known: a request's prompt and its reply (`max_tokens`) together
+    /// must fit in it. The engine shortens a long discussion to fit (see
+    /// `docs/panels.md`); `None` (an HTTP server with no `context_length`
+    /// configured) means no shortening.
+    fn context_window(&self, _model: &str) -> Option<u64> {
+        None
+    }
+
+    /// How many tokens the prompt of `messages` takes on `model`: exact for
+    /// the embedded model (its chat template and tokenizer), a conservative
+    /// estimate ([`conservative_prompt_tokens`]) elsewhere.
+    async fn count_tokens(&self, _model: &str, messages: &[ChatMessage]) -> Result<u64, ProviderError> {
+        Ok(conservative_prompt_tokens(messages))
+    }
+
     /// Stream one completion. Deltas go to `deltas` as they arrive; the
     /// returned [`Completion::text`] is their concatenation. Must return
     /// [`ProviderError::Cancelled`] promptly once `cancel` fires.
@@ -243,6 +260,19 @@ pub trait Provider: Send + Sync {
 /// Rough token estimate for text when a server reports no usage (≈4 bytes a token).
 pub fn estimate_tokens(text: &str) -> u64 {
     (text.len() as u64).div_ceil(4)
+}
+
+/// Tokens a chat template adds around each message (role markers,
+/// separators), counted by [`conservative_prompt_tokens`].
+pub const MESSAGE_OVERHEAD_TOKENS: u64 = 8;
+
+/// A conservative count of a prompt's tokens for servers whose tokenizer moot
+/// does not have: one token per 3 bytes of text (English averages about 4
+/// bytes a token with common tokenizers; text in other scripts 2–3), plus
+/// [`MESSAGE_OVERHEAD_TOKENS`] per message. It errs on the high side, so a
+/// request it says fits does fit.
+pub fn conservative_prompt_tokens(messages: &[ChatMessage]) -> u64 {
+    messages.iter().map(|m| (m.content.len() as u64).div_ceil(3) + MESSAGE_OVERHEAD_TOKENS).sum()
 }
 
 /// Estimated usage for a request and its reply, marked as an estimate.

@@ -49,6 +49,14 @@ impl Provider for PricedProvider {
         self.inner.read_ahead(messages);
     }
 
+    fn context_window(&self, model: &str) -> Option<u64> {
+        self.inner.context_window(model)
+    }
+
+    async fn count_tokens(&self, model: &str, messages: &[ChatMessage]) -> Result<u64, ProviderError> {
+        self.inner.count_tokens(model, messages).await
+    }
+
     async fn stream(
         &self,
         request: &ChatRequest,

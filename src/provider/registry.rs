@@ -19,7 +19,8 @@
 //! The model follows the same order (`--model`, participant, panel), then the
 //! provider's configured `model`, then the backend's default.
 //!
-//! Every built provider is wrapped, innermost first, in a shared
+//! Every built provider is wrapped, innermost first, in a
+//! [`WindowedProvider`] when an HTTP provider has a `context_length`, a shared
 //! [`LimitedProvider`] (concurrency and rate limits, one per provider for the
 //! whole process), a [`PricedProvider`] when prices are configured, and a
 //! [`CachedProvider`] when the response cache is on.
@@ -35,6 +36,7 @@ use super::cache::{CachedProvider, ResponseCache};
 use super::limiter::{self, LimitedProvider};
 use super::openai::{self, OpenAiConfig, OpenAiProvider};
 use super::pricing::PricedProvider;
+use super::window::WindowedProvider;
 use crate::config::{Config, ConfigError, ProviderConfig, ProviderKind};
 use crate::engine::{Binding, Bindings};
 use crate::panel::{ModelSettings, Panel};
@@ -287,6 +289,11 @@ impl Registry {
             }
         };
         let mut provider = inner;
+        if kind != ProviderKind::Local
+            && let Some(n) = pc.context_length
+        {
+            provider = Arc::new(WindowedProvider::new(provider, u64::from(n)));
+        }
         // The embedded model queues its own work; limit it only when asked to.
         if kind != ProviderKind::Local || pc.max_concurrency.is_some() || pc.requests_per_minute.is_some() {
             let key = format!("{}|{name}|{}", kind.as_str(), base_url.unwrap_or_default());
@@ -488,6 +495,18 @@ impl Registry {
                 origin(c.context_size.is_some()),
             );
         }
+        if kind != ProviderKind::Local {
+            let known = if kind == ProviderKind::Anthropic {
+                format!("{} (every Claude model)", anthropic::CONTEXT_WINDOW)
+            } else {
+                "unknown (long discussions are not shortened)".to_string()
+            };
+            push(
+                "context_length",
+                c.context_length.map_or(known, |t| t.to_string()),
+                origin(c.context_length.is_some()),
+            );
+        }
         if let Some(n) = c.logprobs {
             push("logprobs", format!("top {n}"), from_file());
         }
@@ -547,9 +566,7 @@ pub fn build_local(
     config.threads = spec.threads;
     config.threads_batch = spec.threads_batch;
     config.parallel = spec.parallel;
-    if let Some(n) = spec.context_size {
-        config.context_size = n;
-    }
+    config.context_size = spec.context_size;
     super::local::LocalProvider::new(config)
         .map(|p| Arc::new(p) as Arc<dyn Provider>)
         .map_err(|e| build_error(e.to_string()))
@@ -645,6 +662,22 @@ mod tests {
         let shown: Vec<String> = choices.iter().map(|c| c.participant.to_string()).collect();
         assert_eq!(shown.iter().filter(|s| *s == "moderator").count(), 2, "{shown:?}");
         assert!(shown.contains(&"final judge".to_string()), "{shown:?}");
+    }
+
+    #[test]
+    fn a_configured_context_length_is_shown_and_reported_by_the_provider() {
+        let text =
+            "[providers.vllm]\nkind = \"openai\"\nbase_url = \"http://127.0.0.1:1/v1\"\ncontext_length = 32768\n";
+        let c = Config::parse(text, Path::new("moot.toml")).unwrap();
+        let mut r = Registry::with_config(c, env(&[]));
+        let setting = |r: &Registry, name: &str| {
+            r.summary(name).unwrap().settings.into_iter().find(|s| s.field == "context_length").unwrap().value
+        };
+        assert_eq!(setting(&r, "vllm"), "32768");
+        assert!(setting(&r, "openai").starts_with("unknown"));
+        assert!(setting(&r, "anthropic").starts_with("200000"));
+        assert_eq!(r.get("vllm", "", "agent Ann").unwrap().context_window("m"), Some(32_768));
+        assert_eq!(r.get("openai", "", "agent Ann").unwrap().context_window("m"), None);
     }
 
     #[test]

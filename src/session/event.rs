@@ -230,6 +230,21 @@ pub enum OverrideTarget {
     },
 }
 
+/// A contribution to a group's discussion that a request showed condensed
+/// or left out, to fit the model's context.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TrimmedEntry {
+    /// Its position in the group's discussion, from 1.
+    pub index: u32,
+    pub agent: String,
+    /// The discussion round, for a contribution made in one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub round: Option<u32>,
+    /// It was the agent's first evaluation.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub first: bool,
+}
+
 /// How a session ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -388,6 +403,32 @@ pub enum EventKind {
         turn: u64,
         reason: String,
     },
+    /// A request was shortened to fit the context of the model serving it:
+    /// older contributions condensed to their score line or left out, or
+    /// the reply budget lowered. Comes after the turn's `turn_started`.
+    HistoryTrimmed {
+        turn: u64,
+        agent: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        group: Option<String>,
+        /// Contributions left out of the request.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        left_out: Vec<TrimmedEntry>,
+        /// Contributions shown as their score line only.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        condensed: Vec<TrimmedEntry>,
+        /// Prompt tokens with the whole discussion.
+        tokens_before: u64,
+        /// Prompt tokens of the request sent.
+        tokens_after: u64,
+        /// The context window of the model, in tokens.
+        context: u64,
+        /// Tokens kept for the reply (the request's `max_tokens`).
+        reply_tokens: u64,
+        /// The reply budget asked for, when it was lowered to fit.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reply_requested: Option<u64>,
+    },
     AggregationCompleted {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         group: Option<String>,
@@ -441,6 +482,7 @@ impl EventKind {
             EventKind::Stepped { .. } => "stepped",
             EventKind::CommandRejected { .. } => "command_rejected",
             EventKind::Waiting { .. } => "waiting",
+            EventKind::HistoryTrimmed { .. } => "history_trimmed",
             EventKind::AggregationCompleted { .. } => "aggregation_completed",
             EventKind::SessionEnded { .. } => "session_ended",
         }

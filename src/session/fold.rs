@@ -9,7 +9,7 @@ use chrono::{DateTime, Utc};
 
 use super::event::{
     AgentInfo, EndStatus, Evaluation, Event, EventKind, ModelRef, OverrideTarget, Phase, Role, Scores, SelectedBy,
-    TurnKind, Usage, UsageTotals,
+    TrimmedEntry, TurnKind, Usage, UsageTotals,
 };
 use crate::item::Item;
 use crate::panel::Panel;
@@ -169,6 +169,96 @@ impl AggregateView {
     }
 }
 
+/// A `history_trimmed` event: what a request left out to fit the model's context.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TrimView {
+    pub turn: u64,
+    pub agent: String,
+    pub group: Option<String>,
+    pub left_out: Vec<TrimmedEntry>,
+    pub condensed: Vec<TrimmedEntry>,
+    pub tokens_before: u64,
+    pub tokens_after: u64,
+    pub context: u64,
+    pub reply_tokens: u64,
+    pub reply_requested: Option<u64>,
+}
+
+impl TrimView {
+    /// The view of a `history_trimmed` event (`None` for any other).
+    pub fn of(kind: &EventKind) -> Option<Self> {
+        let EventKind::HistoryTrimmed {
+            turn,
+            agent,
+            group,
+            left_out,
+            condensed,
+            tokens_before,
+            tokens_after,
+            context,
+            reply_tokens,
+            reply_requested,
+        } = kind
+        else {
+            return None;
+        };
+        Some(Self {
+            turn: *turn,
+            agent: agent.clone(),
+            group: group.clone(),
+            left_out: left_out.clone(),
+            condensed: condensed.clone(),
+            tokens_before: *tokens_before,
+            tokens_after: *tokens_after,
+            context: *context,
+            reply_tokens: *reply_tokens,
+            reply_requested: *reply_requested,
+        })
+    }
+
+    /// One line for transcripts: `history trimmed for Ann: 3 older
+    /// contributions left out, 1 condensed (5,210 → 3,480 tokens of 4,096,
+    /// 512 kept for the reply)`.
+    pub fn summary(&self) -> String {
+        let mut what = Vec::new();
+        if !self.left_out.is_empty() {
+            what.push(format!("{} older contribution{} left out", self.left_out.len(), plural(self.left_out.len())));
+        }
+        if !self.condensed.is_empty() {
+            what.push(format!("{} condensed to scores", self.condensed.len()));
+        }
+        if let Some(asked) = self.reply_requested {
+            what.push(format!("reply budget lowered from {}", thousands(asked)));
+        }
+        format!(
+            "history trimmed for {}: {} ({} → {} tokens of {}, {} kept for the reply)",
+            self.agent,
+            what.join(", "),
+            thousands(self.tokens_before),
+            thousands(self.tokens_after),
+            thousands(self.context),
+            thousands(self.reply_tokens)
+        )
+    }
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}
+
+/// `4096` → `4,096`.
+pub fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 /// An entry of the transcript, in log order.
 #[derive(Debug, Clone, PartialEq)]
 pub enum TimelineEntry {
@@ -216,6 +306,8 @@ pub enum TimelineEntry {
     Aggregate {
         group: Option<String>,
     },
+    /// A request was shortened to fit the model's context.
+    Trimmed(TrimView),
     Ended {
         status: EndStatus,
         error: Option<String>,
@@ -599,6 +691,11 @@ impl SessionView {
             }
             EventKind::CommandRejected { command, reason, .. } => {
                 self.timeline.push(TimelineEntry::Rejected { command: command.clone(), reason: reason.clone() });
+            }
+            EventKind::HistoryTrimmed { .. } => {
+                if let Some(view) = TrimView::of(&event.kind) {
+                    self.timeline.push(TimelineEntry::Trimmed(view));
+                }
             }
             EventKind::Waiting { turn, reason } => {
                 self.waiting.insert(*turn, reason.clone());

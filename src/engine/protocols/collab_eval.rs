@@ -8,6 +8,7 @@ use rand::seq::SliceRandom;
 use super::initial_phase;
 use crate::engine::prompts::{self, HistoryEntry};
 use crate::engine::runtime::{Run, Spoken, eval_scores, role_label};
+use crate::engine::trim::Prompt;
 use crate::session::event::{EventKind, Phase, Role, Scores, SelectedBy};
 
 /// How a group's discussion ended.
@@ -93,16 +94,13 @@ async fn discuss(run: &Run, group: &str) -> Outcome {
             let (by, reason) = apply_human_order(run, group, round, &mut order[pos..]);
             let index = order[pos];
             pos += 1;
-            let (name, messages, history) = {
+            let (name, spec, history) = {
                 let st = run.state();
                 let a = &st.agents[index];
-                let history = &st.histories[group];
-                (
-                    a.name.clone(),
-                    prompts::discussion_messages(&run.panel, group, &a.spec, run.item(), history, round),
-                    history.clone(),
-                )
+                (a.name.clone(), a.spec.clone(), st.histories[group].clone())
             };
+            let build =
+                |h: &[HistoryEntry]| prompts::discussion_messages(&run.panel, group, &spec, run.item(), h, round);
             let ahead =
                 |so_far: &str| prompts::discussion_ahead(&run.panel, run.item(), group, &history, &name, round, so_far);
             run.emit(EventKind::SpeakerSelected {
@@ -113,7 +111,8 @@ async fn discuss(run: &Run, group: &str) -> Outcome {
                 raw: None,
                 fallback: None,
             });
-            match run.agent_turn(index, Phase::Discussion, Some(round), messages, &run.stop, Some(&ahead)).await {
+            let prompt = Prompt::discussion(&history, &build);
+            match run.agent_turn(index, Phase::Discussion, Some(round), prompt, &run.stop, Some(&ahead)).await {
                 Spoken::Failed(e) => {
                     if run.on_turn_error(&name, &e, &mut failures) {
                         break 'rounds;
@@ -206,10 +205,8 @@ fn apply_human_order(run: &Run, group: &str, round: u32, rest: &mut [usize]) -> 
 
 async fn final_judgment(run: &Run, group: &str) -> Outcome {
     run.emit(EventKind::PhaseStarted { phase: Phase::FinalJudgment, group: Some(group.to_string()), round: None });
-    let messages = {
-        let st = run.state();
-        prompts::final_judge_messages(&run.panel, run.item(), &st.histories[group])
-    };
+    let history = run.state().histories[group].clone();
+    let build = |h: &[HistoryEntry]| prompts::final_judge_messages(&run.panel, run.item(), h);
     let binding = run.config.bindings.for_role(Role::FinalJudge).clone();
     let sampling = run.role_sampling(Role::FinalJudge);
     let out = run
@@ -220,7 +217,7 @@ async fn final_judgment(run: &Run, group: &str) -> Outcome {
             None,
             Role::FinalJudge,
             &binding,
-            messages,
+            Prompt::discussion(&history, &build),
             sampling,
             &run.quit,
             None,

@@ -10,6 +10,7 @@ use super::initial_phase;
 use crate::engine::moderator::{self, SpeakerCandidate};
 use crate::engine::prompts::{self, HistoryEntry};
 use crate::engine::runtime::{CallSpec, Run, Spoken, role_label};
+use crate::engine::trim::Prompt;
 use crate::panel::ModeratorPolicy;
 use crate::session::event::{EventKind, Phase, Role, SelectedBy, TurnKind};
 
@@ -43,19 +44,17 @@ async fn debate(run: &Run, group: &str) {
         let Some(index) = choose_speaker(run, group, &mut rng, last.as_deref(), turn_index).await else {
             break;
         };
-        let (name, messages, history) = {
+        let (name, spec, latest, history) = {
             let st = run.state();
             let a = &st.agents[index];
-            let history = &st.histories[group];
-            (
-                a.name.clone(),
-                prompts::debate_messages(&run.panel, group, &a.spec, run.item(), history, a.latest.as_ref()),
-                history.clone(),
-            )
+            (a.name.clone(), a.spec.clone(), a.latest.clone(), st.histories[group].clone())
         };
+        let build =
+            |h: &[HistoryEntry]| prompts::debate_messages(&run.panel, group, &spec, run.item(), h, latest.as_ref());
         let ahead = |so_far: &str| prompts::debate_ahead(&run.panel, run.item(), group, &history, &name, so_far);
         let before = run.state().agents[index].latest.clone();
-        match run.agent_turn(index, Phase::Debate, None, messages, &run.stop, Some(&ahead)).await {
+        let prompt = Prompt::discussion(&history, &build);
+        match run.agent_turn(index, Phase::Debate, None, prompt, &run.stop, Some(&ahead)).await {
             Spoken::Failed(e) => {
                 if run.on_turn_error(&name, &e, &mut failures) {
                     break;
@@ -224,7 +223,7 @@ async fn llm_moderator(
     turn_index: u32,
     veto_note: &str,
 ) -> Option<usize> {
-    let (names, all, table, mut messages) = {
+    let (names, all, table, history) = {
         let st = run.state();
         let names: Vec<String> = eligible.iter().map(|&i| st.agents[i].name.clone()).collect();
         let all: Vec<String> = st.group_agents(group).into_iter().map(|i| st.agents[i].name.clone()).collect();
@@ -242,13 +241,11 @@ async fn llm_moderator(
             })
             .collect();
         let table = prompts::scores_table(&run.panel, &rows);
-        let refs: Vec<&str> = names.iter().map(String::as_str).collect();
-        let history = &st.histories[group];
-        let messages = prompts::moderator_messages(&run.panel, group, run.item(), history, &table, &refs);
-        (names, all, table, messages)
+        (names, all, table, st.histories[group].clone())
     };
-    let _ = table;
     let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    let build = |h: &[HistoryEntry]| prompts::moderator_messages(&run.panel, group, run.item(), h, &table, &refs);
+    let mut followups = Vec::new();
     let all_refs: Vec<&str> = all.iter().map(String::as_str).collect();
     let binding = run.config.bindings.for_role(Role::Moderator).clone();
     let sampling = run.role_sampling(Role::Moderator);
@@ -256,7 +253,7 @@ async fn llm_moderator(
     let mut failure = String::new();
     for attempt in 0..2 {
         if attempt == 1 {
-            messages.push(prompts::moderator_retry(&failure, &refs));
+            followups.push(prompts::moderator_retry(&failure, &refs));
         }
         let spec = CallSpec {
             participant: role_label(Role::Moderator),
@@ -266,7 +263,7 @@ async fn llm_moderator(
             role: Role::Moderator,
             kind: TurnKind::Select,
             binding: &binding,
-            messages: messages.clone(),
+            messages: Prompt::discussion(&history, &build).then(followups.clone()),
             temperature: sampling.0,
             max_tokens: sampling.1.min(200),
             schema: None,
@@ -308,7 +305,7 @@ async fn llm_moderator(
                 return Some(index);
             }
             Err(e) => {
-                messages.push(crate::provider::ChatMessage::assistant(completion.text));
+                followups.push(crate::provider::ChatMessage::assistant(completion.text));
                 failure = e;
             }
         }
@@ -377,7 +374,7 @@ async fn aggregate(run: &Run) {
             role: Role::Aggregator,
             kind: TurnKind::Judge,
             binding: &binding,
-            messages: prompts::aggregator_messages(&run.panel, run.item(), &finals),
+            messages: Prompt::fixed(prompts::aggregator_messages(&run.panel, run.item(), &finals)),
             temperature: sampling.0,
             max_tokens: sampling.1,
             schema: None,

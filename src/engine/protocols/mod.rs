@@ -7,6 +7,7 @@ use futures::future::join_all;
 
 use super::prompts::{self, HistoryEntry};
 use super::runtime::{Run, Spoken};
+use super::trim::Prompt;
 use crate::session::event::{EventKind, Phase};
 
 /// Independent first evaluations by every agent, concurrently. Fills each
@@ -23,7 +24,7 @@ pub(crate) async fn initial_phase(run: &Run, with_confidence: bool) {
             let a = &st.agents[i];
             prompts::initial_messages(&run.panel, &a.group, &a.spec, run.item(), with_confidence)
         };
-        Some(run.agent_turn(i, Phase::Initial, None, messages, &run.stop, None).await)
+        Some(run.agent_turn(i, Phase::Initial, None, Prompt::fixed(messages), &run.stop, None).await)
     });
     let results = join_all(calls).await;
     let mut failures = 0;

@@ -1,0 +1,70 @@
+//! A configured context window for an HTTP provider (`context_length` in
+//! moot.toml): the engine then shortens long discussions to fit it.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use tokio_util::sync::CancellationToken;
+
+use super::{ChatMessage, ChatRequest, Completion, DeltaSender, Provider, ProviderError, ProviderInfo};
+
+/// A provider whose models hold `context_length` tokens, prompt and reply
+/// together. Everything else passes through.
+pub struct WindowedProvider {
+    inner: Arc<dyn Provider>,
+    context_length: u64,
+}
+
+impl WindowedProvider {
+    pub fn new(inner: Arc<dyn Provider>, context_length: u64) -> Self {
+        Self { inner, context_length }
+    }
+}
+
+#[async_trait]
+impl Provider for WindowedProvider {
+    fn info(&self) -> ProviderInfo {
+        self.inner.info()
+    }
+
+    fn queue_note(&self) -> Option<String> {
+        self.inner.queue_note()
+    }
+
+    fn read_ahead(&self, messages: &[ChatMessage]) {
+        self.inner.read_ahead(messages);
+    }
+
+    fn context_window(&self, _model: &str) -> Option<u64> {
+        Some(self.context_length)
+    }
+
+    async fn count_tokens(&self, model: &str, messages: &[ChatMessage]) -> Result<u64, ProviderError> {
+        self.inner.count_tokens(model, messages).await
+    }
+
+    async fn stream(
+        &self,
+        request: &ChatRequest,
+        deltas: &DeltaSender,
+        cancel: &CancellationToken,
+    ) -> Result<Completion, ProviderError> {
+        self.inner.stream(request, deltas, cancel).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::provider::scripted::ScriptedProvider;
+
+    #[tokio::test]
+    async fn the_configured_window_is_reported_and_counting_passes_through() {
+        let inner: Arc<dyn Provider> = Arc::new(ScriptedProvider::new(|_, _| "ok".into()));
+        assert_eq!(inner.context_window(""), None, "a provider knows no window by default");
+        let p = WindowedProvider::new(inner, 32_768);
+        assert_eq!(p.context_window("any"), Some(32_768));
+        let messages = [ChatMessage::user("x".repeat(30))];
+        assert_eq!(p.count_tokens("", &messages).await.unwrap(), 10 + crate::provider::MESSAGE_OVERHEAD_TOKENS);
+    }
+}
