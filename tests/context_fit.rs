@@ -69,7 +69,7 @@ async fn an_overflowing_repair_request_is_shortened_and_every_request_fits() {
     let is_repair = |r: &ChatRequest| r.messages.last().unwrap().content.contains("could not be read");
     let need = |r: &ChatRequest| conservative_prompt_tokens(&r.messages) + u64::from(r.max_tokens);
     let repair = requests.iter().find(|r| is_repair(r)).expect("Ann's unreadable reply got a repair request");
-    let asked = requests.iter().position(&is_repair).unwrap() - 1;
+    let asked = requests.iter().position(is_repair).unwrap() - 1;
     assert!(need(&requests[asked]) + 200 < need(repair), "the request it repairs is shorter");
 
     // Then with a context the request that was answered fits in whole, and its repair not.

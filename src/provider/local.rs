@@ -63,18 +63,21 @@ const MIN_AUTO_CONTEXT: u32 = 2048;
 /// take when the context size is chosen automatically (one part in this many).
 const KV_MEMORY_SHARE: u64 = 4;
 
+/// The most memory the key/value caches of all engines may take when the
+/// context size is chosen automatically, whatever the machine has.
+const KV_MEMORY_MAX: u64 = 2 << 30;
+
 /// The context window per request when none is configured: the model's
 /// training length, at most [`DEFAULT_CONTEXT_SIZE`], halved (down to 2048)
 /// while the key/value caches of all `engines` (each holds [`SEQUENCES`]
-/// sequences of that size) would take more than a quarter of `memory`
-/// bytes (the machine's, when known).
+/// sequences of that size) would take more than 2 GiB or a quarter of
+/// `memory` bytes (the machine's, when known).
 pub fn auto_context_size(n_ctx_train: u32, kv_bytes_per_token: u64, engines: usize, memory: Option<u64>) -> u32 {
     let mut size = DEFAULT_CONTEXT_SIZE.min(n_ctx_train.max(64));
-    if let Some(memory) = memory {
-        let cells = |size: u32| u64::from(size) * u64::from(SEQUENCES) * engines.max(1) as u64;
-        while size / 2 >= MIN_AUTO_CONTEXT && cells(size) * kv_bytes_per_token > memory / KV_MEMORY_SHARE {
-            size /= 2;
-        }
+    let budget = memory.map_or(KV_MEMORY_MAX, |m| (m / KV_MEMORY_SHARE).min(KV_MEMORY_MAX));
+    let cells = |size: u32| u64::from(size) * u64::from(SEQUENCES) * engines.max(1) as u64;
+    while size / 2 >= MIN_AUTO_CONTEXT && cells(size) * kv_bytes_per_token > budget {
+        size /= 2;
     }
     size
 }
@@ -2151,6 +2154,9 @@ mod tests {
         // 3 engines × 4 sequences × 8192 tokens × 12 KiB = 1.125 GiB: too much for a quarter of 4 GiB.
         assert_eq!(auto_context_size(32_768, qwen, 3, Some(4 * GB)), 4096);
         assert_eq!(auto_context_size(32_768, qwen, 3, Some(GB / 4)), 2048, "down to the floor, no further");
+        // SmolLM2-135M: 22.5 KiB a token; three engines at 8192 would take 2.1 GiB.
+        assert_eq!(auto_context_size(8192, 23_040, 3, Some(24 * GB)), 4096, "at most 2 GiB of caches");
+        assert_eq!(auto_context_size(8192, 23_040, 2, Some(24 * GB)), 8192);
     }
 
     #[test]

@@ -1,0 +1,113 @@
+//! A debate longer than the embedded model's context, on the tiny
+//! SmolLM2-135M model (fetched into the model cache on first use, ~98 MB):
+//! the discussion is shortened so that every request fits, and every turn's
+//! evaluation is read. Set `MOOT_SKIP_LOCAL_MODEL=1` to skip.
+#![cfg(feature = "local")]
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Instant;
+
+use moot::engine::{self, Binding, Bindings, EngineConfig, EngineHandle, Recorder};
+use moot::model::{ensure_model, resolve_model};
+use moot::provider::Provider;
+use moot::provider::local::{LocalConfig, LocalProvider};
+use moot::session::event::{EndStatus, Phase, Role};
+use moot::session::{EventKind, SessionView};
+use tokio::sync::mpsc;
+
+const TINY: &str = "smollm2-135m";
+
+/// The tiny model with a context of `context` tokens per request, or `None`
+/// when the tests are skipped.
+fn tiny(context: u32) -> Option<LocalProvider> {
+    if std::env::var("MOOT_SKIP_LOCAL_MODEL").is_ok_and(|v| v == "1") {
+        eprintln!("MOOT_SKIP_LOCAL_MODEL=1: skipping the local model test");
+        return None;
+    }
+    let path = ensure_model(&resolve_model(TINY), &mut |_| {})
+        .unwrap_or_else(|e| panic!("cannot fetch {TINY}: {e} (set MOOT_SKIP_LOCAL_MODEL=1 to skip)"));
+    let mut config = LocalConfig::new(path);
+    config.name = TINY.to_string();
+    config.context_size = Some(context);
+    config.state_dir = Some(std::env::temp_dir().join("moot-test-prompt-states"));
+    Some(LocalProvider::new(config).expect("the tiny model loads"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_three_round_collab_debate_is_trimmed_to_the_context_and_every_turn_is_read() {
+    const CONTEXT: u32 = 2048;
+    let Some(provider) = tiny(CONTEXT) else { return };
+    let window = provider.context_window("").expect("the embedded model knows its context");
+    assert!(window < u64::from(CONTEXT) && window + 16 > u64::from(CONTEXT), "{window}");
+
+    // The bundled CollabEval panel and item of the reported overflow, with
+    // shorter replies (for time) and a consensus that needs identical
+    // scores, so that the three rounds are held.
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut panel = moot::panel::Panel::load(&root.join("assets/panels/summary-collab.toml")).expect("panel loads");
+    panel.consensus.tolerance = 0.0;
+    panel.generation.max_tokens = 320;
+    let items = moot::item::load_items(&root.join("assets/items/summary-collab.jsonl")).expect("items load");
+    let item = items.items.iter().find(|i| i.id == "sum-01").expect("sum-01").clone();
+    let config = EngineConfig::new(Arc::new(panel), item, Bindings::uniform(Binding::new(Arc::new(provider), "")));
+
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let (_handle, commands) = EngineHandle::channel();
+    let started = Instant::now();
+    let outcome = engine::run(config, Recorder::new(None, Some(tx)), commands).await;
+    let mut events = Vec::new();
+    while let Ok(e) = rx.try_recv() {
+        events.push(e);
+    }
+    assert_eq!(outcome.status, EndStatus::Completed, "{:?}", outcome.error);
+    let view = SessionView::from_events(&events);
+
+    let rounds =
+        events.iter().filter(|e| matches!(&e.kind, EventKind::PhaseStarted { phase: Phase::Discussion, .. })).count();
+    let agent_turns: Vec<_> = view.turns.iter().filter(|t| t.role == Role::Agent).collect();
+    for t in &agent_turns {
+        assert!(t.evaluation.is_some(), "turn {} by {} unread: {:?}\n{}", t.id, t.agent, t.parse_error, t.text);
+        let input = t.usage.input_tokens;
+        assert!(input + 320 <= window, "turn {} read {input} prompt tokens, with 320 for the reply, of {window}", t.id);
+    }
+    let trims: Vec<_> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::HistoryTrimmed { turn, tokens_before, tokens_after, context, reply_tokens, .. } => {
+                Some((*turn, *tokens_before, *tokens_after, *context, *reply_tokens))
+            }
+            _ => None,
+        })
+        .collect();
+    assert!(!trims.is_empty(), "a debate this long on a {CONTEXT}-token context is trimmed");
+    for (turn, before, after, context, reply) in &trims {
+        assert_eq!(*context, window);
+        assert!(before + reply > *context && after + reply <= *context, "turn {turn}: {before} → {after}");
+        let used = view.turn(*turn).expect("the trimmed turn ran").usage.input_tokens;
+        assert_eq!(used, *after, "the count before the call is the model's own");
+    }
+    eprintln!(
+        "tiny collab debate: {rounds} rounds, {} agent turns, {} trimmed requests, {:.1} s",
+        agent_turns.len(),
+        trims.len(),
+        started.elapsed().as_secs_f64()
+    );
+    assert_eq!(rounds, 3, "three rounds of discussion");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_embedded_model_counts_a_prompt_as_it_reads_it() {
+    let Some(provider) = tiny(2048) else { return };
+    let messages = vec![
+        moot::provider::ChatMessage::system("You review texts."),
+        moot::provider::ChatMessage::user("Is this clear? ".repeat(20)),
+    ];
+    let counted = provider.count_tokens("", &messages).await.expect("counted");
+    let mut request = moot::provider::ChatRequest::new(messages);
+    request.max_tokens = 2;
+    request.temperature = Some(0.0);
+    let (tx, _rx) = mpsc::unbounded_channel();
+    let done = provider.stream(&request, &tx, &tokio_util::sync::CancellationToken::new()).await.expect("reply");
+    assert_eq!(done.usage.input_tokens, counted);
+}
