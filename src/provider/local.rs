@@ -1885,8 +1885,8 @@ pub fn fallback_template(architecture: &str, model_name: &str) -> &'static str {
 
 /// Whether the token `piece` starts the JSON object: it holds a `{` that
 /// begins a line (only blanks before it), follows a colon or an opening
-/// parenthesis, or sits inside an open code fence. A `{` in the middle of a sentence (code under review)
-/// stays prose.
+/// parenthesis, or sits inside an open code fence. A `{` in the middle of a
+/// sentence (code under review) stays prose.
 fn starts_json(prose: &str, piece: &[u8]) -> bool {
     let Some(at) = piece.iter().position(|&b| b == b'{') else {
         return false;
