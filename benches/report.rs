@@ -95,6 +95,7 @@ fn write_log(path: &Path, panel: &Panel, index: u64) {
     emit(
         &mut w,
         EventKind::SessionStarted {
+            schema_version: moot::session::event::SCHEMA_VERSION,
             session_id: format!("s-{index}"),
             protocol: "maj-eval".into(),
             panel: panel.to_json(),

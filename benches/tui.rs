@@ -35,6 +35,7 @@ fn events(agents: usize, turns: u64) -> Vec<Event> {
         })
         .collect();
     push(EventKind::SessionStarted {
+        schema_version: moot::session::event::SCHEMA_VERSION,
         session_id: "bench".into(),
         protocol: "maj-eval".into(),
         panel: panel.to_json(),

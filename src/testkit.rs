@@ -27,12 +27,22 @@ pub fn agent(name: &str) -> AgentSpec {
 pub fn panel(protocol: Protocol, groups: &[(&str, &[&str])]) -> Panel {
     Panel {
         name: "Test panel".into(),
-        protocol,
+        protocol: crate::panel::ProtocolSection::new(protocol),
         task: "Judge short answers to questions about a story.".into(),
         scale: Scale { min: 1.0, max: 5.0 },
         dimensions: vec![
-            Dimension { key: "grammar".into(), name: "Grammar".into(), description: "Is it well formed?".into() },
-            Dimension { key: "relevance".into(), name: "Relevance".into(), description: "Does it answer?".into() },
+            Dimension {
+                key: "grammar".into(),
+                name: "Grammar".into(),
+                description: "Is it well formed?".into(),
+                steps: None,
+            },
+            Dimension {
+                key: "relevance".into(),
+                name: "Relevance".into(),
+                description: "Does it answer?".into(),
+                steps: None,
+            },
         ],
         moderator: ModeratorSettings {
             policy: ModeratorPolicy::RoundRobin,

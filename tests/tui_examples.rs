@@ -39,6 +39,7 @@ async fn record(protocol: Protocol, groups: &[(&str, &[&str])], file: &str, stee
     p.name = match protocol {
         Protocol::MajEval => "Storybook QA (demo)".into(),
         Protocol::CollabEval => "Summary review (demo)".into(),
+        Protocol::GEval => "Summary judge (demo)".into(),
     };
     let mut c = config(p, provider);
     c.session_id = file.to_string();

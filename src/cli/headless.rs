@@ -420,6 +420,16 @@ impl<W: Write> Transcript<W> {
                 self.line(&p.red(&format!("✗ {command} not applied: {reason}")))?;
             }
             EventKind::Waiting { .. } => {}
+            EventKind::EvaluationSteps { dimension, steps, source, author, .. } => {
+                let by = match (source, author) {
+                    (_, Some(a)) => format!("{}, {a}", source.as_str()),
+                    (_, None) => source.as_str().to_string(),
+                };
+                self.line(&p.bold(&format!("Evaluation steps · {dimension} ({by})")))?;
+                for l in steps.lines().filter(|l| !l.trim().is_empty()) {
+                    self.line(&format!("  {}", l.trim_end()))?;
+                }
+            }
             EventKind::HistoryTrimmed { .. } => {
                 if let Some(view) = crate::session::fold::TrimView::of(&event.kind) {
                     self.line(&p.dim(&format!("  ✂ {}", view.summary())))?;

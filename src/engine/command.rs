@@ -53,6 +53,12 @@ pub enum Command {
     Quit {
         author: String,
     },
+    /// Replace a dimension's evaluation steps before scoring starts (G-Eval).
+    EditSteps {
+        dimension: String,
+        steps: String,
+        author: String,
+    },
 }
 
 impl Command {
@@ -63,6 +69,7 @@ impl Command {
             | Command::VetoSpeaker { author, .. }
             | Command::Override { author, .. }
             | Command::Rate { author, .. }
+            | Command::EditSteps { author, .. }
             | Command::Pause { author }
             | Command::Resume { author }
             | Command::Step { author }

@@ -3,7 +3,8 @@
 use super::command::Command;
 use super::prompts::{HistoryEntry, fmt_num};
 use super::runtime::{FinalOverride, Run};
-use crate::session::event::{EventKind, OverrideTarget};
+use crate::panel::SpeakerOrder;
+use crate::session::event::{EventKind, OverrideTarget, StepsSource};
 
 impl Run {
     pub(crate) fn reject(&self, command: &str, reason: String, author: &str) {
@@ -47,6 +48,15 @@ impl Run {
                     }
                 }
             }
+            Command::PickSpeaker { agent, author } | Command::VetoSpeaker { agent, author }
+                if self.panel.protocol.spec().order == SpeakerOrder::Independent =>
+            {
+                let protocol = self.panel.protocol.kind.as_str();
+                let why =
+                    format!("{protocol} has no debate: nobody takes the floor, so {agent} cannot be picked or vetoed");
+                self.reject("speaker", why, &author);
+            }
+            Command::EditSteps { dimension, steps, author } => self.edit_steps(dimension, steps, author),
             Command::PickSpeaker { agent, author } => {
                 let mut st = self.state();
                 let Some(i) = st.agent_index(&agent) else {
@@ -147,6 +157,39 @@ impl Run {
                 self.quit.cancel();
             }
         }
+    }
+
+    fn edit_steps(&self, dimension: String, steps: String, author: String) {
+        let steps = steps.trim().to_string();
+        let refuse = |why: String| self.reject("steps", why, &author);
+        if !self.panel.protocol.spec().uses_steps {
+            return refuse(format!("{} has no evaluation steps", self.panel.protocol.kind.as_str()));
+        }
+        if !self.panel.dimensions.iter().any(|d| d.key == dimension) {
+            return refuse(format!(
+                "unknown dimension \"{dimension}\"; valid: {}",
+                self.panel.dimension_keys().join(", ")
+            ));
+        }
+        if steps.is_empty() {
+            return refuse("the steps are empty".into());
+        }
+        {
+            let mut st = self.state();
+            if st.scoring {
+                drop(st);
+                return refuse("scoring has started; steps can be edited until it does".into());
+            }
+            st.steps.insert(dimension.clone(), steps.clone());
+            st.steps_edited.insert(dimension.clone(), author.clone());
+        }
+        self.emit(EventKind::EvaluationSteps {
+            dimension,
+            steps,
+            source: StepsSource::Human,
+            author: Some(author),
+            turn: None,
+        });
     }
 
     fn apply_override(

@@ -15,9 +15,10 @@ pub mod parse;
 pub mod prompts;
 pub mod recorder;
 pub mod trim;
+mod verdict;
 
 mod commands;
-mod protocols;
+pub mod protocols;
 mod runtime;
 
 use std::collections::BTreeMap;
@@ -30,7 +31,7 @@ pub use command::Command;
 pub use recorder::Recorder;
 
 use crate::item::Item;
-use crate::panel::{Panel, Protocol};
+use crate::panel::Panel;
 use crate::provider::Provider;
 use crate::provider::retry::RetryPolicy;
 use crate::session::event::{EndStatus, ModelRef, Role, Usage, UsageTotals};
@@ -69,27 +70,20 @@ pub struct Bindings {
     pub default: Binding,
     /// Per agent name.
     pub agents: BTreeMap<String, Binding>,
-    pub moderator: Option<Binding>,
-    pub aggregator: Option<Binding>,
-    pub final_judge: Option<Binding>,
+    /// Per role the protocol declares; a role without one uses `default`.
+    pub roles: BTreeMap<Role, Binding>,
 }
 
 impl Bindings {
     /// Everyone talks to the same provider and model.
     pub fn uniform(binding: Binding) -> Self {
-        Self { default: binding, agents: BTreeMap::new(), moderator: None, aggregator: None, final_judge: None }
+        Self { default: binding, agents: BTreeMap::new(), roles: BTreeMap::new() }
     }
     pub fn for_agent(&self, name: &str) -> &Binding {
         self.agents.get(name).unwrap_or(&self.default)
     }
     pub fn for_role(&self, role: Role) -> &Binding {
-        let b = match role {
-            Role::Agent => None,
-            Role::Moderator => self.moderator.as_ref(),
-            Role::Aggregator => self.aggregator.as_ref(),
-            Role::FinalJudge => self.final_judge.as_ref(),
-        };
-        b.unwrap_or(&self.default)
+        self.roles.get(&role).unwrap_or(&self.default)
     }
 }
 
@@ -195,6 +189,8 @@ pub struct EngineConfig {
     pub budget: Budget,
     /// The budget of the batch run this session belongs to, if any.
     pub run_budget: Option<Arc<RunBudget>>,
+    /// Where G-Eval keeps evaluation steps between runs (`None`: written anew each run).
+    pub steps_cache: Option<std::path::PathBuf>,
 }
 
 impl EngineConfig {
@@ -212,6 +208,7 @@ impl EngineConfig {
             max_consecutive_failures: 3,
             budget: Budget::default(),
             run_budget: None,
+            steps_cache: None,
         }
     }
 }
@@ -255,10 +252,7 @@ pub async fn run(config: EngineConfig, recorder: Recorder, mut commands: Unbound
     run.emit_session_started();
 
     let protocol = async {
-        match run.panel.protocol {
-            Protocol::MajEval => protocols::maj_eval::run(&run).await,
-            Protocol::CollabEval => protocols::collab_eval::run(&run).await,
-        }
+        protocols::run(&run).await;
         if linger && !run.quit.is_cancelled() {
             run.quit.cancelled().await;
         }

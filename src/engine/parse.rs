@@ -873,8 +873,13 @@ Grammar: 1\n";
 
     fn dims() -> Vec<Dimension> {
         vec![
-            Dimension { key: "grammar".into(), name: "Grammar".into(), description: String::new() },
-            Dimension { key: "answer_relevancy".into(), name: "Answer Relevancy".into(), description: String::new() },
+            Dimension { key: "grammar".into(), name: "Grammar".into(), description: String::new(), steps: None },
+            Dimension {
+                key: "answer_relevancy".into(),
+                name: "Answer Relevancy".into(),
+                description: String::new(),
+                steps: None,
+            },
         ]
     }
 

@@ -12,9 +12,9 @@ use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
 use super::consensus;
-use super::parse::{ParseSpec, parse_reply, says_no_more_comments};
 use super::prompts::{self, HistoryEntry};
 use super::trim::{self, Prompt};
+use super::verdict::{PanelScores, Verdict};
 use super::{Binding, EngineConfig, Recorder, RunOutcome};
 use crate::item::Item;
 use crate::panel::{AgentSpec, Panel};
@@ -85,6 +85,12 @@ pub(crate) struct State {
     pub stopped: bool,
     /// The protocol finished (aggregation done).
     pub finished: bool,
+    /// Evaluation steps per dimension (G-Eval).
+    pub steps: BTreeMap<String, String>,
+    /// Dimension → the person who last edited its steps.
+    pub steps_edited: BTreeMap<String, String>,
+    /// Scoring has started: steps can no longer change.
+    pub scoring: bool,
 }
 
 impl State {
@@ -96,11 +102,25 @@ impl State {
     }
 }
 
-/// What came of an agent's turn (after a repair request, if one was needed).
+/// Who makes a turn, in which part of the protocol, and how to call its model.
+#[derive(Clone, Copy)]
+pub(crate) struct TurnSpec<'a> {
+    pub participant: &'a str,
+    pub group: Option<&'a str>,
+    pub phase: Phase,
+    pub round: Option<u32>,
+    pub role: Role,
+    pub binding: &'a Binding,
+    /// Temperature and reply length.
+    pub sampling: (Option<f32>, u32),
+    pub cancel: &'a CancellationToken,
+}
+
+/// What came of a turn (after a repair request, if one was needed).
 #[derive(Debug, Clone)]
-pub(crate) enum Spoken {
+pub(crate) enum Spoken<T = Evaluation> {
     Evaluated {
-        evaluation: Evaluation,
+        evaluation: T,
         text: String,
         turn: u64,
     },
@@ -110,16 +130,6 @@ pub(crate) enum Spoken {
         done: bool,
     },
     Failed(ProviderError),
-}
-
-/// The participant label of a non-agent role in events.
-pub(crate) fn role_label(role: Role) -> &'static str {
-    match role {
-        Role::Agent => "agent",
-        Role::Moderator => "moderator",
-        Role::Aggregator => "aggregator",
-        Role::FinalJudge => "final judge",
-    }
 }
 
 pub(crate) fn session_started_event(config: &EngineConfig) -> EventKind {
@@ -137,15 +147,17 @@ pub(crate) fn session_started_event(config: &EngineConfig) -> EventKind {
             }
         })
         .collect();
-    let mut roles = BTreeMap::new();
-    roles.insert("moderator".to_string(), config.bindings.for_role(Role::Moderator).model_ref());
-    roles.insert("aggregator".to_string(), config.bindings.for_role(Role::Aggregator).model_ref());
-    if panel.protocol == crate::panel::Protocol::CollabEval {
-        roles.insert("final_judge".to_string(), config.bindings.for_role(Role::FinalJudge).model_ref());
-    }
+    let roles = panel
+        .protocol
+        .spec()
+        .roles
+        .iter()
+        .map(|&role| (role.as_str().to_string(), config.bindings.for_role(role).model_ref()))
+        .collect();
     EventKind::SessionStarted {
         session_id: config.session_id.clone(),
-        protocol: panel.protocol.as_str().to_string(),
+        protocol: panel.protocol.kind.as_str().to_string(),
+        schema_version: crate::session::event::SCHEMA_VERSION,
         panel: panel.to_json(),
         item: config.item.clone(),
         agents,
@@ -171,6 +183,7 @@ pub(crate) struct CallSpec<'a> {
     pub temperature: Option<f32>,
     pub max_tokens: u32,
     pub schema: Option<serde_json::Value>,
+    pub top_logprobs: Option<u8>,
     pub cancel: &'a CancellationToken,
     /// What the group's next request will start with, given this reply so
     /// far: the run hints it to the providers as the reply streams.
@@ -274,8 +287,9 @@ impl Run {
         ChaCha8Rng::seed_from_u64(self.config.seed ^ h)
     }
 
-    pub fn parse_spec(&self) -> (Vec<&str>, &Panel) {
-        (self.quoted.iter().map(String::as_str).collect(), &self.panel)
+    /// What the item showed the judges (never their verdict when quoted back).
+    pub fn quoted(&self) -> Vec<&str> {
+        self.quoted.iter().map(String::as_str).collect()
     }
 
     /// Wait at a safe point while paused. False when the debate is stopping.
@@ -367,6 +381,7 @@ impl Run {
             temperature: spec.temperature,
             seed: Some(self.config.seed),
             response_schema: spec.schema,
+            top_logprobs: spec.top_logprobs,
         };
         let (tx, mut rx) = mpsc::unbounded_channel::<String>();
         let ahead = spec.ahead.map(|next| (next, self.read_ahead_providers()));
@@ -436,7 +451,7 @@ impl Run {
     fn read_ahead_providers(&self) -> Vec<Arc<dyn Provider>> {
         let b = &self.config.bindings;
         let mut out: Vec<Arc<dyn Provider>> = Vec::new();
-        for binding in std::iter::once(&b.default).chain(b.agents.values()).chain(b.moderator.as_ref()) {
+        for binding in std::iter::once(&b.default).chain(b.agents.values()).chain(b.roles.get(&Role::Moderator)) {
             if !out.iter().any(|p| Arc::ptr_eq(p, &binding.provider)) {
                 out.push(binding.provider.clone());
             }
@@ -501,16 +516,6 @@ impl Run {
         self.control.send_modify(|c| c.paused = false);
     }
 
-    /// Probability-weighted scores from the completion's log-probabilities, if any.
-    fn weigh(&self, completion: &Completion, evaluation: &mut Evaluation) {
-        if let Some(tokens) = &completion.logprobs {
-            let weighted = crate::provider::logprobs::weighted_scores(tokens, &self.keys, self.panel.scale);
-            if !weighted.is_empty() {
-                evaluation.weighted_scores = Some(weighted);
-            }
-        }
-    }
-
     /// Sampling settings of an agent.
     pub fn agent_sampling(&self, spec: &AgentSpec) -> (Option<f32>, u32) {
         let g = &self.panel.generation;
@@ -520,13 +525,16 @@ impl Run {
     /// Sampling settings of a role.
     pub fn role_sampling(&self, role: Role) -> (Option<f32>, u32) {
         let g = &self.panel.generation;
-        let s = match role {
-            Role::Aggregator => &self.panel.aggregator,
-            Role::FinalJudge => &self.panel.final_judge,
-            Role::Moderator => &self.panel.moderator.model,
-            Role::Agent => return (Some(g.temperature), g.max_tokens),
-        };
+        if role == Role::Agent {
+            return (Some(g.temperature), g.max_tokens);
+        }
+        let s = self.panel.role_model(role);
         (Some(s.temperature.unwrap_or(g.temperature)), s.max_tokens.unwrap_or(g.max_tokens))
+    }
+
+    /// The verdict of the panel's evaluations (every dimension and overall).
+    pub fn panel_scores(&self) -> PanelScores<'_> {
+        PanelScores { panel: &self.panel, quoted: self.quoted(), keys: &self.keys }
     }
 
     /// An evaluating turn (agent or final judge) with one repair request when
@@ -545,7 +553,21 @@ impl Run {
         cancel: &CancellationToken,
         ahead: Option<ReadAhead<'_>>,
     ) -> Spoken {
-        let schema = Some(prompts::evaluation_schema(&self.panel));
+        let turn = TurnSpec { participant, group, phase, round, role, binding, sampling, cancel };
+        self.verdict_turn(&self.panel_scores(), turn, messages, ahead).await
+    }
+
+    /// A turn that asks for `verdict`, with one repair request when the reply
+    /// cannot be read. The reply's words are kept either way.
+    pub async fn verdict_turn<V: Verdict>(
+        &self,
+        verdict: &V,
+        turn: TurnSpec<'_>,
+        messages: Prompt<'_>,
+        ahead: Option<ReadAhead<'_>>,
+    ) -> Spoken<V::Output> {
+        let TurnSpec { participant, group, phase, round, role, binding, sampling, cancel } = turn;
+        let schema = verdict.schema();
         let spec = |kind, messages, ahead| CallSpec {
             participant,
             group,
@@ -558,18 +580,19 @@ impl Run {
             temperature: sampling.0,
             max_tokens: sampling.1,
             schema: schema.clone(),
+            top_logprobs: verdict.top_logprobs(),
             cancel,
             ahead,
         };
-        let (quoted, panel) = self.parse_spec();
-        let pspec = ParseSpec { dimensions: &panel.dimensions, scale: panel.scale, quoted_material: &quoted };
         // Read a reply and record its turn; `done` carries a NO MORE COMMENTS said earlier in this turn.
-        let settle = |turn, kind, c: &Completion, latency, done: bool| match parse_reply(&c.text, &pspec) {
-            Ok(mut ev) => {
-                ev.done = done || says_no_more_comments(&c.text, &pspec);
-                self.weigh(c, &mut ev);
-                self.complete_turn(turn, participant, role, kind, c, Some(ev.clone()), None, latency);
-                Ok(ev)
+        let settle = |turn, kind, c: &Completion, latency, done: bool| match verdict.read(c) {
+            Ok(out) => {
+                let mut ev = verdict.evaluation(&out);
+                if let Some(ev) = ev.as_mut() {
+                    ev.done = done || verdict.says_done(&c.text);
+                }
+                self.complete_turn(turn, participant, role, kind, c, ev, None, latency);
+                Ok(out)
             }
             Err(err) => {
                 self.complete_turn(turn, participant, role, kind, c, None, Some(err.clone()), latency);
@@ -581,7 +604,7 @@ impl Run {
             Ok(c) => c,
             Err(e) => return Spoken::Failed(e),
         };
-        let done = says_no_more_comments(&completion.text, &pspec);
+        let done = verdict.says_done(&completion.text);
         let err = match settle(turn, TurnKind::Speak, &completion, latency, false) {
             Ok(evaluation) => return Spoken::Evaluated { evaluation, text: completion.text, turn },
             Err(err) => err,
@@ -590,8 +613,7 @@ impl Run {
             return Spoken::Unparsed { text: completion.text, done };
         }
         // The reply stays whole after the (perhaps shortened) request it answered.
-        let repair =
-            messages.then([ChatMessage::assistant(completion.text.clone()), prompts::repair_message(panel, &err)]);
+        let repair = messages.then([ChatMessage::assistant(completion.text.clone()), verdict.repair(&err)]);
         let (turn2, result2, latency2) = self.call(spec(TurnKind::Repair, repair, None)).await;
         let Ok(c2) = result2 else {
             return Spoken::Unparsed { text: completion.text, done };

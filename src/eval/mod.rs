@@ -228,7 +228,7 @@ pub async fn run_eval(
         moot_version: env!("CARGO_PKG_VERSION").to_string(),
         panel: folder::PanelRef {
             name: config.panel.name.clone(),
-            protocol: config.panel.protocol.as_str().to_string(),
+            protocol: config.panel.protocol.kind.as_str().to_string(),
             source: config.panel.source.as_ref().map(|p| p.display().to_string()),
         },
         data: config.data.clone(),

@@ -66,6 +66,9 @@ struct KeyMaterial<'a> {
     temperature: Option<f32>,
     seed: Option<u64>,
     response_schema: &'a Option<serde_json::Value>,
+    /// Absent when not asked, so that keys of earlier requests still match.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    top_logprobs: Option<u8>,
 }
 
 /// The response cache in one folder.
@@ -107,6 +110,7 @@ impl ResponseCache {
             temperature: request.temperature,
             seed: request.seed,
             response_schema: &request.response_schema,
+            top_logprobs: request.top_logprobs,
         };
         // Serialising plain data to a Vec cannot fail; an empty key would only miss.
         let bytes = serde_json::to_vec(&material).unwrap_or_default();

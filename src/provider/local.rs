@@ -44,6 +44,8 @@ use llama_cpp_2::token::LlamaToken;
 use llama_cpp_2::token::data::LlamaTokenData;
 use llama_cpp_2::token::data_array::LlamaTokenDataArray;
 use serde_json::Value;
+
+use super::logprobs::{TokenLogprob, TopLogprob};
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
@@ -1349,6 +1351,7 @@ impl<'m> Engine<'m> {
         };
         let mut sampling = Sampling::new(self.model, request);
         let mut state = GenState { logits_index, generated: 0 };
+        let mut logprobs = Vec::new();
 
         let mut finish = self.generate_prose(job, &mut sampling, &mut state, budget, grammar.is_some(), &mut out)?;
         if let Some(grammar) = grammar {
@@ -1359,7 +1362,8 @@ impl<'m> Engine<'m> {
                 out.push_str("\n");
             }
             let fence_open = prose.matches("```").count() % 2 == 1;
-            finish = self.generate_json(job, &mut sampling, grammar, &mut state, &mut out)?;
+            let top = request.top_logprobs.map(usize::from);
+            finish = self.generate_json(job, &mut sampling, grammar, &mut state, &mut out, top, &mut logprobs)?;
             if fence_open {
                 out.push_str("\n```");
             }
@@ -1378,7 +1382,7 @@ impl<'m> Engine<'m> {
                 Finish::Length => "length".to_string(),
             }),
             cached: false,
-            logprobs: None,
+            logprobs: (!logprobs.is_empty()).then_some(logprobs),
         })
     }
 
@@ -1705,7 +1709,11 @@ impl<'m> Engine<'m> {
     }
 
     /// Grammar-constrained generation of the JSON object, until the grammar
-    /// is complete (the model's end of turn) or the context is full.
+    /// is complete (the model's end of turn) or the context is full. With
+    /// `top`, each token's log-probability and its `top` most likely
+    /// alternatives (from the model's distribution before the grammar and the
+    /// sampler) are added to `logprobs`.
+    #[allow(clippy::too_many_arguments)]
     fn generate_json(
         &mut self,
         job: &Job,
@@ -1713,6 +1721,8 @@ impl<'m> Engine<'m> {
         mut grammar: LlamaSampler,
         state: &mut GenState,
         out: &mut Output,
+        top: Option<usize>,
+        logprobs: &mut Vec<TokenLogprob>,
     ) -> Result<Finish, ProviderError> {
         loop {
             if job.cancel.is_cancelled() || job.reply.is_closed() {
@@ -1726,6 +1736,16 @@ impl<'m> Engine<'m> {
                 return Ok(Finish::Stop);
             }
             let piece = self.piece(token);
+            if let Some(k) = top {
+                let logits = self.ctx.get_logits_ith(state.logits_index);
+                let (logprob, best) = super::logprobs::top_of_logits(logits, token.0, k);
+                let text = |t: i32| String::from_utf8_lossy(&self.piece(LlamaToken(t))).into_owned();
+                logprobs.push(TokenLogprob {
+                    token: String::from_utf8_lossy(&piece).into_owned(),
+                    logprob,
+                    top: best.into_iter().map(|(t, lp)| TopLogprob { token: text(t), logprob: lp }).collect(),
+                });
+            }
             state.generated += 1;
             out.push_bytes(&piece);
             self.decode_one(token, state)?;

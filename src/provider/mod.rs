@@ -90,11 +90,24 @@ pub struct ChatRequest {
     /// A JSON schema the reply's evaluation must follow, for backends that can
     /// constrain their output (the local model). Others ignore it.
     pub response_schema: Option<serde_json::Value>,
+    /// Ask for the log-probabilities of the reply's tokens with this many
+    /// alternatives each (probability-weighted scores). Providers that cannot
+    /// give them return none; OpenAI-compatible servers may also be asked for
+    /// them for every request in their configuration.
+    pub top_logprobs: Option<u8>,
 }
 
 impl ChatRequest {
     pub fn new(messages: Vec<ChatMessage>) -> Self {
-        Self { model: String::new(), messages, max_tokens: 1024, temperature: None, seed: None, response_schema: None }
+        Self {
+            model: String::new(),
+            messages,
+            max_tokens: 1024,
+            temperature: None,
+            seed: None,
+            response_schema: None,
+            top_logprobs: None,
+        }
     }
 }
 

@@ -174,8 +174,8 @@ impl OpenAiProvider {
             max_tokens: request.max_tokens,
             temperature: request.temperature,
             seed: request.seed,
-            logprobs: self.config.top_logprobs.map(|_| true),
-            top_logprobs: self.config.top_logprobs,
+            logprobs: self.config.top_logprobs.or(request.top_logprobs).map(|_| true),
+            top_logprobs: self.config.top_logprobs.or(request.top_logprobs),
         };
         let mut builder = self.client.post(self.endpoint.clone()).json(&body);
         if let Some(key) = &self.config.api_key {

@@ -40,6 +40,7 @@ use super::window::WindowedProvider;
 use crate::config::{Config, ConfigError, ProviderConfig, ProviderKind};
 use crate::engine::{Binding, Bindings};
 use crate::panel::{ModelSettings, Panel};
+use crate::session::event::Role;
 
 /// Errors choosing or building a provider.
 #[derive(Debug, thiserror::Error)]
@@ -78,9 +79,8 @@ pub enum Participant {
     Default,
     /// An agent of the panel, by name.
     Agent(String),
-    Moderator,
-    Aggregator,
-    FinalJudge,
+    /// A role the panel's protocol declares.
+    Role(Role),
 }
 
 impl Participant {
@@ -89,9 +89,7 @@ impl Participant {
         match self {
             Participant::Default => "the panel's default".to_string(),
             Participant::Agent(name) => format!("agent {name}"),
-            Participant::Moderator => "[moderator]".to_string(),
-            Participant::Aggregator => "[aggregator]".to_string(),
-            Participant::FinalJudge => "[final_judge]".to_string(),
+            Participant::Role(role) => format!("[{}]", role.as_str()),
         }
     }
 }
@@ -101,9 +99,7 @@ impl std::fmt::Display for Participant {
         f.write_str(match self {
             Participant::Default => "default",
             Participant::Agent(name) => name,
-            Participant::Moderator => "moderator",
-            Participant::Aggregator => "aggregator",
-            Participant::FinalJudge => "final judge",
+            Participant::Role(role) => role.label(),
         })
     }
 }
@@ -360,9 +356,13 @@ impl Registry {
         for (_, a) in panel.agents() {
             out.push(choose(Participant::Agent(a.name.clone()), &a.model, &format!("agent {} in the panel", a.name)));
         }
-        out.push(choose(Participant::Moderator, &panel.moderator.model, "[moderator] in the panel"));
-        out.push(choose(Participant::Aggregator, &panel.aggregator, "[aggregator] in the panel"));
-        out.push(choose(Participant::FinalJudge, &panel.final_judge, "[final_judge] in the panel"));
+        for &role in panel.protocol.spec().roles {
+            out.push(choose(
+                Participant::Role(role),
+                panel.role_model(role),
+                &format!("[{}] in the panel", role.as_str()),
+            ));
+        }
         out
     }
 
@@ -379,14 +379,14 @@ impl Registry {
         let choices = self.choices(panel, cli_provider, cli_model);
         let mut bindings: Option<Bindings> = None;
         let mut agents = BTreeMap::new();
-        let (mut moderator, mut aggregator, mut final_judge) = (None, None, None);
+        let mut roles = BTreeMap::new();
         for c in choices {
             let binding = Binding::new(self.get(&c.provider, &c.model, &c.participant.context())?, c.model);
             match c.participant {
                 Participant::Default => bindings = Some(Bindings::uniform(binding)),
-                Participant::Moderator => moderator = Some(binding),
-                Participant::Aggregator => aggregator = Some(binding),
-                Participant::FinalJudge => final_judge = Some(binding),
+                Participant::Role(role) => {
+                    roles.insert(role, binding);
+                }
                 Participant::Agent(agent) => {
                     agents.insert(agent, binding);
                 }
@@ -394,9 +394,7 @@ impl Registry {
         }
         let mut b = bindings.ok_or_else(|| self.unknown(&self.default_name, "the panel's default"))?;
         b.agents = agents;
-        b.moderator = moderator;
-        b.aggregator = aggregator;
-        b.final_judge = final_judge;
+        b.roles = roles;
         Ok(b)
     }
 
@@ -652,16 +650,18 @@ mod tests {
         panel.moderator.model.model = Some("moderator-model".into());
         let mut r = Registry::with_env(env(&[("OPENAI_BASE_URL", "http://127.0.0.1:1/v1")]));
         let b = r.bind(&panel, None, None).unwrap();
-        assert_eq!(b.moderator.as_ref().unwrap().model, "moderator-model");
+        assert_eq!(b.for_role(Role::Moderator).model, "moderator-model");
         assert_eq!(b.for_agent("moderator").model, "agent-model");
         assert_eq!(b.for_agent("default").model, "other-agent-model");
         assert_eq!(b.default.model, "", "the default binding keeps the provider's default model");
-        assert!(b.final_judge.as_ref().unwrap().model.is_empty());
+        assert!(!b.roles.contains_key(&Role::FinalJudge), "MAJ-EVAL declares no final judge");
+        assert!(b.for_role(Role::FinalJudge).model.is_empty());
         assert_eq!(b.for_agent("final_judge").model, "third-agent-model");
         let choices = r.choices(&panel, None, None);
         let shown: Vec<String> = choices.iter().map(|c| c.participant.to_string()).collect();
         assert_eq!(shown.iter().filter(|s| *s == "moderator").count(), 2, "{shown:?}");
-        assert!(shown.contains(&"final judge".to_string()), "{shown:?}");
+        assert!(shown.contains(&"aggregator".to_string()), "{shown:?}");
+        assert!(!shown.contains(&"final judge".to_string()), "MAJ-EVAL has no final judge: {shown:?}");
     }
 
     #[test]

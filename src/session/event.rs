@@ -9,6 +9,16 @@ use serde::{Deserialize, Serialize};
 
 use crate::item::Item;
 
+/// The version of the session log format this build writes. Version 1 is
+/// every log written before `session_started` carried the field; version 2
+/// adds it, protocol settings in the recorded panel and G-Eval's events.
+/// Every earlier version still loads.
+pub const SCHEMA_VERSION: u32 = 2;
+
+fn first_schema_version() -> u32 {
+    1
+}
+
 /// Scores keyed by dimension key (plus `overall` where relevant).
 pub type Scores = BTreeMap<String, f64>;
 
@@ -30,6 +40,10 @@ pub enum Phase {
     Discussion,
     FinalJudgment,
     Critique,
+    /// Evaluation steps are written (G-Eval).
+    Steps,
+    /// Each dimension is scored on its own (G-Eval).
+    Scoring,
     Aggregation,
 }
 
@@ -41,6 +55,8 @@ impl Phase {
             Phase::Discussion => "discussion",
             Phase::FinalJudgment => "final_judgment",
             Phase::Critique => "critique",
+            Phase::Steps => "steps",
+            Phase::Scoring => "scoring",
             Phase::Aggregation => "aggregation",
         }
     }
@@ -67,6 +83,13 @@ impl Role {
         }
     }
     pub const ALL: [Role; 4] = [Role::Agent, Role::Moderator, Role::Aggregator, Role::FinalJudge];
+    /// The participant name of a role in events and on screen (`final judge`).
+    pub fn label(self) -> &'static str {
+        match self {
+            Role::FinalJudge => "final judge",
+            other => other.as_str(),
+        }
+    }
 }
 
 /// Why a model call was made within a turn.
@@ -82,6 +105,31 @@ pub enum TurnKind {
     Select,
     /// A synthesis or decisive judgment.
     Judge,
+}
+
+/// Where a dimension's evaluation steps came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StepsSource {
+    /// Given in the panel file.
+    Panel,
+    /// Written by a judge in this session (turn recorded).
+    Generated,
+    /// Kept from an earlier run of the panel.
+    Cache,
+    /// Edited by a person in this session.
+    Human,
+}
+
+impl StepsSource {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StepsSource::Panel => "panel",
+            StepsSource::Generated => "generated",
+            StepsSource::Cache => "cache",
+            StepsSource::Human => "human",
+        }
+    }
 }
 
 /// Who chose a speaker.
@@ -269,6 +317,10 @@ impl EndStatus {
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum EventKind {
     SessionStarted {
+        /// The log format's version ([`SCHEMA_VERSION`] when written; 1 for
+        /// logs written before the field existed).
+        #[serde(default = "first_schema_version")]
+        schema_version: u32,
         session_id: String,
         protocol: String,
         /// The resolved panel, without secrets.
@@ -398,6 +450,19 @@ pub enum EventKind {
         reason: String,
         author: String,
     },
+    /// A dimension's evaluation steps (G-Eval), as scoring will use them;
+    /// a later one for the same dimension replaces it.
+    EvaluationSteps {
+        dimension: String,
+        steps: String,
+        source: StepsSource,
+        /// The person who edited them (`human`), or who last did so (`cache`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        author: Option<String>,
+        /// The turn that wrote them (`generated`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        turn: Option<u64>,
+    },
     /// A provider call is waiting for its turn (rate limit, local model queue, backoff).
     Waiting {
         turn: u64,
@@ -465,6 +530,7 @@ impl EventKind {
     pub fn type_name(&self) -> &'static str {
         match self {
             EventKind::SessionStarted { .. } => "session_started",
+            EventKind::EvaluationSteps { .. } => "evaluation_steps",
             EventKind::PhaseStarted { .. } => "phase_started",
             EventKind::SpeakerSelected { .. } => "speaker_selected",
             EventKind::TurnStarted { .. } => "turn_started",

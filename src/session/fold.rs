@@ -9,7 +9,7 @@ use chrono::{DateTime, Utc};
 
 use super::event::{
     AgentInfo, EndStatus, Evaluation, Event, EventKind, ModelRef, OverrideTarget, Phase, Role, Scores, SelectedBy,
-    TrimmedEntry, TurnKind, Usage, UsageTotals,
+    StepsSource, TrimmedEntry, TurnKind, Usage, UsageTotals,
 };
 use crate::item::Item;
 use crate::panel::Panel;
@@ -315,10 +315,21 @@ pub enum TimelineEntry {
     },
 }
 
+/// A dimension's evaluation steps and where they came from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StepsView {
+    pub steps: String,
+    pub source: StepsSource,
+    pub author: Option<String>,
+    pub turn: Option<u64>,
+}
+
 /// Everything a screen, a report or `sessions show` needs about a session.
 #[derive(Debug, Clone, Default)]
 pub struct SessionView {
     pub session_id: String,
+    /// The log format's version (`session_started.schema_version`).
+    pub schema_version: u32,
     pub protocol: String,
     pub panel: Option<Panel>,
     pub panel_json: serde_json::Value,
@@ -353,6 +364,8 @@ pub struct SessionView {
     pub last_seq: Option<u64>,
     /// Why a call is waiting, by turn (rate limit, local model queue…).
     pub waiting: HashMap<u64, String>,
+    /// Evaluation steps by dimension key (G-Eval), the latest for each.
+    pub steps: BTreeMap<String, StepsView>,
     turn_index: HashMap<u64, usize>,
     agent_index: HashMap<String, usize>,
 }
@@ -426,6 +439,7 @@ impl SessionView {
         self.stages.apply(&event.kind);
         match &event.kind {
             EventKind::SessionStarted {
+                schema_version,
                 session_id,
                 protocol,
                 panel,
@@ -437,6 +451,7 @@ impl SessionView {
                 provider_note,
             } => {
                 self.session_id = session_id.clone();
+                self.schema_version = *schema_version;
                 self.protocol = protocol.clone();
                 self.panel = serde_json::from_value(panel.clone()).ok();
                 self.panel_json = panel.clone();
@@ -563,7 +578,16 @@ impl SessionView {
                     a.usage.add(usage);
                     a.current_turn = None;
                     if let Some(ev) = evaluation {
-                        a.latest = Some(ev.clone());
+                        match (&mut a.latest, phase) {
+                            // A score of one dimension (G-Eval) updates that dimension only.
+                            (Some(latest), Phase::Scoring) => {
+                                latest.scores.extend(ev.scores.iter().map(|(k, v)| (k.clone(), *v)));
+                                if let Some(w) = &ev.weighted_scores {
+                                    latest.weighted_scores.get_or_insert_with(Scores::new).extend(w.clone());
+                                }
+                            }
+                            _ => a.latest = Some(ev.clone()),
+                        }
                         a.latest_turn = Some(turn_id);
                         a.overridden.clear();
                         if ev.done && phase != Phase::Initial {
@@ -609,13 +633,21 @@ impl SessionView {
                 }
                 self.timeline.push(TimelineEntry::Consensus { group: group.clone(), round: *round, reached: *reached });
             }
-            EventKind::FinalEvaluations { group, evaluations, .. } => {
-                for name in evaluations.keys() {
+            EventKind::FinalEvaluations { group, evaluations, turns } => {
+                for (name, ev) in evaluations {
                     if let Some(a) = self.agent_mut(name) {
                         a.state = AgentState::Done;
+                        a.latest = Some(ev.clone());
+                        if let Some(t) = turns.get(name) {
+                            a.latest_turn = Some(*t);
+                        }
                     }
                 }
                 self.group_mut(group).finals = evaluations.clone();
+            }
+            EventKind::EvaluationSteps { dimension, steps, source, author, turn } => {
+                let view = StepsView { steps: steps.clone(), source: *source, author: author.clone(), turn: *turn };
+                self.steps.insert(dimension.clone(), view);
             }
             EventKind::HumanComment { text, author, group } => {
                 self.timeline.push(TimelineEntry::Comment {

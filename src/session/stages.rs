@@ -266,6 +266,7 @@ mod tests {
             model: "m".into(),
         };
         EventKind::SessionStarted {
+            schema_version: crate::session::event::SCHEMA_VERSION,
             session_id: "s".into(),
             protocol: "maj-eval".into(),
             panel: serde_json::json!({}),

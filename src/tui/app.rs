@@ -914,6 +914,7 @@ impl App {
                     Command::Step { .. } => "one turn".into(),
                     Command::Stop { .. } => "stopping".into(),
                     Command::Quit { .. } => String::new(),
+                    Command::EditSteps { dimension, .. } => format!("steps for {dimension} sent"),
                 };
                 self.send(cmd);
                 if self.is_live() {

@@ -7,7 +7,7 @@ use rand::seq::SliceRandom;
 
 use super::initial_phase;
 use crate::engine::prompts::{self, HistoryEntry};
-use crate::engine::runtime::{Run, Spoken, eval_scores, role_label};
+use crate::engine::runtime::{Run, Spoken, eval_scores};
 use crate::engine::trim::Prompt;
 use crate::session::event::{EventKind, Phase, Role, Scores, SelectedBy};
 
@@ -211,7 +211,7 @@ async fn final_judgment(run: &Run, group: &str) -> Outcome {
     let sampling = run.role_sampling(Role::FinalJudge);
     let out = run
         .evaluating_turn(
-            role_label(Role::FinalJudge),
+            Role::FinalJudge.label(),
             Some(group),
             Phase::FinalJudgment,
             None,

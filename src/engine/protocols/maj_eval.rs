@@ -9,7 +9,7 @@ use rand_chacha::ChaCha8Rng;
 use super::initial_phase;
 use crate::engine::moderator::{self, SpeakerCandidate};
 use crate::engine::prompts::{self, HistoryEntry};
-use crate::engine::runtime::{CallSpec, Run, Spoken, role_label};
+use crate::engine::runtime::{CallSpec, Run, Spoken};
 use crate::engine::trim::Prompt;
 use crate::panel::ModeratorPolicy;
 use crate::session::event::{EventKind, Phase, Role, SelectedBy, TurnKind};
@@ -256,7 +256,7 @@ async fn llm_moderator(
             followups.push(prompts::moderator_retry(&failure, &refs));
         }
         let spec = CallSpec {
-            participant: role_label(Role::Moderator),
+            participant: Role::Moderator.label(),
             group: Some(group),
             phase: Phase::Debate,
             round: None,
@@ -267,6 +267,7 @@ async fn llm_moderator(
             temperature: sampling.0,
             max_tokens: sampling.1.min(200),
             schema: None,
+            top_logprobs: None,
             cancel: &run.stop,
             ahead: None,
         };
@@ -281,7 +282,7 @@ async fn llm_moderator(
         };
         run.complete_turn(
             turn,
-            role_label(Role::Moderator),
+            Role::Moderator.label(),
             Role::Moderator,
             TurnKind::Select,
             &completion,
@@ -367,7 +368,7 @@ async fn aggregate(run: &Run) {
         let binding = run.config.bindings.for_role(Role::Aggregator).clone();
         let sampling = run.role_sampling(Role::Aggregator);
         let spec = CallSpec {
-            participant: role_label(Role::Aggregator),
+            participant: Role::Aggregator.label(),
             group: None,
             phase: Phase::Aggregation,
             round: None,
@@ -378,6 +379,7 @@ async fn aggregate(run: &Run) {
             temperature: sampling.0,
             max_tokens: sampling.1,
             schema: None,
+            top_logprobs: None,
             cancel: &run.quit,
             ahead: None,
         };
@@ -386,7 +388,7 @@ async fn aggregate(run: &Run) {
             Ok(c) => {
                 run.complete_turn(
                     turn,
-                    role_label(Role::Aggregator),
+                    Role::Aggregator.label(),
                     Role::Aggregator,
                     TurnKind::Judge,
                     &c,

@@ -1,7 +1,10 @@
 //! Protocol runners. Each is async code over the shared [`Run`] machinery.
 
 pub mod collab_eval;
+pub mod g_eval;
 pub mod maj_eval;
+
+use crate::panel::Protocol;
 
 use futures::future::join_all;
 
@@ -9,6 +12,15 @@ use super::prompts::{self, HistoryEntry};
 use super::runtime::{Run, Spoken};
 use super::trim::Prompt;
 use crate::session::event::{EventKind, Phase};
+
+/// Run the panel's protocol to its end.
+pub(crate) async fn run(run: &Run) {
+    match run.panel.protocol.kind {
+        Protocol::MajEval => maj_eval::run(run).await,
+        Protocol::CollabEval => collab_eval::run(run).await,
+        Protocol::GEval => g_eval::run(run).await,
+    }
+}
 
 /// Independent first evaluations by every agent, concurrently. Fills each
 /// group's history in panel order once all are in.

@@ -14,7 +14,8 @@ pub fn draw(f: &mut Frame, area: Rect, app: &mut App) {
     let theme = app.env.theme().clone();
     let focused = app.focus == Focus::Moderator;
     let v = &app.vm.session;
-    let collab = v.panel.as_ref().is_some_and(|p| p.protocol == crate::panel::Protocol::CollabEval);
+    let collab =
+        v.panel.as_ref().is_some_and(|p| p.protocol.spec().order == crate::panel::SpeakerOrder::ShuffledRounds);
     // CollabEval speaks in rounds (a seeded shuffle each round); MAJ-EVAL counts debate turns.
     let (max, unit) = match &v.panel {
         Some(p) if collab => (p.consensus.max_rounds, "round"),

@@ -1,0 +1,459 @@
+//! Panels: who judges, on what dimensions and scale, under which protocol.
+//!
+//! A panel is a TOML file (see `docs/panels.md`). [`Panel::load`] parses and
+//! validates it, with errors that name the file, line and field.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+mod check;
+mod protocol;
+
+pub use check::line_col;
+use check::{Checker, Problem};
+pub use protocol::{Protocol, ProtocolSection, ProtocolSpec, SettingKind, SettingSpec, SettingValue, SpeakerOrder};
+
+/// How the next speaker in a debate is chosen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum ModeratorPolicy {
+    #[default]
+    Llm,
+    RoundRobin,
+    Random,
+    Disagreement,
+    LeastSpoken,
+}
+
+impl ModeratorPolicy {
+    pub const ALL: [ModeratorPolicy; 5] = [
+        ModeratorPolicy::Llm,
+        ModeratorPolicy::RoundRobin,
+        ModeratorPolicy::Random,
+        ModeratorPolicy::Disagreement,
+        ModeratorPolicy::LeastSpoken,
+    ];
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ModeratorPolicy::Llm => "llm",
+            ModeratorPolicy::RoundRobin => "round-robin",
+            ModeratorPolicy::Random => "random",
+            ModeratorPolicy::Disagreement => "disagreement",
+            ModeratorPolicy::LeastSpoken => "least-spoken",
+        }
+    }
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|p| p.as_str() == s)
+    }
+}
+
+/// When a group counts as agreeing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum ConsensusRule {
+    /// Every agent gives the same score on every dimension and overall.
+    Exact,
+    /// max − min ≤ tolerance on every dimension and overall.
+    #[default]
+    Range,
+    /// Population standard deviation ≤ tolerance on every dimension and overall.
+    Stdev,
+}
+
+impl ConsensusRule {
+    pub const ALL: [ConsensusRule; 3] = [ConsensusRule::Exact, ConsensusRule::Range, ConsensusRule::Stdev];
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ConsensusRule::Exact => "exact",
+            ConsensusRule::Range => "range",
+            ConsensusRule::Stdev => "stdev",
+        }
+    }
+    /// The rule named `s` in a panel file (`exact`, `range`, `stdev`).
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|r| r.as_str() == s)
+    }
+}
+
+/// The rating scale shared by all dimensions.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Scale {
+    pub min: f64,
+    pub max: f64,
+}
+
+impl Default for Scale {
+    fn default() -> Self {
+        Scale { min: 1.0, max: 5.0 }
+    }
+}
+
+impl Scale {
+    pub fn contains(&self, v: f64) -> bool {
+        v >= self.min && v <= self.max
+    }
+    /// Whether the scale is whole numbers (1–5, 0–10…).
+    pub fn is_integer(&self) -> bool {
+        self.min.fract() == 0.0 && self.max.fract() == 0.0
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Dimension {
+    pub key: String,
+    #[serde(default)]
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    /// Evaluation steps for this dimension (G-Eval); written by the judge when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steps: Option<String>,
+}
+
+impl Dimension {
+    /// The display name, falling back to the key.
+    pub fn label(&self) -> &str {
+        if self.name.is_empty() { &self.key } else { &self.name }
+    }
+}
+
+/// Provider/model/sampling settings that a panel, role or agent may set.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct ModelSettings {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<f32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u32>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModeratorSettings {
+    #[serde(default)]
+    pub policy: ModeratorPolicy,
+    /// Debate turns per group (MAJ-EVAL).
+    #[serde(default = "default_max_turns")]
+    pub max_turns: u32,
+    #[serde(flatten)]
+    pub model: ModelSettings,
+}
+
+fn default_max_turns() -> u32 {
+    8
+}
+
+impl Default for ModeratorSettings {
+    fn default() -> Self {
+        Self { policy: ModeratorPolicy::default(), max_turns: default_max_turns(), model: ModelSettings::default() }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConsensusSettings {
+    #[serde(default)]
+    pub rule: ConsensusRule,
+    #[serde(default = "default_tolerance")]
+    pub tolerance: f64,
+    /// Discussion rounds before the final judge (CollabEval).
+    #[serde(default = "default_max_rounds")]
+    pub max_rounds: u32,
+}
+
+fn default_tolerance() -> f64 {
+    1.0
+}
+fn default_max_rounds() -> u32 {
+    3
+}
+
+impl Default for ConsensusSettings {
+    fn default() -> Self {
+        Self { rule: ConsensusRule::default(), tolerance: default_tolerance(), max_rounds: default_max_rounds() }
+    }
+}
+
+/// Sampling defaults for the whole panel.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GenerationSettings {
+    #[serde(default = "default_temperature")]
+    pub temperature: f32,
+    #[serde(default = "default_max_tokens")]
+    pub max_tokens: u32,
+    #[serde(default)]
+    pub seed: Option<u64>,
+}
+
+fn default_temperature() -> f32 {
+    0.7
+}
+fn default_max_tokens() -> u32 {
+    700
+}
+
+impl Default for GenerationSettings {
+    fn default() -> Self {
+        Self { temperature: default_temperature(), max_tokens: default_max_tokens(), seed: None }
+    }
+}
+
+/// One judge with a persona.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentSpec {
+    pub name: String,
+    /// One-line role, e.g. "Primary school teacher".
+    #[serde(default)]
+    pub role: String,
+    #[serde(default)]
+    pub demographics: String,
+    #[serde(default)]
+    pub perspective: String,
+    #[serde(default)]
+    pub specialty: String,
+    #[serde(default)]
+    pub traits: String,
+    #[serde(default)]
+    pub relationships: String,
+    #[serde(flatten)]
+    pub model: ModelSettings,
+}
+
+/// A stakeholder group that debates together.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GroupSpec {
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    #[serde(default)]
+    pub agents: Vec<AgentSpec>,
+}
+
+/// A validated panel.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Panel {
+    pub name: String,
+    /// `protocol = "maj-eval"`, or a `[protocol]` table with `kind` and settings.
+    pub protocol: ProtocolSection,
+    /// What is being evaluated and why, shown to every agent.
+    pub task: String,
+    #[serde(default)]
+    pub scale: Scale,
+    pub dimensions: Vec<Dimension>,
+    #[serde(default)]
+    pub moderator: ModeratorSettings,
+    #[serde(default)]
+    pub consensus: ConsensusSettings,
+    #[serde(default)]
+    pub generation: GenerationSettings,
+    /// Panel-wide provider/model.
+    #[serde(flatten)]
+    pub model: ModelSettings,
+    #[serde(default)]
+    pub aggregator: ModelSettings,
+    #[serde(default)]
+    pub final_judge: ModelSettings,
+    pub groups: Vec<GroupSpec>,
+    /// Where the panel was loaded from (not part of the file).
+    #[serde(skip)]
+    pub source: Option<PathBuf>,
+}
+
+impl Panel {
+    /// Every agent with its group name, in panel order.
+    pub fn agents(&self) -> impl Iterator<Item = (&GroupSpec, &AgentSpec)> {
+        self.groups.iter().flat_map(|g| g.agents.iter().map(move |a| (g, a)))
+    }
+    pub fn agent(&self, name: &str) -> Option<(&GroupSpec, &AgentSpec)> {
+        self.agents().find(|(_, a)| a.name == name)
+    }
+    pub fn dimension_keys(&self) -> Vec<String> {
+        self.dimensions.iter().map(|d| d.key.clone()).collect()
+    }
+    /// The panel as recorded in a session (it holds no secrets: keys live in the environment).
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::to_value(self).unwrap_or(serde_json::Value::Null)
+    }
+    pub fn source_display(&self) -> String {
+        self.source.as_deref().map(Path::display).map(|d| d.to_string()).unwrap_or_else(|| "<panel>".into())
+    }
+    /// The model settings the panel gives a role (`[moderator]`, `[aggregator]`, `[final_judge]`).
+    pub fn role_model(&self, role: crate::session::event::Role) -> &ModelSettings {
+        use crate::session::event::Role;
+        match role {
+            Role::Moderator => &self.moderator.model,
+            Role::Aggregator => &self.aggregator,
+            Role::FinalJudge => &self.final_judge,
+            Role::Agent => &self.model,
+        }
+    }
+    /// Extra per-dimension descriptions by key.
+    pub fn dimension_map(&self) -> BTreeMap<&str, &Dimension> {
+        self.dimensions.iter().map(|d| (d.key.as_str(), d)).collect()
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Loading and validation
+// ---------------------------------------------------------------------------
+
+/// Names the session log uses for non-agent participants; agents may not take them.
+pub const RESERVED_NAMES: &[&str] = &["moderator", "aggregator", "final judge", "human"];
+
+/// The bundled panel used when none is given.
+pub const DEFAULT_PANEL: &str = "storybook-qa";
+
+/// Panels compiled into the binary: `(file stem, TOML text)`.
+pub const BUNDLED_PANELS: &[(&str, &str)] = &[
+    ("storybook-qa", include_str!("../../assets/panels/storybook-qa.toml")),
+    ("summary-collab", include_str!("../../assets/panels/summary-collab.toml")),
+];
+
+/// Prefix of [`Panel::source`] for bundled panels (`bundled:storybook-qa`);
+/// [`Panel::resolve`] accepts it too.
+pub const BUNDLED_PREFIX: &str = "bundled:";
+
+/// Why a panel could not be loaded.
+///
+/// Positions are 1-based; the column counts characters. Field paths use
+/// 0-based indices into arrays, e.g. `groups[1].agents[0].name`.
+#[derive(Debug, thiserror::Error)]
+pub enum PanelError {
+    /// The file could not be read.
+    #[error("{}: cannot read panel: {error}", path.display())]
+    Read {
+        path: PathBuf,
+        #[source]
+        error: std::io::Error,
+    },
+    /// The text is not valid TOML.
+    #[error("{file}:{line}:{column}: TOML syntax error: {message}")]
+    Syntax { file: String, line: usize, column: usize, message: String },
+    /// The TOML is well-formed but is not a valid panel.
+    #[error("{file}:{line}:{column}: {}{message}", field_prefix(field))]
+    Invalid { file: String, line: usize, column: usize, field: String, message: String },
+    /// [`Panel::resolve`] found neither a file nor a bundled panel.
+    #[error("no panel file or bundled panel named \"{name}\"; bundled panels: {bundled}")]
+    NotFound { name: String, bundled: String },
+}
+
+fn field_prefix(field: &str) -> String {
+    if field.is_empty() { String::new() } else { format!("{field}: ") }
+}
+
+impl PanelError {
+    /// `(line, column)` of the problem, when it has one.
+    pub fn position(&self) -> Option<(usize, usize)> {
+        match self {
+            PanelError::Syntax { line, column, .. } | PanelError::Invalid { line, column, .. } => {
+                Some((*line, *column))
+            }
+            _ => None,
+        }
+    }
+    /// The field path of a validation error (`groups[0].agents`), if any.
+    pub fn field(&self) -> Option<&str> {
+        match self {
+            PanelError::Invalid { field, .. } if !field.is_empty() => Some(field),
+            _ => None,
+        }
+    }
+}
+
+impl Panel {
+    /// Reads and validates a panel file. [`Panel::source`] is set to `path`.
+    pub fn load(path: &Path) -> Result<Panel, PanelError> {
+        let text =
+            std::fs::read_to_string(path).map_err(|error| PanelError::Read { path: path.to_path_buf(), error })?;
+        let mut panel = Self::from_toml_str(&text, &path.display().to_string())?;
+        panel.source = Some(path.to_path_buf());
+        Ok(panel)
+    }
+
+    /// Parses and validates panel TOML. `source` names the text in error
+    /// messages and becomes [`Panel::source`].
+    pub fn from_toml_str(text: &str, source: &str) -> Result<Panel, PanelError> {
+        let checker = Checker { text, file: source };
+        let root = toml::de::DeTable::parse(text).map_err(|e| checker.syntax(&e))?;
+        let mut errors = Vec::new();
+        checker.panel(root.get_ref(), &mut errors);
+        if let Some(first) = errors.into_iter().min_by_key(|e| e.at) {
+            return Err(checker.invalid(first));
+        }
+        let mut panel = Panel::deserialize(toml::de::Deserializer::from(root)).map_err(|e| {
+            let at = e.span().map(|s| s.start).unwrap_or(0);
+            checker.invalid(Problem { at, field: String::new(), message: e.message().to_string() })
+        })?;
+        panel.source = Some(PathBuf::from(source));
+        Ok(panel)
+    }
+
+    /// A panel compiled into the binary, by file stem (`storybook-qa`).
+    /// Its [`Panel::source`] is `bundled:<name>`.
+    pub fn bundled(name: &str) -> Option<Panel> {
+        let (stem, text) = BUNDLED_PANELS.iter().find(|(stem, _)| *stem == name)?;
+        Self::from_toml_str(text, &format!("{BUNDLED_PREFIX}{stem}")).ok()
+    }
+
+    /// Names of the bundled panels.
+    pub fn bundled_names() -> impl Iterator<Item = &'static str> {
+        BUNDLED_PANELS.iter().map(|(stem, _)| *stem)
+    }
+
+    /// A panel from a command-line argument: an existing file, or the name of
+    /// a bundled panel (`storybook-qa`, `bundled:storybook-qa`,
+    /// `storybook-qa.toml`).
+    pub fn resolve(arg: &str) -> Result<Panel, PanelError> {
+        let path = Path::new(arg);
+        if path.is_file() {
+            return Self::load(path);
+        }
+        let name = arg.strip_prefix(BUNDLED_PREFIX).unwrap_or(arg);
+        let name = name.strip_suffix(".toml").unwrap_or(name);
+        if let Some((stem, text)) = BUNDLED_PANELS.iter().find(|(stem, _)| *stem == name) {
+            return Self::from_toml_str(text, &format!("{BUNDLED_PREFIX}{stem}"));
+        }
+        if arg.contains(std::path::MAIN_SEPARATOR) || arg.contains('/') || path.extension().is_some() {
+            return Self::load(path);
+        }
+        Err(PanelError::NotFound {
+            name: arg.to_string(),
+            bundled: Self::bundled_names().collect::<Vec<_>>().join(", "),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_enum_parses_its_own_name() {
+        for p in ModeratorPolicy::ALL {
+            assert_eq!(ModeratorPolicy::parse(p.as_str()), Some(p));
+        }
+        for r in ConsensusRule::ALL {
+            assert_eq!(ConsensusRule::parse(r.as_str()), Some(r));
+        }
+    }
+
+    #[test]
+    fn validation_accepts_exactly_what_serde_accepts_for_the_bundled_panels() {
+        for (stem, text) in BUNDLED_PANELS {
+            let direct: Panel = toml::from_str(text).unwrap_or_else(|e| panic!("{stem}: {e}"));
+            let checked = Panel::from_toml_str(text, stem).unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(direct.groups, checked.groups);
+            assert_eq!(direct.dimensions, checked.dimensions);
+        }
+    }
+}

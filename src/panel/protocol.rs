@@ -1,0 +1,244 @@
+//! The protocols a panel may name, and what each one declares.
+//!
+//! A protocol declares its roles (who takes part besides the panel's agents;
+//! each role can be bound to its own provider and model in the panel) and its
+//! settings (the keys of the panel's `[protocol]` table, with their types and
+//! defaults). The panel checker, the provider registry, `moot providers`, the
+//! session log and the screens read these declarations; nothing else lists
+//! protocols or roles.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use crate::session::event::Role;
+
+/// Judging protocols moot runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Protocol {
+    MajEval,
+    CollabEval,
+    GEval,
+}
+
+/// How a protocol orders its speakers (what the screens show about the next one).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SpeakerOrder {
+    /// A moderator (an LLM or a policy) picks each next speaker.
+    Moderated,
+    /// Rounds in a seeded shuffled order.
+    ShuffledRounds,
+    /// Nobody takes the floor: each judge works alone.
+    Independent,
+}
+
+/// The type and default of one `[protocol]` setting.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum SettingKind {
+    Integer { min: i64, max: i64, default: i64 },
+    Bool { default: bool },
+}
+
+/// One key a protocol accepts in the panel's `[protocol]` table.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SettingSpec {
+    pub key: &'static str,
+    pub kind: SettingKind,
+    pub about: &'static str,
+}
+
+/// What a protocol declares.
+#[derive(Debug)]
+pub struct ProtocolSpec {
+    pub protocol: Protocol,
+    /// The name in panel files and session logs (`maj-eval`).
+    pub id: &'static str,
+    pub title: &'static str,
+    /// Roles besides the agents, each bindable in the panel.
+    pub roles: &'static [Role],
+    pub settings: &'static [SettingSpec],
+    pub order: SpeakerOrder,
+    /// Judges follow per-dimension evaluation steps (shown, editable before scoring).
+    pub uses_steps: bool,
+}
+
+const MAJ_EVAL: ProtocolSpec = ProtocolSpec {
+    protocol: Protocol::MajEval,
+    id: "maj-eval",
+    title: "MAJ-EVAL: moderated group debate",
+    roles: &[Role::Moderator, Role::Aggregator],
+    settings: &[],
+    order: SpeakerOrder::Moderated,
+    uses_steps: false,
+};
+
+const COLLAB_EVAL: ProtocolSpec = ProtocolSpec {
+    protocol: Protocol::CollabEval,
+    id: "collab-eval",
+    title: "CollabEval: rounds of discussion, a final judge",
+    roles: &[Role::FinalJudge],
+    settings: &[],
+    order: SpeakerOrder::ShuffledRounds,
+    uses_steps: false,
+};
+
+const G_EVAL: ProtocolSpec = ProtocolSpec {
+    protocol: Protocol::GEval,
+    id: "g-eval",
+    title: "G-Eval: one judge per dimension with evaluation steps",
+    roles: &[],
+    settings: &[
+        SettingSpec {
+            key: "samples",
+            kind: SettingKind::Integer { min: 1, max: 100, default: 1 },
+            about: "replies drawn per dimension and averaged when the provider returns no log-probabilities",
+        },
+        SettingSpec {
+            key: "review_steps",
+            kind: SettingKind::Bool { default: false },
+            about: "pause after the evaluation steps are written, so that a person can edit them before scoring",
+        },
+    ],
+    order: SpeakerOrder::Independent,
+    uses_steps: true,
+};
+
+impl Protocol {
+    pub const ALL: [Protocol; 3] = [Protocol::MajEval, Protocol::CollabEval, Protocol::GEval];
+
+    /// What the protocol declares.
+    pub fn spec(self) -> &'static ProtocolSpec {
+        match self {
+            Protocol::MajEval => &MAJ_EVAL,
+            Protocol::CollabEval => &COLLAB_EVAL,
+            Protocol::GEval => &G_EVAL,
+        }
+    }
+    pub fn as_str(self) -> &'static str {
+        self.spec().id
+    }
+    /// The protocol named `s` in a panel file (`maj-eval`, `collab-eval`, …).
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|p| p.as_str() == s)
+    }
+    /// The names of every protocol.
+    pub fn names() -> Vec<&'static str> {
+        Self::ALL.iter().map(|p| p.as_str()).collect()
+    }
+}
+
+impl ProtocolSpec {
+    pub fn setting(&self, key: &str) -> Option<&SettingSpec> {
+        self.settings.iter().find(|s| s.key == key)
+    }
+}
+
+/// A value of a `[protocol]` setting, as checked against its [`SettingKind`].
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum SettingValue {
+    Bool(bool),
+    Integer(i64),
+}
+
+/// The panel's protocol and its settings: `protocol = "maj-eval"`, or a
+/// `[protocol]` table with `kind` and the protocol's settings.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProtocolSection {
+    pub kind: Protocol,
+    /// Settings given in the panel; the others take their declared defaults.
+    pub settings: BTreeMap<String, SettingValue>,
+}
+
+impl ProtocolSection {
+    pub fn new(kind: Protocol) -> Self {
+        Self { kind, settings: BTreeMap::new() }
+    }
+    pub fn spec(&self) -> &'static ProtocolSpec {
+        self.kind.spec()
+    }
+    /// An integer setting, or its default. Panics on a key the protocol does
+    /// not declare as an integer (a programming error, not bad input).
+    pub fn integer(&self, key: &str) -> i64 {
+        match (self.spec().setting(key).map(|s| s.kind), self.settings.get(key)) {
+            (Some(SettingKind::Integer { .. }), Some(SettingValue::Integer(v))) => *v,
+            (Some(SettingKind::Integer { default, .. }), _) => default,
+            _ => panic!("{} declares no integer setting `{key}`", self.kind.as_str()),
+        }
+    }
+    /// A boolean setting, or its default (panics like [`Self::integer`]).
+    pub fn flag(&self, key: &str) -> bool {
+        match (self.spec().setting(key).map(|s| s.kind), self.settings.get(key)) {
+            (Some(SettingKind::Bool { .. }), Some(SettingValue::Bool(v))) => *v,
+            (Some(SettingKind::Bool { default }), _) => default,
+            _ => panic!("{} declares no boolean setting `{key}`", self.kind.as_str()),
+        }
+    }
+}
+
+impl PartialEq<Protocol> for ProtocolSection {
+    fn eq(&self, other: &Protocol) -> bool {
+        self.kind == *other
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(untagged)]
+enum SectionRepr {
+    Name(Protocol),
+    Table {
+        kind: Protocol,
+        #[serde(flatten)]
+        settings: BTreeMap<String, SettingValue>,
+    },
+}
+
+impl Serialize for ProtocolSection {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        if self.settings.is_empty() {
+            SectionRepr::Name(self.kind).serialize(s)
+        } else {
+            SectionRepr::Table { kind: self.kind, settings: self.settings.clone() }.serialize(s)
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for ProtocolSection {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Ok(match SectionRepr::deserialize(d)? {
+            SectionRepr::Name(kind) => Self::new(kind),
+            SectionRepr::Table { kind, settings } => Self { kind, settings },
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_protocol_parses_its_own_name_and_declares_itself() {
+        for p in Protocol::ALL {
+            assert_eq!(Protocol::parse(p.as_str()), Some(p));
+            assert_eq!(p.spec().protocol, p);
+        }
+        assert_eq!(Protocol::parse("maj_eval"), None);
+    }
+
+    #[test]
+    fn a_section_is_a_name_without_settings_and_a_table_with_them() {
+        let plain = ProtocolSection::new(Protocol::MajEval);
+        assert_eq!(serde_json::to_value(&plain).unwrap(), serde_json::json!("maj-eval"));
+        let mut g = ProtocolSection::new(Protocol::GEval);
+        assert_eq!(g.integer("samples"), 1);
+        assert!(!g.flag("review_steps"));
+        g.settings.insert("samples".into(), SettingValue::Integer(20));
+        let json = serde_json::to_value(&g).unwrap();
+        assert_eq!(json, serde_json::json!({"kind": "g-eval", "samples": 20}));
+        let back: ProtocolSection = serde_json::from_value(json).unwrap();
+        assert_eq!(back.integer("samples"), 20);
+        let old: ProtocolSection = serde_json::from_value(serde_json::json!("collab-eval")).unwrap();
+        assert_eq!(old, Protocol::CollabEval);
+    }
+}
