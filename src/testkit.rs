@@ -36,12 +36,14 @@ pub fn panel(protocol: Protocol, groups: &[(&str, &[&str])]) -> Panel {
                 name: "Grammar".into(),
                 description: "Is it well formed?".into(),
                 steps: None,
+                labels: Vec::new(),
             },
             Dimension {
                 key: "relevance".into(),
                 name: "Relevance".into(),
                 description: "Does it answer?".into(),
                 steps: None,
+                labels: Vec::new(),
             },
         ],
         moderator: ModeratorSettings {
@@ -54,6 +56,7 @@ pub fn panel(protocol: Protocol, groups: &[(&str, &[&str])]) -> Panel {
         model: ModelSettings::default(),
         aggregator: ModelSettings::default(),
         final_judge: ModelSettings::default(),
+        roles: Default::default(),
         groups: groups
             .iter()
             .map(|(g, names)| GroupSpec {

@@ -85,6 +85,7 @@ pub fn parse_reply(reply: &str, spec: &ParseSpec<'_>) -> Result<Evaluation, Stri
         justification,
         done: says_no_more_comments(reply, spec),
         label: None,
+        labels: Default::default(),
         weighted_scores: None,
     })
 }
@@ -873,12 +874,19 @@ Grammar: 1\n";
 
     fn dims() -> Vec<Dimension> {
         vec![
-            Dimension { key: "grammar".into(), name: "Grammar".into(), description: String::new(), steps: None },
+            Dimension {
+                key: "grammar".into(),
+                name: "Grammar".into(),
+                description: String::new(),
+                steps: None,
+                labels: Vec::new(),
+            },
             Dimension {
                 key: "answer_relevancy".into(),
                 name: "Answer Relevancy".into(),
                 description: String::new(),
                 steps: None,
+                labels: Vec::new(),
             },
         ]
     }

@@ -182,7 +182,13 @@ mod tests {
     use crate::provider::logprobs::{TokenLogprob, TopLogprob};
 
     fn dim() -> Dimension {
-        Dimension { key: "fluency".into(), name: "Fluency".into(), description: String::new(), steps: None }
+        Dimension {
+            key: "fluency".into(),
+            name: "Fluency".into(),
+            description: String::new(),
+            steps: None,
+            labels: Vec::new(),
+        }
     }
 
     #[test]

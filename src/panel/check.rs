@@ -37,6 +37,7 @@ const PANEL_KEYS: &[&str] = &[
     "generation",
     "aggregator",
     "final_judge",
+    "roles",
     "groups",
     "provider",
     "model",
@@ -44,7 +45,7 @@ const PANEL_KEYS: &[&str] = &[
     "max_tokens",
 ];
 const SCALE_KEYS: &[&str] = &["min", "max"];
-const DIMENSION_KEYS: &[&str] = &["key", "name", "description", "steps"];
+const DIMENSION_KEYS: &[&str] = &["key", "name", "description", "steps", "labels"];
 const MODERATOR_KEYS: &[&str] = &["policy", "max_turns", "provider", "model", "temperature", "max_tokens"];
 const CONSENSUS_KEYS: &[&str] = &["rule", "tolerance", "max_rounds"];
 const GENERATION_KEYS: &[&str] = &["temperature", "max_tokens", "seed"];
@@ -360,10 +361,69 @@ impl Checker<'_> {
         }
     }
 
+    /// A categorical dimension's `labels`: two or more distinct, non-empty strings.
+    fn labels(&self, dim: &Table<'_>, path: &str, out: &mut Vec<Problem>) {
+        let Some(v) = dim.get("labels") else { return };
+        let field = join_path(path, "labels");
+        let Some(items) = v.get_ref().as_array() else {
+            out.push(wrong_type(v, &field, "an array of strings"));
+            return;
+        };
+        let mut seen: Vec<&str> = Vec::new();
+        for (i, item) in items.iter().enumerate() {
+            match item.get_ref().as_str().map(str::trim) {
+                Some("") => out.push(problem(item.span().start, format!("{field}[{i}]"), "must not be empty")),
+                Some(s) if seen.contains(&s) => {
+                    out.push(problem(item.span().start, format!("{field}[{i}]"), format!("duplicate label \"{s}\"")))
+                }
+                Some(s) => seen.push(s),
+                None => out.push(wrong_type(item, &format!("{field}[{i}]"), "a string")),
+            }
+        }
+        if items.len() < 2 {
+            out.push(problem(v.span().start, field, "a categorical dimension needs at least two labels"));
+        }
+    }
+
+    /// `[roles.<role>]`: model settings of a role the protocol declares.
+    fn roles(&self, root: &Table<'_>, out: &mut Vec<Problem>) {
+        let Some(v) = root.get("roles") else { return };
+        let Some(table) = v.get_ref().as_table() else {
+            out.push(wrong_type(v, "roles", "a table"));
+            return;
+        };
+        let declared: Vec<&str> = match root.get("protocol").map(|p| p.get_ref()) {
+            Some(p) => p
+                .as_str()
+                .or_else(|| p.as_table().and_then(|t| t.get("kind")).and_then(|k| k.get_ref().as_str()))
+                .and_then(Protocol::parse)
+                .map(|p| p.spec().roles.iter().map(|r| r.as_str()).collect())
+                .unwrap_or_default(),
+            None => Vec::new(),
+        };
+        for (key, value) in table.iter() {
+            let name: &str = key.get_ref();
+            let field = join_path("roles", name);
+            if !declared.contains(&name) {
+                let valid = if declared.is_empty() { "none".to_string() } else { declared.join(", ") };
+                out.push(problem(key.span().start, field, format!("not a role of this protocol; its roles: {valid}")));
+                continue;
+            }
+            match value.get_ref().as_table() {
+                Some(t) => {
+                    self.known_keys(t, &field, MODEL_KEYS, out);
+                    self.model_settings(t, value.span().start, &field, out);
+                }
+                None => out.push(wrong_type(value, &field, "a table")),
+            }
+        }
+    }
+
     pub(super) fn panel(&self, root: &Table<'_>, out: &mut Vec<Problem>) {
         self.known_keys(root, "", PANEL_KEYS, out);
         self.string(root, 0, "", "name", Need::Required, out);
         self.protocol(root, out);
+        self.roles(root, out);
         self.string(root, 0, "", "task", Need::Required, out);
         self.model_settings(root, 0, "", out);
 
@@ -408,6 +468,7 @@ impl Checker<'_> {
             self.string(dim, at, &path, "name", Need::Optional, out);
             self.string(dim, at, &path, "description", Need::Optional, out);
             self.string(dim, at, &path, "steps", Need::NonEmpty, out);
+            self.labels(dim, &path, out);
         }
 
         if let Some(m) = self.sub_table(root, "", "moderator", MODERATOR_KEYS, out) {

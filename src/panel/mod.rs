@@ -110,6 +110,10 @@ pub struct Dimension {
     /// Evaluation steps for this dimension (G-Eval); written by the judge when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub steps: Option<String>,
+    /// A categorical dimension: judges choose one of these labels instead of
+    /// a score (empty: a scored dimension).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub labels: Vec<String>,
 }
 
 impl Dimension {
@@ -179,6 +183,8 @@ impl Default for ConsensusSettings {
         Self { rule: ConsensusRule::default(), tolerance: default_tolerance(), max_rounds: default_max_rounds() }
     }
 }
+
+static NO_SETTINGS: ModelSettings = ModelSettings { provider: None, model: None, temperature: None, max_tokens: None };
 
 /// Sampling defaults for the whole panel.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -263,6 +269,10 @@ pub struct Panel {
     pub aggregator: ModelSettings,
     #[serde(default)]
     pub final_judge: ModelSettings,
+    /// Other roles' settings, `[roles.<role>]` (e.g. `[roles.meta_evaluator]`);
+    /// a role listed here and in its own table takes this one.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub roles: BTreeMap<crate::session::event::Role, ModelSettings>,
     pub groups: Vec<GroupSpec>,
     /// Where the panel was loaded from (not part of the file).
     #[serde(skip)]
@@ -290,11 +300,14 @@ impl Panel {
     /// The model settings the panel gives a role (`[moderator]`, `[aggregator]`, `[final_judge]`).
     pub fn role_model(&self, role: crate::session::event::Role) -> &ModelSettings {
         use crate::session::event::Role;
+        if let Some(m) = self.roles.get(&role) {
+            return m;
+        }
         match role {
             Role::Moderator => &self.moderator.model,
             Role::Aggregator => &self.aggregator,
             Role::FinalJudge => &self.final_judge,
-            Role::Agent => &self.model,
+            Role::Agent | Role::MetaEvaluator => &NO_SETTINGS,
         }
     }
     /// Extra per-dimension descriptions by key.

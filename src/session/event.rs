@@ -71,6 +71,8 @@ pub enum Role {
     Moderator,
     Aggregator,
     FinalJudge,
+    /// Checks and rectifies an evaluator's scores (SAGEval's SAGE).
+    MetaEvaluator,
 }
 
 impl Role {
@@ -80,13 +82,15 @@ impl Role {
             Role::Moderator => "moderator",
             Role::Aggregator => "aggregator",
             Role::FinalJudge => "final_judge",
+            Role::MetaEvaluator => "meta_evaluator",
         }
     }
-    pub const ALL: [Role; 4] = [Role::Agent, Role::Moderator, Role::Aggregator, Role::FinalJudge];
+    pub const ALL: [Role; 5] = [Role::Agent, Role::Moderator, Role::Aggregator, Role::FinalJudge, Role::MetaEvaluator];
     /// The participant name of a role in events and on screen (`final judge`).
     pub fn label(self) -> &'static str {
         match self {
             Role::FinalJudge => "final judge",
+            Role::MetaEvaluator => "meta-evaluator",
             other => other.as_str(),
         }
     }
@@ -160,6 +164,10 @@ pub struct Evaluation {
     /// A label verdict (pairwise `A`/`B`/`tie`), for label protocols.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub label: Option<String>,
+    /// Labels of categorical dimensions (a dimension with `labels` in the
+    /// panel), by dimension key; these dimensions have no score.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub labels: BTreeMap<String, String>,
     /// Probability-weighted scores (Σ p(s)·s over the scale's score tokens at
     /// the score position), when the provider returned log-probabilities.
     #[serde(default, skip_serializing_if = "Option::is_none")]
