@@ -124,6 +124,7 @@ fn write_log(path: &Path, panel: &Panel, index: u64) {
                     round: None,
                     role: Role::Agent,
                     kind: TurnKind::Speak,
+                    dimension: None,
                 },
             );
             for chunk in text.as_bytes().chunks(40).take(6) {

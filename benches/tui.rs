@@ -67,6 +67,7 @@ fn events(agents: usize, turns: u64) -> Vec<Event> {
             round: Some(1),
             role: Role::Agent,
             kind: TurnKind::Speak,
+            dimension: None,
         });
         let mut ev = Evaluation { overall: Some(3.0 + (turn % 3) as f64), confidence: Some(0.7), ..Default::default() };
         ev.scores.insert("grammar".into(), 4.0);
@@ -113,6 +114,7 @@ fn bench(c: &mut Criterion) {
             round: Some(1),
             role: Role::Agent,
             kind: TurnKind::Speak,
+            dimension: None,
         },
     });
     c.bench_function("frame_while_streaming_200x60", |b| {

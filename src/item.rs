@@ -39,6 +39,8 @@ pub struct Item {
 pub const BUNDLED_ITEMS: &[(&str, &str)] = &[
     ("storybook-qa", include_str!("../assets/items/storybook-qa.jsonl")),
     ("summary-collab", include_str!("../assets/items/summary-collab.jsonl")),
+    // G-Eval's single judge scores the same summaries.
+    ("summary-geval", include_str!("../assets/items/summary-collab.jsonl")),
 ];
 
 /// Prefix of [`ItemsFile::source`] for bundled items (`bundled:storybook-qa`).

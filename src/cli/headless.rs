@@ -290,7 +290,7 @@ impl<W: Write> Transcript<W> {
             EventKind::TurnStarted { turn, kind: TurnKind::Select, .. } => {
                 self.hidden.insert(*turn);
             }
-            EventKind::TurnStarted { turn, agent, group, phase, round, role, kind } => {
+            EventKind::TurnStarted { turn, agent, group, phase, round, role, kind, .. } => {
                 let mut header = format!("▸ {}", p.bold(agent));
                 if let Some(g) = group.as_ref().filter(|_| *role == Role::Agent) {
                     header.push_str(&p.dim(&format!(" ({g})")));

@@ -114,6 +114,8 @@ pub(crate) struct TurnSpec<'a> {
     /// Temperature and reply length.
     pub sampling: (Option<f32>, u32),
     pub cancel: &'a CancellationToken,
+    /// The one dimension the turn is about, if any.
+    pub dimension: Option<&'a str>,
 }
 
 /// What came of a turn (after a repair request, if one was needed).
@@ -184,6 +186,8 @@ pub(crate) struct CallSpec<'a> {
     pub max_tokens: u32,
     pub schema: Option<serde_json::Value>,
     pub top_logprobs: Option<u8>,
+    /// The one dimension the turn is about, if any.
+    pub dimension: Option<&'a str>,
     pub cancel: &'a CancellationToken,
     /// What the group's next request will start with, given this reply so
     /// far: the run hints it to the providers as the reply streams.
@@ -337,6 +341,7 @@ impl Run {
             round: spec.round,
             role: spec.role,
             kind: spec.kind,
+            dimension: spec.dimension.map(str::to_string),
         });
         if let Some(reason) = spec.binding.provider.queue_note() {
             self.emit(EventKind::Waiting { turn, reason });
@@ -553,7 +558,7 @@ impl Run {
         cancel: &CancellationToken,
         ahead: Option<ReadAhead<'_>>,
     ) -> Spoken {
-        let turn = TurnSpec { participant, group, phase, round, role, binding, sampling, cancel };
+        let turn = TurnSpec { participant, group, phase, round, role, binding, sampling, cancel, dimension: None };
         self.verdict_turn(&self.panel_scores(), turn, messages, ahead).await
     }
 
@@ -566,7 +571,7 @@ impl Run {
         messages: Prompt<'_>,
         ahead: Option<ReadAhead<'_>>,
     ) -> Spoken<V::Output> {
-        let TurnSpec { participant, group, phase, round, role, binding, sampling, cancel } = turn;
+        let TurnSpec { participant, group, phase, round, role, binding, sampling, cancel, dimension } = turn;
         let schema = verdict.schema();
         let spec = |kind, messages, ahead| CallSpec {
             participant,
@@ -581,6 +586,7 @@ impl Run {
             max_tokens: sampling.1,
             schema: schema.clone(),
             top_logprobs: verdict.top_logprobs(),
+            dimension,
             cancel,
             ahead,
         };

@@ -99,6 +99,8 @@ pub struct EvalConfig {
     pub budget: Budget,
     /// What the whole run may spend, shared by its sessions.
     pub run_budget: Option<Arc<RunBudget>>,
+    /// Where G-Eval's evaluation steps are kept (see [`EngineConfig::steps_cache`]).
+    pub steps_cache: Option<PathBuf>,
 }
 
 impl EvalConfig {
@@ -121,6 +123,7 @@ impl EvalConfig {
             retry: RetryPolicy::default(),
             budget: Budget::default(),
             run_budget: None,
+            steps_cache: None,
         }
     }
 }
@@ -383,6 +386,7 @@ async fn run_items(
         engine_config.retry = config.retry;
         engine_config.budget = config.budget;
         engine_config.run_budget = config.run_budget.clone();
+        engine_config.steps_cache = config.steps_cache.clone();
         let (handle, commands) = EngineHandle::channel();
         handles.lock().unwrap_or_else(|e| e.into_inner()).insert(index, handle.clone());
         if cancel.is_cancelled() {

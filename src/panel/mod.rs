@@ -330,6 +330,7 @@ pub const DEFAULT_PANEL: &str = "storybook-qa";
 pub const BUNDLED_PANELS: &[(&str, &str)] = &[
     ("storybook-qa", include_str!("../../assets/panels/storybook-qa.toml")),
     ("summary-collab", include_str!("../../assets/panels/summary-collab.toml")),
+    ("summary-geval", include_str!("../../assets/panels/summary-geval.toml")),
 ];
 
 /// Prefix of [`Panel::source`] for bundled panels (`bundled:storybook-qa`);

@@ -375,6 +375,9 @@ pub enum EventKind {
         role: Role,
         #[serde(default)]
         kind: TurnKind,
+        /// The one dimension the turn is about, when it is about one (G-Eval's steps and scores).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        dimension: Option<String>,
     },
     TurnDelta {
         turn: u64,

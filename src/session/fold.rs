@@ -79,6 +79,8 @@ pub struct TurnView {
     pub round: Option<u32>,
     pub role: Role,
     pub kind: TurnKind,
+    /// The dimension the turn is about, when it is about one.
+    pub dimension: Option<String>,
     /// Text so far (streamed) or final.
     pub text: String,
     pub state: TurnState,
@@ -506,7 +508,7 @@ impl SessionView {
                 self.group_mut(group).picks.push(pick.clone());
                 self.timeline.push(TimelineEntry::Pick { group: group.clone(), pick });
             }
-            EventKind::TurnStarted { turn, agent, group, phase, round, role, kind } => {
+            EventKind::TurnStarted { turn, agent, group, phase, round, role, kind, dimension } => {
                 let idx = self.turns.len();
                 self.turns.push(TurnView {
                     id: *turn,
@@ -516,6 +518,7 @@ impl SessionView {
                     round: *round,
                     role: *role,
                     kind: *kind,
+                    dimension: dimension.clone(),
                     text: String::new(),
                     state: TurnState::Streaming,
                     evaluation: None,

@@ -293,6 +293,7 @@ mod tests {
                 round: None,
                 role: Role::Agent,
                 kind: Default::default(),
+                dimension: None,
             },
             EventKind::TurnCompleted {
                 turn,

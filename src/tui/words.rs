@@ -84,6 +84,7 @@ mod tests {
             round: None,
             role: Role::Agent,
             kind: TurnKind::Speak,
+            dimension: None,
             text: text.into(),
             state,
             evaluation,

@@ -174,6 +174,7 @@ mod tests {
             round: None,
             role: Default::default(),
             kind: Default::default(),
+            dimension: None,
             text: String::new(),
             state: TurnState::Streaming,
             evaluation: None,

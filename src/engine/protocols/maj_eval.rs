@@ -268,6 +268,7 @@ async fn llm_moderator(
             max_tokens: sampling.1.min(200),
             schema: None,
             top_logprobs: None,
+            dimension: None,
             cancel: &run.stop,
             ahead: None,
         };
@@ -380,6 +381,7 @@ async fn aggregate(run: &Run) {
             max_tokens: sampling.1,
             schema: None,
             top_logprobs: None,
+            dimension: None,
             cancel: &run.quit,
             ahead: None,
         };

@@ -2,7 +2,9 @@
 //! (task, dimension definition, provider and model), so that every item of a
 //! panel is scored with the same steps and they are written once.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -51,6 +53,26 @@ impl StepsCache {
         });
         let key = hex::encode(Sha256::digest(material.to_string().as_bytes()));
         self.dir.join(format!("{}.json", &key[..32]))
+    }
+
+    /// Held while one session of this process looks up, writes and keeps a
+    /// dimension's steps, so that sessions running at once (`moot eval`)
+    /// write them once and all use the same.
+    pub async fn lock(
+        &self,
+        panel: &Panel,
+        dimension: &Dimension,
+        model: &ModelRef,
+    ) -> tokio::sync::OwnedMutexGuard<()> {
+        static LOCKS: OnceLock<Mutex<HashMap<PathBuf, Arc<tokio::sync::Mutex<()>>>>> = OnceLock::new();
+        let lock = LOCKS
+            .get_or_init(Default::default)
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .entry(self.path(panel, dimension, model))
+            .or_default()
+            .clone();
+        lock.lock_owned().await
     }
 
     pub fn get(&self, panel: &Panel, dimension: &Dimension, model: &ModelRef) -> Option<CachedSteps> {

@@ -67,6 +67,10 @@ async fn write_steps(run: &Run) {
             if let Some(steps) = &d.steps {
                 return Ok((steps.trim().to_string(), StepsSource::Panel, None, None));
             }
+            let _held = match cache {
+                Some(c) => Some(c.lock(&run.panel, d, model).await),
+                None => None,
+            };
             if let Some(hit) = cache.as_ref().and_then(|c| c.get(&run.panel, d, model)) {
                 return Ok((hit.steps, StepsSource::Cache, hit.author, None));
             }
@@ -82,6 +86,7 @@ async fn write_steps(run: &Run) {
                 binding,
                 sampling: (temperature, max_tokens.min(STEPS_TOKENS)),
                 cancel: &run.stop,
+                dimension: Some(&d.key),
             };
             let messages = Prompt::fixed(prompts::steps_messages(&run.panel, d));
             match run.verdict_turn(text, turn, messages, None).await {
@@ -192,6 +197,7 @@ async fn draw(run: &Run, judge: usize, d: &crate::panel::Dimension, steps: &str,
         binding: &binding,
         sampling: run.agent_sampling(&spec),
         cancel: &run.stop,
+        dimension: Some(&d.key),
     };
     match run.verdict_turn(&verdict, turn, Prompt::fixed(messages), None).await {
         Spoken::Evaluated { evaluation, turn, .. } => {
