@@ -84,3 +84,54 @@ async fn write_example_sessions() {
     .await;
     record(Protocol::CollabEval, &[("Evaluators", &["Ann", "Bea", "Cal"])], "collab-eval", false).await;
 }
+
+/// G-Eval's judge: steps for each dimension, then a short reasoning and a score.
+fn g_eval_reply(req: &moot::provider::ChatRequest, call: usize) -> ScriptedReply {
+    let last = &req.messages.last().unwrap().content;
+    let grammar = last.contains("Quality to judge — Grammar");
+    if req.messages.len() == 2 {
+        return if grammar {
+            "1. Read the question and the answer aloud.\n2. Mark every spelling, agreement or punctuation error.\n3. \
+             Start from 5 and take off a point for each error that a child would notice."
+        } else {
+            "1. Restate what the question asks.\n2. Check whether the answer gives that, not something near it.\n3. \
+             Score 5 for a direct answer, 3 for a partial one, 1 for an answer to another question."
+        }
+        .into();
+    }
+    let text = if grammar {
+        format!("Both sentences are well formed and the punctuation is right.\n{{\"grammar\": {}}}", 4 + call % 2)
+    } else {
+        "The answer names the storm but only implies why the fox was afraid.\n{\"relevance\": 3}".to_string()
+    };
+    ScriptedReply::Text(text)
+}
+
+#[tokio::test]
+#[ignore = "rewrites sessions/examples/g-eval.jsonl"]
+async fn write_g_eval_example() {
+    let provider =
+        std::sync::Arc::new(ScriptedProvider::new(g_eval_reply).with_delay(Duration::from_millis(60)).with_chunk(32));
+    let mut p = panel(Protocol::GEval, &[("Judge", &["Ann"])]);
+    p.name = "Storybook QA, one G-Eval judge (demo)".into();
+    p.protocol.settings.insert("samples".into(), moot::panel::SettingValue::Integer(3));
+    p.protocol.settings.insert("review_steps".into(), moot::panel::SettingValue::Bool(true));
+    let mut c = config(p, provider);
+    c.session_id = "g-eval".into();
+    c.linger = true;
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("sessions/examples/g-eval.jsonl");
+    let _ = std::fs::remove_file(&path);
+    let mut s = Session::start(c, Some(SessionWriter::create(&path).unwrap()));
+    s.wait_for(|e| matches!(&e.kind, EventKind::Paused { .. })).await;
+    s.send(Command::EditSteps {
+        dimension: "relevance".into(),
+        steps: "1. Restate what the question asks.\n2. Check that the answer says why, not only what happened.\n3. \
+                Score 5 for a direct why, 3 when the reason is only implied, 1 for another question's answer."
+            .into(),
+        author: "demo".into(),
+    });
+    s.send(Command::Resume { author: "demo".into() });
+    s.wait_for(|e| matches!(&e.kind, EventKind::AggregationCompleted { group: None, .. })).await;
+    s.send(Command::Quit { author: "demo".into() });
+    s.finish().await;
+}

@@ -409,3 +409,39 @@ fn an_empty_result_shows_as_failed_with_its_reason() {
     assert!(text.contains("NO RESULT · OPEN FOR OVERRIDES"), "{text}");
     assert!(!text.contains("DONE"), "{text}");
 }
+
+#[test]
+fn g_eval_screens_show_steps_and_the_scores_table() {
+    let events = example("g-eval");
+    let mut app = App::loaded(Env::test(), &events);
+    snap("g_eval_finished", &mut app);
+    let text = screen_text(&render(&mut app, 160, 48));
+    for want in ["Evaluation steps", "edited by demo", "written by the judge", "Scores", "weighted", "Moderator"] {
+        assert_eq!(text.contains(want), want != "Moderator", "{want}:\n{text}");
+    }
+
+    // Paused for review: the hint, then the editor pre-filled with the current steps.
+    let paused = prefix(&events, |e| matches!(e.kind, EventKind::Paused { .. }));
+    let (mut app, mut rx) = live_app(&paused);
+    snap("g_eval_review_live", &mut app);
+    app.on_key(key('e'));
+    app.on_key(code(KeyCode::Enter));
+    assert!(matches!(&app.overlay, Some(Overlay::Steps { dimension, .. }) if dimension == "grammar"));
+    snap("g_eval_steps_editor", &mut app);
+    app.on_key(KeyEvent::new(KeyCode::Enter, KeyModifiers::ALT));
+    type_str(&mut app, "4. Ignore capital letters.");
+    app.on_key(code(KeyCode::Enter));
+    match rx.try_recv().expect("a command") {
+        Command::EditSteps { dimension, steps, .. } => {
+            assert_eq!(dimension, "grammar");
+            assert!(steps.starts_with("1. Read the question"), "{steps}");
+            assert!(steps.ends_with("\n4. Ignore capital letters."), "{steps}");
+        }
+        other => panic!("{other:?}"),
+    }
+    // The command line does the same.
+    app.on_key(key(':'));
+    type_str(&mut app, "steps relevance 1. Read. | 2. Score.");
+    app.on_key(code(KeyCode::Enter));
+    assert!(matches!(rx.try_recv(), Ok(Command::EditSteps { steps, .. }) if steps == "1. Read.\n2. Score."));
+}

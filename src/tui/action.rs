@@ -29,6 +29,8 @@ pub enum Action {
     Step,
     Stop,
     Rate,
+    /// Edit a dimension's evaluation steps (G-Eval, before scoring).
+    EditSteps,
     CommandLine,
     Search,
     SearchNext,
@@ -54,6 +56,7 @@ impl Action {
                 | Action::Resume
                 | Action::Stop
                 | Action::Rate
+                | Action::EditSteps
         )
     }
 
@@ -82,6 +85,7 @@ impl Action {
             Action::Step => "one turn (paused)",
             Action::Stop => "stop, go to aggregation",
             Action::Rate => "your own rating",
+            Action::EditSteps => "edit evaluation steps (G-Eval)",
             Action::CommandLine => "command line",
             Action::Search => "search the transcript",
             Action::SearchNext => "next match",

@@ -53,6 +53,25 @@ pub enum Focus {
     Consensus,
     Aggregator,
     Transcript,
+    /// Evaluation steps per dimension (G-Eval).
+    Steps,
+    /// Each dimension's draws, sampled and weighted scores (G-Eval).
+    Scores,
+}
+
+impl Focus {
+    /// The pane's name in the compact list.
+    pub fn label(self) -> &'static str {
+        match self {
+            Focus::Agent(_) => "Agent",
+            Focus::Moderator => "Moderator",
+            Focus::Consensus => "Consensus",
+            Focus::Aggregator => "Result",
+            Focus::Transcript => "Transcript",
+            Focus::Steps => "Steps",
+            Focus::Scores => "Scores",
+        }
+    }
 }
 
 /// Scroll position of a pane: follows the end unless the user scrolled up.
@@ -119,6 +138,7 @@ pub enum PickPurpose {
     OverrideDimension(OverrideTarget),
     Speaker,
     RateDimension,
+    StepsDimension,
 }
 
 /// One line of input with a purpose.
@@ -143,10 +163,19 @@ pub enum Overlay {
     Help,
     ConfirmQuit,
     Composer(TextArea<'static>),
-    CommandLine { input: TextArea<'static>, candidates: Vec<String>, error: Option<String> },
+    CommandLine {
+        input: TextArea<'static>,
+        candidates: Vec<String>,
+        error: Option<String>,
+    },
     Picker(Picker),
     Prompt(Prompt),
     Search(TextArea<'static>),
+    /// Editing a dimension's evaluation steps.
+    Steps {
+        dimension: String,
+        input: TextArea<'static>,
+    },
 }
 
 /// How a status message looks.
@@ -190,7 +219,7 @@ pub struct App {
     pub events_seen: u64,
 }
 
-fn textarea(placeholder: &str) -> TextArea<'static> {
+pub(super) fn textarea(placeholder: &str) -> TextArea<'static> {
     let mut t = TextArea::default();
     t.set_placeholder_text(placeholder);
     t.set_cursor_line_style(ratatui::style::Style::default());
@@ -267,10 +296,10 @@ impl App {
         }
     }
 
-    fn info(&mut self, text: impl Into<String>) {
+    pub(super) fn info(&mut self, text: impl Into<String>) {
         self.message = Some((MessageKind::Info, text.into()));
     }
-    fn error(&mut self, text: impl Into<String>) {
+    pub(super) fn error(&mut self, text: impl Into<String>) {
         self.message = Some((MessageKind::Error, text.into()));
     }
 
@@ -353,7 +382,20 @@ impl App {
     /// Focusable panes in Tab order: agents by group, then the side panes.
     pub fn focus_order(&self) -> Vec<Focus> {
         let mut v: Vec<Focus> = self.vm.agents_by_group().into_iter().flat_map(|(_, a)| a).map(Focus::Agent).collect();
-        v.extend([Focus::Moderator, Focus::Consensus, Focus::Aggregator, Focus::Transcript]);
+        v.extend(self.side_panes());
+        v
+    }
+
+    /// The panes besides the agents', in order: what fits the protocol
+    /// (a moderator and consensus for debates, steps and scores for
+    /// G-Eval), then the result and the transcript.
+    pub fn side_panes(&self) -> Vec<Focus> {
+        let kind = self.view().panel.as_ref().map(|p| p.protocol.kind);
+        let mut v = match kind {
+            Some(crate::panel::Protocol::GEval) => vec![Focus::Steps, Focus::Scores],
+            _ => vec![Focus::Moderator, Focus::Consensus],
+        };
+        v.extend([Focus::Aggregator, Focus::Transcript]);
         v
     }
 
@@ -516,6 +558,7 @@ impl App {
                     self.info("stopping: the turn in flight is cancelled, then the aggregation runs");
                 }
             }
+            Action::EditSteps => self.open_steps_picker(),
             Action::Rate => {
                 self.open_picker("Your rating: which dimension?", self.dimension_items(), PickPurpose::RateDimension)
             }
@@ -618,7 +661,7 @@ impl App {
         items
     }
 
-    fn open_picker(&mut self, title: &str, items: Vec<(String, String)>, purpose: PickPurpose) {
+    pub(super) fn open_picker(&mut self, title: &str, items: Vec<(String, String)>, purpose: PickPurpose) {
         if items.is_empty() {
             self.error("nothing to choose from yet");
             return;
@@ -745,6 +788,7 @@ impl App {
                     self.overlay = Some(Overlay::CommandLine { input, candidates: Vec::new(), error: None });
                 }
             }
+            Overlay::Steps { dimension, input } => self.on_steps_key(k, dimension, input),
             Overlay::Search(mut t) => {
                 if esc || ctrl_c {
                     return;
@@ -834,6 +878,7 @@ impl App {
                     self.info(format!("vetoed {agent}"));
                 }
             }
+            PickPurpose::StepsDimension => self.open_steps_editor(value),
             PickPurpose::RateDimension => {
                 let scale = self.scale_text();
                 self.prompt(

@@ -6,8 +6,8 @@ use crate::session::fold::SessionView;
 
 /// Command names, for completion and help.
 pub const COMMANDS: &[&str] = &[
-    "comment", "override", "speaker", "veto", "pause", "resume", "step", "stop", "rate", "quit", "speed", "seek",
-    "theme", "help",
+    "comment", "override", "speaker", "veto", "pause", "resume", "step", "stop", "rate", "steps", "quit", "speed",
+    "seek", "theme", "help",
 ];
 
 /// What a command line asks for.
@@ -105,6 +105,14 @@ pub fn parse(line: &str, view: &SessionView, author: &str) -> Result<Parsed, Str
             }
             Parsed::Engine(Command::Rate { scores, author })
         }
+        "steps" => {
+            need(2, "steps DIMENSION TEXT (steps separated by ` | `)")?;
+            let keys = view.dimension_keys();
+            let dimension = one_of("dimension", words[0], &keys)?;
+            let text = rest[words[0].len()..].trim();
+            let steps = text.split(" | ").map(str::trim).filter(|s| !s.is_empty()).collect::<Vec<_>>().join("\n");
+            Parsed::Engine(Command::EditSteps { dimension, steps, author })
+        }
         "quit" | "q" => Parsed::Quit,
         "speed" => {
             need(1, "speed X (0.25 to 32)")?;
@@ -138,6 +146,7 @@ pub fn complete(line: &str, view: &SessionView) -> (String, Vec<String>) {
         }
         (1, "speaker" | "s" | "veto") => agents,
         (2, "override" | "o") => dims,
+        (1, "steps") => view.dimension_keys(),
         (n, "rate") if n % 2 == 1 => dims,
         _ => Vec::new(),
     };

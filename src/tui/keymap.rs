@@ -228,6 +228,7 @@ const LIVE: &[(&str, Action, bool)] = &[
     ("n", Action::Step, false),
     ("x", Action::Stop, true),
     ("r", Action::Rate, false),
+    ("e", Action::EditSteps, false),
 ];
 
 const REPLAY: &[(&str, Action, bool)] = &[

@@ -14,6 +14,7 @@ pub mod config;
 pub mod keymap;
 pub mod replay;
 pub mod screens;
+mod steps_editor;
 pub mod terminal;
 pub mod theme;
 pub mod view;

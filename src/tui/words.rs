@@ -71,6 +71,24 @@ pub fn previous_evaluation(view: &SessionView, index: usize) -> Option<&Evaluati
         .find_map(|t| t.evaluation.as_ref())
 }
 
+/// What a turn was for, for its heading: the phase, the dimension it is
+/// about, the round (a draw, when scoring) and whether it was a repair request.
+pub fn turn_label(t: &TurnView) -> String {
+    let mut s = t.phase.as_str().replace('_', " ");
+    if let Some(d) = &t.dimension {
+        s.push_str(&format!(" · {d}"));
+    }
+    match (t.round, t.phase) {
+        (Some(r), crate::session::event::Phase::Scoring) => s.push_str(&format!(" · draw {r}")),
+        (Some(r), _) => s.push_str(&format!(" r{r}")),
+        (None, _) => {}
+    }
+    if t.kind == TurnKind::Repair {
+        s.push_str(" (repair)");
+    }
+    s
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -9,7 +9,6 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
 use super::{clip, pane, score_spans};
-use crate::session::event::{Phase, TurnKind};
 use crate::session::fold::{AgentState, AgentView, TurnState};
 use crate::tui::app::{App, Focus, fmt_score};
 use crate::tui::theme::Theme;
@@ -27,17 +26,6 @@ pub fn badge(a: &AgentView, theme: &Theme) -> (&'static str, String, Style) {
         AgentState::Done => ("✓", "done".into(), theme.done()),
         AgentState::Failed { retries } => ("✗", format!("failed (try {retries})"), theme.failed()),
     }
-}
-
-fn turn_label(phase: Phase, round: Option<u32>, kind: TurnKind) -> String {
-    let mut s = phase.as_str().replace('_', " ");
-    if let Some(r) = round {
-        s.push_str(&format!(" r{r}"));
-    }
-    if kind == TurnKind::Repair {
-        s.push_str(" (repair)");
-    }
-    s
 }
 
 /// Draw agent `idx` in `area`.
@@ -139,7 +127,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &mut App, idx: usize) {
         }
         let t = &app.vm.session.turns[ti];
         let mut rows: Vec<Line> = Vec::with_capacity(n);
-        let mut label = format!("── {} ", turn_label(t.phase, t.round, t.kind));
+        let mut label = format!("── {} ", crate::tui::words::turn_label(t));
         if let Some(e) = &t.parse_error {
             label.push_str(&format!("· unparsed: {} ", clip(e, 40)));
         }
@@ -187,12 +175,8 @@ pub fn list(f: &mut Frame, area: Rect, app: &App) -> Vec<(Rect, Focus)> {
         }
     }
     lines.push(Line::raw(""));
-    for (label, fo) in [
-        ("Moderator", Focus::Moderator),
-        ("Consensus", Focus::Consensus),
-        ("Result", Focus::Aggregator),
-        ("Transcript", Focus::Transcript),
-    ] {
+    for fo in app.side_panes() {
+        let label = fo.label();
         let st = if app.focus == fo { theme.selection() } else { theme.text() };
         hits.push((Rect { x: area.x, y: area.y + lines.len() as u16, width: area.width, height: 1 }, fo));
         lines.push(Line::from(Span::styled(format!("{:<w$}", format!("  {label}")), st)));

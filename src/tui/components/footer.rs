@@ -5,12 +5,15 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
+use crate::tui::action::Action;
 use crate::tui::app::{App, MessageKind, Overlay};
 
 /// Keys of an open overlay (fixed: text entry keys are not remapped).
 fn overlay_keys(o: &Overlay) -> &'static [(&'static str, &'static str)] {
     match o {
-        Overlay::Composer(_) => &[("enter", "send"), ("alt-enter", "new line"), ("esc", "cancel")],
+        Overlay::Composer(_) | Overlay::Steps { .. } => {
+            &[("enter", "send"), ("alt-enter", "new line"), ("esc", "cancel")]
+        }
         Overlay::CommandLine { .. } => &[("enter", "run"), ("tab", "complete"), ("esc", "cancel")],
         Overlay::Picker(_) => &[("↑↓", "choose"), ("enter", "select"), ("1-9", "pick"), ("esc", "cancel")],
         Overlay::Prompt(_) => &[("enter", "ok"), ("esc", "cancel")],
@@ -38,6 +41,20 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
             }
             if !app.is_live() {
                 k.retain(|(_, d)| !matches!(d.as_str(), "comment" | "override" | "speaker" | "stop"));
+            }
+            let v = app.view();
+            if let Some(spec) = v.panel.as_ref().map(|p| p.protocol.spec()) {
+                if spec.order == crate::panel::SpeakerOrder::Independent {
+                    k.retain(|(_, d)| d != "speaker");
+                }
+                let before_scoring = v.phase.is_none_or(|p| p == crate::session::event::Phase::Steps);
+                if spec.uses_steps
+                    && before_scoring
+                    && app.is_live()
+                    && let Some(key) = app.env.config.keymap.key_for(app.mode(), Action::EditSteps)
+                {
+                    k.insert(0, (key.to_string(), "edit steps".into()));
+                }
             }
             k
         }

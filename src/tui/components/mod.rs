@@ -5,6 +5,7 @@ pub mod agent;
 pub mod aggregator;
 pub mod consensus;
 pub mod footer;
+pub mod g_eval;
 pub mod header;
 pub mod moderator;
 pub mod overlays;

@@ -73,6 +73,15 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
             t.set_block(pane(Line::from(Span::styled(" Comment to the panel ", theme.human())), true, theme));
             f.render_widget(&t, r);
         }
+        Overlay::Steps { dimension, input } => {
+            let h = (input.lines().len() as u16 + 2).clamp(5, area.height.saturating_sub(4).max(5));
+            let r = bottom(area, h);
+            f.render_widget(Clear, r);
+            let mut t = input.clone();
+            let title = format!(" Evaluation steps of {dimension} — Enter sends, Alt-Enter new line, Esc cancels ");
+            t.set_block(pane(Line::from(Span::styled(title, theme.human())), true, theme));
+            f.render_widget(&t, r);
+        }
         Overlay::CommandLine { input, candidates, error } => {
             let extra = u16::from(error.is_some() || !candidates.is_empty());
             let r = bottom(area, 3 + extra);

@@ -53,10 +53,7 @@ fn build(v: &SessionView, e: &TimelineEntry, width: u16, theme: &Theme, wraps: &
         TimelineEntry::Turn(i) => {
             let Some(t) = v.turns.get(*i) else { return Vec::new() };
             let mut head = vec![Span::styled(format!("▸ {}", t.agent), theme.text().add_modifier(Modifier::BOLD))];
-            let mut meta = format!("  #{} {}", t.id, t.phase.as_str().replace('_', " "));
-            if let Some(r) = t.round {
-                meta.push_str(&format!(" r{r}"));
-            }
+            let mut meta = format!("  #{} {}", t.id, crate::tui::words::turn_label(t));
             if t.role != crate::session::event::Role::Agent {
                 meta.push_str(&format!(" ({})", t.role.as_str().replace('_', " ")));
             }

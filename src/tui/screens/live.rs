@@ -9,7 +9,7 @@ use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 
 use crate::tui::app::{App, Focus};
-use crate::tui::components::{agent, aggregator, consensus, footer, header, moderator, overlays, transcript};
+use crate::tui::components::{agent, aggregator, consensus, footer, g_eval, header, moderator, overlays, transcript};
 
 /// Below this width or height the compact layout is used.
 pub const WIDE_MIN: (u16, u16) = (120, 32);
@@ -25,6 +25,8 @@ fn draw_pane(f: &mut Frame, app: &mut App, focus: Focus, area: Rect) {
         Focus::Consensus => consensus::draw(f, area, app),
         Focus::Aggregator => aggregator::draw(f, area, app),
         Focus::Transcript => transcript::draw(f, area, app),
+        Focus::Steps => g_eval::steps(f, area, app),
+        Focus::Scores => g_eval::scores(f, area, app),
     }
 }
 
@@ -73,11 +75,18 @@ fn wide(f: &mut Frame, app: &mut App, body: Rect) {
     let v = app.view();
     let ngroups = v.groups.len().max(1) as u16;
     let dims = v.dimension_keys().len() as u16 + 1;
-    let mod_h = (2 + ngroups * 4).min(right.height / 3).max(5);
-    let cons_h = (2 + ngroups * (dims + 2)).min(right.height / 2);
+    let panes = app.side_panes();
+    let (first, second) = (panes[0], panes[1]);
+    let (first_h, second_h) = if first == Focus::Steps {
+        // Steps are a few lines per dimension; the scores table a line per dimension and judge.
+        let judges = v.agents.len().max(1) as u16;
+        (right.height * 2 / 5, (3 + judges * (dims + 1)).min(right.height / 3))
+    } else {
+        ((2 + ngroups * 4).min(right.height / 3).max(5), (2 + ngroups * (dims + 2)).min(right.height / 2))
+    };
     let [m, c, a] =
-        Layout::vertical([Constraint::Length(mod_h), Constraint::Length(cons_h), Constraint::Min(4)]).areas(right);
-    draw_pane(f, app, Focus::Moderator, m);
-    draw_pane(f, app, Focus::Consensus, c);
+        Layout::vertical([Constraint::Length(first_h), Constraint::Length(second_h), Constraint::Min(4)]).areas(right);
+    draw_pane(f, app, first, m);
+    draw_pane(f, app, second, c);
     draw_pane(f, app, Focus::Aggregator, a);
 }
