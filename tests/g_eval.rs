@@ -280,3 +280,70 @@ async fn weighted_scores_come_from_a_server_that_returns_top_logprobs() {
     assert!(w.contains_key("overall"));
     assert!(view.aggregate.as_ref().unwrap().feedback.contains("probability-weighted"));
 }
+
+#[tokio::test]
+async fn the_report_compares_weighted_scores_with_human_ratings() {
+    // Item w-N has human grammar N; the judge samples N with probability 0.9 and N−1 with 0.1.
+    let server = TestServer::start().await.expect("bind 127.0.0.1");
+    server.set_handler(|r| {
+        let body = r.body_text();
+        if body.contains("write the evaluation steps") {
+            return Reply::sse().event(&openai::content_chunk("1. Read.")).event(&openai::finish_chunk("stop")).event("[DONE]");
+        }
+        let n: u32 = body.split("ITEM w-").nth(1).and_then(|s| s.get(..1)).and_then(|d| d.parse().ok()).unwrap_or(3);
+        let key = if body.contains("Quality to judge — Grammar") { "grammar" } else { "relevance" };
+        let tok = |t: String, lp: f64, top: serde_json::Value| serde_json::json!({"token": t, "logprob": lp, "top_logprobs": top});
+        let chunk = |content: &str, lp: serde_json::Value| {
+            serde_json::json!({"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "m",
+                "choices": [{"index": 0, "delta": {"content": content}, "finish_reason": null, "logprobs": {"content": [lp]}}]})
+            .to_string()
+        };
+        let top = serde_json::json!([{"token": n.to_string(), "logprob": 0.9f64.ln()}, {"token": (n - 1).to_string(), "logprob": 0.1f64.ln()}]);
+        let head = format!("Fine.\n{{\"{key}\": ");
+        Reply::sse()
+            .event(&chunk(&head, tok(head.clone(), -0.1, serde_json::json!([]))))
+            .event(&chunk(&n.to_string(), tok(n.to_string(), 0.9f64.ln(), top)))
+            .event(&chunk("}", tok("}".into(), -0.1, serde_json::json!([]))))
+            .event(&openai::finish_chunk("stop"))
+            .event("[DONE]")
+    });
+    let dir = tempfile::tempdir().unwrap();
+    for n in 2..=5u32 {
+        let config = OpenAiConfig {
+            name: "test".into(),
+            base_url: server.base_url(),
+            model: "m".into(),
+            ..OpenAiConfig::default()
+        };
+        let provider = Arc::new(OpenAiProvider::new(config).unwrap());
+        let mut it = item();
+        it.id = format!("w-{n}");
+        it.human = Some([("grammar".to_string(), f64::from(n))].into_iter().collect());
+        let mut c = EngineConfig::new(Arc::new(g_panel(1)), it, Bindings::uniform(Binding::new(provider, "m")));
+        c.retry.max_attempts = 1;
+        let writer = moot::session::SessionWriter::create(dir.path().join(format!("w-{n}.jsonl"))).unwrap();
+        let (_, outcome) = Session::start(c, Some(writer)).finish().await;
+        assert_eq!(outcome.status, EndStatus::Completed, "{:?}", outcome.error);
+    }
+    let files = moot::report::collect_logs(&[dir.path().to_path_buf()]).unwrap();
+    let loaded = moot::report::load_records(&files, 1);
+    assert!(loaded.problems.is_empty(), "{:?}", loaded.problems);
+    let report = moot::report::build_report(loaded.records, None, &moot::report::ReportOptions::default());
+    let row = |stage| {
+        report
+            .rows
+            .iter()
+            .find(|r| {
+                r.stage == Some(stage)
+                    && r.metric == "pearson"
+                    && r.dimension.as_deref() == Some("grammar")
+                    && r.group.is_none()
+                    && r.agent.is_none()
+            })
+            .unwrap_or_else(|| panic!("no {stage:?} row"))
+    };
+    let weighted = row(moot::report::Stage::Weighted);
+    assert_eq!(weighted.n, Some(4));
+    assert!((weighted.value.unwrap() - 1.0).abs() < 1e-9, "{weighted:?}");
+    assert_eq!(row(moot::report::Stage::Final).n, Some(4));
+}

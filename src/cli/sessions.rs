@@ -167,7 +167,8 @@ struct ExportRow {
 }
 
 /// The rows of a session, stage by stage as [`crate::session::stages`] defines them:
-/// per agent `initial`, `final`, `human_adjusted`; per group and for the
+/// per agent `initial`, `final`, `human_adjusted` (and `weighted` when the
+/// final evaluation has probability-weighted scores); per group and for the
 /// panel `aggregate`, `human_adjusted`.
 fn export_rows(v: &SessionView) -> Vec<ExportRow> {
     let mut rows = Vec::new();
@@ -187,6 +188,16 @@ fn export_rows(v: &SessionView) -> Vec<ExportRow> {
         rows.extend(row(stages::INITIAL, &a.initial, none()));
         rows.extend(row(stages::FINAL, &a.final_, none()));
         rows.extend(row(stages::HUMAN_ADJUSTED, &a.human_adjusted, a.set_by.clone()));
+        if let Some(w) = a.final_.as_ref().and_then(|e| e.weighted_scores.clone()) {
+            rows.push(ExportRow {
+                agent: a.name.clone(),
+                group: group.clone(),
+                stage: stages::WEIGHTED,
+                scores: w,
+                set_by: none(),
+                no_result: None,
+            });
+        }
     }
     let results = v.stages.groups.iter().map(|g| ("(group result)", g)).chain([("(panel result)", &v.stages.panel)]);
     for (who, r) in results {

@@ -31,16 +31,20 @@ pub enum Stage {
     Aggregate,
     /// The result with human overrides applied.
     HumanAdjusted,
+    /// The agents' probability-weighted final scores (mean per group and
+    /// panel), where the provider returned log-probabilities.
+    Weighted,
 }
 
 impl Stage {
-    pub const ALL: [Stage; 4] = [Stage::Initial, Stage::Final, Stage::Aggregate, Stage::HumanAdjusted];
+    pub const ALL: [Stage; 5] = [Stage::Initial, Stage::Final, Stage::Aggregate, Stage::HumanAdjusted, Stage::Weighted];
     pub fn as_str(self) -> &'static str {
         match self {
             Stage::Initial => "initial",
             Stage::Final => "final",
             Stage::Aggregate => "aggregate",
             Stage::HumanAdjusted => "human_adjusted",
+            Stage::Weighted => "weighted",
         }
     }
 }
@@ -502,6 +506,7 @@ impl PanelReport {
                 Some(g) => r.group_adjusted.get(g)?.as_ref()?[k],
                 None => r.adjusted.as_ref()?[k],
             },
+            Stage::Weighted => from_agents(|a| a.weighted.as_ref()),
         }
     }
 
@@ -569,6 +574,13 @@ impl PanelReport {
 
         let integer = self.info.integer_scale();
         let agents = self.agents();
+        // The weighted stage only where some judge has weighted scores.
+        let weighted = self.records.iter().any(|r| r.agents.iter().any(|a| a.weighted.is_some()));
+        let stages: Vec<Stage> = Stage::ALL.into_iter().filter(|s| *s != Stage::Weighted || weighted).collect();
+        let agent_stages: Vec<Stage> = [Stage::Initial, Stage::Final, Stage::Weighted]
+            .into_iter()
+            .filter(|s| *s != Stage::Weighted || weighted)
+            .collect();
         for (k, key) in self.info.keys.clone().iter().enumerate() {
             let human: Vec<Option<f64>> = self.truth.iter().map(|t| t.vals[k]).collect();
             if human.iter().all(Option::is_none) {
@@ -576,7 +588,7 @@ impl PanelReport {
             }
             for g in self.groups() {
                 let group = self.group_name(g).map(str::to_string);
-                for stage in Stage::ALL {
+                for &stage in &stages {
                     let judge: Vec<Option<f64>> =
                         self.records.iter().map(|r| self.stage_value(r, g, stage, k)).collect();
                     let at = Target { panel: &panel, key, group: group.as_deref(), agent: None, stage };
@@ -585,13 +597,17 @@ impl PanelReport {
             }
             // Each agent's own scores.
             for (name, g) in &agents {
-                for stage in [Stage::Initial, Stage::Final] {
+                for &stage in &agent_stages {
                     let judge: Vec<Option<f64>> = self
                         .records
                         .iter()
                         .map(|r| {
                             let a = r.agents.iter().find(|a| a.name == *name)?;
-                            let vals = if stage == Stage::Initial { a.initial.as_ref() } else { a.final_.as_ref() };
+                            let vals = match stage {
+                                Stage::Initial => a.initial.as_ref(),
+                                Stage::Weighted => a.weighted.as_ref(),
+                                _ => a.final_.as_ref(),
+                            };
                             vals?[k]
                         })
                         .collect();

@@ -73,6 +73,8 @@ pub struct AgentScores {
     pub final_: Option<Vals>,
     pub initial_label: Option<Preference>,
     pub final_label: Option<Preference>,
+    /// The final evaluation's probability-weighted scores, when it has them.
+    pub weighted: Option<Vals>,
 }
 
 /// Turns, tokens and time of one session.
@@ -247,6 +249,7 @@ pub fn read_record(path: &Path, bytes: &[u8], cache: &PanelCache) -> Result<Item
                     final_: None,
                     initial_label: None,
                     final_label: None,
+                    weighted: None,
                 });
             }
             let human_item = match &item.human {
@@ -346,6 +349,7 @@ fn apply_stages(r: &mut ItemRecord, stages: &Stages) {
         a.initial_label = s.initial.as_ref().and_then(label);
         a.final_ = s.final_.as_ref().map(|e| panel.vals_of(e));
         a.final_label = s.final_.as_ref().and_then(label);
+        a.weighted = s.final_.as_ref().and_then(|e| e.weighted_scores.as_ref()).map(|w| panel.vals_of_scores(w, None));
     }
     let vals = |s: &Option<Scores>| s.as_ref().map(|s| panel.vals_of_scores(s, None));
     for (i, g) in panel.groups.iter().enumerate() {

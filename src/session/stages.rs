@@ -9,7 +9,10 @@
 //!   value a person had set on it is restored to the agent's own (absent if
 //!   the agent had none);
 //! - **human_adjusted** — the final evaluation with every standing override
-//!   of a person applied (before or after `final_evaluations`).
+//!   of a person applied (before or after `final_evaluations`);
+//! - **weighted** — the final evaluation's probability-weighted scores
+//!   (Σ p(s)·s over the scale's score tokens), when the provider returned
+//!   log-probabilities (G-Eval asks for them): the judge's, never a person's.
 //!
 //! For each group and for the panel:
 //! - **aggregate** — the result as the protocol computed it: the first
@@ -29,6 +32,7 @@ pub const INITIAL: &str = "initial";
 pub const FINAL: &str = "final";
 pub const AGGREGATE: &str = "aggregate";
 pub const HUMAN_ADJUSTED: &str = "human_adjusted";
+pub const WEIGHTED: &str = "weighted";
 
 /// One agent's stages.
 #[derive(Debug, Clone, PartialEq, Default)]
