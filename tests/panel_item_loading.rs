@@ -428,8 +428,14 @@ fn the_first_problem_in_the_file_is_reported() {
 
 #[test]
 fn bundled_items_load_and_match_their_panels() {
-    for (stem, _) in item::BUNDLED_ITEMS {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("assets/items/{stem}.jsonl"));
+    for (stem, text) in item::BUNDLED_ITEMS {
+        // Panels may share items (G-Eval's summary judge scores the summaries of summary-collab).
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/items");
+        let path = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .find(|p| std::fs::read_to_string(p).is_ok_and(|t| t == *text))
+            .unwrap_or_else(|| panic!("no file in assets/items holds the items bundled as {stem}"));
         let file = item::load_items(&path).unwrap_or_else(|e| panic!("{e}"));
         assert!(file.skipped.is_empty(), "{stem}: {:?}", file.skipped);
         assert_eq!(file.items.len(), 10, "{stem}");
@@ -638,4 +644,63 @@ fn reserved_agent_names_are_refused() {
     let err = moot::panel::Panel::from_toml_str(&text, "p.toml").unwrap_err().to_string();
     assert!(err.contains("reserved for a panel role"), "{err}");
     assert!(err.starts_with("p.toml:"), "{err}");
+}
+
+// --- panels: the [protocol] table, roles and categorical dimensions -----------
+
+#[test]
+fn a_protocol_table_takes_the_settings_its_protocol_declares() {
+    let g = |settings: &str| edit("protocol = \"maj-eval\"", &format!("[protocol]\nkind = \"g-eval\"\n{settings}"));
+    // The table must come after the top-level keys: move `task` above it.
+    let g = |settings: &str| {
+        g(settings).replacen("task = \"Judge the text.\"\n", "", 1).replacen(
+            "name = \"Test panel\"\n",
+            "name = \"Test panel\"\ntask = \"Judge the text.\"\n",
+            1,
+        )
+    };
+    let p = Panel::from_toml_str(&g("samples = 5\nreview_steps = true"), "panel.toml").expect("valid");
+    assert_eq!(p.protocol, Protocol::GEval);
+    assert_eq!((p.protocol.integer("samples"), p.protocol.flag("review_steps")), (5, true));
+    let p = Panel::from_toml_str(&g(""), "panel.toml").expect("defaults");
+    assert_eq!((p.protocol.integer("samples"), p.protocol.flag("review_steps")), (1, false));
+    assert_eq!(
+        error_of(&g("sample = 5")),
+        "panel.toml:5:1: protocol.sample: unknown field (did you mean `samples`?); valid fields here: kind, samples, review_steps"
+    );
+    assert_eq!(error_of(&g("samples = 0")), "panel.toml:5:11: protocol.samples: must be at least 1, found 0");
+    assert_eq!(
+        error_of(&g("review_steps = \"yes\"")),
+        "panel.toml:5:16: protocol.review_steps: expected true or false, found string"
+    );
+    let no_kind = g("samples = 2").replacen("kind = \"g-eval\"\n", "", 1);
+    assert!(error_of(&no_kind).contains("protocol.kind: missing required field; one of maj-eval, collab-eval, g-eval"));
+    let maj = g("samples = 2").replacen("g-eval", "maj-eval", 1);
+    assert_eq!(
+        error_of(&maj),
+        "panel.toml:5:1: protocol.samples: maj-eval has no settings; only `kind` belongs in [protocol]"
+    );
+}
+
+#[test]
+fn role_tables_must_name_a_role_of_the_protocol() {
+    let with_roles = format!("{BASE}\n[roles.meta_evaluator]\nmodel = \"m\"\n");
+    let err = error_of(&with_roles);
+    assert!(
+        err.ends_with("roles.meta_evaluator: not a role of this protocol; its roles: moderator, aggregator"),
+        "{err}"
+    );
+    let ok = format!("{BASE}\n[roles.aggregator]\nmodel = \"big\"\n");
+    let p = Panel::from_toml_str(&ok, "panel.toml").expect("a declared role");
+    assert_eq!(p.role_model(moot::session::event::Role::Aggregator).model.as_deref(), Some("big"));
+}
+
+#[test]
+fn categorical_dimensions_need_two_distinct_labels() {
+    let one = edit("key = \"accuracy\"", "key = \"accuracy\"\nlabels = [\"formal\"]");
+    assert!(error_of(&one).ends_with("dimensions[1].labels: a categorical dimension needs at least two labels"));
+    let twice = edit("key = \"accuracy\"", "key = \"accuracy\"\nlabels = [\"formal\", \"formal\"]");
+    assert!(error_of(&twice).ends_with("dimensions[1].labels[1]: duplicate label \"formal\""));
+    let ok = edit("key = \"accuracy\"", "key = \"accuracy\"\nlabels = [\"formal\", \"casual\"]");
+    assert_eq!(Panel::from_toml_str(&ok, "panel.toml").unwrap().dimensions[1].labels, ["formal", "casual"]);
 }
