@@ -52,3 +52,25 @@ fn sessions_show_prints_the_old_log_as_a_transcript() {
     assert!(text.contains("Ms. Okafor") && text.contains("Mr. Lindqvist"), "{text}");
     assert!(text.contains("completed"), "{text}");
 }
+
+#[test]
+fn version_1_logs_and_the_examples_load_with_their_panels() {
+    let examples = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("sessions/examples");
+    for (path, version, protocol) in [
+        (fixture("maj-eval-tiny-model-0.1.jsonl"), 1, "maj-eval"),
+        (examples.join("maj-eval-two-groups.jsonl"), 1, "maj-eval"),
+        (examples.join("collab-eval.jsonl"), 1, "collab-eval"),
+        (examples.join("g-eval.jsonl"), 2, "g-eval"),
+    ] {
+        let loaded = parse_log(&std::fs::read(&path).unwrap());
+        assert!(loaded.warnings().is_empty(), "{}: {:?}", path.display(), loaded.warnings());
+        let view = SessionView::from_events(&loaded.events);
+        assert_eq!(view.schema_version, version, "{}", path.display());
+        let panel = view.panel.as_ref().unwrap_or_else(|| panic!("{}: the recorded panel reads", path.display()));
+        assert_eq!(panel.protocol.kind.as_str(), protocol);
+        assert_eq!(view.state, RunState::Ended(EndStatus::Completed), "{}", path.display());
+        assert!(view.aggregate.is_some());
+        let report = load_records(std::slice::from_ref(&path), 1);
+        assert!(report.problems.is_empty(), "{:?}", report.problems);
+    }
+}
