@@ -4,6 +4,10 @@
 //!   scripted provider, the session log written to disk. Target: < 100 ms.
 //! - `initial_phase_6_agents_200ms`: six first evaluations against a provider
 //!   that takes 200 ms per call. Target: about one call's time (< 300 ms).
+//! - `g_eval_1000_turns`: G-Eval over 500 items of a two-dimension panel
+//!   (steps given in the panel, one draw each: 1,000 scoring turns, no log
+//!   written), one session after another, with an instant scripted
+//!   provider: the engine's own cost per 1,000 turns. Target: < 50 ms.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -75,5 +79,39 @@ fn initial_phase_concurrency(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, debate_1000_turns, initial_phase_concurrency);
+fn g_eval_1000_turns(c: &mut Criterion) {
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let mut p = panel(Protocol::GEval, &[("Judge", &["Ann"])]);
+    for d in &mut p.dimensions {
+        d.steps = Some("1. Read the item.\n2. Score it.".into());
+    }
+    let p = Arc::new(p);
+    let provider = Arc::new(ScriptedProvider::new(|req, _| {
+        let last = &req.messages.last().map(|m| m.content.as_str()).unwrap_or("");
+        let key = if last.contains("Quality to judge — Grammar") { "grammar" } else { "relevance" };
+        ScriptedReply::Text(format!("Clear and correct.\n{{\"{key}\": 4}}"))
+    }));
+    let items: Vec<_> = (0..500)
+        .map(|i| {
+            let mut it = item();
+            it.id = format!("item-{i}");
+            it
+        })
+        .collect();
+    let mut group = c.benchmark_group("engine");
+    group.sample_size(10);
+    group.bench_function("g_eval_1000_turns", |b| {
+        b.iter(|| {
+            for it in &items {
+                let config = EngineConfig::new(p.clone(), it.clone(), Bindings::uniform(Binding::new(provider.clone(), "")));
+                let (_handle, rx) = EngineHandle::channel();
+                let outcome = rt.block_on(engine::run(config, Recorder::new(None, None), rx));
+                assert_eq!(outcome.status, moot::session::event::EndStatus::Completed, "{:?}", outcome.error);
+            }
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, debate_1000_turns, initial_phase_concurrency, g_eval_1000_turns);
 criterion_main!(benches);
