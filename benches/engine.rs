@@ -103,7 +103,8 @@ fn g_eval_1000_turns(c: &mut Criterion) {
     group.bench_function("g_eval_1000_turns", |b| {
         b.iter(|| {
             for it in &items {
-                let config = EngineConfig::new(p.clone(), it.clone(), Bindings::uniform(Binding::new(provider.clone(), "")));
+                let config =
+                    EngineConfig::new(p.clone(), it.clone(), Bindings::uniform(Binding::new(provider.clone(), "")));
                 let (_handle, rx) = EngineHandle::channel();
                 let outcome = rt.block_on(engine::run(config, Recorder::new(None, None), rx));
                 assert_eq!(outcome.status, moot::session::event::EndStatus::Completed, "{:?}", outcome.error);

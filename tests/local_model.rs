@@ -480,6 +480,19 @@ async fn a_prompt_is_read_ahead_while_another_request_generates() {
     if tiny_provider().is_none() {
         return;
     }
+    // Timing on a loaded machine: the reading engine may get no core before
+    // the other reply ends. Each attempt is a fresh model; one must show it.
+    let mut failures = Vec::new();
+    for _ in 0..3 {
+        match read_ahead_attempt().await {
+            Ok(()) => return,
+            Err(why) => failures.push(why),
+        }
+    }
+    panic!("no attempt read a prompt ahead and reused it: {failures:?}");
+}
+
+async fn read_ahead_attempt() -> Result<(), String> {
     let dir = tempfile::tempdir().unwrap();
     let provider = own_tiny_provider_serving(&dir, Some(2));
     let shared = [ChatMessage::system(rules("harbours", 30)), ChatMessage::user(rules("the discussion", 20))];
@@ -492,9 +505,10 @@ async fn a_prompt_is_read_ahead_while_another_request_generates() {
     provider.read_ahead(&shared);
     long_call.await.expect("the long reply");
     let during = provider.read_ahead_tokens();
-    assert!(during > 0, "nothing was read ahead while the other engine generated");
-    // Let the reading finish: the count stays the same for half a second
-    // (a loaded machine can stall the reading engine for a while).
+    if during == 0 {
+        return Err("nothing was read ahead while the other engine generated".into());
+    }
+    // Let the reading finish: the count stays the same for half a second.
     let mut read = during;
     let mut still = 0;
     for _ in 0..400 {
@@ -511,6 +525,11 @@ async fn a_prompt_is_read_ahead_while_another_request_generates() {
     let (before_read, _) = provider.prompt_stats();
     let reused = reused_by(&provider, complete(&provider, next)).await;
     let (after_read, _) = provider.prompt_stats();
-    assert!(reused + 2 >= read, "the request reused {reused} tokens, {read} had been read ahead");
-    assert!(after_read - before_read < 40, "the request read {} tokens of its own", after_read - before_read);
+    if reused + 2 < read {
+        return Err(format!("the request reused {reused} tokens, {read} had been read ahead"));
+    }
+    if after_read - before_read >= 40 {
+        return Err(format!("the request read {} tokens of its own", after_read - before_read));
+    }
+    Ok(())
 }

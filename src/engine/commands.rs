@@ -5,6 +5,7 @@ use super::prompts::{HistoryEntry, fmt_num};
 use super::runtime::{FinalOverride, Run};
 use crate::panel::SpeakerOrder;
 use crate::session::event::{EventKind, OverrideTarget, StepsSource};
+use crate::session::overrides::override_latest;
 
 impl Run {
     pub(crate) fn reject(&self, command: &str, reason: String, author: &str) {
@@ -214,24 +215,13 @@ impl Run {
                         );
                     };
                     let a = &mut st.agents[i];
-                    if let OverrideTarget::Turn { turn, .. } = &target
-                        && a.latest_turn != Some(*turn)
-                    {
-                        let latest = a.latest_turn.map(|t| t.to_string()).unwrap_or_else(|| "none".into());
-                        drop(st);
-                        return self.reject(
-                            "override",
-                            format!("turn {turn} is not {agent}'s latest evaluation (latest: turn {latest})"),
-                            &author,
-                        );
+                    match override_latest(a.latest.as_mut(), a.latest_turn, &target, &dimension, value) {
+                        Ok(from) => (from, Some((a.group.clone(), agent.clone()))),
+                        Err(refused) => {
+                            drop(st);
+                            return self.reject("override", refused.reason(agent), &author);
+                        }
                     }
-                    let Some(ev) = a.latest.as_mut() else {
-                        drop(st);
-                        return self.reject("override", format!("{agent} has no evaluation yet"), &author);
-                    };
-                    let from = ev.score(&dimension);
-                    ev.set_score(&dimension, value);
-                    (from, Some((a.group.clone(), agent.clone())))
                 }
                 OverrideTarget::Final { group } => {
                     if let Some(g) = group

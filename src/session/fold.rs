@@ -11,6 +11,7 @@ use super::event::{
     AgentInfo, EndStatus, Evaluation, Event, EventKind, ModelRef, OverrideTarget, Phase, Role, Scores, SelectedBy,
     StepsSource, TrimmedEntry, TurnKind, Usage, UsageTotals,
 };
+use super::overrides::override_latest;
 use crate::item::Item;
 use crate::panel::Panel;
 
@@ -661,31 +662,19 @@ impl SessionView {
             }
             EventKind::ScoreOverridden { target, dimension, from, to, reason, author } => {
                 match target {
-                    OverrideTarget::Agent { agent } => {
-                        if let Some(a) = self.agent_mut(agent)
-                            && let Some(ev) = a.latest.as_mut()
-                        {
-                            if let Some(orig) = from {
-                                a.overridden.entry(dimension.clone()).or_insert(*orig);
-                            }
-                            ev.set_score(dimension, *to);
-                        }
-                    }
-                    OverrideTarget::Turn { turn, agent } => {
-                        if let Some(&i) = self.turn_index.get(turn)
+                    OverrideTarget::Agent { agent } | OverrideTarget::Turn { agent, .. } => {
+                        // The turn's own record shows the value a person set on it.
+                        if let OverrideTarget::Turn { turn, .. } = target
+                            && let Some(&i) = self.turn_index.get(turn)
                             && let Some(ev) = self.turns[i].evaluation.as_mut()
                         {
                             ev.set_score(dimension, *to);
                         }
-                        let turn = *turn;
                         if let Some(a) = self.agent_mut(agent)
-                            && a.latest_turn == Some(turn)
-                            && let Some(ev) = a.latest.as_mut()
+                            && override_latest(a.latest.as_mut(), a.latest_turn, target, dimension, *to).is_ok()
+                            && let Some(orig) = from
                         {
-                            if let Some(orig) = from {
-                                a.overridden.entry(dimension.clone()).or_insert(*orig);
-                            }
-                            ev.set_score(dimension, *to);
+                            a.overridden.entry(dimension.clone()).or_insert(*orig);
                         }
                     }
                     OverrideTarget::Final { .. } => {}

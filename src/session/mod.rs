@@ -2,6 +2,7 @@
 
 pub mod event;
 pub mod fold;
+pub mod overrides;
 pub mod reader;
 pub mod stages;
 pub mod writer;
