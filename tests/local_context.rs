@@ -113,3 +113,40 @@ async fn the_embedded_model_counts_a_prompt_as_it_reads_it() {
     let done = provider.stream(&request, &tx, &tokio_util::sync::CancellationToken::new()).await.expect("reply");
     assert_eq!(done.usage.input_tokens, counted);
 }
+
+/// G-Eval on the embedded model: the steps are written, and each score comes
+/// with its probability-weighted value from the model's own distribution.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g_eval_on_the_embedded_model_weighs_every_score() {
+    let Some(provider) = tiny(2048) else { return };
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut panel = moot::panel::Panel::load(&root.join("assets/panels/summary-geval.toml")).expect("panel loads");
+    panel.generation.max_tokens = 120;
+    // Samples are drawn only without log-probabilities: the embedded model has them.
+    panel.protocol.settings.insert("samples".into(), moot::panel::SettingValue::Integer(3));
+    let items = moot::item::load_items(&root.join("assets/items/summary-collab.jsonl")).expect("items load");
+    let item = items.items.iter().find(|i| i.id == "sum-02").expect("sum-02").clone();
+    let config = EngineConfig::new(Arc::new(panel), item, Bindings::uniform(Binding::new(Arc::new(provider), "")));
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let (_handle, commands) = EngineHandle::channel();
+    let outcome = engine::run(config, Recorder::new(None, Some(tx)), commands).await;
+    let mut events = Vec::new();
+    while let Ok(e) = rx.try_recv() {
+        events.push(e);
+    }
+    assert_eq!(outcome.status, EndStatus::Completed, "{:?}", outcome.error);
+    let steps = events.iter().filter(|e| matches!(e.kind, EventKind::EvaluationSteps { .. })).count();
+    assert_eq!(steps, 4, "steps for each of the four dimensions");
+    let view = SessionView::from_events(&events);
+    let scoring: Vec<_> = view.turns.iter().filter(|t| t.phase == Phase::Scoring).collect();
+    assert_eq!(scoring.len(), 4, "one draw per dimension: every score was weighted");
+    for t in scoring {
+        let ev = t.evaluation.as_ref().unwrap_or_else(|| panic!("turn {} unread: {:?}", t.id, t.parse_error));
+        let d = t.dimension.as_deref().unwrap();
+        let w = ev.weighted_scores.as_ref().and_then(|w| w.get(d)).expect("a weighted score");
+        assert!((1.0..=5.0).contains(w), "{d}: {w}");
+        assert!(!t.text.trim_start().starts_with('{'), "prose comes first: {}", t.text);
+    }
+    let finals = &view.group("Judge").unwrap().finals["Evaluator"];
+    assert!(finals.weighted_scores.as_ref().is_some_and(|w| w.contains_key("overall")));
+}

@@ -172,7 +172,10 @@ impl<W: Write> Transcript<W> {
         };
         for k in keys {
             if let Some(v) = ev.scores.get(k) {
-                parts.push(format!("{k} {}", fmt_num(*v)));
+                match ev.weighted_scores.as_ref().and_then(|w| w.get(k)) {
+                    Some(w) => parts.push(format!("{k} {} (weighted {w:.2})", fmt_num(*v))),
+                    None => parts.push(format!("{k} {}", fmt_num(*v))),
+                }
             }
         }
         if let Some(o) = ev.overall {

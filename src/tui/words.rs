@@ -41,10 +41,18 @@ pub fn score_line(keys: &[String], ev: &Evaluation, before: Option<&Evaluation>,
         Some(w) if w != now => format!("{}→{}", fmt_score(w), fmt_score(now)),
         _ => fmt_score(now),
     };
+    // A probability-weighted score follows the sampled one: `grammar 4 (weighted 4.31)`.
+    let weighted = |k: &str| {
+        let w = ev.weighted_scores.as_ref().and_then(|w| w.get(k))?;
+        Some(format!(" ({} {w:.2})", if short { "w" } else { "weighted" }))
+    };
     let mut parts: Vec<String> = keys
         .iter()
         .filter_map(|k| {
-            ev.scores.get(k).map(|v| format!("{} {}", label(k), value(*v, before.and_then(|b| b.score(k)))))
+            ev.scores.get(k).map(|v| {
+                let w = weighted(k).unwrap_or_default();
+                format!("{} {}{w}", label(k), value(*v, before.and_then(|b| b.score(k))))
+            })
         })
         .collect();
     // Dimensions the panel does not name (older logs), in their own order.
@@ -64,6 +72,10 @@ pub fn score_line(keys: &[String], ev: &Evaluation, before: Option<&Evaluation>,
 /// scores moved from), if any.
 pub fn previous_evaluation(view: &SessionView, index: usize) -> Option<&Evaluation> {
     let turn = view.turns.get(index)?;
+    // Draws of a score are independent: one does not move from another.
+    if turn.phase == crate::session::event::Phase::Scoring {
+        return None;
+    }
     view.turns[..index]
         .iter()
         .rev()
