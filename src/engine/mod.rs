@@ -10,6 +10,7 @@
 pub mod aggregate;
 pub mod command;
 pub mod consensus;
+mod discussion;
 pub mod moderator;
 pub mod parse;
 pub mod prompts;

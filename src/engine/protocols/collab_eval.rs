@@ -3,13 +3,16 @@
 //! evaluators do not converge.
 
 use futures::future::join_all;
-use rand::seq::SliceRandom;
 
 use super::initial_phase;
+use crate::engine::discussion::{self, Floor, Order};
 use crate::engine::prompts::{self, HistoryEntry};
 use crate::engine::runtime::{Run, Spoken, eval_scores};
 use crate::engine::trim::Prompt;
-use crate::session::event::{EventKind, Phase, Role, Scores, SelectedBy};
+use crate::item::Item;
+use crate::panel::{AgentSpec, Panel};
+use crate::provider::ChatMessage;
+use crate::session::event::{Evaluation, EventKind, Phase, Role, Scores};
 
 /// How a group's discussion ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -71,81 +74,10 @@ async fn discuss(run: &Run, group: &str) -> Outcome {
         run.emit_finals(group);
         return Outcome::Consensus;
     }
-    let mut rng = run.rng(&format!("rounds/{group}"));
-    let mut previous = snapshot(run, group);
-    let mut failures = 0;
-    let mut reached = false;
-    'rounds: for round in 1..=run.panel.consensus.max_rounds {
-        if run.stop.is_cancelled() {
-            break;
-        }
-        run.emit(EventKind::PhaseStarted {
-            phase: Phase::Discussion,
-            group: Some(group.to_string()),
-            round: Some(round),
-        });
-        let mut order = run.state().group_agents(group);
-        order.shuffle(&mut rng);
-        let mut pos = 0;
-        while pos < order.len() {
-            if !run.gate().await {
-                break 'rounds;
-            }
-            let (by, reason) = apply_human_order(run, group, round, &mut order[pos..]);
-            let index = order[pos];
-            pos += 1;
-            let (name, spec, history) = {
-                let st = run.state();
-                let a = &st.agents[index];
-                (a.name.clone(), a.spec.clone(), st.histories[group].clone())
-            };
-            let build =
-                |h: &[HistoryEntry]| prompts::discussion_messages(&run.panel, group, &spec, run.item(), h, round);
-            let ahead =
-                |so_far: &str| prompts::discussion_ahead(&run.panel, run.item(), group, &history, &name, round, so_far);
-            run.emit(EventKind::SpeakerSelected {
-                group: group.to_string(),
-                agent: name.clone(),
-                by,
-                reason,
-                raw: None,
-                fallback: None,
-            });
-            let prompt = Prompt::discussion(&history, &build);
-            match run.agent_turn(index, Phase::Discussion, Some(round), prompt, &run.stop, Some(&ahead)).await {
-                Spoken::Failed(e) => {
-                    if run.on_turn_error(&name, &e, &mut failures) {
-                        break 'rounds;
-                    }
-                }
-                Spoken::Evaluated { evaluation, text, .. } => {
-                    failures = 0;
-                    run.push_history(
-                        group,
-                        HistoryEntry::Speech { agent: name, round: Some(round), text, evaluation: Some(evaluation) },
-                    );
-                }
-                Spoken::Unparsed { text, .. } => {
-                    failures = 0;
-                    run.push_history(
-                        group,
-                        HistoryEntry::Speech { agent: name, round: Some(round), text, evaluation: None },
-                    );
-                }
-            }
-        }
-        if run.check_consensus(group, Some(round)) {
-            reached = true;
-            break;
-        }
-        let now = snapshot(run, group);
-        if now == previous {
-            break;
-        }
-        previous = now;
-    }
+    let mut rounds = Rounds { previous: snapshot(run, group), reached: false };
+    discussion::discuss(run, group, &mut rounds, Order::rounds(run, group)).await;
     run.emit_finals(group);
-    if reached {
+    if rounds.reached {
         return Outcome::Consensus;
     }
     if run.stop.is_cancelled() {
@@ -154,52 +86,50 @@ async fn discuss(run: &Run, group: &str) -> Outcome {
     final_judgment(run, group).await
 }
 
-/// A person's pick or veto for a discussion round, applied to the agents who
-/// have not yet spoken in it (`rest`, next speaker first). A pick moves that
-/// agent to the front; a veto moves that agent behind the others of the
-/// round. A pick or veto that cannot apply is refused with `command_rejected`.
-fn apply_human_order(run: &Run, group: &str, round: u32, rest: &mut [usize]) -> (SelectedBy, String) {
-    let (pick, veto, mut names) = {
-        let mut st = run.state();
-        let pick = st.pending_pick.remove(group);
-        let veto = st.veto.remove(group);
-        let names: Vec<String> = rest.iter().map(|&i| st.agents[i].name.clone()).collect();
-        (pick, veto, names)
-    };
-    let mut picked = None;
-    if let Some((agent, author)) = pick {
-        match names.iter().position(|n| *n == agent) {
-            Some(k) => {
-                rest[..=k].rotate_right(1);
-                names[..=k].rotate_right(1);
-                picked = Some((agent, author));
-            }
-            None => run.reject(
-                "speaker",
-                format!("{agent} has already spoken in round {round}; a pick applies to who has not spoken yet"),
-                &author,
-            ),
-        }
+/// CollabEval's discussion: after each round, the consensus is checked; the
+/// rounds end when it holds or when a round changed nobody's scores.
+struct Rounds {
+    previous: std::collections::BTreeMap<String, Scores>,
+    reached: bool,
+}
+
+impl Floor for Rounds {
+    fn phase(&self) -> Phase {
+        Phase::Discussion
     }
-    let mut veto_note = String::new();
-    if let Some((agent, author)) = veto {
-        match names.iter().position(|n| *n == agent) {
-            _ if picked.as_ref().is_some_and(|(p, _)| *p == agent) => {
-                run.reject("veto", format!("{agent} was chosen to speak next by a person"), &author)
-            }
-            None => run.reject("veto", format!("{agent} has already spoken in round {round}"), &author),
-            Some(k) if k + 1 == rest.len() => {
-                run.reject("veto", format!("{agent} is already the last to speak in round {round}"), &author)
-            }
-            Some(k) => {
-                rest[k..].rotate_left(1);
-                veto_note = format!(" ({agent} vetoed by {author}: speaks last this round)");
-            }
-        }
+    fn messages(
+        &self,
+        panel: &Panel,
+        item: &Item,
+        group: &str,
+        speaker: &AgentSpec,
+        _latest: Option<&Evaluation>,
+        history: &[HistoryEntry],
+        round: Option<u32>,
+    ) -> Vec<ChatMessage> {
+        prompts::discussion_messages(panel, group, speaker, item, history, round.unwrap_or(1))
     }
-    match picked {
-        Some((_, author)) => (SelectedBy::Human, format!("chosen by {author}{veto_note}")),
-        None => (SelectedBy::Policy, format!("round {round}: next in the shuffled order{veto_note}")),
+    fn ahead(
+        &self,
+        panel: &Panel,
+        item: &Item,
+        group: &str,
+        history: &[HistoryEntry],
+        speaker: &str,
+        round: Option<u32>,
+        so_far: &str,
+    ) -> Vec<ChatMessage> {
+        prompts::discussion_ahead(panel, item, group, history, speaker, round.unwrap_or(1), so_far)
+    }
+    fn end_of_round(&mut self, run: &Run, group: &str, round: u32) -> bool {
+        if run.check_consensus(group, Some(round)) {
+            self.reached = true;
+            return false;
+        }
+        let now = snapshot(run, group);
+        let moved = now != self.previous;
+        self.previous = now;
+        moved
     }
 }
 

@@ -1,0 +1,216 @@
+//! One discussion loop for every protocol whose agents take the floor in
+//! turn: who speaks next is a strategy ([`Order`]: a moderator — an LLM or a
+//! policy — or seeded shuffled rounds), and a person's pick, veto, comment,
+//! pause, step and stop are applied here, once, the same way for every
+//! protocol. What a protocol adds — its prompts, what happens after a turn
+//! and at the end of a round — is its [`Floor`].
+
+mod moderated;
+mod rounds;
+
+use rand_chacha::ChaCha8Rng;
+
+use super::prompts::HistoryEntry;
+use super::runtime::{Run, Spoken};
+use super::trim::Prompt;
+use crate::item::Item;
+use crate::panel::{AgentSpec, ModeratorPolicy, Panel};
+use crate::provider::ChatMessage;
+use crate::session::event::{Evaluation, EventKind, Phase, SelectedBy};
+
+/// What a protocol says about its discussion.
+pub(crate) trait Floor: Sync {
+    /// The phase of the discussion's turns.
+    fn phase(&self) -> Phase;
+    /// The request of a speaker's turn, given the group's history (perhaps shortened to fit).
+    #[allow(clippy::too_many_arguments)]
+    fn messages(
+        &self,
+        panel: &Panel,
+        item: &Item,
+        group: &str,
+        speaker: &AgentSpec,
+        latest: Option<&Evaluation>,
+        history: &[HistoryEntry],
+        round: Option<u32>,
+    ) -> Vec<ChatMessage>;
+    /// What the group's next request will start with, given the reply streaming now.
+    #[allow(clippy::too_many_arguments)]
+    fn ahead(
+        &self,
+        panel: &Panel,
+        item: &Item,
+        group: &str,
+        history: &[HistoryEntry],
+        speaker: &str,
+        round: Option<u32>,
+        so_far: &str,
+    ) -> Vec<ChatMessage>;
+    /// After a turn; `changed` says whether the speaker's scores moved (`None`: no readable evaluation).
+    fn after_turn(&mut self, _run: &Run, _group: &str, _changed: Option<bool>) {}
+    /// At the end of a round; false ends the discussion.
+    fn end_of_round(&mut self, _run: &Run, _group: &str, _round: u32) -> bool {
+        true
+    }
+}
+
+/// How the next speaker of a group is chosen.
+pub(crate) enum Order {
+    /// A moderator picks each next speaker among the members who have not
+    /// finished, for at most `max_turns` turns.
+    Moderated { policy: ModeratorPolicy, max_turns: u32, rng: ChaCha8Rng, last: Option<String>, turns: u32 },
+    /// Rounds of `max_rounds`: every member speaks once a round, in a seeded
+    /// shuffled order; `queue` holds who has not spoken in `round` yet, and
+    /// `ended` whether the floor has heard that the round is over.
+    Rounds { max_rounds: u32, rng: ChaCha8Rng, round: u32, queue: Vec<usize>, ended: bool },
+}
+
+impl Order {
+    pub fn moderated(run: &Run, group: &str) -> Self {
+        let m = &run.panel.moderator;
+        Order::Moderated {
+            policy: m.policy,
+            max_turns: m.max_turns,
+            rng: run.rng(&format!("moderator/{group}")),
+            last: None,
+            turns: 0,
+        }
+    }
+    pub fn rounds(run: &Run, group: &str) -> Self {
+        Order::Rounds {
+            max_rounds: run.panel.consensus.max_rounds,
+            rng: run.rng(&format!("rounds/{group}")),
+            round: 0,
+            queue: Vec::new(),
+            ended: true,
+        }
+    }
+}
+
+impl Order {
+    /// The round that just ended, once: everyone has spoken in it.
+    fn round_over(&mut self) -> Option<u32> {
+        match self {
+            Order::Rounds { round, queue, ended, .. } if queue.is_empty() && !*ended => {
+                *ended = true;
+                Some(*round)
+            }
+            _ => None,
+        }
+    }
+
+    /// Nobody will speak again: the turns are used up, every member has
+    /// finished, or the last round is over.
+    fn exhausted(&self, run: &Run, group: &str) -> bool {
+        match self {
+            Order::Moderated { max_turns, turns, .. } => {
+                let st = run.state();
+                *turns >= *max_turns || st.group_agents(group).iter().all(|&i| st.agents[i].finished)
+            }
+            Order::Rounds { max_rounds, round, queue, ended, .. } => {
+                *ended && queue.is_empty() && *round >= *max_rounds
+            }
+        }
+    }
+}
+
+/// Run a group's discussion to its end: the order runs out, the floor ends
+/// it, a person stops it, or turns keep failing.
+pub(crate) async fn discuss<F: Floor>(run: &Run, group: &str, floor: &mut F, mut order: Order) {
+    let mut failures = 0;
+    loop {
+        if run.stop.is_cancelled() {
+            break;
+        }
+        // A round's end is no turn: it passes the pause gate without using a step.
+        if let Some(round) = order.round_over() {
+            if floor.end_of_round(run, group, round) {
+                continue;
+            }
+            break;
+        }
+        if order.exhausted(run, group) || !run.gate().await {
+            break;
+        }
+        let Some((index, round)) = next(run, group, &mut order).await else { break };
+        let (name, spec, latest, history) = {
+            let st = run.state();
+            let a = &st.agents[index];
+            (a.name.clone(), a.spec.clone(), a.latest.clone(), st.histories[group].clone())
+        };
+        let build =
+            |h: &[HistoryEntry]| floor.messages(&run.panel, run.item(), group, &spec, latest.as_ref(), h, round);
+        let ahead = |so_far: &str| floor.ahead(&run.panel, run.item(), group, &history, &name, round, so_far);
+        let prompt = Prompt::discussion(&history, &build);
+        let spoken = run.agent_turn(index, floor.phase(), round, prompt, &run.stop, Some(&ahead)).await;
+        if let Order::Moderated { last, .. } = &mut order {
+            *last = Some(name.clone());
+        }
+        let changed = match spoken {
+            Spoken::Failed(e) => {
+                if run.on_turn_error(&name, &e, &mut failures) {
+                    break;
+                }
+                continue;
+            }
+            Spoken::Evaluated { evaluation, text, .. } => {
+                let changed = latest.as_ref().map(|b| b.scores != evaluation.scores || b.overall != evaluation.overall);
+                let entry = HistoryEntry::Speech { agent: name.clone(), round, text, evaluation: Some(evaluation) };
+                run.push_history(group, entry);
+                Some(changed.unwrap_or(true))
+            }
+            Spoken::Unparsed { text, .. } => {
+                run.push_history(group, HistoryEntry::Speech { agent: name.clone(), round, text, evaluation: None });
+                None
+            }
+        };
+        failures = 0;
+        floor.after_turn(run, group, changed);
+    }
+}
+
+/// The next speaker (announced) and the round, if anyone is to speak.
+async fn next(run: &Run, group: &str, order: &mut Order) -> Option<(usize, Option<u32>)> {
+    match order {
+        Order::Moderated { policy, max_turns, rng, last, turns } => {
+            if *turns >= *max_turns {
+                return None;
+            }
+            let index = moderated::choose(run, group, *policy, rng, last.as_deref(), *turns).await?;
+            *turns += 1;
+            Some((index, None))
+        }
+        Order::Rounds { max_rounds, rng, round, queue, ended } => {
+            if queue.is_empty() {
+                if *round >= *max_rounds {
+                    return None;
+                }
+                *round += 1;
+                *ended = false;
+                *queue = rounds::start(run, group, *round, rng);
+            }
+            let index = rounds::take_next(run, group, *round, queue);
+            Some((index, Some(*round)))
+        }
+    }
+}
+
+/// Record who takes the floor and why.
+pub(crate) fn announce(
+    run: &Run,
+    group: &str,
+    agent: &str,
+    by: SelectedBy,
+    reason: String,
+    raw: Option<String>,
+    fallback: Option<String>,
+) {
+    run.emit(EventKind::SpeakerSelected {
+        group: group.to_string(),
+        agent: agent.to_string(),
+        by,
+        reason,
+        raw,
+        fallback,
+    });
+}

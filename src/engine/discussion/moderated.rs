@@ -1,0 +1,236 @@
+//! A moderator's choice of the next speaker (MAJ-EVAL): a person's pick
+//! first, then the LLM moderator (re-asked once, then a policy) or a policy,
+//! among the members who have not finished, a vetoed one left out.
+
+use rand_chacha::ChaCha8Rng;
+
+use super::announce;
+use crate::engine::moderator::{self, SpeakerCandidate};
+use crate::engine::prompts::{self, HistoryEntry};
+use crate::engine::runtime::{CallSpec, Run};
+use crate::engine::trim::Prompt;
+use crate::panel::ModeratorPolicy;
+use crate::session::event::{Phase, Role, SelectedBy, TurnKind};
+
+/// Who speaks next: a person's pick, else the moderator policy.
+pub(super) async fn choose(
+    run: &Run,
+    group: &str,
+    policy: ModeratorPolicy,
+    rng: &mut ChaCha8Rng,
+    last: Option<&str>,
+    turn_index: u32,
+) -> Option<usize> {
+    if let Some(i) = take_human_pick(run, group) {
+        return Some(i);
+    }
+    let mut refused = None;
+    let (eligible, vetoed) = {
+        let mut st = run.state();
+        let veto = st.veto.remove(group);
+        let mut eligible: Vec<usize> = st.group_agents(group).into_iter().filter(|&i| !st.agents[i].finished).collect();
+        let vetoed = match veto {
+            Some((v, author)) if eligible.len() > 1 && eligible.iter().any(|&i| st.agents[i].name == v) => {
+                eligible.retain(|&i| st.agents[i].name != v);
+                Some((v, author))
+            }
+            Some((v, author)) => {
+                let why = if eligible.iter().any(|&i| st.agents[i].name == v) {
+                    "is the only member who may still speak"
+                } else {
+                    "has finished and will not speak again"
+                };
+                refused = Some((format!("{v} {why}"), author));
+                None
+            }
+            None => None,
+        };
+        // An LLM moderator does not give the floor straight back to who just
+        // spoke (it would answer itself; small models name the same agent
+        // every time).
+        if policy == ModeratorPolicy::Llm
+            && eligible.len() > 1
+            && let Some(last) = last
+        {
+            eligible.retain(|&i| st.agents[i].name != last);
+        }
+        (eligible, vetoed)
+    };
+    if let Some((reason, author)) = refused {
+        run.reject("veto", reason, &author);
+    }
+    if eligible.is_empty() {
+        return None;
+    }
+    let veto_note = vetoed.map(|(v, author)| format!(" ({v} vetoed by {author})")).unwrap_or_default();
+    if eligible.len() == 1 {
+        let name = run.state().agents[eligible[0]].name.clone();
+        announce(run, group, &name, SelectedBy::Policy, format!("only {name} may still speak{veto_note}"), None, None);
+        return Some(eligible[0]);
+    }
+    if policy == ModeratorPolicy::Llm {
+        let chosen = llm_moderator(run, group, &eligible, rng, last, turn_index, &veto_note).await;
+        // A person's pick made while the moderator was thinking wins.
+        if let Some(i) = take_human_pick(run, group) {
+            return Some(i);
+        }
+        return chosen;
+    }
+    let (name, reason) = policy_pick(run, policy, &eligible, rng, last, turn_index)?;
+    let index = run.state().agent_index(&name)?;
+    announce(run, group, &name, SelectedBy::Policy, format!("{reason}{veto_note}"), None, None);
+    Some(index)
+}
+
+fn take_human_pick(run: &Run, group: &str) -> Option<usize> {
+    let (index, name, author) = {
+        let mut st = run.state();
+        let (agent, author) = st.pending_pick.remove(group)?;
+        let i = st.agent_index(&agent)?;
+        if st.agents[i].finished {
+            drop(st);
+            run.reject("speaker", format!("{agent} has finished and will not speak again"), &author);
+            return None;
+        }
+        (i, agent, author)
+    };
+    announce(run, group, &name, SelectedBy::Human, format!("chosen by {author}"), None, None);
+    Some(index)
+}
+
+fn policy_pick(
+    run: &Run,
+    policy: ModeratorPolicy,
+    eligible: &[usize],
+    rng: &mut ChaCha8Rng,
+    last: Option<&str>,
+    turn_index: u32,
+) -> Option<(String, String)> {
+    let st = run.state();
+    let candidates: Vec<SpeakerCandidate<'_>> = eligible
+        .iter()
+        .map(|&i| {
+            let a = &st.agents[i];
+            SpeakerCandidate {
+                name: &a.name,
+                latest: a.latest.as_ref(),
+                turns_spoken: a.turns_spoken,
+                finished: a.finished,
+            }
+        })
+        .collect();
+    moderator::pick(policy, &candidates, &run.keys, last, turn_index, rng).map(|p| (p.agent, p.reason))
+}
+
+/// Ask the LLM moderator; re-ask once with the reason a reply failed, then fall back to `disagreement`.
+async fn llm_moderator(
+    run: &Run,
+    group: &str,
+    eligible: &[usize],
+    rng: &mut ChaCha8Rng,
+    last: Option<&str>,
+    turn_index: u32,
+    veto_note: &str,
+) -> Option<usize> {
+    let (names, all, table, history) = {
+        let st = run.state();
+        let names: Vec<String> = eligible.iter().map(|&i| st.agents[i].name.clone()).collect();
+        let all: Vec<String> = st.group_agents(group).into_iter().map(|i| st.agents[i].name.clone()).collect();
+        let rows: Vec<prompts::ScoresRow<'_>> = st
+            .group_agents(group)
+            .into_iter()
+            .map(|i| {
+                let a = &st.agents[i];
+                prompts::ScoresRow {
+                    agent: &a.name,
+                    latest: a.latest.as_ref(),
+                    turns: a.turns_spoken,
+                    finished: a.finished,
+                }
+            })
+            .collect();
+        let table = prompts::scores_table(&run.panel, &rows);
+        (names, all, table, st.histories[group].clone())
+    };
+    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    let build = |h: &[HistoryEntry]| prompts::moderator_messages(&run.panel, group, run.item(), h, &table, &refs);
+    let mut followups = Vec::new();
+    let all_refs: Vec<&str> = all.iter().map(String::as_str).collect();
+    let binding = run.config.bindings.for_role(Role::Moderator).clone();
+    let sampling = run.role_sampling(Role::Moderator);
+    let mut raws = Vec::new();
+    let mut failure = String::new();
+    for attempt in 0..2 {
+        if attempt == 1 {
+            followups.push(prompts::moderator_retry(&failure, &refs));
+        }
+        let spec = CallSpec {
+            participant: Role::Moderator.label(),
+            group: Some(group),
+            phase: Phase::Debate,
+            round: None,
+            role: Role::Moderator,
+            kind: TurnKind::Select,
+            binding: &binding,
+            messages: Prompt::discussion(&history, &build).then(followups.clone()),
+            temperature: sampling.0,
+            max_tokens: sampling.1.min(200),
+            schema: None,
+            top_logprobs: None,
+            dimension: None,
+            cancel: &run.stop,
+            ahead: None,
+        };
+        let (turn, result, latency) = run.call(spec).await;
+        let completion = match result {
+            Ok(c) => c,
+            Err(crate::provider::ProviderError::Cancelled) => return None,
+            Err(e) => {
+                failure = format!("the moderator call failed: {e}");
+                break;
+            }
+        };
+        run.complete_turn(
+            turn,
+            Role::Moderator.label(),
+            Role::Moderator,
+            TurnKind::Select,
+            &completion,
+            None,
+            None,
+            latency,
+        );
+        raws.push(completion.text.clone());
+        match moderator::parse_moderator_reply(&completion.text, &refs, &all_refs) {
+            Ok(pick) => {
+                let index = run.state().agent_index(&pick.agent)?;
+                announce(
+                    run,
+                    group,
+                    &pick.agent,
+                    SelectedBy::Moderator,
+                    format!("{}{veto_note}", pick.reason),
+                    Some(raws.join("\n---\n")),
+                    None,
+                );
+                return Some(index);
+            }
+            Err(e) => {
+                followups.push(crate::provider::ChatMessage::assistant(completion.text));
+                failure = e;
+            }
+        }
+    }
+    let (name, reason) = policy_pick(run, ModeratorPolicy::Disagreement, eligible, rng, last, turn_index)?;
+    let index = run.state().agent_index(&name)?;
+    announce(
+        run,
+        group,
+        &name,
+        SelectedBy::Policy,
+        format!("moderator reply unusable ({failure}); {reason}{veto_note}"),
+        (!raws.is_empty()).then(|| raws.join("\n---\n")),
+        Some(ModeratorPolicy::Disagreement.as_str().to_string()),
+    );
+    Some(index)
+}
