@@ -95,6 +95,11 @@ const G_EVAL: ProtocolSpec = ProtocolSpec {
             about: "replies drawn per dimension and averaged when the provider returns no log-probabilities",
         },
         SettingSpec {
+            key: "reply_tokens",
+            kind: SettingKind::Integer { min: 16, max: 4096, default: 96 },
+            about: "reply length of a scoring turn: a sentence or two of reasoning, then the score",
+        },
+        SettingSpec {
             key: "review_steps",
             kind: SettingKind::Bool { default: false },
             about: "pause after the evaluation steps are written, so that a person can edit them before scoring",

@@ -1705,6 +1705,11 @@ impl<'m> Engine<'m> {
             state.generated += 1;
             out.push_bytes(&piece);
             self.decode_one(token, state)?;
+            // Near the end of the budget, a finished sentence ends the prose
+            // rather than a cut one.
+            if json_follows && produced >= budget.saturating_sub(budget / 4) && ends_sentence(out.text()) {
+                return Ok(Finish::Stop);
+            }
         }
     }
 
@@ -1936,6 +1941,13 @@ fn has_finished_sentence(text: &str) -> bool {
             && text[..i].chars().next_back().is_some_and(char::is_alphanumeric)
             && text[i + 1..].chars().next().is_none_or(|n| n.is_whitespace() || "\"')”*".contains(n))
     })
+}
+
+/// Whether `text` ends with a finished sentence: `.`, `!` or `?` after a
+/// letter or a closing quote or bracket (not a list number such as `2.`).
+fn ends_sentence(text: &str) -> bool {
+    let mut rev = text.trim_end().chars().rev();
+    matches!(rev.next(), Some('.' | '!' | '?')) && rev.next().is_some_and(|c| c.is_alphabetic() || "\"')”*".contains(c))
 }
 
 /// Whether the token `piece` would end a reply's prose, or turn it into the
@@ -2221,6 +2233,11 @@ mod tests {
         assert!(!prose_is_enough(MIN_PROSE_TOKENS - 1, sentence));
         assert!(prose_is_enough(MIN_PROSE_TOKENS, sentence));
         assert!(!prose_is_enough(MIN_PROSE_TOKENS * 4, "a long clause with no end yet"));
+        // Near the budget, prose stops at the end of a sentence, not a list number.
+        assert!(ends_sentence("It reads well. "));
+        assert!(ends_sentence("He said \"fine.\""));
+        assert!(!ends_sentence("Steps:\n2."));
+        assert!(!ends_sentence("It scores 3.5"));
         // What the prose may not turn to before it is long enough.
         assert!(ends_prose("", b"{"));
         assert!(ends_prose("Fine.\n", b"```"));

@@ -195,7 +195,7 @@ async fn draw(run: &Run, judge: usize, d: &crate::panel::Dimension, steps: &str,
         round: Some(number),
         role: Role::Agent,
         binding: &binding,
-        sampling: run.agent_sampling(&spec),
+        sampling: (run.agent_sampling(&spec).0, reply_tokens(run)),
         cancel: &run.stop,
         dimension: Some(&d.key),
     };
@@ -216,6 +216,11 @@ async fn draw(run: &Run, judge: usize, d: &crate::panel::Dimension, steps: &str,
         Spoken::Failed(e) if !e.is_retryable() => run.fail(format!("{name}: {e}")),
         Spoken::Failed(_) => {}
     }
+}
+
+/// The reply length of a scoring turn (`reply_tokens`).
+fn reply_tokens(run: &Run) -> u32 {
+    u32::try_from(run.panel.protocol.integer("reply_tokens")).unwrap_or(96)
 }
 
 fn mean(values: &[f64]) -> Option<f64> {

@@ -70,8 +70,9 @@ pub fn score_messages(
         ChatMessage::system(system(panel)),
         ChatMessage::user(render_item(item)),
         ChatMessage::user(format!(
-            "{}\nQuality to judge — {}\n\nEvaluation steps:\n{}\n\nFollow the steps for the item above. Write your \
-             reasoning in two to four sentences of plain prose, quoting what matters, then score it. {instructions}",
+            "{}\nQuality to judge — {}\n\nEvaluation steps:\n{}\n\nFollow the steps for the item above, without \
+             repeating them: in one or two sentences of plain prose, say what in the item decides the score, then \
+             score it. {instructions}",
             judge_line(judge),
             criterion(dimension),
             steps.trim(),
