@@ -82,7 +82,20 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
         (Some(p), None) => p.as_str().to_string(),
         _ => "—".into(),
     };
-    let group = v.speaking_turn().and_then(|t| t.group.clone()).or_else(|| v.phase_group.clone());
+    // A phase every group is in at once (first evaluations, G-Eval's scoring) names no group.
+    let per_group = matches!(
+        v.phase,
+        Some(
+            crate::session::event::Phase::Debate
+                | crate::session::event::Phase::Discussion
+                | crate::session::event::Phase::FinalJudgment
+        )
+    );
+    let group = if per_group {
+        v.speaking_turn().and_then(|t| t.group.clone()).or_else(|| v.phase_group.clone())
+    } else {
+        None
+    };
     let u = &v.usage.total;
     let est = if u.estimated { "~" } else { "" };
     let second = vec![
