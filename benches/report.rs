@@ -143,6 +143,7 @@ fn write_log(path: &Path, panel: &Panel, index: u64) {
                     usage,
                     latency_ms: 900,
                     cached: false,
+                    done: false,
                 },
             );
         };

@@ -80,6 +80,7 @@ fn events(agents: usize, turns: u64) -> Vec<Event> {
             usage: Usage { input_tokens: 100, output_tokens: 50, ..Default::default() },
             latency_ms: 10,
             cached: false,
+            done: false,
         });
     }
     out

@@ -103,8 +103,8 @@ async fn no_more_comments_finishes_an_agent_exactly_once() {
     assert_eq!(debate.iter().filter(|a| *a == "Ann").count(), 1, "{debate:?}");
     assert_eq!(debate.len(), 4, "Bea keeps the floor until max_turns: {debate:?}");
     let view = SessionView::from_events(&events);
-    assert!(view.agent("Ann").unwrap().finished);
-    assert!(!view.agent("Bea").unwrap().finished);
+    assert!(view.agent("Ann").unwrap().progress.finished);
+    assert!(!view.agent("Bea").unwrap().progress.finished);
 }
 
 #[tokio::test]

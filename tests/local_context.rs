@@ -65,12 +65,6 @@ async fn a_three_round_collab_debate_is_trimmed_to_the_context_and_every_turn_is
 
     let rounds =
         events.iter().filter(|e| matches!(&e.kind, EventKind::PhaseStarted { phase: Phase::Discussion, .. })).count();
-    let agent_turns: Vec<_> = view.turns.iter().filter(|t| t.role == Role::Agent).collect();
-    for t in &agent_turns {
-        assert!(t.evaluation.is_some(), "turn {} by {} unread: {:?}\n{}", t.id, t.agent, t.parse_error, t.text);
-        let input = t.usage.input_tokens;
-        assert!(input + 320 <= window, "turn {} read {input} prompt tokens, with 320 for the reply, of {window}", t.id);
-    }
     let trims: Vec<_> = events
         .iter()
         .filter_map(|e| match &e.kind {
@@ -80,6 +74,19 @@ async fn a_three_round_collab_debate_is_trimmed_to_the_context_and_every_turn_is
             _ => None,
         })
         .collect();
+    // Every request fits: its prompt and its reply budget (320, or less when
+    // even the shortened discussion left less room, as its trim records).
+    let agent_turns: Vec<_> = view.turns.iter().filter(|t| t.role == Role::Agent).collect();
+    for t in &agent_turns {
+        assert!(t.evaluation.is_some(), "turn {} by {} unread: {:?}\n{}", t.id, t.agent, t.parse_error, t.text);
+        let input = t.usage.input_tokens;
+        let reply = trims.iter().find(|x| x.0 == t.id).map_or(320, |x| x.4);
+        assert!(
+            input + reply <= window,
+            "turn {} read {input} prompt tokens, with {reply} for the reply, of {window}",
+            t.id
+        );
+    }
     assert!(!trims.is_empty(), "a debate this long on a {CONTEXT}-token context is trimmed");
     for (turn, before, after, context, reply) in &trims {
         assert_eq!(*context, window);

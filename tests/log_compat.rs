@@ -24,7 +24,7 @@ fn a_maj_eval_log_of_version_0_1_folds_and_reports_its_stages() {
     assert_eq!(view.protocol, "maj-eval");
     assert_eq!(view.item.as_ref().unwrap().id, "qa-01");
     assert_eq!(view.agents.len(), 2);
-    assert!(view.agents.iter().all(|a| a.latest.is_some()), "every agent has a final evaluation");
+    assert!(view.agents.iter().all(|a| a.progress.latest.is_some()), "every agent has a final evaluation");
     let group = view.group("Teachers").unwrap().aggregate.as_ref().unwrap();
     assert_eq!(group.scores["grammar"], 1.5);
     assert_eq!(group.overall, Some(2.0));

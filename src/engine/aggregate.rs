@@ -53,7 +53,7 @@ impl Run {
                     st.agents
                         .iter()
                         .filter(|a| a.group == g)
-                        .filter_map(|a| if human { a.latest.as_ref() } else { a.own.as_ref() }),
+                        .filter_map(|a| if human { a.progress.latest.as_ref() } else { a.own.as_ref() }),
                     &self.keys,
                 ),
             },

@@ -65,7 +65,7 @@ impl Run {
                     let names = self.agent_names();
                     return self.reject("speaker", format!("no agent named \"{agent}\"; agents: {names}"), &author);
                 };
-                if st.agents[i].finished {
+                if st.agents[i].progress.finished {
                     drop(st);
                     return self.reject("speaker", format!("{agent} has finished and will not speak again"), &author);
                 }
@@ -215,7 +215,13 @@ impl Run {
                         );
                     };
                     let a = &mut st.agents[i];
-                    match override_latest(a.latest.as_mut(), a.latest_turn, &target, &dimension, value) {
+                    match override_latest(
+                        a.progress.latest.as_mut(),
+                        a.progress.latest_turn,
+                        &target,
+                        &dimension,
+                        value,
+                    ) {
                         Ok(from) => (from, Some((a.group.clone(), agent.clone()))),
                         Err(refused) => {
                             drop(st);

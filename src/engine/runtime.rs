@@ -21,6 +21,7 @@ use crate::panel::{AgentSpec, Panel};
 use crate::provider::retry::{RetryPolicy, call_with_retry};
 use crate::provider::{ChatMessage, ChatRequest, Completion, Provider, ProviderError, READ_AHEAD_STEP};
 use crate::session::event::{AgentInfo, EndStatus, Evaluation, EventKind, Phase, Role, Scores, TurnKind, UsageTotals};
+use crate::session::progress::AgentProgress;
 
 /// Pause state shared by every group.
 #[derive(Debug, Clone, Copy, Default)]
@@ -37,13 +38,11 @@ pub(crate) struct AgentRt {
     pub group: String,
     pub spec: AgentSpec,
     pub initial: Option<Evaluation>,
-    /// Latest evaluation, a person's overrides applied.
-    pub latest: Option<Evaluation>,
     /// Latest evaluation as the agent gave it.
     pub own: Option<Evaluation>,
-    pub latest_turn: Option<u64>,
-    pub finished: bool,
-    pub turns_spoken: u32,
+    /// Latest evaluation (overrides applied), finished, turns: moved by the
+    /// same rules as the view's.
+    pub progress: AgentProgress,
 }
 
 /// A human's change to an aggregated result.
@@ -229,11 +228,8 @@ impl Run {
                 group: g.name.clone(),
                 spec: a.clone(),
                 initial: None,
-                latest: None,
                 own: None,
-                latest_turn: None,
-                finished: false,
-                turns_spoken: 0,
+                progress: AgentProgress::default(),
             })
             .collect();
         let histories = panel.groups.iter().map(|g| (g.name.clone(), Vec::new())).collect();
@@ -464,7 +460,8 @@ impl Run {
         out
     }
 
-    /// Record the end of a turn.
+    /// Record the end of a turn. `done`: the reply said it has nothing more
+    /// to add (recorded also when no evaluation could be read from it).
     #[allow(clippy::too_many_arguments)]
     pub fn complete_turn(
         &self,
@@ -476,6 +473,7 @@ impl Run {
         evaluation: Option<Evaluation>,
         parse_error: Option<String>,
         latency_ms: u64,
+        done: bool,
     ) {
         let group = self.turn_groups.lock().unwrap_or_else(|e| e.into_inner()).remove(&turn);
         if role == Role::Agent
@@ -498,6 +496,7 @@ impl Run {
             usage: completion.usage,
             latency_ms,
             cached: completion.cached,
+            done,
         });
         let run_spent = self.config.run_budget.as_ref().and_then(|b| b.add(&completion.usage));
         if let Some(reason) = self.config.budget.exceeded(&used).or(run_spent) {
@@ -597,11 +596,13 @@ impl Run {
                 if let Some(ev) = ev.as_mut() {
                     ev.done = done || verdict.says_done(&c.text);
                 }
-                self.complete_turn(turn, participant, role, kind, c, ev, None, latency);
+                let said = ev.as_ref().is_some_and(|e| e.done);
+                self.complete_turn(turn, participant, role, kind, c, ev, None, latency, said);
                 Ok(out)
             }
             Err(err) => {
-                self.complete_turn(turn, participant, role, kind, c, None, Some(err.clone()), latency);
+                let said = verdict.says_done(&c.text);
+                self.complete_turn(turn, participant, role, kind, c, None, Some(err.clone()), latency, said);
                 Err(err)
             }
         };
@@ -663,25 +664,15 @@ impl Run {
             .await;
         let mut st = self.state();
         let a = &mut st.agents[index];
-        if !matches!(out, Spoken::Failed(_)) {
-            a.turns_spoken += 1;
-        }
         match &out {
             Spoken::Evaluated { evaluation, turn, .. } => {
                 if phase == Phase::Initial {
                     a.initial = Some(evaluation.clone());
-                } else if evaluation.done {
-                    a.finished = true;
                 }
-                a.latest = Some(evaluation.clone());
                 a.own = Some(evaluation.clone());
-                a.latest_turn = Some(*turn);
+                a.progress.spoke(phase, TurnKind::Speak, *turn, Some(evaluation), false);
             }
-            Spoken::Unparsed { done, .. } => {
-                if phase != Phase::Initial && *done {
-                    a.finished = true;
-                }
-            }
+            Spoken::Unparsed { done, .. } => a.progress.spoke(phase, TurnKind::Speak, 0, None, *done),
             Spoken::Failed(_) => {}
         }
         out
@@ -698,7 +689,7 @@ impl Run {
         st.agents
             .iter()
             .filter(|a| a.group == group)
-            .filter_map(|a| a.latest.as_ref().map(|ev| (a.name.clone(), eval_scores(ev))))
+            .filter_map(|a| a.progress.latest.as_ref().map(|ev| (a.name.clone(), eval_scores(ev))))
             .collect()
     }
 
@@ -725,9 +716,9 @@ impl Run {
             let mut evs = BTreeMap::new();
             let mut turns = BTreeMap::new();
             for a in st.agents.iter().filter(|a| a.group == group) {
-                if let Some(ev) = &a.latest {
+                if let Some(ev) = &a.progress.latest {
                     evs.insert(a.name.clone(), ev.clone());
-                    if let Some(t) = a.latest_turn {
+                    if let Some(t) = a.progress.latest_turn {
                         turns.insert(a.name.clone(), t);
                     }
                 }

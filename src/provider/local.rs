@@ -1944,10 +1944,12 @@ fn has_finished_sentence(text: &str) -> bool {
 }
 
 /// Whether `text` ends with a finished sentence: `.`, `!` or `?` after a
-/// letter or a closing quote or bracket (not a list number such as `2.`).
+/// letter, perhaps followed by closing quotes or brackets (not a list
+/// number such as `2.`).
 fn ends_sentence(text: &str) -> bool {
-    let mut rev = text.trim_end().chars().rev();
-    matches!(rev.next(), Some('.' | '!' | '?')) && rev.next().is_some_and(|c| c.is_alphabetic() || "\"')”*".contains(c))
+    let text = text.trim_end().trim_end_matches(['"', '\'', ')', '”', '*']);
+    let mut rev = text.chars().rev();
+    matches!(rev.next(), Some('.' | '!' | '?')) && rev.next().is_some_and(char::is_alphabetic)
 }
 
 /// Whether the token `piece` would end a reply's prose, or turn it into the

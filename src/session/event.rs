@@ -394,6 +394,9 @@ pub enum EventKind {
         latency_ms: u64,
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         cached: bool,
+        /// The reply said `NO MORE COMMENTS` (also when no evaluation could be read from it).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        done: bool,
     },
     TurnFailed {
         turn: u64,

@@ -12,6 +12,7 @@ use super::event::{
     StepsSource, TrimmedEntry, TurnKind, Usage, UsageTotals,
 };
 use super::overrides::override_latest;
+use super::progress::AgentProgress;
 use crate::item::Item;
 use crate::panel::Panel;
 
@@ -102,13 +103,9 @@ pub struct TurnView {
 pub struct AgentView {
     pub info: AgentInfo,
     pub state: AgentState,
-    /// Latest evaluation, overrides applied.
-    pub latest: Option<Evaluation>,
-    /// Turn the latest evaluation came from.
-    pub latest_turn: Option<u64>,
-    /// Said `NO MORE COMMENTS` (first time counts).
-    pub finished: bool,
-    pub turns_spoken: u32,
+    /// Latest evaluation (overrides applied), finished, turns spoken: moved
+    /// by the same rules as the engine's.
+    pub progress: AgentProgress,
     /// Indices into [`SessionView::turns`] of this agent's turns.
     pub turns: Vec<usize>,
     pub current_turn: Option<u64>,
@@ -472,10 +469,7 @@ impl SessionView {
                     self.agents.push(AgentView {
                         info: info.clone(),
                         state: AgentState::Waiting,
-                        latest: None,
-                        latest_turn: None,
-                        finished: false,
-                        turns_spoken: 0,
+                        progress: AgentProgress::default(),
                         turns: Vec::new(),
                         current_turn: None,
                         overridden: Scores::new(),
@@ -545,9 +539,6 @@ impl SessionView {
                     a.state = AgentState::Thinking;
                     a.current_turn = Some(*turn);
                     a.turns.push(idx);
-                    if *kind == TurnKind::Speak {
-                        a.turns_spoken += 1;
-                    }
                 }
             }
             EventKind::TurnDelta { turn, text } => {
@@ -562,10 +553,20 @@ impl SessionView {
                     }
                 }
             }
-            EventKind::TurnCompleted { turn, agent, text, evaluation, parse_error, usage, latency_ms, cached } => {
+            EventKind::TurnCompleted {
+                turn,
+                agent,
+                text,
+                evaluation,
+                parse_error,
+                usage,
+                latency_ms,
+                cached,
+                done,
+            } => {
                 self.waiting.remove(turn);
                 let Some(&i) = self.turn_index.get(turn) else { return };
-                let phase = {
+                let (phase, kind) = {
                     let t = &mut self.turns[i];
                     t.text = text.clone();
                     t.revision += 1;
@@ -575,30 +576,17 @@ impl SessionView {
                     t.usage = *usage;
                     t.latency_ms = Some(*latency_ms);
                     t.cached = *cached;
-                    t.phase
+                    (t.phase, t.kind)
                 };
                 let turn_id = *turn;
                 if let Some(a) = self.agent_mut(agent) {
                     a.usage.add(usage);
                     a.current_turn = None;
-                    if let Some(ev) = evaluation {
-                        match (&mut a.latest, phase) {
-                            // A score of one dimension (G-Eval) updates that dimension only.
-                            (Some(latest), Phase::Scoring) => {
-                                latest.scores.extend(ev.scores.iter().map(|(k, v)| (k.clone(), *v)));
-                                if let Some(w) = &ev.weighted_scores {
-                                    latest.weighted_scores.get_or_insert_with(Scores::new).extend(w.clone());
-                                }
-                            }
-                            _ => a.latest = Some(ev.clone()),
-                        }
-                        a.latest_turn = Some(turn_id);
+                    a.progress.spoke(phase, kind, turn_id, evaluation.as_ref(), *done);
+                    if evaluation.is_some() {
                         a.overridden.clear();
-                        if ev.done && phase != Phase::Initial {
-                            a.finished = true;
-                        }
                     }
-                    a.state = if a.finished { AgentState::Done } else { AgentState::Waiting };
+                    a.state = if a.progress.finished { AgentState::Done } else { AgentState::Waiting };
                 }
             }
             EventKind::TurnFailed { turn, agent, error, attempt, will_retry, .. } => {
@@ -641,9 +629,9 @@ impl SessionView {
                 for (name, ev) in evaluations {
                     if let Some(a) = self.agent_mut(name) {
                         a.state = AgentState::Done;
-                        a.latest = Some(ev.clone());
+                        a.progress.latest = Some(ev.clone());
                         if let Some(t) = turns.get(name) {
-                            a.latest_turn = Some(*t);
+                            a.progress.latest_turn = Some(*t);
                         }
                     }
                 }
@@ -671,7 +659,14 @@ impl SessionView {
                             ev.set_score(dimension, *to);
                         }
                         if let Some(a) = self.agent_mut(agent)
-                            && override_latest(a.latest.as_mut(), a.latest_turn, target, dimension, *to).is_ok()
+                            && override_latest(
+                                a.progress.latest.as_mut(),
+                                a.progress.latest_turn,
+                                target,
+                                dimension,
+                                *to,
+                            )
+                            .is_ok()
                             && let Some(orig) = from
                         {
                             a.overridden.entry(dimension.clone()).or_insert(*orig);

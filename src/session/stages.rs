@@ -308,6 +308,7 @@ mod tests {
                 usage: Usage::default(),
                 latency_ms: 0,
                 cached: false,
+                done: false,
             },
         ]
     }

@@ -672,7 +672,7 @@ impl App {
     fn open_override(&mut self) {
         let mut items: Vec<(String, String)> = Vec::new();
         for a in &self.view().agents {
-            if a.latest.is_some() {
+            if a.progress.latest.is_some() {
                 items.push((format!("{} — latest evaluation", a.info.name), a.info.name.clone()));
             }
         }
@@ -710,7 +710,7 @@ impl App {
         let mut items: Vec<(String, String)> = group
             .agents
             .iter()
-            .filter(|n| v.agent(n).is_some_and(|a| !a.finished))
+            .filter(|n| v.agent(n).is_some_and(|a| !a.progress.finished))
             .map(|n| (format!("{n} speaks next"), format!("pick:{n}")))
             .collect();
         if let Some(p) = group.picks.last() {
@@ -924,7 +924,7 @@ impl App {
 
     fn current_value(&self, target: &OverrideTarget, dim: &str) -> Option<f64> {
         match target {
-            OverrideTarget::Agent { agent } => self.view().agent(agent)?.latest.as_ref()?.score(dim),
+            OverrideTarget::Agent { agent } => self.view().agent(agent)?.progress.latest.as_ref()?.score(dim),
             OverrideTarget::Final { .. } => self.view().aggregate.as_ref()?.score(dim),
             OverrideTarget::Turn { turn, .. } => self.view().turn(*turn)?.evaluation.as_ref()?.score(dim),
         }

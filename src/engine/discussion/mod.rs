@@ -105,7 +105,7 @@ impl Order {
         match self {
             Order::Moderated { max_turns, turns, .. } => {
                 let st = run.state();
-                *turns >= *max_turns || st.group_agents(group).iter().all(|&i| st.agents[i].finished)
+                *turns >= *max_turns || st.group_agents(group).iter().all(|&i| st.agents[i].progress.finished)
             }
             Order::Rounds { max_rounds, round, queue, ended, .. } => {
                 *ended && queue.is_empty() && *round >= *max_rounds
@@ -136,7 +136,7 @@ pub(crate) async fn discuss<F: Floor>(run: &Run, group: &str, floor: &mut F, mut
         let (name, spec, latest, history) = {
             let st = run.state();
             let a = &st.agents[index];
-            (a.name.clone(), a.spec.clone(), a.latest.clone(), st.histories[group].clone())
+            (a.name.clone(), a.spec.clone(), a.progress.latest.clone(), st.histories[group].clone())
         };
         let build =
             |h: &[HistoryEntry]| floor.messages(&run.panel, run.item(), group, &spec, latest.as_ref(), h, round);

@@ -28,7 +28,8 @@ pub(super) async fn choose(
     let (eligible, vetoed) = {
         let mut st = run.state();
         let veto = st.veto.remove(group);
-        let mut eligible: Vec<usize> = st.group_agents(group).into_iter().filter(|&i| !st.agents[i].finished).collect();
+        let mut eligible: Vec<usize> =
+            st.group_agents(group).into_iter().filter(|&i| !st.agents[i].progress.finished).collect();
         let vetoed = match veto {
             Some((v, author)) if eligible.len() > 1 && eligible.iter().any(|&i| st.agents[i].name == v) => {
                 eligible.retain(|&i| st.agents[i].name != v);
@@ -87,7 +88,7 @@ fn take_human_pick(run: &Run, group: &str) -> Option<usize> {
         let mut st = run.state();
         let (agent, author) = st.pending_pick.remove(group)?;
         let i = st.agent_index(&agent)?;
-        if st.agents[i].finished {
+        if st.agents[i].progress.finished {
             drop(st);
             run.reject("speaker", format!("{agent} has finished and will not speak again"), &author);
             return None;
@@ -113,9 +114,9 @@ fn policy_pick(
             let a = &st.agents[i];
             SpeakerCandidate {
                 name: &a.name,
-                latest: a.latest.as_ref(),
-                turns_spoken: a.turns_spoken,
-                finished: a.finished,
+                latest: a.progress.latest.as_ref(),
+                turns_spoken: a.progress.turns_spoken,
+                finished: a.progress.finished,
             }
         })
         .collect();
@@ -143,9 +144,9 @@ async fn llm_moderator(
                 let a = &st.agents[i];
                 prompts::ScoresRow {
                     agent: &a.name,
-                    latest: a.latest.as_ref(),
-                    turns: a.turns_spoken,
-                    finished: a.finished,
+                    latest: a.progress.latest.as_ref(),
+                    turns: a.progress.turns_spoken,
+                    finished: a.progress.finished,
                 }
             })
             .collect();
@@ -199,6 +200,7 @@ async fn llm_moderator(
             None,
             None,
             latency,
+            false,
         );
         raws.push(completion.text.clone());
         match moderator::parse_moderator_reply(&completion.text, &refs, &all_refs) {

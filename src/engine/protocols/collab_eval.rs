@@ -65,7 +65,7 @@ fn snapshot(run: &Run, group: &str) -> std::collections::BTreeMap<String, Scores
     st.agents
         .iter()
         .filter(|a| a.group == group)
-        .map(|a| (a.name.clone(), a.latest.as_ref().map(eval_scores).unwrap_or_default()))
+        .map(|a| (a.name.clone(), a.progress.latest.as_ref().map(eval_scores).unwrap_or_default()))
         .collect()
 }
 

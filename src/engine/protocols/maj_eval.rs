@@ -89,7 +89,7 @@ async fn aggregate(run: &Run) {
         for g in &run.panel.groups {
             let _ = writeln!(s, "Group \"{}\":", g.name);
             for a in st.agents.iter().filter(|a| a.group == g.name) {
-                match &a.latest {
+                match &a.progress.latest {
                     Some(ev) => {
                         let _ = writeln!(
                             s,
@@ -110,7 +110,7 @@ async fn aggregate(run: &Run) {
     };
     let has_any = {
         let st = run.state();
-        st.failure.is_none() && st.agents.iter().any(|a| a.latest.is_some())
+        st.failure.is_none() && st.agents.iter().any(|a| a.progress.latest.is_some())
     };
     let mut feedback = String::new();
     if has_any {
@@ -145,6 +145,7 @@ async fn aggregate(run: &Run) {
                     None,
                     None,
                     latency,
+                    false,
                 );
                 feedback = c.text.trim().to_string();
             }

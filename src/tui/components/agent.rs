@@ -18,7 +18,7 @@ use crate::tui::wrap::wrap;
 /// The state badge of an agent: symbol, word and style.
 pub fn badge(a: &AgentView, theme: &Theme) -> (&'static str, String, Style) {
     match a.state {
-        AgentState::Waiting if a.finished => ("✓", "done".into(), theme.done()),
+        AgentState::Waiting if a.progress.finished => ("✓", "done".into(), theme.done()),
         AgentState::Waiting => ("·", "waiting".into(), theme.waiting()),
         AgentState::Thinking => ("…", "thinking".into(), theme.thinking()),
         AgentState::Queued => ("⧗", "queued".into(), theme.waiting()),
@@ -62,7 +62,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &mut App, idx: usize) {
     let mut dims = app.vm.session.dimension_keys();
     dims.push("overall".into());
     let mut header_lines: Vec<Line> = Vec::new();
-    match &a.latest {
+    match &a.progress.latest {
         Some(ev) => {
             let items: Vec<(String, Option<f64>, Option<f64>)> =
                 dims.iter().map(|d| (super::abbrev(d), ev.score(d), a.overridden.get(d).copied())).collect();
@@ -157,7 +157,7 @@ pub fn list(f: &mut Frame, area: Rect, app: &App) -> Vec<(Rect, Focus)> {
             let a = &v.agents[i];
             let (sym, _, style) = badge(a, theme);
             let focused = app.focus == Focus::Agent(i);
-            let ovr = a.latest.as_ref().and_then(|e| e.overall).map(fmt_score).unwrap_or_else(|| "–".into());
+            let ovr = a.progress.latest.as_ref().and_then(|e| e.overall).map(fmt_score).unwrap_or_else(|| "–".into());
             let name_w = w.saturating_sub(8);
             let row_style = if focused { theme.selection() } else { Style::default() };
             hits.push((

@@ -33,8 +33,10 @@ fn live_means(v: &SessionView, agents: &[String], dims: &[String]) -> AggregateV
     let mut scores = crate::session::event::Scores::new();
     let mut overall = None;
     for d in dims {
-        let vals: Vec<f64> =
-            agents.iter().filter_map(|a| v.agent(a).and_then(|a| a.latest.as_ref()).and_then(|e| e.score(d))).collect();
+        let vals: Vec<f64> = agents
+            .iter()
+            .filter_map(|a| v.agent(a).and_then(|a| a.progress.latest.as_ref()).and_then(|e| e.score(d)))
+            .collect();
         if !vals.is_empty() {
             let m = vals.iter().sum::<f64>() / vals.len() as f64;
             if d == "overall" {

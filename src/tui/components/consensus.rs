@@ -51,7 +51,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &mut App) {
             let mut spans = vec![Span::styled(format!("{label:<label_w$}"), theme.text())];
             let mut vals = Vec::new();
             for a in &g.agents {
-                let s = v.agent(a).and_then(|a| a.latest.as_ref()).and_then(|e| e.score(d));
+                let s = v.agent(a).and_then(|a| a.progress.latest.as_ref()).and_then(|e| e.score(d));
                 match s {
                     Some(x) => {
                         vals.push(x);

@@ -65,7 +65,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &mut App) {
             lines.push(Line::from(spans));
         }
         let done: Vec<&str> =
-            g.agents.iter().filter(|n| v.agent(n).is_some_and(|a| a.finished)).map(String::as_str).collect();
+            g.agents.iter().filter(|n| v.agent(n).is_some_and(|a| a.progress.finished)).map(String::as_str).collect();
         if !done.is_empty() {
             lines.push(Line::from(vec![
                 Span::styled(" finished: ", theme.muted()),

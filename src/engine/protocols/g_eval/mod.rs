@@ -279,8 +279,8 @@ fn finish(run: &Run, draws: BTreeMap<usize, BTreeMap<String, Draws>>) {
         let mut st = run.state();
         let a = &mut st.agents[j];
         a.own = ev.clone();
-        a.latest = ev;
-        a.latest_turn = last;
+        a.progress.latest = ev;
+        a.progress.latest_turn = last;
     }
     for g in &run.panel.groups {
         run.emit_finals(&g.name);
