@@ -171,23 +171,14 @@ pub(crate) fn session_started_event(config: &EngineConfig) -> EventKind {
 
 /// A model call to make as one turn.
 pub(crate) struct CallSpec<'a> {
-    pub participant: &'a str,
-    pub group: Option<&'a str>,
-    pub phase: Phase,
-    pub round: Option<u32>,
-    pub role: Role,
+    /// Who, where in the protocol, and with which provider and sampling.
+    pub turn: TurnSpec<'a>,
     pub kind: TurnKind,
-    pub binding: &'a Binding,
     /// The request's messages; a discussion in them is shortened when the
     /// whole request would not fit the model's context (see [`trim`]).
     pub messages: Prompt<'a>,
-    pub temperature: Option<f32>,
-    pub max_tokens: u32,
     pub schema: Option<serde_json::Value>,
     pub top_logprobs: Option<u8>,
-    /// The one dimension the turn is about, if any.
-    pub dimension: Option<&'a str>,
-    pub cancel: &'a CancellationToken,
     /// What the group's next request will start with, given this reply so
     /// far: the run hints it to the providers as the reply streams.
     pub ahead: Option<ReadAhead<'a>>,
@@ -326,46 +317,51 @@ impl Run {
     /// per failed attempt. The caller records `turn_completed`.
     pub async fn call(&self, spec: CallSpec<'_>) -> (u64, Result<Completion, ProviderError>, u64) {
         let turn = self.next_turn.fetch_add(1, Ordering::Relaxed);
-        if let Some(g) = spec.group {
+        if let Some(g) = spec.turn.group {
             self.turn_groups.lock().unwrap_or_else(|e| e.into_inner()).insert(turn, g.to_string());
         }
         self.emit(EventKind::TurnStarted {
             turn,
-            agent: spec.participant.to_string(),
-            group: spec.group.map(str::to_string),
-            phase: spec.phase,
-            round: spec.round,
-            role: spec.role,
+            agent: spec.turn.participant.to_string(),
+            group: spec.turn.group.map(str::to_string),
+            phase: spec.turn.phase,
+            round: spec.turn.round,
+            role: spec.turn.role,
             kind: spec.kind,
-            dimension: spec.dimension.map(str::to_string),
+            dimension: spec.turn.dimension.map(str::to_string),
         });
-        if let Some(reason) = spec.binding.provider.queue_note() {
+        if let Some(reason) = spec.turn.binding.provider.queue_note() {
             self.emit(EventKind::Waiting { turn, reason });
         }
         let started = Instant::now();
-        let provider = spec.binding.provider.clone();
-        let fitted =
-            match trim::fit(provider.as_ref(), &spec.binding.model, &spec.messages, spec.max_tokens, spec.participant)
-                .await
-            {
-                Ok(fitted) => fitted,
-                Err(e) => {
-                    self.emit(EventKind::TurnFailed {
-                        turn,
-                        agent: spec.participant.to_string(),
-                        error: e.to_string(),
-                        attempt: 1,
-                        will_retry: false,
-                        retry_in_ms: None,
-                    });
-                    return (turn, Err(e), started.elapsed().as_millis() as u64);
-                }
-            };
+        let provider = spec.turn.binding.provider.clone();
+        let fitted = match trim::fit(
+            provider.as_ref(),
+            &spec.turn.binding.model,
+            &spec.messages,
+            spec.turn.sampling.1,
+            spec.turn.participant,
+        )
+        .await
+        {
+            Ok(fitted) => fitted,
+            Err(e) => {
+                self.emit(EventKind::TurnFailed {
+                    turn,
+                    agent: spec.turn.participant.to_string(),
+                    error: e.to_string(),
+                    attempt: 1,
+                    will_retry: false,
+                    retry_in_ms: None,
+                });
+                return (turn, Err(e), started.elapsed().as_millis() as u64);
+            }
+        };
         if let Some(t) = fitted.trimmed {
             self.emit(EventKind::HistoryTrimmed {
                 turn,
-                agent: spec.participant.to_string(),
-                group: spec.group.map(str::to_string),
+                agent: spec.turn.participant.to_string(),
+                group: spec.turn.group.map(str::to_string),
                 left_out: t.left_out,
                 condensed: t.condensed,
                 tokens_before: t.tokens_before,
@@ -376,19 +372,19 @@ impl Run {
             });
         }
         let request = ChatRequest {
-            model: spec.binding.model.clone(),
+            model: spec.turn.binding.model.clone(),
             messages: fitted.messages,
             max_tokens: fitted.max_tokens,
-            temperature: spec.temperature,
+            temperature: spec.turn.sampling.0,
             seed: Some(self.config.seed),
             response_schema: spec.schema,
             top_logprobs: spec.top_logprobs,
         };
         let (tx, mut rx) = mpsc::unbounded_channel::<String>();
         let ahead = spec.ahead.map(|next| (next, self.read_ahead_providers()));
-        let participant = spec.participant;
+        let participant = spec.turn.participant;
         let rec = &self.rec;
-        let cancel = spec.cancel;
+        let cancel = spec.turn.cancel;
         let policy = &self.retry;
         let attempts = std::sync::atomic::AtomicU32::new(0);
         let attempts = &attempts;
@@ -427,8 +423,8 @@ impl Run {
             }
         };
         let (result, ()) = tokio::join!(call, forward);
-        if spec.role == Role::Agent
-            && let (Some(g), Err(e)) = (spec.group, &result)
+        if spec.turn.role == Role::Agent
+            && let (Some(g), Err(e)) = (spec.turn.group, &result)
             && !matches!(e, ProviderError::Cancelled)
         {
             self.state().failed_calls.push((g.to_string(), turn));
@@ -570,23 +566,14 @@ impl Run {
         messages: Prompt<'_>,
         ahead: Option<ReadAhead<'_>>,
     ) -> Spoken<V::Output> {
-        let TurnSpec { participant, group, phase, round, role, binding, sampling, cancel, dimension } = turn;
+        let TurnSpec { participant, role, cancel, .. } = turn;
         let schema = verdict.schema();
         let spec = |kind, messages, ahead| CallSpec {
-            participant,
-            group,
-            phase,
-            round,
-            role,
+            turn,
             kind,
-            binding,
             messages,
-            temperature: sampling.0,
-            max_tokens: sampling.1,
             schema: schema.clone(),
             top_logprobs: verdict.top_logprobs(),
-            dimension,
-            cancel,
             ahead,
         };
         // Read a reply and record its turn; `done` carries a NO MORE COMMENTS said earlier in this turn.

@@ -18,34 +18,26 @@ use crate::panel::{AgentSpec, ModeratorPolicy, Panel};
 use crate::provider::ChatMessage;
 use crate::session::event::{Evaluation, EventKind, Phase, SelectedBy};
 
+/// Who takes the floor, in which group and round: what a turn's request is built from.
+pub(crate) struct Turn<'a> {
+    pub panel: &'a Panel,
+    pub item: &'a Item,
+    pub group: &'a str,
+    pub speaker: &'a AgentSpec,
+    /// The speaker's latest evaluation.
+    pub latest: Option<&'a Evaluation>,
+    pub round: Option<u32>,
+}
+
 /// What a protocol says about its discussion.
 pub(crate) trait Floor: Sync {
     /// The phase of the discussion's turns.
     fn phase(&self) -> Phase;
     /// The request of a speaker's turn, given the group's history (perhaps shortened to fit).
-    #[allow(clippy::too_many_arguments)]
-    fn messages(
-        &self,
-        panel: &Panel,
-        item: &Item,
-        group: &str,
-        speaker: &AgentSpec,
-        latest: Option<&Evaluation>,
-        history: &[HistoryEntry],
-        round: Option<u32>,
-    ) -> Vec<ChatMessage>;
-    /// What the group's next request will start with, given the reply streaming now.
-    #[allow(clippy::too_many_arguments)]
-    fn ahead(
-        &self,
-        panel: &Panel,
-        item: &Item,
-        group: &str,
-        history: &[HistoryEntry],
-        speaker: &str,
-        round: Option<u32>,
-        so_far: &str,
-    ) -> Vec<ChatMessage>;
+    fn messages(&self, turn: &Turn<'_>, history: &[HistoryEntry]) -> Vec<ChatMessage>;
+    /// What the group's next request will start with, given the history
+    /// before this turn and the reply streaming now.
+    fn ahead(&self, turn: &Turn<'_>, history: &[HistoryEntry], so_far: &str) -> Vec<ChatMessage>;
     /// After a turn; `changed` says whether the speaker's scores moved (`None`: no readable evaluation).
     fn after_turn(&mut self, _run: &Run, _group: &str, _changed: Option<bool>) {}
     /// At the end of a round; false ends the discussion.
@@ -138,9 +130,9 @@ pub(crate) async fn discuss<F: Floor>(run: &Run, group: &str, floor: &mut F, mut
             let a = &st.agents[index];
             (a.name.clone(), a.spec.clone(), a.progress.latest.clone(), st.histories[group].clone())
         };
-        let build =
-            |h: &[HistoryEntry]| floor.messages(&run.panel, run.item(), group, &spec, latest.as_ref(), h, round);
-        let ahead = |so_far: &str| floor.ahead(&run.panel, run.item(), group, &history, &name, round, so_far);
+        let turn = Turn { panel: &run.panel, item: run.item(), group, speaker: &spec, latest: latest.as_ref(), round };
+        let build = |h: &[HistoryEntry]| floor.messages(&turn, h);
+        let ahead = |so_far: &str| floor.ahead(&turn, &history, so_far);
         let prompt = Prompt::discussion(&history, &build);
         let spoken = run.agent_turn(index, floor.phase(), round, prompt, &run.stop, Some(&ahead)).await;
         if let Order::Moderated { last, .. } = &mut order {

@@ -7,7 +7,7 @@ use rand_chacha::ChaCha8Rng;
 use super::announce;
 use crate::engine::moderator::{self, SpeakerCandidate};
 use crate::engine::prompts::{self, HistoryEntry};
-use crate::engine::runtime::{CallSpec, Run};
+use crate::engine::runtime::{CallSpec, Run, TurnSpec};
 use crate::engine::trim::Prompt;
 use crate::panel::ModeratorPolicy;
 use crate::session::event::{Phase, Role, SelectedBy, TurnKind};
@@ -166,20 +166,21 @@ async fn llm_moderator(
             followups.push(prompts::moderator_retry(&failure, &refs));
         }
         let spec = CallSpec {
-            participant: Role::Moderator.label(),
-            group: Some(group),
-            phase: Phase::Debate,
-            round: None,
-            role: Role::Moderator,
+            turn: TurnSpec {
+                participant: Role::Moderator.label(),
+                group: Some(group),
+                phase: Phase::Debate,
+                round: None,
+                role: Role::Moderator,
+                binding: &binding,
+                sampling: (sampling.0, sampling.1.min(200)),
+                cancel: &run.stop,
+                dimension: None,
+            },
             kind: TurnKind::Select,
-            binding: &binding,
             messages: Prompt::discussion(&history, &build).then(followups.clone()),
-            temperature: sampling.0,
-            max_tokens: sampling.1.min(200),
             schema: None,
             top_logprobs: None,
-            dimension: None,
-            cancel: &run.stop,
             ahead: None,
         };
         let (turn, result, latency) = run.call(spec).await;

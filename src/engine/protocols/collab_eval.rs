@@ -5,14 +5,12 @@
 use futures::future::join_all;
 
 use super::initial_phase;
-use crate::engine::discussion::{self, Floor, Order};
+use crate::engine::discussion::{self, Floor, Order, Turn};
 use crate::engine::prompts::{self, HistoryEntry};
 use crate::engine::runtime::{Run, Spoken, eval_scores};
 use crate::engine::trim::Prompt;
-use crate::item::Item;
-use crate::panel::{AgentSpec, Panel};
 use crate::provider::ChatMessage;
-use crate::session::event::{Evaluation, EventKind, Phase, Role, Scores};
+use crate::session::event::{EventKind, Phase, Role, Scores};
 
 /// How a group's discussion ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -97,29 +95,11 @@ impl Floor for Rounds {
     fn phase(&self) -> Phase {
         Phase::Discussion
     }
-    fn messages(
-        &self,
-        panel: &Panel,
-        item: &Item,
-        group: &str,
-        speaker: &AgentSpec,
-        _latest: Option<&Evaluation>,
-        history: &[HistoryEntry],
-        round: Option<u32>,
-    ) -> Vec<ChatMessage> {
-        prompts::discussion_messages(panel, group, speaker, item, history, round.unwrap_or(1))
+    fn messages(&self, t: &Turn<'_>, history: &[HistoryEntry]) -> Vec<ChatMessage> {
+        prompts::discussion_messages(t.panel, t.group, t.speaker, t.item, history, t.round.unwrap_or(1))
     }
-    fn ahead(
-        &self,
-        panel: &Panel,
-        item: &Item,
-        group: &str,
-        history: &[HistoryEntry],
-        speaker: &str,
-        round: Option<u32>,
-        so_far: &str,
-    ) -> Vec<ChatMessage> {
-        prompts::discussion_ahead(panel, item, group, history, speaker, round.unwrap_or(1), so_far)
+    fn ahead(&self, t: &Turn<'_>, history: &[HistoryEntry], so_far: &str) -> Vec<ChatMessage> {
+        prompts::discussion_ahead(t.panel, t.item, t.group, history, &t.speaker.name, t.round.unwrap_or(1), so_far)
     }
     fn end_of_round(&mut self, run: &Run, group: &str, round: u32) -> bool {
         if run.check_consensus(group, Some(round)) {

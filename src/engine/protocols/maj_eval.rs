@@ -6,14 +6,12 @@ use std::fmt::Write;
 use futures::future::join_all;
 
 use super::initial_phase;
-use crate::engine::discussion::{Floor, Order, discuss};
+use crate::engine::discussion::{Floor, Order, Turn, discuss};
 use crate::engine::prompts::{self, HistoryEntry};
-use crate::engine::runtime::{CallSpec, Run};
+use crate::engine::runtime::{CallSpec, Run, TurnSpec};
 use crate::engine::trim::Prompt;
-use crate::item::Item;
-use crate::panel::{AgentSpec, Panel};
 use crate::provider::ChatMessage;
-use crate::session::event::{Evaluation, EventKind, Phase, Role, TurnKind};
+use crate::session::event::{EventKind, Phase, Role, TurnKind};
 
 pub(crate) async fn run(run: &Run) {
     initial_phase(run, true).await;
@@ -43,29 +41,11 @@ impl Floor for Debate {
     fn phase(&self) -> Phase {
         Phase::Debate
     }
-    fn messages(
-        &self,
-        panel: &Panel,
-        item: &Item,
-        group: &str,
-        speaker: &AgentSpec,
-        latest: Option<&Evaluation>,
-        history: &[HistoryEntry],
-        _round: Option<u32>,
-    ) -> Vec<ChatMessage> {
-        prompts::debate_messages(panel, group, speaker, item, history, latest)
+    fn messages(&self, t: &Turn<'_>, history: &[HistoryEntry]) -> Vec<ChatMessage> {
+        prompts::debate_messages(t.panel, t.group, t.speaker, t.item, history, t.latest)
     }
-    fn ahead(
-        &self,
-        panel: &Panel,
-        item: &Item,
-        group: &str,
-        history: &[HistoryEntry],
-        speaker: &str,
-        _round: Option<u32>,
-        so_far: &str,
-    ) -> Vec<ChatMessage> {
-        prompts::debate_ahead(panel, item, group, history, speaker, so_far)
+    fn ahead(&self, t: &Turn<'_>, history: &[HistoryEntry], so_far: &str) -> Vec<ChatMessage> {
+        prompts::debate_ahead(t.panel, t.item, t.group, history, &t.speaker.name, so_far)
     }
     fn after_turn(&mut self, run: &Run, group: &str, changed: Option<bool>) {
         if changed == Some(true) {
@@ -117,20 +97,21 @@ async fn aggregate(run: &Run) {
         let binding = run.config.bindings.for_role(Role::Aggregator).clone();
         let sampling = run.role_sampling(Role::Aggregator);
         let spec = CallSpec {
-            participant: Role::Aggregator.label(),
-            group: None,
-            phase: Phase::Aggregation,
-            round: None,
-            role: Role::Aggregator,
+            turn: TurnSpec {
+                participant: Role::Aggregator.label(),
+                group: None,
+                phase: Phase::Aggregation,
+                round: None,
+                role: Role::Aggregator,
+                binding: &binding,
+                sampling,
+                cancel: &run.quit,
+                dimension: None,
+            },
             kind: TurnKind::Judge,
-            binding: &binding,
             messages: Prompt::fixed(prompts::aggregator_messages(&run.panel, run.item(), &finals)),
-            temperature: sampling.0,
-            max_tokens: sampling.1,
             schema: None,
             top_logprobs: None,
-            dimension: None,
-            cancel: &run.quit,
             ahead: None,
         };
         let (turn, result, latency) = run.call(spec).await;
