@@ -39,6 +39,7 @@ pub struct Item {
 pub const BUNDLED_ITEMS: &[(&str, &str)] = &[
     ("storybook-qa", include_str!("../assets/items/storybook-qa.jsonl")),
     ("summary-collab", include_str!("../assets/items/summary-collab.jsonl")),
+    ("survey-sage", include_str!("../assets/items/survey-sage.jsonl")),
 ];
 
 /// Prefix of [`ItemsFile::source`] for bundled items (`bundled:storybook-qa`).

@@ -420,6 +420,15 @@ impl<W: Write> Transcript<W> {
                 self.line(&p.red(&format!("✗ {command} not applied: {reason}")))?;
             }
             EventKind::Waiting { .. } => {}
+            EventKind::EvaluationRevised { .. }
+            | EventKind::DefinitionProposed { .. }
+            | EventKind::AspectProposed { .. }
+            | EventKind::RevisionDecided { .. }
+            | EventKind::ProposalAdopted { .. } => {
+                let line = crate::session::sage::note(&event.kind).unwrap_or_default();
+                let human = matches!(event.kind, EventKind::RevisionDecided { .. } | EventKind::ProposalAdopted { .. });
+                self.line(&if human { p.cyan(&line) } else { p.magenta(&line) })?;
+            }
             EventKind::EvaluationSteps { dimension, steps, source, author, .. } => {
                 let by = match (source, author) {
                     (_, Some(a)) => format!("{}, {a}", source.as_str()),

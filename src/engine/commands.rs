@@ -57,6 +57,10 @@ impl Run {
                 self.reject("speaker", why, &author);
             }
             Command::EditSteps { dimension, steps, author } => self.edit_steps(dimension, steps, author),
+            Command::Decide { dimension, agent, accept, author } => {
+                self.decide_revision(dimension, agent, accept, author)
+            }
+            Command::Adopt { key, author } => self.adopt_proposal(key, author),
             Command::PickSpeaker { agent, author } => {
                 let mut st = self.state();
                 let Some(i) = st.agent_index(&agent) else {

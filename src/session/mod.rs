@@ -3,6 +3,7 @@
 pub mod event;
 pub mod fold;
 pub mod reader;
+pub mod sage;
 pub mod stages;
 pub mod writer;
 

@@ -22,7 +22,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use super::event::{Evaluation, EventKind, OverrideTarget, Phase, Role, Scores};
+use super::event::{AspectValue, Evaluation, EventKind, OverrideTarget, Phase, Role, Scores};
 
 /// The stage names, as exported and reported.
 pub const INITIAL: &str = "initial";
@@ -149,17 +149,22 @@ impl Stages {
                     OverrideTarget::Agent { agent } | OverrideTarget::Turn { agent, .. } => agent,
                     OverrideTarget::Final { .. } => return,
                 };
+                self.stand(agent, dimension, *from, *to, author);
+            }
+            // A revision by another participant (SAGEval) is part of the agent's evaluation.
+            EventKind::EvaluationRevised { agent, dimension, to: AspectValue::Score(to), .. } => {
                 let Some(&i) = self.index.get(agent) else { return };
                 let a = &mut self.agents[i];
-                if a.latest.is_none() {
-                    return;
-                }
-                let own = a.standing.get(dimension).map(|s| s.0).unwrap_or(*from);
-                a.standing.insert(dimension.clone(), (own, *to, author.clone()));
-                if let Some(ev) = a.human_adjusted.as_mut() {
+                for ev in [&mut a.latest, &mut a.final_, &mut a.human_adjusted].into_iter().flatten() {
                     ev.set_score(dimension, *to);
-                    a.set_by.insert(dimension.clone(), author.clone());
                 }
+            }
+            // A person's decision on a revision: a value set by a person, like an override.
+            EventKind::RevisionDecided { agent, dimension, value: Some(AspectValue::Score(to)), author, .. } => {
+                let target = OverrideTarget::Agent { agent: agent.clone() };
+                self.overrides.push((target, dimension.clone(), author.clone()));
+                let from = self.agent(agent).and_then(|a| a.latest.as_ref()).and_then(|ev| ev.score(dimension));
+                self.stand(agent, dimension, from, *to, author);
             }
             EventKind::AggregationCompleted { group, scores, overall, original, no_result, left_out, .. } => {
                 let mut published = scores.clone();
@@ -190,6 +195,21 @@ impl Stages {
                 slot.left_out = left_out.clone();
             }
             _ => {}
+        }
+    }
+
+    /// A value a person set on an agent's latest evaluation (`from`: the agent's own).
+    fn stand(&mut self, agent: &str, dimension: &str, from: Option<f64>, to: f64, author: &str) {
+        let Some(&i) = self.index.get(agent) else { return };
+        let a = &mut self.agents[i];
+        if a.latest.is_none() {
+            return;
+        }
+        let own = a.standing.get(dimension).map(|s| s.0).unwrap_or(from);
+        a.standing.insert(dimension.to_string(), (own, to, author.to_string()));
+        if let Some(ev) = a.human_adjusted.as_mut() {
+            ev.set_score(dimension, to);
+            a.set_by.insert(dimension.to_string(), author.to_string());
         }
     }
 

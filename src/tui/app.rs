@@ -915,6 +915,10 @@ impl App {
                     Command::Stop { .. } => "stopping".into(),
                     Command::Quit { .. } => String::new(),
                     Command::EditSteps { dimension, .. } => format!("steps for {dimension} sent"),
+                    Command::Decide { dimension, accept, .. } => {
+                        format!("{} the revision of {dimension}", if *accept { "accepting" } else { "rejecting" })
+                    }
+                    Command::Adopt { key, .. } => format!("adopting {key}"),
                 };
                 self.send(cmd);
                 if self.is_live() {
@@ -1000,6 +1004,7 @@ pub fn entry_text(v: &SessionView, e: &TimelineEntry) -> String {
             format!("{author} {dimension} {}", reason.clone().unwrap_or_default())
         }
         TimelineEntry::Rejected { command, reason } => format!("{command} {reason}"),
+        TimelineEntry::Note { text, .. } => text.clone(),
         _ => String::new(),
     }
 }

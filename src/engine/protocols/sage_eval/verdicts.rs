@@ -1,0 +1,375 @@
+//! SAGEval's two verdicts: the evaluator's value and reason for every
+//! aspect, and the meta-evaluator's review of them.
+//!
+//! Both end in one JSON object. A categorical aspect takes one of its
+//! labels (the schema's `enum`, so a constrained model cannot write
+//! another); a label outside the set, a score outside the scale or a
+//! missing aspect makes the reply unreadable, never a value.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value, json};
+
+use crate::engine::parse::{json_objects, normalize_key};
+use crate::engine::prompts::fmt_num;
+use crate::engine::verdict::Verdict;
+use crate::panel::{Dimension, Panel};
+use crate::provider::{ChatMessage, Completion};
+use crate::session::event::{AspectValue, Evaluation};
+
+/// The evaluator's reading of every aspect.
+#[derive(Debug, Clone)]
+pub(crate) struct Assessed {
+    pub evaluation: Evaluation,
+    /// Aspect key → the evaluator's reasoning.
+    pub reasons: BTreeMap<String, String>,
+}
+
+/// The evaluator's verdict: a value and a reason per aspect.
+pub(crate) struct AspectScores<'a> {
+    pub panel: &'a Panel,
+}
+
+/// The schema of one aspect's value: an integer on the scale, or one of the labels.
+fn value_schema(panel: &Panel, d: &Dimension) -> (&'static str, Value) {
+    if d.labels.is_empty() {
+        ("score", json!({"type": "integer", "minimum": panel.scale.min, "maximum": panel.scale.max}))
+    } else {
+        ("label", json!({"type": "string", "enum": d.labels}))
+    }
+}
+
+fn value_hint(panel: &Panel, d: &Dimension) -> String {
+    if d.labels.is_empty() {
+        format!("\"score\": <{} to {}>", fmt_num(panel.scale.min), fmt_num(panel.scale.max))
+    } else {
+        format!("\"label\": <one of {}>", d.labels.iter().map(|l| format!("\"{l}\"")).collect::<Vec<_>>().join(", "))
+    }
+}
+
+/// Read one aspect's value: a score on the scale or a label of the set.
+fn read_value(panel: &Panel, d: &Dimension, raw: Option<&Value>) -> Result<AspectValue, String> {
+    let Some(raw) = raw else {
+        let what = if d.labels.is_empty() { "score" } else { "label" };
+        return Err(format!("{}: no {what}", d.key));
+    };
+    if d.labels.is_empty() {
+        let v = match raw {
+            Value::Number(n) => n.as_f64(),
+            Value::String(s) => s.trim().parse::<f64>().ok(),
+            _ => None,
+        }
+        .ok_or_else(|| format!("{}: {raw} is not a score", d.key))?;
+        if !v.is_finite() || !panel.scale.contains(v) {
+            return Err(format!(
+                "{}: {} is outside the scale {}–{}",
+                d.key,
+                fmt_num(v),
+                fmt_num(panel.scale.min),
+                fmt_num(panel.scale.max)
+            ));
+        }
+        Ok(AspectValue::Score(v))
+    } else {
+        let s = raw.as_str().unwrap_or_default().trim();
+        d.labels
+            .iter()
+            .find(|l| l.eq_ignore_ascii_case(s))
+            .map(|l| AspectValue::Label(l.clone()))
+            .ok_or_else(|| format!("{}: {raw} is not one of the labels {}", d.key, d.labels.join(", ")))
+    }
+}
+
+/// The entry of `key` in an object, matching keys loosely (`Audience engagement`).
+fn entry<'m>(map: &'m Map<String, Value>, key: &str) -> Option<&'m Value> {
+    map.get(key).or_else(|| map.iter().find(|(k, _)| normalize_key(k) == key).map(|(_, v)| v))
+}
+
+fn text(v: Option<&Value>) -> String {
+    v.and_then(Value::as_str).map(str::trim).unwrap_or_default().to_string()
+}
+
+/// The last JSON object of the reply that has `wanted` (a top-level key) or
+/// any aspect key.
+fn verdict_object(reply: &str, panel: &Panel, wanted: &str) -> Option<Map<String, Value>> {
+    json_objects(reply)
+        .into_iter()
+        .rev()
+        .map(|o| o.map)
+        .find(|m| m.contains_key(wanted) || panel.dimensions.iter().any(|d| entry(m, &d.key).is_some()))
+}
+
+/// The mean of an evaluation's scores, as its `overall` (labels have none).
+pub(crate) fn mean_overall(ev: &mut Evaluation) {
+    ev.overall = (!ev.scores.is_empty()).then(|| ev.scores.values().sum::<f64>() / ev.scores.len() as f64);
+}
+
+impl Verdict for AspectScores<'_> {
+    type Output = Assessed;
+    fn instructions(&self) -> String {
+        let lines: Vec<String> = self
+            .panel
+            .dimensions
+            .iter()
+            .map(|d| {
+                format!("  \"{}\": {{\"reason\": \"<two or three sentences>\", {}}}", d.key, value_hint(self.panel, d))
+            })
+            .collect();
+        format!("End your reply with one JSON object that has every aspect:\n{{\n{}\n}}", lines.join(",\n"))
+    }
+    fn schema(&self) -> Option<Value> {
+        let mut properties = Map::new();
+        for d in &self.panel.dimensions {
+            let (name, value) = value_schema(self.panel, d);
+            properties.insert(
+                d.key.clone(),
+                json!({
+                    "type": "object",
+                    "properties": {"reason": {"type": "string"}, name: value},
+                    "required": ["reason", name],
+                    "additionalProperties": false
+                }),
+            );
+        }
+        Some(json!({
+            "type": "object",
+            "properties": properties,
+            "required": self.panel.dimension_keys(),
+            "additionalProperties": false
+        }))
+    }
+    fn read(&self, completion: &Completion) -> Result<Assessed, String> {
+        let map = verdict_object(&completion.text, self.panel, "")
+            .ok_or("the reply has no JSON object with the aspects' values")?;
+        let mut evaluation = Evaluation::default();
+        let mut reasons = BTreeMap::new();
+        let mut problems = Vec::new();
+        let mut lines = Vec::new();
+        for d in &self.panel.dimensions {
+            let e = entry(&map, &d.key);
+            // `{"reason": …, "score": 4}`, or a bare value.
+            let (raw, reason) = match e {
+                Some(Value::Object(o)) => {
+                    (o.get(if d.labels.is_empty() { "score" } else { "label" }), text(o.get("reason")))
+                }
+                other => (other, String::new()),
+            };
+            match read_value(self.panel, d, raw) {
+                Ok(v) => v.set_in(&mut evaluation, &d.key),
+                Err(e) => problems.push(e),
+            }
+            if !reason.is_empty() {
+                lines.push(format!("{}: {reason}", d.label()));
+                reasons.insert(d.key.clone(), reason);
+            }
+        }
+        if !problems.is_empty() {
+            return Err(problems.join("; "));
+        }
+        mean_overall(&mut evaluation);
+        evaluation.justification = lines.join("\n");
+        Ok(Assessed { evaluation, reasons })
+    }
+    fn repair(&self, error: &str) -> ChatMessage {
+        ChatMessage::user(format!(
+            "Your values could not be read: {error}. Reply again with only the JSON object, no other text.\n{}",
+            self.instructions()
+        ))
+    }
+    fn evaluation(&self, output: &Assessed) -> Option<Evaluation> {
+        Some(output.evaluation.clone())
+    }
+}
+
+/// A new aspect the meta-evaluator proposes.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct NewAspect {
+    pub key: String,
+    pub name: String,
+    pub definition: String,
+    pub score: f64,
+    pub reason: String,
+}
+
+/// What the meta-evaluator made of an evaluation.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Review {
+    /// Aspect → (rectified value, reason); kept aspects are absent.
+    pub rectified: BTreeMap<String, (AspectValue, String)>,
+    /// Aspect → (proposed definition, reason).
+    pub definitions: BTreeMap<String, (String, String)>,
+    pub new_aspects: Vec<NewAspect>,
+    /// The evaluation with the rectified values.
+    pub evaluation: Evaluation,
+}
+
+/// The meta-evaluator's verdict on one evaluation.
+pub(crate) struct ReviewVerdict<'a> {
+    pub panel: &'a Panel,
+    /// The evaluation under review.
+    pub base: &'a Evaluation,
+    pub max_new: usize,
+}
+
+impl Verdict for ReviewVerdict<'_> {
+    type Output = Review;
+    fn instructions(&self) -> String {
+        let lines: Vec<String> = self
+            .panel
+            .dimensions
+            .iter()
+            .map(|d| {
+                format!(
+                    "    \"{}\": {{\"verdict\": \"keep\" or \"rectify\", {}, \"reason\": \"<why>\"}}",
+                    d.key,
+                    value_hint(self.panel, d)
+                )
+            })
+            .collect();
+        format!(
+            "End your reply with one JSON object:\n{{\n  \"review\": {{\n{}\n  }},\n  \"definitions\": [{{\"aspect\": \
+             \"<aspect key>\", \"definition\": \"<the better definition>\", \"reason\": \"<why>\"}}],\n  \
+             \"new_aspects\": [{{\"key\": \"<snake_case key>\", \"name\": \"<name>\", \"definition\": \"<definition>\", \
+             \"score\": <{} to {}>, \"reason\": \"<why>\"}}]\n}}\nUnder \"review\" give the value that should stand: \
+             the evaluator's when you keep it. Leave \"definitions\" empty when every definition is adequate; give at \
+             most {} new aspects.",
+            lines.join(",\n"),
+            fmt_num(self.panel.scale.min),
+            fmt_num(self.panel.scale.max),
+            self.max_new
+        )
+    }
+    fn schema(&self) -> Option<Value> {
+        let mut review = Map::new();
+        for d in &self.panel.dimensions {
+            let (name, value) = value_schema(self.panel, d);
+            review.insert(
+                d.key.clone(),
+                json!({
+                    "type": "object",
+                    "properties": {"verdict": {"type": "string", "enum": ["keep", "rectify"]}, name: value, "reason": {"type": "string"}},
+                    "required": ["verdict", name, "reason"],
+                    "additionalProperties": false
+                }),
+            );
+        }
+        let score = json!({"type": "integer", "minimum": self.panel.scale.min, "maximum": self.panel.scale.max});
+        Some(json!({
+            "type": "object",
+            "properties": {
+                "review": {"type": "object", "properties": review, "required": self.panel.dimension_keys(), "additionalProperties": false},
+                "definitions": {"type": "array", "maxItems": self.panel.dimensions.len(), "items": {
+                    "type": "object",
+                    "properties": {"aspect": {"type": "string", "enum": self.panel.dimension_keys()}, "definition": {"type": "string"}, "reason": {"type": "string"}},
+                    "required": ["aspect", "definition", "reason"],
+                    "additionalProperties": false
+                }},
+                "new_aspects": {"type": "array", "maxItems": self.max_new, "items": {
+                    "type": "object",
+                    "properties": {"key": {"type": "string"}, "name": {"type": "string"}, "definition": {"type": "string"}, "score": score, "reason": {"type": "string"}},
+                    "required": ["key", "name", "definition", "score", "reason"],
+                    "additionalProperties": false
+                }}
+            },
+            "required": ["review", "definitions", "new_aspects"],
+            "additionalProperties": false
+        }))
+    }
+    fn read(&self, completion: &Completion) -> Result<Review, String> {
+        let map = verdict_object(&completion.text, self.panel, "review")
+            .ok_or("the reply has no JSON object with a \"review\" of the aspects")?;
+        // The aspects sit under "review", or at the top level.
+        let review = match map.get("review") {
+            Some(Value::Object(r)) => r,
+            _ => &map,
+        };
+        let mut out = Review { evaluation: self.base.clone(), ..Default::default() };
+        let mut problems = Vec::new();
+        for d in &self.panel.dimensions {
+            // An aspect the review leaves out keeps the evaluator's value.
+            let Some(Value::Object(o)) = entry(review, &d.key) else { continue };
+            let verdict = text(o.get("verdict")).to_lowercase();
+            if verdict == "keep" {
+                continue;
+            }
+            let raw = o.get(if d.labels.is_empty() { "score" } else { "label" });
+            if raw.is_none() && verdict.is_empty() {
+                continue;
+            }
+            match read_value(self.panel, d, raw) {
+                Ok(v) if Some(&v) == AspectValue::of(self.base, &d.key).as_ref() => {}
+                Ok(v) => {
+                    v.set_in(&mut out.evaluation, &d.key);
+                    out.rectified.insert(d.key.clone(), (v, text(o.get("reason"))));
+                }
+                Err(e) => problems.push(e),
+            }
+        }
+        for p in map.get("definitions").and_then(Value::as_array).into_iter().flatten() {
+            let aspect = normalize_key(&text(p.get("aspect")));
+            let definition = text(p.get("definition"));
+            if definition.is_empty() {
+                continue;
+            }
+            match self.panel.dimensions.iter().find(|d| d.key == aspect) {
+                Some(d) if d.description.trim() == definition => {}
+                Some(d) => {
+                    out.definitions.insert(d.key.clone(), (definition, text(p.get("reason"))));
+                }
+                None => problems.push(format!("definitions: \"{aspect}\" is not an aspect of the panel")),
+            }
+        }
+        let new = map.get("new_aspects").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
+        if new.len() > self.max_new {
+            problems.push(format!("new_aspects: {} proposed, at most {} allowed", new.len(), self.max_new));
+        }
+        for p in new.iter().take(self.max_new) {
+            let key = normalize_key(&text(p.get("key")).replace(' ', "_"));
+            let definition = text(p.get("definition"));
+            if key.is_empty() || definition.is_empty() {
+                problems.push("new_aspects: each needs a key and a definition".into());
+                continue;
+            }
+            if self.panel.dimensions.iter().any(|d| d.key == key) || out.new_aspects.iter().any(|a| a.key == key) {
+                problems.push(format!("new_aspects: \"{key}\" is already an aspect"));
+                continue;
+            }
+            let probe = Dimension {
+                key: key.clone(),
+                name: String::new(),
+                description: String::new(),
+                steps: None,
+                labels: Vec::new(),
+            };
+            match read_value(self.panel, &probe, p.get("score")) {
+                Ok(AspectValue::Score(score)) => out.new_aspects.push(NewAspect {
+                    key,
+                    name: text(p.get("name")),
+                    definition,
+                    score,
+                    reason: text(p.get("reason")),
+                }),
+                Ok(AspectValue::Label(_)) => {}
+                Err(e) => problems.push(format!("new_aspects: {e}")),
+            }
+        }
+        if !problems.is_empty() {
+            return Err(problems.join("; "));
+        }
+        mean_overall(&mut out.evaluation);
+        Ok(out)
+    }
+    fn repair(&self, error: &str) -> ChatMessage {
+        ChatMessage::user(format!(
+            "Your review could not be read: {error}. Reply again with only the JSON object, no other text.\n{}",
+            self.instructions()
+        ))
+    }
+    /// The rectified evaluation, with the meta-evaluator's reasons.
+    fn evaluation(&self, output: &Review) -> Option<Evaluation> {
+        let mut ev = output.evaluation.clone();
+        ev.justification =
+            output.rectified.iter().map(|(k, (v, why))| format!("{k} → {v}: {why}")).collect::<Vec<_>>().join("\n");
+        Some(ev)
+    }
+}
