@@ -439,7 +439,7 @@ fn bundled_items_load_and_match_their_panels() {
         let keys = panel.dimension_keys();
         let rated: Vec<_> = file.items.iter().filter_map(|i| i.human.as_ref()).collect();
         // The survey items ship without ratings: nobody has rated them.
-        if stem != "survey-sage" {
+        if *stem != "survey-sage" {
             assert!(rated.len() >= 4, "{stem}: about half the items have human ratings");
         }
         for human in rated {
