@@ -149,8 +149,9 @@ impl super::fold::SessionView {
         use super::fold::TimelineEntry;
         let (agent, dimension, value, human_from) = match kind {
             EventKind::EvaluationRevised { agent, dimension, to, .. } => (agent, dimension, Some(to), None),
-            EventKind::RevisionDecided { agent, dimension, value, .. } => {
-                let own = self.sage.revision(agent, dimension).and_then(|r| r.to.score());
+            EventKind::RevisionDecided { agent, dimension, value, accepted, .. } => {
+                // A rejection changes the value: the revised one is shown beside it.
+                let own = self.sage.revision(agent, dimension).and_then(|r| r.to.score()).filter(|_| !accepted);
                 (agent, dimension, value.as_ref(), Some(own))
             }
             _ => {
@@ -165,6 +166,10 @@ impl super::fold::SessionView {
             && let (Some(ev), Some(v)) = (a.latest.as_mut(), value)
         {
             v.set_in(ev, dimension);
+            // SAGEval's overall is the mean of the aspects' scores.
+            if ev.overall.is_some() && !ev.scores.is_empty() {
+                ev.overall = Some(ev.scores.values().sum::<f64>() / ev.scores.len() as f64);
+            }
             if let Some(Some(own)) = human_from {
                 a.overridden.entry(dimension.clone()).or_insert(own);
             }

@@ -29,6 +29,12 @@ pub enum Action {
     Step,
     Stop,
     Rate,
+    /// Accept the selected change of a meta-evaluator (SAGEval).
+    AcceptChange,
+    /// Reject it: the evaluator's value comes back.
+    RejectChange,
+    NextChange,
+    PrevChange,
     CommandLine,
     Search,
     SearchNext,
@@ -54,6 +60,8 @@ impl Action {
                 | Action::Resume
                 | Action::Stop
                 | Action::Rate
+                | Action::AcceptChange
+                | Action::RejectChange
         )
     }
 
@@ -82,6 +90,10 @@ impl Action {
             Action::Step => "one turn (paused)",
             Action::Stop => "stop, go to aggregation",
             Action::Rate => "your own rating",
+            Action::AcceptChange => "accept the selected SAGE change",
+            Action::RejectChange => "reject it (evaluator's value back)",
+            Action::NextChange => "next SAGE change",
+            Action::PrevChange => "previous SAGE change",
             Action::CommandLine => "command line",
             Action::Search => "search the transcript",
             Action::SearchNext => "next match",

@@ -14,6 +14,7 @@ use ratatui_textarea::TextArea;
 
 use super::action::Action;
 use super::command_line::{self, Parsed};
+use super::components::sage;
 use super::config::UiConfig;
 use super::keymap::Mode;
 use super::replay::{Replay, Seek};
@@ -188,6 +189,8 @@ pub struct App {
     pub dirty: bool,
     /// Events seen from the engine since the screen opened (live).
     pub events_seen: u64,
+    /// The selected row of the SAGEval changes table.
+    pub sage_row: usize,
 }
 
 fn textarea(placeholder: &str) -> TextArea<'static> {
@@ -219,6 +222,7 @@ impl App {
             exit: false,
             dirty: true,
             events_seen: 0,
+            sage_row: 0,
         }
     }
 
@@ -267,10 +271,10 @@ impl App {
         }
     }
 
-    fn info(&mut self, text: impl Into<String>) {
+    pub(crate) fn info(&mut self, text: impl Into<String>) {
         self.message = Some((MessageKind::Info, text.into()));
     }
-    fn error(&mut self, text: impl Into<String>) {
+    pub(crate) fn error(&mut self, text: impl Into<String>) {
         self.message = Some((MessageKind::Error, text.into()));
     }
 
@@ -354,6 +358,9 @@ impl App {
     pub fn focus_order(&self) -> Vec<Focus> {
         let mut v: Vec<Focus> = self.vm.agents_by_group().into_iter().flat_map(|(_, a)| a).map(Focus::Agent).collect();
         v.extend([Focus::Moderator, Focus::Consensus, Focus::Aggregator, Focus::Transcript]);
+        if sage::applies(self) {
+            v.retain(|f| *f != Focus::Moderator);
+        }
         v
     }
 
@@ -519,6 +526,8 @@ impl App {
             Action::Rate => {
                 self.open_picker("Your rating: which dimension?", self.dimension_items(), PickPurpose::RateDimension)
             }
+            Action::AcceptChange | Action::RejectChange => sage::decide(self, action == Action::AcceptChange),
+            Action::NextChange | Action::PrevChange => sage::select(self, action == Action::NextChange),
             Action::CommandLine => {
                 self.overlay = Some(Overlay::CommandLine {
                     input: textarea(

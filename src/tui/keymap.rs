@@ -228,6 +228,10 @@ const LIVE: &[(&str, Action, bool)] = &[
     ("n", Action::Step, false),
     ("x", Action::Stop, true),
     ("r", Action::Rate, false),
+    ("a", Action::AcceptChange, false),
+    ("d", Action::RejectChange, false),
+    (".", Action::NextChange, false),
+    (",", Action::PrevChange, false),
 ];
 
 const REPLAY: &[(&str, Action, bool)] = &[
@@ -243,6 +247,8 @@ const REPLAY: &[(&str, Action, bool)] = &[
     ("s", Action::Speaker, false),
     ("x", Action::Stop, false),
     ("r", Action::Rate, false),
+    (".", Action::NextChange, false),
+    (",", Action::PrevChange, false),
 ];
 
 const HOME: &[(&str, Action, bool)] = &[

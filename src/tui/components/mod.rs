@@ -8,6 +8,7 @@ pub mod footer;
 pub mod header;
 pub mod moderator;
 pub mod overlays;
+pub mod sage;
 pub mod transcript;
 
 use ratatui::layout::Rect;
