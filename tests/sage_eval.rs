@@ -272,3 +272,28 @@ fn the_bundled_survey_panel_validates_and_has_items() {
     assert!(p.dimensions.iter().any(|d| d.key == "tone" && !d.labels.is_empty()));
     assert_eq!(moot::item::ItemsFile::bundled("survey-sage").unwrap().items.len(), 10);
 }
+
+#[test]
+fn the_report_counts_sages_changes_and_names_its_stages() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("sessions/examples/sage-eval.jsonl");
+    let loaded = moot::report::load_records(&[path], 1);
+    assert!(loaded.problems.is_empty(), "{:?}", loaded.problems);
+    let opts = moot::report::ReportOptions { bootstrap: 10, ..Default::default() };
+    let report = moot::report::build_report(loaded.records, None, &opts);
+    let get = |d: &str, m: &str| {
+        report.rows.iter().find(|r| r.dimension.as_deref() == Some(d) && r.metric == m).and_then(|r| r.value)
+    };
+    assert_eq!(get("accuracy", "sage_lowered"), Some(1.0));
+    assert_eq!(get("audience_engagement", "sage_raised"), Some(1.0));
+    assert_eq!(get("audience_engagement", "sage_rejected"), Some(1.0), "the person's rejection is counted");
+    assert_eq!(get("tone", "sage_relabelled"), Some(1.0));
+    assert_eq!(get("coherence", "sage_lowered"), Some(0.0));
+    assert_eq!(get("completeness", "sage_new_aspect"), Some(1.0));
+    let mut table = Vec::new();
+    moot::report::format::write_table(&report, &mut table, moot::cli::headless::Paint::for_stream(false)).unwrap();
+    let table = String::from_utf8(table).unwrap();
+    assert!(table.contains("SAGE's changes (1 items reviewed)"), "{table}");
+    assert!(table.contains("new aspects proposed (items): completeness (1)"), "{table}");
+    assert_eq!(moot::report::sage::stage_label("sage-eval", moot::report::Stage::Initial), "evaluator");
+    assert_eq!(moot::report::sage::stage_label("sage-eval", moot::report::Stage::Final), "rectified");
+}
