@@ -66,7 +66,7 @@ async fn write_sage_example() {
     c.session_id = EXAMPLE.into();
     c.linger = true;
     let _ = std::fs::remove_file(example_path());
-    let mut s = Session::start(c, Some(SessionWriter::create(&example_path()).unwrap()));
+    let mut s = Session::start(c, Some(SessionWriter::create(example_path()).unwrap()));
     s.wait_for(|e| matches!(&e.kind, EventKind::Paused { .. })).await;
     let author = "demo".to_string();
     s.send(Command::Decide {
