@@ -297,3 +297,19 @@ fn the_report_counts_sages_changes_and_names_its_stages() {
     assert_eq!(moot::report::sage::stage_label("sage-eval", moot::report::Stage::Initial), "evaluator");
     assert_eq!(moot::report::sage::stage_label("sage-eval", moot::report::Stage::Final), "rectified");
 }
+
+#[tokio::test]
+async fn a_categorical_dimension_takes_no_score_from_a_person() {
+    let mut c = config(sage_panel(), script(EVALUATOR, REVIEW));
+    c.linger = true;
+    let mut s = Session::start(c, None);
+    s.wait_for(|e| matches!(&e.kind, EventKind::Paused { .. })).await;
+    let scores = [("tone".to_string(), 3.0)].into_iter().collect();
+    s.send(Command::Rate { scores, author: author() });
+    s.send(Command::Quit { author: author() });
+    let (events, _) = s.finish().await;
+    assert!(events.iter().any(
+        |e| matches!(&e.kind, EventKind::CommandRejected { reason, .. } if reason.contains("tone is categorical"))
+    ));
+    assert!(!events.iter().any(|e| matches!(e.kind, EventKind::HumanRating { .. })));
+}
