@@ -17,6 +17,16 @@ use crate::panel::{Dimension, Panel};
 use crate::provider::{ChatMessage, Completion};
 use crate::session::event::{AspectValue, Evaluation};
 
+/// Longest reason and definition a constrained model may write (keeps a small
+/// model's reply within its budget).
+const REASON_MAX: u64 = 240;
+const DEFINITION_MAX: u64 = 300;
+
+/// A string of at most `max` characters, in a schema.
+fn text_schema(max: u64) -> Value {
+    json!({"type": "string", "maxLength": max})
+}
+
 /// The evaluator's reading of every aspect.
 #[derive(Debug, Clone)]
 pub(crate) struct Assessed {
@@ -125,7 +135,7 @@ impl Verdict for AspectScores<'_> {
                 d.key.clone(),
                 json!({
                     "type": "object",
-                    "properties": {"reason": {"type": "string"}, name: value},
+                    "properties": {"reason": text_schema(REASON_MAX), name: value},
                     "required": ["reason", name],
                     "additionalProperties": false
                 }),
@@ -247,7 +257,7 @@ impl Verdict for ReviewVerdict<'_> {
                 d.key.clone(),
                 json!({
                     "type": "object",
-                    "properties": {"verdict": {"type": "string", "enum": ["keep", "rectify"]}, name: value, "reason": {"type": "string"}},
+                    "properties": {"verdict": {"type": "string", "enum": ["keep", "rectify"]}, name: value, "reason": text_schema(REASON_MAX)},
                     "required": ["verdict", name, "reason"],
                     "additionalProperties": false
                 }),
@@ -260,13 +270,13 @@ impl Verdict for ReviewVerdict<'_> {
                 "review": {"type": "object", "properties": review, "required": self.panel.dimension_keys(), "additionalProperties": false},
                 "definitions": {"type": "array", "maxItems": self.panel.dimensions.len(), "items": {
                     "type": "object",
-                    "properties": {"aspect": {"type": "string", "enum": self.panel.dimension_keys()}, "definition": {"type": "string"}, "reason": {"type": "string"}},
+                    "properties": {"aspect": {"type": "string", "enum": self.panel.dimension_keys()}, "definition": text_schema(DEFINITION_MAX), "reason": text_schema(REASON_MAX)},
                     "required": ["aspect", "definition", "reason"],
                     "additionalProperties": false
                 }},
                 "new_aspects": {"type": "array", "maxItems": self.max_new, "items": {
                     "type": "object",
-                    "properties": {"key": {"type": "string"}, "name": {"type": "string"}, "definition": {"type": "string"}, "score": score, "reason": {"type": "string"}},
+                    "properties": {"key": text_schema(40), "name": text_schema(60), "definition": text_schema(DEFINITION_MAX), "score": score, "reason": text_schema(REASON_MAX)},
                     "required": ["key", "name", "definition", "score", "reason"],
                     "additionalProperties": false
                 }}
@@ -371,5 +381,75 @@ impl Verdict for ReviewVerdict<'_> {
         ev.justification =
             output.rectified.iter().map(|(k, (v, why))| format!("{k} → {v}: {why}")).collect::<Vec<_>>().join("\n");
         Some(ev)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn survey() -> Panel {
+        Panel::bundled("survey-sage").expect("bundled")
+    }
+
+    fn reply(text: &str) -> Completion {
+        Completion { text: text.into(), ..Default::default() }
+    }
+
+    #[test]
+    fn the_schemas_allow_only_the_labels_and_a_local_grammar_follows_them() {
+        let panel = survey();
+        let base = Evaluation::default();
+        let scores = AspectScores { panel: &panel }.schema().unwrap();
+        let review = ReviewVerdict { panel: &panel, base: &base, max_new: 3 }.schema().unwrap();
+        let labels = json!(["formal", "neutral", "friendly", "playful"]);
+        assert_eq!(scores["properties"]["tone"]["properties"]["label"]["enum"], labels);
+        assert_eq!(review["properties"]["review"]["properties"]["tone"]["properties"]["label"]["enum"], labels);
+        assert_eq!(review["properties"]["new_aspects"]["maxItems"], 3);
+        #[cfg(feature = "local")]
+        for schema in [scores, review] {
+            llama_cpp_2::json_schema_to_grammar(&schema.to_string()).expect("llama.cpp converts the schema");
+        }
+    }
+
+    #[test]
+    fn bare_values_and_loose_keys_are_read_and_a_missing_aspect_is_not() {
+        let panel = survey();
+        let v = AspectScores { panel: &panel };
+        let all = "{\"Accuracy\": 4, \"semantic diversity\": 3, \"coherence\": 4, \"relevancy\": 5, \
+                   \"audience_understandability\": 4, \"audience_engagement\": 3, \"fairness\": 2, \"tone\": \"Friendly\"}";
+        let ev = v.read(&reply(all)).unwrap().evaluation;
+        assert_eq!(ev.scores["accuracy"], 4.0);
+        assert_eq!(ev.scores["semantic_diversity"], 3.0);
+        assert_eq!(ev.labels["tone"], "friendly", "the label is spelled as the panel spells it");
+        assert!(!ev.scores.contains_key("tone"));
+        let missing = all.replace("\"fairness\": 2, ", "");
+        assert!(v.read(&reply(&missing)).unwrap_err().contains("fairness: no score"));
+        let off = all.replace("\"fairness\": 2", "\"fairness\": 7");
+        assert!(v.read(&reply(&off)).unwrap_err().contains("outside the scale"));
+    }
+
+    #[test]
+    fn a_review_keeps_what_it_does_not_change_and_refuses_known_keys_as_new_aspects() {
+        let panel = survey();
+        let mut base = Evaluation::default();
+        base.scores.insert("accuracy".into(), 4.0);
+        base.labels.insert("tone".into(), "friendly".into());
+        let v = ReviewVerdict { panel: &panel, base: &base, max_new: 1 };
+        let r = v
+            .read(&reply(
+                "{\"review\": {\"accuracy\": {\"verdict\": \"rectify\", \"score\": 4, \"reason\": \"same\"}, \
+                 \"tone\": {\"verdict\": \"rectify\", \"label\": \"formal\", \"reason\": \"stiff\"}}, \
+                 \"definitions\": [], \"new_aspects\": [{\"key\": \"Answer key\", \"definition\": \"Is there one?\", \"score\": 2}]}",
+            ))
+            .unwrap();
+        assert!(!r.rectified.contains_key("accuracy"), "the same value is no rectification");
+        assert_eq!(r.rectified["tone"].0, AspectValue::Label("formal".into()));
+        assert_eq!(r.new_aspects[0].key, "answer_key");
+        let clash = "{\"review\": {}, \"new_aspects\": [{\"key\": \"fairness\", \"definition\": \"x\", \"score\": 2}]}";
+        assert!(v.read(&reply(clash)).unwrap_err().contains("already an aspect"));
+        let many = "{\"review\": {}, \"new_aspects\": [{\"key\": \"a\", \"definition\": \"x\", \"score\": 2}, \
+                    {\"key\": \"b\", \"definition\": \"y\", \"score\": 2}]}";
+        assert!(v.read(&reply(many)).unwrap_err().contains("at most 1"));
     }
 }
