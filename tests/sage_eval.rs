@@ -151,6 +151,10 @@ async fn a_rejected_revision_puts_the_evaluators_value_back_with_its_author() {
     assert_eq!(ann.final_.as_ref().unwrap().scores["relevance"], 3.0);
     assert_eq!(ann.human_adjusted.as_ref().unwrap().scores["relevance"], 5.0);
     assert_eq!(view.stages.panel.set_by["relevance"], author());
+    assert_eq!(ann.final_.as_ref().unwrap().overall, Some(3.5), "the rectified overall, as SAGE left it");
+    assert_eq!(ann.human_adjusted.as_ref().unwrap().overall, Some(4.5));
+    assert_eq!(ann.set_by["overall"], author(), "the overall moved with the person's decision");
+    assert_eq!(view.stages.panel.set_by["overall"], author());
     let r = view.sage.revision("Ann", "relevance").unwrap();
     assert_eq!(r.decision.as_ref().map(|d| (d.accepted, d.author.as_str())), Some((false, "tester")));
     assert_eq!(r.standing(), Some(&AspectValue::Score(5.0)));
