@@ -12,8 +12,9 @@ use serde_json::{Map, Value, json};
 
 use crate::engine::parse::{json_objects, normalize_key};
 use crate::engine::prompts::fmt_num;
-use crate::engine::verdict::Verdict;
+use crate::engine::verdict::{TOP_LOGPROBS, Verdict};
 use crate::panel::{Dimension, Panel};
+use crate::provider::logprobs::weighted_scores;
 use crate::provider::{ChatMessage, Completion};
 use crate::session::event::{AspectValue, Evaluation};
 
@@ -148,6 +149,9 @@ impl Verdict for AspectScores<'_> {
             "additionalProperties": false
         }))
     }
+    fn top_logprobs(&self) -> Option<u8> {
+        Some(TOP_LOGPROBS)
+    }
     fn read(&self, completion: &Completion) -> Result<Assessed, String> {
         let map = verdict_object(&completion.text, self.panel, "")
             .ok_or("the reply has no JSON object with the aspects' values")?;
@@ -178,6 +182,8 @@ impl Verdict for AspectScores<'_> {
         }
         mean_overall(&mut evaluation);
         evaluation.justification = lines.join("\n");
+        let weighted = weigh(completion, self.panel);
+        evaluation.weighted_scores = (!weighted.is_empty()).then_some(weighted);
         Ok(Assessed { evaluation, reasons })
     }
     fn repair(&self, error: &str) -> ChatMessage {
@@ -189,6 +195,36 @@ impl Verdict for AspectScores<'_> {
     fn evaluation(&self, output: &Assessed) -> Option<Evaluation> {
         Some(output.evaluation.clone())
     }
+}
+
+/// Probability-weighted scores of the scored aspects, when the completion
+/// has log-probabilities: each aspect's `"score"` is looked for between its
+/// key and the next aspect's key. Recorded beside the sampled scores, never
+/// instead of them.
+fn weigh(completion: &Completion, panel: &Panel) -> crate::session::event::Scores {
+    let mut out = crate::session::event::Scores::new();
+    let Some(tokens) = &completion.logprobs else { return out };
+    let mut starts = Vec::with_capacity(tokens.len());
+    let mut text = String::new();
+    for t in tokens {
+        starts.push(text.len());
+        text.push_str(&t.token);
+    }
+    let at: Vec<(usize, &Dimension)> =
+        panel.dimensions.iter().filter_map(|d| text.rfind(&format!("\"{}\"", d.key)).map(|p| (p, d))).collect();
+    let token_at = |pos: usize| match starts.binary_search(&pos) {
+        Ok(i) => i,
+        Err(i) => i.saturating_sub(1),
+    };
+    for &(pos, d) in at.iter().filter(|(_, d)| d.labels.is_empty()) {
+        let end = at.iter().map(|(p, _)| *p).filter(|p| *p > pos).min().unwrap_or(text.len());
+        let (from, to) = (token_at(pos), token_at(end).max(token_at(pos) + 1).min(tokens.len()));
+        let found = weighted_scores(&tokens[from..to], &["score".to_string()], panel.scale);
+        if let Some(w) = found.get("score") {
+            out.insert(d.key.clone(), *w);
+        }
+    }
+    out
 }
 
 /// A new aspect the meta-evaluator proposes.
@@ -310,6 +346,10 @@ impl Verdict for ReviewVerdict<'_> {
                 Ok(v) if Some(&v) == AspectValue::of(self.base, &d.key).as_ref() => {}
                 Ok(v) => {
                     v.set_in(&mut out.evaluation, &d.key);
+                    // The evaluator's weighted score is not the rectified value's.
+                    if let Some(w) = out.evaluation.weighted_scores.as_mut() {
+                        w.remove(&d.key);
+                    }
                     out.rectified.insert(d.key.clone(), (v, text(o.get("reason"))));
                 }
                 Err(e) => problems.push(e),
@@ -410,6 +450,31 @@ mod tests {
         for schema in [scores, review] {
             llama_cpp_2::json_schema_to_grammar(&schema.to_string()).expect("llama.cpp converts the schema");
         }
+    }
+
+    #[test]
+    fn each_aspects_score_is_weighed_by_its_own_probabilities() {
+        use crate::provider::logprobs::{TokenLogprob, TopLogprob};
+        let mut panel = survey();
+        panel.dimensions.truncate(2);
+        let tok = |t: &str, top: &[(&str, f64)]| TokenLogprob {
+            token: t.into(),
+            logprob: top.iter().find(|(x, _)| *x == t).map_or(-0.1, |(_, p)| p.ln()),
+            top: top.iter().map(|(t, p)| TopLogprob { token: (*t).into(), logprob: p.ln() }).collect(),
+        };
+        let tokens = vec![
+            tok("{\"accuracy\": {\"reason\": \"ok\", \"score\": ", &[]),
+            tok("4", &[("4", 0.5), ("2", 0.5)]),
+            tok("}, \"semantic_diversity\": {\"reason\": \"ok\", \"score\": ", &[]),
+            tok("5", &[("5", 0.75), ("1", 0.25)]),
+            tok("}}", &[]),
+        ];
+        let text: String = tokens.iter().map(|t| t.token.as_str()).collect();
+        let completion = Completion { text, logprobs: Some(tokens), ..Default::default() };
+        let ev = AspectScores { panel: &panel }.read(&completion).unwrap().evaluation;
+        assert_eq!(ev.scores["accuracy"], 4.0, "the sampled score stays the score");
+        let w = ev.weighted_scores.unwrap();
+        assert_eq!((w["accuracy"], w["semantic_diversity"]), (3.0, 4.0));
     }
 
     #[test]
