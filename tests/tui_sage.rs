@@ -140,6 +140,10 @@ fn a_live_review_shows_the_changes_and_the_keys_decide_them() {
     }
     app.on_key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE));
     assert!(matches!(rx.try_recv(), Ok(Command::Adopt { key, .. }) if key == "completeness"));
+    // The help lists this screen's keys and commands.
+    app.on_key(key('?'));
+    let help = render(&mut app, 160, 48);
+    assert!(help.contains("accept the selected SAGE change") && help.contains("adopt KEY"), "{help}");
 }
 
 #[test]

@@ -13,9 +13,13 @@ use crate::engine::Command;
 use crate::session::event::{AspectValue, ProposalKind, Role};
 use crate::session::fold::{SessionView, TurnState};
 use crate::session::sage::RevisionView;
+use crate::tui::action::Action;
 use crate::tui::app::{App, Focus};
 use crate::tui::theme::Theme;
 use crate::tui::wrap::wrap;
+
+/// The actions of this screen part, listed in the help only for SAGEval sessions.
+pub const ACTIONS: [Action; 4] = [Action::AcceptChange, Action::RejectChange, Action::NextChange, Action::PrevChange];
 
 /// Whether the session is a SAGEval run (it gets this layout).
 pub fn applies(app: &App) -> bool {
