@@ -43,3 +43,22 @@ pub fn write_panel(panel: &Panel, path: &Path, note: &str) -> Result<(), String>
         .map_err(|e| format!("the new panel would not load: {e}"))?;
     std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bundled_panel_writes_as_toml_that_loads_the_same_and_goes_to_the_current_directory() {
+        let p = Panel::bundled("survey-sage").expect("bundled");
+        let text = to_toml(&p, "a note\non two lines").unwrap();
+        assert!(text.starts_with("# a note\n# on two lines\n"));
+        let back = Panel::from_toml_str(&text, "copy.toml").unwrap();
+        assert_eq!(back.dimensions, p.dimensions);
+        assert_eq!(back.protocol, p.protocol);
+        assert_eq!(back.roles, p.roles);
+        assert_eq!(back.groups, p.groups);
+        assert_eq!(new_panel_path(&p).parent(), Some(Path::new("")), "{:?}", new_panel_path(&p));
+        assert!(new_panel_path(&p).to_string_lossy().starts_with("survey-sage.v"));
+    }
+}
