@@ -173,6 +173,8 @@ impl<W: Write> Transcript<W> {
         for k in keys {
             if let Some(v) = ev.scores.get(k) {
                 parts.push(format!("{k} {}", fmt_num(*v)));
+            } else if let Some(l) = ev.labels.get(k) {
+                parts.push(format!("{k} {l}"));
             }
         }
         if let Some(o) = ev.overall {
@@ -305,7 +307,7 @@ impl<W: Write> Transcript<W> {
                 if let Some(w) = what {
                     header.push_str(&p.dim(&format!(" — {w}")));
                 }
-                let evaluates = matches!(role, Role::Agent | Role::FinalJudge);
+                let evaluates = matches!(role, Role::Agent | Role::FinalJudge | Role::MetaEvaluator);
                 self.turns.insert(*turn, TurnBuf { header, evaluates, ..Default::default() });
                 self.queue.push_back(Block::Turn(*turn));
                 self.flush_live()?;
