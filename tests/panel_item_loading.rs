@@ -225,11 +225,11 @@ fn missing_file_is_a_read_error() {
 fn unknown_protocol_lists_the_valid_ones() {
     assert_eq!(
         error_of(&edit("protocol = \"maj-eval\"", "protocol = \"maj_eval\"")),
-        "panel.toml:2:12: protocol: unknown protocol \"maj_eval\" (did you mean \"maj-eval\"?); valid: maj-eval, collab-eval, g-eval"
+        "panel.toml:2:12: protocol: unknown protocol \"maj_eval\" (did you mean \"maj-eval\"?); valid: maj-eval, collab-eval, g-eval, sage-eval"
     );
     assert_eq!(
         error_of(&edit("protocol = \"maj-eval\"", "protocol = \"vote\"")),
-        "panel.toml:2:12: protocol: unknown protocol \"vote\"; valid: maj-eval, collab-eval, g-eval"
+        "panel.toml:2:12: protocol: unknown protocol \"vote\"; valid: maj-eval, collab-eval, g-eval, sage-eval"
     );
 }
 
@@ -444,7 +444,10 @@ fn bundled_items_load_and_match_their_panels() {
         let panel = Panel::bundled(stem).expect("a bundled panel with the same name");
         let keys = panel.dimension_keys();
         let rated: Vec<_> = file.items.iter().filter_map(|i| i.human.as_ref()).collect();
-        assert!(rated.len() >= 4, "{stem}: about half the items have human ratings");
+        // The survey items ship without ratings: nobody has rated them.
+        if *stem != "survey-sage" {
+            assert!(rated.len() >= 4, "{stem}: about half the items have human ratings");
+        }
         for human in rated {
             assert_eq!(human.keys().cloned().collect::<Vec<_>>().len(), keys.len());
             for (dim, score) in human {

@@ -40,6 +40,7 @@ async fn record(protocol: Protocol, groups: &[(&str, &[&str])], file: &str, stee
         Protocol::MajEval => "Storybook QA (demo)".into(),
         Protocol::CollabEval => "Summary review (demo)".into(),
         Protocol::GEval => "Summary judge (demo)".into(),
+        Protocol::SageEval => "Answer review (demo)".into(),
     };
     let mut c = config(p, provider);
     c.session_id = file.to_string();

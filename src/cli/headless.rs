@@ -176,6 +176,8 @@ impl<W: Write> Transcript<W> {
                     Some(w) => parts.push(format!("{k} {} (weighted {w:.2})", fmt_num(*v))),
                     None => parts.push(format!("{k} {}", fmt_num(*v))),
                 }
+            } else if let Some(l) = ev.labels.get(k) {
+                parts.push(format!("{k} {l}"));
             }
         }
         if let Some(o) = ev.overall {
@@ -308,7 +310,7 @@ impl<W: Write> Transcript<W> {
                 if let Some(w) = what {
                     header.push_str(&p.dim(&format!(" — {w}")));
                 }
-                let evaluates = matches!(role, Role::Agent | Role::FinalJudge);
+                let evaluates = matches!(role, Role::Agent | Role::FinalJudge | Role::MetaEvaluator);
                 self.turns.insert(*turn, TurnBuf { header, evaluates, ..Default::default() });
                 self.queue.push_back(Block::Turn(*turn));
                 self.flush_live()?;
@@ -423,6 +425,15 @@ impl<W: Write> Transcript<W> {
                 self.line(&p.red(&format!("✗ {command} not applied: {reason}")))?;
             }
             EventKind::Waiting { .. } => {}
+            EventKind::EvaluationRevised { .. }
+            | EventKind::DefinitionProposed { .. }
+            | EventKind::AspectProposed { .. }
+            | EventKind::RevisionDecided { .. }
+            | EventKind::ProposalAdopted { .. } => {
+                let line = crate::session::sage::note(&event.kind).unwrap_or_default();
+                let human = matches!(event.kind, EventKind::RevisionDecided { .. } | EventKind::ProposalAdopted { .. });
+                self.line(&if human { p.cyan(&line) } else { p.magenta(&line) })?;
+            }
             EventKind::EvaluationSteps { dimension, steps, source, author, .. } => {
                 let by = match (source, author) {
                     (_, Some(a)) => format!("{}, {a}", source.as_str()),

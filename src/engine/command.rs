@@ -59,6 +59,19 @@ pub enum Command {
         steps: String,
         author: String,
     },
+    /// Accept or reject the meta-evaluator's revision of a dimension
+    /// (SAGEval); `agent` is needed only when several evaluations were revised.
+    Decide {
+        dimension: String,
+        agent: Option<String>,
+        accept: bool,
+        author: String,
+    },
+    /// Adopt a proposed definition or new aspect (by its key) into a new panel file (SAGEval).
+    Adopt {
+        key: String,
+        author: String,
+    },
 }
 
 impl Command {
@@ -70,6 +83,8 @@ impl Command {
             | Command::Override { author, .. }
             | Command::Rate { author, .. }
             | Command::EditSteps { author, .. }
+            | Command::Decide { author, .. }
+            | Command::Adopt { author, .. }
             | Command::Pause { author }
             | Command::Resume { author }
             | Command::Step { author }

@@ -21,6 +21,12 @@ impl Run {
         if !self.keys.iter().any(|k| k == dimension) {
             return Err(format!("unknown dimension \"{dimension}\"; valid: {}", self.keys.join(", ")));
         }
+        if let Some(d) = self.panel.dimensions.iter().find(|d| d.key == dimension && !d.labels.is_empty()) {
+            return Err(format!(
+                "{dimension} is categorical: it takes one of the labels {}, not a score",
+                d.labels.join(", ")
+            ));
+        }
         let s = self.panel.scale;
         if !value.is_finite() || !s.contains(value) {
             return Err(format!("{} is outside the scale {}–{}", fmt_num(value), fmt_num(s.min), fmt_num(s.max)));
@@ -58,6 +64,10 @@ impl Run {
                 self.reject("speaker", why, &author);
             }
             Command::EditSteps { dimension, steps, author } => self.edit_steps(dimension, steps, author),
+            Command::Decide { dimension, agent, accept, author } => {
+                self.decide_revision(dimension, agent, accept, author)
+            }
+            Command::Adopt { key, author } => self.adopt_proposal(key, author),
             Command::PickSpeaker { agent, author } => {
                 let mut st = self.state();
                 let Some(i) = st.agent_index(&agent) else {

@@ -90,6 +90,8 @@ pub(crate) struct State {
     pub steps_edited: BTreeMap<String, String>,
     /// Scoring has started: steps can no longer change.
     pub scoring: bool,
+    /// Revisions and proposals of SAGEval's meta-evaluator.
+    pub sage: super::protocols::sage_eval::SageState,
 }
 
 impl State {

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+pub mod adopt;
 mod check;
 mod protocol;
 
@@ -331,6 +332,7 @@ pub const BUNDLED_PANELS: &[(&str, &str)] = &[
     ("storybook-qa", include_str!("../../assets/panels/storybook-qa.toml")),
     ("summary-collab", include_str!("../../assets/panels/summary-collab.toml")),
     ("summary-geval", include_str!("../../assets/panels/summary-geval.toml")),
+    ("survey-sage", include_str!("../../assets/panels/survey-sage.toml")),
 ];
 
 /// Prefix of [`Panel::source`] for bundled panels (`bundled:storybook-qa`);

@@ -20,6 +20,7 @@ pub enum Protocol {
     MajEval,
     CollabEval,
     GEval,
+    SageEval,
 }
 
 /// How a protocol orders its speakers (what the screens show about the next one).
@@ -109,8 +110,22 @@ const G_EVAL: ProtocolSpec = ProtocolSpec {
     uses_steps: true,
 };
 
+const SAGE_EVAL: ProtocolSpec = ProtocolSpec {
+    protocol: Protocol::SageEval,
+    id: "sage-eval",
+    title: "SAGEval: an evaluator, then a meta-evaluator that rectifies its scores",
+    roles: &[Role::MetaEvaluator],
+    settings: &[SettingSpec {
+        key: "max_new_aspects",
+        kind: SettingKind::Integer { min: 0, max: 10, default: 3 },
+        about: "new aspects the meta-evaluator may propose per item",
+    }],
+    order: SpeakerOrder::Independent,
+    uses_steps: true,
+};
+
 impl Protocol {
-    pub const ALL: [Protocol; 3] = [Protocol::MajEval, Protocol::CollabEval, Protocol::GEval];
+    pub const ALL: [Protocol; 4] = [Protocol::MajEval, Protocol::CollabEval, Protocol::GEval, Protocol::SageEval];
 
     /// What the protocol declares.
     pub fn spec(self) -> &'static ProtocolSpec {
@@ -118,6 +133,7 @@ impl Protocol {
             Protocol::MajEval => &MAJ_EVAL,
             Protocol::CollabEval => &COLLAB_EVAL,
             Protocol::GEval => &G_EVAL,
+            Protocol::SageEval => &SAGE_EVAL,
         }
     }
     pub fn as_str(self) -> &'static str {

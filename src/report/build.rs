@@ -227,8 +227,10 @@ pub fn build_report(records: Vec<ItemRecord>, human: Option<&HumanFile>, opts: &
         let count = name_counts.entry(info.name.clone()).or_default();
         *count += 1;
         let name = if *count == 1 { info.name.clone() } else { format!("{} #{count}", info.name) };
+        let sage_rows = super::sage::rows(&name, &records);
         let mut panel = PanelReport::new(name, info, records, human, &mut used_file_ids);
         panel.rows(opts, &mut report.rows, &mut jobs);
+        report.rows.extend(sage_rows);
         report.distributions.extend(panel.distributions());
         report.panels.push(panel.summary);
     }

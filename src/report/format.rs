@@ -208,7 +208,7 @@ fn write_agent_rows(
                     pad(if first_dim { key.as_str() } else { "" }, dim_w),
                     pad(if first_agent { agent } else { "" }, agent_w),
                     pad(if first_agent { group.unwrap_or("") } else { "" }, group_w),
-                    pad(stage.as_str(), 7),
+                    pad(super::sage::stage_label(&panel.protocol, stage), 7),
                     lpad(&p.n.map(|n| n.to_string()).unwrap_or_default(), 5),
                     pad(&value_cell(Some(p), notes), 22),
                     pad(&value_cell(get("spearman"), notes), 22),
@@ -334,7 +334,7 @@ pub fn write_table_with(report: &Report, out: &mut impl Write, paint: Paint, opt
                             "{} {} {} {} {} {} {} {}",
                             pad(if first_dim { key.as_str() } else { "" }, dim_w),
                             pad(if first_group { g.unwrap_or("all agents") } else { "" }, group_w),
-                            pad(stage.as_str(), 14),
+                            pad(super::sage::stage_label(&panel.protocol, stage), 14),
                             lpad(&p.n.map(|n| n.to_string()).unwrap_or_default(), 5),
                             pad(&value_cell(Some(p), &mut notes), 22),
                             delta,
@@ -436,6 +436,9 @@ pub fn write_table_with(report: &Report, out: &mut impl Write, paint: Paint, opt
                 )?;
             }
         }
+
+        let sage_rows: Vec<&Row> = rows.iter().copied().filter(|r| r.metric.starts_with("sage_")).collect();
+        super::sage::write_table(&sage_rows, &panel.keys, out, paint)?;
 
         // Cost and effort.
         let effort = |g: Option<&str>, m: &str| {

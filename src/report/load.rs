@@ -123,6 +123,8 @@ pub struct ItemRecord {
     pub effort: Effort,
     /// Lines that were not valid events.
     pub bad_lines: usize,
+    /// What a meta-evaluator changed and proposed (SAGEval).
+    pub sage: crate::session::sage::SageView,
 }
 
 /// Shares one [`PanelInfo`] among the sessions of the same panel.
@@ -209,6 +211,7 @@ pub fn read_record(path: &Path, bytes: &[u8], cache: &PanelCache) -> Result<Item
     let mut ended_usage: Option<(Usage, u64)> = None;
     let mut bad_lines = 0;
     let mut stages = Stages::default();
+    let mut sage = crate::session::sage::SageView::default();
     // The last line may be cut by a crash: only complete lines count.
     let complete = match bytes.iter().rposition(|&b| b == b'\n') {
         Some(end) => &bytes[..=end],
@@ -234,6 +237,7 @@ pub fn read_record(path: &Path, bytes: &[u8], cache: &PanelCache) -> Result<Item
             }
         };
         stages.apply(&event.kind);
+        sage.apply(&event.kind);
         if let EventKind::SessionStarted { session_id, protocol, panel, item, agents, .. } = &event.kind {
             let info = panel_info(panel, protocol, agents);
             let info = cache.intern(info);
@@ -273,6 +277,7 @@ pub fn read_record(path: &Path, bytes: &[u8], cache: &PanelCache) -> Result<Item
                 human_item,
                 effort: Effort { group_turns: vec![0; ng], group_tokens: vec![0; ng], ..Effort::default() },
                 bad_lines: 0,
+                sage: Default::default(),
                 panel: info,
             });
             continue;
@@ -331,6 +336,7 @@ pub fn read_record(path: &Path, bytes: &[u8], cache: &PanelCache) -> Result<Item
         None => LoadError::NotASession { path: path.to_path_buf() },
     })?;
     apply_stages(&mut r, &stages);
+    r.sage = sage;
     let (usage, calls) = ended_usage.unwrap_or((running_usage, running_calls));
     r.effort.usage = usage;
     r.effort.calls = calls;

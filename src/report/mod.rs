@@ -11,6 +11,7 @@ pub mod format;
 pub mod human;
 pub mod load;
 pub mod plot;
+pub mod sage;
 
 pub use build::{PanelSummary, Report, ReportOptions, Row, Stage, build_report};
 pub use human::{HumanFile, load_human_file};

@@ -11,7 +11,7 @@ use crate::item::Item;
 
 /// The version of the session log format this build writes. Version 1 is
 /// every log written before `session_started` carried the field; version 2
-/// adds it, protocol settings in the recorded panel and G-Eval's events.
+/// adds it, protocol settings in the recorded panel, G-Eval's and SAGEval's events.
 /// Every earlier version still loads.
 pub const SCHEMA_VERSION: u32 = 2;
 
@@ -301,6 +301,68 @@ pub struct TrimmedEntry {
     pub first: bool,
 }
 
+/// The value of one aspect: a score, or the label of a categorical dimension.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum AspectValue {
+    Score(f64),
+    Label(String),
+}
+
+impl AspectValue {
+    pub fn score(&self) -> Option<f64> {
+        match self {
+            AspectValue::Score(v) => Some(*v),
+            AspectValue::Label(_) => None,
+        }
+    }
+    /// The value of `dimension` in an evaluation: its label, else its score.
+    pub fn of(ev: &Evaluation, dimension: &str) -> Option<Self> {
+        match ev.labels.get(dimension) {
+            Some(l) => Some(AspectValue::Label(l.clone())),
+            None => ev.score(dimension).map(AspectValue::Score),
+        }
+    }
+    /// Put this value into an evaluation as `dimension`'s.
+    pub fn set_in(&self, ev: &mut Evaluation, dimension: &str) {
+        match self {
+            AspectValue::Score(v) => ev.set_score(dimension, *v),
+            AspectValue::Label(l) => {
+                ev.labels.insert(dimension.to_string(), l.clone());
+            }
+        }
+    }
+}
+
+impl std::fmt::Display for AspectValue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            AspectValue::Score(v) if v.fract() == 0.0 => write!(f, "{v:.0}"),
+            AspectValue::Score(v) => write!(f, "{v:.2}"),
+            AspectValue::Label(l) => f.write_str(l),
+        }
+    }
+}
+
+/// What a proposal of a meta-evaluator changes in the panel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProposalKind {
+    /// A rewritten definition (description) of an existing dimension.
+    Definition,
+    /// A dimension the panel does not have.
+    Aspect,
+}
+
+impl ProposalKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProposalKind::Definition => "definition",
+            ProposalKind::Aspect => "aspect",
+        }
+    }
+}
+
 /// How a session ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -477,6 +539,71 @@ pub enum EventKind {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         turn: Option<u64>,
     },
+    /// Another participant revised an agent's evaluation of one dimension
+    /// (SAGEval: the meta-evaluator rectifying the evaluator's score or
+    /// label). The revised value stands until a person rejects it
+    /// (`revision_decided`).
+    EvaluationRevised {
+        /// Who revised it (`meta-evaluator`).
+        by: String,
+        /// The turn whose reply holds the revision.
+        turn: u64,
+        /// Whose evaluation was revised.
+        agent: String,
+        /// The turn that evaluation came from.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        agent_turn: Option<u64>,
+        dimension: String,
+        /// The agent's value (absent when it gave none).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        from: Option<AspectValue>,
+        to: AspectValue,
+        reason: String,
+    },
+    /// A participant proposed a new definition of a dimension it found
+    /// inadequate (SAGEval). Nothing changes until a person adopts it
+    /// (`proposal_adopted`).
+    DefinitionProposed {
+        by: String,
+        turn: u64,
+        dimension: String,
+        definition: String,
+        reason: String,
+    },
+    /// A participant proposed a dimension the panel lacks, with its score of
+    /// the item (SAGEval). It is not part of the result.
+    AspectProposed {
+        by: String,
+        turn: u64,
+        key: String,
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        name: String,
+        definition: String,
+        score: f64,
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        reason: String,
+    },
+    /// A person accepted or rejected a revision (`evaluation_revised`); a
+    /// rejected one puts the agent's own value back.
+    RevisionDecided {
+        agent: String,
+        dimension: String,
+        accepted: bool,
+        /// The value that stands now.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        value: Option<AspectValue>,
+        author: String,
+    },
+    /// A person adopted a proposal into a new panel file written beside the
+    /// panel's own (the current directory for a bundled panel).
+    ProposalAdopted {
+        proposal: ProposalKind,
+        /// The dimension's key.
+        key: String,
+        /// The panel file written.
+        path: String,
+        author: String,
+    },
     /// A provider call is waiting for its turn (rate limit, local model queue, backoff).
     Waiting {
         turn: u64,
@@ -561,6 +688,11 @@ impl EventKind {
             EventKind::StopRequested { .. } => "stop_requested",
             EventKind::Stepped { .. } => "stepped",
             EventKind::CommandRejected { .. } => "command_rejected",
+            EventKind::EvaluationRevised { .. } => "evaluation_revised",
+            EventKind::DefinitionProposed { .. } => "definition_proposed",
+            EventKind::AspectProposed { .. } => "aspect_proposed",
+            EventKind::RevisionDecided { .. } => "revision_decided",
+            EventKind::ProposalAdopted { .. } => "proposal_adopted",
             EventKind::Waiting { .. } => "waiting",
             EventKind::HistoryTrimmed { .. } => "history_trimmed",
             EventKind::AggregationCompleted { .. } => "aggregation_completed",

@@ -308,6 +308,11 @@ pub enum TimelineEntry {
     },
     /// A request was shortened to fit the model's context.
     Trimmed(TrimView),
+    /// A revision, proposal or decision (SAGEval), as one line; `human` when a person made it.
+    Note {
+        text: String,
+        human: bool,
+    },
     Ended {
         status: EndStatus,
         error: Option<String>,
@@ -366,6 +371,8 @@ pub struct SessionView {
     pub waiting: HashMap<u64, String>,
     /// Evaluation steps by dimension key (G-Eval), the latest for each.
     pub steps: BTreeMap<String, StepsView>,
+    /// Revisions and proposals of a meta-evaluator (SAGEval).
+    pub sage: super::sage::SageView,
     turn_index: HashMap<u64, usize>,
     agent_index: HashMap<String, usize>,
 }
@@ -437,6 +444,7 @@ impl SessionView {
         self.last_seq = Some(event.seq);
         self.last_t = Some(event.t);
         self.stages.apply(&event.kind);
+        self.sage.apply(&event.kind);
         match &event.kind {
             EventKind::SessionStarted {
                 schema_version,
@@ -641,6 +649,11 @@ impl SessionView {
                 let view = StepsView { steps: steps.clone(), source: *source, author: author.clone(), turn: *turn };
                 self.steps.insert(dimension.clone(), view);
             }
+            EventKind::EvaluationRevised { .. }
+            | EventKind::DefinitionProposed { .. }
+            | EventKind::AspectProposed { .. }
+            | EventKind::RevisionDecided { .. }
+            | EventKind::ProposalAdopted { .. } => self.apply_sage(&event.kind),
             EventKind::HumanComment { text, author, group } => {
                 self.timeline.push(TimelineEntry::Comment {
                     text: text.clone(),

@@ -5,6 +5,7 @@ pub mod fold;
 pub mod overrides;
 pub mod progress;
 pub mod reader;
+pub mod sage;
 pub mod stages;
 pub mod writer;
 

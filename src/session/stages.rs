@@ -25,7 +25,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use super::event::{Evaluation, EventKind, OverrideTarget, Phase, Role, Scores};
+use super::event::{AspectValue, Evaluation, EventKind, OverrideTarget, Phase, Role, Scores};
 
 /// The stage names, as exported and reported.
 pub const INITIAL: &str = "initial";
@@ -52,6 +52,9 @@ pub struct AgentStages {
     /// Overrides standing on the latest evaluation: dimension → (agent's own value, value set, author).
     standing: BTreeMap<String, (Option<f64>, f64, String)>,
     has_final: bool,
+    /// SAGEval: `overall` is the mean of the scores, and the last person whose
+    /// decision changed one of them.
+    overall_by: Option<String>,
 }
 
 /// The stages of one result (a group's or the panel's).
@@ -142,6 +145,12 @@ impl Stages {
                             a.set_by.insert(dim.clone(), author.clone());
                         }
                     }
+                    if let Some(author) = &a.overall_by {
+                        mean_overall(&mut own);
+                        if own.overall != recorded.overall {
+                            a.set_by.insert("overall".into(), author.clone());
+                        }
+                    }
                     a.final_ = Some(own);
                     a.human_adjusted = Some(recorded.clone());
                     a.has_final = true;
@@ -153,16 +162,34 @@ impl Stages {
                     OverrideTarget::Agent { agent } | OverrideTarget::Turn { agent, .. } => agent,
                     OverrideTarget::Final { .. } => return,
                 };
+                self.stand(agent, dimension, *from, *to, author);
+            }
+            // A revision by another participant (SAGEval) is part of the agent's evaluation.
+            EventKind::EvaluationRevised { agent, dimension, to: AspectValue::Score(to), .. } => {
                 let Some(&i) = self.index.get(agent) else { return };
                 let a = &mut self.agents[i];
-                if a.latest.is_none() {
-                    return;
-                }
-                let own = a.standing.get(dimension).map(|s| s.0).unwrap_or(*from);
-                a.standing.insert(dimension.clone(), (own, *to, author.clone()));
-                if let Some(ev) = a.human_adjusted.as_mut() {
+                for ev in [&mut a.latest, &mut a.final_, &mut a.human_adjusted].into_iter().flatten() {
                     ev.set_score(dimension, *to);
-                    a.set_by.insert(dimension.clone(), author.clone());
+                    mean_overall(ev);
+                }
+            }
+            // A person's decision on a revision: a value set by a person, like an override.
+            EventKind::RevisionDecided { agent, dimension, value: Some(AspectValue::Score(to)), author, .. } => {
+                let target = OverrideTarget::Agent { agent: agent.clone() };
+                self.overrides.push((target.clone(), dimension.clone(), author.clone()));
+                // The overall, a mean of the scores, moves with them.
+                self.overrides.push((target, "overall".into(), author.clone()));
+                let from = self.agent(agent).and_then(|a| a.latest.as_ref()).and_then(|ev| ev.score(dimension));
+                self.stand(agent, dimension, from, *to, author);
+                let Some(&i) = self.index.get(agent) else { return };
+                let a = &mut self.agents[i];
+                a.overall_by = Some(author.clone());
+                if let Some(ev) = a.human_adjusted.as_mut() {
+                    let before = ev.overall;
+                    mean_overall(ev);
+                    if ev.overall != before {
+                        a.set_by.insert("overall".into(), author.clone());
+                    }
                 }
             }
             EventKind::AggregationCompleted { group, scores, overall, original, no_result, left_out, .. } => {
@@ -194,6 +221,21 @@ impl Stages {
                 slot.left_out = left_out.clone();
             }
             _ => {}
+        }
+    }
+
+    /// A value a person set on an agent's latest evaluation (`from`: the agent's own).
+    fn stand(&mut self, agent: &str, dimension: &str, from: Option<f64>, to: f64, author: &str) {
+        let Some(&i) = self.index.get(agent) else { return };
+        let a = &mut self.agents[i];
+        if a.latest.is_none() {
+            return;
+        }
+        let own = a.standing.get(dimension).map(|s| s.0).unwrap_or(from);
+        a.standing.insert(dimension.to_string(), (own, to, author.to_string()));
+        if let Some(ev) = a.human_adjusted.as_mut() {
+            ev.set_score(dimension, to);
+            a.set_by.insert(dimension.to_string(), author.to_string());
         }
     }
 
@@ -233,6 +275,13 @@ impl Stages {
             }
         }
         out
+    }
+}
+
+/// SAGEval's overall: the mean of an evaluation's scores (when it has one).
+fn mean_overall(ev: &mut Evaluation) {
+    if ev.overall.is_some() && !ev.scores.is_empty() {
+        ev.overall = Some(ev.scores.values().sum::<f64>() / ev.scores.len() as f64);
     }
 }
 

@@ -31,6 +31,12 @@ pub enum Action {
     Rate,
     /// Edit a dimension's evaluation steps (G-Eval, before scoring).
     EditSteps,
+    /// Accept the selected change of a meta-evaluator (SAGEval).
+    AcceptChange,
+    /// Reject it: the evaluator's value comes back.
+    RejectChange,
+    NextChange,
+    PrevChange,
     CommandLine,
     Search,
     SearchNext,
@@ -57,6 +63,8 @@ impl Action {
                 | Action::Stop
                 | Action::Rate
                 | Action::EditSteps
+                | Action::AcceptChange
+                | Action::RejectChange
         )
     }
 
@@ -86,6 +94,10 @@ impl Action {
             Action::Stop => "stop, go to aggregation",
             Action::Rate => "your own rating",
             Action::EditSteps => "edit evaluation steps (G-Eval)",
+            Action::AcceptChange => "accept the selected SAGE change",
+            Action::RejectChange => "reject it (evaluator's value back)",
+            Action::NextChange => "next SAGE change",
+            Action::PrevChange => "previous SAGE change",
             Action::CommandLine => "command line",
             Action::Search => "search the transcript",
             Action::SearchNext => "next match",

@@ -14,6 +14,7 @@ use ratatui_textarea::TextArea;
 
 use super::action::Action;
 use super::command_line::{self, Parsed};
+use super::components::sage;
 use super::config::UiConfig;
 use super::keymap::Mode;
 use super::replay::{Replay, Seek};
@@ -217,6 +218,8 @@ pub struct App {
     pub dirty: bool,
     /// Events seen from the engine since the screen opened (live).
     pub events_seen: u64,
+    /// The selected row of the SAGEval changes table.
+    pub sage_row: usize,
 }
 
 pub(super) fn textarea(placeholder: &str) -> TextArea<'static> {
@@ -248,6 +251,7 @@ impl App {
             exit: false,
             dirty: true,
             events_seen: 0,
+            sage_row: 0,
         }
     }
 
@@ -296,10 +300,10 @@ impl App {
         }
     }
 
-    pub(super) fn info(&mut self, text: impl Into<String>) {
+    pub(crate) fn info(&mut self, text: impl Into<String>) {
         self.message = Some((MessageKind::Info, text.into()));
     }
-    pub(super) fn error(&mut self, text: impl Into<String>) {
+    pub(crate) fn error(&mut self, text: impl Into<String>) {
         self.message = Some((MessageKind::Error, text.into()));
     }
 
@@ -396,6 +400,9 @@ impl App {
             _ => vec![Focus::Moderator, Focus::Consensus],
         };
         v.extend([Focus::Aggregator, Focus::Transcript]);
+        if sage::applies(self) {
+            v.retain(|f| *f != Focus::Moderator);
+        }
         v
     }
 
@@ -562,6 +569,8 @@ impl App {
             Action::Rate => {
                 self.open_picker("Your rating: which dimension?", self.dimension_items(), PickPurpose::RateDimension)
             }
+            Action::AcceptChange | Action::RejectChange => sage::decide(self, action == Action::AcceptChange),
+            Action::NextChange | Action::PrevChange => sage::select(self, action == Action::NextChange),
             Action::CommandLine => {
                 self.overlay = Some(Overlay::CommandLine {
                     input: textarea(
@@ -960,6 +969,10 @@ impl App {
                     Command::Stop { .. } => "stopping".into(),
                     Command::Quit { .. } => String::new(),
                     Command::EditSteps { dimension, .. } => format!("steps for {dimension} sent"),
+                    Command::Decide { dimension, accept, .. } => {
+                        format!("{} the revision of {dimension}", if *accept { "accepting" } else { "rejecting" })
+                    }
+                    Command::Adopt { key, .. } => format!("adopting {key}"),
                 };
                 self.send(cmd);
                 if self.is_live() {
@@ -1045,6 +1058,7 @@ pub fn entry_text(v: &SessionView, e: &TimelineEntry) -> String {
             format!("{author} {dimension} {}", reason.clone().unwrap_or_default())
         }
         TimelineEntry::Rejected { command, reason } => format!("{command} {reason}"),
+        TimelineEntry::Note { text, .. } => text.clone(),
         _ => String::new(),
     }
 }

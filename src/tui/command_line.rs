@@ -6,8 +6,8 @@ use crate::session::fold::SessionView;
 
 /// Command names, for completion and help.
 pub const COMMANDS: &[&str] = &[
-    "comment", "override", "speaker", "veto", "pause", "resume", "step", "stop", "rate", "steps", "quit", "speed",
-    "seek", "theme", "help",
+    "comment", "override", "speaker", "veto", "pause", "resume", "step", "stop", "rate", "steps", "accept", "reject",
+    "adopt", "quit", "speed", "seek", "theme", "help",
 ];
 
 /// What a command line asks for.
@@ -113,6 +113,24 @@ pub fn parse(line: &str, view: &SessionView, author: &str) -> Result<Parsed, Str
             let steps = text.split(" | ").map(str::trim).filter(|s| !s.is_empty()).collect::<Vec<_>>().join("\n");
             Parsed::Engine(Command::EditSteps { dimension, steps, author })
         }
+        "accept" | "reject" => {
+            need(1, &format!("{cmd} DIMENSION [AGENT]"))?;
+            let revised: Vec<String> = view.sage.revisions.iter().map(|r| r.dimension.clone()).collect();
+            if revised.is_empty() {
+                return Err("the meta-evaluator has revised nothing to accept or reject".into());
+            }
+            let dimension = one_of("revised dimension", words[0], &revised)?;
+            let agent = words.get(1).map(|a| one_of("agent", a, &agents)).transpose()?;
+            Parsed::Engine(Command::Decide { dimension, agent, accept: cmd == "accept", author })
+        }
+        "adopt" => {
+            need(1, "adopt KEY (a proposed definition or new aspect)")?;
+            let keys: Vec<String> = view.sage.proposals.iter().map(|p| p.key.clone()).collect();
+            if keys.is_empty() {
+                return Err("the meta-evaluator has proposed nothing to adopt".into());
+            }
+            Parsed::Engine(Command::Adopt { key: one_of("proposal", words[0], &keys)?, author })
+        }
         "quit" | "q" => Parsed::Quit,
         "speed" => {
             need(1, "speed X (0.25 to 32)")?;
@@ -145,6 +163,8 @@ pub fn complete(line: &str, view: &SessionView) -> (String, Vec<String>) {
             v
         }
         (1, "speaker" | "s" | "veto") => agents,
+        (1, "accept" | "reject") => view.sage.revisions.iter().map(|r| r.dimension.clone()).collect(),
+        (1, "adopt") => view.sage.proposals.iter().map(|p| p.key.clone()).collect(),
         (2, "override" | "o") => dims,
         (1, "steps") => view.dimension_keys(),
         (n, "rate") if n % 2 == 1 => dims,

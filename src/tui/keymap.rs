@@ -229,6 +229,10 @@ const LIVE: &[(&str, Action, bool)] = &[
     ("x", Action::Stop, true),
     ("r", Action::Rate, false),
     ("e", Action::EditSteps, false),
+    ("a", Action::AcceptChange, false),
+    ("d", Action::RejectChange, false),
+    (".", Action::NextChange, false),
+    (",", Action::PrevChange, false),
 ];
 
 const REPLAY: &[(&str, Action, bool)] = &[
@@ -244,6 +248,8 @@ const REPLAY: &[(&str, Action, bool)] = &[
     ("s", Action::Speaker, false),
     ("x", Action::Stop, false),
     ("r", Action::Rate, false),
+    (".", Action::NextChange, false),
+    (",", Action::PrevChange, false),
 ];
 
 const HOME: &[(&str, Action, bool)] = &[

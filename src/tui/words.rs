@@ -6,9 +6,9 @@ use crate::session::event::{Evaluation, Role, TurnKind};
 use crate::session::fold::{SessionView, TurnState, TurnView};
 use crate::tui::app::fmt_score;
 
-/// Whether a turn's reply ends with an evaluation (agents and final judges).
+/// Whether a turn's reply ends with an evaluation (agents, final judges, meta-evaluators).
 fn evaluates(turn: &TurnView) -> bool {
-    matches!(turn.role, Role::Agent | Role::FinalJudge) && turn.kind != TurnKind::Select
+    matches!(turn.role, Role::Agent | Role::FinalJudge | Role::MetaEvaluator) && turn.kind != TurnKind::Select
 }
 
 /// The text a turn shows. An evaluated reply shows its prose, without its

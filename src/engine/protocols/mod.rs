@@ -3,6 +3,7 @@
 pub mod collab_eval;
 pub mod g_eval;
 pub mod maj_eval;
+pub mod sage_eval;
 
 use crate::panel::Protocol;
 
@@ -19,6 +20,7 @@ pub(crate) async fn run(run: &Run) {
         Protocol::MajEval => maj_eval::run(run).await,
         Protocol::CollabEval => collab_eval::run(run).await,
         Protocol::GEval => g_eval::run(run).await,
+        Protocol::SageEval => sage_eval::run(run).await,
     }
 }
 

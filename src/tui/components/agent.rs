@@ -64,9 +64,17 @@ pub fn draw(f: &mut Frame, area: Rect, app: &mut App, idx: usize) {
     let mut header_lines: Vec<Line> = Vec::new();
     match &a.progress.latest {
         Some(ev) => {
-            let items: Vec<(String, Option<f64>, Option<f64>)> =
-                dims.iter().map(|d| (super::abbrev(d), ev.score(d), a.overridden.get(d).copied())).collect();
+            let items: Vec<(String, Option<f64>, Option<f64>)> = dims
+                .iter()
+                .filter(|d| !ev.labels.contains_key(*d))
+                .map(|d| (super::abbrev(d), ev.score(d), a.overridden.get(d).copied()))
+                .collect();
             let mut spans = score_spans(&items, scale, &theme);
+            // Categorical dimensions show their label.
+            for (d, l) in &ev.labels {
+                spans.push(Span::styled(format!(" {} ", super::abbrev(d)), theme.muted()));
+                spans.push(Span::styled(l.clone(), theme.text()));
+            }
             if let Some(c) = ev.confidence {
                 spans.push(Span::styled(format!("  conf {}", fmt_score(c)), theme.muted()));
             }

@@ -9,6 +9,7 @@ pub mod g_eval;
 pub mod header;
 pub mod moderator;
 pub mod overlays;
+pub mod sage;
 pub mod transcript;
 
 use ratatui::layout::Rect;

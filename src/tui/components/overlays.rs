@@ -27,7 +27,10 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
         Overlay::Help => {
             let mode = app.mode();
             let mut lines: Vec<Line> = Vec::new();
-            for (k, d) in app.env.config.keymap.help(mode) {
+            // The keys of SAGEval's changes, only where there are some.
+            let sage = super::sage::applies(app);
+            let sage_keys = super::sage::ACTIONS.map(crate::tui::action::Action::describe);
+            for (k, d) in app.env.config.keymap.help(mode).into_iter().filter(|(_, d)| sage || !sage_keys.contains(d)) {
                 lines.push(Line::from(vec![
                     Span::styled(format!("{k:>18}  "), theme.accent()),
                     Span::styled(d, theme.text()),
@@ -42,6 +45,12 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
                 "Command line: comment, override AGENT|final DIM VALUE [REASON], speaker, veto, pause, resume, step, stop, rate DIM VALUE, quit, speed X, seek TURN (Tab completes)",
                 theme.muted(),
             )));
+            if sage {
+                lines.push(Line::from(Span::styled(
+                    "SAGEval: accept DIM [AGENT], reject DIM [AGENT], adopt KEY (a new panel file)",
+                    theme.muted(),
+                )));
+            }
             if !app.is_live() {
                 lines.push(Line::from(Span::styled("This is a replay: steering keys are disabled.", theme.error())));
             }

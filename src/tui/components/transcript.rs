@@ -116,6 +116,7 @@ fn build(v: &SessionView, e: &TimelineEntry, width: u16, theme: &Theme, wraps: &
             wrapped("", &format!("★ {author} rated: {}", s.join(", ")), theme.human())
         }
         TimelineEntry::Control { what, author } => wrapped("", &format!("■ {what} by {author}"), theme.human()),
+        TimelineEntry::Note { text, human } => wrapped("", text, if *human { theme.human() } else { theme.muted() }),
         TimelineEntry::Trimmed(t) => wrapped("", &format!("✂ {}", t.summary()), theme.muted()),
         TimelineEntry::Rejected { command, reason } => {
             wrapped("", &format!("✗ rejected {command}: {reason}"), theme.error())

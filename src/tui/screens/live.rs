@@ -9,7 +9,9 @@ use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 
 use crate::tui::app::{App, Focus};
-use crate::tui::components::{agent, aggregator, consensus, footer, g_eval, header, moderator, overlays, transcript};
+use crate::tui::components::{
+    agent, aggregator, consensus, footer, g_eval, header, moderator, overlays, sage, transcript,
+};
 
 /// Below this width or height the compact layout is used.
 pub const WIDE_MIN: (u16, u16) = (120, 32);
@@ -22,6 +24,7 @@ fn draw_pane(f: &mut Frame, app: &mut App, focus: Focus, area: Rect) {
     match focus {
         Focus::Agent(i) => agent::draw(f, area, app, i),
         Focus::Moderator => moderator::draw(f, area, app),
+        Focus::Consensus if sage::applies(app) => sage::draw_table(f, area, app),
         Focus::Consensus => consensus::draw(f, area, app),
         Focus::Aggregator => aggregator::draw(f, area, app),
         Focus::Transcript => transcript::draw(f, area, app),
@@ -45,6 +48,8 @@ pub fn draw(f: &mut Frame, app: &mut App) {
     let compact = area.width < WIDE_MIN.0 || area.height < WIDE_MIN.1;
     if app.zoom {
         draw_pane(f, app, app.focus, body);
+    } else if sage::applies(app) {
+        sage::layout(f, app, body, draw_pane);
     } else if compact {
         let list_w = if body.width >= 100 { 28 } else { 22 };
         let [list, main] = Layout::horizontal([Constraint::Length(list_w), Constraint::Min(10)]).areas(body);

@@ -49,7 +49,7 @@ pub(crate) async fn run(run: &Run) {
 }
 
 /// Steps for every dimension: the panel's, the cache's, or a judge's.
-async fn write_steps(run: &Run) {
+pub(crate) async fn write_steps(run: &Run) {
     run.emit(EventKind::PhaseStarted { phase: Phase::Steps, group: None, round: None });
     let (name, group, spec) = {
         let st = run.state();
@@ -116,7 +116,7 @@ async fn write_steps(run: &Run) {
 }
 
 /// From here on the steps are fixed: a person's edits are kept for the next runs.
-fn start_scoring(run: &Run) -> BTreeMap<String, String> {
+pub(crate) fn start_scoring(run: &Run) -> BTreeMap<String, String> {
     let (steps, edited) = {
         let mut st = run.state();
         st.scoring = true;
