@@ -72,7 +72,9 @@ pub fn steps(f: &mut Frame, area: Rect, app: &mut App) {
     if lines.is_empty() {
         lines.push(Line::from(Span::styled("no dimensions", theme.muted())));
     }
+    // From the top: the review hint and the first dimension come first.
     let s = app.scroll_of(Focus::Steps);
+    s.follow = false;
     let top = s.resolve(lines.len(), inner.height as usize);
     f.render_widget(Paragraph::new(lines).scroll((top as u16, 0)), inner);
 }
