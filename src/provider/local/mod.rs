@@ -46,6 +46,13 @@ use llama_cpp_2::token::data_array::LlamaTokenDataArray;
 use serde_json::Value;
 
 use super::logprobs::{TokenLogprob, TopLogprob};
+
+mod grammar;
+mod prose;
+
+use grammar::json_reserve;
+pub use grammar::schema_to_gbnf;
+use prose::{ends_prose, ends_sentence, prose_is_enough, starts_json};
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
@@ -106,9 +113,6 @@ pub const LLAMA_LOG_ENV: &str = "MOOT_LLAMA_LOG";
 
 /// Tokens decoded per `llama_decode` call while reading a prompt.
 const PROMPT_CHUNK: usize = 256;
-
-/// Longest JSON string the grammar allows when the schema gives no `maxLength`.
-const DEFAULT_STRING_MAX: u64 = 400;
 
 /// How a [`LocalProvider`] is set up.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -1908,83 +1912,6 @@ pub fn fallback_template(architecture: &str, model_name: &str) -> &'static str {
     }
 }
 
-/// Whether the token `piece` starts the JSON object: it holds a `{` that
-/// begins a line (only blanks before it), follows a colon or an opening
-/// parenthesis, or sits inside an open code fence. A `{` in the middle of a
-/// sentence (code under review) stays prose.
-fn starts_json(prose: &str, piece: &[u8]) -> bool {
-    let Some(at) = piece.iter().position(|&b| b == b'{') else {
-        return false;
-    };
-    let before = String::from_utf8_lossy(&piece[..at]);
-    let line = format!("{}{before}", prose.rsplit('\n').next().unwrap_or(""));
-    let line = line.trim();
-    line.is_empty() || line.ends_with([':', '(']) || prose.matches("```").count() % 2 == 1 && line.starts_with("```")
-}
-
-/// The least prose, in tokens, that a constrained reply writes before its
-/// JSON object (within its prose budget).
-const MIN_PROSE_TOKENS: u32 = 32;
-
-/// Whether a constrained reply's prose may end: it has [`MIN_PROSE_TOKENS`]
-/// and a finished sentence.
-fn prose_is_enough(produced: u32, prose: &str) -> bool {
-    produced >= MIN_PROSE_TOKENS && has_finished_sentence(prose)
-}
-
-/// Whether `text` holds a sentence's end: `.`, `!` or `?` followed by a
-/// blank, a closing quote or bracket, or the end of the text (not a decimal
-/// point or an abbreviation's dot inside a word).
-fn has_finished_sentence(text: &str) -> bool {
-    text.char_indices().any(|(i, c)| {
-        matches!(c, '.' | '!' | '?')
-            && text[..i].chars().next_back().is_some_and(char::is_alphanumeric)
-            && text[i + 1..].chars().next().is_none_or(|n| n.is_whitespace() || "\"')”*".contains(n))
-    })
-}
-
-/// Whether `text` ends with a finished sentence: `.`, `!` or `?` after a
-/// letter, perhaps followed by closing quotes or brackets (not a list
-/// number such as `2.`).
-fn ends_sentence(text: &str) -> bool {
-    let text = text.trim_end().trim_end_matches(['"', '\'', ')', '”', '*']);
-    let mut rev = text.chars().rev();
-    matches!(rev.next(), Some('.' | '!' | '?')) && rev.next().is_some_and(char::is_alphabetic)
-}
-
-/// Whether the token `piece` would end a reply's prose, or turn it into the
-/// JSON object before the prose said anything: it holds a `{` (small models
-/// also open the object after a parenthesis or a word), or it opens a code
-/// fence (where the object usually follows).
-fn ends_prose(prose: &str, piece: &[u8]) -> bool {
-    if piece.contains(&b'{') {
-        return true;
-    }
-    let Some(at) = piece.iter().position(|&b| b == b'`') else {
-        return false;
-    };
-    let last_line = prose.rsplit('\n').next().unwrap_or("");
-    let text = format!("{last_line}{}", String::from_utf8_lossy(piece));
-    let tick = last_line.len() + String::from_utf8_lossy(&piece[..at]).len();
-    let line_start = text[..tick].rfind('\n').map_or(0, |i| i + 1);
-    text[line_start..].trim_start().starts_with("``")
-}
-
-/// Tokens kept back from the prose budget for the JSON object.
-fn json_reserve(schema: &Value) -> u32 {
-    let props = schema.get("properties").and_then(Value::as_object);
-    let count = props.map_or(0, |p| p.len() as u32);
-    let strings: u64 = props
-        .map(|p| {
-            p.values()
-                .filter(|v| v.get("type").and_then(Value::as_str) == Some("string") && v.get("enum").is_none())
-                .map(|v| v.get("maxLength").and_then(Value::as_u64).unwrap_or(DEFAULT_STRING_MAX))
-                .sum()
-        })
-        .unwrap_or(0);
-    32 + 8 * count + u32::try_from(strings / 3).unwrap_or(u32::MAX)
-}
-
 /// Emits text as complete UTF-8 (token pieces may split a character).
 struct Output<'a> {
     deltas: &'a DeltaSender,
@@ -2056,122 +1983,6 @@ fn take_utf8(buf: &mut Vec<u8>) -> String {
     }
 }
 
-/// A GBNF string literal for `s`.
-fn gbnf_literal(s: &str) -> String {
-    let mut out = String::from("\"");
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
-
-/// GBNF literal for the JSON encoding of a value.
-fn json_literal(value: &Value) -> String {
-    gbnf_literal(&value.to_string())
-}
-
-fn as_int(v: Option<&Value>) -> Option<i64> {
-    let v = v?;
-    v.as_i64().or_else(|| v.as_f64().filter(|f| f.fract() == 0.0 && f.abs() < 1e15).map(|f| f as i64))
-}
-
-/// Grammar of one property value, or `None` when the schema is outside the
-/// supported subset.
-fn value_rule(schema: &Value) -> Option<String> {
-    if let Some(values) = schema.get("enum").and_then(Value::as_array) {
-        if values.is_empty() {
-            return None;
-        }
-        let alts: Vec<String> = values.iter().map(json_literal).collect();
-        return Some(format!("({})", alts.join(" | ")));
-    }
-    match schema.get("type").and_then(Value::as_str)? {
-        "integer" => {
-            let lo = as_int(schema.get("minimum"));
-            let hi = as_int(schema.get("maximum"));
-            match (lo, hi) {
-                (Some(lo), Some(hi)) if lo <= hi && hi - lo <= 1000 => {
-                    let alts: Vec<String> = (lo..=hi).rev().map(|n| format!("\"{n}\"")).collect();
-                    Some(format!("({})", alts.join(" | ")))
-                }
-                _ => Some("(\"-\"? [0-9]{1,12})".to_string()),
-            }
-        }
-        "number" => {
-            let lo = as_int(schema.get("minimum"));
-            let hi = as_int(schema.get("maximum"));
-            match (lo, hi) {
-                (Some(lo), Some(hi)) if 0 <= lo && lo <= hi && hi - lo <= 1000 => {
-                    // lo ≤ x < hi with up to three decimals, or exactly hi.
-                    let mut alts: Vec<String> =
-                        (lo..hi).rev().map(|n| format!("\"{n}\" (\".\" [0-9]{{1,3}})?")).collect();
-                    alts.insert(0, format!("\"{hi}\" (\".\" \"0\"{{1,3}})?"));
-                    Some(format!("({})", alts.join(" | ")))
-                }
-                _ => Some("(\"-\"? [0-9]{1,12} (\".\" [0-9]{1,6})?)".to_string()),
-            }
-        }
-        "string" => {
-            let min = schema.get("minLength").and_then(Value::as_u64).unwrap_or(0);
-            let max = schema.get("maxLength").and_then(Value::as_u64).unwrap_or(DEFAULT_STRING_MAX).max(min);
-            Some(format!("\"\\\"\" char{{{min},{max}}} \"\\\"\""))
-        }
-        "boolean" => Some("(\"true\" | \"false\")".to_string()),
-        _ => None,
-    }
-}
-
-/// A GBNF grammar for a flat JSON object schema: properties that are
-/// integers or numbers (ranges enforced when `minimum` and `maximum` are
-/// integers), strings (length bounded by `maxLength`, 400 by default),
-/// booleans or enums. Keys come in the order of `required`, then the other
-/// properties; every key is written. `None` for anything else (nested
-/// objects, arrays…), where llama.cpp's own schema conversion is used.
-pub fn schema_to_gbnf(schema: &Value) -> Option<String> {
-    if schema.get("type").and_then(Value::as_str) != Some("object") {
-        return None;
-    }
-    let props = schema.get("properties")?.as_object()?;
-    if props.is_empty() {
-        return None;
-    }
-    let mut keys: Vec<&str> = schema
-        .get("required")
-        .and_then(Value::as_array)
-        .map(|r| r.iter().filter_map(Value::as_str).filter(|k| props.contains_key(*k)).collect())
-        .unwrap_or_default();
-    for key in props.keys() {
-        if !keys.contains(&key.as_str()) {
-            keys.push(key);
-        }
-    }
-    let mut rules = Vec::new();
-    let mut members = Vec::new();
-    for (i, key) in keys.iter().enumerate() {
-        let rule = value_rule(&props[*key])?;
-        rules.push(format!("v{i} ::= {rule}"));
-        let key_literal = json_literal(&Value::String((*key).to_string()));
-        members.push(format!("{key_literal} ws \":\" ws v{i}"));
-    }
-    let body = members.join(" \",\" ws ");
-    let mut grammar = format!("root ::= \"{{\" ws {body} ws \"}}\"\n");
-    grammar.push_str("ws ::= (\"\\n\" \" \"{0,4} | \" \")?\n");
-    grammar.push_str("char ::= [^\"\\\\\\x7F\\x00-\\x1F] | \"\\\\\" ([\"\\\\/bfnrt] | \"u\" [0-9a-fA-F]{4})\n");
-    for rule in rules {
-        grammar.push_str(&rule);
-        grammar.push('\n');
-    }
-    Some(grammar)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -2221,34 +2032,6 @@ mod tests {
             deltas.push(d);
         }
         assert_eq!(deltas, ["n", "é", "!"]);
-    }
-
-    #[test]
-    fn prose_ends_only_after_enough_of_it() {
-        assert!(has_finished_sentence("The answer fits the story. It"));
-        assert!(has_finished_sentence("Is it right?"));
-        assert!(has_finished_sentence("He said \"no.\" Then"));
-        assert!(!has_finished_sentence("The score is 3.5 out of"));
-        assert!(!has_finished_sentence("Here is my evaluation:"));
-        assert!(!has_finished_sentence("..."));
-        let sentence = "The answer fits the story.";
-        assert!(!prose_is_enough(MIN_PROSE_TOKENS - 1, sentence));
-        assert!(prose_is_enough(MIN_PROSE_TOKENS, sentence));
-        assert!(!prose_is_enough(MIN_PROSE_TOKENS * 4, "a long clause with no end yet"));
-        // Near the budget, prose stops at the end of a sentence, not a list number.
-        assert!(ends_sentence("It reads well. "));
-        assert!(ends_sentence("He said \"fine.\""));
-        assert!(!ends_sentence("Steps:\n2."));
-        assert!(!ends_sentence("It scores 3.5"));
-        // What the prose may not turn to before it is long enough.
-        assert!(ends_prose("", b"{"));
-        assert!(ends_prose("Fine.\n", b"```"));
-        assert!(ends_prose("Fine.", b"\n```json"));
-        assert!(ends_prose("Fine.\n`", b"``"));
-        assert!(ends_prose("The evaluation as one object", b" ({"));
-        assert!(!ends_prose("Use the `", b"let"));
-        assert!(!ends_prose("Fine", b" `code`"));
-        assert!(!ends_prose("Fine", b" words"));
     }
 
     #[test]

@@ -1,0 +1,139 @@
+//! JSON schemas as GBNF grammars for constrained replies: moot's own
+//! conversion for the flat objects the engine sends (see
+//! `docs/local-model.md`, *Constrained evaluations*).
+
+use serde_json::Value;
+
+/// Longest JSON string the grammar allows when the schema gives no `maxLength`.
+pub(super) const DEFAULT_STRING_MAX: u64 = 400;
+
+/// Tokens kept back from the prose budget for the JSON object.
+pub(super) fn json_reserve(schema: &Value) -> u32 {
+    let props = schema.get("properties").and_then(Value::as_object);
+    let count = props.map_or(0, |p| p.len() as u32);
+    let strings: u64 = props
+        .map(|p| {
+            p.values()
+                .filter(|v| v.get("type").and_then(Value::as_str) == Some("string") && v.get("enum").is_none())
+                .map(|v| v.get("maxLength").and_then(Value::as_u64).unwrap_or(DEFAULT_STRING_MAX))
+                .sum()
+        })
+        .unwrap_or(0);
+    32 + 8 * count + u32::try_from(strings / 3).unwrap_or(u32::MAX)
+}
+
+/// A GBNF string literal for `s`.
+fn gbnf_literal(s: &str) -> String {
+    let mut out = String::from("\"");
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// GBNF literal for the JSON encoding of a value.
+fn json_literal(value: &Value) -> String {
+    gbnf_literal(&value.to_string())
+}
+
+fn as_int(v: Option<&Value>) -> Option<i64> {
+    let v = v?;
+    v.as_i64().or_else(|| v.as_f64().filter(|f| f.fract() == 0.0 && f.abs() < 1e15).map(|f| f as i64))
+}
+
+/// Grammar of one property value, or `None` when the schema is outside the
+/// supported subset.
+fn value_rule(schema: &Value) -> Option<String> {
+    if let Some(values) = schema.get("enum").and_then(Value::as_array) {
+        if values.is_empty() {
+            return None;
+        }
+        let alts: Vec<String> = values.iter().map(json_literal).collect();
+        return Some(format!("({})", alts.join(" | ")));
+    }
+    match schema.get("type").and_then(Value::as_str)? {
+        "integer" => {
+            let lo = as_int(schema.get("minimum"));
+            let hi = as_int(schema.get("maximum"));
+            match (lo, hi) {
+                (Some(lo), Some(hi)) if lo <= hi && hi - lo <= 1000 => {
+                    let alts: Vec<String> = (lo..=hi).rev().map(|n| format!("\"{n}\"")).collect();
+                    Some(format!("({})", alts.join(" | ")))
+                }
+                _ => Some("(\"-\"? [0-9]{1,12})".to_string()),
+            }
+        }
+        "number" => {
+            let lo = as_int(schema.get("minimum"));
+            let hi = as_int(schema.get("maximum"));
+            match (lo, hi) {
+                (Some(lo), Some(hi)) if 0 <= lo && lo <= hi && hi - lo <= 1000 => {
+                    // lo ≤ x < hi with up to three decimals, or exactly hi.
+                    let mut alts: Vec<String> =
+                        (lo..hi).rev().map(|n| format!("\"{n}\" (\".\" [0-9]{{1,3}})?")).collect();
+                    alts.insert(0, format!("\"{hi}\" (\".\" \"0\"{{1,3}})?"));
+                    Some(format!("({})", alts.join(" | ")))
+                }
+                _ => Some("(\"-\"? [0-9]{1,12} (\".\" [0-9]{1,6})?)".to_string()),
+            }
+        }
+        "string" => {
+            let min = schema.get("minLength").and_then(Value::as_u64).unwrap_or(0);
+            let max = schema.get("maxLength").and_then(Value::as_u64).unwrap_or(DEFAULT_STRING_MAX).max(min);
+            Some(format!("\"\\\"\" char{{{min},{max}}} \"\\\"\""))
+        }
+        "boolean" => Some("(\"true\" | \"false\")".to_string()),
+        _ => None,
+    }
+}
+
+/// A GBNF grammar for a flat JSON object schema: properties that are
+/// integers or numbers (ranges enforced when `minimum` and `maximum` are
+/// integers), strings (length bounded by `maxLength`, 400 by default),
+/// booleans or enums. Keys come in the order of `required`, then the other
+/// properties; every key is written. `None` for anything else (nested
+/// objects, arrays…), where llama.cpp's own schema conversion is used.
+pub fn schema_to_gbnf(schema: &Value) -> Option<String> {
+    if schema.get("type").and_then(Value::as_str) != Some("object") {
+        return None;
+    }
+    let props = schema.get("properties")?.as_object()?;
+    if props.is_empty() {
+        return None;
+    }
+    let mut keys: Vec<&str> = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).filter(|k| props.contains_key(*k)).collect())
+        .unwrap_or_default();
+    for key in props.keys() {
+        if !keys.contains(&key.as_str()) {
+            keys.push(key);
+        }
+    }
+    let mut rules = Vec::new();
+    let mut members = Vec::new();
+    for (i, key) in keys.iter().enumerate() {
+        let rule = value_rule(&props[*key])?;
+        rules.push(format!("v{i} ::= {rule}"));
+        let key_literal = json_literal(&Value::String((*key).to_string()));
+        members.push(format!("{key_literal} ws \":\" ws v{i}"));
+    }
+    let body = members.join(" \",\" ws ");
+    let mut grammar = format!("root ::= \"{{\" ws {body} ws \"}}\"\n");
+    grammar.push_str("ws ::= (\"\\n\" \" \"{0,4} | \" \")?\n");
+    grammar.push_str("char ::= [^\"\\\\\\x7F\\x00-\\x1F] | \"\\\\\" ([\"\\\\/bfnrt] | \"u\" [0-9a-fA-F]{4})\n");
+    for rule in rules {
+        grammar.push_str(&rule);
+        grammar.push('\n');
+    }
+    Some(grammar)
+}

@@ -1,0 +1,97 @@
+//! Where a constrained reply's prose may end, and what turns it into its
+//! JSON object (see `docs/local-model.md`, *Constrained evaluations*).
+
+/// Whether the token `piece` starts the JSON object: it holds a `{` that
+/// begins a line (only blanks before it), follows a colon or an opening
+/// parenthesis, or sits inside an open code fence. A `{` in the middle of a
+/// sentence (code under review) stays prose.
+pub(super) fn starts_json(prose: &str, piece: &[u8]) -> bool {
+    let Some(at) = piece.iter().position(|&b| b == b'{') else {
+        return false;
+    };
+    let before = String::from_utf8_lossy(&piece[..at]);
+    let line = format!("{}{before}", prose.rsplit('\n').next().unwrap_or(""));
+    let line = line.trim();
+    line.is_empty() || line.ends_with([':', '(']) || prose.matches("```").count() % 2 == 1 && line.starts_with("```")
+}
+
+/// The least prose, in tokens, that a constrained reply writes before its
+/// JSON object (within its prose budget).
+pub(super) const MIN_PROSE_TOKENS: u32 = 32;
+
+/// Whether a constrained reply's prose may end: it has [`MIN_PROSE_TOKENS`]
+/// and a finished sentence.
+pub(super) fn prose_is_enough(produced: u32, prose: &str) -> bool {
+    produced >= MIN_PROSE_TOKENS && has_finished_sentence(prose)
+}
+
+/// Whether `text` holds a sentence's end: `.`, `!` or `?` followed by a
+/// blank, a closing quote or bracket, or the end of the text (not a decimal
+/// point or an abbreviation's dot inside a word).
+pub(super) fn has_finished_sentence(text: &str) -> bool {
+    text.char_indices().any(|(i, c)| {
+        matches!(c, '.' | '!' | '?')
+            && text[..i].chars().next_back().is_some_and(char::is_alphanumeric)
+            && text[i + 1..].chars().next().is_none_or(|n| n.is_whitespace() || "\"')”*".contains(n))
+    })
+}
+
+/// Whether `text` ends with a finished sentence: `.`, `!` or `?` after a
+/// letter, perhaps followed by closing quotes or brackets (not a list
+/// number such as `2.`).
+pub(super) fn ends_sentence(text: &str) -> bool {
+    let text = text.trim_end().trim_end_matches(['"', '\'', ')', '”', '*']);
+    let mut rev = text.chars().rev();
+    matches!(rev.next(), Some('.' | '!' | '?')) && rev.next().is_some_and(char::is_alphabetic)
+}
+
+/// Whether the token `piece` would end a reply's prose, or turn it into the
+/// JSON object before the prose said anything: it holds a `{` (small models
+/// also open the object after a parenthesis or a word), or it opens a code
+/// fence (where the object usually follows).
+pub(super) fn ends_prose(prose: &str, piece: &[u8]) -> bool {
+    if piece.contains(&b'{') {
+        return true;
+    }
+    let Some(at) = piece.iter().position(|&b| b == b'`') else {
+        return false;
+    };
+    let last_line = prose.rsplit('\n').next().unwrap_or("");
+    let text = format!("{last_line}{}", String::from_utf8_lossy(piece));
+    let tick = last_line.len() + String::from_utf8_lossy(&piece[..at]).len();
+    let line_start = text[..tick].rfind('\n').map_or(0, |i| i + 1);
+    text[line_start..].trim_start().starts_with("``")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prose_ends_only_after_enough_of_it() {
+        assert!(has_finished_sentence("The answer fits the story. It"));
+        assert!(has_finished_sentence("Is it right?"));
+        assert!(has_finished_sentence("He said \"no.\" Then"));
+        assert!(!has_finished_sentence("The score is 3.5 out of"));
+        assert!(!has_finished_sentence("Here is my evaluation:"));
+        assert!(!has_finished_sentence("..."));
+        let sentence = "The answer fits the story.";
+        assert!(!prose_is_enough(MIN_PROSE_TOKENS - 1, sentence));
+        assert!(prose_is_enough(MIN_PROSE_TOKENS, sentence));
+        assert!(!prose_is_enough(MIN_PROSE_TOKENS * 4, "a long clause with no end yet"));
+        // Near the budget, prose stops at the end of a sentence, not a list number.
+        assert!(ends_sentence("It reads well. "));
+        assert!(ends_sentence("He said \"fine.\""));
+        assert!(!ends_sentence("Steps:\n2."));
+        assert!(!ends_sentence("It scores 3.5"));
+        // What the prose may not turn to before it is long enough.
+        assert!(ends_prose("", b"{"));
+        assert!(ends_prose("Fine.\n", b"```"));
+        assert!(ends_prose("Fine.", b"\n```json"));
+        assert!(ends_prose("Fine.\n`", b"``"));
+        assert!(ends_prose("The evaluation as one object", b" ({"));
+        assert!(!ends_prose("Use the `", b"let"));
+        assert!(!ends_prose("Fine", b" `code`"));
+        assert!(!ends_prose("Fine", b" words"));
+    }
+}
