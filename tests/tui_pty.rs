@@ -1,14 +1,15 @@
 //! The binary in a real pseudo-terminal against a local OpenAI-compatible
 //! server that streams slowly: a comment typed on the live screen reaches the
 //! next prompt and the log; an override of the final result changes the
-//! recorded numbers.
+//! recorded numbers; and the bundled SAGEval panel, where `d` rejects a
+//! change of the meta-evaluator and the log records the decision.
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use moot::provider::testing::{Reply, TestServer, openai};
+use moot::provider::testing::{RecordedRequest, Reply, TestServer, openai};
 use portable_pty::{CommandBuilder, PtySize, native_pty_system};
 use serde_json::Value;
 
@@ -223,6 +224,70 @@ async fn comment_and_override_through_a_real_terminal() {
 /// draws the fetch there; `q` cancels it, the terminal comes back and nothing
 /// is recorded. The fetch goes through a stand-in `python3 -m pip` on PATH
 /// that never finishes its download, so the test needs no network.
+const EVALUATOR: &str = "Mostly fine.\n{\"accuracy\": {\"reason\": \"Fits the prompt.\", \"score\": 4}, \
+     \"semantic_diversity\": {\"reason\": \"Varied.\", \"score\": 4}, \"coherence\": {\"reason\": \"Ordered.\", \"score\": 4}, \
+     \"relevancy\": {\"reason\": \"On topic.\", \"score\": 5}, \"audience_understandability\": {\"reason\": \"Plain.\", \"score\": 5}, \
+     \"audience_engagement\": {\"reason\": \"Dry.\", \"score\": 3}, \"fairness\": {\"reason\": \"Neutral.\", \"score\": 4}, \
+     \"tone\": {\"reason\": \"Warm.\", \"label\": \"friendly\"}}";
+
+const REVIEW: &str = "Question 6 is cut off.\n{\"review\": {\"accuracy\": {\"verdict\": \"rectify\", \"score\": 2, \
+     \"reason\": \"Question 6 is cut off.\"}}, \"definitions\": [], \"new_aspects\": []}";
+
+fn sage_reply(req: &RecordedRequest) -> Reply {
+    let body = req.body_text();
+    let text = if body.contains("Before any text is scored") {
+        "1. Read the questions.\n2. Judge them."
+    } else if body.contains("You are the meta-evaluator") {
+        REVIEW
+    } else {
+        EVALUATOR
+    };
+    Reply::openai_stream(&[text], Some((50, 30)))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rejecting_a_sage_change_with_the_keys_puts_the_evaluators_value_back() {
+    let server = TestServer::with_handler(sage_reply).await.unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("sessions");
+    let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_moot"));
+    cmd.args(["run", "survey-sage", "--id", "survey-02", "--provider", "openai", "--out"]);
+    cmd.arg(&out);
+    cmd.cwd(tmp.path());
+    cmd.env("OPENAI_BASE_URL", server.base_url());
+    cmd.env("OPENAI_API_KEY", "sk-test");
+    cmd.env("MOOT_USER", "pty-tester");
+    cmd.env("TERM", "xterm-256color");
+    cmd.env_remove("NO_COLOR");
+    let mut moot = Moot::spawn(cmd);
+    let screen = moot.screen();
+
+    let paused = |ev: &[Value]| ev.iter().any(|e| e["type"] == "paused" && e["author"] == "sage-eval (review)");
+    wait_log(&out, "the pause after the review", Duration::from_secs(60), paused, &screen);
+    screen.wait_for("SAGE changes", Duration::from_secs(10));
+    screen.wait_for("4 → 2", Duration::from_secs(10));
+    moot.send("d");
+    let decided = |ev: &[Value]| ev.iter().any(|e| e["type"] == "revision_decided");
+    let ev = wait_log(&out, "the decision", Duration::from_secs(60), decided, &screen);
+    let d = ev.iter().find(|e| e["type"] == "revision_decided").unwrap();
+    assert_eq!((d["dimension"].as_str(), d["accepted"].as_bool()), (Some("accuracy"), Some(false)));
+    assert_eq!(d["value"].as_f64(), Some(4.0), "the evaluator's value stands");
+    assert_eq!(d["author"], "pty-tester");
+    screen.wait_for("rejected·pty-tester", Duration::from_secs(10));
+
+    moot.send(" ");
+    let result = |ev: &[Value]| ev.iter().any(|e| e["type"] == "aggregation_completed" && e.get("group").is_none());
+    let ev = wait_log(&out, "the result", Duration::from_secs(60), result, &screen);
+    let agg = ev.iter().rev().find(|e| e["type"] == "aggregation_completed" && e.get("group").is_none()).unwrap();
+    assert_eq!(agg["scores"]["accuracy"].as_f64(), Some(4.0));
+    assert_eq!(agg["original"]["accuracy"].as_f64(), Some(2.0), "the rectified value stays in the record");
+    moot.send("q");
+    let status = moot.wait_exit(Duration::from_secs(15));
+    assert!(status.success(), "exit status {status:?}");
+    let last = log_events(&out).pop().unwrap();
+    assert_eq!((last["type"].as_str(), last["status"].as_str()), (Some("session_ended"), Some("completed")));
+}
+
 #[cfg(feature = "local")]
 #[test]
 fn the_model_fetch_is_drawn_on_the_screen_and_can_be_cancelled() {

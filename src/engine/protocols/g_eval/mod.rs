@@ -16,6 +16,7 @@ use std::collections::BTreeMap;
 use futures::future::join_all;
 
 pub use cache::{CachedSteps, StepsCache};
+pub(crate) use prompts::judge_line;
 
 use crate::engine::command::Command;
 use crate::engine::runtime::{Run, Spoken, TurnSpec};

@@ -44,7 +44,7 @@ pub fn steps_messages(panel: &Panel, dimension: &Dimension) -> Vec<ChatMessage> 
 }
 
 /// Who the judge is, when the panel gives it a persona.
-fn judge_line(judge: &AgentSpec) -> String {
+pub(crate) fn judge_line(judge: &AgentSpec) -> String {
     let mut s = format!("You are {}", judge.name);
     if !judge.role.trim().is_empty() {
         let _ = write!(s, ", {}", judge.role.trim());

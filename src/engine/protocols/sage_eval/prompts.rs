@@ -1,6 +1,7 @@
 //! SAGEval's requests: the evaluator scoring every aspect with its steps,
 //! and the meta-evaluator reviewing those scores.
 
+use crate::engine::protocols::g_eval::judge_line;
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
@@ -29,18 +30,6 @@ fn aspect_line(d: &Dimension) -> String {
     }
     if !d.labels.is_empty() {
         let _ = write!(s, " [labels: {}]", d.labels.join(", "));
-    }
-    s
-}
-
-fn judge_line(judge: &AgentSpec) -> String {
-    let mut s = format!("You are {}", judge.name);
-    if !judge.role.trim().is_empty() {
-        let _ = write!(s, ", {}", judge.role.trim());
-    }
-    s.push('.');
-    if !judge.perspective.trim().is_empty() {
-        let _ = write!(s, " What you care about: {}", judge.perspective.trim());
     }
     s
 }
