@@ -119,3 +119,22 @@ async fn export_and_report_agree_on_every_stage_and_mark_human_values() {
     let ann = r.agents.iter().find(|a| a.name == "Ann").unwrap();
     assert_eq!(ann.final_.as_ref().unwrap()[rel], Some(4.0), "the report's final is Ann's own, like the export's");
 }
+
+#[test]
+fn exports_carry_the_labels_of_categorical_dimensions() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("sessions/examples/sage-eval.jsonl");
+    let csv = export(&path, "csv");
+    let mut reader = csv::Reader::from_reader(csv.as_bytes());
+    let header: Vec<String> = reader.headers().unwrap().iter().map(str::to_string).collect();
+    let tone = header.iter().position(|h| h == "tone").expect("a tone column");
+    let rows: Vec<Vec<String>> = reader.records().map(|r| r.unwrap().iter().map(str::to_string).collect()).collect();
+    let labelled: Vec<&str> = rows.iter().map(|r| r[tone].as_str()).filter(|t| !t.is_empty()).collect();
+    assert!(
+        !labelled.is_empty() && labelled.iter().all(|t| ["formal", "neutral", "friendly", "playful"].contains(t)),
+        "{csv}"
+    );
+    let results = rows.iter().filter(|r| r[2].starts_with('(')).map(|r| r[tone].as_str());
+    assert!(results.into_iter().all(str::is_empty), "results have no label: {csv}");
+    let json: serde_json::Value = serde_json::from_str(&export(&path, "json")).unwrap();
+    assert!(json.as_array().unwrap().iter().any(|r| r["labels"]["tone"].is_string()), "{json}");
+}

@@ -162,6 +162,8 @@ struct ExportRow {
     group: Option<String>,
     stage: &'static str,
     scores: BTreeMap<String, f64>,
+    /// Labels of categorical dimensions (an agent's evaluations; results have none).
+    labels: BTreeMap<String, String>,
     set_by: BTreeMap<String, String>,
     no_result: Option<String>,
 }
@@ -181,6 +183,7 @@ fn export_rows(v: &SessionView) -> Vec<ExportRow> {
                 group: group.clone(),
                 stage,
                 scores: with_overall(ev),
+                labels: ev.labels.clone(),
                 set_by,
                 no_result: None,
             })
@@ -194,6 +197,7 @@ fn export_rows(v: &SessionView) -> Vec<ExportRow> {
                 group: group.clone(),
                 stage: stages::WEIGHTED,
                 scores: w,
+                labels: BTreeMap::new(),
                 set_by: none(),
                 no_result: None,
             });
@@ -210,6 +214,7 @@ fn export_rows(v: &SessionView) -> Vec<ExportRow> {
                     group: r.group.clone(),
                     stage,
                     scores: scores.clone(),
+                    labels: BTreeMap::new(),
                     set_by,
                     no_result: r.no_result.clone(),
                 });
@@ -246,6 +251,7 @@ fn export(arg: &str, format: &str) -> anyhow::Result<ExitCode> {
                     "group": r.group,
                     "stage": r.stage,
                     "scores": r.scores,
+                    "labels": r.labels,
                     "set_by": r.set_by,
                     "no_result": r.no_result,
                 })
@@ -268,7 +274,12 @@ fn export(arg: &str, format: &str) -> anyhow::Result<ExitCode> {
             r.group.clone().unwrap_or_default(),
             r.stage.to_string(),
         ];
-        rec.extend(keys.iter().map(|k| r.scores.get(k).map(|x| x.to_string()).unwrap_or_default()));
+        // A categorical dimension's column holds its label.
+        rec.extend(keys.iter().map(|k| match (r.scores.get(k), r.labels.get(k)) {
+            (Some(x), _) => x.to_string(),
+            (None, Some(label)) => label.clone(),
+            (None, None) => String::new(),
+        }));
         rec.push(set_by_cell(&r.set_by));
         rec.push(r.no_result.clone().unwrap_or_default());
         w.write_record(&rec)?;
