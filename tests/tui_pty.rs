@@ -136,22 +136,29 @@ fn wait_log(dir: &Path, what: &str, timeout: Duration, pred: impl Fn(&[Value]) -
     panic!("the log never showed {what}; screen:\n{}", screen.text());
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn comment_and_override_through_a_real_terminal() {
-    let server = TestServer::with_handler(|_| slow_reply()).await.unwrap();
-    let tmp = tempfile::tempdir().unwrap();
-    let out = tmp.path().join("sessions");
-
+/// `moot run ARGS` against `server` (as the `openai` provider) in a pseudo-terminal,
+/// in `dir`, by user `pty-tester`; its log goes to the returned folder.
+fn run_against(server: &TestServer, dir: &Path, args: &[&str]) -> (Moot, PathBuf) {
+    let out = dir.join("sessions");
     let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_moot"));
-    cmd.args(["run", "--provider", "openai", "--moderator", "round-robin", "--out"]);
+    cmd.arg("run");
+    cmd.args(args);
+    cmd.args(["--provider", "openai", "--out"]);
     cmd.arg(&out);
-    cmd.cwd(tmp.path());
+    cmd.cwd(dir);
     cmd.env("OPENAI_BASE_URL", server.base_url());
     cmd.env("OPENAI_API_KEY", "sk-test");
     cmd.env("MOOT_USER", "pty-tester");
     cmd.env("TERM", "xterm-256color");
     cmd.env_remove("NO_COLOR");
-    let mut moot = Moot::spawn(cmd);
+    (Moot::spawn(cmd), out)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn comment_and_override_through_a_real_terminal() {
+    let server = TestServer::with_handler(|_| slow_reply()).await.unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let (mut moot, out) = run_against(&server, tmp.path(), &["--moderator", "round-robin"]);
     let screen = moot.screen();
 
     screen.wait_for("RUNNING", Duration::from_secs(20));
@@ -249,17 +256,7 @@ fn sage_reply(req: &RecordedRequest) -> Reply {
 async fn rejecting_a_sage_change_with_the_keys_puts_the_evaluators_value_back() {
     let server = TestServer::with_handler(sage_reply).await.unwrap();
     let tmp = tempfile::tempdir().unwrap();
-    let out = tmp.path().join("sessions");
-    let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_moot"));
-    cmd.args(["run", "survey-sage", "--id", "survey-02", "--provider", "openai", "--out"]);
-    cmd.arg(&out);
-    cmd.cwd(tmp.path());
-    cmd.env("OPENAI_BASE_URL", server.base_url());
-    cmd.env("OPENAI_API_KEY", "sk-test");
-    cmd.env("MOOT_USER", "pty-tester");
-    cmd.env("TERM", "xterm-256color");
-    cmd.env_remove("NO_COLOR");
-    let mut moot = Moot::spawn(cmd);
+    let (mut moot, out) = run_against(&server, tmp.path(), &["survey-sage", "--id", "survey-02"]);
     let screen = moot.screen();
 
     let paused = |ev: &[Value]| ev.iter().any(|e| e["type"] == "paused" && e["author"] == "sage-eval (review)");
