@@ -58,7 +58,7 @@ pub(crate) async fn write_steps(run: &Run) {
         (a.name.clone(), a.group.clone(), a.spec.clone())
     };
     let binding = run.config.bindings.for_agent(&name).clone();
-    let model = binding.model_ref();
+    let model = steps_model(run);
     let cache = run.config.steps_cache.as_deref().map(StepsCache::new);
     let (temperature, max_tokens) = run.agent_sampling(&spec);
     let text = Text { what: "the numbered evaluation steps" };
@@ -116,6 +116,13 @@ pub(crate) async fn write_steps(run: &Run) {
     }
 }
 
+/// The model that writes the steps, the first judge's: part of the key
+/// they are kept under.
+fn steps_model(run: &Run) -> crate::session::event::ModelRef {
+    let name = run.state().agents[0].name.clone();
+    run.config.bindings.for_agent(&name).model_ref()
+}
+
 /// From here on the steps are fixed: a person's edits are kept for the next runs.
 pub(crate) fn start_scoring(run: &Run) -> BTreeMap<String, String> {
     let (steps, edited) = {
@@ -124,8 +131,7 @@ pub(crate) fn start_scoring(run: &Run) -> BTreeMap<String, String> {
         (st.steps.clone(), std::mem::take(&mut st.steps_edited))
     };
     if let Some(cache) = run.config.steps_cache.as_deref().map(StepsCache::new) {
-        let name = run.state().agents[0].name.clone();
-        let model = run.config.bindings.for_agent(&name).model_ref();
+        let model = steps_model(run);
         for (key, author) in edited {
             if let (Some(d), Some(s)) = (run.panel.dimensions.iter().find(|d| d.key == key), steps.get(&key)) {
                 cache.put(&run.panel, d, &model, &CachedSteps { steps: s.clone(), author: Some(author) });
