@@ -41,7 +41,7 @@ pub const BUNDLED_ITEMS: &[(&str, &str)] = &[
     ("summary-collab", include_str!("../assets/items/summary-collab.jsonl")),
     // G-Eval's single judge scores the same summaries.
     ("summary-geval", include_str!("../assets/items/summary-collab.jsonl")),
-    ("survey-sage", include_str!("../assets/items/survey-sage.jsonl")),
+    ("survey-sage", include_str!("../assets/items/surveys.jsonl")),
 ];
 
 /// Prefix of [`ItemsFile::source`] for bundled items (`bundled:storybook-qa`).
