@@ -727,10 +727,15 @@ pub fn is_moderator_request(speaker_message: &str) -> bool {
 
 /// The follow-up sent to a moderator whose reply could not be used.
 pub fn moderator_retry(reason: &str, eligible: &[&str]) -> ChatMessage {
-    ChatMessage::user(format!(
-        "That answer could not be used: {reason}. Choose exactly one of: {}. Answer only with {{\"next\": \"<name>\", \"reason\": \"<one sentence>\"}}.",
+    ChatMessage::user(format!("That answer could not be used: {reason}. {}", moderator_format(eligible)))
+}
+
+/// What a moderator's answer must be.
+pub fn moderator_format(eligible: &[&str]) -> String {
+    format!(
+        "Choose exactly one of: {}. Answer only with {{\"next\": \"<name>\", \"reason\": \"<one sentence>\"}}.",
         eligible.join(", ")
-    ))
+    )
 }
 
 /// Messages for the aggregator's synthesis.

@@ -127,10 +127,12 @@ pub(crate) enum Spoken<T = Evaluation> {
         text: String,
         turn: u64,
     },
-    /// The reply was kept but had no readable evaluation; `done` if the agent said it had finished.
+    /// The reply was kept but had no readable evaluation; `done` if the agent
+    /// said it had finished; `error` says why the last reply could not be read.
     Unparsed {
         text: String,
         done: bool,
+        error: String,
     },
     Failed(ProviderError),
 }
@@ -595,28 +597,35 @@ impl Run {
                 Err(err)
             }
         };
-        let (turn, result, latency) = self.call(spec(TurnKind::Speak, messages.clone(), ahead)).await;
+        let (turn, result, latency) = self.call(spec(verdict.kind(), messages.clone(), ahead)).await;
         let completion = match result {
             Ok(c) => c,
             Err(e) => return Spoken::Failed(e),
         };
         let done = verdict.says_done(&completion.text);
-        let err = match settle(turn, TurnKind::Speak, &completion, latency, false) {
+        let error = match settle(turn, verdict.kind(), &completion, latency, false) {
             Ok(evaluation) => return Spoken::Evaluated { evaluation, text: completion.text, turn },
             Err(err) => err,
         };
         if cancel.is_cancelled() {
-            return Spoken::Unparsed { text: completion.text, done };
+            return Spoken::Unparsed { text: completion.text, done, error };
         }
         // The reply stays whole after the (perhaps shortened) request it answered.
-        let repair = messages.then([ChatMessage::assistant(completion.text.clone()), verdict.repair(&err)]);
-        let (turn2, result2, latency2) = self.call(spec(TurnKind::Repair, repair, None)).await;
-        let Ok(c2) = result2 else {
-            return Spoken::Unparsed { text: completion.text, done };
+        let repair = messages.then([ChatMessage::assistant(completion.text.clone()), verdict.repair(&error)]);
+        let (turn2, result2, latency2) = self.call(spec(verdict.repair_kind(), repair, None)).await;
+        let c2 = match result2 {
+            Ok(c) => c,
+            Err(e) => {
+                return Spoken::Unparsed {
+                    text: completion.text,
+                    done,
+                    error: format!("{error}; asking again failed: {e}"),
+                };
+            }
         };
-        match settle(turn2, TurnKind::Repair, &c2, latency2, done) {
+        match settle(turn2, verdict.repair_kind(), &c2, latency2, done) {
             Ok(evaluation) => Spoken::Evaluated { evaluation, text: completion.text, turn: turn2 },
-            Err(_) => Spoken::Unparsed { text: completion.text, done },
+            Err(again) => Spoken::Unparsed { text: completion.text, done, error: again },
         }
     }
 

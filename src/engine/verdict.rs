@@ -12,12 +12,13 @@ use std::slice;
 
 use serde_json::json;
 
+use super::moderator::{Pick, parse_moderator_reply};
 use super::parse::{ParseSpec, parse_reply, says_no_more_comments};
 use super::prompts;
 use crate::panel::{Dimension, Panel, Scale};
 use crate::provider::logprobs::weighted_scores;
 use crate::provider::{ChatMessage, Completion};
-use crate::session::event::Evaluation;
+use crate::session::event::{Evaluation, TurnKind};
 
 /// Alternatives per token asked for when a verdict weighs its scores.
 pub const TOP_LOGPROBS: u8 = 10;
@@ -41,6 +42,14 @@ pub(crate) trait Verdict: Sync {
     /// Whether the reply says its speaker has nothing more to add.
     fn says_done(&self, _text: &str) -> bool {
         false
+    }
+    /// The kind of the turn that asks for the verdict.
+    fn kind(&self) -> TurnKind {
+        TurnKind::Speak
+    }
+    /// The kind of the turn that asks again after an unreadable reply.
+    fn repair_kind(&self) -> TurnKind {
+        TurnKind::Repair
     }
 }
 
@@ -164,6 +173,49 @@ impl Verdict for Text<'_> {
     fn evaluation(&self, _output: &String) -> Option<Evaluation> {
         None
     }
+}
+
+/// The next speaker of a debate, chosen by an LLM moderator among `eligible`
+/// (`all`: every member, so that naming one who may not speak is told apart
+/// from naming nobody). The moderator answers with a JSON object only, which
+/// is read leniently (a name in prose counts); no grammar constrains it, as a
+/// constrained local reply starts with prose of its own.
+pub(crate) struct SpeakerPick<'a> {
+    pub eligible: &'a [&'a str],
+    pub all: &'a [&'a str],
+}
+
+impl Verdict for SpeakerPick<'_> {
+    type Output = SpeakerChoice;
+    fn instructions(&self) -> String {
+        prompts::moderator_format(self.eligible)
+    }
+    fn schema(&self) -> Option<serde_json::Value> {
+        None
+    }
+    fn read(&self, completion: &Completion) -> Result<SpeakerChoice, String> {
+        let pick = parse_moderator_reply(&completion.text, self.eligible, self.all)?;
+        Ok(SpeakerChoice { pick, raw: completion.text.clone() })
+    }
+    fn repair(&self, error: &str) -> ChatMessage {
+        prompts::moderator_retry(error, self.eligible)
+    }
+    fn evaluation(&self, _output: &SpeakerChoice) -> Option<Evaluation> {
+        None
+    }
+    fn kind(&self) -> TurnKind {
+        TurnKind::Select
+    }
+    fn repair_kind(&self) -> TurnKind {
+        TurnKind::Select
+    }
+}
+
+/// A moderator's pick and the reply it was read from.
+#[derive(Debug, Clone)]
+pub(crate) struct SpeakerChoice {
+    pub pick: Pick,
+    pub raw: String,
 }
 
 /// Probability-weighted scores from the completion's log-probabilities, if any.

@@ -7,10 +7,11 @@ use rand_chacha::ChaCha8Rng;
 use super::announce;
 use crate::engine::moderator::{self, SpeakerCandidate};
 use crate::engine::prompts::{self, HistoryEntry};
-use crate::engine::runtime::{CallSpec, Run, TurnSpec};
+use crate::engine::runtime::{Run, Spoken, TurnSpec};
 use crate::engine::trim::Prompt;
+use crate::engine::verdict::SpeakerPick;
 use crate::panel::ModeratorPolicy;
-use crate::session::event::{Phase, Role, SelectedBy, TurnKind};
+use crate::session::event::{Phase, Role, SelectedBy};
 
 /// Who speaks next: a person's pick, else the moderator policy.
 pub(super) async fn choose(
@@ -155,75 +156,34 @@ async fn llm_moderator(
     };
     let refs: Vec<&str> = names.iter().map(String::as_str).collect();
     let build = |h: &[HistoryEntry]| prompts::moderator_messages(&run.panel, group, run.item(), h, &table, &refs);
-    let mut followups = Vec::new();
     let all_refs: Vec<&str> = all.iter().map(String::as_str).collect();
     let binding = run.config.bindings.for_role(Role::Moderator).clone();
     let sampling = run.role_sampling(Role::Moderator);
-    let mut raws = Vec::new();
-    let mut failure = String::new();
-    for attempt in 0..2 {
-        if attempt == 1 {
-            followups.push(prompts::moderator_retry(&failure, &refs));
+    let turn = TurnSpec {
+        participant: Role::Moderator.label(),
+        group: Some(group),
+        phase: Phase::Debate,
+        round: None,
+        role: Role::Moderator,
+        binding: &binding,
+        sampling: (sampling.0, sampling.1.min(200)),
+        cancel: &run.stop,
+        dimension: None,
+    };
+    let verdict = SpeakerPick { eligible: &refs, all: &all_refs };
+    // Asked once more with the reason when a reply names nobody who may speak.
+    let (failure, raw) = match run.verdict_turn(&verdict, turn, Prompt::discussion(&history, &build), None).await {
+        Spoken::Evaluated { evaluation: choice, text, .. } => {
+            let index = run.state().agent_index(&choice.pick.agent)?;
+            let raw = if choice.raw == text { text } else { format!("{text}\n---\n{}", choice.raw) };
+            let reason = format!("{}{veto_note}", choice.pick.reason);
+            announce(run, group, &choice.pick.agent, SelectedBy::Moderator, reason, Some(raw), None);
+            return Some(index);
         }
-        let spec = CallSpec {
-            turn: TurnSpec {
-                participant: Role::Moderator.label(),
-                group: Some(group),
-                phase: Phase::Debate,
-                round: None,
-                role: Role::Moderator,
-                binding: &binding,
-                sampling: (sampling.0, sampling.1.min(200)),
-                cancel: &run.stop,
-                dimension: None,
-            },
-            kind: TurnKind::Select,
-            messages: Prompt::discussion(&history, &build).then(followups.clone()),
-            schema: None,
-            top_logprobs: None,
-            ahead: None,
-        };
-        let (turn, result, latency) = run.call(spec).await;
-        let completion = match result {
-            Ok(c) => c,
-            Err(crate::provider::ProviderError::Cancelled) => return None,
-            Err(e) => {
-                failure = format!("the moderator call failed: {e}");
-                break;
-            }
-        };
-        run.complete_turn(
-            turn,
-            Role::Moderator.label(),
-            Role::Moderator,
-            TurnKind::Select,
-            &completion,
-            None,
-            None,
-            latency,
-            false,
-        );
-        raws.push(completion.text.clone());
-        match moderator::parse_moderator_reply(&completion.text, &refs, &all_refs) {
-            Ok(pick) => {
-                let index = run.state().agent_index(&pick.agent)?;
-                announce(
-                    run,
-                    group,
-                    &pick.agent,
-                    SelectedBy::Moderator,
-                    format!("{}{veto_note}", pick.reason),
-                    Some(raws.join("\n---\n")),
-                    None,
-                );
-                return Some(index);
-            }
-            Err(e) => {
-                followups.push(crate::provider::ChatMessage::assistant(completion.text));
-                failure = e;
-            }
-        }
-    }
+        Spoken::Failed(crate::provider::ProviderError::Cancelled) => return None,
+        Spoken::Failed(e) => (format!("the moderator call failed: {e}"), None),
+        Spoken::Unparsed { text, error, .. } => (error, Some(text)),
+    };
     let (name, reason) = policy_pick(run, ModeratorPolicy::Disagreement, eligible, rng, last, turn_index)?;
     let index = run.state().agent_index(&name)?;
     announce(
@@ -232,7 +192,7 @@ async fn llm_moderator(
         &name,
         SelectedBy::Policy,
         format!("moderator reply unusable ({failure}); {reason}{veto_note}"),
-        (!raws.is_empty()).then(|| raws.join("\n---\n")),
+        raw,
         Some(ModeratorPolicy::Disagreement.as_str().to_string()),
     );
     Some(index)
