@@ -107,20 +107,27 @@ impl Run {
             (p, adopted, st.sage.panel_file.clone())
         };
         let mut panel = (*self.panel).clone();
+        let mut changes = Vec::new();
         for p in &adopted {
             match p.kind {
                 ProposalKind::Definition => {
                     if let Some(d) = panel.dimensions.iter_mut().find(|d| d.key == p.key) {
                         d.description = p.definition.clone();
+                        changes
+                            .push(adopt::Change::Definition { key: p.key.clone(), description: p.definition.clone() });
                     }
                 }
-                ProposalKind::Aspect => panel.dimensions.push(Dimension {
-                    key: p.key.clone(),
-                    name: p.name.clone(),
-                    description: p.definition.clone(),
-                    steps: None,
-                    labels: Vec::new(),
-                }),
+                ProposalKind::Aspect => {
+                    let d = Dimension {
+                        key: p.key.clone(),
+                        name: p.name.clone(),
+                        description: p.definition.clone(),
+                        steps: None,
+                        labels: Vec::new(),
+                    };
+                    panel.dimensions.push(d.clone());
+                    changes.push(adopt::Change::Dimension(d));
+                }
             }
         }
         let note = format!(
@@ -130,7 +137,13 @@ impl Run {
             adopted.iter().map(|p| format!("{} {}", p.kind.as_str(), p.key)).collect::<Vec<_>>().join(", ")
         );
         let path = file.unwrap_or_else(|| adopt::new_panel_path(&self.panel));
-        if let Err(e) = adopt::write_panel(&panel, &path, &note) {
+        // The panel's own text with the changes made in place (its comments
+        // stay); a panel with no text to edit is written out whole.
+        let text = match adopt::source_text(&self.panel) {
+            Some(original) => adopt::edit_toml(&original, &changes, &note),
+            None => adopt::to_toml(&panel, &note),
+        };
+        if let Err(e) = text.and_then(|t| adopt::write_panel(&panel, &t, &path)) {
             return self.reject("adopt", e, &author);
         }
         {
