@@ -183,6 +183,8 @@ fn write_log(path: &Path, panel: &Panel, index: u64) {
                 method: Some("mean".into()),
                 no_result: None,
                 left_out: Vec::new(),
+                labels: Default::default(),
+                original_labels: Default::default(),
             },
         );
     }

@@ -95,6 +95,10 @@ async fn the_evaluator_then_the_meta_evaluator_then_the_rectified_result() {
     assert_eq!(finals.labels["tone"], "formal");
     assert_eq!(view.aggregate.as_ref().unwrap().scores["relevance"], 3.0);
     assert_eq!(view.aggregate.as_ref().unwrap().overall, Some(3.5));
+    // A categorical aspect's result is a label, counted, never averaged.
+    assert_eq!(view.aggregate.as_ref().unwrap().labels["tone"], "formal");
+    assert!(!view.aggregate.as_ref().unwrap().scores.contains_key("tone"));
+    assert_eq!(view.stages.panel.aggregate_labels["tone"], "formal");
     let ann = view.stages.agent("Ann").unwrap();
     assert_eq!(ann.initial.as_ref().unwrap().scores["relevance"], 5.0, "the evaluator's own value is its stage");
     assert_eq!(ann.final_.as_ref().unwrap().scores["relevance"], 3.0);
@@ -158,6 +162,25 @@ async fn a_rejected_revision_puts_the_evaluators_value_back_with_its_author() {
     let r = view.sage.revision("Ann", "relevance").unwrap();
     assert_eq!(r.decision.as_ref().map(|d| (d.accepted, d.author.as_str())), Some((false, "tester")));
     assert_eq!(r.standing(), Some(&AspectValue::Score(5.0)));
+}
+
+#[tokio::test]
+async fn a_rejected_relabel_puts_the_evaluators_label_back_in_the_result() {
+    let mut c = config(sage_panel(), script(EVALUATOR, REVIEW));
+    c.linger = true;
+    let mut s = Session::start(c, None);
+    s.wait_for(|e| matches!(&e.kind, EventKind::Paused { author } if author == "sage-eval (review)")).await;
+    s.send(Command::Decide { dimension: "tone".into(), agent: None, accept: false, author: author() });
+    s.send(Command::Resume { author: author() });
+    s.wait_for(|e| {
+        matches!(&e.kind, EventKind::AggregationCompleted { group: None, labels, .. } if labels.get("tone").map(String::as_str) == Some("friendly"))
+    })
+    .await;
+    s.send(Command::Quit { author: author() });
+    let (events, _) = s.finish().await;
+    let view = SessionView::from_events(&events);
+    assert_eq!(view.stages.panel.labels["tone"], "friendly", "the evaluator's label, restored by a person");
+    assert_eq!(view.stages.panel.aggregate_labels["tone"], "formal", "the protocol's own result stays in the record");
 }
 
 #[tokio::test]

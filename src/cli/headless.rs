@@ -458,6 +458,8 @@ impl<W: Write> Transcript<W> {
                 method,
                 no_result,
                 left_out,
+                labels,
+                original_labels,
             } => {
                 let title = match group {
                     Some(g) => format!("result · {g}"),
@@ -482,6 +484,10 @@ impl<W: Write> Transcript<W> {
                         original.get("overall").map(|o| format!(" (was {})", fmt_num(round2(*o)))).unwrap_or_default();
                     parts.push(p.bold(&format!("overall {}{was}", fmt_num(round2(*o)))));
                 }
+                parts.extend(labels.iter().map(|(k, l)| {
+                    let was = original_labels.get(k).map(|o| format!(" (was {o})")).unwrap_or_default();
+                    format!("{k} {l}{was}")
+                }));
                 if group.is_none() && !feedback.is_empty() {
                     self.line("")?;
                     self.line(&p.bold("synthesis:"))?;

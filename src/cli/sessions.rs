@@ -169,7 +169,7 @@ struct ExportRow {
 }
 
 /// The rows of a session, stage by stage as [`crate::session::stages`] defines them:
-/// per agent `initial`, `final`, `human_adjusted` (and `weighted` when the
+/// per agent `initial`, `final` (SAGEval: `evaluator`, `rectified`), `human_adjusted` (and `weighted` when the
 /// final evaluation has probability-weighted scores); per group and for the
 /// panel `aggregate`, `human_adjusted`.
 fn export_rows(v: &SessionView) -> Vec<ExportRow> {
@@ -188,8 +188,8 @@ fn export_rows(v: &SessionView) -> Vec<ExportRow> {
                 no_result: None,
             })
         };
-        rows.extend(row(stages::INITIAL, &a.initial, none()));
-        rows.extend(row(stages::FINAL, &a.final_, none()));
+        rows.extend(row(stages::label(&v.protocol, stages::INITIAL), &a.initial, none()));
+        rows.extend(row(stages::label(&v.protocol, stages::FINAL), &a.final_, none()));
         rows.extend(row(stages::HUMAN_ADJUSTED, &a.human_adjusted, a.set_by.clone()));
         if let Some(w) = a.final_.as_ref().and_then(|e| e.weighted_scores.clone()) {
             rows.push(ExportRow {
@@ -205,16 +205,17 @@ fn export_rows(v: &SessionView) -> Vec<ExportRow> {
     }
     let results = v.stages.groups.iter().map(|g| ("(group result)", g)).chain([("(panel result)", &v.stages.panel)]);
     for (who, r) in results {
-        for (stage, scores, set_by) in
-            [(stages::AGGREGATE, &r.aggregate, none()), (stages::HUMAN_ADJUSTED, &r.human_adjusted, r.set_by.clone())]
-        {
+        for (stage, scores, labels, set_by) in [
+            (stages::AGGREGATE, &r.aggregate, &r.aggregate_labels, none()),
+            (stages::HUMAN_ADJUSTED, &r.human_adjusted, &r.labels, r.set_by.clone()),
+        ] {
             if let Some(scores) = scores {
                 rows.push(ExportRow {
                     agent: who.to_string(),
                     group: r.group.clone(),
                     stage,
                     scores: scores.clone(),
-                    labels: BTreeMap::new(),
+                    labels: labels.clone(),
                     set_by,
                     no_result: r.no_result.clone(),
                 });

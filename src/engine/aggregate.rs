@@ -1,12 +1,33 @@
 //! Numeric aggregation: means of evaluations, per group and panel-wide, with
 //! human overrides applied on top (the original values stay in the record).
 
+use std::collections::BTreeMap;
+
 use super::runtime::{AggregateRecord, Run, State, eval_scores};
 use crate::session::event::{Evaluation, EventKind, Scores};
 
 /// Mean per key over the evaluations that have it.
 pub fn mean_scores<'a>(evaluations: impl IntoIterator<Item = &'a Evaluation>, keys: &[String]) -> Scores {
     mean_of(evaluations.into_iter().map(eval_scores), keys)
+}
+
+/// Per categorical dimension, the label given most often; none on a tie.
+pub fn majority_labels<'a>(labels: impl IntoIterator<Item = &'a BTreeMap<String, String>>) -> BTreeMap<String, String> {
+    let mut counts: BTreeMap<&str, BTreeMap<&str, usize>> = BTreeMap::new();
+    for map in labels {
+        for (k, l) in map {
+            *counts.entry(k).or_default().entry(l).or_default() += 1;
+        }
+    }
+    counts
+        .into_iter()
+        .filter_map(|(k, by_label)| {
+            let top = *by_label.values().max()?;
+            let mut winners = by_label.into_iter().filter(|(_, n)| *n == top);
+            let (label, _) = winners.next()?;
+            winners.next().is_none().then(|| (k.to_string(), label.to_string()))
+        })
+        .collect()
 }
 
 /// Mean per key over score maps that have it.
@@ -75,6 +96,29 @@ impl Run {
         }
     }
 
+    /// The labels of a group's (or the panel's) result: the majority of the
+    /// agents' latest labels, as people left them; panel-wide, of the groups' labels.
+    /// With `human` false, the agents' own labels.
+    pub(crate) fn result_labels(&self, st: &State, group: Option<&str>, human: bool) -> BTreeMap<String, String> {
+        match group {
+            Some(g) => match st.judged.get(g) {
+                Some(ev) => ev.labels.clone(),
+                None => majority_labels(
+                    st.agents
+                        .iter()
+                        .filter(|a| a.group == g)
+                        .filter_map(|a| if human { a.progress.latest.as_ref() } else { a.own.as_ref() })
+                        .map(|e| &e.labels),
+                ),
+            },
+            None => {
+                let groups: Vec<BTreeMap<String, String>> =
+                    self.panel.groups.iter().map(|g| self.result_labels(st, Some(&g.name), human)).collect();
+                majority_labels(groups.iter())
+            }
+        }
+    }
+
     /// Why the published panel-wide result has no scores of the judges, if it has none.
     pub(crate) fn empty_result(&self, st: &State) -> Option<String> {
         if !st.aggregates.contains_key(&None) {
@@ -135,6 +179,9 @@ impl Run {
             .collect();
         let overall = scores.remove("overall");
         let no_result = base.is_empty().then(|| self.no_result_reason(st, group));
+        let labels = self.result_labels(st, group, true);
+        let original_labels =
+            self.result_labels(st, group, false).into_iter().filter(|(k, l)| labels.get(k) != Some(l)).collect();
         let left_out = match group {
             Some(_) => Vec::new(),
             None => self
@@ -154,6 +201,8 @@ impl Run {
             method: Some(method.to_string()),
             no_result,
             left_out,
+            labels,
+            original_labels,
         }
     }
 
@@ -198,6 +247,22 @@ pub fn turn_ranges(turns: &[u64]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_majority_label_wins_and_a_tie_gives_none() {
+        let m = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
+            pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+        };
+        let evs = [
+            m(&[("tone", "formal"), ("voice", "warm")]),
+            m(&[("tone", "formal"), ("voice", "cold")]),
+            m(&[("tone", "casual")]),
+        ];
+        let out = majority_labels(evs.iter());
+        assert_eq!(out.get("tone").map(String::as_str), Some("formal"));
+        assert_eq!(out.get("voice"), None, "one warm, one cold: no majority");
+        assert!(majority_labels([].iter()).is_empty());
+    }
 
     #[test]
     fn means_skip_missing_keys() {

@@ -23,11 +23,7 @@ pub const NEW_ASPECT: &str = "sage_new_aspect";
 
 /// A stage's name for a panel of `protocol`: `evaluator` and `rectified` for SAGEval.
 pub fn stage_label(protocol: &str, stage: Stage) -> &'static str {
-    match (protocol, stage) {
-        ("sage-eval", Stage::Initial) => "evaluator",
-        ("sage-eval", Stage::Final) => "rectified",
-        _ => stage.as_str(),
-    }
+    crate::session::stages::label(protocol, stage.as_str())
 }
 
 fn row(panel: &str, dimension: &str, metric: &str, value: usize, n: usize) -> Row {

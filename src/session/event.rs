@@ -653,6 +653,13 @@ pub enum EventKind {
         /// Panel-wide result: the groups left out of the mean because they have no result.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         left_out: Vec<String>,
+        /// Categorical dimension → the label most of the evaluations gave
+        /// (a group's agents; for the panel, its groups' labels). A tie gives no label.
+        #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+        labels: BTreeMap<String, String>,
+        /// Dimension → the label as the protocol computed it, for labels people changed.
+        #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+        original_labels: BTreeMap<String, String>,
     },
     SessionEnded {
         status: EndStatus,

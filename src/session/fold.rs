@@ -161,6 +161,10 @@ pub struct AggregateView {
     pub no_result: Option<String>,
     /// Panel-wide: the groups left out of the mean for having no result.
     pub left_out: Vec<String>,
+    /// Categorical dimension → the majority label.
+    pub labels: BTreeMap<String, String>,
+    /// Dimension → the label as the protocol computed it, for labels people changed.
+    pub original_labels: BTreeMap<String, String>,
 }
 
 impl AggregateView {
@@ -747,6 +751,8 @@ impl SessionView {
                 method,
                 no_result,
                 left_out,
+                labels,
+                original_labels,
             } => {
                 let view = AggregateView {
                     feedback: feedback.clone(),
@@ -756,6 +762,8 @@ impl SessionView {
                     method: method.clone(),
                     no_result: no_result.clone(),
                     left_out: left_out.clone(),
+                    labels: labels.clone(),
+                    original_labels: original_labels.clone(),
                 };
                 match group {
                     Some(g) => self.group_mut(g).aggregate = Some(view),

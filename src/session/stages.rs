@@ -34,6 +34,17 @@ pub const AGGREGATE: &str = "aggregate";
 pub const HUMAN_ADJUSTED: &str = "human_adjusted";
 pub const WEIGHTED: &str = "weighted";
 
+/// What a panel of `protocol` calls a stage: SAGEval's `initial` stage holds
+/// the evaluator's values and its `final` stage the rectified ones, so its
+/// exports and reports name them `evaluator` and `rectified`.
+pub fn label(protocol: &str, stage: &'static str) -> &'static str {
+    match (protocol, stage) {
+        ("sage-eval", INITIAL) => "evaluator",
+        ("sage-eval", FINAL) => "rectified",
+        _ => stage,
+    }
+}
+
 /// One agent's stages.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct AgentStages {
@@ -72,6 +83,10 @@ pub struct ResultStages {
     pub no_result: Option<String>,
     /// Panel-wide: groups left out of the mean for having no result.
     pub left_out: Vec<String>,
+    /// Categorical dimension → the majority label of the first published result (the `aggregate` stage).
+    pub aggregate_labels: BTreeMap<String, String>,
+    /// Categorical dimension → the majority label of the last published result (`human_adjusted`).
+    pub labels: BTreeMap<String, String>,
 }
 
 /// Every agent's and result's stages in a session.
@@ -192,7 +207,17 @@ impl Stages {
                     }
                 }
             }
-            EventKind::AggregationCompleted { group, scores, overall, original, no_result, left_out, .. } => {
+            EventKind::AggregationCompleted {
+                group,
+                scores,
+                overall,
+                original,
+                no_result,
+                left_out,
+                labels,
+                original_labels,
+                ..
+            } => {
                 let mut published = scores.clone();
                 if let Some(o) = overall {
                     published.insert("overall".into(), *o);
@@ -214,11 +239,15 @@ impl Stages {
                         base.extend(original.iter().map(|(k, v)| (k.clone(), *v)));
                     }
                     slot.aggregate = Some(base);
+                    let mut base = labels.clone();
+                    base.extend(original_labels.iter().map(|(k, l)| (k.clone(), l.clone())));
+                    slot.aggregate_labels = base;
                 }
                 slot.human_adjusted = Some(published);
                 slot.set_by = set_by;
                 slot.no_result = no_result.clone();
                 slot.left_out = left_out.clone();
+                slot.labels = labels.clone();
             }
             _ => {}
         }
@@ -433,6 +462,8 @@ mod tests {
             method: Some("mean".into()),
             no_result: grammar.is_none().then(|| "no agent produced a readable evaluation".into()),
             left_out: Vec::new(),
+            labels: BTreeMap::new(),
+            original_labels: BTreeMap::new(),
         }
     }
 

@@ -18,10 +18,21 @@ fn agg_line(label: &str, agg: &AggregateView, dims: &[String], scale: (f64, f64)
             Span::styled(format!("no result — {why}"), theme.error()),
         ]);
     }
-    let items: Vec<(String, Option<f64>, Option<f64>)> =
-        dims.iter().map(|d| (abbrev(d), agg.score(d), agg.original.get(d).copied())).collect();
+    let items: Vec<(String, Option<f64>, Option<f64>)> = dims
+        .iter()
+        .filter(|d| !agg.labels.contains_key(*d))
+        .map(|d| (abbrev(d), agg.score(d), agg.original.get(d).copied()))
+        .collect();
     let mut spans = vec![Span::styled(format!("{label}: "), theme.accent())];
     spans.extend(score_spans(&items, scale, theme));
+    // Categorical dimensions: the majority label, not a score.
+    for (d, l) in &agg.labels {
+        spans.push(Span::styled(format!("  {} ", abbrev(d)), theme.muted()));
+        spans.push(Span::raw(l.clone()));
+        if let Some(was) = agg.original_labels.get(d) {
+            spans.push(Span::styled(format!(" (was {was})"), theme.muted()));
+        }
+    }
     if let Some(m) = &agg.method {
         spans.push(Span::styled(format!("  [{m}]"), theme.muted()));
     }
@@ -54,6 +65,8 @@ fn live_means(v: &SessionView, agents: &[String], dims: &[String]) -> AggregateV
         method: None,
         no_result: None,
         left_out: Vec::new(),
+        labels: Default::default(),
+        original_labels: Default::default(),
     }
 }
 
