@@ -144,6 +144,7 @@ fn write_log(path: &Path, panel: &Panel, index: u64) {
                     latency_ms: 900,
                     cached: false,
                     done: false,
+                    truncated: false,
                 },
             );
         };

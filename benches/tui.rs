@@ -81,6 +81,7 @@ fn events(agents: usize, turns: u64) -> Vec<Event> {
             latency_ms: 10,
             cached: false,
             done: false,
+            truncated: false,
         });
     }
     out

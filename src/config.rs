@@ -8,6 +8,7 @@
 //! (an unknown field, a wrong type, a bad value) are errors that name the
 //! file, the line and the field. See `docs/providers.md` for the reference.
 
+use crate::provider::structured::StructuredOutput;
 use std::collections::BTreeMap;
 use std::num::NonZeroUsize;
 use std::path::{Path, PathBuf};
@@ -102,6 +103,10 @@ pub struct ProviderConfig {
     /// (1–20), for probability-weighted scores.
     #[serde(default, deserialize_with = "top_logprobs")]
     pub logprobs: Option<u8>,
+    /// For HTTP providers: how a verdict's schema is sent (`auto`,
+    /// `json_schema`, `json_object`, `tool`, `off`); default `auto`.
+    #[serde(default)]
+    pub structured_output: Option<StructuredOutput>,
     /// For `local`: CPU threads for generation.
     #[serde(default)]
     pub threads: Option<NonZeroUsize>,
@@ -346,6 +351,14 @@ fn top_logprobs<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u8>, D::Error>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn structured_output_takes_its_names_only() {
+        let c: ProviderConfig = toml::from_str("structured_output = \"json_object\"").unwrap();
+        assert_eq!(c.structured_output, Some(StructuredOutput::JsonObject));
+        let e = toml::from_str::<ProviderConfig>("structured_output = \"json\"").unwrap_err().to_string();
+        assert!(e.contains("json_schema"), "{e}");
+    }
 
     const EXAMPLE: &str = r#"
 user = "ada"

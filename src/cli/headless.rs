@@ -328,18 +328,37 @@ impl<W: Write> Transcript<W> {
                 }
             }
             EventKind::TurnCompleted { turn, .. } if self.hidden.contains(turn) => {}
-            EventKind::TurnCompleted { turn, text, evaluation, parse_error, usage, latency_ms, cached, .. } => {
+            EventKind::TurnCompleted {
+                turn,
+                text,
+                evaluation,
+                parse_error,
+                usage,
+                latency_ms,
+                cached,
+                truncated,
+                ..
+            } => {
                 let mut footer = match (evaluation, parse_error) {
                     (Some(ev), _) => {
                         let done = if ev.done { p.yellow(" · NO MORE COMMENTS") } else { String::new() };
-                        format!("  {} {}{done}", p.green("✓"), self.scores(ev))
+                        let salvaged = ev
+                            .salvaged
+                            .as_ref()
+                            .map(|why| p.yellow(&format!(" · salvaged: {why}")))
+                            .unwrap_or_default();
+                        format!("  {} {}{done}{salvaged}", p.green("✓"), self.scores(ev))
                     }
                     (None, Some(err)) => format!("  {} {}", p.red("✗ no readable evaluation:"), err),
                     (None, None) => String::new(),
                 };
                 let rest = self.turns.get(turn).map(|b| b.rest(text, evaluation.as_ref())).unwrap_or_default();
                 let est = if usage.estimated { "~" } else { "" };
-                let cache = if *cached { ", cached" } else { "" };
+                let cache = match (*cached, *truncated) {
+                    (true, _) => ", cached",
+                    (false, true) => ", cut at the reply limit",
+                    (false, false) => "",
+                };
                 let stats = p.dim(&format!(
                     "  [{est}{} in / {est}{} out tokens, {} ms{cache}]",
                     usage.input_tokens, usage.output_tokens, latency_ms

@@ -52,13 +52,23 @@ pub fn run(args: ProvidersArgs) -> anyhow::Result<ExitCode> {
             let mut failed = false;
             for r in &results {
                 match &r.outcome {
-                    Ok((latency, model, reply)) => writeln!(
-                        out,
-                        "{:width$}  ok      {:>6} ms  {model}  reply: {:?}",
-                        r.name,
-                        latency.as_millis(),
-                        reply.chars().take(40).collect::<String>()
-                    )?,
+                    Ok((latency, model, reply)) => {
+                        writeln!(
+                            out,
+                            "{:width$}  ok      {:>6} ms  {model}  reply: {:?}",
+                            r.name,
+                            latency.as_millis(),
+                            reply.chars().take(40).collect::<String>()
+                        )?;
+                        match &r.structured {
+                            Some(Ok(form)) => writeln!(out, "{:width$}  structured output: {form}", "")?,
+                            Some(Err(e)) => {
+                                failed = true;
+                                writeln!(out, "{:width$}  structured output FAILED: {e}", "")?;
+                            }
+                            None => {}
+                        }
+                    }
                     Err(e) => {
                         failed = true;
                         writeln!(out, "{:width$}  FAILED  {e}", r.name)?;
@@ -89,11 +99,62 @@ pub fn check_targets(registry: &Registry) -> Vec<String> {
     names
 }
 
-/// The result of checking one provider: latency, model and reply, or the error.
+/// The result of checking one provider: latency, model and reply, or the
+/// error; for an HTTP provider, the structured-output form it accepted.
 #[derive(Debug)]
 pub struct CheckResult {
     pub name: String,
     pub outcome: Result<(Duration, String, String), String>,
+    pub structured: Option<Result<String, String>>,
+}
+
+/// One request; the reply's text.
+async fn ask(
+    provider: &dyn crate::provider::Provider,
+    request: &ChatRequest,
+    timeout: Duration,
+) -> Result<String, String> {
+    let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+    let cancel = CancellationToken::new();
+    match tokio::time::timeout(timeout, provider.stream(request, &tx, &cancel)).await {
+        Ok(Ok(c)) => Ok(c.text),
+        Ok(Err(e)) => Err(e.to_string()),
+        Err(_) => {
+            cancel.cancel();
+            Err(ProviderError::Timeout(crate::provider::TimeoutKind::Total, timeout).to_string())
+        }
+    }
+}
+
+/// Ask for a tiny verdict with a schema: which form the provider ended up
+/// sending (after any fallback), and whether the verdict came back.
+async fn check_structured(
+    provider: &dyn crate::provider::Provider,
+    timeout: Duration,
+) -> Option<Result<String, String>> {
+    provider.structured_output()?;
+    let mut request = ChatRequest::new(vec![ChatMessage::user(
+        "Say hello in a few words, then give the verdict {\"ok\": 1} as a JSON object.",
+    )]);
+    request.max_tokens = 96;
+    request.temperature = Some(0.0);
+    request.response_schema = Some(serde_json::json!({
+        "type": "object",
+        "properties": {"ok": {"type": "integer", "minimum": 0, "maximum": 9}},
+        "required": ["ok"],
+        "additionalProperties": false
+    }));
+    let text = match ask(provider, &request, timeout).await {
+        Ok(t) => t,
+        Err(e) => return Some(Err(e)),
+    };
+    let form = provider.structured_output().map(|f| f.as_str()).unwrap_or("off");
+    let read = crate::engine::parse::json_objects(&text).iter().any(|o| o.map.contains_key("ok"));
+    Some(Ok(if read {
+        format!("{form} (verdict read)")
+    } else {
+        format!("{form} (no verdict in the reply: {:?})", text.chars().take(60).collect::<String>())
+    }))
 }
 
 /// Send one tiny request to each provider (one attempt each, no cache).
@@ -106,20 +167,18 @@ pub async fn check_all(registry: &mut Registry, names: &[String], timeout: Durat
                 let mut request = ChatRequest::new(vec![ChatMessage::user("Reply with the single word: ok")]);
                 request.max_tokens = 16;
                 request.temperature = Some(0.0);
-                let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
-                let cancel = CancellationToken::new();
                 let started = Instant::now();
-                match tokio::time::timeout(timeout, provider.stream(&request, &tx, &cancel)).await {
-                    Ok(Ok(c)) => Ok((started.elapsed(), provider.info().model, c.text.trim().to_string())),
-                    Ok(Err(e)) => Err(e.to_string()),
-                    Err(_) => {
-                        cancel.cancel();
-                        Err(ProviderError::Timeout(crate::provider::TimeoutKind::Total, timeout).to_string())
-                    }
-                }
+                ask(provider.as_ref(), &request, timeout)
+                    .await
+                    .map(|text| (started.elapsed(), provider.info().model, text.trim().to_string()))
+                    .map(|ok| (ok, provider))
             }
         };
-        results.push(CheckResult { name: name.clone(), outcome });
+        let (outcome, structured) = match outcome {
+            Ok((ok, provider)) => (Ok(ok), check_structured(provider.as_ref(), timeout).await),
+            Err(e) => (Err(e), None),
+        };
+        results.push(CheckResult { name: name.clone(), outcome, structured });
     }
     results
 }
@@ -189,16 +248,21 @@ mod tests {
     async fn check_reports_latency_or_the_exact_error() {
         let server = TestServer::start().await.unwrap();
         server.push(Reply::openai_stream(&["ok"], Some((5, 1))));
+        server.push(Reply::openai_stream(&["{\"speech\": \"Hello.\", ", "\"ok\": 1}"], Some((5, 1))));
         server.push(Reply::json(401, &serde_json::json!({"error": {"message": "bad key"}})));
         let url = server.base_url();
         let mut registry = Registry::with_env(move |k| (k == "OPENAI_BASE_URL").then(|| url.clone()));
         let names = vec!["openai".to_string(), "nonesuch".to_string()];
         let results = check_all(&mut registry, &names, Duration::from_secs(10)).await;
         assert_eq!(results[0].outcome.as_ref().map(|r| r.2.as_str()), Ok("ok"));
+        assert_eq!(results[0].structured, Some(Ok("json_schema (verdict read)".to_string())));
+        let asked = server.requests()[1].body_json().unwrap();
+        assert_eq!(asked["response_format"]["type"], "json_schema");
         assert!(results[1].outcome.as_ref().unwrap_err().contains("unknown provider \"nonesuch\""));
         let results = check_all(&mut registry, &names[..1], Duration::from_secs(10)).await;
         let e = results[0].outcome.as_ref().unwrap_err();
         assert!(e.contains("HTTP 401") && e.contains("bad key"), "{e}");
+        assert_eq!(results[0].structured, None, "no structured check after a failed one");
     }
 
     #[test]

@@ -18,6 +18,11 @@
 //! Timeouts and error handling are those of the OpenAI-compatible provider
 //! (see [`super::http`]); seeds are not sent, as the API accepts none.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use serde_json::value::RawValue;
+
+use super::structured::{self, SpeechSplitter, StructuredOutput, speech_schema};
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
@@ -52,6 +57,9 @@ pub struct AnthropicConfig {
     /// Default model, used when a request names none.
     pub model: String,
     pub timeouts: Timeouts,
+    /// `auto` or `tool`: a request with a verdict schema forces a tool call
+    /// whose input is the verdict; `off`: no structured output.
+    pub structured_output: StructuredOutput,
 }
 
 impl Default for AnthropicConfig {
@@ -62,6 +70,7 @@ impl Default for AnthropicConfig {
             api_key: None,
             model: DEFAULT_MODEL.to_owned(),
             timeouts: Timeouts::default(),
+            structured_output: StructuredOutput::Auto,
         }
     }
 }
@@ -103,7 +112,12 @@ pub struct AnthropicProvider {
     endpoint: reqwest::Url,
     client: reqwest::Client,
     redactor: Redactor,
+    /// With `auto`: the server refused the forced tool call once; requests go without it.
+    no_tool: AtomicBool,
 }
+
+/// The name of the tool whose input is a verdict.
+const VERDICT_TOOL: &str = "verdict";
 
 impl fmt::Debug for AnthropicProvider {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -120,7 +134,16 @@ impl AnthropicProvider {
         }
         let client = http::build_client(&config.timeouts)?;
         let redactor = Redactor::new(config.api_key.as_deref());
-        Ok(Self { config, endpoint, client, redactor })
+        Ok(Self { config, endpoint, client, redactor, no_tool: AtomicBool::new(false) })
+    }
+
+    /// The structured-output form requests use now: `tool` or `off`.
+    pub fn structured_form(&self) -> StructuredOutput {
+        match self.config.structured_output {
+            StructuredOutput::Off => StructuredOutput::Off,
+            _ if self.no_tool.load(Ordering::Relaxed) => StructuredOutput::Off,
+            _ => StructuredOutput::Tool,
+        }
     }
 
     /// The configuration this provider was built with.
@@ -128,15 +151,56 @@ impl AnthropicProvider {
         &self.config
     }
 
+    /// One request; with `auto`, once more without the tool when the server
+    /// refuses it (a 400 or 422 naming tools), remembered for later calls.
     async fn attempt(&self, request: &ChatRequest, deltas: &DeltaSender) -> Result<Completion, ProviderError> {
+        let with_tool = self.structured_form() == StructuredOutput::Tool;
+        match self.send(request, deltas, with_tool).await {
+            Err(ProviderError::Http { status: 400 | 422, body, .. })
+                if with_tool
+                    && request.response_schema.is_some()
+                    && self.config.structured_output == StructuredOutput::Auto
+                    && body.to_ascii_lowercase().contains("tool") =>
+            {
+                tracing::warn!("{}: the server refused a forced tool call; sending verdicts as text", self.config.name);
+                self.no_tool.store(true, Ordering::Relaxed);
+                self.send(request, deltas, false).await
+            }
+            other => other,
+        }
+    }
+
+    async fn send(
+        &self,
+        request: &ChatRequest,
+        deltas: &DeltaSender,
+        with_tool: bool,
+    ) -> Result<Completion, ProviderError> {
         let model = if request.model.is_empty() { self.config.model.as_str() } else { request.model.as_str() };
-        let body = request_body(model, request)?;
+        let mut body = request_body(model, request)?;
+        let schema = if with_tool {
+            request.response_schema.as_ref().and_then(|s| speech_schema(s, request.max_tokens))
+        } else {
+            None
+        };
+        if let Some(s) = &schema {
+            let tools = format!(
+                "[{{\"name\":\"{VERDICT_TOOL}\",\"description\":\"Your reply: what you say, then your verdict.\",\"input_schema\":{s}}}]"
+            );
+            body.tools = Some(RawValue::from_string(tools).map_err(|e| ProviderError::Config(format!("tools: {e}")))?);
+            body.tool_choice = Some(ToolChoice { kind: "tool", name: VERDICT_TOOL });
+            if let Some(last) = body.messages.last_mut() {
+                last.content.push_str("\n\n");
+                last.content.push_str(&structured::instruction(s, false));
+            }
+        }
         let mut builder = self.client.post(self.endpoint.clone()).header("anthropic-version", API_VERSION).json(&body);
         if let Some(key) = &self.config.api_key {
             builder = builder.header("x-api-key", key);
         }
-        let mut state = StreamState::default();
+        let mut state = StreamState { splitter: schema.is_some().then(SpeechSplitter::new), ..StreamState::default() };
         http::stream_sse(builder, &self.config.timeouts, "message_stop", |event| state.handle(&event, deltas)).await?;
+        state.finish(deltas);
         let usage = match (state.input_tokens, state.output_tokens) {
             (Some(input), Some(output)) => Usage { input_tokens: input, output_tokens: output, ..Usage::default() },
             _ => estimate_usage(request, &state.text),
@@ -154,6 +218,10 @@ impl Provider for AnthropicProvider {
             model: self.config.model.clone(),
             base_url: Some(self.config.base_url.clone()),
         }
+    }
+
+    fn structured_output(&self) -> Option<StructuredOutput> {
+        Some(self.structured_form())
     }
 
     /// Every Claude model holds [`CONTEXT_WINDOW`] tokens or more.
@@ -176,7 +244,7 @@ impl Provider for AnthropicProvider {
 }
 
 /// The JSON body of a streaming Messages request.
-#[derive(Debug, Serialize, PartialEq)]
+#[derive(Debug, Serialize)]
 struct RequestBody<'a> {
     model: &'a str,
     max_tokens: u32,
@@ -186,6 +254,18 @@ struct RequestBody<'a> {
     stream: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     temperature: Option<f32>,
+    /// Kept as written: the schema's property order is the tool input's field order.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tools: Option<Box<RawValue>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_choice: Option<ToolChoice>,
+}
+
+#[derive(Debug, Serialize, PartialEq)]
+struct ToolChoice {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    name: &'static str,
 }
 
 #[derive(Debug, Serialize, PartialEq)]
@@ -214,6 +294,8 @@ fn request_body<'a>(model: &'a str, request: &ChatRequest) -> Result<RequestBody
         messages,
         stream: true,
         temperature,
+        tools: None,
+        tool_choice: None,
     })
 }
 
@@ -238,6 +320,8 @@ struct WireDelta {
     #[serde(rename = "type")]
     kind: Option<String>,
     text: Option<String>,
+    /// A piece of a tool call's input (`input_json_delta`).
+    partial_json: Option<String>,
     stop_reason: Option<String>,
 }
 
@@ -253,9 +337,26 @@ struct StreamState {
     stop_reason: Option<String>,
     input_tokens: Option<u64>,
     output_tokens: Option<u64>,
+    /// For a forced verdict tool call: turns its input JSON into the speech, then the verdict.
+    splitter: Option<SpeechSplitter>,
 }
 
 impl StreamState {
+    fn pass_on(&mut self, text: String, deltas: &DeltaSender) {
+        if !text.is_empty() {
+            self.text.push_str(&text);
+            // A closed receiver only means nobody watches the stream.
+            let _ = deltas.send(text);
+        }
+    }
+
+    /// The end of the stream: what the splitter kept back.
+    fn finish(&mut self, deltas: &DeltaSender) {
+        if let Some(s) = self.splitter.take() {
+            self.pass_on(s.finish(), deltas);
+        }
+    }
+
     fn handle(&mut self, event: &SseEvent, deltas: &DeltaSender) -> Result<Flow, ProviderError> {
         let data = event.data.trim();
         if data.is_empty() {
@@ -272,16 +373,19 @@ impl StreamState {
                     self.output_tokens = usage.output_tokens.or(self.output_tokens);
                 }
             }
-            "content_block_delta" => {
-                if let Some(WireDelta { kind, text: Some(text), .. }) = wire.delta
-                    && kind.as_deref().is_none_or(|k| k == "text_delta")
-                    && !text.is_empty()
-                {
-                    self.text.push_str(&text);
-                    // A closed receiver only means nobody watches the stream.
-                    let _ = deltas.send(text);
+            "content_block_delta" => match wire.delta {
+                Some(WireDelta { kind, text: Some(text), .. }) if kind.as_deref().is_none_or(|k| k == "text_delta") => {
+                    self.pass_on(text, deltas);
                 }
-            }
+                // The input of the verdict tool call; no other tool was offered.
+                Some(WireDelta { kind: Some(k), partial_json: Some(json), .. }) if k == "input_json_delta" => {
+                    if let Some(s) = self.splitter.as_mut() {
+                        let text = s.push(&json);
+                        self.pass_on(text, deltas);
+                    }
+                }
+                _ => {}
+            },
             "message_delta" => {
                 if let Some(reason) = wire.delta.and_then(|d| d.stop_reason) {
                     self.stop_reason = Some(reason);

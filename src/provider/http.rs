@@ -54,9 +54,16 @@ pub enum Flow {
 }
 
 /// Build the HTTP client of one backend (reused by every call).
+/// How long an idle connection stays in the pool.
+pub const POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(4);
+
 pub fn build_client(timeouts: &Timeouts) -> Result<reqwest::Client, ProviderError> {
     reqwest::Client::builder()
         .connect_timeout(timeouts.connect)
+        // Below the keep-alive of common servers (uvicorn, behind vLLM and
+        // SGLang, and llama.cpp's server close idle connections after 5 s),
+        // so that moot seldom sends a request on a connection being closed.
+        .pool_idle_timeout(POOL_IDLE_TIMEOUT)
         .user_agent(concat!("moot/", env!("CARGO_PKG_VERSION")))
         .build()
         .map_err(|e| ProviderError::Config(format!("cannot build HTTP client: {}", error_chain(&e))))

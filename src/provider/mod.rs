@@ -18,6 +18,7 @@ pub mod registry;
 pub mod retry;
 pub mod scripted;
 pub mod sse;
+pub mod structured;
 pub mod testing;
 pub mod window;
 
@@ -184,6 +185,12 @@ impl ProviderError {
             ProviderError::Config(_) | ProviderError::Cancelled => false,
         }
     }
+    /// The server closed a kept-alive connection as the request went out on
+    /// it (hyper's "connection closed before message completed"): nothing
+    /// reached the server, and a fresh connection can be tried at once.
+    pub fn is_stale_connection(&self) -> bool {
+        matches!(self, ProviderError::Connect(m) if m.contains("connection closed before message completed"))
+    }
     /// The delay the server asked for, if any.
     pub fn retry_after(&self) -> Option<Duration> {
         match self {
@@ -249,6 +256,13 @@ pub trait Provider: Send + Sync {
     /// `docs/panels.md`); `None` (an HTTP server with no `context_length`
     /// configured) means no shortening.
     fn context_window(&self, _model: &str) -> Option<u64> {
+        None
+    }
+
+    /// The structured-output form a request with a verdict schema is sent
+    /// with now, for backends that have such forms (HTTP servers); `None`
+    /// for the others (the embedded model always follows the schema).
+    fn structured_output(&self) -> Option<structured::StructuredOutput> {
         None
     }
 

@@ -13,12 +13,15 @@
 //! after that; `total` for the whole attempt.
 
 use std::fmt;
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 use tokio_util::sync::CancellationToken;
 
 use super::http::{self, Flow, MAX_ERROR_BODY_CHARS, MAX_EXCERPT_CHARS, Redactor, Timeouts, excerpt};
 use super::logprobs::{TokenLogprob, TopLogprob};
+use super::structured::{self, SpeechSplitter, StructuredOutput, speech_schema};
 use super::{
     ChatMessage, ChatRequest, Completion, DeltaSender, Provider, ProviderError, ProviderInfo, Usage, estimate_usage,
 };
@@ -43,6 +46,8 @@ pub struct OpenAiConfig {
     /// Ask for this many alternatives per token (`logprobs`/`top_logprobs`);
     /// none asks for no log-probabilities.
     pub top_logprobs: Option<u8>,
+    /// How a request with a verdict schema asks for structured output.
+    pub structured_output: StructuredOutput,
 }
 
 impl Default for OpenAiConfig {
@@ -54,6 +59,7 @@ impl Default for OpenAiConfig {
             model: DEFAULT_MODEL.to_owned(),
             timeouts: Timeouts::default(),
             top_logprobs: None,
+            structured_output: StructuredOutput::Auto,
         }
     }
 }
@@ -67,6 +73,7 @@ impl fmt::Debug for OpenAiConfig {
             .field("model", &self.model)
             .field("timeouts", &self.timeouts)
             .field("top_logprobs", &self.top_logprobs)
+            .field("structured_output", &self.structured_output)
             .finish()
     }
 }
@@ -104,7 +111,66 @@ pub struct OpenAiProvider {
     /// The server refused `stream_options` once (older servers that do not
     /// know the field): requests leave it out and usage is estimated when
     /// the stream carries none.
-    no_stream_options: std::sync::atomic::AtomicBool,
+    no_stream_options: AtomicBool,
+    /// The structured-output form requests use now: with `auto`, the first
+    /// the server has not refused (see [`Form`]).
+    form: AtomicU8,
+}
+
+/// The structured-output forms an OpenAI-compatible server may be sent, in
+/// the order `auto` tries them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Form {
+    /// `response_format: {"type": "json_schema", …}`.
+    JsonSchema = 0,
+    /// `response_format: {"type": "json_object"}`, the schema in the prompt.
+    JsonObject = 1,
+    /// No structured output: the reply is prose and a JSON object, read leniently.
+    Off = 2,
+}
+
+impl Form {
+    fn from_u8(v: u8) -> Self {
+        match v {
+            0 => Form::JsonSchema,
+            1 => Form::JsonObject,
+            _ => Form::Off,
+        }
+    }
+    fn of(setting: StructuredOutput) -> Self {
+        match setting {
+            StructuredOutput::Auto | StructuredOutput::JsonSchema => Form::JsonSchema,
+            StructuredOutput::JsonObject => Form::JsonObject,
+            StructuredOutput::Tool | StructuredOutput::Off => Form::Off,
+        }
+    }
+    fn name(self) -> StructuredOutput {
+        match self {
+            Form::JsonSchema => StructuredOutput::JsonSchema,
+            Form::JsonObject => StructuredOutput::JsonObject,
+            Form::Off => StructuredOutput::Off,
+        }
+    }
+    /// The next form `auto` tries after a refusal of this one.
+    fn fallback(self) -> Option<Self> {
+        match self {
+            Form::JsonSchema => Some(Form::JsonObject),
+            Form::JsonObject => Some(Form::Off),
+            Form::Off => None,
+        }
+    }
+}
+
+/// Whether an error answer refuses the structured-output request: a 400,
+/// 422 or 500 whose body names the field.
+fn refuses_structured_output(error: &ProviderError) -> bool {
+    match error {
+        ProviderError::Http { status: 400 | 422 | 500, body, .. } => {
+            let b = body.to_ascii_lowercase();
+            ["response_format", "json_schema", "json_object", "schema", "grammar"].iter().any(|f| b.contains(f))
+        }
+        _ => false,
+    }
 }
 
 impl fmt::Debug for OpenAiProvider {
@@ -121,12 +187,14 @@ impl OpenAiProvider {
             http::check_header_value(&format!("Bearer {key}"))?;
         }
         let redactor = Redactor::new(config.api_key.as_deref());
+        let form = AtomicU8::new(Form::of(config.structured_output) as u8);
         let mut provider = Self {
             config,
             endpoint,
             client: reqwest::Client::new(),
             redactor,
-            no_stream_options: std::sync::atomic::AtomicBool::new(false),
+            no_stream_options: AtomicBool::new(false),
+            form,
         };
         provider.client = http::build_client(&provider.config.timeouts)?;
         Ok(provider)
@@ -141,20 +209,46 @@ impl OpenAiProvider {
         self.redactor.error(error)
     }
 
-    /// One request; when the server rejects `stream_options` (HTTP 400 or
-    /// 422 naming the field), once more without it, remembered for later calls.
+    /// The structured-output form requests use now (`off` once `auto` has
+    /// fallen back that far, or when set so).
+    pub fn structured_form(&self) -> StructuredOutput {
+        Form::from_u8(self.form.load(Ordering::Relaxed)).name()
+    }
+
+    /// One request. When the server rejects `stream_options` (HTTP 400 or
+    /// 422 naming the field), once more without it; when it refuses the
+    /// structured-output form and the setting is `auto`, once more with the
+    /// next form. Both are remembered for later calls.
     async fn attempt(&self, request: &ChatRequest, deltas: &DeltaSender) -> Result<Completion, ProviderError> {
-        use std::sync::atomic::Ordering;
-        let with_options = !self.no_stream_options.load(Ordering::Relaxed);
-        match self.send(request, deltas, with_options).await {
-            Err(ProviderError::Http { status: 400 | 422, body, .. })
-                if with_options && body.to_ascii_lowercase().contains("stream_options") =>
-            {
-                tracing::warn!("{}: the server refused stream_options; sending requests without it", self.config.name);
-                self.no_stream_options.store(true, Ordering::Relaxed);
-                self.send(request, deltas, false).await
+        loop {
+            let with_options = !self.no_stream_options.load(Ordering::Relaxed);
+            let form = Form::from_u8(self.form.load(Ordering::Relaxed));
+            match self.send(request, deltas, with_options, form).await {
+                Err(ProviderError::Http { status: 400 | 422, body, .. })
+                    if with_options && body.to_ascii_lowercase().contains("stream_options") =>
+                {
+                    tracing::warn!(
+                        "{}: the server refused stream_options; sending requests without it",
+                        self.config.name
+                    );
+                    self.no_stream_options.store(true, Ordering::Relaxed);
+                }
+                Err(e)
+                    if request.response_schema.is_some()
+                        && self.config.structured_output == StructuredOutput::Auto
+                        && refuses_structured_output(&e)
+                        && let Some(next) = form.fallback() =>
+                {
+                    tracing::warn!(
+                        "{}: the server refused structured output as {} ({e}); using {} from now on",
+                        self.config.name,
+                        form.name().as_str(),
+                        next.name().as_str()
+                    );
+                    self.form.store(next as u8, Ordering::Relaxed);
+                }
+                other => return other,
             }
-            other => other,
         }
     }
 
@@ -163,9 +257,29 @@ impl OpenAiProvider {
         request: &ChatRequest,
         deltas: &DeltaSender,
         with_options: bool,
+        form: Form,
     ) -> Result<Completion, ProviderError> {
         let model = if request.model.is_empty() { self.config.model.as_str() } else { request.model.as_str() };
-        let messages = super::alternating(&request.messages);
+        let mut messages = super::alternating(&request.messages);
+        // The verdict's schema, with the speech as its first field.
+        let schema = match form {
+            Form::Off => None,
+            _ => request.response_schema.as_ref().and_then(|s| speech_schema(s, request.max_tokens)),
+        };
+        let response_format = match (&schema, form) {
+            (Some(s), Form::JsonSchema) => {
+                Some(format!("{{\"type\":\"json_schema\",\"json_schema\":{{\"name\":\"verdict\",\"schema\":{s}}}}}"))
+            }
+            (Some(_), Form::JsonObject) => Some("{\"type\":\"json_object\"}".to_string()),
+            _ => None,
+        };
+        let response_format = response_format
+            .map(|f| RawValue::from_string(f).map_err(|e| ProviderError::Config(format!("response_format: {e}"))))
+            .transpose()?;
+        if let (Some(s), Some(last)) = (&schema, messages.last_mut()) {
+            last.content.push_str("\n\n");
+            last.content.push_str(&structured::instruction(s, form == Form::JsonObject));
+        }
         let body = RequestBody {
             model,
             messages: &messages,
@@ -176,16 +290,18 @@ impl OpenAiProvider {
             seed: request.seed,
             logprobs: self.config.top_logprobs.or(request.top_logprobs).map(|_| true),
             top_logprobs: self.config.top_logprobs.or(request.top_logprobs),
+            response_format,
         };
         let mut builder = self.client.post(self.endpoint.clone()).json(&body);
         if let Some(key) = &self.config.api_key {
             builder = builder.bearer_auth(key);
         }
-        let mut state = StreamState::default();
+        let mut state = StreamState { splitter: schema.is_some().then(SpeechSplitter::new), ..StreamState::default() };
         http::stream_sse(builder, &self.config.timeouts, "[DONE]", |event| {
             Ok(if state.handle(&event.data, deltas)? { Flow::Done } else { Flow::Continue })
         })
         .await?;
+        state.finish(deltas);
         let usage = match state.usage {
             Some(usage) => usage,
             None => estimate_usage(request, &state.text),
@@ -197,6 +313,10 @@ impl OpenAiProvider {
 
 #[async_trait::async_trait]
 impl Provider for OpenAiProvider {
+    fn structured_output(&self) -> Option<StructuredOutput> {
+        Some(self.structured_form())
+    }
+
     fn info(&self) -> ProviderInfo {
         ProviderInfo {
             name: self.config.name.clone(),
@@ -237,6 +357,9 @@ struct RequestBody<'a> {
     logprobs: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
     top_logprobs: Option<u8>,
+    /// Kept as written: the schema's property order is the reply's field order.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    response_format: Option<Box<RawValue>>,
 }
 
 #[derive(Serialize)]
@@ -299,9 +422,35 @@ struct StreamState {
     finish_reason: Option<String>,
     usage: Option<Usage>,
     logprobs: Vec<TokenLogprob>,
+    /// For a structured reply: turns its JSON into the speech, then the verdict.
+    splitter: Option<SpeechSplitter>,
 }
 
 impl StreamState {
+    /// Pass on streamed text (through the splitter of a structured reply).
+    fn pass_on(&mut self, content: &str, deltas: &DeltaSender) {
+        let text = match self.splitter.as_mut() {
+            Some(s) => s.push(content),
+            None => content.to_owned(),
+        };
+        if !text.is_empty() {
+            self.text.push_str(&text);
+            // A closed receiver only means nobody watches the stream.
+            let _ = deltas.send(text);
+        }
+    }
+
+    /// The end of the stream: what the splitter of a structured reply kept back.
+    fn finish(&mut self, deltas: &DeltaSender) {
+        if let Some(s) = self.splitter.take() {
+            let tail = s.finish();
+            if !tail.is_empty() {
+                self.text.push_str(&tail);
+                let _ = deltas.send(tail);
+            }
+        }
+    }
+
     /// Handle one event's data; `Ok(true)` once the stream is done.
     fn handle(&mut self, data: &str, deltas: &DeltaSender) -> Result<bool, ProviderError> {
         let data = data.trim();
@@ -321,9 +470,8 @@ impl StreamState {
             if let Some(content) = choice.delta.as_ref().and_then(|d| d.content.as_deref())
                 && !content.is_empty()
             {
-                self.text.push_str(content);
-                // A closed receiver only means nobody watches the stream.
-                let _ = deltas.send(content.to_owned());
+                let content = content.to_owned();
+                self.pass_on(&content, deltas);
             }
             if let Some(content) = choice.logprobs.as_ref().and_then(|l| l.content.as_ref()) {
                 self.logprobs.extend(content.iter().map(|t| {

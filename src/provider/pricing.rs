@@ -53,6 +53,10 @@ impl Provider for PricedProvider {
         self.inner.context_window(model)
     }
 
+    fn structured_output(&self) -> Option<super::structured::StructuredOutput> {
+        self.inner.structured_output()
+    }
+
     async fn count_tokens(&self, model: &str, messages: &[ChatMessage]) -> Result<u64, ProviderError> {
         self.inner.count_tokens(model, messages).await
     }

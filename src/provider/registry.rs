@@ -25,6 +25,7 @@
 //! whole process), a [`PricedProvider`] when prices are configured, and a
 //! [`CachedProvider`] when the response cache is on.
 
+use super::structured::StructuredOutput;
 use std::collections::BTreeMap;
 use std::num::NonZeroUsize;
 use std::path::PathBuf;
@@ -255,6 +256,14 @@ impl Registry {
                 }
                 c.timeouts = pc.timeouts();
                 c.top_logprobs = pc.logprobs;
+                c.structured_output = match pc.structured_output.unwrap_or_default() {
+                    StructuredOutput::Tool => {
+                        return Err(build_error(
+                            "structured_output = \"tool\" is the Anthropic form; an OpenAI-compatible provider takes auto, json_schema, json_object or off".into(),
+                        ));
+                    }
+                    form => form,
+                };
                 let url = c.base_url.clone();
                 (Arc::new(OpenAiProvider::new(c).map_err(|e| build_error(e.to_string()))?), Some(url))
             }
@@ -269,6 +278,15 @@ impl Registry {
                     c.model = m.clone();
                 }
                 c.timeouts = pc.timeouts();
+                c.structured_output = match pc.structured_output.unwrap_or_default() {
+                    form @ (StructuredOutput::JsonSchema | StructuredOutput::JsonObject) => {
+                        return Err(build_error(format!(
+                            "structured_output = \"{}\" is an OpenAI-compatible form; an Anthropic provider takes auto, tool or off",
+                            form.as_str()
+                        )));
+                    }
+                    form => form,
+                };
                 let url = c.base_url.clone();
                 (Arc::new(AnthropicProvider::new(c).map_err(|e| build_error(e.to_string()))?), Some(url))
             }
@@ -507,6 +525,15 @@ impl Registry {
         }
         if let Some(n) = c.logprobs {
             push("logprobs", format!("top {n}"), from_file());
+        }
+        if kind != ProviderKind::Local {
+            let form = c.structured_output.unwrap_or_default();
+            let shown = match (kind, form) {
+                (ProviderKind::Anthropic, StructuredOutput::Auto) => "auto (a forced tool call)".to_string(),
+                (_, StructuredOutput::Auto) => "auto (json_schema, then json_object, then off)".to_string(),
+                (_, f) => f.as_str().to_string(),
+            };
+            push("structured_output", shown, origin(c.structured_output.is_some()));
         }
         Ok(ProviderSummary {
             name: name.to_string(),

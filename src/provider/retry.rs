@@ -106,7 +106,14 @@ pub async fn call_with_retry(
             return Err(ProviderError::Cancelled);
         }
         let will_retry = error.is_retryable() && attempt < max_attempts;
-        let retry_in = will_retry.then(|| policy.delay_for(attempt, error.retry_after()));
+        // A stale pooled connection is tried again at once (on a fresh one), the first time.
+        let retry_in = will_retry.then(|| {
+            if attempt == 1 && error.is_stale_connection() {
+                Duration::ZERO
+            } else {
+                policy.delay_for(attempt, error.retry_after())
+            }
+        });
         on_failure(&AttemptFailure { attempt, error: error.clone(), will_retry, retry_in });
         let Some(wait) = retry_in else {
             return Err(error);
@@ -210,6 +217,33 @@ mod tests {
         })
         .await;
         (result, failures)
+    }
+
+    #[tokio::test]
+    async fn a_stale_pooled_connection_is_tried_again_at_once_and_logged() {
+        let stale = || {
+            Err(ProviderError::Connect(
+                "error sending request: client error (SendRequest): connection closed before message completed".into(),
+            ))
+        };
+        let slow =
+            RetryPolicy { max_attempts: 4, base_delay: Duration::from_secs(60), max_delay: Duration::from_secs(60) };
+        let provider = Flaky::new(vec![stale(), ok("fine")]);
+        let (result, failures) = run(&provider, &slow, &CancellationToken::new()).await;
+        assert_eq!(result.unwrap().text, "fine");
+        assert_eq!(failures.len(), 1, "the failed attempt is still reported");
+        assert_eq!(failures[0].retry_in, Some(Duration::ZERO));
+        // Only the first time: a second stale connection waits its backoff.
+        let provider = Flaky::new(vec![stale(), stale()]);
+        let cancel = CancellationToken::new();
+        let c = cancel.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            c.cancel();
+        });
+        let (_, failures) = run(&provider, &slow, &cancel).await;
+        assert_ne!(failures[1].retry_in, Some(Duration::ZERO));
+        assert_eq!(provider.calls(), 2);
     }
 
     #[test]

@@ -172,6 +172,10 @@ pub struct Evaluation {
     /// the score position), when the provider returned log-probabilities.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub weighted_scores: Option<Scores>,
+    /// Why the verdict was read from a broken JSON object (cut off by the
+    /// reply limit, or malformed): only its complete fields were used.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub salvaged: Option<String>,
 }
 
 impl Evaluation {
@@ -459,6 +463,10 @@ pub enum EventKind {
         /// The reply said `NO MORE COMMENTS` (also when no evaluation could be read from it).
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         done: bool,
+        /// The reply stopped at its token limit (`max_tokens`): the server's
+        /// finish reason was `length` or `max_tokens`.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        truncated: bool,
     },
     TurnFailed {
         turn: u64,

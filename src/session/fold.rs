@@ -93,6 +93,8 @@ pub struct TurnView {
     pub failed_attempts: u32,
     pub last_error: Option<String>,
     pub cached: bool,
+    /// The reply stopped at its token limit.
+    pub truncated: bool,
     pub started: DateTime<Utc>,
     /// Bumped on every change to `text`; lets views cache wrapped lines.
     pub revision: u64,
@@ -535,6 +537,7 @@ impl SessionView {
                     failed_attempts: 0,
                     last_error: None,
                     cached: false,
+                    truncated: false,
                     started: event.t,
                     revision: 0,
                 });
@@ -575,6 +578,7 @@ impl SessionView {
                 latency_ms,
                 cached,
                 done,
+                truncated,
             } => {
                 self.waiting.remove(turn);
                 let Some(&i) = self.turn_index.get(turn) else { return };
@@ -588,6 +592,7 @@ impl SessionView {
                     t.usage = *usage;
                     t.latency_ms = Some(*latency_ms);
                     t.cached = *cached;
+                    t.truncated = *truncated;
                     (t.phase, t.kind)
                 };
                 let turn_id = *turn;

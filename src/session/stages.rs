@@ -387,6 +387,7 @@ mod tests {
                 latency_ms: 0,
                 cached: false,
                 done: false,
+                truncated: false,
             },
         ]
     }

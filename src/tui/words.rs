@@ -124,6 +124,7 @@ mod tests {
             failed_attempts: 0,
             last_error: None,
             cached: false,
+            truncated: false,
             started: chrono::Utc::now(),
             revision: 0,
         }

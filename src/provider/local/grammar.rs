@@ -4,23 +4,7 @@
 
 use serde_json::Value;
 
-/// Longest JSON string the grammar allows when the schema gives no `maxLength`.
-pub(super) const DEFAULT_STRING_MAX: u64 = 400;
-
-/// Tokens kept back from the prose budget for the JSON object.
-pub(super) fn json_reserve(schema: &Value) -> u32 {
-    let props = schema.get("properties").and_then(Value::as_object);
-    let count = props.map_or(0, |p| p.len() as u32);
-    let strings: u64 = props
-        .map(|p| {
-            p.values()
-                .filter(|v| v.get("type").and_then(Value::as_str) == Some("string") && v.get("enum").is_none())
-                .map(|v| v.get("maxLength").and_then(Value::as_u64).unwrap_or(DEFAULT_STRING_MAX))
-                .sum()
-        })
-        .unwrap_or(0);
-    32 + 8 * count + u32::try_from(strings / 3).unwrap_or(u32::MAX)
-}
+pub(super) use crate::provider::structured::{DEFAULT_STRING_MAX, json_reserve};
 
 /// A GBNF string literal for `s`.
 fn gbnf_literal(s: &str) -> String {

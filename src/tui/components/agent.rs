@@ -139,6 +139,9 @@ pub fn draw(f: &mut Frame, area: Rect, app: &mut App, idx: usize) {
         if let Some(e) = &t.parse_error {
             label.push_str(&format!("· unparsed: {} ", clip(e, 40)));
         }
+        if let Some(why) = t.evaluation.as_ref().and_then(|e| e.salvaged.as_ref()) {
+            label.push_str(&format!("· salvaged: {} ", clip(why, 40)));
+        }
         rows.push(Line::from(Span::styled(label, theme.muted())));
         rows.extend(app.vm.wrap.lines(t, width).iter().map(|l| Line::from(Span::styled(l.text.clone(), theme.text()))));
         rows.extend(scores[k].iter().map(|l| Line::from(Span::styled(l.clone(), theme.accent()))));

@@ -68,6 +68,12 @@ fn build(v: &SessionView, e: &TimelineEntry, width: u16, theme: &Theme, wraps: &
                     if let Some(pe) = &t.parse_error {
                         head.push(Span::styled(format!("  unparsed: {pe}"), theme.error()));
                     }
+                    if let Some(why) = t.evaluation.as_ref().and_then(|e| e.salvaged.as_ref()) {
+                        head.push(Span::styled(format!("  salvaged: {why}"), theme.error()));
+                    }
+                    if t.truncated {
+                        head.push(Span::styled("  cut at the reply limit", theme.muted()));
+                    }
                 }
             }
             let mut out = vec![Line::from(head)];

@@ -7,6 +7,8 @@
 //! faithfully with an error that names the problem: a reply that cannot be
 //! parsed is never turned into a low score. See `docs/agent-output.md`.
 
+mod salvage;
+
 use std::collections::BTreeMap;
 use std::ops::Range;
 
@@ -54,12 +56,23 @@ pub fn parse_reply(reply: &str, spec: &ParseSpec<'_>) -> Result<Evaluation, Stri
         })
         .collect();
 
+    let mut salvaged = None;
     let (found, removed) = if let Some(i) = own.iter().rposition(|(_, f)| parser.has_dimensions(f)) {
         let (object, mut found) = own.swap_remove(i);
         if found.confidence.is_none() {
             found.confidence = parser.collect_lines(reply).0.confidence;
         }
         (found, vec![expand_to_fence(reply, object.range)])
+    } else if let Some(s) = salvage::broken_object(reply, &own.iter().map(|(o, _)| o.range.clone()).collect::<Vec<_>>())
+        .filter(|s| !parser.is_quoted(&reply[s.range.clone()]))
+        .map(|s| (parser.found_in(&s.fields), s))
+        .filter(|(found, _)| parser.has_dimensions(found))
+    {
+        // A broken object's complete fields: every dimension must be among them.
+        let (found, s) = s;
+        parser.assemble(&found).map_err(|e| format!("{e} ({})", s.reason))?;
+        salvaged = Some(format!("{}; its complete score fields were read", s.reason));
+        (found, vec![s.range])
     } else {
         let (found, used) = parser.collect_lines(reply);
         if !found.dims.is_empty() || found.overall.is_some() {
@@ -87,6 +100,7 @@ pub fn parse_reply(reply: &str, spec: &ParseSpec<'_>) -> Result<Evaluation, Stri
         label: None,
         labels: Default::default(),
         weighted_scores: None,
+        salvaged,
     })
 }
 
@@ -896,6 +910,25 @@ Grammar: 1\n";
         let material = [STORY];
         let spec = ParseSpec { dimensions: &dims, scale: Scale { min: 1.0, max: 5.0 }, quoted_material: &material };
         parse_reply(reply, &spec)
+    }
+
+    #[test]
+    fn a_cut_or_malformed_verdict_is_salvaged_only_when_every_dimension_is_there() {
+        let cut =
+            "It reads well.\n\n{\"grammar\": 4, \"answer_relevancy\": 3, \"overall\": 4, \"justification\": \"The ans";
+        let ev = parse(cut).unwrap();
+        assert_eq!((ev.scores["grammar"], ev.scores["answer_relevancy"], ev.overall), (4.0, 3.0, Some(4.0)));
+        assert!(ev.salvaged.as_deref().unwrap().contains("cut off"), "{:?}", ev.salvaged);
+        assert_eq!(ev.justification, "It reads well.");
+        let quotes =
+            "{\"grammar\": 5, \"answer_relevancy\": 4, \"overall\": 5, \"justification\": \"It says \"hi\" well.\"}";
+        assert!(parse(quotes).unwrap().salvaged.unwrap().contains("malformed"));
+        // A dimension the broken object does not hold is never invented.
+        let short = "{\"grammar\": 4, \"answer_rel";
+        let e = parse(short).unwrap_err();
+        assert!(e.contains("missing scores for answer_relevancy") && e.contains("cut off"), "{e}");
+        // A whole object is no salvage.
+        assert_eq!(parse("{\"grammar\": 4, \"answer_relevancy\": 3}").unwrap().salvaged, None);
     }
 
     fn done(reply: &str) -> bool {
