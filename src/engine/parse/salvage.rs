@@ -113,6 +113,6 @@ mod tests {
         assert!(broken_object("{\"a\": \"text only\"", &[]).is_none());
         // An object already read is not salvaged again.
         let whole = "{\"grammar\": 4}";
-        assert!(broken_object(whole, &[0..whole.len()]).is_none());
+        assert!(broken_object(whole, std::slice::from_ref(&(0..whole.len()))).is_none());
     }
 }

@@ -1,0 +1,700 @@
+//! A llama.cpp context of the shared model ([`ModelContext`]): the sequences
+//! it keeps, prompt reuse, reading ahead, and generation.
+
+use super::*;
+
+/// A llama.cpp context of the shared model and the sequences it holds.
+pub(super) struct ModelContext<'m> {
+    pub(super) model: &'m LlamaModel,
+    pub(super) ctx: LlamaContext<'m>,
+    pub(super) gate: &'m CoreGate,
+    pub(super) handoffs: &'m Handoffs,
+    /// Its number among the worker's engines.
+    pub(super) id: usize,
+    /// The sequence in use.
+    pub(super) current: Slot,
+    /// The other sequences, kept for prompts that continue them.
+    pub(super) parked: Vec<Slot>,
+    /// Tokens one sequence may hold.
+    pub(super) seq_capacity: usize,
+    /// Counts requests, to find the least recently used sequence.
+    pub(super) clock: u64,
+    pub(super) counters: Arc<Counters>,
+    pub(super) info: LocalModelInfo,
+    /// Saved states of long system prompts.
+    pub(super) states: Option<PromptStates>,
+}
+
+/// Saved key/value states of long system prompts, one file per prompt, named
+/// by a hash of the model file's identity and the prompt's tokens.
+#[derive(Clone)]
+pub(super) struct PromptStates {
+    pub(super) dir: PathBuf,
+    /// The model file (path, size, modification time) and moot's version,
+    /// whose llama.cpp wrote the state.
+    pub(super) model: String,
+}
+
+impl PromptStates {
+    pub(super) fn new(dir: PathBuf, model_path: &Path) -> Option<Self> {
+        let meta = std::fs::metadata(model_path).ok()?;
+        let modified = meta.modified().ok().and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok());
+        let model = format!(
+            "{} {} {:?} moot {}",
+            model_path.display(),
+            meta.len(),
+            modified.map(|d| d.as_nanos()),
+            env!("CARGO_PKG_VERSION")
+        );
+        Some(Self { dir, model })
+    }
+
+    pub(super) fn path(&self, tokens: &[LlamaToken]) -> PathBuf {
+        use sha2::{Digest, Sha256};
+        let mut hash = Sha256::new();
+        hash.update(self.model.as_bytes());
+        for t in tokens {
+            hash.update(t.0.to_le_bytes());
+        }
+        self.dir.join(format!("{:x}.state", hash.finalize()))
+    }
+
+    /// Removes all but the newest [`SAVED_PROMPTS_KEPT`] states.
+    pub(super) fn prune(&self) {
+        let Ok(entries) = std::fs::read_dir(&self.dir) else { return };
+        let mut states: Vec<(std::time::SystemTime, PathBuf)> = entries
+            .filter_map(Result::ok)
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|x| x == "state"))
+            .filter_map(|p| Some((std::fs::metadata(&p).ok()?.modified().ok()?, p)))
+            .collect();
+        states.sort_by_key(|s| std::cmp::Reverse(s.0));
+        for (_, path) in states.into_iter().skip(SAVED_PROMPTS_KEPT) {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
+/// A sequence of the context and what it holds.
+pub(super) struct Slot {
+    /// Its id in the context.
+    pub(super) seq: i32,
+    /// Tokens whose keys and values are in the context for `seq`, in order.
+    pub(super) cached: Vec<LlamaToken>,
+    /// How many of them a later prompt is likely to continue: the last
+    /// prompt's tokens before its final message (the panel's instructions,
+    /// the item and the discussion so far, not the speaker's own request or
+    /// the reply).
+    pub(super) keep: usize,
+    pub(super) last_used: u64,
+}
+
+impl Slot {
+    pub(super) fn empty(seq: i32) -> Self {
+        Self { seq, cached: Vec::new(), keep: 0, last_used: 0 }
+    }
+}
+
+/// How many prompts the context keeps state for at once. Calls of different
+/// conversations interleave (a panel's groups debate at the same time, the
+/// moderator and the aggregator have prompts of their own), so one prompt's
+/// state would be overwritten by the next; with several, a turn usually
+/// finds its conversation's earlier prompt and reads only what is new.
+pub const SEQUENCES: u32 = 4;
+
+/// Tokens of a sequence a prompt must leave free (the reply needs room to
+/// start; the generation inserts a newline or closes a code fence).
+pub(super) const SEQ_SPARE: usize = 8;
+
+/// How many tokens of a sequence's `keep` part a new prompt must leave out
+/// for the sequence to be copied first (a few milliseconds for the whole
+/// state) rather than cut short.
+pub(super) const KEEP_TAIL: usize = 64;
+
+/// Why generation stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Finish {
+    Stop,
+    Length,
+}
+
+impl<'m> ModelContext<'m> {
+    pub(super) fn new(
+        id: usize,
+        backend: &LlamaBackend,
+        chat: &'m Chat<'m>,
+        setup: &Setup,
+        counters: Arc<Counters>,
+        (gate, handoffs): (&'m CoreGate, &'m Handoffs),
+    ) -> Result<Self, ProviderError> {
+        let model = chat.model;
+        let trained = model.n_ctx_train().max(64);
+        let per_seq = match setup.context_size {
+            Some(n) => n.min(trained),
+            None => auto_context_size(trained, kv_bytes_per_token(model), setup.parallel, physical_memory()),
+        };
+        let (threads, threads_batch) = setup.threads;
+        let threads_i32 = i32::try_from(threads).unwrap_or(1);
+        let batch_i32 = i32::try_from(threads_batch).unwrap_or(1);
+        // Each sequence gets `per_seq` cells of its own (the cache is not unified).
+        let params = LlamaContextParams::default()
+            .with_n_ctx(NonZeroU32::new(per_seq.saturating_mul(SEQUENCES)))
+            .with_n_seq_max(SEQUENCES)
+            .with_kv_unified(false)
+            .with_n_batch(PROMPT_CHUNK as u32)
+            .with_n_ubatch(PROMPT_CHUNK as u32)
+            .with_n_threads(threads_i32)
+            .with_n_threads_batch(batch_i32);
+        let ctx = model
+            .new_context(backend, params)
+            .map_err(|e| server_error(format!("cannot create a llama.cpp context: {e}")))?;
+        let seq_capacity = (ctx.n_ctx() / SEQUENCES).max(64) as usize;
+        let info = LocalModelInfo {
+            architecture: model.meta_val_str("general.architecture").unwrap_or_default(),
+            chat_template: chat.template_name.clone(),
+            context_size: seq_capacity as u32,
+            threads,
+            threads_batch,
+            parallel: 1,
+        };
+        let parked = (1..SEQUENCES as i32).map(Slot::empty).collect();
+        Ok(Self {
+            model,
+            ctx,
+            gate,
+            handoffs,
+            id,
+            current: Slot::empty(0),
+            parked,
+            seq_capacity,
+            clock: 0,
+            counters,
+            info,
+            states: setup.states.clone(),
+        })
+    }
+
+    /// The token sequences the context holds.
+    pub(super) fn held(&self) -> Vec<Vec<LlamaToken>> {
+        std::iter::once(&self.current).chain(&self.parked).map(|s| s.cached.clone()).filter(|c| !c.is_empty()).collect()
+    }
+
+    /// Decodes a batch once the cores it needs are free (see [`CoreGate`]).
+    pub(super) fn decode(&mut self, batch: &mut LlamaBatch) -> Result<(), llama_cpp_2::DecodeError> {
+        let reading = batch.n_tokens() > 1;
+        let threads = if reading { self.info.threads_batch } else { self.info.threads };
+        let _cores = self.gate.enter(threads, reading);
+        self.ctx.decode(batch)
+    }
+
+    pub(super) fn forget_cache(&mut self) {
+        self.ctx.clear_kv_cache();
+        for slot in std::iter::once(&mut self.current).chain(&mut self.parked) {
+            slot.cached.clear();
+            slot.keep = 0;
+        }
+    }
+
+    /// Make the sequence that best continues `tokens` the one in use: the one
+    /// sharing the longest prefix with it, unless that prefix is short (only
+    /// the chat template's opening, say), in which case the least recently
+    /// used sequence is given up rather than one that may serve a later turn.
+    /// When the prompt shares less of that sequence than its `keep` part
+    /// (another group's discussion after the same instructions and item), the
+    /// sequence is first copied into the least recently used one, so its own
+    /// conversation can still continue it. Returns how many of `tokens` the
+    /// chosen sequence already holds.
+    pub(super) fn choose_sequence(&mut self, tokens: &[LlamaToken]) -> usize {
+        let common = |cached: &[LlamaToken]| common_prefix(cached, tokens);
+        let worth_keeping = 64.min(tokens.len() / 4).max(1);
+        let current = common(&self.current.cached);
+        let best = self
+            .parked
+            .iter()
+            .enumerate()
+            .map(|(i, slot)| (common(&slot.cached), i))
+            .max_by_key(|&(c, i)| (c, std::cmp::Reverse(i)));
+        let pick = match best {
+            Some((c, i)) if c > current && c >= worth_keeping => Some(i),
+            _ if current >= worth_keeping || self.current.cached.is_empty() => None,
+            // Nothing worth continuing: take the least recently used sequence.
+            _ => self.least_recently_used(),
+        };
+        if let Some(i) = pick {
+            self.swap_with(i);
+        }
+        let shared = common(&self.current.cached);
+        if shared >= worth_keeping
+            && self.current.keep >= shared + KEEP_TAIL
+            && let Some(i) = self.least_recently_used()
+        {
+            let target = self.parked[i].seq;
+            if self.ctx.kv_cache_seq_cp(self.current.seq, target, None, None).is_ok() {
+                self.parked[i].cached.clone_from(&self.current.cached);
+                self.parked[i].keep = self.current.keep;
+                self.swap_with(i);
+                tracing::debug!(
+                    engine = self.id,
+                    from = self.parked[i].seq,
+                    to = self.current.seq,
+                    "local model: sequence copied"
+                );
+            }
+        }
+        self.clock += 1;
+        shared
+    }
+
+    pub(super) fn least_recently_used(&self) -> Option<usize> {
+        self.parked.iter().enumerate().min_by_key(|(_, s)| s.last_used).map(|(i, _)| i)
+    }
+
+    /// Parks the sequence in use in slot `i` and takes the one that was there.
+    pub(super) fn swap_with(&mut self, i: usize) {
+        std::mem::swap(&mut self.current, &mut self.parked[i]);
+        self.parked[i].last_used = self.clock;
+    }
+
+    pub(super) fn run(&mut self, job: &Job, prompt: &Prompt) -> Result<Completion, ProviderError> {
+        let request = &job.request;
+        let tokens = &prompt.tokens;
+        let mut out = Output::new(&job.deltas);
+        let logits_index = self.read_prompt(tokens, prompt.keep, prompt.system, &job.cancel)?;
+
+        let grammar = match &request.response_schema {
+            Some(schema) => Some(self.grammar_for(schema)?),
+            None => None,
+        };
+        let budget = match &request.response_schema {
+            Some(schema) => request.max_tokens.saturating_sub(json_reserve(schema)),
+            None => request.max_tokens,
+        };
+        let mut sampling = Sampling::new(self.model, request);
+        let mut state = GenState { logits_index, generated: 0 };
+        let mut logprobs = Vec::new();
+
+        let mut finish = self.generate_prose(job, &mut sampling, &mut state, budget, grammar.is_some(), &mut out)?;
+        if let Some(grammar) = grammar {
+            // Start the object on a line of its own.
+            let prose = out.text().to_string();
+            if !prose.is_empty() && !prose.ends_with('\n') {
+                self.inject("\n", &mut state)?;
+                out.push_str("\n");
+            }
+            let fence_open = prose.matches("```").count() % 2 == 1;
+            let top = request.top_logprobs.map(usize::from);
+            finish = self.generate_json(job, &mut sampling, grammar, &mut state, &mut out, top, &mut logprobs)?;
+            if fence_open {
+                out.push_str("\n```");
+            }
+        }
+        let text = out.finish();
+        Ok(Completion {
+            text,
+            usage: Usage {
+                input_tokens: tokens.len() as u64,
+                output_tokens: state.generated,
+                estimated: false,
+                cost: None,
+            },
+            finish_reason: Some(match finish {
+                Finish::Stop => "stop".to_string(),
+                Finish::Length => "length".to_string(),
+            }),
+            cached: false,
+            logprobs: (!logprobs.is_empty()).then_some(logprobs),
+        })
+    }
+
+    /// Brings the context to `tokens`, reusing the cached prefix (or a saved
+    /// state of the system prompt, its first `system` tokens), and returns
+    /// the batch index of the logits of the last token. `keep` is the part of
+    /// `tokens` worth keeping for later prompts.
+    pub(super) fn read_prompt(
+        &mut self,
+        tokens: &[LlamaToken],
+        keep: usize,
+        system: usize,
+        cancel: &CancellationToken,
+    ) -> Result<i32, ProviderError> {
+        let started = std::time::Instant::now();
+        let mut common = self.choose_sequence(tokens);
+        self.current.keep = keep;
+        let saved = system >= SAVED_PROMPT_MIN && system < tokens.len() && self.states.is_some();
+        let mut loaded = false;
+        if saved && common < system && self.load_state(&tokens[..system]) {
+            common = system;
+            loaded = true;
+        }
+        // The last prompt token is always decoded again: its logits are needed.
+        common = self.cut_to(common.min(tokens.len() - 1));
+        self.counters.reused.fetch_add(common as u64, Ordering::Relaxed);
+        self.counters.read.fetch_add((tokens.len() - common) as u64, Ordering::Relaxed);
+        let mut from = common;
+        if saved && from < system {
+            // Read the system prompt on its own first and save its state.
+            self.decode_prompt(&tokens[from..system], cancel)?;
+            self.save_state();
+            from = system;
+        }
+        let last_index = self.decode_prompt(&tokens[from..], cancel)?;
+        tracing::debug!(
+            engine = self.id,
+            seq = self.current.seq,
+            reused = common,
+            read = tokens.len() - common,
+            loaded,
+            ms = started.elapsed().as_millis() as u64,
+            "local model: prompt read"
+        );
+        Ok(last_index)
+    }
+
+    /// Drops what the sequence in use holds beyond its first `len` tokens;
+    /// returns how many it holds then (none if llama.cpp could not drop them).
+    pub(super) fn cut_to(&mut self, len: usize) -> usize {
+        if len < self.current.cached.len() {
+            let removed =
+                u32::try_from(len).ok().and_then(|p0| self.ctx.kv_cache_seq_rm(self.current.seq, Some(p0), None).ok());
+            if removed.is_some() {
+                self.current.cached.truncate(len);
+            } else {
+                self.forget_cache();
+            }
+        }
+        self.current.cached.len()
+    }
+
+    /// Reads `tokens`, the start of a request expected soon, into the
+    /// sequence that holds most of them, while cores are otherwise idle: a
+    /// token per decode, so that it uses one core (llama.cpp reads a batch
+    /// of several on every prompt thread) and gives the core back at once to
+    /// any request's decode. Stops when all are read or when `interrupted`
+    /// says a request waits for this engine; `report` hears what the engine
+    /// holds as it goes, so requests can be routed to it.
+    pub(super) fn read_ahead(
+        &mut self,
+        tokens: &[LlamaToken],
+        donor: Option<usize>,
+        interrupted: impl Fn() -> bool,
+        report: impl Fn(Vec<Vec<LlamaToken>>),
+    ) {
+        let idle_core = || loop {
+            if interrupted() {
+                return None;
+            }
+            if let Some(core) = self.gate.enter_idle(AHEAD_PATIENCE) {
+                return Some(core);
+            }
+        };
+        let started = std::time::Instant::now();
+        let snapshot = donor.filter(|_| !interrupted()).and_then(|d| self.handoffs.take(d));
+        // No sequence is given up before there is a core to read with or a
+        // copy to start from.
+        let mut core = match snapshot {
+            Some(_) => None,
+            None => Some(idle_core()).flatten(),
+        };
+        if core.is_none() && snapshot.is_none() {
+            return;
+        }
+        let common = self.choose_sequence(tokens);
+        let copied = match snapshot {
+            Some((state, held)) if common_prefix(&held, tokens) > common => self.install(&state, held),
+            _ => false,
+        };
+        let from = self.cut_to(common_prefix(&self.current.cached, tokens));
+        self.current.keep = tokens.len();
+        if copied {
+            report(self.held());
+        }
+        let mut batch = LlamaBatch::new(1, 1);
+        while self.current.cached.len() < tokens.len() {
+            let Some(held_core) = core.take().or_else(idle_core) else { break };
+            let position = self.current.cached.len();
+            let token = tokens[position];
+            batch.clear();
+            let pos = i32::try_from(position).unwrap_or(i32::MAX);
+            if batch.add(token, pos, &[self.current.seq], false).is_err() {
+                break;
+            }
+            let decoded = self.ctx.decode(&mut batch);
+            drop(held_core);
+            if decoded.is_err() {
+                self.forget_cache();
+                return;
+            }
+            self.current.cached.push(token);
+            self.counters.read_ahead.fetch_add(1, Ordering::Relaxed);
+            if (position + 1 - from).is_multiple_of(AHEAD_REPORT) {
+                report(self.held());
+            }
+        }
+        tracing::debug!(
+            engine = self.id,
+            seq = self.current.seq,
+            reused = from,
+            copied,
+            read = self.current.cached.len() - from,
+            left = tokens.len() - self.current.cached.len(),
+            ms = started.elapsed().as_millis() as u64,
+            "local model: prompt read ahead"
+        );
+    }
+
+    /// Replaces what the sequence in use holds with another engine's copy of
+    /// a sequence holding `held`.
+    pub(super) fn install(&mut self, state: &SeqState, held: Vec<LlamaToken>) -> bool {
+        let seq = self.current.seq;
+        let _ = self.ctx.kv_cache_seq_rm(seq, None, None);
+        self.current.cached.clear();
+        match self.ctx.state_seq_set(state, seq) {
+            Ok(()) => {
+                self.current.cached = held;
+                true
+            }
+            Err(e) => {
+                tracing::warn!("local model: cannot load another engine's sequence: {e}");
+                let _ = self.ctx.kv_cache_seq_rm(seq, None, None);
+                false
+            }
+        }
+    }
+
+    /// Appends `tokens` to the sequence in use, in chunks, and returns the
+    /// batch index of the last token's logits.
+    pub(super) fn decode_prompt(
+        &mut self,
+        tokens: &[LlamaToken],
+        cancel: &CancellationToken,
+    ) -> Result<i32, ProviderError> {
+        let mut batch = LlamaBatch::new(PROMPT_CHUNK, 1);
+        let chunks = tokens.len().div_ceil(PROMPT_CHUNK);
+        let mut last_index = 0;
+        for (c, chunk) in tokens.chunks(PROMPT_CHUNK).enumerate() {
+            if cancel.is_cancelled() {
+                return Err(ProviderError::Cancelled);
+            }
+            batch.clear();
+            let last_chunk = c + 1 == chunks;
+            for (i, &token) in chunk.iter().enumerate() {
+                let pos = i32::try_from(self.current.cached.len() + i).unwrap_or(i32::MAX);
+                let logits = last_chunk && i + 1 == chunk.len();
+                batch.add(token, pos, &[self.current.seq], logits).map_err(|e| server_error(e.to_string()))?;
+            }
+            if let Err(e) = self.decode(&mut batch) {
+                self.forget_cache();
+                return Err(server_error(format!("llama.cpp could not read the prompt: {e}")));
+            }
+            self.current.cached.extend_from_slice(chunk);
+            last_index = batch.n_tokens() - 1;
+        }
+        Ok(last_index)
+    }
+
+    /// Loads the saved state of `prefix` into the sequence in use, replacing
+    /// what it held. A state that cannot be loaded or holds other tokens is
+    /// deleted.
+    pub(super) fn load_state(&mut self, prefix: &[LlamaToken]) -> bool {
+        let Some(path) = self.states.as_ref().map(|s| s.path(prefix)).filter(|p| p.exists()) else {
+            return false;
+        };
+        let seq = self.current.seq;
+        let _ = self.ctx.kv_cache_seq_rm(seq, None, None);
+        self.current.cached.clear();
+        match self.ctx.state_seq_load_file(&path, seq, prefix.len()) {
+            Ok((tokens, _)) if tokens == prefix => {
+                self.current.cached = tokens;
+                true
+            }
+            outcome => {
+                tracing::warn!("local model: dropping the saved prompt state {} ({:?})", path.display(), outcome.err());
+                let _ = self.ctx.kv_cache_seq_rm(seq, None, None);
+                let _ = std::fs::remove_file(&path);
+                false
+            }
+        }
+    }
+
+    /// Saves the state of the sequence in use (a system prompt just read):
+    /// written under a temporary name, then renamed, so that a reader never
+    /// sees half a file.
+    pub(super) fn save_state(&self) {
+        let Some(states) = &self.states else { return };
+        let path = states.path(&self.current.cached);
+        if path.exists() || std::fs::create_dir_all(&states.dir).is_err() {
+            return;
+        }
+        // Unique among processes and among this process's engines.
+        let partial = path.with_extension(format!("partial-{}-{:?}", std::process::id(), std::thread::current().id()));
+        match self.ctx.state_seq_save_file(&partial, self.current.seq, &self.current.cached) {
+            Ok(_) if std::fs::rename(&partial, &path).is_ok() => states.prune(),
+            outcome => {
+                tracing::warn!(
+                    "local model: cannot save the prompt state in {}: {:?}",
+                    states.dir.display(),
+                    outcome.err()
+                );
+                let _ = std::fs::remove_file(&partial);
+            }
+        }
+    }
+
+    /// Decodes one token after the cached ones; its logits are at index 0.
+    pub(super) fn decode_one(&mut self, token: LlamaToken, state: &mut GenState) -> Result<(), ProviderError> {
+        let mut batch = LlamaBatch::new(1, 1);
+        let pos = i32::try_from(self.current.cached.len()).unwrap_or(i32::MAX);
+        batch.add(token, pos, &[self.current.seq], true).map_err(|e| server_error(e.to_string()))?;
+        if let Err(e) = self.decode(&mut batch) {
+            self.forget_cache();
+            return Err(server_error(format!("llama.cpp could not decode: {e}")));
+        }
+        self.current.cached.push(token);
+        state.logits_index = 0;
+        if self.handoffs.is_wanted(self.id) {
+            self.handoffs.give(
+                self.id,
+                self.ctx
+                    .state_seq_get(self.current.seq, LlamaStateSeqFlags::empty())
+                    .ok()
+                    .map(|state| (state, self.current.cached.clone())),
+            );
+        }
+        Ok(())
+    }
+
+    /// Feeds text that the model did not write (but that is part of the reply).
+    pub(super) fn inject(&mut self, text: &str, state: &mut GenState) -> Result<(), ProviderError> {
+        for token in self.model.vocab().tokenize(text.as_bytes(), false, false) {
+            if self.current.cached.len() + 1 >= self.seq_capacity {
+                break;
+            }
+            self.decode_one(token, state)?;
+        }
+        Ok(())
+    }
+
+    pub(super) fn room_left(&self) -> bool {
+        self.current.cached.len() + 1 < self.seq_capacity
+    }
+
+    pub(super) fn piece(&self, token: LlamaToken) -> Vec<u8> {
+        self.model.vocab().token_to_piece(token, false, None)
+    }
+
+    /// Free generation. With `json_follows`, stops (without emitting) where
+    /// the model starts a JSON object, at the end of the budget or at its end
+    /// of turn; but not before the prose is long enough (see
+    /// [`prose_is_enough`]): until then, tokens that would end the turn or
+    /// start the object (or a code fence) are not drawn.
+    pub(super) fn generate_prose(
+        &mut self,
+        job: &Job,
+        sampling: &mut Sampling,
+        state: &mut GenState,
+        budget: u32,
+        json_follows: bool,
+        out: &mut Output,
+    ) -> Result<Finish, ProviderError> {
+        let mut produced = 0u32;
+        loop {
+            if job.cancel.is_cancelled() || job.reply.is_closed() {
+                return Err(ProviderError::Cancelled);
+            }
+            if produced >= budget {
+                return Ok(Finish::Length);
+            }
+            if !self.room_left() {
+                return Ok(Finish::Length);
+            }
+            let token = if json_follows && !prose_is_enough(produced, out.text()) {
+                // Too little prose yet: the reply may neither end nor turn to
+                // its JSON object here.
+                let vocab = self.model.vocab();
+                let text = out.text();
+                sampling.pick_where(&self.ctx, state.logits_index, |t| {
+                    !vocab.is_eog(t) && !ends_prose(text, &vocab.token_to_piece(t, false, None))
+                })?
+            } else {
+                sampling.pick(&self.ctx, state.logits_index, None)?
+            };
+            if self.model.vocab().is_eog(token) {
+                return Ok(Finish::Stop);
+            }
+            let piece = self.piece(token);
+            if json_follows && starts_json(out.text(), &piece) {
+                return Ok(Finish::Stop);
+            }
+            produced += 1;
+            state.generated += 1;
+            out.push_bytes(&piece);
+            self.decode_one(token, state)?;
+            // Near the end of the budget, a finished sentence ends the prose
+            // rather than a cut one.
+            if json_follows && produced >= budget.saturating_sub(budget / 4) && ends_sentence(out.text()) {
+                return Ok(Finish::Stop);
+            }
+        }
+    }
+
+    /// Grammar-constrained generation of the JSON object, until the grammar
+    /// is complete (the model's end of turn) or the context is full. With
+    /// `top`, each token's log-probability and its `top` most likely
+    /// alternatives (from the model's distribution before the grammar and the
+    /// sampler) are added to `logprobs`.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn generate_json(
+        &mut self,
+        job: &Job,
+        sampling: &mut Sampling,
+        mut grammar: LlamaSampler,
+        state: &mut GenState,
+        out: &mut Output,
+        top: Option<usize>,
+        logprobs: &mut Vec<TokenLogprob>,
+    ) -> Result<Finish, ProviderError> {
+        loop {
+            if job.cancel.is_cancelled() || job.reply.is_closed() {
+                return Err(ProviderError::Cancelled);
+            }
+            if !self.room_left() {
+                return Ok(Finish::Length);
+            }
+            let token = sampling.pick(&self.ctx, state.logits_index, Some(&mut grammar))?;
+            if self.model.vocab().is_eog(token) {
+                return Ok(Finish::Stop);
+            }
+            let piece = self.piece(token);
+            if let Some(k) = top {
+                let logits = self.ctx.get_logits_ith(state.logits_index);
+                let (logprob, best) = crate::provider::logprobs::top_of_logits(logits, token.0, k);
+                let text = |t: i32| String::from_utf8_lossy(&self.piece(LlamaToken(t))).into_owned();
+                logprobs.push(TokenLogprob {
+                    token: String::from_utf8_lossy(&piece).into_owned(),
+                    logprob,
+                    top: best.into_iter().map(|(t, lp)| TopLogprob { token: text(t), logprob: lp }).collect(),
+                });
+            }
+            state.generated += 1;
+            out.push_bytes(&piece);
+            self.decode_one(token, state)?;
+        }
+    }
+
+    pub(super) fn grammar_for(&self, schema: &Value) -> Result<LlamaSampler, ProviderError> {
+        let gbnf = match schema_to_gbnf(schema) {
+            Some(gbnf) => gbnf,
+            None => llama_cpp_2::json_schema_to_grammar(&schema.to_string())
+                .map_err(|e| ProviderError::Config(format!("unsupported response schema: {e}")))?,
+        };
+        LlamaSampler::grammar(self.model, &gbnf, "root")
+            .map_err(|e| ProviderError::Config(format!("invalid grammar for the response schema: {e}")))
+    }
+}
+
+pub(super) struct GenState {
+    /// Batch index of the logits to sample from.
+    pub(super) logits_index: i32,
+    /// Tokens the model generated (not counting injected text).
+    pub(super) generated: u64,
+}

@@ -1,0 +1,182 @@
+//! Sampling a request's tokens, and emitting them as UTF-8 text.
+
+use super::*;
+
+/// How many drawn tokens [`Sampling::pick_where`] refuses before it keeps
+/// the next one whatever it is.
+pub(super) const REFUSALS_MAX: usize = 32;
+
+/// The sampler chains of one request: prose gets a mild repetition penalty,
+/// the JSON object none (it would push scores away from numbers the prose
+/// mentioned).
+pub(super) struct Sampling {
+    pub(super) prose: LlamaSampler,
+    pub(super) json: LlamaSampler,
+}
+
+impl Sampling {
+    pub(super) fn new(model: &LlamaModel, request: &ChatRequest) -> Self {
+        let temperature = request.temperature.unwrap_or(0.0);
+        let seed = request.seed.map(|s| (s ^ (s >> 32)) as u32).unwrap_or_else(rand::random);
+        let pick = |seed: u32| {
+            if temperature > 0.0 {
+                vec![
+                    LlamaSampler::top_k(40),
+                    LlamaSampler::top_p(0.95, 1),
+                    LlamaSampler::min_p(0.05, 1),
+                    LlamaSampler::temp(temperature),
+                    LlamaSampler::dist(seed),
+                ]
+            } else {
+                vec![LlamaSampler::greedy()]
+            }
+        };
+        let mut prose = vec![LlamaSampler::penalties(model.n_vocab(), 64, 1.1, 0.0, 0.0)];
+        prose.extend(pick(seed));
+        Self { prose: LlamaSampler::chain_simple(prose), json: LlamaSampler::chain_simple(pick(seed.wrapping_add(1))) }
+    }
+
+    /// Picks the next prose token among those `allowed` accepts: a token the
+    /// chain draws that `allowed` refuses is taken out and the draw repeated
+    /// (refused tokens are few, and rarely drawn).
+    pub(super) fn pick_where(
+        &mut self,
+        ctx: &LlamaContext<'_>,
+        index: i32,
+        allowed: impl Fn(LlamaToken) -> bool,
+    ) -> Result<LlamaToken, ProviderError> {
+        let mut candidates = ctx.token_data_array_ith(index);
+        let mut token = None;
+        for _ in 0..REFUSALS_MAX {
+            let mut drawn = candidates.clone();
+            drawn.apply_sampler(&mut self.prose);
+            let Some(t) = drawn.selected_token() else { break };
+            token = Some(t);
+            if allowed(t) {
+                break;
+            }
+            // The array holds the vocabulary in token order.
+            match usize::try_from(t.0).ok().and_then(|i| candidates.data.get_mut(i)).filter(|d| d.id() == t) {
+                Some(d) => d.set_logit(f32::NEG_INFINITY),
+                None => break,
+            }
+        }
+        let token = token.ok_or_else(|| server_error("the sampler selected no token"))?;
+        self.prose.accept(token);
+        Ok(token)
+    }
+
+    /// Picks the next token. With a grammar, the unconstrained choice is kept
+    /// when the grammar accepts it (cheap), otherwise the grammar filters the
+    /// whole vocabulary first.
+    pub(super) fn pick(
+        &mut self,
+        ctx: &LlamaContext<'_>,
+        index: i32,
+        grammar: Option<&mut LlamaSampler>,
+    ) -> Result<LlamaToken, ProviderError> {
+        let mut candidates = ctx.token_data_array_ith(index);
+        let chain = if grammar.is_some() { &mut self.json } else { &mut self.prose };
+        let token = match grammar {
+            None => {
+                candidates.apply_sampler(chain);
+                candidates.selected_token()
+            }
+            Some(grammar) => {
+                let mut free = candidates.clone();
+                free.apply_sampler(chain);
+                let accepted = free.selected_token().filter(|&t| {
+                    let mut single = LlamaTokenDataArray::new(vec![LlamaTokenData::new(t, 1.0, 0.0)], false);
+                    single.apply_sampler(grammar);
+                    single.data.first().is_some_and(|d| d.logit().is_finite())
+                });
+                let token = match accepted {
+                    Some(t) => Some(t),
+                    None => {
+                        candidates.apply_sampler(grammar);
+                        candidates.apply_sampler(chain);
+                        candidates.selected_token()
+                    }
+                };
+                if let Some(t) = token {
+                    grammar.accept(t);
+                }
+                token
+            }
+        };
+        let token = token.ok_or_else(|| server_error("the sampler selected no token"))?;
+        chain.accept(token);
+        Ok(token)
+    }
+}
+
+/// Emits text as complete UTF-8 (token pieces may split a character).
+pub(super) struct Output<'a> {
+    pub(super) deltas: &'a DeltaSender,
+    pub(super) text: String,
+    pub(super) pending: Vec<u8>,
+}
+
+impl<'a> Output<'a> {
+    pub(super) fn new(deltas: &'a DeltaSender) -> Self {
+        Self { deltas, text: String::new(), pending: Vec::new() }
+    }
+
+    pub(super) fn text(&self) -> &str {
+        &self.text
+    }
+
+    pub(super) fn push_bytes(&mut self, bytes: &[u8]) {
+        self.pending.extend_from_slice(bytes);
+        let chunk = take_utf8(&mut self.pending);
+        self.emit(chunk);
+    }
+
+    pub(super) fn push_str(&mut self, s: &str) {
+        let mut chunk = String::from_utf8_lossy(&std::mem::take(&mut self.pending)).into_owned();
+        chunk.push_str(s);
+        self.emit(chunk);
+    }
+
+    pub(super) fn emit(&mut self, chunk: String) {
+        if !chunk.is_empty() {
+            let _ = self.deltas.send(chunk.clone());
+            self.text.push_str(&chunk);
+        }
+    }
+
+    pub(super) fn finish(mut self) -> String {
+        let rest = String::from_utf8_lossy(&std::mem::take(&mut self.pending)).into_owned();
+        self.emit(rest);
+        self.text
+    }
+}
+
+/// Takes the longest prefix of `buf` that is complete UTF-8; invalid bytes
+/// become U+FFFD, an incomplete character at the end stays in `buf`.
+pub(super) fn take_utf8(buf: &mut Vec<u8>) -> String {
+    let mut out = String::new();
+    loop {
+        match std::str::from_utf8(buf) {
+            Ok(s) => {
+                out.push_str(s);
+                buf.clear();
+                return out;
+            }
+            Err(e) => {
+                let valid = e.valid_up_to();
+                out.push_str(std::str::from_utf8(&buf[..valid]).unwrap_or_default());
+                match e.error_len() {
+                    Some(bad) => {
+                        out.push(char::REPLACEMENT_CHARACTER);
+                        buf.drain(..valid + bad);
+                    }
+                    None => {
+                        buf.drain(..valid);
+                        return out;
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,270 @@
+//! The worker thread: it owns the llama.cpp backend and the model, takes
+//! orders from the providers and hands requests to the model contexts.
+
+use super::*;
+
+pub(super) struct Worker {
+    pub(super) path: PathBuf,
+    pub(super) orders: std_mpsc::Sender<Order>,
+    pub(super) counters: Arc<Counters>,
+    pub(super) info: LocalModelInfo,
+}
+
+/// What the worker thread and the providers that feed it both see.
+#[derive(Debug, Default)]
+pub(super) struct Counters {
+    /// Jobs sent but not started.
+    pub(super) waiting: AtomicUsize,
+    /// Jobs being served.
+    pub(super) active: AtomicUsize,
+    /// Prompt tokens read by the model, over the worker's life.
+    pub(super) read: std::sync::atomic::AtomicU64,
+    /// Prompt tokens whose state was reused from an earlier prompt.
+    pub(super) reused: std::sync::atomic::AtomicU64,
+    /// Prompt tokens read ahead of their request.
+    pub(super) read_ahead: std::sync::atomic::AtomicU64,
+}
+
+/// What the worker thread is asked to do.
+pub(super) enum Order {
+    Call(Job),
+    /// Read these messages' prompt ahead, with otherwise idle cores (see
+    /// [`Provider::read_ahead`]).
+    ReadAhead(Vec<ChatMessage>),
+    /// Count the tokens of these messages' prompt (see [`Provider::count_tokens`]).
+    Count(Vec<ChatMessage>, oneshot::Sender<Result<u64, ProviderError>>),
+}
+
+pub(super) struct Job {
+    pub(super) request: ChatRequest,
+    pub(super) deltas: DeltaSender,
+    pub(super) cancel: CancellationToken,
+    pub(super) reply: oneshot::Sender<Result<Completion, ProviderError>>,
+}
+
+/// Workers by canonical model path, so every provider of one file shares one
+/// model in memory.
+pub(super) static WORKERS: Mutex<Vec<(PathBuf, Weak<Worker>)>> = Mutex::new(Vec::new());
+
+pub(super) fn worker_gone() -> ProviderError {
+    ProviderError::Server { message: "the local model worker stopped".to_string(), retryable: false }
+}
+
+pub(super) fn server_error(message: impl Into<String>) -> ProviderError {
+    ProviderError::Server { message: message.into(), retryable: false }
+}
+
+/// The process-wide llama.cpp backend (it may be initialised only once).
+pub(super) fn backend() -> Result<&'static LlamaBackend, ProviderError> {
+    pub(super) static BACKEND: OnceLock<Result<LlamaBackend, String>> = OnceLock::new();
+    BACKEND
+        .get_or_init(|| {
+            let mut backend = LlamaBackend::init().map_err(|e| e.to_string())?;
+            if std::env::var_os(LLAMA_LOG_ENV).is_some() {
+                llama_cpp_2::send_logs_to_tracing(llama_cpp_2::LogOptions::default());
+            } else {
+                // llama.cpp writes to stderr otherwise, which breaks the TUI.
+                backend.void_logs();
+            }
+            Ok(backend)
+        })
+        .as_ref()
+        .map_err(|e| server_error(format!("llama.cpp backend: {e}")))
+}
+
+impl Worker {
+    pub(super) fn start(path: PathBuf, config: &LocalConfig) -> Result<Self, ProviderError> {
+        let (orders, order_rx) = std_mpsc::channel::<Order>();
+        let (ready_tx, ready_rx) = std_mpsc::channel();
+        let counters = Arc::new(Counters::default());
+        let threads = config.threads.filter(|&t| t > 0).unwrap_or_else(default_threads);
+        let threads_batch = config.threads_batch.filter(|&t| t > 0).unwrap_or_else(default_threads_batch);
+        let parallel = config.parallel.filter(|&p| p > 0).unwrap_or_else(|| default_parallel(threads));
+        let setup = Setup {
+            context_size: config.context_size.map(|n| n.max(64)),
+            threads: (threads, threads_batch),
+            parallel,
+            states: config.state_dir.clone().or_else(default_state_dir).and_then(|dir| PromptStates::new(dir, &path)),
+            path: path.clone(),
+        };
+        let worker_counters = counters.clone();
+        std::thread::Builder::new()
+            .name("moot-local-model".to_string())
+            .spawn(move || worker_main(&setup, &ready_tx, &order_rx, &worker_counters))
+            .map_err(|e| server_error(format!("cannot start the local model thread: {e}")))?;
+        let info = ready_rx.recv().map_err(|_| worker_gone())??;
+        Ok(Self { path, orders, counters, info })
+    }
+}
+
+/// What the worker thread needs to load the model and start its engines.
+pub(super) struct Setup {
+    pub(super) path: PathBuf,
+    /// `None`: chosen by [`auto_context_size`].
+    pub(super) context_size: Option<u32>,
+    /// Generation and prompt-reading threads.
+    pub(super) threads: (usize, usize),
+    pub(super) parallel: usize,
+    pub(super) states: Option<PromptStates>,
+}
+
+pub(super) fn worker_main(
+    setup: &Setup,
+    ready: &std_mpsc::Sender<Result<LocalModelInfo, ProviderError>>,
+    orders: &std_mpsc::Receiver<Order>,
+    counters: &Arc<Counters>,
+) {
+    let loaded = (|| {
+        let backend = backend()?;
+        let model = LlamaModel::load_from_file(backend, &setup.path, &LlamaModelParams::default())
+            .map_err(|e| ProviderError::Config(format!("cannot load {} as a GGUF model: {e}", setup.path.display())))?;
+        Ok::<_, ProviderError>((backend, model))
+    })();
+    let (backend, model) = match loaded {
+        Ok(loaded) => loaded,
+        Err(e) => {
+            let _ = ready.send(Err(e));
+            return;
+        }
+    };
+    let chat = match Chat::new(&model) {
+        Ok(chat) => chat,
+        Err(e) => {
+            let _ = ready.send(Err(e));
+            return;
+        }
+    };
+    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    let gate = CoreGate::new(cores.max(setup.threads.0));
+    let handoffs = Handoffs::new(setup.parallel.max(1));
+    let mut engines = Vec::new();
+    for id in 0..setup.parallel.max(1) {
+        match ModelContext::new(id, backend, &chat, setup, counters.clone(), (&gate, &handoffs)) {
+            Ok(engine) => engines.push(engine),
+            Err(e) if engines.is_empty() => {
+                let _ = ready.send(Err(e));
+                return;
+            }
+            Err(e) => {
+                tracing::warn!(
+                    "local model: serving {} request(s) at once, not {}: {e}",
+                    engines.len(),
+                    setup.parallel
+                );
+                break;
+            }
+        }
+    }
+    let mut info = engines[0].info.clone();
+    info.parallel = engines.len();
+    let seq_capacity = engines[0].seq_capacity;
+    let saves_states = setup.states.is_some();
+    let queue = Queue::new(engines.len());
+    let _ = ready.send(Ok(info));
+    std::thread::scope(|scope| {
+        let mut started = 0;
+        for (id, engine) in engines.into_iter().enumerate() {
+            let queue = &queue;
+            let spawned = std::thread::Builder::new()
+                .name(format!("moot-local-model-{id}"))
+                .spawn_scoped(scope, move || serve(id, engine, queue, counters));
+            match spawned {
+                Ok(_) => started += 1,
+                Err(e) => tracing::warn!("local model: cannot start engine {id}: {e}"),
+            }
+        }
+        while let Ok(order) = orders.recv() {
+            let job = match order {
+                Order::Call(job) => job,
+                Order::ReadAhead(messages) => {
+                    if let Some(tokens) = chat.ahead(&messages, seq_capacity) {
+                        queue.read_ahead(tokens);
+                    }
+                    continue;
+                }
+                Order::Count(messages, reply) => {
+                    let _ = reply.send(chat.count(&messages));
+                    continue;
+                }
+            };
+            let prepared = if started == 0 {
+                Err(server_error("the local model could not start a thread to run on"))
+            } else if job.cancel.is_cancelled() || job.reply.is_closed() {
+                Err(ProviderError::Cancelled)
+            } else {
+                chat.prepare(&job.request, seq_capacity, saves_states)
+            };
+            match prepared {
+                Ok(prompt) => queue.push(Pending { job, prompt }),
+                Err(e) => {
+                    counters.waiting.fetch_sub(1, Ordering::SeqCst);
+                    let _ = job.reply.send(Err(e));
+                }
+            }
+        }
+        queue.close();
+    });
+}
+
+/// One engine's loop: takes the requests [`QueueState::choose`] gives it
+/// until the worker closes the queue.
+pub(super) fn serve(id: usize, mut engine: ModelContext<'_>, queue: &Queue, counters: &Counters) {
+    while let Some(work) = queue.next_for(id) {
+        let Pending { job, prompt } = match work {
+            Work::Serve(pending) => pending,
+            Work::ReadAhead(tokens, donor) => {
+                let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    engine.read_ahead(&tokens, donor, || queue.has_work(id), |held| queue.holds(id, held))
+                }));
+                if outcome.is_err() {
+                    engine.forget_cache();
+                }
+                queue.read_ahead_done(id, engine.held());
+                continue;
+            }
+        };
+        counters.waiting.fetch_sub(1, Ordering::SeqCst);
+        let result = if job.cancel.is_cancelled() || job.reply.is_closed() {
+            Err(ProviderError::Cancelled)
+        } else {
+            counters.active.fetch_add(1, Ordering::SeqCst);
+            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| engine.run(&job, &prompt)))
+                .unwrap_or_else(|_| {
+                    engine.forget_cache();
+                    Err(server_error("the local model failed on this request"))
+                });
+            counters.active.fetch_sub(1, Ordering::SeqCst);
+            result
+        };
+        // The queue learns what this engine now holds before the caller
+        // hears back: the conversation's next request, which may follow at
+        // once, must find the engine idle and holding its prompt.
+        queue.done(id, engine.held());
+        let _ = job.reply.send(result);
+    }
+}
+
+/// A request with its prompt rendered and tokenized.
+pub(super) struct Pending {
+    pub(super) job: Job,
+    pub(super) prompt: Prompt,
+}
+
+/// A prompt's tokens and the parts of it worth knowing.
+pub(super) struct Prompt {
+    pub(super) tokens: Vec<LlamaToken>,
+    /// Tokens of all messages but the last (see [`Slot::keep`]).
+    pub(super) keep: usize,
+    /// Tokens of the system prompt when its state may be saved or loaded
+    /// (see [`SAVED_PROMPT_MIN`]), else 0.
+    pub(super) system: usize,
+}
+
+/// What an engine is given to do.
+pub(super) enum Work {
+    Serve(Pending),
+    /// Read these prompt tokens ahead of the request that will start with
+    /// them, starting from a copy of the given busy engine's sequence when
+    /// it holds more of them.
+    ReadAhead(Vec<LlamaToken>, Option<usize>),
+}
