@@ -1,5 +1,6 @@
 //! The command line.
 
+pub mod bench;
 pub mod cache;
 pub mod eval;
 pub mod headless;
@@ -52,6 +53,8 @@ pub enum Command {
     Eval(EvalArgs),
     /// Agreement of judges with human ratings, from run folders or session logs.
     Report(ReportArgs),
+    /// Time a run headless (the sample panel on the embedded model by default): setup, first score, whole run.
+    Bench(bench::BenchArgs),
     /// The embedded local model: fetch it, see what is installed, print its path.
     Model {
         #[command(subcommand)]
@@ -308,6 +311,7 @@ pub fn main() -> ExitCode {
         Some(Command::Replay { session, speed, theme }) => replay(&session, speed, theme.as_deref()),
         Some(Command::Eval(args)) => eval::run(args),
         Some(Command::Report(args)) => report::run(args),
+        Some(Command::Bench(args)) => bench::run(args),
     };
     match result {
         Ok(code) => code,
