@@ -8,6 +8,10 @@
 //!   (steps given in the panel, one draw each: 1,000 scoring turns, no log
 //!   written), one session after another, with an instant scripted
 //!   provider: the engine's own cost per 1,000 turns. Target: < 50 ms.
+//! - `chat_eval_simultaneous_round_5_agents_200ms`: a ChatEval session of
+//!   five agents with one simultaneous round, against a provider whose
+//!   discussion calls take 200 ms (first evaluations are instant): the
+//!   round's five calls run at once. Target: < 300 ms.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -114,5 +118,33 @@ fn g_eval_1000_turns(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, debate_1000_turns, initial_phase_concurrency, g_eval_1000_turns);
+fn simultaneous_round(c: &mut Criterion) {
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let mut p = panel(Protocol::ChatEval, &[("Readers", &["Ann", "Bea", "Cal", "Dee", "Eve"])]);
+    p.protocol.settings.insert("strategy".into(), moot::panel::SettingValue::Text("simultaneous".into()));
+    p.protocol.settings.insert("turns".into(), moot::panel::SettingValue::Integer(1));
+    let p = Arc::new(p);
+    let provider = Arc::new(ScriptedProvider::new(|req, _| {
+        let round = req.messages.last().is_some_and(|m| m.content.contains("Discussion round"));
+        if round {
+            ScriptedReply::Slow(evaluation(4, 4, 4), Duration::from_millis(200))
+        } else {
+            ScriptedReply::Text(evaluation(4, 4, 4))
+        }
+    }));
+    let mut n = 0;
+    let mut group = c.benchmark_group("engine");
+    group.sample_size(10);
+    group.bench_function("chat_eval_simultaneous_round_5_agents_200ms", |b| {
+        b.iter(|| {
+            n += 1;
+            let config = EngineConfig::new(p.clone(), item(), Bindings::uniform(Binding::new(provider.clone(), "")));
+            run_once(&rt, config, dir.path(), n);
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, debate_1000_turns, initial_phase_concurrency, g_eval_1000_turns, simultaneous_round);
 criterion_main!(benches);

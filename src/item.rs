@@ -41,6 +41,8 @@ pub const BUNDLED_ITEMS: &[(&str, &str)] = &[
     ("summary-collab", include_str!("../assets/items/summary-collab.jsonl")),
     // G-Eval's single judge scores the same summaries.
     ("summary-geval", include_str!("../assets/items/summary-collab.jsonl")),
+    ("summary-chateval", include_str!("../assets/items/summary-collab.jsonl")),
+    ("summary-roundtable", include_str!("../assets/items/summary-collab.jsonl")),
     ("survey-sage", include_str!("../assets/items/surveys.jsonl")),
 ];
 

@@ -41,6 +41,8 @@ async fn record(protocol: Protocol, groups: &[(&str, &[&str])], file: &str, stee
         Protocol::CollabEval => "Summary review (demo)".into(),
         Protocol::GEval => "Summary judge (demo)".into(),
         Protocol::SageEval => "Answer review (demo)".into(),
+        Protocol::ChatEval => "Summary chat (demo)".into(),
+        Protocol::RoundTable => "Summary round-table (demo)".into(),
     };
     let mut c = config(p, provider);
     c.session_id = file.to_string();

@@ -13,21 +13,58 @@ pub fn mean_scores<'a>(evaluations: impl IntoIterator<Item = &'a Evaluation>, ke
 
 /// Per categorical dimension, the label given most often; none on a tie.
 pub fn majority_labels<'a>(labels: impl IntoIterator<Item = &'a BTreeMap<String, String>>) -> BTreeMap<String, String> {
-    let mut counts: BTreeMap<&str, BTreeMap<&str, usize>> = BTreeMap::new();
-    for map in labels {
+    weighted_labels(labels.into_iter().map(|l| (l, 1.0)))
+}
+
+/// Per categorical dimension, the label with the most weight; none on a tie.
+pub fn weighted_labels<'a>(
+    labels: impl IntoIterator<Item = (&'a BTreeMap<String, String>, f64)>,
+) -> BTreeMap<String, String> {
+    let mut weights: BTreeMap<&str, BTreeMap<&str, f64>> = BTreeMap::new();
+    for (map, w) in labels {
         for (k, l) in map {
-            *counts.entry(k).or_default().entry(l).or_default() += 1;
+            *weights.entry(k).or_default().entry(l).or_default() += w;
         }
     }
-    counts
+    weights
         .into_iter()
         .filter_map(|(k, by_label)| {
-            let top = *by_label.values().max()?;
-            let mut winners = by_label.into_iter().filter(|(_, n)| *n == top);
+            let top = by_label.values().copied().fold(f64::NEG_INFINITY, f64::max);
+            let mut winners = by_label.into_iter().filter(|(_, w)| (*w - top).abs() < 1e-9);
             let (label, _) = winners.next()?;
             winners.next().is_none().then(|| (k.to_string(), label.to_string()))
         })
         .collect()
+}
+
+/// The weight of an evaluation in a confidence-weighted result: its
+/// confidence (0–1); one that gives none weighs 0.5.
+pub fn confidence_weight(ev: &Evaluation) -> f64 {
+    ev.confidence.map_or(0.5, |c| c.clamp(0.0, 1.0))
+}
+
+/// Per key, Σ wᵢ·sᵢ / Σ wᵢ over the evaluations that have it (wᵢ their
+/// confidence); the plain mean where every weight is zero.
+pub fn confidence_weighted_scores<'a>(
+    evaluations: impl IntoIterator<Item = &'a Evaluation>,
+    keys: &[String],
+) -> Scores {
+    let evs: Vec<&Evaluation> = evaluations.into_iter().collect();
+    let mut out = Scores::new();
+    for k in keys {
+        let pairs: Vec<(f64, f64)> = evs.iter().filter_map(|e| e.score(k).map(|s| (confidence_weight(e), s))).collect();
+        if pairs.is_empty() {
+            continue;
+        }
+        let total: f64 = pairs.iter().map(|(w, _)| w).sum();
+        let v = if total > 0.0 {
+            pairs.iter().map(|(w, s)| w * s).sum::<f64>() / total
+        } else {
+            pairs.iter().map(|(_, s)| s).sum::<f64>() / pairs.len() as f64
+        };
+        out.insert(k.clone(), v);
+    }
+    out
 }
 
 /// Mean per key over score maps that have it.
@@ -70,13 +107,18 @@ impl Run {
         match group {
             Some(g) => match st.judged.get(g) {
                 Some(ev) => eval_scores(ev),
-                None => mean_scores(
-                    st.agents
+                None => {
+                    let evs = st
+                        .agents
                         .iter()
                         .filter(|a| a.group == g)
-                        .filter_map(|a| if human { a.progress.latest.as_ref() } else { a.own.as_ref() }),
-                    &self.keys,
-                ),
+                        .filter_map(|a| if human { a.progress.latest.as_ref() } else { a.own.as_ref() });
+                    if self.panel.protocol.spec().confidence_weighted {
+                        confidence_weighted_scores(evs, &self.keys)
+                    } else {
+                        mean_scores(evs, &self.keys)
+                    }
+                }
             },
             // Groups without a result are left out of the panel-wide mean.
             None => mean_of(
@@ -103,13 +145,16 @@ impl Run {
         match group {
             Some(g) => match st.judged.get(g) {
                 Some(ev) => ev.labels.clone(),
-                None => majority_labels(
-                    st.agents
-                        .iter()
-                        .filter(|a| a.group == g)
-                        .filter_map(|a| if human { a.progress.latest.as_ref() } else { a.own.as_ref() })
-                        .map(|e| &e.labels),
-                ),
+                None => {
+                    let weighted = self.panel.protocol.spec().confidence_weighted;
+                    weighted_labels(
+                        st.agents
+                            .iter()
+                            .filter(|a| a.group == g)
+                            .filter_map(|a| if human { a.progress.latest.as_ref() } else { a.own.as_ref() })
+                            .map(|e| (&e.labels, if weighted { confidence_weight(e) } else { 1.0 })),
+                    )
+                }
             },
             None => {
                 let groups: Vec<BTreeMap<String, String>> =

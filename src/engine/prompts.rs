@@ -33,6 +33,8 @@ pub enum HistoryEntry {
     /// A contribution left out to fit the model's context; the discussion
     /// says how many were.
     LeftOut,
+    /// A summary of the discussion up to the end of `round` (ChatEval's summarizer).
+    Summary { round: u32, text: String },
 }
 
 fn clip(text: &str, max: usize) -> String {
@@ -286,6 +288,9 @@ fn render_history(panel: &Panel, history: &[HistoryEntry]) -> String {
             HistoryEntry::LeftOut => {}
             HistoryEntry::Comment { author, text } => {
                 let _ = writeln!(s, "[HUMAN MODERATOR {author}] {}", clip(text, ENTRY_CHARS));
+            }
+            HistoryEntry::Summary { round, text } => {
+                let _ = writeln!(s, "[Summary of the discussion up to round {round}] {}", text.trim());
             }
             HistoryEntry::Override { author, agent, dimension, from, to, reason } => {
                 let from = from.map(fmt_num).unwrap_or_else(|| "none".into());

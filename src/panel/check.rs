@@ -357,6 +357,20 @@ impl Checker<'_> {
                         out.push(wrong_type(v, &join_path("protocol", s.key), "true or false"));
                     }
                 }
+                SettingKind::Choice { options, .. } => {
+                    if let Some(v) = table.get(s.key) {
+                        let field = join_path("protocol", s.key);
+                        match v.get_ref().as_str() {
+                            Some(name) if options.contains(&name) => {}
+                            Some(name) => out.push(problem(
+                                v.span().start,
+                                field,
+                                format!("unknown value \"{name}\"; valid: {}", options.join(", ")),
+                            )),
+                            None => out.push(wrong_type(v, &field, &format!("one of {}", options.join(", ")))),
+                        }
+                    }
+                }
             }
         }
     }

@@ -308,7 +308,7 @@ impl Panel {
             Role::Moderator => &self.moderator.model,
             Role::Aggregator => &self.aggregator,
             Role::FinalJudge => &self.final_judge,
-            Role::Agent | Role::MetaEvaluator => &NO_SETTINGS,
+            Role::Agent | Role::MetaEvaluator | Role::Summarizer => &NO_SETTINGS,
         }
     }
     /// Extra per-dimension descriptions by key.
@@ -322,7 +322,8 @@ impl Panel {
 // ---------------------------------------------------------------------------
 
 /// Names the session log uses for non-agent participants; agents may not take them.
-pub const RESERVED_NAMES: &[&str] = &["moderator", "aggregator", "final judge", "human"];
+pub const RESERVED_NAMES: &[&str] =
+    &["moderator", "aggregator", "final judge", "meta-evaluator", "summarizer", "human"];
 
 /// The bundled panel used when none is given.
 pub const DEFAULT_PANEL: &str = "storybook-qa";
@@ -332,6 +333,8 @@ pub const BUNDLED_PANELS: &[(&str, &str)] = &[
     ("storybook-qa", include_str!("../../assets/panels/storybook-qa.toml")),
     ("summary-collab", include_str!("../../assets/panels/summary-collab.toml")),
     ("summary-geval", include_str!("../../assets/panels/summary-geval.toml")),
+    ("summary-chateval", include_str!("../../assets/panels/summary-chateval.toml")),
+    ("summary-roundtable", include_str!("../../assets/panels/summary-roundtable.toml")),
     ("survey-sage", include_str!("../../assets/panels/survey-sage.toml")),
 ];
 

@@ -21,6 +21,8 @@ pub enum Protocol {
     CollabEval,
     GEval,
     SageEval,
+    ChatEval,
+    RoundTable,
 }
 
 /// How a protocol orders its speakers (what the screens show about the next one).
@@ -32,13 +34,26 @@ pub enum SpeakerOrder {
     ShuffledRounds,
     /// Nobody takes the floor: each judge works alone.
     Independent,
+    /// Rounds in a fixed order, or all at once, as a setting says (ChatEval).
+    Rounds,
 }
 
 /// The type and default of one `[protocol]` setting.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum SettingKind {
-    Integer { min: i64, max: i64, default: i64 },
-    Bool { default: bool },
+    Integer {
+        min: i64,
+        max: i64,
+        default: i64,
+    },
+    Bool {
+        default: bool,
+    },
+    /// One of a fixed set of names.
+    Choice {
+        options: &'static [&'static str],
+        default: &'static str,
+    },
 }
 
 /// One key a protocol accepts in the panel's `[protocol]` table.
@@ -62,6 +77,8 @@ pub struct ProtocolSpec {
     pub order: SpeakerOrder,
     /// Judges follow per-dimension evaluation steps (shown, editable before scoring).
     pub uses_steps: bool,
+    /// A group's result weighs each agent's scores (and labels) by its confidence.
+    pub confidence_weighted: bool,
 }
 
 const MAJ_EVAL: ProtocolSpec = ProtocolSpec {
@@ -72,6 +89,7 @@ const MAJ_EVAL: ProtocolSpec = ProtocolSpec {
     settings: &[],
     order: SpeakerOrder::Moderated,
     uses_steps: false,
+    confidence_weighted: false,
 };
 
 const COLLAB_EVAL: ProtocolSpec = ProtocolSpec {
@@ -82,6 +100,7 @@ const COLLAB_EVAL: ProtocolSpec = ProtocolSpec {
     settings: &[],
     order: SpeakerOrder::ShuffledRounds,
     uses_steps: false,
+    confidence_weighted: false,
 };
 
 const G_EVAL: ProtocolSpec = ProtocolSpec {
@@ -108,6 +127,7 @@ const G_EVAL: ProtocolSpec = ProtocolSpec {
     ],
     order: SpeakerOrder::Independent,
     uses_steps: true,
+    confidence_weighted: false,
 };
 
 const SAGE_EVAL: ProtocolSpec = ProtocolSpec {
@@ -122,10 +142,58 @@ const SAGE_EVAL: ProtocolSpec = ProtocolSpec {
     }],
     order: SpeakerOrder::Independent,
     uses_steps: true,
+    confidence_weighted: false,
+};
+
+const CHAT_EVAL: ProtocolSpec = ProtocolSpec {
+    protocol: Protocol::ChatEval,
+    id: "chat-eval",
+    title: "ChatEval: fixed roles debate one by one or all at once",
+    roles: &[Role::Summarizer],
+    settings: &[
+        SettingSpec {
+            key: "strategy",
+            kind: SettingKind::Choice {
+                options: &["one-by-one", "simultaneous", "simultaneous-summarizer"],
+                default: "one-by-one",
+            },
+            about: "one-by-one: a fixed order, each agent sees all that was said; simultaneous: every agent of a round speaks at once, seeing earlier rounds only; simultaneous-summarizer: as simultaneous, agents see a running summary of the rounds",
+        },
+        SettingSpec {
+            key: "turns",
+            kind: SettingKind::Integer { min: 1, max: 20, default: 2 },
+            about: "rounds of discussion after the first evaluations",
+        },
+    ],
+    order: SpeakerOrder::Rounds,
+    uses_steps: false,
+    confidence_weighted: false,
+};
+
+const ROUND_TABLE: ProtocolSpec = ProtocolSpec {
+    protocol: Protocol::RoundTable,
+    id: "round-table",
+    title: "Round-table: shuffled rounds until all agree; a confidence-weighted result",
+    roles: &[],
+    settings: &[SettingSpec {
+        key: "max_rounds",
+        kind: SettingKind::Integer { min: 1, max: 20, default: 3 },
+        about: "rounds at most; they stop earlier once all agree",
+    }],
+    order: SpeakerOrder::ShuffledRounds,
+    uses_steps: false,
+    confidence_weighted: true,
 };
 
 impl Protocol {
-    pub const ALL: [Protocol; 4] = [Protocol::MajEval, Protocol::CollabEval, Protocol::GEval, Protocol::SageEval];
+    pub const ALL: [Protocol; 6] = [
+        Protocol::MajEval,
+        Protocol::CollabEval,
+        Protocol::GEval,
+        Protocol::SageEval,
+        Protocol::ChatEval,
+        Protocol::RoundTable,
+    ];
 
     /// What the protocol declares.
     pub fn spec(self) -> &'static ProtocolSpec {
@@ -134,6 +202,8 @@ impl Protocol {
             Protocol::CollabEval => &COLLAB_EVAL,
             Protocol::GEval => &G_EVAL,
             Protocol::SageEval => &SAGE_EVAL,
+            Protocol::ChatEval => &CHAT_EVAL,
+            Protocol::RoundTable => &ROUND_TABLE,
         }
     }
     pub fn as_str(self) -> &'static str {
@@ -156,11 +226,12 @@ impl ProtocolSpec {
 }
 
 /// A value of a `[protocol]` setting, as checked against its [`SettingKind`].
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum SettingValue {
     Bool(bool),
     Integer(i64),
+    Text(String),
 }
 
 /// The panel's protocol and its settings: `protocol = "maj-eval"`, or a
@@ -186,6 +257,14 @@ impl ProtocolSection {
             (Some(SettingKind::Integer { .. }), Some(SettingValue::Integer(v))) => *v,
             (Some(SettingKind::Integer { default, .. }), _) => default,
             _ => panic!("{} declares no integer setting `{key}`", self.kind.as_str()),
+        }
+    }
+    /// A choice setting, or its default (panics like [`Self::integer`]).
+    pub fn choice(&self, key: &str) -> &str {
+        match (self.spec().setting(key).map(|s| s.kind), self.settings.get(key)) {
+            (Some(SettingKind::Choice { .. }), Some(SettingValue::Text(v))) => v,
+            (Some(SettingKind::Choice { default, .. }), _) => default,
+            _ => panic!("{} declares no choice setting `{key}`", self.kind.as_str()),
         }
     }
     /// A boolean setting, or its default (panics like [`Self::integer`]).

@@ -44,6 +44,8 @@ pub struct ScriptedProvider {
     responder: Box<Responder>,
     delay: Duration,
     chunk: usize,
+    /// Wait between chunks (a reply that streams over time).
+    pace: Duration,
     calls: AtomicUsize,
     requests: Mutex<Vec<ChatRequest>>,
     read_aheads: Mutex<Vec<Vec<ChatMessage>>>,
@@ -55,6 +57,7 @@ impl ScriptedProvider {
             responder: Box::new(responder),
             delay: Duration::ZERO,
             chunk: 16,
+            pace: Duration::ZERO,
             calls: AtomicUsize::new(0),
             requests: Mutex::new(Vec::new()),
             read_aheads: Mutex::new(Vec::new()),
@@ -64,6 +67,12 @@ impl ScriptedProvider {
     /// Wait this long before answering each call (cancellable).
     pub fn with_delay(mut self, delay: Duration) -> Self {
         self.delay = delay;
+        self
+    }
+
+    /// Wait this long between chunks, so that replies stream over time.
+    pub fn with_pace(mut self, pace: Duration) -> Self {
+        self.pace = pace;
         self
     }
 
@@ -130,6 +139,12 @@ impl Provider for ScriptedProvider {
             let mut end = (start + self.chunk).min(text.len());
             while !text.is_char_boundary(end) {
                 end += 1;
+            }
+            if start > 0 && !self.pace.is_zero() {
+                tokio::select! {
+                    _ = tokio::time::sleep(self.pace) => {}
+                    _ = cancel.cancelled() => return Err(ProviderError::Cancelled),
+                }
             }
             let _ = deltas.send(text[start..end].to_string());
             start = end;

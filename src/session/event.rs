@@ -44,6 +44,8 @@ pub enum Phase {
     Steps,
     /// Each dimension is scored on its own (G-Eval).
     Scoring,
+    /// A round of discussion is condensed (ChatEval's summarizer).
+    Summary,
     Aggregation,
 }
 
@@ -57,6 +59,7 @@ impl Phase {
             Phase::Critique => "critique",
             Phase::Steps => "steps",
             Phase::Scoring => "scoring",
+            Phase::Summary => "summary",
             Phase::Aggregation => "aggregation",
         }
     }
@@ -73,6 +76,8 @@ pub enum Role {
     FinalJudge,
     /// Checks and rectifies an evaluator's scores (SAGEval's SAGE).
     MetaEvaluator,
+    /// Condenses each round of a discussion (ChatEval).
+    Summarizer,
 }
 
 impl Role {
@@ -83,9 +88,11 @@ impl Role {
             Role::Aggregator => "aggregator",
             Role::FinalJudge => "final_judge",
             Role::MetaEvaluator => "meta_evaluator",
+            Role::Summarizer => "summarizer",
         }
     }
-    pub const ALL: [Role; 5] = [Role::Agent, Role::Moderator, Role::Aggregator, Role::FinalJudge, Role::MetaEvaluator];
+    pub const ALL: [Role; 6] =
+        [Role::Agent, Role::Moderator, Role::Aggregator, Role::FinalJudge, Role::MetaEvaluator, Role::Summarizer];
     /// The participant name of a role in events and on screen (`final judge`).
     pub fn label(self) -> &'static str {
         match self {

@@ -58,6 +58,8 @@ pub enum Focus {
     Steps,
     /// Each dimension's draws, sampled and weighted scores (G-Eval).
     Scores,
+    /// The summarizer's running summary (ChatEval).
+    Summary,
 }
 
 impl Focus {
@@ -71,6 +73,7 @@ impl Focus {
             Focus::Transcript => "Transcript",
             Focus::Steps => "Steps",
             Focus::Scores => "Scores",
+            Focus::Summary => "Summary",
         }
     }
 }
@@ -397,6 +400,10 @@ impl App {
         let kind = self.view().panel.as_ref().map(|p| p.protocol.kind);
         let mut v = match kind {
             Some(crate::panel::Protocol::GEval) => vec![Focus::Steps, Focus::Scores],
+            // ChatEval checks no consensus: the summary, when there is one, takes that place.
+            Some(crate::panel::Protocol::ChatEval) if crate::tui::components::summary::applies(self) => {
+                vec![Focus::Moderator, Focus::Summary]
+            }
             _ => vec![Focus::Moderator, Focus::Consensus],
         };
         v.extend([Focus::Aggregator, Focus::Transcript]);

@@ -7,6 +7,7 @@
 
 mod moderated;
 mod rounds;
+mod simultaneous;
 
 use rand_chacha::ChaCha8Rng;
 
@@ -52,9 +53,13 @@ pub(crate) enum Order {
     /// finished, for at most `max_turns` turns.
     Moderated { policy: ModeratorPolicy, max_turns: u32, rng: ChaCha8Rng, last: Option<String>, turns: u32 },
     /// Rounds of `max_rounds`: every member speaks once a round, in a seeded
-    /// shuffled order; `queue` holds who has not spoken in `round` yet, and
-    /// `ended` whether the floor has heard that the round is over.
-    Rounds { max_rounds: u32, rng: ChaCha8Rng, round: u32, queue: Vec<usize>, ended: bool },
+    /// shuffled order (or the panel's order when `shuffle` is false); `queue`
+    /// holds who has not spoken in `round` yet, and `ended` whether the floor
+    /// has heard that the round is over.
+    Rounds { max_rounds: u32, rng: ChaCha8Rng, round: u32, queue: Vec<usize>, ended: bool, shuffle: bool },
+    /// Rounds `next..=last` in which every member who has not finished speaks
+    /// at once, each seeing only what was said before the round.
+    Simultaneous { next: u32, last: u32 },
 }
 
 impl Order {
@@ -69,13 +74,22 @@ impl Order {
         }
     }
     pub fn rounds(run: &Run, group: &str) -> Self {
+        Self::rounds_of(run, group, run.panel.consensus.max_rounds, true)
+    }
+    /// `max_rounds` rounds, shuffled (seeded) or in the panel's order.
+    pub fn rounds_of(run: &Run, group: &str, max_rounds: u32, shuffle: bool) -> Self {
         Order::Rounds {
-            max_rounds: run.panel.consensus.max_rounds,
+            max_rounds,
             rng: run.rng(&format!("rounds/{group}")),
             round: 0,
             queue: Vec::new(),
             ended: true,
+            shuffle,
         }
+    }
+    /// Simultaneous rounds `first..=last`.
+    pub fn simultaneous(first: u32, last: u32) -> Self {
+        Order::Simultaneous { next: first, last }
     }
 }
 
@@ -102,6 +116,7 @@ impl Order {
             Order::Rounds { max_rounds, round, queue, ended, .. } => {
                 *ended && queue.is_empty() && *round >= *max_rounds
             }
+            Order::Simultaneous { next, last } => *next > *last,
         }
     }
 }
@@ -123,6 +138,16 @@ pub(crate) async fn discuss<F: Floor>(run: &Run, group: &str, floor: &mut F, mut
         }
         if order.exhausted(run, group) || !run.gate().await {
             break;
+        }
+        if let Order::Simultaneous { next, .. } = &mut order {
+            let round = *next;
+            *next += 1;
+            if !simultaneous::round(run, group, floor, round, &mut failures).await
+                || !floor.end_of_round(run, group, round)
+            {
+                break;
+            }
+            continue;
         }
         let Some((index, round)) = next(run, group, &mut order).await else { break };
         let (name, spec, latest, history) = {
@@ -172,18 +197,19 @@ async fn next(run: &Run, group: &str, order: &mut Order) -> Option<(usize, Optio
             *turns += 1;
             Some((index, None))
         }
-        Order::Rounds { max_rounds, rng, round, queue, ended } => {
+        Order::Rounds { max_rounds, rng, round, queue, ended, shuffle } => {
             if queue.is_empty() {
                 if *round >= *max_rounds {
                     return None;
                 }
                 *round += 1;
                 *ended = false;
-                *queue = rounds::start(run, group, *round, rng);
+                *queue = rounds::start(run, group, *round, shuffle.then_some(rng));
             }
-            let index = rounds::take_next(run, group, *round, queue);
+            let index = rounds::take_next(run, group, *round, queue, *shuffle);
             Some((index, Some(*round)))
         }
+        Order::Simultaneous { .. } => None,
     }
 }
 

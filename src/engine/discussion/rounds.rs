@@ -9,18 +9,21 @@ use super::announce;
 use crate::engine::runtime::Run;
 use crate::session::event::{EventKind, Phase, SelectedBy};
 
-/// Open round `round`: its phase marker and its speaking order.
-pub(super) fn start(run: &Run, group: &str, round: u32, rng: &mut ChaCha8Rng) -> Vec<usize> {
+/// Open round `round`: its phase marker and its speaking order (shuffled
+/// with `rng`, or the panel's order without one).
+pub(super) fn start(run: &Run, group: &str, round: u32, rng: Option<&mut ChaCha8Rng>) -> Vec<usize> {
     run.emit(EventKind::PhaseStarted { phase: Phase::Discussion, group: Some(group.to_string()), round: Some(round) });
     let mut order = run.state().group_agents(group);
-    order.shuffle(rng);
+    if let Some(rng) = rng {
+        order.shuffle(rng);
+    }
     order
 }
 
 /// The next speaker of the round (a person's pick or veto applied), announced
 /// and taken off `queue`, which must not be empty.
-pub(super) fn take_next(run: &Run, group: &str, round: u32, queue: &mut Vec<usize>) -> usize {
-    let (by, reason) = apply_human_order(run, group, round, queue);
+pub(super) fn take_next(run: &Run, group: &str, round: u32, queue: &mut Vec<usize>, shuffled: bool) -> usize {
+    let (by, reason) = apply_human_order(run, group, round, queue, shuffled);
     let index = queue.remove(0);
     let name = run.state().agents[index].name.clone();
     announce(run, group, &name, by, reason, None, None);
@@ -31,7 +34,7 @@ pub(super) fn take_next(run: &Run, group: &str, round: u32, queue: &mut Vec<usiz
 /// have not yet spoken in it (`rest`, next speaker first). A pick moves that
 /// agent to the front; a veto moves that agent behind the others of the
 /// round. A pick or veto that cannot apply is refused with `command_rejected`.
-fn apply_human_order(run: &Run, group: &str, round: u32, rest: &mut [usize]) -> (SelectedBy, String) {
+fn apply_human_order(run: &Run, group: &str, round: u32, rest: &mut [usize], shuffled: bool) -> (SelectedBy, String) {
     let (pick, veto, mut names) = {
         let mut st = run.state();
         let pick = st.pending_pick.remove(group);
@@ -72,6 +75,7 @@ fn apply_human_order(run: &Run, group: &str, round: u32, rest: &mut [usize]) -> 
     }
     match picked {
         Some((_, author)) => (SelectedBy::Human, format!("chosen by {author}{veto_note}")),
-        None => (SelectedBy::Policy, format!("round {round}: next in the shuffled order{veto_note}")),
+        None if shuffled => (SelectedBy::Policy, format!("round {round}: next in the shuffled order{veto_note}")),
+        None => (SelectedBy::Policy, format!("round {round}: next in the panel's order{veto_note}")),
     }
 }

@@ -1,8 +1,10 @@
 //! Protocol runners. Each is async code over the shared [`Run`] machinery.
 
+pub mod chat_eval;
 pub mod collab_eval;
 pub mod g_eval;
 pub mod maj_eval;
+pub mod round_table;
 pub mod sage_eval;
 
 use crate::panel::Protocol;
@@ -21,6 +23,8 @@ pub(crate) async fn run(run: &Run) {
         Protocol::CollabEval => collab_eval::run(run).await,
         Protocol::GEval => g_eval::run(run).await,
         Protocol::SageEval => sage_eval::run(run).await,
+        Protocol::ChatEval => chat_eval::run(run).await,
+        Protocol::RoundTable => round_table::run(run).await,
     }
 }
 

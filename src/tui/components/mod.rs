@@ -10,6 +10,7 @@ pub mod header;
 pub mod moderator;
 pub mod overlays;
 pub mod sage;
+pub mod summary;
 pub mod transcript;
 
 use ratatui::layout::Rect;

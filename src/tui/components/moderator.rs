@@ -6,6 +6,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Wrap};
 
 use super::pane;
+use crate::panel::Protocol;
 use crate::session::event::SelectedBy;
 use crate::session::fold::TurnState;
 use crate::tui::app::{App, Focus, by_label};
@@ -14,19 +15,19 @@ pub fn draw(f: &mut Frame, area: Rect, app: &mut App) {
     let theme = app.env.theme().clone();
     let focused = app.focus == Focus::Moderator;
     let v = &app.vm.session;
-    let collab =
-        v.panel.as_ref().is_some_and(|p| p.protocol.spec().order == crate::panel::SpeakerOrder::ShuffledRounds);
-    // CollabEval speaks in rounds (a seeded shuffle each round); MAJ-EVAL counts debate turns.
-    let (max, unit) = match &v.panel {
-        Some(p) if collab => (p.consensus.max_rounds, "round"),
-        Some(p) => (p.moderator.max_turns, "turn"),
-        None => (0, "turn"),
+    // CollabEval, ChatEval and the round-table speak in rounds; MAJ-EVAL counts debate turns.
+    let (collab, max, policy) = match &v.panel {
+        Some(p) => match p.protocol.kind {
+            Protocol::ChatEval => (true, p.protocol.integer("turns"), p.protocol.choice("strategy").replace('-', " ")),
+            Protocol::RoundTable => (true, p.protocol.integer("max_rounds"), "shuffled rounds".to_string()),
+            _ if p.protocol.spec().order == crate::panel::SpeakerOrder::ShuffledRounds => {
+                (true, i64::from(p.consensus.max_rounds), "shuffled rounds".to_string())
+            }
+            _ => (false, i64::from(p.moderator.max_turns), p.moderator.policy.as_str().to_string()),
+        },
+        None => (false, 0, String::new()),
     };
-    let policy = match &v.panel {
-        Some(_) if collab => "shuffled rounds".to_string(),
-        Some(p) => p.moderator.policy.as_str().to_string(),
-        None => String::new(),
-    };
+    let unit = if collab { "round" } else { "turn" };
     let block = pane(Line::from(Span::styled(format!(" Moderator · {policy} "), theme.accent())), focused, &theme);
     let mut lines: Vec<Line> = Vec::new();
     let speaking = v.turns.iter().rev().find(|t| t.state == TurnState::Streaming);

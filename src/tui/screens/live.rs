@@ -10,7 +10,7 @@ use ratatui::layout::{Constraint, Layout, Rect};
 
 use crate::tui::app::{App, Focus};
 use crate::tui::components::{
-    agent, aggregator, consensus, footer, g_eval, header, moderator, overlays, sage, transcript,
+    agent, aggregator, consensus, footer, g_eval, header, moderator, overlays, sage, summary, transcript,
 };
 
 /// Below this width or height the compact layout is used.
@@ -30,6 +30,7 @@ fn draw_pane(f: &mut Frame, app: &mut App, focus: Focus, area: Rect) {
         Focus::Transcript => transcript::draw(f, area, app),
         Focus::Steps => g_eval::steps(f, area, app),
         Focus::Scores => g_eval::scores(f, area, app),
+        Focus::Summary => summary::draw(f, area, app),
     }
 }
 
