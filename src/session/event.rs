@@ -73,6 +73,10 @@ pub enum Role {
     FinalJudge,
     /// Checks and rectifies an evaluator's scores (SAGEval's SAGE).
     MetaEvaluator,
+    /// Explains a judge's mistakes against human labels (`moot optimize`).
+    Feedback,
+    /// Rewrites a judge's prompt from that feedback (`moot optimize`).
+    Rewriter,
 }
 
 impl Role {
@@ -83,9 +87,21 @@ impl Role {
             Role::Aggregator => "aggregator",
             Role::FinalJudge => "final_judge",
             Role::MetaEvaluator => "meta_evaluator",
+            Role::Feedback => "feedback",
+            Role::Rewriter => "rewriter",
         }
     }
-    pub const ALL: [Role; 5] = [Role::Agent, Role::Moderator, Role::Aggregator, Role::FinalJudge, Role::MetaEvaluator];
+    pub const ALL: [Role; 7] = [
+        Role::Agent,
+        Role::Moderator,
+        Role::Aggregator,
+        Role::FinalJudge,
+        Role::MetaEvaluator,
+        Role::Feedback,
+        Role::Rewriter,
+    ];
+    /// The roles of `moot optimize`, which any panel may bind with `[roles.<role>]`.
+    pub const OPTIMIZE: [Role; 2] = [Role::Feedback, Role::Rewriter];
     /// The participant name of a role in events and on screen (`final judge`).
     pub fn label(self) -> &'static str {
         match self {
