@@ -38,9 +38,9 @@ pub struct Cli {
 pub enum Command {
     /// Run a panel on one item, live (the bundled sample panel when no PANEL is given).
     Run(RunArgs),
-    /// Replay a recorded session in the live screen.
+    /// Replay a recorded session in the live screen, or an optimisation run (its folder or optimize.jsonl).
     Replay {
-        /// Session id or path to a session log.
+        /// Session id or path to a session log, or an optimisation run folder.
         session: String,
         /// Playback speed, 0.25 to 32.
         #[arg(long, default_value_t = 1.0)]
@@ -333,6 +333,16 @@ fn screen_env(theme: Option<&str>) -> anyhow::Result<crate::tui::app::Env> {
 fn replay(session: &str, speed: f64, theme: Option<&str>) -> anyhow::Result<ExitCode> {
     if !(crate::tui::replay::MIN_SPEED..=crate::tui::replay::MAX_SPEED).contains(&speed) {
         anyhow::bail!("--speed: {speed} is outside 0.25 to 32");
+    }
+    if let Some(log) = crate::optimize::log::find_log(std::path::Path::new(session)) {
+        let events = crate::optimize::log::read_log(&log)?;
+        let env = screen_env(theme)?;
+        let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+        runtime.block_on(async {
+            let mut tui = crate::tui::Tui::enter()?;
+            crate::tui::optimize::replay(&mut tui, env, events, speed).await
+        })?;
+        return Ok(ExitCode::SUCCESS);
     }
     let path = sessions::resolve_session(session)?;
     let events = crate::tui::load_events(&path)?;

@@ -167,17 +167,13 @@ pub fn run(args: OptimizeArgs) -> anyhow::Result<ExitCode> {
         return runtime.block_on(headless(config, log));
     }
     let env = super::screen_env(args.theme.as_deref())?;
-    let _ = env;
-    bail!("TEMPORARY");
-    #[allow(unreachable_code)]
     runtime.block_on(async {
         let (tx, events) = tokio::sync::mpsc::unbounded_channel();
         let rec = OptRecorder::new(Some(&log), Some(tx)).with_context(|| format!("creating {}", log.display()))?;
         let (commands, rx) = tokio::sync::mpsc::unbounded_channel();
         let task = tokio::spawn(crate::optimize::optimize(config, rec, rx));
         let mut tui = crate::tui::Tui::enter()?;
-        // crate::tui::optimize::live(&mut tui, env, events, commands).await?;
-        let _ = (&mut tui, events, commands);
+        crate::tui::optimize::live(&mut tui, env, events, commands).await?;
         drop(tui);
         let outcome = task.await?;
         println!("{}", summary(&outcome, &log));
