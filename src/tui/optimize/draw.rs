@@ -88,13 +88,13 @@ fn draw_header(f: &mut Frame, s: &OptScreen, theme: &Theme, area: Rect) {
         format!(" · replay {at}/{n} ×{}{}", r.speed, if r.playing { "" } else { " paused" })
     });
     let text = format!(
-        " moot optimize · {} · S = {} (held-out), threshold {} · iteration {}/{} · {state}{}",
-        v.panel,
-        v.objective,
-        v.threshold,
+        " moot optimize · {state} · iteration {}/{}{} · S = {} (held-out), threshold {} · {}",
         v.iterations.len(),
         v.max_iter,
-        replay.unwrap_or_default()
+        replay.unwrap_or_default(),
+        v.objective,
+        v.threshold,
+        v.panel,
     );
     f.render_widget(Paragraph::new(text).style(theme.header()), area);
 }
@@ -107,7 +107,7 @@ fn draw_iterations(f: &mut Frame, s: &OptScreen, theme: &Theme, area: Rect) {
     let v = &s.view;
     let best = v.ended.as_ref().and_then(|e| e.best).or_else(|| v.best());
     let shown = s.shown();
-    let mut lines = vec![Line::styled(" #  picked  held-out  rewrite", theme.muted())];
+    let mut lines = vec![Line::styled(" #  picked  held rewrite", theme.muted())];
     for (idx, it) in v.iterations.iter().enumerate() {
         let (decision, human) = match (&it.decision, &it.rewrite_error) {
             (Some((Decision::Accepted, a)), _) => ("accepted", a != "auto"),
@@ -125,11 +125,11 @@ fn draw_iterations(f: &mut Frame, s: &OptScreen, theme: &Theme, area: Rect) {
         let mut spans = vec![
             Span::raw(format!("{mark}{:<2} ", it.iteration)),
             Span::styled(
-                format!("{:>6}  ", s3(it.picked)),
+                format!("{:>6}", s3(it.picked)),
                 it.picked.map_or(theme.muted(), |p| theme.score(p, 0.0, 1.0)),
             ),
             Span::styled(
-                format!("{:>8}  ", s3(it.holdout)),
+                format!("{:>6} ", s3(it.holdout)),
                 it.holdout.map_or(theme.muted(), |p| theme.score(p, 0.0, 1.0)),
             ),
             Span::styled(decision.to_string(), if human { theme.human() } else { theme.text() }),
@@ -307,7 +307,7 @@ fn draw_footer(f: &mut Frame, s: &OptScreen, theme: &Theme, area: Rect) {
                 let best = e.best.map_or("no result".into(), |b| {
                     format!("iteration {b} ({}, held-out {})", e.chosen_by, s3(e.best_holdout))
                 });
-                Line::styled(format!(" {}: {best}{out} · q quit", e.reason), theme.done())
+                Line::styled(format!(" q quit · {}: {best}{out}", e.reason), theme.done())
             }
             _ => {
                 let keys = s.env.config.keymap.footer(s.mode());

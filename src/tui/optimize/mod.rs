@@ -115,8 +115,12 @@ impl OptScreen {
 
     pub fn on_event(&mut self, e: &OptEvent) {
         self.view.apply(e);
-        if self.view.ended.is_some() && self.quitting {
-            self.exit = true;
+        if self.view.ended.is_some() {
+            // The end line (result, output) takes the footer.
+            self.message = None;
+            if self.quitting {
+                self.exit = true;
+            }
         }
         self.dirty = true;
     }
