@@ -208,7 +208,12 @@ fn draw_prompt(f: &mut Frame, s: &OptScreen, theme: &Theme, area: Rect, it: Opti
         },
     };
     let mut lines: Vec<Line> = vec![Line::default()];
+    // The line where the first change is, to scroll it into view.
+    let mut first_change: Option<usize> = None;
     for p in &parts {
+        if p.change != Change::Same && first_change.is_none() {
+            first_change = Some(lines.len() - 1 + p.text.chars().take_while(|c| *c == '\n').count());
+        }
         let style = match p.change {
             Change::Same => theme.text(),
             Change::Added => theme.done().add_modifier(Modifier::UNDERLINED),
@@ -230,8 +235,19 @@ fn draw_prompt(f: &mut Frame, s: &OptScreen, theme: &Theme, area: Rect, it: Opti
     if matches!(s.view.waiting, Waiting::Rewrite(i) if i == it.iteration) {
         title.push_span(Span::styled(" a accept · e edit · r reject ", theme.human()));
     }
+    // Rows the lines before the first change take once wrapped; keep one
+    // line of context above it.
+    let width = area.width.saturating_sub(2).max(1) as usize;
+    let rows = |l: &Line| l.width().div_ceil(width).max(1);
+    let before: usize = lines.iter().take(first_change.unwrap_or(0).saturating_sub(1)).map(rows).sum();
+    let height = area.height.saturating_sub(2) as usize;
+    let total: usize = lines.iter().map(rows).sum();
+    let scroll = if first_change.is_some() { before.min(total.saturating_sub(height)) } else { 0 };
     f.render_widget(
-        Paragraph::new(Text::from(lines)).wrap(Wrap { trim: false }).block(block(title, theme, false)),
+        Paragraph::new(Text::from(lines))
+            .wrap(Wrap { trim: false })
+            .scroll((u16::try_from(scroll).unwrap_or(u16::MAX), 0))
+            .block(block(title, theme, false)),
         area,
     );
 }
