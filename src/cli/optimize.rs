@@ -13,7 +13,7 @@ use super::run::{human_name, load_panel};
 use crate::optimize::log::{LOG_FILE, OptKind, OptRecorder, OptStatus};
 use crate::optimize::prompt::{diff, diff_counts};
 use crate::optimize::view::OptView;
-use crate::optimize::{Example, JudgePrompt, Objective, OptimizeConfig};
+use crate::optimize::{Example, Objective, OptimizeConfig};
 use crate::panel::Panel;
 use crate::provider::registry::Registry;
 
@@ -238,7 +238,7 @@ pub fn progress_line(view: &OptView, kind: &OptKind) -> Option<String> {
             format!("iteration {iteration}: feedback by {by} ({} words)", text.split_whitespace().count())
         }
         OptKind::RewriteProposed { iteration, prompt } => {
-            let before = view.iteration(*iteration).map(|i| i.prompt.clone()).unwrap_or_else(JudgePrompt::default);
+            let before = view.iteration(*iteration).map(|i| i.prompt.clone()).unwrap_or_default();
             let (added, removed) = diff_counts(&diff(&before, prompt));
             format!("iteration {iteration}: rewrite proposed (+{added} −{removed} words)")
         }

@@ -69,6 +69,8 @@ pub enum OptStatus {
     Failed,
 }
 
+// The first event is large and comes once a run; boxing it would only add noise.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum OptKind {

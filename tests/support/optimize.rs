@@ -67,7 +67,7 @@ pub fn provider(examples: &[Example]) -> Arc<ScriptedProvider> {
             let n = rewrites.fetch_add(1, Ordering::SeqCst);
             let base = JudgePrompt::of(&panel());
             let mut p = base.clone();
-            if n % 2 == 0 {
+            if n.is_multiple_of(2) {
                 p.guidance = PHRASE.into();
             }
             return ScriptedReply::Text(format!("Here is the revision.\n\n{}", p.render()));

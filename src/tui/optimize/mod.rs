@@ -181,10 +181,10 @@ impl OptScreen {
         }
         if k.code == KeyCode::Enter && !k.modifiers.contains(KeyModifiers::ALT) {
             let text = input.lines().join("\n").trim().to_string();
-            let still_waiting = match (editing, self.view.waiting) {
-                (Editing::Feedback, Waiting::Feedback(_)) | (Editing::Rewrite, Waiting::Rewrite(_)) => true,
-                _ => false,
-            };
+            let still_waiting = matches!(
+                (editing, self.view.waiting),
+                (Editing::Feedback, Waiting::Feedback(_)) | (Editing::Rewrite, Waiting::Rewrite(_))
+            );
             if !still_waiting {
                 self.error("the loop no longer waits for this");
                 return;
