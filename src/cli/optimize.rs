@@ -10,7 +10,7 @@ use clap::Args;
 
 use super::ModelArgs;
 use super::run::{human_name, load_panel};
-use crate::optimize::log::{LOG_FILE, OptKind, OptRecorder, OptStatus};
+use crate::optimize::log::{Decision, LOG_FILE, OptKind, OptRecorder, OptStatus};
 use crate::optimize::prompt::{diff, diff_counts};
 use crate::optimize::view::OptView;
 use crate::optimize::{Example, Objective, OptimizeConfig};
@@ -181,6 +181,14 @@ pub fn run(args: OptimizeArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
+fn status_word(status: OptStatus) -> &'static str {
+    match status {
+        OptStatus::Completed => "completed",
+        OptStatus::Stopped => "stopped",
+        OptStatus::Failed => "failed",
+    }
+}
+
 fn exit_code(status: OptStatus) -> ExitCode {
     match status {
         OptStatus::Completed | OptStatus::Stopped => ExitCode::SUCCESS,
@@ -189,7 +197,7 @@ fn exit_code(status: OptStatus) -> ExitCode {
 }
 
 fn summary(outcome: &crate::optimize::OptOutcome, log: &std::path::Path) -> String {
-    let mut s = format!("moot optimize: {:?} — {}", outcome.status, outcome.reason).to_lowercase();
+    let mut s = format!("moot optimize: {} — {}", status_word(outcome.status), outcome.reason);
     if let Some(best) = outcome.best {
         let held = outcome.iterations.iter().find(|r| r.iteration == best).and_then(|r| r.holdout);
         s.push_str(&format!("\nresult: iteration {best}, held-out S {}", fmt_s(held)));
@@ -234,8 +242,13 @@ pub fn progress_line(view: &OptView, kind: &OptKind) -> Option<String> {
             fmt_s(*holdout),
             if *failures > 0 { format!(" ({failures} judge failures)") } else { String::new() }
         ),
-        OptKind::FeedbackWritten { iteration, text, by, .. } => {
-            format!("iteration {iteration}: feedback by {by} ({} words)", text.split_whitespace().count())
+        OptKind::FeedbackWritten { iteration, text, by, author } => {
+            let who = if by == "human" {
+                format!("edited by {}", author.as_deref().unwrap_or("human"))
+            } else {
+                "written".into()
+            };
+            format!("iteration {iteration}: feedback {who} ({} words)", text.split_whitespace().count())
         }
         OptKind::RewriteProposed { iteration, prompt } => {
             let before = view.iteration(*iteration).map(|i| i.prompt.clone()).unwrap_or_default();
@@ -246,10 +259,15 @@ pub fn progress_line(view: &OptView, kind: &OptKind) -> Option<String> {
             format!("iteration {iteration}: rewrite unreadable: {error}")
         }
         OptKind::RewriteDecided { iteration, decision, author, .. } => {
-            format!("iteration {iteration}: rewrite {decision:?} ({author})").to_lowercase()
+            let what = match decision {
+                Decision::Accepted => "accepted",
+                Decision::Edited => "edited and accepted",
+                Decision::Rejected => "rejected",
+            };
+            format!("iteration {iteration}: rewrite {what} ({author})")
         }
         OptKind::CallFailed { iteration, role, error } => format!("iteration {iteration}: {role} call failed: {error}"),
-        OptKind::OptimizeEnded { status, reason, .. } => format!("ended {status:?}: {reason}").to_lowercase(),
+        OptKind::OptimizeEnded { status, reason, .. } => format!("ended {}: {reason}", status_word(*status)),
         _ => return None,
     })
 }
