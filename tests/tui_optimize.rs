@@ -93,3 +93,29 @@ async fn review_keys_send_the_loops_commands() {
     let outcome = task.await.unwrap();
     assert_eq!(outcome.best, Some(1));
 }
+
+#[tokio::test]
+async fn a_training_example_is_added_by_id_and_a_held_out_one_is_refused() {
+    use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+    let dir = tempfile::tempdir().unwrap();
+    let events = finished_run(dir.path()).await;
+    let (tx, mut sent) = tokio::sync::mpsc::unbounded_channel();
+    let mut screen = OptScreen::live(Env::test(), tx);
+    // Only the start: the loop is running.
+    screen.on_event(&events[0]);
+    let type_id = |screen: &mut OptScreen, id: &str| {
+        screen.on_key(KeyEvent::new(KeyCode::Char('+'), KeyModifiers::NONE));
+        for c in id.chars() {
+            screen.on_key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE));
+        }
+        screen.on_key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE));
+    };
+    let held = screen.view.holdout[0].clone();
+    type_id(&mut screen, &held);
+    assert!(render(&screen, 160, 48).contains("is held out"));
+    assert!(sent.try_recv().is_err(), "nothing sent for a held-out id");
+    screen.on_key(KeyEvent::new(KeyCode::Esc, KeyModifiers::NONE));
+    let train = screen.view.train[0].id.clone();
+    type_id(&mut screen, &train);
+    assert_eq!(sent.try_recv().unwrap(), OptCommand::Pin(train));
+}

@@ -30,7 +30,7 @@ pub struct OptimizeArgs {
     /// Iterations at most (each judges the picked and held-out examples once).
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub max_iter: u32,
-    /// Share of the examples held out for S and never shown to the feedback or rewrite models.
+    /// Share of the examples held out for S and never shown to the feedback or rewrite models (above 0, below 1).
     #[arg(long, default_value_t = 0.3)]
     pub holdout: f64,
     /// S: agreement (1 − normalised mean absolute error), accuracy or auc (binary labels); auto:
@@ -98,8 +98,8 @@ pub fn examples(
 
 pub fn run(args: OptimizeArgs) -> anyhow::Result<ExitCode> {
     let mut panel = load_panel(Some(&args.panel))?;
-    if !(0.0..1.0).contains(&args.holdout) {
-        bail!("--holdout: {} is not in [0, 1)", args.holdout);
+    if !(args.holdout > 0.0 && args.holdout < 1.0) {
+        bail!("--holdout: {} must be above 0 and below 1 (S is measured on the held-out split)", args.holdout);
     }
     let dimension = match &args.dimension {
         Some(d) if d == "overall" || panel.dimensions.iter().any(|x| &x.key == d) => d.clone(),

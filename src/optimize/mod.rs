@@ -228,7 +228,8 @@ impl Loop {
     fn started(&self) {
         let c = &self.config;
         let mut models = std::collections::BTreeMap::new();
-        models.insert("judge".to_string(), c.bindings.default.model_ref());
+        let judge = c.panel.agents().next().map_or(&c.bindings.default, |(_, a)| c.bindings.for_agent(&a.name));
+        models.insert("judge".to_string(), judge.model_ref());
         for role in Role::OPTIMIZE {
             models.insert(role.as_str().to_string(), c.bindings.for_role(role).model_ref());
         }

@@ -68,6 +68,8 @@ pub enum Action {
     PinExample,
     /// `moot optimize`: leave the selected example out of later draws.
     ReplaceExample,
+    /// `moot optimize`: add a training example, by id, to every later draw.
+    AddExample,
 }
 
 impl Action {
@@ -95,6 +97,7 @@ impl Action {
                 | Action::StopOptimize
                 | Action::PinExample
                 | Action::ReplaceExample
+                | Action::AddExample
         )
     }
 
@@ -149,6 +152,7 @@ impl Action {
             Action::StopOptimize => "stop, keep the best held-out prompt",
             Action::PinExample => "pin / unpin the selected example",
             Action::ReplaceExample => "replace the selected example in later draws",
+            Action::AddExample => "add a training example (by id) to later draws",
         }
     }
 }

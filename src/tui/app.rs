@@ -618,7 +618,8 @@ impl App {
             | Action::ChoosePrompt
             | Action::StopOptimize
             | Action::PinExample
-            | Action::ReplaceExample => {}
+            | Action::ReplaceExample
+            | Action::AddExample => {}
         }
     }
 

@@ -290,6 +290,7 @@ const OPTIMIZE: &[(&str, Action, bool)] = &[
     ("x", Action::StopOptimize, true),
     ("p", Action::PinExample, false),
     ("d", Action::ReplaceExample, false),
+    ("+", Action::AddExample, false),
     ("tab", Action::FocusNext, true),
     ("shift-tab", Action::FocusPrev, false),
     ("up", Action::ScrollUp, false),

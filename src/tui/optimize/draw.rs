@@ -54,6 +54,7 @@ pub fn draw(f: &mut Frame, s: &OptScreen) {
             Editing::Rewrite => {
                 " Edit the prompt (keep the ## headings) — Enter takes it, Alt-Enter new line, Esc cancels "
             }
+            Editing::AddExample => " Id of a training example to draw every time — Enter adds, Esc cancels ",
         };
         let block = Block::default().borders(Borders::ALL).title(title).border_style(theme.human());
         let inner = block.inner(r);

@@ -35,6 +35,8 @@ pub enum Pane {
 pub enum Editing {
     Feedback,
     Rewrite,
+    /// The id of a training example to add to later draws.
+    AddExample,
 }
 
 /// A replay's clock: events are applied at their recorded pace (each gap
@@ -181,6 +183,19 @@ impl OptScreen {
         }
         if k.code == KeyCode::Enter && !k.modifiers.contains(KeyModifiers::ALT) {
             let text = input.lines().join("\n").trim().to_string();
+            if editing == Editing::AddExample {
+                if self.view.train.iter().any(|e| e.id == text) {
+                    self.send(OptCommand::Pin(text.clone()));
+                    self.info(format!("{text} is drawn in every later iteration"));
+                } else if self.view.holdout.contains(&text) {
+                    self.editor = Some((editing, input));
+                    self.error(format!("{text} is held out: it is never shown to the feedback (Esc cancels)"));
+                } else {
+                    self.editor = Some((editing, input));
+                    self.error(format!("no training example \"{text}\" (Esc cancels)"));
+                }
+                return;
+            }
             let still_waiting = matches!(
                 (editing, self.view.waiting),
                 (Editing::Feedback, Waiting::Feedback(_)) | (Editing::Rewrite, Waiting::Rewrite(_))
@@ -208,6 +223,7 @@ impl OptScreen {
                         self.error(format!("{e} (Esc cancels)"));
                     }
                 },
+                Editing::AddExample => {}
             }
             return;
         }
@@ -304,6 +320,7 @@ impl OptScreen {
                 }
                 None => self.error("select an example in the table (tab)"),
             },
+            Action::AddExample => self.open_editor(Editing::AddExample, ""),
             Action::TogglePause => {
                 if let Some(r) = &mut self.replay {
                     r.playing = !r.playing;
