@@ -194,3 +194,31 @@ fn clustering_is_reproducible_for_a_seed() {
     let picks = |seed| moot::optimize::sample::draw(&a, 2, &Default::default(), &Default::default(), seed, 1);
     assert_eq!(picks(5), picks(5));
 }
+
+#[test]
+fn judge_text_follows_the_task_in_every_judges_prompt() {
+    let p = panel();
+    let text = moot::engine::prompts::task_text(&p);
+    assert!(text.starts_with(p.task.trim()));
+    assert!(text.contains("\n\nRubric:\n1: the generated answer says what the reference says."), "{text}");
+    assert!(!text.contains("Scoring guidance:"), "an empty part gets no heading");
+    let with_guidance = JudgePrompt { guidance: PHRASE.into(), ..JudgePrompt::of(&p) }.apply(&p);
+    assert!(moot::engine::prompts::task_text(&with_guidance).ends_with(&format!("Scoring guidance:\n{PHRASE}")));
+    // The 0–1 scale asks for fractions.
+    assert!(moot::engine::prompts::scale_words(&p).contains("such as 0.75"));
+}
+
+#[test]
+fn a_misspelt_judge_field_is_named_with_its_line() {
+    let text = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/panels/answer-judge.toml"),
+    )
+    .unwrap()
+    .replacen("[judge]\n", "[judge]\nrubrik = \"x\"\n", 1);
+    let err = Panel::from_toml_str(&text, "judge.toml").unwrap_err().to_string();
+    assert!(err.contains("judge.rubrik: unknown field"), "{err}");
+    assert!(err.starts_with("judge.toml:"), "{err}");
+    let bad_type = text.replacen("rubrik = \"x\"", "examples = 3", 1);
+    let err = Panel::from_toml_str(&bad_type, "judge.toml").unwrap_err().to_string();
+    assert!(err.contains("judge.examples"), "{err}");
+}
