@@ -127,6 +127,10 @@ async fn held_out_examples_never_reach_the_feedback_or_rewrite_requests() {
         }
     }
     assert!(shown_picked > 0, "the feedback requests do show picked examples");
+    assert!(
+        bodies.iter().any(|b| b.contains("The judge's reason: The answer is judged.")),
+        "the feedback sees the judge's own words on the picked examples"
+    );
 }
 
 #[tokio::test]

@@ -11,10 +11,39 @@ use super::prompt::JudgePrompt;
 use super::{IterationResult, Loop, OptimizeConfig, score};
 use crate::engine::{self, EngineConfig, EngineHandle, Recorder};
 use crate::panel::Panel;
+use crate::session::EventKind;
 use crate::session::event::EndStatus;
 
-/// The judge's value for one example, or why there is none.
-pub(crate) type Judgement = (Option<f64>, Option<String>);
+/// The judge on one example: its value or why there is none, and its own
+/// words on the example (shown to the feedback model for picked examples).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub(crate) struct Judgement {
+    pub value: Option<f64>,
+    pub error: Option<String>,
+    pub reason: Option<String>,
+}
+
+/// Longest judge reason kept, in characters.
+const REASON_CHARS: usize = 400;
+
+/// What the judge said about the item: the last readable evaluation's
+/// justification, else the prose of its last reply.
+fn judge_reason(events: &mut tokio::sync::mpsc::UnboundedReceiver<crate::session::Event>) -> Option<String> {
+    let mut last = None;
+    while let Ok(e) = events.try_recv() {
+        if let EventKind::TurnCompleted { text, evaluation, .. } = e.kind {
+            let words = match evaluation {
+                Some(ev) if !ev.justification.trim().is_empty() => ev.justification,
+                _ => crate::engine::prompts::reply_words(&text, true, true).to_string(),
+            };
+            let words = words.trim();
+            if !words.is_empty() {
+                last = Some(words.chars().take(REASON_CHARS).collect());
+            }
+        }
+    }
+    last
+}
 
 /// Run the panel on one example and read the compared dimension from its result.
 pub(crate) async fn judge_one(config: &OptimizeConfig, panel: Arc<Panel>, index: usize) -> Judgement {
@@ -24,15 +53,17 @@ pub(crate) async fn judge_one(config: &OptimizeConfig, panel: Arc<Panel>, index:
     ec.seed = config.seed;
     ec.retry = config.retry;
     let (_handle, rx) = EngineHandle::channel();
-    let outcome = engine::run(ec, Recorder::new(None, None), rx).await;
+    let (tx, mut events) = tokio::sync::mpsc::unbounded_channel();
+    let outcome = engine::run(ec, Recorder::new(None, Some(tx)), rx).await;
+    let reason = judge_reason(&mut events);
     if outcome.status != EndStatus::Completed {
         let why = outcome.error.or(outcome.reason).unwrap_or_else(|| format!("the run ended {:?}", outcome.status));
-        return (None, Some(why));
+        return Judgement { value: None, error: Some(why), reason };
     }
     let value = outcome.result.as_ref().and_then(|r| r.get(&config.dimension).copied());
     match value {
-        Some(v) if v.is_finite() => (Some(v), None),
-        _ => (None, Some(format!("the judge gave no `{}` score", config.dimension))),
+        Some(v) if v.is_finite() => Judgement { value: Some(v), error: None, reason },
+        _ => Judgement { value: None, error: Some(format!("the judge gave no `{}` score", config.dimension)), reason },
     }
 }
 
@@ -60,16 +91,17 @@ impl Loop {
                     let panel = panel.clone();
                     let rec = rec.clone();
                     async move {
-                        let (judge, error) = judge_one(config, panel, i).await;
+                        let j = judge_one(config, panel, i).await;
                         rec.emit(OptKind::Judged {
                             iteration,
                             split,
                             id: config.examples[i].item.id.clone(),
-                            judge,
+                            judge: j.value,
                             human: config.examples[i].label,
-                            error: error.clone(),
+                            error: j.error.clone(),
+                            reason: j.reason.clone(),
                         });
-                        (judge, error)
+                        j
                     }
                 })
                 .buffered(concurrency)
@@ -106,11 +138,11 @@ impl Loop {
     ) -> Option<f64> {
         let c = &self.config;
         let pairs = |idx: &[usize], res: &[Judgement]| -> Vec<(Option<f64>, f64)> {
-            idx.iter().zip(res).map(|(&i, r)| (r.0, c.examples[i].label)).collect()
+            idx.iter().zip(res).map(|(&i, r)| (r.value, c.examples[i].label)).collect()
         };
         let p = score::score(c.objective, &pairs(picked, picked_results), &c.panel.scale);
         let h = score::score(c.objective, &pairs(&self.holdout, &self.held_results), &c.panel.scale);
-        let failures = picked_results.iter().chain(&self.held_results).filter(|r| r.0.is_none()).count();
+        let failures = picked_results.iter().chain(&self.held_results).filter(|r| r.value.is_none()).count();
         self.rec.emit(OptKind::Scored {
             iteration,
             objective: c.objective.as_str().into(),

@@ -118,6 +118,9 @@ pub enum OptKind {
         judge: Option<f64>,
         human: f64,
         error: Option<String>,
+        /// The judge's own words on the example (its justification), when it gave any.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
     },
     Scored {
         iteration: u32,

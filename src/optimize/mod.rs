@@ -293,9 +293,10 @@ impl Loop {
                 .zip(&picked_results)
                 .map(|(&i, r)| requests::Judged {
                     item: &self.config.examples[i].item,
-                    judge: r.0,
+                    judge: r.value,
                     human: self.config.examples[i].label,
-                    error: r.1.as_deref(),
+                    error: r.error.as_deref(),
+                    reason: r.reason.as_deref(),
                 })
                 .collect();
             let messages = requests::feedback_messages(&self.config.panel, &prompt, &self.config.dimension, &judged);

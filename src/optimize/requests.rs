@@ -21,6 +21,8 @@ pub struct Judged<'a> {
     pub judge: Option<f64>,
     pub human: f64,
     pub error: Option<&'a str>,
+    /// The judge's own words on the example.
+    pub reason: Option<&'a str>,
 }
 
 /// Asks for feedback on the judge's mistakes on the picked examples.
@@ -34,7 +36,7 @@ pub fn feedback_messages(
                   instructions can be improved. You are concrete: you name the examples and the patterns in them.";
     let mut user = format!(
         "The judge's current instructions:\n\n{}\n\nThe judge scores `{dimension}` from {} to {}. Below are examples \
-         it scored, each with the judge's score and the human label.\n",
+         it scored, each with the judge's score, the human label and the judge's reason when it gave one.\n",
         prompt.render(),
         fmt_num(panel.scale.min),
         fmt_num(panel.scale.max)
@@ -52,6 +54,9 @@ pub fn feedback_messages(
             render_item(e.item),
             fmt_num(e.human)
         );
+        if let Some(reason) = e.reason {
+            let _ = writeln!(user, "The judge's reason: {reason}");
+        }
     }
     user.push_str(
         "\nWrite feedback on the judge's mistakes: for the examples where its score and the human label differ most, \

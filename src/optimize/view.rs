@@ -15,6 +15,7 @@ pub struct Row {
     pub judge: Option<f64>,
     pub human: f64,
     pub error: Option<String>,
+    pub reason: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -166,7 +167,7 @@ impl OptView {
                     it.picks = picks.clone();
                 }
             }
-            OptKind::Judged { iteration, split, id, judge, human, error } => {
+            OptKind::Judged { iteration, split, id, judge, human, error, reason } => {
                 if let Some(it) = self.iter_mut(*iteration) {
                     it.rows.push(Row {
                         split: *split,
@@ -174,6 +175,7 @@ impl OptView {
                         judge: *judge,
                         human: *human,
                         error: error.clone(),
+                        reason: reason.clone(),
                     });
                 }
             }

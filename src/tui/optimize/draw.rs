@@ -267,7 +267,7 @@ fn draw_feedback(f: &mut Frame, theme: &Theme, area: Rect, it: Option<&IterView>
 
 fn draw_examples(f: &mut Frame, s: &OptScreen, theme: &Theme, area: Rect, it: Option<&IterView>) {
     let focused = s.pane == Pane::Examples;
-    let mut lines = vec![Line::styled(" example        split     judge  human  |diff|", theme.muted())];
+    let mut lines = vec![Line::styled(" example        split     judge  human  |diff|  judge's reason", theme.muted())];
     if let Some(it) = it {
         let rows = example_rows(&s.view, it);
         let height = area.height.saturating_sub(3) as usize;
@@ -291,6 +291,8 @@ fn draw_examples(f: &mut Frame, s: &OptScreen, theme: &Theme, area: Rect, it: Op
             ]);
             if let Some(e) = &r.error {
                 line.push_span(Span::styled(format!("  {e}"), theme.error()));
+            } else if let Some(reason) = &r.reason {
+                line.push_span(Span::styled(format!("  {}", reason.replace('\n', " ")), theme.muted()));
             }
             if focused && i == s.row {
                 line = line.patch_style(theme.selection());
