@@ -173,10 +173,17 @@ pub fn run(args: OptimizeArgs) -> anyhow::Result<ExitCode> {
         let (commands, rx) = tokio::sync::mpsc::unbounded_channel();
         let task = tokio::spawn(crate::optimize::optimize(config, rec, rx));
         let mut tui = crate::tui::Tui::enter()?;
-        crate::tui::optimize::live(&mut tui, env, events, commands).await?;
+        let screen = crate::tui::optimize::live(&mut tui, env, events, commands.clone()).await;
         drop(tui);
+        // Whatever happened to the screen, the loop ends with its best prompt
+        // and the log with `optimize_ended`.
+        if screen.is_err() {
+            let _ = commands.send(crate::optimize::OptCommand::Stop { choose: None });
+        }
+        drop(commands);
         let outcome = task.await?;
         println!("{}", summary(&outcome, &log));
+        screen?;
         Ok(exit_code(outcome.status))
     })
 }

@@ -500,7 +500,9 @@ impl Loop {
                 return Next::RollBack(to);
             }
             match self.next_command().await {
-                None | Some(OptCommand::Continue) => return Next::Go,
+                // Nobody can answer any more: end with the best prompt.
+                None => return Next::Stop(None),
+                Some(OptCommand::Continue) => return Next::Go,
                 Some(OptCommand::EditFeedback(text)) => {
                     *feedback = text.clone();
                     self.rec.emit(OptKind::FeedbackWritten {
@@ -531,7 +533,8 @@ impl Loop {
                 return Err(Next::RollBack(to));
             }
             let (decision, prompt) = match self.next_command().await {
-                None | Some(OptCommand::Accept) | Some(OptCommand::Continue) => (Decision::Accepted, proposed.clone()),
+                None => return Err(Next::Stop(None)),
+                Some(OptCommand::Accept) | Some(OptCommand::Continue) => (Decision::Accepted, proposed.clone()),
                 Some(OptCommand::AcceptEdited(p)) => (Decision::Edited, p),
                 Some(OptCommand::Reject) => (Decision::Rejected, current.clone()),
                 other => {
