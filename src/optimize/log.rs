@@ -285,3 +285,55 @@ pub fn read_log(path: &Path) -> anyhow::Result<Vec<OptEvent>> {
     }
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn started() -> OptKind {
+        OptKind::OptimizeStarted {
+            run_id: "r".into(),
+            schema_version: OPTIMIZE_SCHEMA_VERSION,
+            moot_version: "0".into(),
+            panel: "p.toml".into(),
+            data: "d.jsonl".into(),
+            dimension: "match".into(),
+            scale_min: 0.0,
+            scale_max: 1.0,
+            objective: "agreement".into(),
+            threshold: 0.9,
+            max_iter: 2,
+            seed: 1,
+            per_cluster: 1,
+            train: vec![ExampleRef { id: "a".into(), cluster: 0 }],
+            holdout: vec!["b".into()],
+            models: BTreeMap::new(),
+            prompt: JudgePrompt { task: "t".into(), ..JudgePrompt::default() },
+            review: false,
+        }
+    }
+
+    #[test]
+    fn a_log_cut_short_by_a_crash_still_reads() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(LOG_FILE);
+        let rec = OptRecorder::new(Some(&path), None).unwrap();
+        rec.emit(started());
+        rec.emit(OptKind::RolledBack { to: 1, author: "ann".into() });
+        drop(rec);
+        assert_eq!(find_log(dir.path()), Some(path.clone()));
+        let full = std::fs::read_to_string(&path).unwrap();
+        let events = read_log(&path).unwrap();
+        assert_eq!(events.len(), 2);
+        assert_eq!(events[1].seq, 1);
+        // Half of the last line, as a crash mid-write leaves it.
+        let cut = full.len() - 10;
+        std::fs::write(&path, &full[..cut]).unwrap();
+        assert_eq!(read_log(&path).unwrap().len(), 1);
+        // A bad line in the middle is an error naming it.
+        std::fs::write(&path, format!("{}not json\n{}", full.lines().next().unwrap().to_owned() + "\n", "")).unwrap();
+        assert!(read_log(&path).unwrap_err().to_string().contains(":2: not an optimisation event"));
+        // An existing log is never overwritten.
+        assert!(OptRecorder::new(Some(&path), None).is_err());
+    }
+}
