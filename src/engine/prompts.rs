@@ -768,7 +768,7 @@ pub fn aggregator_messages(panel: &Panel, item: &Item, finals: &str) -> Vec<Chat
     let system = format!(
         "You write the synthesis of an evaluation panel's debate. The task: {}\n\
          Be faithful to what the panel said; do not add your own scores.",
-        panel.task.trim()
+        task_text(panel)
     );
     let user = format!(
         "{}\n\nThe final evaluations of every stakeholder group:\n{finals}\n\
