@@ -6,6 +6,7 @@ pub mod engine;
 pub mod eval;
 pub mod item;
 pub mod model;
+pub mod optimize;
 pub mod panel;
 pub mod provider;
 pub mod report;

@@ -29,6 +29,7 @@ pub fn panel(protocol: Protocol, groups: &[(&str, &[&str])]) -> Panel {
         name: "Test panel".into(),
         protocol: crate::panel::ProtocolSection::new(protocol),
         task: "Judge short answers to questions about a story.".into(),
+        judge: Default::default(),
         scale: Scale { min: 1.0, max: 5.0 },
         dimensions: vec![
             Dimension {

@@ -5,6 +5,7 @@ pub mod cache;
 pub mod eval;
 pub mod headless;
 pub mod logging;
+pub mod optimize;
 pub mod providers;
 pub mod report;
 pub mod run;
@@ -38,9 +39,9 @@ pub struct Cli {
 pub enum Command {
     /// Run a panel on one item, live (the bundled sample panel when no PANEL is given).
     Run(RunArgs),
-    /// Replay a recorded session in the live screen.
+    /// Replay a recorded session in the live screen, or an optimisation run (its folder or optimize.jsonl).
     Replay {
-        /// Session id or path to a session log.
+        /// Session id or path to a session log, or an optimisation run folder.
         session: String,
         /// Playback speed, 0.25 to 32.
         #[arg(long, default_value_t = 1.0)]
@@ -67,6 +68,8 @@ pub enum Command {
     },
     /// Show the configured providers, where each setting comes from and who uses them; `check` tests them.
     Providers(providers::ProvidersArgs),
+    /// Optimise a judge's prompt against human labels: feedback and rewrites you review, best held-out prompt kept.
+    Optimize(optimize::OptimizeArgs),
     /// Inspect or clear the response cache.
     Cache {
         #[command(subcommand)]
@@ -312,6 +315,7 @@ pub fn main() -> ExitCode {
         Some(Command::Eval(args)) => eval::run(args),
         Some(Command::Report(args)) => report::run(args),
         Some(Command::Bench(args)) => bench::run(args),
+        Some(Command::Optimize(args)) => optimize::run(args),
     };
     match result {
         Ok(code) => code,
@@ -333,6 +337,16 @@ fn screen_env(theme: Option<&str>) -> anyhow::Result<crate::tui::app::Env> {
 fn replay(session: &str, speed: f64, theme: Option<&str>) -> anyhow::Result<ExitCode> {
     if !(crate::tui::replay::MIN_SPEED..=crate::tui::replay::MAX_SPEED).contains(&speed) {
         anyhow::bail!("--speed: {speed} is outside 0.25 to 32");
+    }
+    if let Some(log) = crate::optimize::log::find_log(std::path::Path::new(session)) {
+        let events = crate::optimize::log::read_log(&log)?;
+        let env = screen_env(theme)?;
+        let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+        runtime.block_on(async {
+            let mut tui = crate::tui::Tui::enter()?;
+            crate::tui::optimize::replay(&mut tui, env, events, speed).await
+        })?;
+        return Ok(ExitCode::SUCCESS);
     }
     let path = sessions::resolve_session(session)?;
     let events = crate::tui::load_events(&path)?;

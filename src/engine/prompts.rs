@@ -96,12 +96,42 @@ pub fn render_item(item: &Item) -> String {
     s
 }
 
+/// The panel's judge text: its `task`, then each part of `[judge]` that is
+/// given (rubric, scoring guidance, worked examples) under its own heading.
+/// Every protocol's prompts show this where they show the task.
+pub fn task_text(panel: &Panel) -> String {
+    let mut s = panel.task.trim().to_string();
+    for (heading, text) in [
+        ("Rubric", &panel.judge.rubric),
+        ("Scoring guidance", &panel.judge.guidance),
+        ("Worked examples", &panel.judge.examples),
+    ] {
+        if !text.trim().is_empty() {
+            let _ = write!(s, "\n\n{heading}:\n{}", text.trim());
+        }
+    }
+    s
+}
+
+/// `whole numbers from 1 (worst) to 5 (best)`, or for a 0–1 scale `numbers
+/// from 0 (worst) to 1 (best), such as 0.75`.
+pub fn scale_words(panel: &Panel) -> String {
+    let (min, max) = (fmt_num(panel.scale.min), fmt_num(panel.scale.max));
+    if panel.scale.is_integer() {
+        format!("whole numbers from {min} (worst) to {max} (best)")
+    } else {
+        format!("numbers from {min} (worst) to {max} (best), such as 0.75")
+    }
+}
+
+/// JSON schema of one score on the panel's scale.
+pub fn score_schema(scale: &crate::panel::Scale) -> serde_json::Value {
+    let kind = if scale.is_integer() { "integer" } else { "number" };
+    json!({"type": kind, "minimum": scale.min, "maximum": scale.max})
+}
+
 fn rubric(panel: &Panel) -> String {
-    let mut s = format!(
-        "Rate each dimension with a whole number from {} (worst) to {} (best):\n",
-        fmt_num(panel.scale.min),
-        fmt_num(panel.scale.max)
-    );
+    let mut s = format!("Rate each dimension with {}:\n", scale_words(panel));
     for d in &panel.dimensions {
         let _ = writeln!(s, "- {} ({}): {}", d.key, d.label(), d.description.trim());
     }
@@ -122,7 +152,7 @@ pub fn output_format(panel: &Panel) -> String {
 pub fn evaluation_schema(panel: &Panel) -> serde_json::Value {
     let mut props = serde_json::Map::new();
     let mut required = Vec::new();
-    let score = json!({"type": "integer", "minimum": panel.scale.min, "maximum": panel.scale.max});
+    let score = score_schema(&panel.scale);
     for d in &panel.dimensions {
         props.insert(d.key.clone(), score.clone());
         required.push(json!(d.key));
@@ -161,7 +191,7 @@ pub fn panel_system(panel: &Panel) -> String {
          most from the others, whose perspective nobody has answered yet, or who was addressed by someone, and does \
          not let one agent dominate. Its request lists each agent's current scores in this order: {}. It answers with \
          one JSON object and nothing else: {{\"next\": \"<one name from the list>\", \"reason\": \"<one sentence>\"}}\n",
-        panel.task.trim(),
+        task_text(panel),
         rubric(panel),
         output_format(panel),
         score_keys(panel).join(", "),
@@ -748,7 +778,7 @@ pub fn aggregator_messages(panel: &Panel, item: &Item, finals: &str) -> Vec<Chat
     let system = format!(
         "You write the synthesis of an evaluation panel's debate. The task: {}\n\
          Be faithful to what the panel said; do not add your own scores.",
-        panel.task.trim()
+        task_text(panel)
     );
     let user = format!(
         "{}\n\nThe final evaluations of every stakeholder group:\n{finals}\n\
@@ -763,7 +793,7 @@ pub fn aggregator_messages(panel: &Panel, item: &Item, finals: &str) -> Vec<Chat
 pub fn final_judge_messages(panel: &Panel, item: &Item, history: &[HistoryEntry]) -> Vec<ChatMessage> {
     let system = format!(
         "You are the final judge of an evaluation panel that could not reach consensus. The task: {}\n{}",
-        panel.task.trim(),
+        task_text(panel),
         rubric(panel)
     );
     let user = format!(

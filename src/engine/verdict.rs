@@ -113,7 +113,7 @@ impl Verdict for DimensionScore<'_> {
         )
     }
     fn schema(&self) -> Option<serde_json::Value> {
-        let score = json!({"type": "integer", "minimum": self.scale.min, "maximum": self.scale.max});
+        let score = prompts::score_schema(&self.scale);
         Some(json!({
             "type": "object",
             "properties": {self.dimension.key.clone(): score},

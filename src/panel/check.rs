@@ -1,6 +1,7 @@
 //! Validation of panel TOML, with errors that name the file, line and field.
 
 use super::{ConsensusRule, ModeratorPolicy, PanelError, Protocol, RESERVED_NAMES, SettingKind};
+use crate::session::event::Role;
 
 /// 1-based line and character column of byte offset `at` in `text`.
 pub fn line_col(text: &str, at: usize) -> (usize, usize) {
@@ -30,6 +31,7 @@ const PANEL_KEYS: &[&str] = &[
     "name",
     "protocol",
     "task",
+    "judge",
     "scale",
     "dimensions",
     "moderator",
@@ -44,6 +46,7 @@ const PANEL_KEYS: &[&str] = &[
     "temperature",
     "max_tokens",
 ];
+const JUDGE_KEYS: &[&str] = &["rubric", "guidance", "examples"];
 const SCALE_KEYS: &[&str] = &["min", "max"];
 const DIMENSION_KEYS: &[&str] = &["key", "name", "description", "steps", "labels"];
 const MODERATOR_KEYS: &[&str] = &["policy", "max_turns", "provider", "model", "temperature", "max_tokens"];
@@ -418,7 +421,9 @@ impl Checker<'_> {
         for (key, value) in table.iter() {
             let name: &str = key.get_ref();
             let field = join_path("roles", name);
-            if !declared.contains(&name) {
+            // `moot optimize`'s own roles may be bound in any panel.
+            let optimize_role = Role::OPTIMIZE.iter().any(|r| r.as_str() == name);
+            if !declared.contains(&name) && !optimize_role {
                 let valid = if declared.is_empty() { "none".to_string() } else { declared.join(", ") };
                 out.push(problem(key.span().start, field, format!("not a role of this protocol; its roles: {valid}")));
                 continue;
@@ -439,6 +444,12 @@ impl Checker<'_> {
         self.protocol(root, out);
         self.roles(root, out);
         self.string(root, 0, "", "task", Need::Required, out);
+        if let Some(judge) = self.sub_table(root, "", "judge", JUDGE_KEYS, out) {
+            let at = root.get("judge").map_or(0, |v| v.span().start);
+            for key in JUDGE_KEYS {
+                self.string(judge, at, "judge", key, Need::Optional, out);
+            }
+        }
         self.model_settings(root, 0, "", out);
 
         if let Some(scale) = self.sub_table(root, "", "scale", SCALE_KEYS, out) {

@@ -95,9 +95,10 @@ impl Scale {
     pub fn contains(&self, v: f64) -> bool {
         v >= self.min && v <= self.max
     }
-    /// Whether the scale is whole numbers (1–5, 0–10…).
+    /// Whether the scale is whole numbers (1–5, 0–10…). A scale one wide
+    /// (0–1) is a fraction scale: judges give numbers such as 0.75.
     pub fn is_integer(&self) -> bool {
-        self.min.fract() == 0.0 && self.max.fract() == 0.0
+        self.min.fract() == 0.0 && self.max.fract() == 0.0 && self.max - self.min > 1.0
     }
 }
 
@@ -121,6 +122,29 @@ impl Dimension {
     /// The display name, falling back to the key.
     pub fn label(&self) -> &str {
         if self.name.is_empty() { &self.key } else { &self.name }
+    }
+}
+
+/// The judge text of a panel beyond its `task` (`[judge]` in the file). Each
+/// part is optional; present parts follow the task, under a heading, in every
+/// judge's instructions (see `engine::prompts::task_text`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct JudgeText {
+    /// What earns each score.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub rubric: String,
+    /// Advice on applying the rubric: edge cases, what to ignore.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub guidance: String,
+    /// Worked examples with the score they deserve.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub examples: String,
+}
+
+impl JudgeText {
+    pub fn is_empty(&self) -> bool {
+        self.rubric.trim().is_empty() && self.guidance.trim().is_empty() && self.examples.trim().is_empty()
     }
 }
 
@@ -254,6 +278,11 @@ pub struct Panel {
     pub protocol: ProtocolSection,
     /// What is being evaluated and why, shown to every agent.
     pub task: String,
+    /// The tunable rest of the judges' instructions (`[judge]`): rubric,
+    /// scoring guidance, worked examples. `moot optimize` rewrites these and
+    /// `task`; the protocol's own rules and output format stay in code.
+    #[serde(default, skip_serializing_if = "JudgeText::is_empty")]
+    pub judge: JudgeText,
     #[serde(default)]
     pub scale: Scale,
     pub dimensions: Vec<Dimension>,
@@ -308,7 +337,7 @@ impl Panel {
             Role::Moderator => &self.moderator.model,
             Role::Aggregator => &self.aggregator,
             Role::FinalJudge => &self.final_judge,
-            Role::Agent | Role::MetaEvaluator | Role::Summarizer => &NO_SETTINGS,
+            Role::Agent | Role::MetaEvaluator | Role::Summarizer | Role::Feedback | Role::Rewriter => &NO_SETTINGS,
         }
     }
     /// Extra per-dimension descriptions by key.

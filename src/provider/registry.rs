@@ -374,7 +374,10 @@ impl Registry {
         for (_, a) in panel.agents() {
             out.push(choose(Participant::Agent(a.name.clone()), &a.model, &format!("agent {} in the panel", a.name)));
         }
-        for &role in panel.protocol.spec().roles {
+        // `moot optimize`'s roles are bound only where the panel names them
+        // (else they use the default binding).
+        let optimize = crate::session::event::Role::OPTIMIZE.into_iter().filter(|r| panel.roles.contains_key(r));
+        for role in panel.protocol.spec().roles.iter().copied().chain(optimize) {
             out.push(choose(
                 Participant::Role(role),
                 panel.role_model(role),

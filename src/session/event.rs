@@ -78,6 +78,10 @@ pub enum Role {
     MetaEvaluator,
     /// Condenses each round of a discussion (ChatEval).
     Summarizer,
+    /// Explains a judge's mistakes against human labels (`moot optimize`).
+    Feedback,
+    /// Rewrites a judge's prompt from that feedback (`moot optimize`).
+    Rewriter,
 }
 
 impl Role {
@@ -89,10 +93,22 @@ impl Role {
             Role::FinalJudge => "final_judge",
             Role::MetaEvaluator => "meta_evaluator",
             Role::Summarizer => "summarizer",
+            Role::Feedback => "feedback",
+            Role::Rewriter => "rewriter",
         }
     }
-    pub const ALL: [Role; 6] =
-        [Role::Agent, Role::Moderator, Role::Aggregator, Role::FinalJudge, Role::MetaEvaluator, Role::Summarizer];
+    pub const ALL: [Role; 8] = [
+        Role::Agent,
+        Role::Moderator,
+        Role::Aggregator,
+        Role::FinalJudge,
+        Role::MetaEvaluator,
+        Role::Summarizer,
+        Role::Feedback,
+        Role::Rewriter,
+    ];
+    /// The roles of `moot optimize`, which any panel may bind with `[roles.<role>]`.
+    pub const OPTIMIZE: [Role; 2] = [Role::Feedback, Role::Rewriter];
     /// The participant name of a role in events and on screen (`final judge`).
     pub fn label(self) -> &'static str {
         match self {

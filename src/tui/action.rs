@@ -48,6 +48,28 @@ pub enum Action {
     Open,
     NewRun,
     Refresh,
+    /// `moot optimize`: go on with the feedback as the model wrote it.
+    ContinueLoop,
+    /// `moot optimize`: edit the feedback before the rewrite.
+    EditFeedback,
+    /// `moot optimize`: take the proposed rewrite.
+    AcceptRewrite,
+    /// `moot optimize`: edit the proposed rewrite, then take it.
+    EditRewrite,
+    /// `moot optimize`: keep the current prompt.
+    RejectRewrite,
+    /// `moot optimize`: continue from the selected iteration's prompt.
+    RollBack,
+    /// `moot optimize`: stop and keep the selected iteration's prompt.
+    ChoosePrompt,
+    /// `moot optimize`: stop and keep the best held-out prompt.
+    StopOptimize,
+    /// `moot optimize`: pin the selected example into every draw (again: unpin).
+    PinExample,
+    /// `moot optimize`: leave the selected example out of later draws.
+    ReplaceExample,
+    /// `moot optimize`: add a training example, by id, to every later draw.
+    AddExample,
 }
 
 impl Action {
@@ -65,6 +87,17 @@ impl Action {
                 | Action::EditSteps
                 | Action::AcceptChange
                 | Action::RejectChange
+                | Action::ContinueLoop
+                | Action::EditFeedback
+                | Action::AcceptRewrite
+                | Action::EditRewrite
+                | Action::RejectRewrite
+                | Action::RollBack
+                | Action::ChoosePrompt
+                | Action::StopOptimize
+                | Action::PinExample
+                | Action::ReplaceExample
+                | Action::AddExample
         )
     }
 
@@ -109,6 +142,17 @@ impl Action {
             Action::Open => "open / replay",
             Action::NewRun => "new run from a panel",
             Action::Refresh => "refresh",
+            Action::ContinueLoop => "go on with the feedback as written",
+            Action::EditFeedback => "edit the feedback before the rewrite",
+            Action::AcceptRewrite => "accept the proposed rewrite",
+            Action::EditRewrite => "edit the rewrite, then accept it",
+            Action::RejectRewrite => "reject the rewrite (keep the prompt)",
+            Action::RollBack => "roll back to the selected iteration",
+            Action::ChoosePrompt => "stop, keep the selected iteration's prompt",
+            Action::StopOptimize => "stop, keep the best held-out prompt",
+            Action::PinExample => "pin / unpin the selected example",
+            Action::ReplaceExample => "replace the selected example in later draws",
+            Action::AddExample => "add a training example (by id) to later draws",
         }
     }
 }

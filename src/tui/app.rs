@@ -612,7 +612,21 @@ impl App {
                 let n = self.replay_state().map(Replay::len).unwrap_or(0);
                 self.seek(n);
             }
-            Action::Open | Action::NewRun | Action::Refresh => {}
+            // Home screen and optimisation screen actions.
+            Action::Open
+            | Action::NewRun
+            | Action::Refresh
+            | Action::ContinueLoop
+            | Action::EditFeedback
+            | Action::AcceptRewrite
+            | Action::EditRewrite
+            | Action::RejectRewrite
+            | Action::RollBack
+            | Action::ChoosePrompt
+            | Action::StopOptimize
+            | Action::PinExample
+            | Action::ReplaceExample
+            | Action::AddExample => {}
         }
     }
 

@@ -20,6 +20,10 @@ pub enum Mode {
     Replay,
     /// The home screen.
     Home,
+    /// `moot optimize`'s live screen.
+    Optimize,
+    /// A replay of an optimisation run.
+    OptimizeReplay,
 }
 
 impl Mode {
@@ -28,10 +32,14 @@ impl Mode {
             Mode::Live => "live",
             Mode::Replay => "replay",
             Mode::Home => "home",
+            Mode::Optimize => "optimize",
+            Mode::OptimizeReplay => "optimize_replay",
         }
     }
     pub fn parse(s: &str) -> Option<Self> {
-        [Mode::Live, Mode::Replay, Mode::Home].into_iter().find(|m| m.as_str() == s)
+        [Mode::Live, Mode::Replay, Mode::Home, Mode::Optimize, Mode::OptimizeReplay]
+            .into_iter()
+            .find(|m| m.as_str() == s)
     }
 }
 
@@ -270,6 +278,49 @@ const HOME: &[(&str, Action, bool)] = &[
     ("ctrl-c", Action::Quit, false),
 ];
 
+/// Keys of the optimisation screen (live): review points, rollback, examples.
+const OPTIMIZE: &[(&str, Action, bool)] = &[
+    ("y", Action::ContinueLoop, true),
+    ("f", Action::EditFeedback, true),
+    ("a", Action::AcceptRewrite, true),
+    ("e", Action::EditRewrite, true),
+    ("r", Action::RejectRewrite, true),
+    ("b", Action::RollBack, true),
+    ("C", Action::ChoosePrompt, false),
+    ("x", Action::StopOptimize, true),
+    ("p", Action::PinExample, false),
+    ("d", Action::ReplaceExample, false),
+    ("+", Action::AddExample, false),
+    ("tab", Action::FocusNext, true),
+    ("shift-tab", Action::FocusPrev, false),
+    ("up", Action::ScrollUp, false),
+    ("k", Action::ScrollUp, false),
+    ("down", Action::ScrollDown, false),
+    ("j", Action::ScrollDown, false),
+    ("?", Action::Help, true),
+    ("q", Action::Quit, true),
+    ("ctrl-c", Action::Quit, false),
+];
+
+/// Keys of an optimisation run's replay.
+const OPTIMIZE_REPLAY: &[(&str, Action, bool)] = &[
+    ("space", Action::TogglePause, true),
+    ("+", Action::SpeedUp, true),
+    ("=", Action::SpeedUp, false),
+    ("-", Action::SpeedDown, true),
+    ("end", Action::JumpEnd, true),
+    ("tab", Action::FocusNext, true),
+    ("shift-tab", Action::FocusPrev, false),
+    ("up", Action::ScrollUp, false),
+    ("k", Action::ScrollUp, false),
+    ("down", Action::ScrollDown, false),
+    ("j", Action::ScrollDown, false),
+    ("?", Action::Help, true),
+    ("q", Action::Quit, true),
+    ("esc", Action::Quit, false),
+    ("ctrl-c", Action::Quit, false),
+];
+
 fn table(entries: &[&[(&str, Action, bool)]]) -> Vec<Binding> {
     let mut out: Vec<Binding> = Vec::new();
     for list in entries {
@@ -288,6 +339,8 @@ impl Default for Keymap {
         tables.insert(Mode::Live, table(&[LIVE, NAV]));
         tables.insert(Mode::Replay, table(&[REPLAY, NAV]));
         tables.insert(Mode::Home, table(&[HOME]));
+        tables.insert(Mode::Optimize, table(&[OPTIMIZE]));
+        tables.insert(Mode::OptimizeReplay, table(&[OPTIMIZE_REPLAY]));
         Self { tables }
     }
 }
@@ -295,7 +348,7 @@ impl Default for Keymap {
 /// A problem in the `[keys]` tables of a config file.
 #[derive(Debug, Error, PartialEq, Eq)]
 pub enum KeymapError {
-    #[error("[keys.{0}]: unknown mode; valid: live, replay, home")]
+    #[error("[keys.{0}]: unknown mode; valid: live, replay, home, optimize, optimize_replay")]
     Mode(String),
     #[error("[keys.{mode}]: {source}")]
     Key { mode: String, source: KeyParseError },
@@ -399,6 +452,14 @@ fn short(a: Action) -> &'static str {
         Action::NextTurn => "next turn",
         Action::Open => "open",
         Action::NewRun => "new run",
+        Action::ContinueLoop => "go on",
+        Action::EditFeedback => "edit feedback",
+        Action::AcceptRewrite => "accept",
+        Action::EditRewrite => "edit",
+        Action::RejectRewrite => "reject",
+        Action::RollBack => "roll back",
+        Action::StopOptimize => "stop",
+        Action::JumpEnd => "end",
         other => other.describe(),
     }
 }

@@ -12,6 +12,7 @@ pub mod command_line;
 pub mod components;
 pub mod config;
 pub mod keymap;
+pub mod optimize;
 mod overlay_input;
 pub mod replay;
 pub mod screens;

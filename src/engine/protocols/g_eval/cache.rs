@@ -43,7 +43,7 @@ impl StepsCache {
 
     fn path(&self, panel: &Panel, dimension: &Dimension, model: &ModelRef) -> PathBuf {
         let material = serde_json::json!({
-            "task": panel.task.trim(),
+            "task": crate::engine::prompts::task_text(panel),
             "scale": [panel.scale.min, panel.scale.max],
             "key": dimension.key,
             "name": dimension.name,

@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use crate::engine::prompts::{fmt_num, render_item};
+use crate::engine::prompts::render_item;
 use crate::item::Item;
 use crate::panel::{AgentSpec, Dimension, Panel};
 use crate::provider::ChatMessage;
@@ -15,11 +15,10 @@ pub fn system(panel: &Panel) -> String {
     format!(
         "You evaluate generated text carefully and fairly, one quality at a time.\n\
          The task: {}\n\
-         Scores are whole numbers from {} (worst) to {} (best). Each request names the quality to judge and, \
-         when you score, the evaluation steps to follow.",
-        panel.task.trim(),
-        fmt_num(panel.scale.min),
-        fmt_num(panel.scale.max),
+         Scores are {}. Each request names the quality to judge and, when you score, the evaluation steps to \
+         follow.",
+        crate::engine::prompts::task_text(panel),
+        crate::engine::prompts::scale_words(panel),
     )
 }
 

@@ -16,7 +16,7 @@ fn system(panel: &Panel) -> String {
         "You review generated text aspect by aspect, without a reference answer.\n\
          The task: {}\n\
          Scored aspects take whole numbers from {} (worst) to {} (best); a descriptive aspect takes one of its labels.",
-        panel.task.trim(),
+        crate::engine::prompts::task_text(panel),
         fmt_num(panel.scale.min),
         fmt_num(panel.scale.max),
     )
