@@ -7,6 +7,7 @@ pub mod eval;
 pub mod item;
 pub mod model;
 pub mod panel;
+pub mod personas;
 pub mod provider;
 pub mod report;
 pub mod session;

@@ -4,6 +4,7 @@ pub mod cache;
 pub mod eval;
 pub mod headless;
 pub mod logging;
+pub mod personas;
 pub mod providers;
 pub mod report;
 pub mod run;
@@ -64,6 +65,8 @@ pub enum Command {
     },
     /// Show the configured providers, where each setting comes from and who uses them; `check` tests them.
     Providers(providers::ProvidersArgs),
+    /// Build a stakeholder panel from documents: stakeholders, their perspectives with checked evidence, personas.
+    Personas(personas::PersonasArgs),
     /// Inspect or clear the response cache.
     Cache {
         #[command(subcommand)]
@@ -308,6 +311,7 @@ pub fn main() -> ExitCode {
         Some(Command::Replay { session, speed, theme }) => replay(&session, speed, theme.as_deref()),
         Some(Command::Eval(args)) => eval::run(args),
         Some(Command::Report(args)) => report::run(args),
+        Some(Command::Personas(args)) => personas::run(args),
     };
     match result {
         Ok(code) => code,
