@@ -152,7 +152,9 @@ pub fn builder_reply(req: &crate::provider::ChatRequest) -> String {
 
 fn builder_extract(text: &str) -> String {
     let mut found: Vec<(&str, Vec<&str>)> = Vec::new();
-    for sentence in text.split_inclusive(['.', '?', '!']).map(str::trim).filter(|s| s.len() > 20) {
+    let prose = text.split("\n\n").filter(|p| !p.starts_with(['#', '*']));
+    let sentences = prose.flat_map(|p| p.split_inclusive(['.', '?', '!']));
+    for sentence in sentences.map(|s| s.trim()).filter(|s| s.len() > 20) {
         let lower = sentence.to_lowercase();
         if let Some((_, role)) = BUILDER_ROLES.iter().find(|(w, _)| lower.contains(w)) {
             match found.iter_mut().find(|(r, _)| r == role) {
@@ -215,4 +217,28 @@ fn builder_groups(user: &str) -> String {
         })
         .collect();
     serde_json::json!({ "groups": groups }).to_string()
+}
+
+/// The scripted persona builder behind an OpenAI-compatible stream.
+pub fn builder_server_reply(r: &crate::provider::testing::RecordedRequest) -> crate::provider::testing::Reply {
+    let body = r.body_json().unwrap_or_default();
+    let messages = body["messages"]
+        .as_array()
+        .map(|ms| {
+            ms.iter()
+                .map(|m| {
+                    let text = m["content"].as_str().unwrap_or("").to_string();
+                    match m["role"].as_str() {
+                        Some("system") => crate::provider::ChatMessage::system(text),
+                        Some("assistant") => crate::provider::ChatMessage::assistant(text),
+                        _ => crate::provider::ChatMessage { role: crate::provider::ChatRole::User, content: text },
+                    }
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let reply = builder_reply(&crate::provider::ChatRequest::new(messages));
+    let pieces: Vec<String> = reply.as_bytes().chunks(40).map(|c| String::from_utf8_lossy(c).into_owned()).collect();
+    let refs: Vec<&str> = pieces.iter().map(String::as_str).collect();
+    crate::provider::testing::Reply::openai_stream(&refs, Some((300, 120)))
 }

@@ -7,37 +7,12 @@ use std::process::{Command, Output};
 use moot::panel::Panel;
 use moot::personas::log::read_log;
 use moot::personas::state::BuildState;
-use moot::provider::testing::{RecordedRequest, Reply, TestServer};
-use moot::provider::{ChatMessage, ChatRequest, ChatRole};
+use moot::provider::testing::TestServer;
 
 fn moot() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_moot"));
     c.env_remove("OPENAI_API_KEY").env_remove("ANTHROPIC_API_KEY").env("NO_COLOR", "1").env("MOOT_USER", "tester");
     c
-}
-
-/// The scripted persona builder behind an OpenAI-compatible stream.
-pub fn builder_server_reply(r: &RecordedRequest) -> Reply {
-    let body = r.body_json().unwrap_or_default();
-    let messages = body["messages"]
-        .as_array()
-        .map(|ms| {
-            ms.iter()
-                .map(|m| {
-                    let text = m["content"].as_str().unwrap_or("").to_string();
-                    match m["role"].as_str() {
-                        Some("system") => ChatMessage::system(text),
-                        Some("assistant") => ChatMessage::assistant(text),
-                        _ => ChatMessage { role: ChatRole::User, content: text },
-                    }
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    let reply = moot::testkit::builder_reply(&ChatRequest::new(messages));
-    let pieces: Vec<String> = reply.as_bytes().chunks(40).map(|c| String::from_utf8_lossy(c).into_owned()).collect();
-    let refs: Vec<&str> = pieces.iter().map(String::as_str).collect();
-    Reply::openai_stream(&refs, Some((300, 120)))
 }
 
 async fn output(mut cmd: Command) -> Output {
@@ -46,7 +21,7 @@ async fn output(mut cmd: Command) -> Output {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_sample_builds_a_panel_that_loads() {
-    let server = TestServer::with_handler(builder_server_reply).await.unwrap();
+    let server = TestServer::with_handler(moot::testkit::builder_server_reply).await.unwrap();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("panels/reading.toml");
     let mut c = moot();

@@ -1,6 +1,6 @@
 //! `moot personas`: a stakeholder panel built from documents.
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -12,9 +12,10 @@ use crate::panel::{Panel, Protocol};
 use crate::personas::log::{BuildEvent, BuildEventKind, BuildLog, BuildStatus, read_log};
 use crate::personas::panel::PanelOptions;
 use crate::personas::state::BuildState;
-use crate::personas::{self, Ctx, Document, Model, Options};
+use crate::personas::{self, Ctx, Document, Model, Options, num};
 use crate::provider::cache::ResponseCache;
 use crate::provider::registry::Registry;
+use crate::tui::personas::Exit;
 
 /// The bundled sample: a task and three short interview-study documents
 /// about shared reading with young children, written for this project.
@@ -85,6 +86,9 @@ pub struct PersonasArgs {
     /// Answer repeated requests from the on-disk response cache.
     #[arg(long)]
     pub cache: bool,
+    /// Items file for `x` in the review screen (save, then run the panel on its first item, or --id).
+    #[arg(long)]
+    pub item: Option<PathBuf>,
     /// Colour theme of the review screen.
     #[arg(long)]
     pub theme: Option<String>,
@@ -191,7 +195,51 @@ pub fn run(args: PersonasArgs) -> anyhow::Result<ExitCode> {
         prices,
     };
     if !args.headless {
-        bail!("the review screen is not built yet; use --headless");
+        if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
+            bail!("the review screen needs a terminal; use --headless to build without it");
+        }
+        let ui = crate::tui::config::UiConfig::load(args.theme.as_deref())?;
+        let env = crate::tui::app::Env::new(ui);
+        let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+        let provider = registry.get(&provider_name, &model_name, "moot personas")?;
+        let mut model = Model::new(provider, model_name);
+        model.seed = args.seed;
+        let log_path_shown = log_path.clone();
+        let plan = crate::tui::personas::Plan {
+            task,
+            docs,
+            model,
+            options: build_options,
+            panel: options,
+            out: args.out.clone(),
+            log: log_path.clone(),
+        };
+        let exit = runtime.block_on(async {
+            let mut tui = crate::tui::Tui::enter()?;
+            crate::tui::personas::review(&mut tui, env, plan).await
+        })?;
+        drop(runtime);
+        eprintln!("moot: builder's log: {}", log_path_shown.display());
+        return match exit {
+            Exit::Quit(Some(path)) => {
+                eprintln!("moot: panel written: {}", path.display());
+                Ok(ExitCode::SUCCESS)
+            }
+            Exit::Quit(None) => {
+                eprintln!("moot: no panel was saved");
+                Ok(ExitCode::from(3))
+            }
+            Exit::Run(path) => {
+                eprintln!("moot: panel written: {}", path.display());
+                let run = super::RunArgs {
+                    panel: Some(path.display().to_string()),
+                    item: args.item.clone(),
+                    theme: args.theme.clone(),
+                    ..super::RunArgs::default()
+                };
+                super::run::run(run)
+            }
+        };
     }
     let provider = registry.get(&provider_name, &model_name, "moot personas")?;
     let mut model = Model::new(provider, model_name);
@@ -268,19 +316,6 @@ fn write_panel(
     eprintln!("moot: panel written: {} ({} groups, {} personas)", out.display(), r.groups, r.agents);
     eprintln!("moot: try it: moot run {} --item ITEMS", out.display());
     Ok(ExitCode::SUCCESS)
-}
-
-/// Thousands with commas.
-pub fn num(n: u64) -> String {
-    let s = n.to_string();
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 /// The headless progress lines.

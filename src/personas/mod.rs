@@ -330,3 +330,16 @@ pub async fn write_persona(
         }
     }
 }
+
+/// A count with thousands separated by commas (`12,345`).
+pub fn num(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}

@@ -48,6 +48,20 @@ pub enum Action {
     Open,
     NewRun,
     Refresh,
+    /// Persona review: take back a rejection.
+    Accept,
+    /// Persona review: leave the selected item out of the panel.
+    Reject,
+    /// Persona review: new wording for a stakeholder or perspective.
+    Edit,
+    RenameGroup,
+    MergeGroup,
+    SplitGroup,
+    CapGroup,
+    EditPersona,
+    Regenerate,
+    SavePanel,
+    RunPanel,
 }
 
 impl Action {
@@ -109,6 +123,17 @@ impl Action {
             Action::Open => "open / replay",
             Action::NewRun => "new run from a panel",
             Action::Refresh => "refresh",
+            Action::Accept => "accept (take back a rejection)",
+            Action::Reject => "reject: leave it out of the panel",
+            Action::Edit => "edit a stakeholder's name or a perspective",
+            Action::RenameGroup => "rename the group",
+            Action::MergeGroup => "merge the group into another",
+            Action::SplitGroup => "split the perspective into a new group",
+            Action::CapGroup => "cap the group's personas",
+            Action::EditPersona => "edit a persona field (field: text)",
+            Action::Regenerate => "write the persona again",
+            Action::SavePanel => "save the panel",
+            Action::RunPanel => "save and run the panel on the item",
         }
     }
 }

@@ -605,7 +605,21 @@ impl App {
                 let n = self.replay_state().map(Replay::len).unwrap_or(0);
                 self.seek(n);
             }
-            Action::Open | Action::NewRun | Action::Refresh => {}
+            // The home screen's and the persona review's own actions.
+            Action::Open
+            | Action::NewRun
+            | Action::Refresh
+            | Action::Accept
+            | Action::Reject
+            | Action::Edit
+            | Action::RenameGroup
+            | Action::MergeGroup
+            | Action::SplitGroup
+            | Action::CapGroup
+            | Action::EditPersona
+            | Action::Regenerate
+            | Action::SavePanel
+            | Action::RunPanel => {}
         }
     }
 

@@ -20,6 +20,8 @@ pub enum Mode {
     Replay,
     /// The home screen.
     Home,
+    /// The persona builder's review screen.
+    Personas,
 }
 
 impl Mode {
@@ -28,10 +30,11 @@ impl Mode {
             Mode::Live => "live",
             Mode::Replay => "replay",
             Mode::Home => "home",
+            Mode::Personas => "personas",
         }
     }
     pub fn parse(s: &str) -> Option<Self> {
-        [Mode::Live, Mode::Replay, Mode::Home].into_iter().find(|m| m.as_str() == s)
+        [Mode::Live, Mode::Replay, Mode::Home, Mode::Personas].into_iter().find(|m| m.as_str() == s)
     }
 }
 
@@ -270,6 +273,32 @@ const HOME: &[(&str, Action, bool)] = &[
     ("ctrl-c", Action::Quit, false),
 ];
 
+const PERSONAS: &[(&str, Action, bool)] = &[
+    ("up", Action::ScrollUp, false),
+    ("k", Action::ScrollUp, false),
+    ("down", Action::ScrollDown, false),
+    ("j", Action::ScrollDown, false),
+    ("pgup", Action::PageUp, false),
+    ("pgdown", Action::PageDown, false),
+    ("g", Action::Top, false),
+    ("G", Action::Bottom, false),
+    ("a", Action::Accept, true),
+    ("d", Action::Reject, true),
+    ("e", Action::Edit, true),
+    ("r", Action::RenameGroup, false),
+    ("m", Action::MergeGroup, false),
+    ("s", Action::SplitGroup, false),
+    ("c", Action::CapGroup, false),
+    ("p", Action::EditPersona, false),
+    ("R", Action::Regenerate, false),
+    ("w", Action::SavePanel, true),
+    ("x", Action::RunPanel, false),
+    ("?", Action::Help, true),
+    ("q", Action::Quit, true),
+    ("esc", Action::Back, false),
+    ("ctrl-c", Action::Quit, false),
+];
+
 fn table(entries: &[&[(&str, Action, bool)]]) -> Vec<Binding> {
     let mut out: Vec<Binding> = Vec::new();
     for list in entries {
@@ -288,6 +317,7 @@ impl Default for Keymap {
         tables.insert(Mode::Live, table(&[LIVE, NAV]));
         tables.insert(Mode::Replay, table(&[REPLAY, NAV]));
         tables.insert(Mode::Home, table(&[HOME]));
+        tables.insert(Mode::Personas, table(&[PERSONAS]));
         Self { tables }
     }
 }
@@ -295,7 +325,7 @@ impl Default for Keymap {
 /// A problem in the `[keys]` tables of a config file.
 #[derive(Debug, Error, PartialEq, Eq)]
 pub enum KeymapError {
-    #[error("[keys.{0}]: unknown mode; valid: live, replay, home")]
+    #[error("[keys.{0}]: unknown mode; valid: live, replay, home, personas")]
     Mode(String),
     #[error("[keys.{mode}]: {source}")]
     Key { mode: String, source: KeyParseError },
@@ -399,6 +429,10 @@ fn short(a: Action) -> &'static str {
         Action::NextTurn => "next turn",
         Action::Open => "open",
         Action::NewRun => "new run",
+        Action::Accept => "accept",
+        Action::Reject => "reject",
+        Action::Edit => "edit",
+        Action::SavePanel => "save",
         other => other.describe(),
     }
 }

@@ -13,6 +13,7 @@ pub mod components;
 pub mod config;
 pub mod keymap;
 mod overlay_input;
+pub mod personas;
 pub mod replay;
 pub mod screens;
 mod steps_editor;
