@@ -99,7 +99,8 @@ fn bench(c: &mut Criterion) {
     g.sample_size(10).measurement_time(Duration::from_secs(10));
     g.bench_function("build_three_20_page_docs", |b| {
         b.iter(|| {
-            let provider = Arc::new(ScriptedProvider::new(|r, _| moot::testkit::builder_reply(r).into()).with_chunk(4096));
+            let provider =
+                Arc::new(ScriptedProvider::new(|r, _| moot::testkit::builder_reply(r).into()).with_chunk(4096));
             let log = Arc::new(BuildLog::new(None, None).unwrap());
             let ctx = Ctx::new("Judge QA pairs for shared reading with young children.", Model::new(provider, ""), log);
             runtime.block_on(build(&ctx, &docs, &Options::default())).unwrap();

@@ -7,6 +7,8 @@
 
 mod view;
 
+pub use view::draw;
+
 use std::io;
 use std::path::PathBuf;
 use std::sync::Arc;
