@@ -407,3 +407,121 @@ fn members_of(stakeholders: &[Stakeholder], ps: &[GroupPerspective]) -> Vec<Stri
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::personas::log::BuildEventKind;
+
+    fn p(id: &str, found: bool) -> Perspective {
+        Perspective {
+            id: id.into(),
+            text: format!("text {id}"),
+            evidence: "q".into(),
+            check: QuoteCheck { found, similarity: if found { 1.0 } else { 0.2 }, paragraph: None, span: None },
+        }
+    }
+
+    fn state() -> BuildState {
+        let mut s = BuildState::default();
+        let ev = |seq, kind| BuildEvent { seq, t: chrono::Utc::now(), kind };
+        s.apply(&ev(
+            0,
+            BuildEventKind::StakeholdersExtracted {
+                doc: 0,
+                chunk: 1,
+                stakeholders: vec![
+                    Stakeholder {
+                        id: "D1.S1".into(),
+                        doc: 0,
+                        name: "Teachers".into(),
+                        characteristics: "c".into(),
+                        perspectives: vec![p("D1.S1.P1", true), p("D1.S1.P2", false)],
+                    },
+                    Stakeholder {
+                        id: "D1.S2".into(),
+                        doc: 0,
+                        name: "Parents".into(),
+                        characteristics: "c".into(),
+                        perspectives: vec![p("D1.S2.P1", true)],
+                    },
+                ],
+            },
+        ));
+        let gp = |id: &str, sources: &[&str]| GroupPerspective {
+            id: id.into(),
+            text: id.into(),
+            sources: sources.iter().map(|s| s.to_string()).collect(),
+        };
+        s.apply(&ev(
+            1,
+            BuildEventKind::GroupsFormed {
+                groups: vec![
+                    Group {
+                        id: "G1".into(),
+                        name: "Teachers".into(),
+                        description: String::new(),
+                        members: vec!["D1.S1".into()],
+                        perspectives: vec![gp("G1.P1", &["D1.S1.P1"]), gp("G1.P2", &["D1.S1.P2"])],
+                    },
+                    Group {
+                        id: "G2".into(),
+                        name: "Parents".into(),
+                        description: String::new(),
+                        members: vec!["D1.S2".into()],
+                        perspectives: vec![gp("G2.P1", &["D1.S2.P1"])],
+                    },
+                ],
+            },
+        ));
+        s
+    }
+
+    fn decide(s: &mut BuildState, d: Decision) {
+        let seq = s.next_seq;
+        s.apply(&BuildEvent {
+            seq,
+            t: chrono::Utc::now(),
+            kind: BuildEventKind::Decided { decision: d, author: "a".into() },
+        });
+    }
+
+    fn chosen(s: &BuildState) -> Vec<(String, Vec<String>)> {
+        s.chosen().into_iter().map(|(g, ps)| (g.name.clone(), ps.iter().map(|p| p.id.clone()).collect())).collect()
+    }
+
+    #[test]
+    fn rejecting_a_stakeholder_drops_what_rests_on_it_and_accept_brings_it_back() {
+        let mut s = state();
+        assert_eq!(s.unverified(), 1);
+        decide(&mut s, Decision::Reject { target: "D1.S1".into() });
+        assert_eq!(chosen(&s), [("Parents".to_string(), vec!["G2.P1".to_string()])]);
+        decide(&mut s, Decision::Accept { target: "D1.S1".into() });
+        decide(&mut s, Decision::Reject { target: "D1.S1.P2".into() });
+        assert_eq!(chosen(&s)[0], ("Teachers".to_string(), vec!["G1.P1".to_string()]));
+    }
+
+    #[test]
+    fn merge_and_split_move_perspectives_and_members() {
+        let mut s = state();
+        decide(&mut s, Decision::MergeGroups { into: "G1".into(), from: "G2".into() });
+        assert_eq!(s.groups.len(), 1);
+        assert_eq!(s.groups[0].members, ["D1.S1", "D1.S2"]);
+        assert_eq!(s.groups[0].perspectives.len(), 3);
+        decide(
+            &mut s,
+            Decision::SplitGroup { group: "G1".into(), perspectives: vec!["G2.P1".into()], name: "Families".into() },
+        );
+        assert_eq!(s.groups.len(), 2);
+        assert_eq!((s.groups[1].id.as_str(), s.groups[1].name.as_str()), ("G3", "Families"));
+        assert_eq!(s.groups[1].members, ["D1.S2"]);
+        // Merging a group into itself or into none changes nothing.
+        decide(&mut s, Decision::MergeGroups { into: "G1".into(), from: "G1".into() });
+        decide(&mut s, Decision::MergeGroups { into: "G9".into(), from: "G1".into() });
+        assert_eq!(s.groups.len(), 2);
+        decide(&mut s, Decision::CapGroup { group: "G1".into(), max: Some(1) });
+        assert_eq!(chosen(&s)[0].1, ["G1.P1"]);
+        decide(&mut s, Decision::CapGroup { group: "G1".into(), max: None });
+        assert_eq!(chosen(&s)[0].1.len(), 2);
+    }
+}

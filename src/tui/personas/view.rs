@@ -209,7 +209,19 @@ fn detail(r: &Review, theme: &Theme) -> Vec<Line<'static>> {
             }
         }
         _ => {
-            // While the build runs: the call streaming now.
+            // Tokens per step so far, then (while the build runs) the call streaming now.
+            for (step, u) in &s.by_step {
+                let cost = u.cost.map(|c| format!(", cost {c:.4}")).unwrap_or_default();
+                out.push(Line::from(Span::styled(
+                    format!(
+                        "{}: {} in / {} out tokens{cost}",
+                        step.as_str(),
+                        num(u.input_tokens),
+                        num(u.output_tokens)
+                    ),
+                    theme.muted(),
+                )));
+            }
             if let Some(c) = s.calls.last() {
                 out.push(Line::from(Span::styled(format!("{} · {}", c.step.as_str(), c.about), theme.accent())));
                 out.extend(c.text.lines().map(|l| Line::raw(l.to_string())));
