@@ -180,9 +180,12 @@ fn builder_extract(text: &str) -> String {
     serde_json::json!({ "stakeholders": stakeholders }).to_string()
 }
 
+/// A merged perspective and the ids it comes from.
+type Merged = (String, Vec<String>);
+
 fn builder_groups(user: &str) -> String {
     // (name, members, [(text, sources)])
-    let mut groups: Vec<(String, Vec<String>, Vec<(String, Vec<String>)>)> = Vec::new();
+    let mut groups: Vec<(String, Vec<String>, Vec<Merged>)> = Vec::new();
     let mut current: Option<usize> = None;
     for line in user.lines() {
         if let Some(rest) = line.strip_prefix("  ") {

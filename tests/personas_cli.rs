@@ -51,7 +51,7 @@ async fn the_sample_builds_a_panel_that_loads() {
     let log = dir.path().join("panels/reading.build.jsonl");
     let events = read_log(&log).unwrap();
     let state = BuildState::from_events(&events);
-    assert_eq!(state.panels, [out.clone()]);
+    assert_eq!(state.panels, std::slice::from_ref(&out));
     assert_eq!(state.unverified(), 0, "the scripted model quotes word for word");
 
     // The file is never overwritten without --force.

@@ -120,7 +120,7 @@ async fn keys_make_decisions_that_reach_the_log_and_the_saved_panel() {
     // Save: the panel has the new name, one teacher, the edited traits marked as the person's.
     press(&mut review, KeyCode::Char('w'));
     drain(&mut review, &mut rx);
-    assert_eq!(review.state.panels, [out.clone()]);
+    assert_eq!(review.state.panels, std::slice::from_ref(&out));
     let panel = moot::panel::Panel::load(&out).unwrap();
     let g = panel.groups.iter().find(|g| g.name == "Classroom teachers").unwrap();
     assert_eq!(g.agents.len(), 1);

@@ -114,7 +114,7 @@ impl Ctx {
             self.log.emit(BuildEventKind::CallCompleted {
                 call,
                 text: completion.text.clone(),
-                usage: completion.usage.clone(),
+                usage: completion.usage,
                 latency_ms: started.elapsed().as_millis() as u64,
                 parse_error: read.as_ref().err().cloned(),
             });

@@ -243,7 +243,7 @@ impl BuildLog {
 
     /// Tokens of the calls completed so far through this log.
     pub fn usage(&self) -> Usage {
-        self.inner.lock().unwrap_or_else(|e| e.into_inner()).usage.clone()
+        self.inner.lock().unwrap_or_else(|e| e.into_inner()).usage
     }
 
     pub fn emit(&self, kind: BuildEventKind) -> BuildEvent {

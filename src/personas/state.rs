@@ -227,7 +227,7 @@ impl BuildState {
             BuildEventKind::CallCompleted { call, text, usage, parse_error, .. } => {
                 let step = self.call_mut(*call).map(|c| {
                     c.text = text.clone();
-                    c.usage = Some(usage.clone());
+                    c.usage = Some(*usage);
                     c.error = parse_error.clone();
                     c.step
                 });

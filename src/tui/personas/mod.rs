@@ -203,7 +203,6 @@ impl Review {
                     self.ctx.cancel.cancel();
                 }
                 self.exit = Some(Exit::Quit(self.saved.clone()));
-                return;
             }
             Action::ScrollUp => self.selected = self.selected.saturating_sub(1),
             Action::ScrollDown => self.selected = (self.selected + 1).min(n.saturating_sub(1)),
