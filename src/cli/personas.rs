@@ -86,7 +86,7 @@ pub struct PersonasArgs {
     /// Answer repeated requests from the on-disk response cache.
     #[arg(long)]
     pub cache: bool,
-    /// Items file for `x` in the review screen (save, then run the panel on its first item, or --id).
+    /// Items file for `x` in the review screen (save, then run the panel on the file's first item).
     #[arg(long)]
     pub item: Option<PathBuf>,
     /// Colour theme of the review screen.
