@@ -287,6 +287,10 @@ pub fn run(args: PersonasArgs) -> anyhow::Result<ExitCode> {
     });
     eprintln!("moot: builder's log: {}", log_path.display());
     let state = BuildState::from_events(&events);
+    if state.status == Some(BuildStatus::Stopped) {
+        eprintln!("moot: the build was stopped; no panel was written");
+        return Ok(ExitCode::from(3));
+    }
     if state.status != Some(BuildStatus::Completed) {
         bail!("the build did not complete: {}", state.error.as_deref().unwrap_or("unknown error"));
     }

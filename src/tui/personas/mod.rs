@@ -403,7 +403,9 @@ pub async fn review(tui: &mut Tui, env: Env, plan: Plan) -> anyhow::Result<Exit>
         let _ = personas::build(&ctx, &docs, &options).await;
     });
     let result = run(tui, &mut screen, rx).await;
-    worker.abort();
+    // A build still running was cancelled on leaving: let it record its end.
+    screen.ctx.cancel.cancel();
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(5), worker).await;
     result?;
     Ok(screen.exit.unwrap_or(Exit::Quit(screen.saved.clone())))
 }
@@ -411,6 +413,8 @@ pub async fn review(tui: &mut Tui, env: Env, plan: Plan) -> anyhow::Result<Exit>
 /// Drive the screen: terminal input and build events in, frames out (at most one per [`super::FRAME`]).
 async fn run(tui: &mut Tui, screen: &mut Review, mut events: UnboundedReceiver<BuildEvent>) -> io::Result<()> {
     let mut last_frame: Option<Instant> = None;
+    let ended = crate::cli::run::end_requested();
+    tokio::pin!(ended);
     loop {
         let now = Instant::now();
         if screen.dirty && last_frame.is_none_or(|t| now >= t + super::FRAME) {
@@ -440,6 +444,7 @@ async fn run(tui: &mut Tui, screen: &mut Review, mut events: UnboundedReceiver<B
                 }
             },
             () = sleep => {}
+            () = &mut ended => screen.act(Action::Quit),
         }
     }
 }
