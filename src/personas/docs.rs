@@ -173,6 +173,17 @@ pub fn from_text(name: &str, path: &Path, kind: DocKind, text: &str) -> Document
             continue;
         }
         number += 1;
+        // A skipped heading on the first line of a paragraph (PDF text often
+        // has no blank line after "References") skips the paragraph too.
+        let first = raw.trim().lines().next().unwrap_or("");
+        if raw.trim().contains('\n')
+            && is_heading(first, kind)
+            && SKIPPED_HEADINGS.contains(&heading_words(first).as_str())
+        {
+            skipping = true;
+            skipped.push((first.trim().trim_start_matches('#').trim().to_string(), 1));
+            continue;
+        }
         if is_heading(raw, kind) {
             let words = heading_words(raw);
             if SKIPPED_HEADINGS.contains(&words.as_str()) {
@@ -259,6 +270,15 @@ mod tests {
         let d = doc(DocKind::Text, "Intro line.\n\nREFERENCES\n\nA. B. 2020. Title.\n\nAppendix\n\nKept.");
         let texts: Vec<&str> = d.paragraphs.iter().map(|p| p.text.as_str()).collect();
         assert_eq!(texts, ["Intro line.", "Appendix", "Kept."]);
+    }
+
+    #[test]
+    fn a_heading_on_the_first_line_of_a_paragraph_counts() {
+        let d =
+            doc(DocKind::Text, "Findings here.\n\nReferences\nSmith, A. 2020. Title.\nJones, B. 2021.\n\nMore refs.");
+        let texts: Vec<&str> = d.paragraphs.iter().map(|p| p.text.as_str()).collect();
+        assert_eq!(texts, ["Findings here."]);
+        assert_eq!(d.skipped, vec![("References".to_string(), 2)]);
     }
 
     #[test]
