@@ -372,4 +372,30 @@ async fn rejecting_a_perspective_in_the_persona_review_and_saving() {
     assert!(!written.contains(&format!("# Perspective {}:", gone[0])), "{written}");
     let panel = moot::panel::Panel::load(&tmp.path().join("panel.toml")).unwrap();
     assert_eq!(panel.agents().count(), state.personas.len() - 1);
+
+    // The log opens again in the review screen: the rejection is still there,
+    // `a` takes it back, and the decision is appended to the same log.
+    let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_moot"));
+    cmd.args(["personas", "--review", "panel.build.jsonl", "--provider", "openai", "--out", "again.toml"]);
+    cmd.cwd(tmp.path());
+    cmd.env("OPENAI_BASE_URL", server.base_url());
+    cmd.env("OPENAI_API_KEY", "sk-test");
+    cmd.env("MOOT_USER", "pty-tester");
+    cmd.env("TERM", "xterm-256color");
+    let mut moot = Moot::spawn(cmd);
+    let screen = moot.screen();
+    screen.wait_for("[rejected]", Duration::from_secs(10));
+    moot.send("jjj");
+    moot.send("a");
+    moot.send("w");
+    screen.wait_for("saved again.toml", Duration::from_secs(5));
+    moot.send("q");
+    assert!(moot.wait_exit(Duration::from_secs(10)).success(), "{}", screen.text());
+    let events = moot::personas::log::read_log(&log).unwrap();
+    assert!(events.windows(2).all(|w| w[1].seq == w[0].seq + 1));
+    let state = moot::personas::state::BuildState::from_events(&events);
+    assert_eq!(state.decisions.len(), 2);
+    assert!(state.rejected.is_empty());
+    let again = moot::panel::Panel::load(&tmp.path().join("again.toml")).unwrap();
+    assert_eq!(again.agents().count(), state.personas.len());
 }

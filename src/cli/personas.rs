@@ -29,13 +29,13 @@ pub const SAMPLE_DOCS: &[(&str, &str)] = &[
 #[derive(Debug, Args)]
 pub struct PersonasArgs {
     /// What the panel will judge (the panel's task); `@FILE` reads it from a file.
-    #[arg(long, required_unless_present_any = ["sample", "from_log"])]
+    #[arg(long, required_unless_present_any = ["sample", "from_log", "review"])]
     pub task: Option<String>,
     /// Documents to read: PDF, Markdown or plain text.
-    #[arg(long, num_args = 1.., required_unless_present_any = ["sample", "from_log"])]
+    #[arg(long, num_args = 1.., required_unless_present_any = ["sample", "from_log", "review"])]
     pub docs: Vec<PathBuf>,
     /// Use the bundled sample task and documents (shared reading with children aged 4–8).
-    #[arg(long, conflicts_with_all = ["docs", "from_log"])]
+    #[arg(long, conflicts_with_all = ["docs", "from_log", "review"])]
     pub sample: bool,
     /// Panel file to write.
     #[arg(long)]
@@ -75,8 +75,11 @@ pub struct PersonasArgs {
     #[arg(long)]
     pub log: Option<PathBuf>,
     /// Write the panel from an earlier build's log (its decisions applied) without calling a model.
-    #[arg(long, value_name = "LOG")]
+    #[arg(long, value_name = "LOG", conflicts_with = "review")]
     pub from_log: Option<PathBuf>,
+    /// Open an earlier build's log in the review screen (no new build); decisions are appended to it.
+    #[arg(long, value_name = "LOG", conflicts_with_all = ["docs", "headless"])]
+    pub review: Option<PathBuf>,
     /// Print progress instead of opening the review screen.
     #[arg(long)]
     pub headless: bool,
@@ -178,6 +181,9 @@ pub fn run(args: PersonasArgs) -> anyhow::Result<ExitCode> {
         let state = BuildState::from_events(&events);
         return write_panel(&state, &options, &args.out, None);
     }
+    if let Some(log) = &args.review {
+        return review_log(&args, log, options);
+    }
     let task = task_text(&args)?;
     let docs = documents(&args)?;
     let mut registry = Registry::from_env()?;
@@ -220,26 +226,7 @@ pub fn run(args: PersonasArgs) -> anyhow::Result<ExitCode> {
         })?;
         drop(runtime);
         eprintln!("moot: builder's log: {}", log_path_shown.display());
-        return match exit {
-            Exit::Quit(Some(path)) => {
-                eprintln!("moot: panel written: {}", path.display());
-                Ok(ExitCode::SUCCESS)
-            }
-            Exit::Quit(None) => {
-                eprintln!("moot: no panel was saved");
-                Ok(ExitCode::from(3))
-            }
-            Exit::Run(path) => {
-                eprintln!("moot: panel written: {}", path.display());
-                let run = super::RunArgs {
-                    panel: Some(path.display().to_string()),
-                    item: args.item.clone(),
-                    theme: args.theme.clone(),
-                    ..super::RunArgs::default()
-                };
-                super::run::run(run)
-            }
-        };
+        return finish_review(exit, &args);
     }
     let provider = registry.get(&provider_name, &model_name, "moot personas")?;
     let mut model = Model::new(provider, model_name);
@@ -295,6 +282,76 @@ pub fn run(args: PersonasArgs) -> anyhow::Result<ExitCode> {
         bail!("the build did not complete: {}", state.error.as_deref().unwrap_or("unknown error"));
     }
     write_panel(&state, &options, &args.out, Some(&log))
+}
+
+/// The documents a log names, in its order, read again for the evidence's
+/// context; one that cannot be read is shown without context.
+fn log_documents(state: &BuildState) -> Vec<Document> {
+    let sample = sample_documents();
+    state
+        .documents
+        .iter()
+        .map(|info| {
+            let bundled = sample.iter().find(|d| d.path == info.path).cloned();
+            bundled.or_else(|| personas::read_document(&info.path).ok()).unwrap_or_else(|| {
+                eprintln!(
+                    "moot: warning: {} cannot be read again; its quotes are shown without context",
+                    info.path.display()
+                );
+                personas::docs::from_text(&info.name, &info.path, personas::docs::DocKind::Text, "")
+            })
+        })
+        .collect()
+}
+
+/// `--review LOG`: the review screen on a finished build.
+fn review_log(args: &PersonasArgs, log: &Path, options: PanelOptions) -> anyhow::Result<ExitCode> {
+    if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
+        bail!("the review screen needs a terminal; use --from-log to write the panel from the log");
+    }
+    let events = read_log(log).map_err(anyhow::Error::msg)?;
+    let state = BuildState::from_events(&events);
+    let docs = log_documents(&state);
+    let mut registry = Registry::from_env()?;
+    let provider_name = args.provider.clone().unwrap_or_else(|| registry.default_name().to_string());
+    let model_name = args.model.clone().unwrap_or_default();
+    let provider = registry.get(&provider_name, &model_name, "moot personas")?;
+    let mut model = Model::new(provider, model_name);
+    model.seed = args.seed;
+    let ui = crate::tui::config::UiConfig::load(args.theme.as_deref())?;
+    let env = crate::tui::app::Env::new(ui);
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let out = args.out.clone();
+    let exit = runtime.block_on(async {
+        let mut tui = crate::tui::Tui::enter()?;
+        crate::tui::personas::review_log(&mut tui, env, log, model, docs, options, out).await
+    })?;
+    drop(runtime);
+    finish_review(exit, args)
+}
+
+/// After the review screen: say what was saved, or run the saved panel.
+fn finish_review(exit: Exit, args: &PersonasArgs) -> anyhow::Result<ExitCode> {
+    match exit {
+        Exit::Quit(Some(path)) => {
+            eprintln!("moot: panel written: {}", path.display());
+            Ok(ExitCode::SUCCESS)
+        }
+        Exit::Quit(None) => {
+            eprintln!("moot: no panel was saved");
+            Ok(ExitCode::from(3))
+        }
+        Exit::Run(path) => {
+            eprintln!("moot: panel written: {}", path.display());
+            let run = super::RunArgs {
+                panel: Some(path.display().to_string()),
+                item: args.item.clone(),
+                theme: args.theme.clone(),
+                ..super::RunArgs::default()
+            };
+            super::run::run(run)
+        }
+    }
 }
 
 /// Write the panel and record it in the log.

@@ -93,6 +93,8 @@ pub struct Review {
     pub saved: Option<PathBuf>,
     pub exit: Option<Exit>,
     pub dirty: bool,
+    /// A build runs in this screen (not a review of a finished log).
+    pub live: bool,
 }
 
 impl Review {
@@ -111,6 +113,7 @@ impl Review {
             saved: None,
             exit: None,
             dirty: true,
+            live: true,
         }
     }
 
@@ -161,7 +164,7 @@ impl Review {
     }
 
     fn building(&self) -> bool {
-        self.state.status.is_none()
+        self.live && self.state.status.is_none()
     }
 
     pub fn on_terminal_event(&mut self, ev: TermEvent) {
@@ -407,6 +410,39 @@ pub async fn review(tui: &mut Tui, env: Env, plan: Plan) -> anyhow::Result<Exit>
     screen.ctx.cancel.cancel();
     let _ = tokio::time::timeout(std::time::Duration::from_secs(5), worker).await;
     result?;
+    Ok(screen.exit.unwrap_or(Exit::Quit(screen.saved.clone())))
+}
+
+/// Review an earlier build from its log: the screen folds the log's events,
+/// and new decisions are appended to it. `docs` (in the log's document
+/// order) give the evidence its context; `model` writes personas again.
+pub async fn review_log(
+    tui: &mut Tui,
+    env: Env,
+    log_path: &std::path::Path,
+    model: Model,
+    docs: Vec<Document>,
+    panel: PanelOptions,
+    out: PathBuf,
+) -> anyhow::Result<Exit> {
+    let events = crate::personas::log::read_log(log_path).map_err(anyhow::Error::msg)?;
+    let state = BuildState::from_events(&events);
+    let (tx, rx) = unbounded_channel();
+    let log = Arc::new(
+        BuildLog::append(log_path, state.next_seq, Some(tx))
+            .map_err(|e| anyhow::anyhow!("cannot append to {}: {e}", log_path.display()))?,
+    );
+    let next_call = state.calls.iter().map(|c| c.call + 1).max().unwrap_or(0);
+    let ctx = Arc::new(Ctx::new(state.task.clone(), model, log).starting_calls_at(next_call));
+    let mut screen = Review::new(env, ctx, docs, panel, out);
+    screen.live = false;
+    for e in &events {
+        screen.state.apply(e);
+    }
+    if screen.state.status.is_none() {
+        screen.message = Some(("this build never ended (the log stops early): what it found is shown".into(), true));
+    }
+    run(tui, &mut screen, rx).await?;
     Ok(screen.exit.unwrap_or(Exit::Quit(screen.saved.clone())))
 }
 
