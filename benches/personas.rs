@@ -102,8 +102,14 @@ fn bench(c: &mut Criterion) {
             let provider =
                 Arc::new(ScriptedProvider::new(|r, _| moot::testkit::builder_reply(r).into()).with_chunk(4096));
             let log = Arc::new(BuildLog::new(None, None).unwrap());
-            let ctx = Ctx::new("Judge QA pairs for shared reading with young children.", Model::new(provider, ""), log);
+            let ctx = Ctx::new(
+                "Judge QA pairs for shared reading with young children.",
+                Model::new(provider.clone(), ""),
+                log,
+            );
             runtime.block_on(build(&ctx, &docs, &Options::default())).unwrap();
+            // 5 parts a document, a consolidation, and personas.
+            assert!(provider.calls() > 16, "{} calls", provider.calls());
         })
     });
     let dir = tempfile::tempdir().unwrap();
