@@ -125,7 +125,9 @@ async fn keys_make_decisions_that_reach_the_log_and_the_saved_panel() {
     let g = panel.groups.iter().find(|g| g.name == "Classroom teachers").unwrap();
     assert_eq!(g.agents.len(), 1);
     assert_eq!(g.agents[0].traits, "Calm and exact.");
-    assert!(std::fs::read_to_string(&out).unwrap().contains("# traits edited by tester"));
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert!(text.contains("# traits edited by tester"), "{text}");
+    assert!(text.contains("# Group name set by tester"), "{text}");
     let shown = screen(&review, 160, 48);
     assert!(shown.contains("(edited by tester)"), "{shown}");
 }

@@ -121,6 +121,9 @@ pub fn render(state: &BuildState, options: &PanelOptions) -> Result<Rendered, St
                 comment(&mut out, &format!("Stakeholder {}: {} ({doc}): {}", s.id, s.name, s.characteristics));
             }
         }
+        if let Some(who) = state.edited.get(&g.id) {
+            comment(&mut out, &format!("Group name set by {who}"));
+        }
         let _ = writeln!(out, "\n[[groups]]\nname = {}", quoted(&g.name));
         if !g.description.is_empty() {
             let _ = writeln!(out, "description = {}", quoted(&g.description));
@@ -129,6 +132,9 @@ pub fn render(state: &BuildState, options: &PanelOptions) -> Result<Rendered, St
             agents += 1;
             out.push('\n');
             comment(&mut out, &format!("Perspective {}: {}", p.id, p.text));
+            if let Some(who) = state.edited.get(&p.id) {
+                comment(&mut out, &format!("Perspective wording edited by {who}"));
+            }
             for src in &p.sources {
                 let Some((s, x)) = state.source(src) else { continue };
                 let doc = state.documents.get(s.doc).map_or("?", |d| d.name.as_str());
@@ -144,6 +150,9 @@ pub fn render(state: &BuildState, options: &PanelOptions) -> Result<Rendered, St
                     format!("NOT FOUND in {doc}")
                 };
                 comment(&mut out, &format!("Evidence {src} ({doc}{place}, {status}): \"{}\"", x.evidence));
+                if let Some(who) = state.edited.get(src) {
+                    comment(&mut out, &format!("  ({src} reworded by {who}: {})", x.text));
+                }
             }
             for (field, author) in &persona.edited_by {
                 comment(&mut out, &format!("{field} edited by {author}"));

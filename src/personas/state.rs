@@ -181,6 +181,8 @@ pub struct BuildState {
     pub error: Option<String>,
     pub panels: Vec<PathBuf>,
     pub decisions: Vec<(Decision, String)>,
+    /// Stakeholders, perspectives and groups whose wording or name a person set, with who set it.
+    pub edited: BTreeMap<String, String>,
     /// The next event's sequence number.
     pub next_seq: u64,
     groups_made: usize,
@@ -283,6 +285,7 @@ impl BuildState {
                 self.rejected.insert(target.clone());
             }
             Decision::Edit { target, text } => {
+                self.edited.insert(target.clone(), author.to_string());
                 if let Some(s) = self.stakeholders.iter_mut().find(|s| &s.id == target) {
                     s.name = text.clone();
                 } else if let Some(p) =
@@ -296,6 +299,7 @@ impl BuildState {
                 }
             }
             Decision::RenameGroup { group, name } => {
+                self.edited.insert(group.clone(), author.to_string());
                 if let Some(g) = self.groups.iter_mut().find(|g| &g.id == group) {
                     g.name = name.clone();
                 }

@@ -144,6 +144,13 @@ fn evidence_lines(r: &Review, id: &str, theme: &Theme, out: &mut Vec<Line<'stati
     out.push(Line::raw(""));
 }
 
+/// "set by NAME" under a name or wording a person changed.
+fn edited_note(r: &Review, id: &str, theme: &Theme, out: &mut Vec<Line<'static>>) {
+    if let Some(who) = r.state.edited.get(id) {
+        out.push(Line::from(Span::styled(format!("(set by {who})"), theme.human())));
+    }
+}
+
 fn detail(r: &Review, theme: &Theme) -> Vec<Line<'static>> {
     let s = &r.state;
     let mut out = Vec::new();
@@ -165,6 +172,7 @@ fn detail(r: &Review, theme: &Theme) -> Vec<Line<'static>> {
         Some(Row::Stakeholder(id)) => {
             if let Some(st) = s.stakeholder(&id) {
                 out.push(Line::from(vec![label(&id), Span::raw(st.name.clone())]));
+                edited_note(r, &id, theme, &mut out);
                 out.push(Line::raw(st.characteristics.clone()));
                 out.push(Line::raw(""));
                 for p in &st.perspectives {
@@ -175,6 +183,7 @@ fn detail(r: &Review, theme: &Theme) -> Vec<Line<'static>> {
         Some(Row::Perspective(id)) => {
             if let Some((_, p)) = s.source(&id) {
                 out.push(Line::from(vec![label("perspective"), Span::raw(p.text.clone())]));
+                edited_note(r, &id, theme, &mut out);
                 out.push(Line::raw(""));
             }
             evidence_lines(r, &id, theme, &mut out);
@@ -182,6 +191,7 @@ fn detail(r: &Review, theme: &Theme) -> Vec<Line<'static>> {
         Some(Row::Group(id)) => {
             if let Some(g) = s.groups.iter().find(|g| g.id == id) {
                 out.push(Line::from(vec![label(&id), Span::raw(g.name.clone())]));
+                edited_note(r, &id, theme, &mut out);
                 out.push(Line::raw(g.description.clone()));
                 for m in &g.members {
                     let name = s.stakeholder(m).map_or("?", |x| x.name.as_str());
@@ -192,6 +202,7 @@ fn detail(r: &Review, theme: &Theme) -> Vec<Line<'static>> {
         Some(Row::GroupPerspective(id)) => {
             if let Some(p) = s.groups.iter().flat_map(|g| &g.perspectives).find(|p| p.id == id) {
                 out.push(Line::from(vec![label("perspective"), Span::raw(p.text.clone())]));
+                edited_note(r, &id, theme, &mut out);
                 if let Some(persona) = s.personas.get(&id) {
                     for f in PERSONA_FIELDS {
                         let v = persona.field(f).unwrap_or("").to_string();
