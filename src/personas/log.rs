@@ -262,10 +262,11 @@ impl BuildLog {
                 inner.error = Some(e.to_string());
             }
         }
-        drop(inner);
+        // Sent under the lock, so watchers see events in `seq` order.
         if let Some(tx) = &self.tx {
             let _ = tx.send(event.clone());
         }
+        drop(inner);
         event
     }
 }

@@ -198,7 +198,7 @@ impl BuildState {
     }
 
     pub fn apply(&mut self, event: &BuildEvent) {
-        self.next_seq = event.seq + 1;
+        self.next_seq = self.next_seq.max(event.seq + 1);
         match &event.kind {
             BuildEventKind::BuildStarted { build_id, task, provider, model, estimate, .. } => {
                 self.build_id = build_id.clone();

@@ -95,6 +95,8 @@ pub struct Review {
     pub dirty: bool,
     /// A build runs in this screen (not a review of a finished log).
     pub live: bool,
+    /// Decisions applied when they were made, whose events are still to come back from the log.
+    applied: std::collections::BTreeSet<u64>,
 }
 
 impl Review {
@@ -114,10 +116,14 @@ impl Review {
             exit: None,
             dirty: true,
             live: true,
+            applied: Default::default(),
         }
     }
 
     pub fn on_build_event(&mut self, e: &BuildEvent) {
+        if self.applied.remove(&e.seq) {
+            return;
+        }
         self.state.apply(e);
         if let BuildEventKind::StepFailed { step, about, error } = &e.kind {
             self.message = Some((format!("{} {about}: {error}", step.as_str()), true));
@@ -159,8 +165,13 @@ impl Review {
         }
     }
 
+    /// Record a decision and apply it at once, so that the next key (a save)
+    /// sees it; its event coming back from the log is not applied twice.
     fn decide(&mut self, decision: Decision) {
-        self.ctx.log.emit(BuildEventKind::Decided { decision, author: self.env.author.clone() });
+        let e = self.ctx.log.emit(BuildEventKind::Decided { decision, author: self.env.author.clone() });
+        self.state.apply(&e);
+        self.applied.insert(e.seq);
+        self.dirty = true;
     }
 
     fn building(&self) -> bool {
