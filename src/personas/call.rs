@@ -14,6 +14,22 @@ use crate::engine::verdict::Verdict;
 use crate::provider::retry::{AttemptFailure, RetryPolicy, call_with_retry};
 use crate::provider::{ChatMessage, ChatRequest, Provider, ProviderError};
 
+/// Characters of an unreadable reply shown back with the repair request.
+const REPAIR_SHOWN: usize = 1500;
+
+/// The end of a reply (where its JSON should be), shortened so that a long
+/// unreadable reply does not crowd the repair request out of the context.
+fn reply_tail(text: &str) -> String {
+    if text.len() <= REPAIR_SHOWN {
+        return text.to_string();
+    }
+    let mut start = text.len() - REPAIR_SHOWN;
+    while !text.is_char_boundary(start) {
+        start += 1;
+    }
+    format!("[…]{}", &text[start..])
+}
+
 /// The model the builder asks, and how.
 #[derive(Clone)]
 pub struct Model {
@@ -81,21 +97,27 @@ impl Ctx {
             self.log.emit(BuildEventKind::CallStarted { call, step, about: about_call });
             let started = Instant::now();
             let m = &self.model;
-            let fitted =
-                match trim::fit(m.provider.as_ref(), &m.model, &Prompt::fixed(messages.clone()), m.max_tokens, about)
-                    .await
-                {
-                    Ok(f) => f,
-                    Err(e) => {
-                        self.log.emit(BuildEventKind::CallFailed {
-                            call,
-                            error: e.to_string(),
-                            attempt: 1,
-                            will_retry: false,
-                        });
-                        return Err(e.to_string());
-                    }
-                };
+            let fitted = match trim::fit(
+                m.provider.as_ref(),
+                &m.model,
+                &Prompt::fixed(messages.clone()),
+                m.max_tokens,
+                "",
+            )
+            .await
+            {
+                Ok(f) => f,
+                Err(e) => {
+                    let error = e.to_string().trim_start_matches(": ").to_string();
+                    self.log.emit(BuildEventKind::CallFailed {
+                        call,
+                        error: error.clone(),
+                        attempt: 1,
+                        will_retry: false,
+                    });
+                    return Err(error);
+                }
+            };
             let request = ChatRequest {
                 model: m.model.clone(),
                 messages: fitted.messages,
@@ -121,7 +143,7 @@ impl Ctx {
             match read {
                 Ok(v) => return Ok(v),
                 Err(e) if !repair => {
-                    messages.push(ChatMessage::assistant(completion.text));
+                    messages.push(ChatMessage::assistant(reply_tail(&completion.text)));
                     messages.push(verdict.repair(&e));
                 }
                 Err(e) => return Err(format!("the answer stayed unreadable: {e}")),
@@ -168,5 +190,19 @@ impl Ctx {
             });
         }
         result
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_long_reply_is_shown_by_its_end_in_a_repair() {
+        assert_eq!(reply_tail("short"), "short");
+        let long = format!("{}é{}", "a".repeat(2000), "b".repeat(REPAIR_SHOWN - 1));
+        let t = reply_tail(&long);
+        assert!(t.starts_with("[…]") && t.ends_with('b'));
+        assert!(t.len() <= REPAIR_SHOWN + "[…]".len() + 1);
     }
 }
