@@ -121,6 +121,7 @@ async fn stakeholders_per_document_quotes_checked_duplicates_merged() {
     assert_eq!(state.unverified(), 1);
     let teachers_quote = &state.stakeholders[0].perspectives[0].check;
     assert_eq!(teachers_quote.paragraph, Some(3));
+    assert!(state.left_out.is_empty());
     // The two teacher perspectives became one; the parents' two stay apart.
     assert_eq!(state.groups.len(), 2);
     assert_eq!(state.groups[0].perspectives.len(), 1);
@@ -323,4 +324,20 @@ fn missing_and_unreadable_documents_are_named() {
     let empty = dir.path().join("empty.txt");
     std::fs::write(&empty, "\n\n").unwrap();
     assert_eq!(read_document(&empty).unwrap_err().to_string(), format!("{}: no text to read", empty.display()));
+}
+
+#[tokio::test]
+async fn perspectives_no_group_took_up_are_named_and_members_are_listed_once() {
+    let provider = scripted(|req, call| {
+        if user_text(req).contains("Put stakeholders that play the same") {
+            return r#"{"groups": [{"name": "Parents", "description": "Parents.", "members": ["D2.S1", "D2.S1"],
+              "perspectives": [{"perspective": "Fun at bedtime", "sources": ["D2.S1.P1"]}]}]}"#
+                .into();
+        }
+        model(req, call)
+    });
+    let (_, state, result) = run_build(provider, &three_docs(), &Options::default()).await;
+    assert_eq!(result, Ok(()));
+    assert_eq!(state.left_out, ["D1.S1.P1", "D1.S1.P2", "D2.S1.P2"]);
+    assert_eq!(state.groups[0].members, ["D2.S1"]);
 }

@@ -448,10 +448,15 @@ impl Printer {
                 out.join("\n")
             }
             BuildEventKind::StepFailed { step, about, error } => format!("  ! {} {about}: {error}", step.as_str()),
-            BuildEventKind::GroupsFormed { groups } => {
+            BuildEventKind::GroupsFormed { groups, left_out } => {
                 let list: Vec<String> =
                     groups.iter().map(|g| format!("{} ({} perspectives)", g.name, g.perspectives.len())).collect();
-                format!("groups: {}", list.join(", "))
+                let dropped = if left_out.is_empty() {
+                    String::new()
+                } else {
+                    format!("\n  in no group (left out): {}", left_out.join(", "))
+                };
+                format!("groups: {}{dropped}", list.join(", "))
             }
             BuildEventKind::PersonaWritten { perspective, persona } => {
                 format!("    persona {perspective}: {} — {}", persona.name, persona.role)

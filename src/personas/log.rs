@@ -134,6 +134,9 @@ pub enum BuildEventKind {
     },
     GroupsFormed {
         groups: Vec<Group>,
+        /// Extracted perspectives that no group took up.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        left_out: Vec<String>,
     },
     PersonaWritten {
         /// The group perspective it stands for.

@@ -265,7 +265,9 @@ pub async fn consolidate(ctx: &Ctx, stakeholders: &[Stakeholder]) -> Result<Vec<
         }
     };
     let groups = groups_from(raw);
-    ctx.log.emit(BuildEventKind::GroupsFormed { groups: groups.clone() });
+    let used: BTreeSet<&String> = groups.iter().flat_map(|g| &g.perspectives).flat_map(|p| &p.sources).collect();
+    let left_out = pids.iter().filter(|id| !used.contains(id)).cloned().collect();
+    ctx.log.emit(BuildEventKind::GroupsFormed { groups: groups.clone(), left_out });
     Ok(groups)
 }
 
@@ -280,7 +282,13 @@ fn groups_from(raw: Vec<RawGroup>) -> Vec<Group> {
                 .enumerate()
                 .map(|(k, (text, sources))| GroupPerspective { id: format!("{id}.P{}", k + 1), text, sources })
                 .collect();
-            Group { id, name: g.name, description: g.description, members: g.members, perspectives }
+            let mut members: Vec<String> = Vec::new();
+            for m in g.members {
+                if !members.contains(&m) {
+                    members.push(m);
+                }
+            }
+            Group { id, name: g.name, description: g.description, members, perspectives }
         })
         .collect()
 }

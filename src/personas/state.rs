@@ -183,6 +183,8 @@ pub struct BuildState {
     pub decisions: Vec<(Decision, String)>,
     /// Stakeholders, perspectives and groups whose wording or name a person set, with who set it.
     pub edited: BTreeMap<String, String>,
+    /// Extracted perspectives consolidation put in no group.
+    pub left_out: Vec<String>,
     /// The next event's sequence number.
     pub next_seq: u64,
     groups_made: usize,
@@ -252,7 +254,8 @@ impl BuildState {
             BuildEventKind::StepFailed { step, about, error } => {
                 self.failures.push((*step, about.clone(), error.clone()));
             }
-            BuildEventKind::GroupsFormed { groups } => {
+            BuildEventKind::GroupsFormed { groups, left_out } => {
+                self.left_out = left_out.clone();
                 self.groups = groups.clone();
                 self.groups_made = groups.len();
                 self.personas.clear();
@@ -460,6 +463,7 @@ mod tests {
         s.apply(&ev(
             1,
             BuildEventKind::GroupsFormed {
+                left_out: Vec::new(),
                 groups: vec![
                     Group {
                         id: "G1".into(),
