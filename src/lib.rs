@@ -8,6 +8,7 @@ pub mod item;
 pub mod model;
 pub mod optimize;
 pub mod panel;
+pub mod personas;
 pub mod provider;
 pub mod report;
 pub mod session;

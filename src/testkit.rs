@@ -105,3 +105,144 @@ pub fn speaker(req: &crate::provider::ChatRequest) -> String {
     }
     crate::engine::prompts::agent_named_in(user).unwrap_or("?").to_string()
 }
+
+/// Stakeholder roles the scripted persona builder recognises: a word to find
+/// in a sentence and the stakeholder it names.
+const BUILDER_ROLES: &[(&str, &str)] = &[
+    ("teacher", "Teachers"),
+    ("parent", "Parents"),
+    ("mother", "Parents"),
+    ("father", "Parents"),
+    ("psycholog", "Researchers"),
+    ("researcher", "Researchers"),
+    ("linguist", "Researchers"),
+    ("therapist", "Speech therapists"),
+];
+
+/// A scripted model for the persona builder (tests and benchmarks): a
+/// document's stakeholders are the roles of [`BUILDER_ROLES`] its sentences
+/// mention, each with up to two perspectives quoting those sentences word for
+/// word (a document naming none yields none); consolidation groups
+/// stakeholders of the same name and merges perspectives whose text is the
+/// same; a persona is named `Judge N`, N after the names already taken.
+pub fn builder_reply(req: &crate::provider::ChatRequest) -> String {
+    let user = req.messages.iter().rev().find(|m| m.role == crate::provider::ChatRole::User);
+    let user = user.map(|m| m.content.as_str()).unwrap_or("");
+    if let (Some(start), Some(end)) = (user.find("<<<\n"), user.rfind("\n>>>")) {
+        return builder_extract(&user[start + 4..end]);
+    }
+    if user.contains("Put stakeholders that play the same") {
+        return builder_groups(user);
+    }
+    let taken = user
+        .lines()
+        .find_map(|l| l.strip_prefix("Names already used in the panel (choose another): "))
+        .map_or(0, |l| l.split(", ").count());
+    let perspective = user.lines().find_map(|l| l.strip_prefix("Perspective this judge stands for: ")).unwrap_or("");
+    serde_json::json!({
+        "name": format!("Judge {}", taken + 1),
+        "role": "Member of the group",
+        "demographics": "An adult written for a test.",
+        "perspective": perspective,
+        "specialty": "What the group knows.",
+        "traits": "Careful.",
+        "relationships": "Works with the others.",
+    })
+    .to_string()
+}
+
+fn builder_extract(text: &str) -> String {
+    let mut found: Vec<(&str, Vec<&str>)> = Vec::new();
+    let prose = text.split("\n\n").filter(|p| !p.starts_with(['#', '*']));
+    let sentences = prose.flat_map(|p| p.split_inclusive(['.', '?', '!']));
+    for sentence in sentences.map(|s| s.trim()).filter(|s| s.len() > 20) {
+        let lower = sentence.to_lowercase();
+        if let Some((_, role)) = BUILDER_ROLES.iter().find(|(w, _)| lower.contains(w)) {
+            match found.iter_mut().find(|(r, _)| r == role) {
+                Some((_, quotes)) if quotes.len() < 2 => quotes.push(sentence),
+                Some(_) => {}
+                None => found.push((role, vec![sentence])),
+            }
+        }
+    }
+    let stakeholders: Vec<serde_json::Value> = found
+        .iter()
+        .map(|(role, quotes)| {
+            let perspectives: Vec<serde_json::Value> = quotes
+                .iter()
+                .map(|q| {
+                    let words: Vec<&str> = q.split_whitespace().take(8).collect();
+                    serde_json::json!({"perspective": format!("Cares that {}", words.join(" ")), "evidence": q})
+                })
+                .collect();
+            serde_json::json!({"name": role, "characteristics": format!("{role} named in the document."), "perspectives": perspectives})
+        })
+        .collect();
+    serde_json::json!({ "stakeholders": stakeholders }).to_string()
+}
+
+/// A merged perspective and the ids it comes from.
+type Merged = (String, Vec<String>);
+
+fn builder_groups(user: &str) -> String {
+    // (name, members, [(text, sources)])
+    let mut groups: Vec<(String, Vec<String>, Vec<Merged>)> = Vec::new();
+    let mut current: Option<usize> = None;
+    for line in user.lines() {
+        if let Some(rest) = line.strip_prefix("  ") {
+            let Some((id, text)) = rest.split_once(' ') else { continue };
+            let Some(g) = current else { continue };
+            let ps = &mut groups[g].2;
+            match ps.iter_mut().find(|(t, _)| t == text) {
+                Some((_, sources)) => sources.push(id.to_string()),
+                None => ps.push((text.to_string(), vec![id.to_string()])),
+            }
+        } else if line.starts_with('D')
+            && let Some((head, _)) = line.split_once(':')
+            && let Some((id, name)) = head.split_once(' ')
+        {
+            let g = match groups.iter().position(|(n, _, _)| n == name) {
+                Some(g) => g,
+                None => {
+                    groups.push((name.to_string(), Vec::new(), Vec::new()));
+                    groups.len() - 1
+                }
+            };
+            groups[g].1.push(id.to_string());
+            current = Some(g);
+        }
+    }
+    let groups: Vec<serde_json::Value> = groups
+        .into_iter()
+        .map(|(name, members, ps)| {
+            let ps: Vec<serde_json::Value> =
+                ps.into_iter().map(|(t, s)| serde_json::json!({"perspective": t, "sources": s})).collect();
+            serde_json::json!({"name": name, "description": format!("{name} from the documents."), "members": members, "perspectives": ps})
+        })
+        .collect();
+    serde_json::json!({ "groups": groups }).to_string()
+}
+
+/// The scripted persona builder behind an OpenAI-compatible stream.
+pub fn builder_server_reply(r: &crate::provider::testing::RecordedRequest) -> crate::provider::testing::Reply {
+    let body = r.body_json().unwrap_or_default();
+    let messages = body["messages"]
+        .as_array()
+        .map(|ms| {
+            ms.iter()
+                .map(|m| {
+                    let text = m["content"].as_str().unwrap_or("").to_string();
+                    match m["role"].as_str() {
+                        Some("system") => crate::provider::ChatMessage::system(text),
+                        Some("assistant") => crate::provider::ChatMessage::assistant(text),
+                        _ => crate::provider::ChatMessage { role: crate::provider::ChatRole::User, content: text },
+                    }
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let reply = builder_reply(&crate::provider::ChatRequest::new(messages));
+    let pieces: Vec<String> = reply.as_bytes().chunks(40).map(|c| String::from_utf8_lossy(c).into_owned()).collect();
+    let refs: Vec<&str> = pieces.iter().map(String::as_str).collect();
+    crate::provider::testing::Reply::openai_stream(&refs, Some((300, 120)))
+}

@@ -319,3 +319,83 @@ fn the_model_fetch_is_drawn_on_the_screen_and_can_be_cancelled() {
     assert!(log_path(&out).is_none(), "nothing recorded");
     assert!(!tmp.path().join("models").join("smollm2-135m.gguf").exists(), "no model file that looks installed");
 }
+
+/// `moot personas --sample` in the pseudo-terminal: the build streams in,
+/// `d` rejects the first extracted perspective, `w` saves, `q` quits; the
+/// saved panel leaves out the persona that stood only on that perspective,
+/// and the builder's log records the decision with its author.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rejecting_a_perspective_in_the_persona_review_and_saving() {
+    let server = TestServer::with_handler(moot::testkit::builder_server_reply).await.unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_moot"));
+    cmd.args(["personas", "--sample", "--provider", "openai", "--model", "m", "--out", "panel.toml"]);
+    cmd.cwd(tmp.path());
+    cmd.env("OPENAI_BASE_URL", server.base_url());
+    cmd.env("OPENAI_API_KEY", "sk-test");
+    cmd.env("MOOT_USER", "pty-tester");
+    cmd.env("TERM", "xterm-256color");
+    let mut moot = Moot::spawn(cmd);
+    let screen = moot.screen();
+    screen.wait_for("· review ·", Duration::from_secs(30));
+    // Documents, the first document, its first stakeholder, its first perspective.
+    moot.send("jjj");
+    screen.wait_for("found in the document", Duration::from_secs(5));
+    moot.send("d");
+    screen.wait_for("[rejected]", Duration::from_secs(5));
+    screen.wait_for("[no evidence kept]", Duration::from_secs(5));
+    moot.send("w");
+    screen.wait_for("saved panel.toml", Duration::from_secs(5));
+    moot.send("q");
+    let status = moot.wait_exit(Duration::from_secs(10));
+    assert!(status.success(), "{}", screen.text());
+
+    let log = tmp.path().join("panel.build.jsonl");
+    let events = moot::personas::log::read_log(&log).unwrap();
+    let state = moot::personas::state::BuildState::from_events(&events);
+    assert_eq!(state.decisions.len(), 1);
+    let (decision, author) = &state.decisions[0];
+    assert_eq!(author, "pty-tester");
+    let moot::personas::state::Decision::Reject { target } = decision else { panic!("{decision:?}") };
+    assert_eq!(target, "D1.S1.P1");
+    assert_eq!(state.panels, [PathBuf::from("panel.toml")]);
+    // The group perspective resting on the rejected one alone has no persona in the panel.
+    let gone: Vec<&str> = state
+        .groups
+        .iter()
+        .flat_map(|g| &g.perspectives)
+        .filter(|p| p.sources == [target.clone()])
+        .map(|p| p.id.as_str())
+        .collect();
+    assert_eq!(gone.len(), 1);
+    let written = std::fs::read_to_string(tmp.path().join("panel.toml")).unwrap();
+    assert!(!written.contains(&format!("# Perspective {}:", gone[0])), "{written}");
+    let panel = moot::panel::Panel::load(&tmp.path().join("panel.toml")).unwrap();
+    assert_eq!(panel.agents().count(), state.personas.len() - 1);
+
+    // The log opens again in the review screen: the rejection is still there,
+    // `a` takes it back, and the decision is appended to the same log.
+    let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_moot"));
+    cmd.args(["personas", "--review", "panel.build.jsonl", "--provider", "openai", "--out", "again.toml"]);
+    cmd.cwd(tmp.path());
+    cmd.env("OPENAI_BASE_URL", server.base_url());
+    cmd.env("OPENAI_API_KEY", "sk-test");
+    cmd.env("MOOT_USER", "pty-tester");
+    cmd.env("TERM", "xterm-256color");
+    let mut moot = Moot::spawn(cmd);
+    let screen = moot.screen();
+    screen.wait_for("[rejected]", Duration::from_secs(10));
+    moot.send("jjj");
+    moot.send("a");
+    moot.send("w");
+    screen.wait_for("saved again.toml", Duration::from_secs(5));
+    moot.send("q");
+    assert!(moot.wait_exit(Duration::from_secs(10)).success(), "{}", screen.text());
+    let events = moot::personas::log::read_log(&log).unwrap();
+    assert!(events.windows(2).all(|w| w[1].seq == w[0].seq + 1));
+    let state = moot::personas::state::BuildState::from_events(&events);
+    assert_eq!(state.decisions.len(), 2);
+    assert!(state.rejected.is_empty());
+    let again = moot::panel::Panel::load(&tmp.path().join("again.toml")).unwrap();
+    assert_eq!(again.agents().count(), state.personas.len());
+}

@@ -6,6 +6,7 @@ pub mod eval;
 pub mod headless;
 pub mod logging;
 pub mod optimize;
+pub mod personas;
 pub mod providers;
 pub mod report;
 pub mod run;
@@ -70,6 +71,8 @@ pub enum Command {
     Providers(providers::ProvidersArgs),
     /// Optimise a judge's prompt against human labels: feedback and rewrites you review, best held-out prompt kept.
     Optimize(optimize::OptimizeArgs),
+    /// Build a stakeholder panel from documents: stakeholders, their perspectives with checked evidence, personas.
+    Personas(personas::PersonasArgs),
     /// Inspect or clear the response cache.
     Cache {
         #[command(subcommand)]
@@ -316,6 +319,7 @@ pub fn main() -> ExitCode {
         Some(Command::Report(args)) => report::run(args),
         Some(Command::Bench(args)) => bench::run(args),
         Some(Command::Optimize(args)) => optimize::run(args),
+        Some(Command::Personas(args)) => personas::run(args),
     };
     match result {
         Ok(code) => code,

@@ -16,7 +16,7 @@ pub mod parse;
 pub mod prompts;
 pub mod recorder;
 pub mod trim;
-mod verdict;
+pub(crate) mod verdict;
 
 mod commands;
 pub mod protocols;

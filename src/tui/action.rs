@@ -70,6 +70,20 @@ pub enum Action {
     ReplaceExample,
     /// `moot optimize`: add a training example, by id, to every later draw.
     AddExample,
+    /// Persona review: take back a rejection.
+    Accept,
+    /// Persona review: leave the selected item out of the panel.
+    Reject,
+    /// Persona review: new wording for a stakeholder or perspective.
+    Edit,
+    RenameGroup,
+    MergeGroup,
+    SplitGroup,
+    CapGroup,
+    EditPersona,
+    Regenerate,
+    SavePanel,
+    RunPanel,
 }
 
 impl Action {
@@ -153,6 +167,17 @@ impl Action {
             Action::PinExample => "pin / unpin the selected example",
             Action::ReplaceExample => "replace the selected example in later draws",
             Action::AddExample => "add a training example (by id) to later draws",
+            Action::Accept => "accept (take back a rejection)",
+            Action::Reject => "reject: leave it out of the panel",
+            Action::Edit => "edit a stakeholder's name or a perspective",
+            Action::RenameGroup => "rename the group",
+            Action::MergeGroup => "merge the group into another",
+            Action::SplitGroup => "split the perspective into a new group",
+            Action::CapGroup => "cap the group's personas",
+            Action::EditPersona => "edit a persona field (field: text)",
+            Action::Regenerate => "write the persona again",
+            Action::SavePanel => "save the panel",
+            Action::RunPanel => "save and run the panel on the item",
         }
     }
 }

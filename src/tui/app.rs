@@ -612,7 +612,7 @@ impl App {
                 let n = self.replay_state().map(Replay::len).unwrap_or(0);
                 self.seek(n);
             }
-            // Home screen and optimisation screen actions.
+            // The home screen's, the optimisation screen's and the persona review's own actions.
             Action::Open
             | Action::NewRun
             | Action::Refresh
@@ -626,7 +626,18 @@ impl App {
             | Action::StopOptimize
             | Action::PinExample
             | Action::ReplaceExample
-            | Action::AddExample => {}
+            | Action::AddExample
+            | Action::Accept
+            | Action::Reject
+            | Action::Edit
+            | Action::RenameGroup
+            | Action::MergeGroup
+            | Action::SplitGroup
+            | Action::CapGroup
+            | Action::EditPersona
+            | Action::Regenerate
+            | Action::SavePanel
+            | Action::RunPanel => {}
         }
     }
 

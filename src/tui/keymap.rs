@@ -24,6 +24,8 @@ pub enum Mode {
     Optimize,
     /// A replay of an optimisation run.
     OptimizeReplay,
+    /// The persona builder's review screen.
+    Personas,
 }
 
 impl Mode {
@@ -34,10 +36,11 @@ impl Mode {
             Mode::Home => "home",
             Mode::Optimize => "optimize",
             Mode::OptimizeReplay => "optimize_replay",
+            Mode::Personas => "personas",
         }
     }
     pub fn parse(s: &str) -> Option<Self> {
-        [Mode::Live, Mode::Replay, Mode::Home, Mode::Optimize, Mode::OptimizeReplay]
+        [Mode::Live, Mode::Replay, Mode::Home, Mode::Optimize, Mode::OptimizeReplay, Mode::Personas]
             .into_iter()
             .find(|m| m.as_str() == s)
     }
@@ -321,6 +324,33 @@ const OPTIMIZE_REPLAY: &[(&str, Action, bool)] = &[
     ("ctrl-c", Action::Quit, false),
 ];
 
+/// Keys of the persona builder's review screen.
+const PERSONAS: &[(&str, Action, bool)] = &[
+    ("up", Action::ScrollUp, false),
+    ("k", Action::ScrollUp, false),
+    ("down", Action::ScrollDown, false),
+    ("j", Action::ScrollDown, false),
+    ("pgup", Action::PageUp, false),
+    ("pgdown", Action::PageDown, false),
+    ("g", Action::Top, false),
+    ("G", Action::Bottom, false),
+    ("a", Action::Accept, true),
+    ("d", Action::Reject, true),
+    ("e", Action::Edit, true),
+    ("r", Action::RenameGroup, false),
+    ("m", Action::MergeGroup, false),
+    ("s", Action::SplitGroup, false),
+    ("c", Action::CapGroup, false),
+    ("p", Action::EditPersona, false),
+    ("R", Action::Regenerate, false),
+    ("w", Action::SavePanel, true),
+    ("x", Action::RunPanel, false),
+    ("?", Action::Help, true),
+    ("q", Action::Quit, true),
+    ("esc", Action::Back, false),
+    ("ctrl-c", Action::Quit, false),
+];
+
 fn table(entries: &[&[(&str, Action, bool)]]) -> Vec<Binding> {
     let mut out: Vec<Binding> = Vec::new();
     for list in entries {
@@ -341,6 +371,7 @@ impl Default for Keymap {
         tables.insert(Mode::Home, table(&[HOME]));
         tables.insert(Mode::Optimize, table(&[OPTIMIZE]));
         tables.insert(Mode::OptimizeReplay, table(&[OPTIMIZE_REPLAY]));
+        tables.insert(Mode::Personas, table(&[PERSONAS]));
         Self { tables }
     }
 }
@@ -348,7 +379,7 @@ impl Default for Keymap {
 /// A problem in the `[keys]` tables of a config file.
 #[derive(Debug, Error, PartialEq, Eq)]
 pub enum KeymapError {
-    #[error("[keys.{0}]: unknown mode; valid: live, replay, home, optimize, optimize_replay")]
+    #[error("[keys.{0}]: unknown mode; valid: live, replay, home, optimize, optimize_replay, personas")]
     Mode(String),
     #[error("[keys.{mode}]: {source}")]
     Key { mode: String, source: KeyParseError },
@@ -460,6 +491,10 @@ fn short(a: Action) -> &'static str {
         Action::RollBack => "roll back",
         Action::StopOptimize => "stop",
         Action::JumpEnd => "end",
+        Action::Accept => "accept",
+        Action::Reject => "reject",
+        Action::Edit => "edit",
+        Action::SavePanel => "save",
         other => other.describe(),
     }
 }

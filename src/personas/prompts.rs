@@ -1,0 +1,87 @@
+//! The builder's requests: what each step asks the model.
+
+use super::docs::{Chunk, Document};
+use super::state::{Group, GroupPerspective, Stakeholder};
+use crate::provider::ChatMessage;
+
+const SYSTEM: &str = "You help researchers set up a panel of evaluators for generated text. \
+You read the material you are given carefully, report only what it supports, and answer in the JSON \
+format you are asked for.";
+
+/// Ask for the stakeholders of one part of a document.
+pub fn extract(task: &str, doc: &Document, chunk: &Chunk<'_>, parts: usize, instructions: &str) -> Vec<ChatMessage> {
+    let part = if parts > 1 { format!(" (part {} of {parts})", chunk.index) } else { String::new() };
+    let user = format!(
+        "Evaluation task:\n{task}\n\n\
+Document: {name}{part}\n<<<\n{text}\n>>>\n\n\
+List the human stakeholders this text describes whose view matters for the evaluation task: people \
+in a role (teachers, parents, clinicians, children…). Leave out the authors of the text, institutions, \
+organisations, software and other non-human things.\n\
+For each stakeholder give its name (the role, e.g. \"Kindergarten teachers\"), one sentence on who \
+they are, and the perspectives they bring to judging the task's output. Every perspective needs \
+evidence: a sentence or phrase copied word for word from the document above that supports it. Do not \
+paraphrase the evidence and do not invent it.\n\
+If the text says nothing relevant to the task, answer with an empty list.\n\n{instructions}",
+        name = doc.name,
+        text = chunk.text(),
+    );
+    vec![ChatMessage::system(SYSTEM), ChatMessage::user(user)]
+}
+
+/// Ask for groups of similar stakeholders with merged perspectives.
+pub fn consolidate(task: &str, stakeholders: &[Stakeholder], instructions: &str) -> Vec<ChatMessage> {
+    let mut listing = String::new();
+    for s in stakeholders {
+        listing.push_str(&format!("{} {}: {}\n", s.id, s.name, s.characteristics));
+        for p in &s.perspectives {
+            listing.push_str(&format!("  {} {}\n", p.id, p.text));
+        }
+    }
+    let user = format!(
+        "Evaluation task:\n{task}\n\n\
+Stakeholders found in the documents, each with its perspectives (ids first):\n{listing}\n\
+Put stakeholders that play the same or a very similar role into one group (for example \
+\"preschool teachers\" and \"kindergarten teachers\"), and give each group a short name and a \
+one-sentence description. Within a group, merge perspectives that say nearly the same thing into one, \
+and keep perspectives that differ apart: a group should keep the variety of its views. Every \
+perspective of a group lists the ids of the perspectives it comes from; use only the ids above and \
+use each at most once.\n\n{instructions}"
+    );
+    vec![ChatMessage::system(SYSTEM), ChatMessage::user(user)]
+}
+
+/// Ask for one persona standing for one perspective of a group.
+pub fn persona(
+    task: &str,
+    group: &Group,
+    perspective: &GroupPerspective,
+    evidence: &[String],
+    others: &[String],
+    instructions: &str,
+) -> Vec<ChatMessage> {
+    let evidence = if evidence.is_empty() {
+        "(none)".to_string()
+    } else {
+        evidence.iter().map(|e| format!("- {e}")).collect::<Vec<_>>().join("\n")
+    };
+    let avoid = if others.is_empty() {
+        String::new()
+    } else {
+        format!("\nNames already used in the panel (choose another): {}\n", others.join(", "))
+    };
+    let user = format!(
+        "Evaluation task:\n{task}\n\n\
+Stakeholder group: {name} — {description}\n\
+Perspective this judge stands for: {text}\n\
+Evidence from the documents:\n{evidence}\n{avoid}\n\
+Write one evaluator persona, a single invented person of this group who holds this perspective. Give \
+a personal name, a one-line role, and one or two sentences for each of: demographics (age, \
+background, work), perspective (what they look for when judging, in their own terms), specialty \
+(what they know well), psychological traits (temperament, how they argue), and social relationships \
+(who they work with or listen to).\n\n{instructions}",
+        name = group.name,
+        description = group.description,
+        text = perspective.text,
+    );
+    vec![ChatMessage::system(SYSTEM), ChatMessage::user(user)]
+}

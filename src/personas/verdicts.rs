@@ -1,0 +1,322 @@
+//! The builder's three verdicts: stakeholders of a document part, groups,
+//! and one persona. Each ends in one JSON object with a schema (so the
+//! embedded model can be held to it); a reply without a readable object is
+//! an error, answered by one repair request, and never turned into a value.
+
+use std::collections::BTreeSet;
+
+use serde_json::{Map, Value, json};
+
+use super::state::Persona;
+use crate::engine::parse::json_objects;
+use crate::engine::verdict::Verdict;
+use crate::provider::{ChatMessage, Completion};
+use crate::session::event::Evaluation;
+
+/// Longest text a constrained model may write in one field.
+const FIELD_MAX: u64 = 400;
+
+fn text(max: u64) -> Value {
+    json!({"type": "string", "minLength": 1, "maxLength": max})
+}
+
+/// The last JSON object of the reply that has `key`.
+fn object_with(reply: &str, key: &str) -> Result<Map<String, Value>, String> {
+    json_objects(reply)
+        .into_iter()
+        .rev()
+        .map(|o| o.map)
+        .find(|m| m.contains_key(key))
+        .ok_or_else(|| format!("no JSON object with \"{key}\" in the reply"))
+}
+
+/// A non-empty string field of `obj`; `what` names the object in the error.
+fn field(obj: &Map<String, Value>, key: &str, what: &str) -> Result<String, String> {
+    match obj.get(key) {
+        Some(Value::String(s)) if !s.trim().is_empty() => Ok(s.trim().to_string()),
+        Some(Value::String(_)) => Err(format!("{what}: \"{key}\" is empty")),
+        Some(_) => Err(format!("{what}: \"{key}\" is not a string")),
+        None => Err(format!("{what}: \"{key}\" is missing")),
+    }
+}
+
+fn array<'a>(obj: &'a Map<String, Value>, key: &str, what: &str) -> Result<&'a Vec<Value>, String> {
+    match obj.get(key) {
+        Some(Value::Array(a)) => Ok(a),
+        Some(_) => Err(format!("{what}: \"{key}\" is not a list")),
+        None => Err(format!("{what}: \"{key}\" is missing")),
+    }
+}
+
+fn as_object<'a>(v: &'a Value, what: &str) -> Result<&'a Map<String, Value>, String> {
+    v.as_object().ok_or_else(|| format!("{what} is not an object"))
+}
+
+fn repair_request(error: &str, instructions: &str) -> ChatMessage {
+    ChatMessage::user(format!(
+        "Your answer could not be read: {error}. Reply again with only the JSON object, no other text.\n{instructions}"
+    ))
+}
+
+/// A stakeholder as the model wrote it (quotes not yet checked).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RawStakeholder {
+    pub name: String,
+    pub characteristics: String,
+    /// (perspective, evidence quote)
+    pub perspectives: Vec<(String, String)>,
+}
+
+/// The stakeholders of one part of a document; an empty list is an answer.
+pub struct Stakeholders;
+
+impl Verdict for Stakeholders {
+    type Output = Vec<RawStakeholder>;
+    fn instructions(&self) -> String {
+        "Answer with one JSON object: {\"stakeholders\": [{\"name\": \"...\", \"characteristics\": \"one sentence\", \
+\"perspectives\": [{\"perspective\": \"...\", \"evidence\": \"exact quote\"}]}]} (an empty list when nothing is relevant)."
+            .into()
+    }
+    fn schema(&self) -> Option<Value> {
+        let perspective = json!({
+            "type": "object",
+            "properties": {"perspective": text(FIELD_MAX), "evidence": text(FIELD_MAX)},
+            "required": ["perspective", "evidence"],
+            "additionalProperties": false
+        });
+        let stakeholder = json!({
+            "type": "object",
+            "properties": {
+                "name": text(80),
+                "characteristics": text(FIELD_MAX),
+                "perspectives": {"type": "array", "items": perspective, "minItems": 1, "maxItems": 6}
+            },
+            "required": ["name", "characteristics", "perspectives"],
+            "additionalProperties": false
+        });
+        Some(json!({
+            "type": "object",
+            "properties": {"stakeholders": {"type": "array", "items": stakeholder, "maxItems": 8}},
+            "required": ["stakeholders"],
+            "additionalProperties": false
+        }))
+    }
+    fn read(&self, completion: &Completion) -> Result<Vec<RawStakeholder>, String> {
+        let obj = object_with(&completion.text, "stakeholders")?;
+        let mut out = Vec::new();
+        for (i, s) in array(&obj, "stakeholders", "the answer")?.iter().enumerate() {
+            let what = format!("stakeholder {}", i + 1);
+            let s = as_object(s, &what)?;
+            let name = field(s, "name", &what)?;
+            let characteristics = field(s, "characteristics", &what)?;
+            let mut perspectives = Vec::new();
+            for (j, p) in array(s, "perspectives", &what)?.iter().enumerate() {
+                let what = format!("{what}, perspective {}", j + 1);
+                let p = as_object(p, &what)?;
+                perspectives.push((field(p, "perspective", &what)?, field(p, "evidence", &what)?));
+            }
+            if perspectives.is_empty() {
+                return Err(format!("{what} ({name}) has no perspectives"));
+            }
+            out.push(RawStakeholder { name, characteristics, perspectives });
+        }
+        Ok(out)
+    }
+    fn repair(&self, error: &str) -> ChatMessage {
+        repair_request(error, &self.instructions())
+    }
+    fn evaluation(&self, _output: &Self::Output) -> Option<Evaluation> {
+        None
+    }
+}
+
+/// A group as the model wrote it, ids checked.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RawGroup {
+    pub name: String,
+    pub description: String,
+    pub members: Vec<String>,
+    /// (merged perspective, source perspective ids)
+    pub perspectives: Vec<(String, Vec<String>)>,
+}
+
+/// Groups of stakeholders, using only the ids it was shown.
+pub struct Groups<'a> {
+    pub stakeholder_ids: &'a BTreeSet<String>,
+    pub perspective_ids: &'a BTreeSet<String>,
+}
+
+impl Verdict for Groups<'_> {
+    type Output = Vec<RawGroup>;
+    fn instructions(&self) -> String {
+        "Answer with one JSON object: {\"groups\": [{\"name\": \"...\", \"description\": \"one sentence\", \
+\"members\": [\"D1.S1\", ...], \"perspectives\": [{\"perspective\": \"...\", \"sources\": [\"D1.S1.P1\", ...]}]}]}."
+            .into()
+    }
+    fn schema(&self) -> Option<Value> {
+        let ids =
+            |set: &BTreeSet<String>| json!({"type": "array", "items": {"type": "string", "enum": set}, "minItems": 1});
+        let perspective = json!({
+            "type": "object",
+            "properties": {"perspective": text(FIELD_MAX), "sources": ids(self.perspective_ids)},
+            "required": ["perspective", "sources"],
+            "additionalProperties": false
+        });
+        let group = json!({
+            "type": "object",
+            "properties": {
+                "name": text(80),
+                "description": text(FIELD_MAX),
+                "members": ids(self.stakeholder_ids),
+                "perspectives": {"type": "array", "items": perspective, "minItems": 1}
+            },
+            "required": ["name", "description", "members", "perspectives"],
+            "additionalProperties": false
+        });
+        Some(json!({
+            "type": "object",
+            "properties": {"groups": {"type": "array", "items": group, "minItems": 1}},
+            "required": ["groups"],
+            "additionalProperties": false
+        }))
+    }
+    fn read(&self, completion: &Completion) -> Result<Vec<RawGroup>, String> {
+        let obj = object_with(&completion.text, "groups")?;
+        let list = array(&obj, "groups", "the answer")?;
+        if list.is_empty() {
+            return Err("the answer has no groups".into());
+        }
+        let mut used = BTreeSet::new();
+        let mut out = Vec::new();
+        for (i, g) in list.iter().enumerate() {
+            let what = format!("group {}", i + 1);
+            let g = as_object(g, &what)?;
+            let name = field(g, "name", &what)?;
+            let description = field(g, "description", &what).unwrap_or_default();
+            let ids = |v: &Value, known: &BTreeSet<String>, what: &str| -> Result<Vec<String>, String> {
+                let list = v.as_array().ok_or_else(|| format!("{what} is not a list"))?;
+                list.iter()
+                    .map(|x| {
+                        let id = x.as_str().ok_or_else(|| format!("{what}: an id is not a string"))?.trim();
+                        if known.contains(id) {
+                            Ok(id.to_string())
+                        } else {
+                            Err(format!("{what}: unknown id \"{id}\""))
+                        }
+                    })
+                    .collect()
+            };
+            let members = match g.get("members") {
+                Some(v) => ids(v, self.stakeholder_ids, &format!("{what} ({name}) members"))?,
+                None => Vec::new(),
+            };
+            let mut perspectives = Vec::new();
+            for (j, p) in array(g, "perspectives", &what)?.iter().enumerate() {
+                let what = format!("{what} ({name}), perspective {}", j + 1);
+                let p = as_object(p, &what)?;
+                let text = field(p, "perspective", &what)?;
+                let sources = ids(p.get("sources").unwrap_or(&Value::Null), self.perspective_ids, &what)?;
+                if sources.is_empty() {
+                    return Err(format!("{what} has no sources"));
+                }
+                for s in &sources {
+                    if !used.insert(s.clone()) {
+                        return Err(format!("{what}: \"{s}\" is used twice"));
+                    }
+                }
+                perspectives.push((text, sources));
+            }
+            if perspectives.is_empty() {
+                return Err(format!("{what} ({name}) has no perspectives"));
+            }
+            out.push(RawGroup { name, description, members, perspectives });
+        }
+        Ok(out)
+    }
+    fn repair(&self, error: &str) -> ChatMessage {
+        repair_request(error, &self.instructions())
+    }
+    fn evaluation(&self, _output: &Self::Output) -> Option<Evaluation> {
+        None
+    }
+}
+
+/// One persona with all its attributes.
+pub struct PersonaVerdict;
+
+const PERSONA_KEYS: [&str; 7] = ["name", "role", "demographics", "perspective", "specialty", "traits", "relationships"];
+
+impl Verdict for PersonaVerdict {
+    type Output = Persona;
+    fn instructions(&self) -> String {
+        "Answer with one JSON object: {\"name\": \"...\", \"role\": \"...\", \"demographics\": \"...\", \
+\"perspective\": \"...\", \"specialty\": \"...\", \"traits\": \"...\", \"relationships\": \"...\"}."
+            .into()
+    }
+    fn schema(&self) -> Option<Value> {
+        let props: Map<String, Value> = PERSONA_KEYS
+            .iter()
+            .map(|k| ((*k).to_string(), text(if *k == "name" || *k == "role" { 80 } else { FIELD_MAX })))
+            .collect();
+        Some(json!({"type": "object", "properties": props, "required": PERSONA_KEYS, "additionalProperties": false}))
+    }
+    fn read(&self, completion: &Completion) -> Result<Persona, String> {
+        let obj = object_with(&completion.text, "perspective")?;
+        let get = |k: &str| field(&obj, k, "the persona");
+        Ok(Persona {
+            name: get("name")?,
+            role: get("role")?,
+            demographics: get("demographics")?,
+            perspective: get("perspective")?,
+            specialty: get("specialty")?,
+            traits: get("traits")?,
+            relationships: get("relationships")?,
+            edited_by: Default::default(),
+        })
+    }
+    fn repair(&self, error: &str) -> ChatMessage {
+        repair_request(error, &self.instructions())
+    }
+    fn evaluation(&self, _output: &Self::Output) -> Option<Evaluation> {
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reply(text: &str) -> Completion {
+        Completion { text: text.into(), ..Default::default() }
+    }
+
+    #[test]
+    fn stakeholders_read_and_empty_list_is_an_answer() {
+        let ok = Stakeholders.read(&reply(
+            "Here.\n{\"stakeholders\": [{\"name\": \"Teachers\", \"characteristics\": \"Teach.\", \"perspectives\": [{\"perspective\": \"Clear\", \"evidence\": \"q\"}]}]}",
+        ));
+        assert_eq!(ok.unwrap()[0].perspectives, vec![("Clear".to_string(), "q".to_string())]);
+        assert!(Stakeholders.read(&reply("{\"stakeholders\": []}")).unwrap().is_empty());
+        assert!(Stakeholders.read(&reply("No JSON at all")).is_err());
+        let e = Stakeholders
+            .read(&reply("{\"stakeholders\": [{\"name\": \"T\", \"characteristics\": \"c\", \"perspectives\": [{\"perspective\": \"p\"}]}]}"))
+            .unwrap_err();
+        assert_eq!(e, "stakeholder 1, perspective 1: \"evidence\" is missing");
+    }
+
+    #[test]
+    fn groups_use_known_ids_once() {
+        let s: BTreeSet<String> = ["D1.S1".to_string()].into();
+        let p: BTreeSet<String> = ["D1.S1.P1".to_string(), "D1.S1.P2".to_string()].into();
+        let v = Groups { stakeholder_ids: &s, perspective_ids: &p };
+        let g = v
+            .read(&reply("{\"groups\": [{\"name\": \"T\", \"description\": \"d\", \"members\": [\"D1.S1\"], \"perspectives\": [{\"perspective\": \"x\", \"sources\": [\"D1.S1.P1\", \"D1.S1.P2\"]}]}]}"))
+            .unwrap();
+        assert_eq!(g[0].perspectives[0].1.len(), 2);
+        let unknown = v.read(&reply("{\"groups\": [{\"name\": \"T\", \"members\": [], \"perspectives\": [{\"perspective\": \"x\", \"sources\": [\"D9.S1.P1\"]}]}]}"));
+        assert!(unknown.unwrap_err().contains("unknown id \"D9.S1.P1\""));
+        let twice = v.read(&reply("{\"groups\": [{\"name\": \"T\", \"members\": [], \"perspectives\": [{\"perspective\": \"x\", \"sources\": [\"D1.S1.P1\"]}, {\"perspective\": \"y\", \"sources\": [\"D1.S1.P1\"]}]}]}"));
+        assert!(twice.unwrap_err().contains("used twice"));
+        assert!(v.read(&reply("{\"groups\": []}")).is_err());
+    }
+}
