@@ -1,12 +1,5 @@
 //! Protocol runners. Each is async code over the shared [`Run`] machinery.
 
-pub mod chat_eval;
-pub mod collab_eval;
-pub mod g_eval;
-pub mod maj_eval;
-pub mod round_table;
-pub mod sage_eval;
-
 use crate::panel::Protocol;
 
 use futures::future::join_all;
@@ -16,16 +9,28 @@ use super::runtime::{Run, Spoken};
 use super::trim::Prompt;
 use crate::session::event::{EventKind, Phase};
 
-/// Run the panel's protocol to its end.
-pub(crate) async fn run(run: &Run) {
-    match run.panel.protocol.kind {
-        Protocol::MajEval => maj_eval::run(run).await,
-        Protocol::CollabEval => collab_eval::run(run).await,
-        Protocol::GEval => g_eval::run(run).await,
-        Protocol::SageEval => sage_eval::run(run).await,
-        Protocol::ChatEval => chat_eval::run(run).await,
-        Protocol::RoundTable => round_table::run(run).await,
-    }
+/// The runners: each protocol's variant and its module, which has
+/// `run(&Run)`. A new protocol is one line here.
+macro_rules! runners {
+    ($($variant:ident => $module:ident),* $(,)?) => {
+        $(pub mod $module;)*
+
+        /// Run the panel's protocol to its end.
+        pub(crate) async fn run(run: &Run) {
+            match run.panel.protocol.kind {
+                $(Protocol::$variant => $module::run(run).await),*
+            }
+        }
+    };
+}
+
+runners! {
+    MajEval => maj_eval,
+    CollabEval => collab_eval,
+    GEval => g_eval,
+    SageEval => sage_eval,
+    ChatEval => chat_eval,
+    RoundTable => round_table,
 }
 
 /// Independent first evaluations by every agent, concurrently. Fills each

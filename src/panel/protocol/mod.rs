@@ -13,16 +13,41 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::session::event::Role;
 
-/// Judging protocols moot runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Protocol {
-    MajEval,
-    CollabEval,
-    GEval,
-    SageEval,
-    ChatEval,
-    RoundTable,
+/// The catalogue: each protocol's variant and the file that declares it
+/// (its [`ProtocolSpec`] as `SPEC`). A new protocol is one line here, its
+/// declaration file, and its runner (one line in the engine's
+/// `protocols/mod.rs`).
+macro_rules! catalogue {
+    ($($variant:ident => $module:ident),* $(,)?) => {
+        $(mod $module;)*
+
+        /// Judging protocols moot runs.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+        #[serde(rename_all = "kebab-case")]
+        pub enum Protocol {
+            $($variant),*
+        }
+
+        impl Protocol {
+            pub const ALL: &'static [Protocol] = &[$(Protocol::$variant),*];
+
+            /// What the protocol declares.
+            pub fn spec(self) -> &'static ProtocolSpec {
+                match self {
+                    $(Protocol::$variant => &$module::SPEC),*
+                }
+            }
+        }
+    };
+}
+
+catalogue! {
+    MajEval => maj_eval,
+    CollabEval => collab_eval,
+    GEval => g_eval,
+    SageEval => sage_eval,
+    ChatEval => chat_eval,
+    RoundTable => round_table,
 }
 
 /// How a protocol orders its speakers (what the screens show about the next one).
@@ -81,137 +106,13 @@ pub struct ProtocolSpec {
     pub confidence_weighted: bool,
 }
 
-const MAJ_EVAL: ProtocolSpec = ProtocolSpec {
-    protocol: Protocol::MajEval,
-    id: "maj-eval",
-    title: "MAJ-EVAL: moderated group debate",
-    roles: &[Role::Moderator, Role::Aggregator],
-    settings: &[],
-    order: SpeakerOrder::Moderated,
-    uses_steps: false,
-    confidence_weighted: false,
-};
-
-const COLLAB_EVAL: ProtocolSpec = ProtocolSpec {
-    protocol: Protocol::CollabEval,
-    id: "collab-eval",
-    title: "CollabEval: rounds of discussion, a final judge",
-    roles: &[Role::FinalJudge],
-    settings: &[],
-    order: SpeakerOrder::ShuffledRounds,
-    uses_steps: false,
-    confidence_weighted: false,
-};
-
-const G_EVAL: ProtocolSpec = ProtocolSpec {
-    protocol: Protocol::GEval,
-    id: "g-eval",
-    title: "G-Eval: one judge per dimension with evaluation steps",
-    roles: &[],
-    settings: &[
-        SettingSpec {
-            key: "samples",
-            kind: SettingKind::Integer { min: 1, max: 100, default: 1 },
-            about: "replies drawn per dimension and averaged when the provider returns no log-probabilities",
-        },
-        SettingSpec {
-            key: "reply_tokens",
-            kind: SettingKind::Integer { min: 16, max: 4096, default: 96 },
-            about: "reply length of a scoring turn: a sentence or two of reasoning, then the score",
-        },
-        SettingSpec {
-            key: "review_steps",
-            kind: SettingKind::Bool { default: false },
-            about: "pause after the evaluation steps are written, so that a person can edit them before scoring",
-        },
-    ],
-    order: SpeakerOrder::Independent,
-    uses_steps: true,
-    confidence_weighted: false,
-};
-
-const SAGE_EVAL: ProtocolSpec = ProtocolSpec {
-    protocol: Protocol::SageEval,
-    id: "sage-eval",
-    title: "SAGEval: an evaluator, then a meta-evaluator that rectifies its scores",
-    roles: &[Role::MetaEvaluator],
-    settings: &[SettingSpec {
-        key: "max_new_aspects",
-        kind: SettingKind::Integer { min: 0, max: 10, default: 3 },
-        about: "new aspects the meta-evaluator may propose per item",
-    }],
-    order: SpeakerOrder::Independent,
-    uses_steps: true,
-    confidence_weighted: false,
-};
-
-const CHAT_EVAL: ProtocolSpec = ProtocolSpec {
-    protocol: Protocol::ChatEval,
-    id: "chat-eval",
-    title: "ChatEval: fixed roles debate one by one or all at once",
-    roles: &[Role::Summarizer],
-    settings: &[
-        SettingSpec {
-            key: "strategy",
-            kind: SettingKind::Choice {
-                options: &["one-by-one", "simultaneous", "simultaneous-summarizer"],
-                default: "one-by-one",
-            },
-            about: "one-by-one: a fixed order, each agent sees all that was said; simultaneous: every agent of a round speaks at once, seeing earlier rounds only; simultaneous-summarizer: as simultaneous, agents see a running summary of the rounds",
-        },
-        SettingSpec {
-            key: "turns",
-            kind: SettingKind::Integer { min: 1, max: 20, default: 2 },
-            about: "rounds of discussion after the first evaluations",
-        },
-    ],
-    order: SpeakerOrder::Rounds,
-    uses_steps: false,
-    confidence_weighted: false,
-};
-
-const ROUND_TABLE: ProtocolSpec = ProtocolSpec {
-    protocol: Protocol::RoundTable,
-    id: "round-table",
-    title: "Round-table: shuffled rounds until all agree; a confidence-weighted result",
-    roles: &[],
-    settings: &[SettingSpec {
-        key: "max_rounds",
-        kind: SettingKind::Integer { min: 1, max: 20, default: 3 },
-        about: "rounds at most; they stop earlier once all agree",
-    }],
-    order: SpeakerOrder::ShuffledRounds,
-    uses_steps: false,
-    confidence_weighted: true,
-};
-
 impl Protocol {
-    pub const ALL: [Protocol; 6] = [
-        Protocol::MajEval,
-        Protocol::CollabEval,
-        Protocol::GEval,
-        Protocol::SageEval,
-        Protocol::ChatEval,
-        Protocol::RoundTable,
-    ];
-
-    /// What the protocol declares.
-    pub fn spec(self) -> &'static ProtocolSpec {
-        match self {
-            Protocol::MajEval => &MAJ_EVAL,
-            Protocol::CollabEval => &COLLAB_EVAL,
-            Protocol::GEval => &G_EVAL,
-            Protocol::SageEval => &SAGE_EVAL,
-            Protocol::ChatEval => &CHAT_EVAL,
-            Protocol::RoundTable => &ROUND_TABLE,
-        }
-    }
     pub fn as_str(self) -> &'static str {
         self.spec().id
     }
     /// The protocol named `s` in a panel file (`maj-eval`, `collab-eval`, …).
     pub fn parse(s: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|p| p.as_str() == s)
+        Self::ALL.iter().copied().find(|p| p.as_str() == s)
     }
     /// The names of every protocol.
     pub fn names() -> Vec<&'static str> {
@@ -320,8 +221,8 @@ mod tests {
     #[test]
     fn every_protocol_parses_its_own_name_and_declares_itself() {
         for p in Protocol::ALL {
-            assert_eq!(Protocol::parse(p.as_str()), Some(p));
-            assert_eq!(p.spec().protocol, p);
+            assert_eq!(Protocol::parse(p.as_str()), Some(*p));
+            assert_eq!(p.spec().protocol, *p);
         }
         assert_eq!(Protocol::parse("maj_eval"), None);
     }

@@ -1,0 +1,30 @@
+//! What G-Eval declares: its roles, settings and speaker order.
+
+use super::*;
+
+pub(super) const SPEC: ProtocolSpec = ProtocolSpec {
+    protocol: Protocol::GEval,
+    id: "g-eval",
+    title: "G-Eval: one judge per dimension with evaluation steps",
+    roles: &[],
+    settings: &[
+        SettingSpec {
+            key: "samples",
+            kind: SettingKind::Integer { min: 1, max: 100, default: 1 },
+            about: "replies drawn per dimension and averaged when the provider returns no log-probabilities",
+        },
+        SettingSpec {
+            key: "reply_tokens",
+            kind: SettingKind::Integer { min: 16, max: 4096, default: 96 },
+            about: "reply length of a scoring turn: a sentence or two of reasoning, then the score",
+        },
+        SettingSpec {
+            key: "review_steps",
+            kind: SettingKind::Bool { default: false },
+            about: "pause after the evaluation steps are written, so that a person can edit them before scoring",
+        },
+    ],
+    order: SpeakerOrder::Independent,
+    uses_steps: true,
+    confidence_weighted: false,
+};

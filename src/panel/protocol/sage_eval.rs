@@ -1,0 +1,18 @@
+//! What SAGEval declares: its roles, settings and speaker order.
+
+use super::*;
+
+pub(super) const SPEC: ProtocolSpec = ProtocolSpec {
+    protocol: Protocol::SageEval,
+    id: "sage-eval",
+    title: "SAGEval: an evaluator, then a meta-evaluator that rectifies its scores",
+    roles: &[Role::MetaEvaluator],
+    settings: &[SettingSpec {
+        key: "max_new_aspects",
+        kind: SettingKind::Integer { min: 0, max: 10, default: 3 },
+        about: "new aspects the meta-evaluator may propose per item",
+    }],
+    order: SpeakerOrder::Independent,
+    uses_steps: true,
+    confidence_weighted: false,
+};
