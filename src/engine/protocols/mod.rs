@@ -3,6 +3,7 @@
 pub mod collab_eval;
 pub mod g_eval;
 pub mod maj_eval;
+pub mod pairwise;
 pub mod sage_eval;
 
 use crate::panel::Protocol;
