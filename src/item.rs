@@ -356,6 +356,12 @@ fn item_from_json(v: &serde_json::Value) -> Result<Item, String> {
         Some(v) => id_from_json(v, "id")?,
     };
     let content = match obj.get("content") {
+        // Pairwise items carry their texts in `candidates` instead.
+        None | Some(serde_json::Value::Null)
+            if obj.get("candidates").and_then(|c| c.as_array()).is_some_and(|c| c.len() >= 2) =>
+        {
+            String::new()
+        }
         None | Some(serde_json::Value::Null) => {
             return Err(format!("item \"{id}\": missing `content`"));
         }
@@ -581,5 +587,15 @@ mod tests {
         assert_eq!(file.items[0].id, "a");
         let file = parse_items_str("\u{feff}id,content\nb,y\n", ItemFormat::Csv, "bom.csv").expect("item");
         assert_eq!(file.items[0].id, "b");
+    }
+    #[test]
+    fn pairwise_items_need_no_content() {
+        let text = include_str!("../assets/items/pairwise-summaries.jsonl");
+        let file = parse_items_str(text, ItemFormat::Jsonl, "pairwise-summaries.jsonl").expect("items");
+        assert_eq!(file.items.len(), 10, "{:?}", file.skipped);
+        assert!(file.items.iter().all(|i| i.candidates.as_ref().is_some_and(|c| c.len() >= 2)));
+        let one = "{\"id\": \"x\", \"candidates\": [{\"id\": \"s\", \"text\": \"t\"}]}\n";
+        let err = parse_items_str(one, ItemFormat::Jsonl, "one.jsonl").expect_err("one candidate is not a pair");
+        assert!(format!("{err:?}").contains("missing `content`"), "{err:?}");
     }
 }

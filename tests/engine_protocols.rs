@@ -749,3 +749,15 @@ async fn maj_eval_refuses_a_veto_that_cannot_apply() {
     assert_eq!(reasons.len(), 1, "{reasons:?}");
     assert!(reasons[0].contains("only member"), "{reasons:?}");
 }
+
+#[tokio::test]
+async fn an_item_with_candidates_and_no_content_fails_with_its_reason() {
+    let mut c = config(
+        panel(Protocol::MajEval, &[("Teachers", &["Ann", "Bea"])]),
+        scripted(|_, _| ScriptedReply::Text(evaluation(4, 4, 4))),
+    );
+    c.item.content = String::new();
+    let (_, outcome) = Session::start(c, None).finish().await;
+    assert_eq!(outcome.status, EndStatus::Failed);
+    assert!(outcome.error.as_deref().is_some_and(|e| e.contains("no `content` to judge")), "{:?}", outcome.error);
+}

@@ -253,7 +253,15 @@ pub async fn run(config: EngineConfig, recorder: Recorder, mut commands: Unbound
     run.emit_session_started();
 
     let protocol = async {
-        protocols::run(&run).await;
+        // A pairwise item carries its texts as candidates; no protocol here judges those yet.
+        if run.item().content.trim().is_empty() {
+            run.fail(format!(
+                "item \"{}\" has no `content` to judge (only `candidates`): pairwise judging is not available yet",
+                run.item().id
+            ));
+        } else {
+            protocols::run(&run).await;
+        }
         if linger && !run.quit.is_cancelled() {
             run.quit.cancelled().await;
         }

@@ -15,6 +15,8 @@
 //! - [`krippendorff`]: Krippendorff's α (interval, ordinal).
 //! - [`agreement`]: confusion counts, agreement rate, Cohen's κ.
 //! - [`pairwise`]: win rates and tie confusions for A/B/tie decisions.
+//! - [`position`]: position bias of swapped-order judgments (win↔tie and A↔B
+//!   flips), agreement with at least one human rater.
 //! - [`scale`]: exact accuracy, gap ratios, over- and under-rating ratios.
 //! - [`auc`]: ROC AUC for binary truth.
 //! - [`descriptive`]: mean, population standard deviation, median.
@@ -27,6 +29,7 @@ pub mod correlation;
 pub mod descriptive;
 pub mod krippendorff;
 pub mod pairwise;
+pub mod position;
 pub mod scale;
 
 pub use agreement::{

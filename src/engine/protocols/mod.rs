@@ -1,5 +1,9 @@
 //! Protocol runners. Each is async code over the shared [`Run`] machinery.
 
+/// Pairwise judging's verdict and the rules that combine its votes; its
+/// runner is not registered yet.
+pub mod pairwise;
+
 use crate::panel::Protocol;
 
 use futures::future::join_all;
