@@ -1,0 +1,40 @@
+//! moot's integration tests, in one test binary: each module is one area
+//! (a protocol, a screen, a provider, a subcommand), and `support` holds the
+//! helpers they share. One binary links moot and llama.cpp once instead of
+//! once per file. Run one area with `cargo test --test it <module>::`.
+
+mod support;
+
+mod bench_cli;
+mod build_deps;
+mod chat_eval;
+mod cli_headless;
+mod context_fit;
+mod engine_protocols;
+mod eval_cli;
+mod g_eval;
+mod local_context;
+mod local_model;
+mod log_compat;
+mod optimize;
+mod optimize_cli;
+mod panel_item_loading;
+mod personas;
+mod personas_cli;
+mod provider_anthropic;
+mod provider_cache;
+mod provider_limits;
+mod provider_openai;
+mod report_fixtures;
+mod sage_eval;
+mod session_stages;
+mod stats_fixtures;
+mod structured_output;
+mod tui_chateval;
+mod tui_examples;
+mod tui_optimize;
+mod tui_optimize_pty;
+mod tui_personas;
+mod tui_pty;
+mod tui_sage;
+mod tui_screens;
