@@ -89,6 +89,7 @@ fn bench(c: &mut Criterion) {
             reference: None,
             human: None,
             candidates: None,
+            human_labels: Vec::new(),
         })
         .collect();
     let waves = items_n.div_ceil(concurrency) as u32;

@@ -33,6 +33,7 @@ fn examples() -> Vec<Example> {
                     reference: Some(format!("The {topic} is {word}.")),
                     human: None,
                     candidates: None,
+                    human_labels: Vec::new(),
                 },
                 label,
             }

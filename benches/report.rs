@@ -81,6 +81,7 @@ fn write_log(path: &Path, panel: &Panel, index: u64) {
         reference: None,
         human: Some(keys.iter().enumerate().map(|(i, k)| (k.clone(), human_rating(index, i))).collect()),
         candidates: None,
+        human_labels: Vec::new(),
     };
     let agents: Vec<AgentInfo> = panel
         .agents()
@@ -125,6 +126,7 @@ fn write_log(path: &Path, panel: &Panel, index: u64) {
                     role: Role::Agent,
                     kind: TurnKind::Speak,
                     dimension: None,
+                    pair: None,
                 },
             );
             for chunk in text.as_bytes().chunks(40).take(6) {
@@ -186,6 +188,7 @@ fn write_log(path: &Path, panel: &Panel, index: u64) {
                 left_out: Vec::new(),
                 labels: Default::default(),
                 original_labels: Default::default(),
+                ranking: Vec::new(),
             },
         );
     }

@@ -46,6 +46,7 @@ fn events(agents: usize, turns: u64) -> Vec<Event> {
             reference: None,
             human: None,
             candidates: None,
+            human_labels: Vec::new(),
         },
         agents: infos.clone(),
         roles: BTreeMap::new(),
@@ -68,6 +69,7 @@ fn events(agents: usize, turns: u64) -> Vec<Event> {
             role: Role::Agent,
             kind: TurnKind::Speak,
             dimension: None,
+            pair: None,
         });
         let mut ev = Evaluation { overall: Some(3.0 + (turn % 3) as f64), confidence: Some(0.7), ..Default::default() };
         ev.scores.insert("grammar".into(), 4.0);
@@ -117,6 +119,7 @@ fn bench(c: &mut Criterion) {
             role: Role::Agent,
             kind: TurnKind::Speak,
             dimension: None,
+            pair: None,
         },
     });
     c.bench_function("frame_while_streaming_200x60", |b| {

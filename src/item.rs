@@ -28,6 +28,10 @@ pub struct Item {
     pub human: Option<BTreeMap<String, f64>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub candidates: Option<Vec<Candidate>>,
+    /// Pairwise: people's verdicts, one per rater: `A` (the first
+    /// candidate), `B` (the second), `tie`, or a candidate's id.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub human_labels: Vec<String>,
 }
 
 // ---------------------------------------------------------------------------
@@ -44,6 +48,7 @@ pub const BUNDLED_ITEMS: &[(&str, &str)] = &[
     ("summary-chateval", include_str!("../assets/items/summary-collab.jsonl")),
     ("summary-roundtable", include_str!("../assets/items/summary-collab.jsonl")),
     ("survey-sage", include_str!("../assets/items/surveys.jsonl")),
+    ("pairwise-summaries", include_str!("../assets/items/pairwise-summaries.jsonl")),
 ];
 
 /// Prefix of [`ItemsFile::source`] for bundled items (`bundled:storybook-qa`).
@@ -348,6 +353,39 @@ fn optional_string(obj: &serde_json::Map<String, serde_json::Value>, key: &str) 
     }
 }
 
+/// `human_label` (one rater) or `human_labels` (several): each `A`, `B`,
+/// `tie` or the id of one of the item's candidates.
+fn human_labels(
+    obj: &serde_json::Map<String, serde_json::Value>,
+    candidates: Option<&[Candidate]>,
+) -> Result<Vec<String>, String> {
+    let mut out = Vec::new();
+    let mut take = |field: String, v: &serde_json::Value| -> Result<(), String> {
+        let s = v.as_str().ok_or_else(|| format!("`{field}` must be a string, found {}", json_type(v)))?.trim();
+        let known = matches!(s.to_ascii_lowercase().as_str(), "a" | "b" | "tie")
+            || candidates.is_some_and(|c| c.iter().any(|c| c.id == s));
+        if !known {
+            return Err(format!("`{field}`: \"{s}\" is not A, B, tie or the id of one of the item's candidates"));
+        }
+        out.push(s.to_string());
+        Ok(())
+    };
+    match obj.get("human_label") {
+        None | Some(serde_json::Value::Null) => {}
+        Some(v) => take("human_label".into(), v)?,
+    }
+    match obj.get("human_labels") {
+        None | Some(serde_json::Value::Null) => {}
+        Some(serde_json::Value::Array(list)) => {
+            for (i, v) in list.iter().enumerate() {
+                take(format!("human_labels[{i}]"), v)?;
+            }
+        }
+        Some(other) => return Err(format!("`human_labels` must be an array of strings, found {}", json_type(other))),
+    }
+    Ok(out)
+}
+
 /// Builds an item from one JSON value, or says what is wrong with it.
 fn item_from_json(v: &serde_json::Value) -> Result<Item, String> {
     let obj = v.as_object().ok_or_else(|| format!("expected an item object, found {}", json_type(v)))?;
@@ -435,7 +473,8 @@ fn item_from_json(v: &serde_json::Value) -> Result<Item, String> {
             return Err(with_id(format!("`candidates` must be an array, found {}", json_type(other))));
         }
     };
-    Ok(Item { id, content, context, reference, human, candidates })
+    let human_labels = human_labels(obj, candidates.as_deref()).map_err(with_id)?;
+    Ok(Item { id, content, context, reference, human, candidates, human_labels })
 }
 
 /// What a CSV column holds.
@@ -551,6 +590,7 @@ fn item_from_csv(columns: &[Column], record: &csv::StringRecord) -> Result<Item,
         reference,
         human: (!human.is_empty()).then_some(human),
         candidates: (!candidates.is_empty()).then_some(candidates),
+        human_labels: Vec::new(),
     })
 }
 

@@ -79,6 +79,7 @@ pub fn item() -> Item {
         reference: None,
         human: None,
         candidates: None,
+        human_labels: Vec::new(),
     }
 }
 

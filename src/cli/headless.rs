@@ -15,6 +15,7 @@ use crate::engine::prompts::{fmt_num, reply_words};
 use crate::session::event::{
     EndStatus, Evaluation, Event, EventKind, OverrideTarget, Phase, Role, SelectedBy, TurnKind,
 };
+use crate::session::pairwise::{Label, PairRef};
 
 /// ANSI styling that can be switched off (pipes, `NO_COLOR`).
 #[derive(Debug, Clone, Copy)]
@@ -74,6 +75,11 @@ struct TurnBuf {
     raw: String,
     /// Its words taken for printing so far.
     words: String,
+    /// Pairwise: the pair compared; the turn ends at its `pair_verdict`,
+    /// whose label goes into the footer.
+    pair: Option<PairRef>,
+    /// Pairwise: the text and token line waiting for the verdict.
+    pending: Option<(String, String)>,
 }
 
 impl TurnBuf {
@@ -295,7 +301,7 @@ impl<W: Write> Transcript<W> {
             EventKind::TurnStarted { turn, kind: TurnKind::Select, .. } => {
                 self.hidden.insert(*turn);
             }
-            EventKind::TurnStarted { turn, agent, group, phase, round, role, kind, .. } => {
+            EventKind::TurnStarted { turn, agent, group, phase, round, role, kind, pair, .. } => {
                 let mut header = format!("▸ {}", p.bold(agent));
                 if let Some(g) = group.as_ref().filter(|_| *role == Role::Agent) {
                     header.push_str(&p.dim(&format!(" ({g})")));
@@ -305,13 +311,18 @@ impl<W: Write> Transcript<W> {
                     (TurnKind::Select, _) => Some("choosing the next speaker".to_string()),
                     (_, Phase::Initial) => Some("first evaluation".to_string()),
                     (_, Phase::Discussion) => round.map(|r| format!("round {r}")),
+                    (_, Phase::Comparison) => pair.as_ref().map(|p| {
+                        let (a, b) = p.shown();
+                        let vote = round.filter(|&r| r > 1).map(|r| format!(", vote {r}")).unwrap_or_default();
+                        format!("A = {a}, B = {b}{vote}")
+                    }),
                     _ => None,
                 };
                 if let Some(w) = what {
                     header.push_str(&p.dim(&format!(" — {w}")));
                 }
                 let evaluates = matches!(role, Role::Agent | Role::FinalJudge | Role::MetaEvaluator);
-                self.turns.insert(*turn, TurnBuf { header, evaluates, ..Default::default() });
+                self.turns.insert(*turn, TurnBuf { header, evaluates, pair: pair.clone(), ..Default::default() });
                 self.queue.push_back(Block::Turn(*turn));
                 self.flush_live()?;
             }
@@ -375,6 +386,10 @@ impl<W: Write> Transcript<W> {
                 if self.live == Some(*turn) && !rest.is_empty() {
                     write!(self.out, "{rest}")?;
                     self.mid_line = !rest.ends_with('\n');
+                }
+                if let Some(b) = self.turns.get_mut(turn).filter(|b| b.pair.is_some() && parse_error.is_none()) {
+                    b.pending = Some((text, footer));
+                    return Ok(());
                 }
                 self.end_turn(*turn, Some(&text), footer)?;
             }
@@ -468,6 +483,36 @@ impl<W: Write> Transcript<W> {
                     self.line(&p.dim(&format!("  ✂ {}", view.summary())))?;
                 }
             }
+            EventKind::PairVerdict { turn, first, second, swapped, label, confidence, .. } => {
+                let who = match (label, swapped) {
+                    (Label::Tie, _) => "tie".to_string(),
+                    (Label::A, false) | (Label::B, true) => format!("{} → {first}", label.as_str()),
+                    (Label::A, true) | (Label::B, false) => format!("{} → {second}", label.as_str()),
+                };
+                let sure = confidence.map(|c| format!(" · confidence {c}")).unwrap_or_default();
+                let line = format!("  {} verdict {who}{sure}", p.green("✓"));
+                match self.turns.get_mut(turn).and_then(|b| b.pending.take()) {
+                    Some((text, stats)) => self.end_turn(*turn, Some(&text), format!("{line}\n{stats}"))?,
+                    None => self.line(&line)?,
+                }
+            }
+            EventKind::PairDecided { judge, first, second, winner, flip, no_result, .. } => {
+                let who = judge.as_deref().unwrap_or("panel");
+                let what = match (no_result, winner) {
+                    (Some(why), _) => p.red(&format!("no decision: {why}")),
+                    (None, Some(w)) => format!("{w} preferred"),
+                    (None, None) => "tie".to_string(),
+                };
+                let flip = flip
+                    .filter(|f| f.is_flip())
+                    .map(|f| p.yellow(&format!(" · flip: {}", f.describe())))
+                    .unwrap_or_default();
+                self.line(&format!("{} {first} vs {second} · {who}: {what}{flip}", p.bold("◆")))?;
+            }
+            EventKind::PairSettled { first, second, winner, author } => {
+                let what = winner.as_deref().map(|w| format!("{w} preferred")).unwrap_or_else(|| "tie".into());
+                self.line(&p.yellow(&format!("◆ {first} vs {second} settled by {author} (human): {what}")))?;
+            }
             EventKind::AggregationCompleted {
                 group,
                 feedback,
@@ -479,6 +524,7 @@ impl<W: Write> Transcript<W> {
                 left_out,
                 labels,
                 original_labels,
+                ranking,
             } => {
                 let title = match group {
                     Some(g) => format!("result · {g}"),
@@ -506,6 +552,12 @@ impl<W: Write> Transcript<W> {
                 parts.extend(labels.iter().map(|(k, l)| {
                     let was = original_labels.get(k).map(|o| format!(" (was {o})")).unwrap_or_default();
                     format!("{k} {l}{was}")
+                }));
+                parts.extend(ranking.iter().enumerate().map(|(i, r)| {
+                    let human = if r.human { " (human)" } else { "" };
+                    let name = format!("{}. {}", i + 1, r.candidate);
+                    let name = if i == 0 { p.bold(&name) } else { name };
+                    format!("{name} {}W {}L {}T{human}", r.wins, r.losses, r.ties)
                 }));
                 if group.is_none() && !feedback.is_empty() {
                     self.line("")?;

@@ -57,6 +57,7 @@ pub fn load_item(panel: &Panel, args: &RunArgs) -> anyhow::Result<Item> {
             reference: None,
             human: None,
             candidates: None,
+            human_labels: Vec::new(),
         });
     }
     let file: ItemsFile = match &args.item {

@@ -169,6 +169,9 @@ impl Run {
         if !st.aggregates.contains_key(&None) {
             return Some("the session ended before its result was aggregated".into());
         }
+        if self.panel.protocol == crate::panel::Protocol::Pairwise {
+            return st.pair_failure.clone();
+        }
         self.base_result(st, None).is_empty().then(|| self.no_result_reason(st, None))
     }
 
@@ -248,6 +251,7 @@ impl Run {
             left_out,
             labels,
             original_labels,
+            ranking: Vec::new(),
         }
     }
 

@@ -253,12 +253,8 @@ pub async fn run(config: EngineConfig, recorder: Recorder, mut commands: Unbound
     run.emit_session_started();
 
     let protocol = async {
-        // A pairwise item carries its texts as candidates; no protocol here judges those yet.
-        if run.item().content.trim().is_empty() {
-            run.fail(format!(
-                "item \"{}\" has no `content` to judge (only `candidates`): pairwise judging is not available yet",
-                run.item().id
-            ));
+        if let Some(why) = unjudgeable(&run) {
+            run.fail(why);
         } else {
             protocols::run(&run).await;
         }
@@ -289,6 +285,21 @@ pub async fn run(config: EngineConfig, recorder: Recorder, mut commands: Unbound
         run.apply_command(cmd);
     }
     run.finish(started.elapsed())
+}
+
+/// Why the item cannot be judged by the panel's protocol: pairwise judging
+/// needs two or more candidates; the others judge the item's `content`.
+fn unjudgeable(run: &Run) -> Option<String> {
+    let item = run.item();
+    let candidates = item.candidates.as_ref().map_or(0, Vec::len);
+    if run.panel.protocol == crate::panel::Protocol::Pairwise {
+        return (candidates < 2).then(|| {
+            format!("item \"{}\" has {candidates} candidate(s): pairwise judging compares two or more", item.id)
+        });
+    }
+    item.content.trim().is_empty().then(|| {
+        format!("item \"{}\" has no `content` to judge (only `candidates`): judge it with a pairwise panel", item.id)
+    })
 }
 
 /// The `session_started` event a run of `config` begins with (its agents, roles and models).

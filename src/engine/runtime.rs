@@ -92,6 +92,8 @@ pub(crate) struct State {
     pub scoring: bool,
     /// Revisions and proposals of SAGEval's meta-evaluator.
     pub sage: super::protocols::sage_eval::SageState,
+    /// Why a pairwise item has no result (no pair could be decided).
+    pub pair_failure: Option<String>,
 }
 
 impl State {
@@ -117,6 +119,8 @@ pub(crate) struct TurnSpec<'a> {
     pub cancel: &'a CancellationToken,
     /// The one dimension the turn is about, if any.
     pub dimension: Option<&'a str>,
+    /// The pair a pairwise turn compares.
+    pub pair: Option<&'a crate::session::pairwise::PairRef>,
 }
 
 /// What came of a turn (after a repair request, if one was needed).
@@ -333,6 +337,7 @@ impl Run {
             role: spec.turn.role,
             kind: spec.kind,
             dimension: spec.turn.dimension.map(str::to_string),
+            pair: spec.turn.pair.cloned(),
         });
         if let Some(reason) = spec.turn.binding.provider.queue_note() {
             self.emit(EventKind::Waiting { turn, reason });
@@ -558,7 +563,8 @@ impl Run {
         cancel: &CancellationToken,
         ahead: Option<ReadAhead<'_>>,
     ) -> Spoken {
-        let turn = TurnSpec { participant, group, phase, round, role, binding, sampling, cancel, dimension: None };
+        let turn =
+            TurnSpec { participant, group, phase, round, role, binding, sampling, cancel, dimension: None, pair: None };
         self.verdict_turn(&self.panel_scores(), turn, messages, ahead).await
     }
 

@@ -360,6 +360,13 @@ impl Checker<'_> {
                         out.push(wrong_type(v, &join_path("protocol", s.key), "true or false"));
                     }
                 }
+                SettingKind::Text { .. } => {
+                    if let Some(v) = table.get(s.key)
+                        && v.get_ref().as_str().is_none()
+                    {
+                        out.push(wrong_type(v, &join_path("protocol", s.key), "a string"));
+                    }
+                }
                 SettingKind::Choice { options, .. } => {
                     if let Some(v) = table.get(s.key) {
                         let field = join_path("protocol", s.key);

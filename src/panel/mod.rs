@@ -365,6 +365,7 @@ pub const BUNDLED_PANELS: &[(&str, &str)] = &[
     ("summary-chateval", include_str!("../../assets/panels/summary-chateval.toml")),
     ("summary-roundtable", include_str!("../../assets/panels/summary-roundtable.toml")),
     ("survey-sage", include_str!("../../assets/panels/survey-sage.toml")),
+    ("pairwise-summaries", include_str!("../../assets/panels/pairwise-summaries.toml")),
 ];
 
 /// Prefix of [`Panel::source`] for bundled panels (`bundled:storybook-qa`);

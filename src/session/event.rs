@@ -8,12 +8,14 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::item::Item;
+use crate::session::pairwise::{Confidence, Flip, Label, PairRef, RankEntry};
 
 /// The version of the session log format this build writes. Version 1 is
 /// every log written before `session_started` carried the field; version 2
-/// adds it, protocol settings in the recorded panel, G-Eval's and SAGEval's events.
+/// adds it, protocol settings in the recorded panel, G-Eval's and SAGEval's events;
+/// version 3 adds pairwise judging's events and the result's `ranking`.
 /// Every earlier version still loads.
-pub const SCHEMA_VERSION: u32 = 2;
+pub const SCHEMA_VERSION: u32 = 3;
 
 fn first_schema_version() -> u32 {
     1
@@ -46,6 +48,8 @@ pub enum Phase {
     Scoring,
     /// A round of discussion is condensed (ChatEval's summarizer).
     Summary,
+    /// Judges compare two candidates, in each order (pairwise).
+    Comparison,
     Aggregation,
 }
 
@@ -60,6 +64,7 @@ impl Phase {
             Phase::Steps => "steps",
             Phase::Scoring => "scoring",
             Phase::Summary => "summary",
+            Phase::Comparison => "comparison",
             Phase::Aggregation => "aggregation",
         }
     }
@@ -467,6 +472,9 @@ pub enum EventKind {
         /// The one dimension the turn is about, when it is about one (G-Eval's steps and scores).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         dimension: Option<String>,
+        /// The pair the turn compares, in the order shown (pairwise).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pair: Option<PairRef>,
     },
     TurnDelta {
         turn: u64,
@@ -666,6 +674,65 @@ pub enum EventKind {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         reply_requested: Option<u64>,
     },
+    /// One judge's readable verdict on one order of a pair (pairwise). A
+    /// reply that could not be read has no such event: its turn carries the
+    /// parse error.
+    PairVerdict {
+        turn: u64,
+        judge: String,
+        /// The pair: candidate ids, its first and second.
+        first: String,
+        second: String,
+        /// This order showed `second` as A (and `first` as B).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        swapped: bool,
+        /// The vote's number within its order, from 1.
+        vote: u32,
+        /// The position label the judge gave (A is the candidate shown first).
+        label: Label,
+        /// Dimension → position label, for the criteria the judge labelled.
+        #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+        criteria: BTreeMap<String, Label>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        confidence: Option<Confidence>,
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        reasoning: String,
+    },
+    /// What a pair came to: one judge's votes (`judge` set), or the panel's
+    /// decision over its judges (`judge` absent).
+    PairDecided {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        judge: Option<String>,
+        first: String,
+        second: String,
+        /// The label of the order with `first` as A (the majority of that
+        /// order's votes); absent when none of them could be read.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        first_order: Option<Label>,
+        /// The label of the swapped order (`second` as A); absent when it
+        /// was not run or none of its votes could be read.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        swapped_order: Option<Label>,
+        /// The candidate preferred; absent for a tie or no result.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        winner: Option<String>,
+        /// How the two orders disagreed (a judge's decision with both orders).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        flip: Option<Flip>,
+        /// Why there is no decision (no readable verdict); absent when there is one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        no_result: Option<String>,
+    },
+    /// A person decided a pair (settled a tie or a flip, or gave their own
+    /// verdict): it replaces the panel's decision and is marked human.
+    PairSettled {
+        first: String,
+        second: String,
+        /// The candidate the person preferred; absent for a tie.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        winner: Option<String>,
+        author: String,
+    },
     AggregationCompleted {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         group: Option<String>,
@@ -691,6 +758,10 @@ pub enum EventKind {
         /// Dimension → the label as the protocol computed it, for labels people changed.
         #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
         original_labels: BTreeMap<String, String>,
+        /// Pairwise: each candidate's record, best first (win rate, a tie
+        /// counting half).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        ranking: Vec<RankEntry>,
     },
     SessionEnded {
         status: EndStatus,
@@ -733,6 +804,9 @@ impl EventKind {
             EventKind::ProposalAdopted { .. } => "proposal_adopted",
             EventKind::Waiting { .. } => "waiting",
             EventKind::HistoryTrimmed { .. } => "history_trimmed",
+            EventKind::PairVerdict { .. } => "pair_verdict",
+            EventKind::PairDecided { .. } => "pair_decided",
+            EventKind::PairSettled { .. } => "pair_settled",
             EventKind::AggregationCompleted { .. } => "aggregation_completed",
             EventKind::SessionEnded { .. } => "session_ended",
         }

@@ -167,6 +167,8 @@ pub struct AggregateView {
     pub labels: BTreeMap<String, String>,
     /// Dimension → the label as the protocol computed it, for labels people changed.
     pub original_labels: BTreeMap<String, String>,
+    /// Pairwise: each candidate's record, best first.
+    pub ranking: Vec<crate::session::pairwise::RankEntry>,
 }
 
 impl AggregateView {
@@ -379,6 +381,8 @@ pub struct SessionView {
     pub steps: BTreeMap<String, StepsView>,
     /// Revisions and proposals of a meta-evaluator (SAGEval).
     pub sage: super::sage::SageView,
+    /// Pairwise comparisons: verdicts, decisions and people's settlements.
+    pub pairwise: super::pairwise::PairwiseView,
     turn_index: HashMap<u64, usize>,
     agent_index: HashMap<String, usize>,
 }
@@ -451,6 +455,7 @@ impl SessionView {
         self.last_t = Some(event.t);
         self.stages.apply(&event.kind);
         self.sage.apply(&event.kind);
+        self.pairwise.apply(&event.kind);
         match &event.kind {
             EventKind::SessionStarted {
                 schema_version,
@@ -517,7 +522,7 @@ impl SessionView {
                 self.group_mut(group).picks.push(pick.clone());
                 self.timeline.push(TimelineEntry::Pick { group: group.clone(), pick });
             }
-            EventKind::TurnStarted { turn, agent, group, phase, round, role, kind, dimension } => {
+            EventKind::TurnStarted { turn, agent, group, phase, round, role, kind, dimension, .. } => {
                 let idx = self.turns.len();
                 self.turns.push(TurnView {
                     id: *turn,
@@ -663,6 +668,8 @@ impl SessionView {
             | EventKind::AspectProposed { .. }
             | EventKind::RevisionDecided { .. }
             | EventKind::ProposalAdopted { .. } => self.apply_sage(&event.kind),
+            // Kept by `self.pairwise`.
+            EventKind::PairVerdict { .. } | EventKind::PairDecided { .. } | EventKind::PairSettled { .. } => {}
             EventKind::HumanComment { text, author, group } => {
                 self.timeline.push(TimelineEntry::Comment {
                     text: text.clone(),
@@ -758,6 +765,7 @@ impl SessionView {
                 left_out,
                 labels,
                 original_labels,
+                ranking,
             } => {
                 let view = AggregateView {
                     feedback: feedback.clone(),
@@ -769,6 +777,7 @@ impl SessionView {
                     left_out: left_out.clone(),
                     labels: labels.clone(),
                     original_labels: original_labels.clone(),
+                    ranking: ranking.clone(),
                 };
                 match group {
                     Some(g) => self.group_mut(g).aggregate = Some(view),

@@ -3,6 +3,7 @@
 pub mod event;
 pub mod fold;
 pub mod overrides;
+pub mod pairwise;
 pub mod progress;
 pub mod reader;
 pub mod sage;

@@ -376,6 +376,7 @@ mod tests {
                 role: Role::Agent,
                 kind: Default::default(),
                 dimension: None,
+                pair: None,
             },
             EventKind::TurnCompleted {
                 turn,
@@ -465,6 +466,7 @@ mod tests {
             left_out: Vec::new(),
             labels: BTreeMap::new(),
             original_labels: BTreeMap::new(),
+            ranking: Vec::new(),
         }
     }
 

@@ -614,6 +614,7 @@ fn a_queued_call_shows_as_queued_until_its_text_arrives() {
             role: Role::Agent,
             kind: TurnKind::Speak,
             dimension: None,
+            pair: None,
         },
     ));
     view.apply(&ev(2, EventKind::Waiting { turn: 1, reason: "waiting for the local model (1 call(s) ahead)".into() }));

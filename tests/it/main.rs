@@ -18,6 +18,7 @@ mod local_model;
 mod log_compat;
 mod optimize;
 mod optimize_cli;
+mod pairwise;
 mod panel_item_loading;
 mod personas;
 mod personas_cli;

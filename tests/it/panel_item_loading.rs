@@ -225,11 +225,11 @@ fn missing_file_is_a_read_error() {
 fn unknown_protocol_lists_the_valid_ones() {
     assert_eq!(
         error_of(&edit("protocol = \"maj-eval\"", "protocol = \"maj_eval\"")),
-        "panel.toml:2:12: protocol: unknown protocol \"maj_eval\" (did you mean \"maj-eval\"?); valid: maj-eval, collab-eval, g-eval, sage-eval, chat-eval, round-table"
+        "panel.toml:2:12: protocol: unknown protocol \"maj_eval\" (did you mean \"maj-eval\"?); valid: maj-eval, collab-eval, g-eval, sage-eval, chat-eval, round-table, pairwise"
     );
     assert_eq!(
         error_of(&edit("protocol = \"maj-eval\"", "protocol = \"vote\"")),
-        "panel.toml:2:12: protocol: unknown protocol \"vote\"; valid: maj-eval, collab-eval, g-eval, sage-eval, chat-eval, round-table"
+        "panel.toml:2:12: protocol: unknown protocol \"vote\"; valid: maj-eval, collab-eval, g-eval, sage-eval, chat-eval, round-table, pairwise"
     );
 }
 
@@ -444,8 +444,13 @@ fn bundled_items_load_and_match_their_panels() {
         let panel = Panel::bundled(stem).expect("a bundled panel with the same name");
         let keys = panel.dimension_keys();
         let rated: Vec<_> = file.items.iter().filter_map(|i| i.human.as_ref()).collect();
-        // The survey items ship without ratings: nobody has rated them.
-        if *stem != "survey-sage" {
+        // The survey items ship without ratings: nobody has rated them. Pairs carry labels, not scores.
+        if *stem == "pairwise-summaries" {
+            let labelled = file.items.iter().filter(|i| !i.human_labels.is_empty()).count();
+            assert!(labelled >= 4, "{stem}: about half the pairs have human labels");
+            assert!(file.items.iter().any(|i| i.human_labels.len() > 1), "{stem}: some pairs have several raters");
+            assert!(file.items.iter().all(|i| i.candidates.as_ref().is_some_and(|c| c.len() >= 2)), "{stem}");
+        } else if *stem != "survey-sage" {
             assert!(rated.len() >= 4, "{stem}: about half the items have human ratings");
         }
         for human in rated {

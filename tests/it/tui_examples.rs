@@ -43,6 +43,7 @@ async fn record(protocol: Protocol, groups: &[(&str, &[&str])], file: &str, stee
         Protocol::SageEval => "Answer review (demo)".into(),
         Protocol::ChatEval => "Summary chat (demo)".into(),
         Protocol::RoundTable => "Summary round-table (demo)".into(),
+        Protocol::Pairwise => "Summary pairs (demo)".into(),
     };
     let mut c = config(p, provider);
     c.session_id = file.to_string();

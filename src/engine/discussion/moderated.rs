@@ -169,6 +169,7 @@ async fn llm_moderator(
         sampling: (sampling.0, sampling.1.min(200)),
         cancel: &run.stop,
         dimension: None,
+        pair: None,
     };
     let verdict = SpeakerPick { eligible: &refs, all: &all_refs };
     // Asked once more with the reason when a reply names nobody who may speak.

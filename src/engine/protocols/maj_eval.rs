@@ -107,6 +107,7 @@ async fn aggregate(run: &Run) {
                 sampling,
                 cancel: &run.quit,
                 dimension: None,
+                pair: None,
             },
             kind: TurnKind::Judge,
             messages: Prompt::fixed(prompts::aggregator_messages(&run.panel, run.item(), &finals)),

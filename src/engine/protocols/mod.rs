@@ -1,9 +1,5 @@
 //! Protocol runners. Each is async code over the shared [`Run`] machinery.
 
-/// Pairwise judging's verdict and the rules that combine its votes; its
-/// runner is not registered yet.
-pub mod pairwise;
-
 use crate::panel::Protocol;
 
 use futures::future::join_all;
@@ -35,6 +31,7 @@ runners! {
     SageEval => sage_eval,
     ChatEval => chat_eval,
     RoundTable => round_table,
+    Pairwise => pairwise,
 }
 
 /// Independent first evaluations by every agent, concurrently. Fills each

@@ -48,6 +48,7 @@ catalogue! {
     SageEval => sage_eval,
     ChatEval => chat_eval,
     RoundTable => round_table,
+    Pairwise => pairwise,
 }
 
 /// How a protocol orders its speakers (what the screens show about the next one).
@@ -77,6 +78,10 @@ pub enum SettingKind {
     /// One of a fixed set of names.
     Choice {
         options: &'static [&'static str],
+        default: &'static str,
+    },
+    /// Free text (a name); empty means "not set".
+    Text {
         default: &'static str,
     },
 }
@@ -166,6 +171,14 @@ impl ProtocolSection {
             (Some(SettingKind::Choice { .. }), Some(SettingValue::Text(v))) => v,
             (Some(SettingKind::Choice { default, .. }), _) => default,
             _ => panic!("{} declares no choice setting `{key}`", self.kind.as_str()),
+        }
+    }
+    /// A text setting, or its default (panics like [`Self::integer`]).
+    pub fn text(&self, key: &str) -> &str {
+        match (self.spec().setting(key).map(|s| s.kind), self.settings.get(key)) {
+            (Some(SettingKind::Text { .. }), Some(SettingValue::Text(v))) => v,
+            (Some(SettingKind::Text { default }), _) => default,
+            _ => panic!("{} declares no text setting `{key}`", self.kind.as_str()),
         }
     }
     /// A boolean setting, or its default (panics like [`Self::integer`]).

@@ -67,6 +67,7 @@ fn live_means(v: &SessionView, agents: &[String], dims: &[String]) -> AggregateV
         left_out: Vec::new(),
         labels: Default::default(),
         original_labels: Default::default(),
+        ranking: Vec::new(),
     }
 }
 

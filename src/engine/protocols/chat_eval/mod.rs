@@ -138,6 +138,7 @@ async fn summarize(run: &Run, group: &str, round: u32) {
         sampling: run.role_sampling(Role::Summarizer),
         cancel: &run.stop,
         dimension: None,
+        pair: None,
     };
     let verdict = Text { what: "the updated summary" };
     match run.verdict_turn(&verdict, turn, Prompt::fixed(messages), None).await {

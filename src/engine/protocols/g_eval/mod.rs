@@ -88,6 +88,7 @@ pub(crate) async fn write_steps(run: &Run) {
                 sampling: (temperature, max_tokens.min(STEPS_TOKENS)),
                 cancel: &run.stop,
                 dimension: Some(&d.key),
+                pair: None,
             };
             let messages = Prompt::fixed(prompts::steps_messages(&run.panel, d));
             match run.verdict_turn(text, turn, messages, None).await {
@@ -205,6 +206,7 @@ async fn draw(run: &Run, judge: usize, d: &crate::panel::Dimension, steps: &str,
         sampling: (run.agent_sampling(&spec).0, reply_tokens(run)),
         cancel: &run.stop,
         dimension: Some(&d.key),
+        pair: None,
     };
     match run.verdict_turn(&verdict, turn, Prompt::fixed(messages), None).await {
         Spoken::Evaluated { evaluation, turn, .. } => {

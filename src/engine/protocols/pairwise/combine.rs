@@ -2,6 +2,7 @@
 //! a pair (the swap rule), several judges, and which pairs are compared.
 
 use super::label::Label;
+pub use crate::session::pairwise::Flip;
 
 /// A preference in terms of the pair's candidates rather than positions:
 /// `First` is the pair's first candidate (shown as A in the first order and
@@ -22,17 +23,6 @@ impl Preference {
             (Label::B, false) | (Label::A, true) => Preference::Second,
         }
     }
-}
-
-/// How the two orders of one comparison disagreed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Flip {
-    /// Both orders agree.
-    None,
-    /// One order prefers a candidate, the other says tie.
-    WinTie,
-    /// The orders prefer opposite candidates (each prefers the same position).
-    Opposite,
 }
 
 /// The swap rule: a candidate wins only when both orders prefer it;

@@ -7,78 +7,29 @@ use crate::engine::verdict::Verdict;
 use crate::provider::{ChatMessage, Completion};
 use crate::session::event::Evaluation;
 
-/// A judge's preference between the two positions it was shown.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Label {
-    A,
-    B,
-    Tie,
-}
+pub use crate::session::pairwise::{Confidence, ConfidenceLevel, Label};
 
-impl Label {
-    /// Read `A`, `B` or `tie` (any case, surrounding spaces ignored; a few
-    /// common spellings such as "Summary A" and "draw").
-    pub fn parse(s: &str) -> Option<Label> {
-        let t = s.trim().trim_matches(|c: char| c == '"' || c == '.' || c == '*').trim().to_ascii_lowercase();
-        let t = t.strip_prefix("summary ").or_else(|| t.strip_prefix("candidate ")).unwrap_or(&t);
-        match t {
-            "a" => Some(Label::A),
-            "b" => Some(Label::B),
-            "tie" | "draw" | "equal" | "neither" | "both" => Some(Label::Tie),
-            _ => None,
-        }
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Label::A => "A",
-            Label::B => "B",
-            Label::Tie => "tie",
-        }
-    }
-
-    /// The same preference seen from the other order (A and B exchanged).
-    pub fn swapped(self) -> Label {
-        match self {
-            Label::A => Label::B,
-            Label::B => Label::A,
-            Label::Tie => Label::Tie,
-        }
-    }
-}
-
-/// How sure a judge says it is, as it said it.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Confidence {
-    Low,
-    Medium,
-    High,
-    /// A number from 0 to 1.
-    Value(f64),
-}
-
-impl Confidence {
-    pub fn read(v: &Value) -> Result<Confidence, String> {
-        match v {
-            Value::String(s) => match s.trim().to_ascii_lowercase().as_str() {
-                "low" => Ok(Confidence::Low),
-                "medium" | "med" => Ok(Confidence::Medium),
-                "high" => Ok(Confidence::High),
-                other => other
-                    .parse::<f64>()
-                    .ok()
-                    .filter(|x| (0.0..=1.0).contains(x))
-                    .map(Confidence::Value)
-                    .ok_or_else(|| format!("confidence \"{s}\" is not low, medium, high or a number from 0 to 1")),
-            },
-            Value::Number(n) => n
-                .as_f64()
+/// Read a confidence as a judge wrote it: `low`, `medium`, `high` or a
+/// number from 0 to 1 (as a number or a string).
+pub fn read_confidence(v: &Value) -> Result<Confidence, String> {
+    match v {
+        Value::String(s) => match s.trim().to_ascii_lowercase().as_str() {
+            "low" => Ok(Confidence::Level(ConfidenceLevel::Low)),
+            "medium" | "med" => Ok(Confidence::Level(ConfidenceLevel::Medium)),
+            "high" => Ok(Confidence::Level(ConfidenceLevel::High)),
+            other => other
+                .parse::<f64>()
+                .ok()
                 .filter(|x| (0.0..=1.0).contains(x))
                 .map(Confidence::Value)
-                .ok_or_else(|| format!("confidence {n} is not from 0 to 1")),
-            other => Err(format!("confidence {other} is not low, medium, high or a number from 0 to 1")),
-        }
+                .ok_or_else(|| format!("confidence \"{s}\" is not low, medium, high or a number from 0 to 1")),
+        },
+        Value::Number(n) => n
+            .as_f64()
+            .filter(|x| (0.0..=1.0).contains(x))
+            .map(Confidence::Value)
+            .ok_or_else(|| format!("confidence {n} is not from 0 to 1")),
+        other => Err(format!("confidence {other} is not low, medium, high or a number from 0 to 1")),
     }
 }
 
@@ -132,7 +83,7 @@ impl LabelVerdict<'_> {
         }
         let confidence = match object.get("confidence") {
             None | Some(Value::Null) => None,
-            Some(v) => Some(Confidence::read(v)?),
+            Some(v) => Some(read_confidence(v)?),
         };
         let reasoning = object.get("reasoning").and_then(Value::as_str).map(str::to_string);
         Ok(PairVerdict { label, criteria, confidence, reasoning })

@@ -111,6 +111,7 @@ async fn evaluate(run: &Run, steps: &std::collections::BTreeMap<String, String>)
             sampling: run.agent_sampling(&spec),
             cancel: &run.stop,
             dimension: None,
+            pair: None,
         };
         match run.verdict_turn(&verdict, turn, Prompt::fixed(messages), None).await {
             Spoken::Evaluated { evaluation, turn, .. } => {
@@ -175,6 +176,7 @@ async fn review(run: &Run, assessed: &[Option<(Assessed, u64)>]) -> Vec<String> 
                     sampling,
                     cancel: &run.stop,
                     dimension: None,
+                    pair: None,
                 };
                 match run.verdict_turn(&verdict, turn, Prompt::fixed(messages), None).await {
                     Spoken::Evaluated { evaluation: review, turn, .. } => {
