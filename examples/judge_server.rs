@@ -1,6 +1,6 @@
 //! A stand-in OpenAI-compatible server for trying moot without a model: it
 //! answers moot's prompts with canned, slowly streamed evaluations (see
-//! `moot::provider::testing::judge_reply`). Its verdicts are not real
+//! `moot::testkit::judge_reply`). Its verdicts are not real
 //! judgments; use it to exercise the screens and the CLI.
 //!
 //! ```sh
@@ -10,7 +10,8 @@
 
 use std::time::Duration;
 
-use moot::provider::testing::{TestServer, judge_reply};
+use moot::provider::testing::TestServer;
+use moot::testkit::judge_reply;
 
 #[tokio::main]
 async fn main() -> std::io::Result<()> {

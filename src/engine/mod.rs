@@ -28,65 +28,15 @@ use std::time::Instant;
 
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 
+pub use crate::provider::binding::{Binding, Bindings};
 pub use command::Command;
 pub use recorder::Recorder;
 
 use crate::item::Item;
 use crate::panel::Panel;
-use crate::provider::Provider;
 use crate::provider::retry::RetryPolicy;
-use crate::session::event::{EndStatus, ModelRef, Role, Usage, UsageTotals};
+use crate::session::event::{EndStatus, Usage, UsageTotals};
 use runtime::Run;
-
-/// A provider and the model to ask of it.
-#[derive(Clone)]
-pub struct Binding {
-    pub provider: Arc<dyn Provider>,
-    /// Model name; empty means the provider's default.
-    pub model: String,
-}
-
-impl Binding {
-    pub fn new(provider: Arc<dyn Provider>, model: impl Into<String>) -> Self {
-        Self { provider, model: model.into() }
-    }
-    /// Provider name and effective model, as recorded in the session.
-    pub fn model_ref(&self) -> ModelRef {
-        let info = self.provider.info();
-        let model = if self.model.is_empty() { info.model } else { self.model.clone() };
-        ModelRef { provider: info.name, model }
-    }
-}
-
-impl std::fmt::Debug for Binding {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let r = self.model_ref();
-        write!(f, "Binding({}/{})", r.provider, r.model)
-    }
-}
-
-/// Which provider and model each participant talks to.
-#[derive(Clone, Debug)]
-pub struct Bindings {
-    pub default: Binding,
-    /// Per agent name.
-    pub agents: BTreeMap<String, Binding>,
-    /// Per role the protocol declares; a role without one uses `default`.
-    pub roles: BTreeMap<Role, Binding>,
-}
-
-impl Bindings {
-    /// Everyone talks to the same provider and model.
-    pub fn uniform(binding: Binding) -> Self {
-        Self { default: binding, agents: BTreeMap::new(), roles: BTreeMap::new() }
-    }
-    pub fn for_agent(&self, name: &str) -> &Binding {
-        self.agents.get(name).unwrap_or(&self.default)
-    }
-    pub fn for_role(&self, role: Role) -> &Binding {
-        self.roles.get(&role).unwrap_or(&self.default)
-    }
-}
 
 /// Limits on what one session may spend; reaching one stops the debate
 /// (like a human stop: turns in flight are cancelled, aggregation still runs)

@@ -6,6 +6,7 @@
 //! record each attempt live in [`retry`], shared by every backend.
 
 pub mod anthropic;
+pub mod binding;
 pub mod cache;
 pub mod http;
 pub mod limiter;

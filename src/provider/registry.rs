@@ -33,13 +33,13 @@ use std::sync::Arc;
 
 use super::Provider;
 use super::anthropic::{self, AnthropicConfig, AnthropicProvider};
+use super::binding::{Binding, Bindings};
 use super::cache::{CachedProvider, ResponseCache};
 use super::limiter::{self, LimitedProvider};
 use super::openai::{self, OpenAiConfig, OpenAiProvider};
 use super::pricing::PricedProvider;
 use super::window::WindowedProvider;
 use crate::config::{Config, ConfigError, ProviderConfig, ProviderKind};
-use crate::engine::{Binding, Bindings};
 use crate::panel::{ModelSettings, Panel};
 use crate::session::event::Role;
 

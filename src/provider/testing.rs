@@ -634,55 +634,6 @@ fn reason_phrase(status: u16) -> &'static str {
     }
 }
 
-/// A plausible judge for end-to-end tests: answers moot's own prompts the way
-/// a cooperative model would, streamed in small chunks with `pause` between
-/// them. Moderators name the first eligible agent; aggregators write a short
-/// synthesis; everyone else returns an evaluation with every requested key
-/// (read from the prompt's output format), scored from a hash of the speaker
-/// so agents disagree a little.
-pub fn judge_reply(request: &RecordedRequest, pause: Duration) -> Reply {
-    let body = request.body_json().unwrap_or_default();
-    let messages = body.get("messages").and_then(|m| m.as_array()).cloned().unwrap_or_default();
-    let text_of = |i: usize| messages.get(i).and_then(|m| m.get("content")).and_then(|c| c.as_str()).unwrap_or("");
-    let system = text_of(0);
-    let last = messages.last().and_then(|m| m.get("content")).and_then(|c| c.as_str()).unwrap_or("");
-    let reply = if crate::engine::prompts::is_moderator_request(text_of(1)) {
-        let eligible = last
-            .split("Agents who may speak next: ")
-            .nth(1)
-            .or_else(|| last.split("Choose exactly one of: ").nth(1))
-            .and_then(|s| s.split(".\n").next())
-            .and_then(|s| s.split(", ").next())
-            .unwrap_or("nobody");
-        format!("{{\"next\": \"{eligible}\", \"reason\": \"{eligible} has not answered the others yet.\"}}")
-    } else if system.starts_with("You write the synthesis") {
-        "The stakeholders agree the answer is clear. They disagree on how well it suits young readers. Overall it is adequate.".to_string()
-    } else {
-        let name = if system.starts_with("You are the final judge") {
-            "The final judge"
-        } else {
-            crate::engine::prompts::agent_named_in(text_of(1)).unwrap_or("judge")
-        };
-        let score = 2 + (name.bytes().map(u32::from).sum::<u32>() % 3);
-        let mut verdict = serde_json::Map::new();
-        // The output form is in the system prompt (agents) or the last message (repairs, the final judge).
-        let form = format!("{system}\n{last}");
-        for w in form.split('"').collect::<Vec<_>>().windows(2).filter(|w| w[1].starts_with(": <score>")) {
-            verdict.insert(w[0].to_string(), serde_json::json!(score));
-        }
-        verdict.insert("confidence".into(), serde_json::json!(0.7));
-        verdict.insert("justification".into(), serde_json::json!(format!("{name} finds it acceptable.")));
-        format!("I have read the item carefully. It is mostly fine.\n{}", serde_json::Value::Object(verdict))
-    };
-    let chars: Vec<char> = reply.chars().collect();
-    let chunks: Vec<String> = chars.chunks(24).map(|c| c.iter().collect()).collect();
-    let mut out = Reply::sse().event(&openai::role_chunk());
-    for c in &chunks {
-        out = out.delay(pause).event(&openai::content_chunk(c));
-    }
-    out.event(&openai::finish_chunk("stop")).event(&openai::usage_chunk(400, 60)).event("[DONE]")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -5,9 +5,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use moot::provider::testing::{TestServer, judge_reply};
+use moot::provider::testing::TestServer;
 use moot::session::event::EndStatus;
 use moot::session::{EventKind, read_log};
+use moot::testkit::judge_reply;
 
 fn moot() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_moot"));
