@@ -99,7 +99,7 @@ pub fn run(args: EvalArgs) -> anyhow::Result<ExitCode> {
     for line in concurrency_notes(&registry, &panel, &args) {
         eprintln!("moot eval: note: {line}");
     }
-    if let Some((_, warning)) = note.split_once("; warning: ") {
+    for warning in note.split("; warning: ").skip(1) {
         eprintln!("moot eval: warning: {warning}");
     }
     let out = args.out.clone().unwrap_or_else(|| default_out(&panel.name));

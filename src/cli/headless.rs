@@ -413,7 +413,7 @@ impl<W: Write> Transcript<W> {
                     b.restart();
                 }
             }
-            EventKind::ConsensusChecked { group, round, spread, reached, rule, .. } => {
+            EventKind::ConsensusChecked { group, round, spread, reached, rule, labels, .. } => {
                 let where_ = match (group, round) {
                     (Some(g), Some(r)) => format!("{g}, round {r}"),
                     (Some(g), None) => g.clone(),
@@ -423,7 +423,12 @@ impl<W: Write> Transcript<W> {
                 let spreads: Vec<String> =
                     spread.iter().map(|(k, v)| format!("{k} {}", fmt_num((v * 100.0).round() / 100.0))).collect();
                 let verdict = if *reached { p.green("consensus") } else { p.yellow("no consensus") };
-                self.line(&format!("  ≈ {verdict} in {where_} ({rule}); spread: {}", spreads.join(", ")))?;
+                if labels.is_empty() {
+                    self.line(&format!("  ≈ {verdict} in {where_} ({rule}); spread: {}", spreads.join(", ")))?;
+                } else {
+                    let said: Vec<String> = labels.iter().map(|(agent, label)| format!("{agent} {label}")).collect();
+                    self.line(&format!("  ≈ {verdict} in {where_} ({rule}): {}", said.join(", ")))?;
+                }
             }
             EventKind::FinalEvaluations { group, evaluations, .. } => {
                 self.line(&p.dim(&format!("  final evaluations in {group}:")))?;

@@ -267,6 +267,10 @@ pub fn unpriced_providers(registry: &Registry, panel: &Panel, models: &ModelArgs
 /// the limit might never be reached).
 pub fn provider_note(registry: &Registry, panel: &Panel, models: &ModelArgs, max_cost: bool) -> String {
     let mut note = registry.default_reason.clone();
+    for warning in panel.warnings() {
+        note.push_str("; warning: ");
+        note.push_str(&warning);
+    }
     if max_cost {
         let unpriced = unpriced_providers(registry, panel, models);
         if !unpriced.is_empty() {

@@ -169,7 +169,7 @@ impl Run {
         if !st.aggregates.contains_key(&None) {
             return Some("the session ended before its result was aggregated".into());
         }
-        if self.panel.protocol == crate::panel::Protocol::Pairwise {
+        if self.panel.protocol.compares_pairs() {
             return st.pair_failure.clone();
         }
         self.base_result(st, None).is_empty().then(|| self.no_result_reason(st, None))

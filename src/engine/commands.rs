@@ -7,6 +7,9 @@ use crate::panel::SpeakerOrder;
 use crate::session::event::{EventKind, OverrideTarget, StepsSource};
 use crate::session::overrides::override_latest;
 
+/// Why a score cannot be set in a run that compares candidates.
+const LABELS_NOT_SCORES: &str = "this panel compares two candidates: its results are labels (A, B or tie), not scores";
+
 impl Run {
     pub(crate) fn reject(&self, command: &str, reason: String, author: &str) {
         self.emit(EventKind::CommandRejected { command: command.to_string(), reason, author: author.to_string() });
@@ -91,6 +94,12 @@ impl Run {
                 };
                 let group = st.agents[i].group.clone();
                 st.veto.insert(group, (agent, author));
+            }
+            Command::Override { author, .. } if self.panel.protocol.compares_pairs() => {
+                self.reject("override", LABELS_NOT_SCORES.into(), &author)
+            }
+            Command::Rate { author, .. } if self.panel.protocol.compares_pairs() => {
+                self.reject("rate", LABELS_NOT_SCORES.into(), &author)
             }
             Command::Override { target, dimension, value, reason, author } => {
                 if let Err(e) = self.check_score(&dimension, value) {

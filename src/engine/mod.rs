@@ -247,6 +247,15 @@ fn unjudgeable(run: &Run) -> Option<String> {
             format!("item \"{}\" has {candidates} candidate(s): pairwise judging compares two or more", item.id)
         });
     }
+    if run.panel.protocol.compares_pairs() {
+        return (candidates != 2).then(|| {
+            format!(
+                "item \"{}\" has {candidates} candidate(s): CollabEval's pairwise mode discusses exactly two \
+                 (the pairwise protocol compares more)",
+                item.id
+            )
+        });
+    }
     item.content.trim().is_empty().then(|| {
         format!("item \"{}\" has no `content` to judge (only `candidates`): judge it with a pairwise panel", item.id)
     })

@@ -52,6 +52,16 @@ fn clip(text: &str, max: usize) -> String {
 /// `grammar 4, answer_relevancy 3, overall 3.5 (confidence 0.8)`.
 pub fn format_scores(panel: &Panel, ev: &Evaluation) -> String {
     let mut s = String::new();
+    if let Some(label) = &ev.label {
+        let _ = write!(s, "verdict {label}");
+        if ev.scores.is_empty() && ev.overall.is_none() {
+            if let Some(c) = ev.confidence {
+                let _ = write!(s, " (confidence {c:.2})");
+            }
+            return s;
+        }
+        s.push_str(", ");
+    }
     for d in &panel.dimensions {
         if let Some(v) = ev.scores.get(&d.key) {
             let _ = write!(s, "{} {}, ", d.key, fmt_num(*v));
@@ -278,7 +288,7 @@ pub fn agent_named_in(user_message: &str) -> Option<&str> {
         .find_map(|rest| rest.split_once(", a member of").map(|(head, _)| head.split(',').next().unwrap_or(head)))
 }
 
-fn render_history(panel: &Panel, history: &[HistoryEntry]) -> String {
+pub(crate) fn render_history(panel: &Panel, history: &[HistoryEntry]) -> String {
     if history.is_empty() {
         return "(nothing yet)".into();
     }
@@ -313,7 +323,7 @@ fn render_history(panel: &Panel, history: &[HistoryEntry]) -> String {
             }
             HistoryEntry::Condensed { agent, round, first, evaluation } => {
                 let head = if *first { format!("[{agent}, first evaluation]") } else { speech_head(agent, *round) };
-                let _ = writeln!(s, "{head} scores: {}", format_scores(panel, evaluation));
+                let _ = writeln!(s, "{head} {}: {}", what_now(evaluation), format_scores(panel, evaluation));
             }
             HistoryEntry::LeftOut => {}
             HistoryEntry::Comment { author, text } => {
@@ -368,14 +378,14 @@ fn speech_entry(
         (Some(words), _) => {
             let _ = write!(s, " {}", clip(words, ENTRY_CHARS));
             if let Some(ev) = evaluation {
-                let _ = write!(s, "\n  ({agent}'s scores now: {}", format_scores(panel, ev));
+                let _ = write!(s, "\n  ({agent}'s {} now: {}", what_now(ev), format_scores(panel, ev));
                 if closed {
                     s.push(')');
                 }
             }
         }
         (None, Some(ev)) => {
-            let _ = write!(s, " scores now: {}", format_scores(panel, ev));
+            let _ = write!(s, " {} now: {}", what_now(ev), format_scores(panel, ev));
             if !ev.justification.trim().is_empty() {
                 let _ = write!(s, " — {}", clip(&ev.justification, ENTRY_CHARS));
             }
@@ -386,6 +396,11 @@ fn speech_entry(
         s.push('\n');
     }
     s
+}
+
+/// What an evaluation holds: a label verdict or scores.
+fn what_now(ev: &Evaluation) -> &'static str {
+    if ev.label.is_some() && ev.scores.is_empty() { "verdict" } else { "scores" }
 }
 
 /// A speech's history entry as far as its reply has streamed: always the
@@ -432,7 +447,7 @@ fn group_context(panel: &Panel, item: &Item, group: &str) -> String {
 /// The heading of the discussion in debates and in the moderator's requests.
 const DEBATE_HEADING: &str = "The panel's discussion so far:";
 /// The heading of the discussion in collaborative discussion rounds.
-const DISCUSSION_HEADING: &str = "Everyone's results, confidences and reasons so far:";
+pub(crate) const DISCUSSION_HEADING: &str = "Everyone's results, confidences and reasons so far:";
 
 /// The group's context followed by the discussion under `heading`.
 fn discussion(panel: &Panel, item: &Item, group: &str, heading: &str, history: &[HistoryEntry]) -> String {
@@ -647,9 +662,36 @@ fn ahead(
     round: Option<u32>,
     so_far: &str,
 ) -> Vec<ChatMessage> {
-    // The discussion with a placeholder entry (so that older entries are
-    // shown exactly as they will be), cut where the entry starts.
-    const PLACEHOLDER: &str = "\u{1}speech\u{1}";
+    let history = with_placeholder(history, speaker, round);
+    let shared = discussion(panel, item, group, heading, &history);
+    vec![
+        ChatMessage::system(panel_system(panel)),
+        ChatMessage::user(shared_so_far(panel, shared, speaker, round, so_far)),
+    ]
+}
+
+/// The shared message of a discussion request, `shared`, rendered with a
+/// placeholder entry for `speaker`'s contribution, cut where that entry
+/// starts and followed by the contribution as far as it has streamed.
+pub(crate) fn shared_so_far(
+    panel: &Panel,
+    mut shared: String,
+    speaker: &str,
+    round: Option<u32>,
+    so_far: &str,
+) -> String {
+    let entry = shared.rfind(PLACEHOLDER).and_then(|at| shared[..at].rfind('\n')).map_or(0, |at| at + 1);
+    shared.truncate(entry);
+    shared.push_str(&speech_so_far(panel, speaker, round, so_far));
+    shared
+}
+
+/// Stands for a contribution still streaming in [`with_placeholder`].
+const PLACEHOLDER: &str = "\u{1}speech\u{1}";
+
+/// `history` with a placeholder entry for `speaker`'s contribution (so that
+/// older entries are shown exactly as they will be); see [`shared_so_far`].
+pub(crate) fn with_placeholder(history: &[HistoryEntry], speaker: &str, round: Option<u32>) -> Vec<HistoryEntry> {
     let mut history = history.to_vec();
     history.push(HistoryEntry::Speech {
         agent: speaker.to_string(),
@@ -657,11 +699,7 @@ fn ahead(
         text: PLACEHOLDER.into(),
         evaluation: None,
     });
-    let mut shared = discussion(panel, item, group, heading, &history);
-    let entry = shared.rfind(PLACEHOLDER).and_then(|at| shared[..at].rfind('\n')).map_or(0, |at| at + 1);
-    shared.truncate(entry);
-    shared.push_str(&speech_so_far(panel, speaker, round, so_far));
-    vec![ChatMessage::system(panel_system(panel)), ChatMessage::user(shared)]
+    history
 }
 
 /// An evaluation still streaming (`json`, its text so far): the scores in

@@ -636,9 +636,25 @@ impl Run {
         }
     }
 
-    /// An agent's turn in any phase.
+    /// An agent's turn in any phase, asking for the panel's scores.
     pub async fn agent_turn(
         &self,
+        index: usize,
+        phase: Phase,
+        round: Option<u32>,
+        messages: Prompt<'_>,
+        cancel: &CancellationToken,
+        ahead: Option<ReadAhead<'_>>,
+    ) -> Spoken {
+        self.agent_verdict_turn(&self.panel_scores(), index, phase, round, messages, cancel, ahead).await
+    }
+
+    /// An agent's turn asking for `verdict`, whose evaluation (the verdict
+    /// as [`Verdict::evaluation`] records it) becomes the agent's latest.
+    #[allow(clippy::too_many_arguments)]
+    pub async fn agent_verdict_turn<V: Verdict>(
+        &self,
+        verdict: &V,
         index: usize,
         phase: Phase,
         round: Option<u32>,
@@ -653,20 +669,26 @@ impl Run {
         };
         let binding = self.config.bindings.for_agent(&name).clone();
         let sampling = self.agent_sampling(&spec);
-        let out = self
-            .evaluating_turn(
-                &name,
-                Some(&group),
-                phase,
-                round,
-                Role::Agent,
-                &binding,
-                messages,
-                sampling,
-                cancel,
-                ahead,
-            )
-            .await;
+        let turn = TurnSpec {
+            participant: &name,
+            group: Some(&group),
+            phase,
+            round,
+            role: Role::Agent,
+            binding: &binding,
+            sampling,
+            cancel,
+            dimension: None,
+            pair: None,
+        };
+        let out = match self.verdict_turn(verdict, turn, messages, ahead).await {
+            Spoken::Evaluated { evaluation, text, turn } => match verdict.evaluation(&evaluation) {
+                Some(evaluation) => Spoken::Evaluated { evaluation, text, turn },
+                None => Spoken::Unparsed { text, done: false, error: "the verdict records no evaluation".into() },
+            },
+            Spoken::Unparsed { text, done, error } => Spoken::Unparsed { text, done, error },
+            Spoken::Failed(e) => Spoken::Failed(e),
+        };
         let mut st = self.state();
         let a = &mut st.agents[index];
         match &out {
@@ -710,6 +732,7 @@ impl Run {
             spread: outcome.spread,
             reached: outcome.reached,
             rule: format!("{} ≤ {}", c.rule.as_str(), prompts::fmt_num(c.tolerance)),
+            labels: BTreeMap::new(),
         });
         outcome.reached
     }

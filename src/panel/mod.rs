@@ -320,6 +320,27 @@ impl Panel {
     pub fn dimension_keys(&self) -> Vec<String> {
         self.dimensions.iter().map(|d| d.key.clone()).collect()
     }
+    /// Settings that are valid but probably not what was meant: several
+    /// pairwise votes from a judge at temperature 0 are copies of one verdict.
+    pub fn warnings(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.protocol.kind == Protocol::Pairwise {
+            let votes = self.protocol.integer("votes");
+            let cold: Vec<&str> = self
+                .agents()
+                .filter(|(_, a)| a.model.temperature.unwrap_or(self.generation.temperature) == 0.0)
+                .map(|(_, a)| a.name.as_str())
+                .collect();
+            if votes > 1 && !cold.is_empty() {
+                out.push(format!(
+                    "votes = {votes} at temperature 0 ({}): the votes are copies of one verdict; give the judges a \
+                     temperature above 0 or use several judges",
+                    cold.join(", ")
+                ));
+            }
+        }
+        out
+    }
     /// The panel as recorded in a session (it holds no secrets: keys live in the environment).
     pub fn to_json(&self) -> serde_json::Value {
         serde_json::to_value(self).unwrap_or(serde_json::Value::Null)
@@ -366,6 +387,7 @@ pub const BUNDLED_PANELS: &[(&str, &str)] = &[
     ("summary-roundtable", include_str!("../../assets/panels/summary-roundtable.toml")),
     ("survey-sage", include_str!("../../assets/panels/survey-sage.toml")),
     ("pairwise-summaries", include_str!("../../assets/panels/pairwise-summaries.toml")),
+    ("pairwise-collab", include_str!("../../assets/panels/pairwise-collab.toml")),
 ];
 
 /// Prefix of [`Panel::source`] for bundled panels (`bundled:storybook-qa`);

@@ -517,6 +517,10 @@ pub enum EventKind {
         spread: Scores,
         reached: bool,
         rule: String,
+        /// Label verdicts compared instead of scores (CollabEval's pairwise
+        /// mode): each agent's latest label; agents without one are left out.
+        #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+        labels: BTreeMap<String, String>,
     },
     /// An agent's evaluation that stands as its final one for the group, after the debate.
     FinalEvaluations {

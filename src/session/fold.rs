@@ -149,6 +149,8 @@ pub struct ConsensusView {
     pub spread: Scores,
     pub reached: bool,
     pub rule: String,
+    /// Each agent's label, when labels were compared instead of scores.
+    pub labels: BTreeMap<String, String>,
 }
 
 /// An aggregated result, with the values before human overrides.
@@ -630,13 +632,14 @@ impl SessionView {
                     }
                 }
             }
-            EventKind::ConsensusChecked { group, round, scores, spread, reached, rule } => {
+            EventKind::ConsensusChecked { group, round, scores, spread, reached, rule, labels } => {
                 let view = ConsensusView {
                     round: *round,
                     scores: scores.clone(),
                     spread: spread.clone(),
                     reached: *reached,
                     rule: rule.clone(),
+                    labels: labels.clone(),
                 };
                 if let Some(g) = group {
                     self.group_mut(g).consensus.push(view);

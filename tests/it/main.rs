@@ -9,6 +9,7 @@ mod bench_cli;
 mod build_deps;
 mod chat_eval;
 mod cli_headless;
+mod collab_pairwise;
 mod context_fit;
 mod engine_protocols;
 mod eval_cli;

@@ -445,7 +445,7 @@ fn bundled_items_load_and_match_their_panels() {
         let keys = panel.dimension_keys();
         let rated: Vec<_> = file.items.iter().filter_map(|i| i.human.as_ref()).collect();
         // The survey items ship without ratings: nobody has rated them. Pairs carry labels, not scores.
-        if *stem == "pairwise-summaries" {
+        if stem.starts_with("pairwise-") {
             let labelled = file.items.iter().filter(|i| !i.human_labels.is_empty()).count();
             assert!(labelled >= 4, "{stem}: about half the pairs have human labels");
             assert!(file.items.iter().any(|i| i.human_labels.len() > 1), "{stem}: some pairs have several raters");
@@ -711,4 +711,29 @@ fn categorical_dimensions_need_two_distinct_labels() {
     assert!(error_of(&twice).ends_with("dimensions[1].labels[1]: duplicate label \"formal\""));
     let ok = edit("key = \"accuracy\"", "key = \"accuracy\"\nlabels = [\"formal\", \"casual\"]");
     assert_eq!(Panel::from_toml_str(&ok, "panel.toml").unwrap().dimensions[1].labels, ["formal", "casual"]);
+}
+
+#[test]
+fn several_pairwise_votes_at_temperature_zero_are_warned_about() {
+    let mut p = Panel::bundled("pairwise-summaries").expect("bundled");
+    assert!(p.warnings().is_empty(), "one vote: {:?}", p.warnings());
+    p.protocol.settings.insert("votes".into(), panel::SettingValue::Integer(3));
+    assert!(p.warnings().is_empty(), "temperature 0.3: {:?}", p.warnings());
+    p.generation.temperature = 0.0;
+    p.groups[0].agents[1].model.temperature = Some(0.8);
+    let w = p.warnings();
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert!(w[0].contains("votes = 3") && w[0].contains("Fact checker") && !w[0].contains("Commuter"), "{}", w[0]);
+}
+
+#[test]
+fn collab_eval_takes_a_pairwise_mode() {
+    let p = Panel::bundled("pairwise-collab").expect("bundled");
+    assert_eq!(p.protocol.kind, Protocol::CollabEval);
+    assert!(p.protocol.compares_pairs());
+    assert!(!Panel::bundled("summary-collab").unwrap().protocol.compares_pairs());
+    let bad =
+        format!("{}\n[protocol]\nkind = \"collab-eval\"\nmode = \"pairs\"\n", edit("protocol = \"maj-eval\"\n", ""));
+    let e = error_of(&bad);
+    assert!(e.contains("mode") && e.contains("scores") && e.contains("pairwise"), "{e}");
 }

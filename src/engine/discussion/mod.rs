@@ -12,6 +12,7 @@ mod simultaneous;
 use rand_chacha::ChaCha8Rng;
 
 use super::prompts::HistoryEntry;
+use super::protocols::pairwise::label::DiscussedLabel;
 use super::runtime::{Run, Spoken};
 use super::trim::Prompt;
 use crate::item::Item;
@@ -39,7 +40,11 @@ pub(crate) trait Floor: Sync {
     /// What the group's next request will start with, given the history
     /// before this turn and the reply streaming now.
     fn ahead(&self, turn: &Turn<'_>, history: &[HistoryEntry], so_far: &str) -> Vec<ChatMessage>;
-    /// After a turn; `changed` says whether the speaker's scores moved (`None`: no readable evaluation).
+    /// The label verdict the speakers give instead of the panel's scores (CollabEval's pairwise mode).
+    fn label_verdict(&self) -> Option<&DiscussedLabel<'_>> {
+        None
+    }
+    /// After a turn; `changed` says whether the speaker's result moved (`None`: no readable evaluation).
     fn after_turn(&mut self, _run: &Run, _group: &str, _changed: Option<bool>) {}
     /// At the end of a round; false ends the discussion.
     fn end_of_round(&mut self, _run: &Run, _group: &str, _round: u32) -> bool {
@@ -159,7 +164,7 @@ pub(crate) async fn discuss<F: Floor>(run: &Run, group: &str, floor: &mut F, mut
         let build = |h: &[HistoryEntry]| floor.messages(&turn, h);
         let ahead = |so_far: &str| floor.ahead(&turn, &history, so_far);
         let prompt = Prompt::discussion(&history, &build);
-        let spoken = run.agent_turn(index, floor.phase(), round, prompt, &run.stop, Some(&ahead)).await;
+        let spoken = speak(run, floor, index, round, prompt, Some(&ahead)).await;
         if let Order::Moderated { last, .. } = &mut order {
             *last = Some(name.clone());
         }
@@ -171,7 +176,7 @@ pub(crate) async fn discuss<F: Floor>(run: &Run, group: &str, floor: &mut F, mut
                 continue;
             }
             Spoken::Evaluated { evaluation, text, .. } => {
-                let changed = latest.as_ref().map(|b| b.scores != evaluation.scores || b.overall != evaluation.overall);
+                let changed = latest.as_ref().map(|b| moved(b, &evaluation));
                 let entry = HistoryEntry::Speech { agent: name.clone(), round, text, evaluation: Some(evaluation) };
                 run.push_history(group, entry);
                 Some(changed.unwrap_or(true))
@@ -184,6 +189,26 @@ pub(crate) async fn discuss<F: Floor>(run: &Run, group: &str, floor: &mut F, mut
         failures = 0;
         floor.after_turn(run, group, changed);
     }
+}
+
+/// A speaker's turn, asking for the floor's verdict.
+async fn speak<F: Floor>(
+    run: &Run,
+    floor: &F,
+    index: usize,
+    round: Option<u32>,
+    prompt: Prompt<'_>,
+    ahead: Option<crate::engine::runtime::ReadAhead<'_>>,
+) -> Spoken {
+    match floor.label_verdict() {
+        Some(v) => run.agent_verdict_turn(v, index, floor.phase(), round, prompt, &run.stop, ahead).await,
+        None => run.agent_turn(index, floor.phase(), round, prompt, &run.stop, ahead).await,
+    }
+}
+
+/// Whether a speaker's result moved from `before` to `now`.
+fn moved(before: &Evaluation, now: &Evaluation) -> bool {
+    before.scores != now.scores || before.overall != now.overall || before.label != now.label
 }
 
 /// The next speaker (announced) and the round, if anyone is to speak.

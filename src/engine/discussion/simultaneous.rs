@@ -49,7 +49,7 @@ pub(super) async fn round<F: Floor>(run: &Run, group: &str, floor: &mut F, round
             };
             let build = |h: &[HistoryEntry]| shared.messages(&turn, h);
             let prompt = Prompt::discussion(history, &build);
-            let spoken = run.agent_turn(index, shared.phase(), Some(round), prompt, &run.stop, None).await;
+            let spoken = super::speak(run, shared, index, Some(round), prompt, None).await;
             (index, latest, spoken)
         }
     });
@@ -65,7 +65,7 @@ pub(super) async fn round<F: Floor>(run: &Run, group: &str, floor: &mut F, round
                 continue;
             }
             Spoken::Evaluated { evaluation, text, .. } => {
-                let changed = latest.as_ref().map(|b| b.scores != evaluation.scores || b.overall != evaluation.overall);
+                let changed = latest.as_ref().map(|b| super::moved(b, &evaluation));
                 let entry =
                     HistoryEntry::Speech { agent: name, round: Some(round), text, evaluation: Some(evaluation) };
                 run.push_history(group, entry);

@@ -7,7 +7,19 @@ pub(super) const SPEC: ProtocolSpec = ProtocolSpec {
     id: "collab-eval",
     title: "CollabEval: rounds of discussion, a final judge",
     roles: &[Role::FinalJudge],
-    settings: &[],
+    settings: &[
+        SettingSpec {
+            key: "mode",
+            kind: SettingKind::Choice { options: &["scores", "pairwise"], default: "scores" },
+            about: "scores: rate the item's content; pairwise: say which of the item's two candidates is better \
+                    (A, B or tie), and agree on that label",
+        },
+        SettingSpec {
+            key: "candidate_name",
+            kind: SettingKind::Text { default: "Summary" },
+            about: "pairwise mode: what the evaluators call the candidates: \"Summary A\" and \"Summary B\"",
+        },
+    ],
     order: SpeakerOrder::ShuffledRounds,
     uses_steps: false,
     confidence_weighted: false,

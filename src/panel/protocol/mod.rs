@@ -156,6 +156,16 @@ impl ProtocolSection {
     pub fn spec(&self) -> &'static ProtocolSpec {
         self.kind.spec()
     }
+    /// Whether the protocol compares an item's candidates in pairs (A, B or
+    /// tie) rather than rating its content: `pairwise`, and CollabEval in
+    /// its pairwise mode.
+    pub fn compares_pairs(&self) -> bool {
+        match self.kind {
+            Protocol::Pairwise => true,
+            Protocol::CollabEval => self.choice("mode") == "pairwise",
+            _ => false,
+        }
+    }
     /// An integer setting, or its default. Panics on a key the protocol does
     /// not declare as an integer (a programming error, not bad input).
     pub fn integer(&self, key: &str) -> i64 {

@@ -14,10 +14,14 @@ pub fn draw(f: &mut Frame, area: Rect, app: &mut App) {
     let focused = app.focus == Focus::Consensus;
     let v = &app.vm.session;
     let (min, max) = v.panel.as_ref().map(|p| (p.scale.min, p.scale.max)).unwrap_or((1.0, 5.0));
+    let compares_pairs = v.panel.as_ref().is_some_and(|p| p.protocol.compares_pairs());
     let rule = v
         .panel
         .as_ref()
-        .map(|p| format!("{} ±{}", p.consensus.rule.as_str(), fmt_score(p.consensus.tolerance)))
+        .map(|p| match compares_pairs {
+            true => "same verdict".to_string(),
+            false => format!("{} ±{}", p.consensus.rule.as_str(), fmt_score(p.consensus.tolerance)),
+        })
         .unwrap_or_default();
     let block = pane(Line::from(Span::styled(format!(" Consensus · {rule} "), theme.accent())), focused, &theme);
     let inner = block.inner(area);
@@ -44,8 +48,25 @@ pub fn draw(f: &mut Frame, area: Rect, app: &mut App) {
         for a in &g.agents {
             head.push(Span::styled(format!("{:>col$}", clip(a, col - 1)), theme.muted()));
         }
-        head.push(Span::styled("  spr trend", theme.muted()));
+        head.push(Span::styled(if compares_pairs { "  agree" } else { "  spr trend" }, theme.muted()));
         lines.push(Line::from(head));
+        if compares_pairs {
+            // Label verdicts instead of scores: each member's latest, and whether they all agree.
+            let mut spans = vec![Span::styled(format!("{:<label_w$}", "verdict"), theme.text())];
+            let said: Vec<Option<&str>> = g
+                .agents
+                .iter()
+                .map(|a| v.agent(a).and_then(|a| a.progress.latest.as_ref()).and_then(|e| e.label.as_deref()))
+                .collect();
+            for l in &said {
+                spans.push(Span::styled(format!("{:>col$}", l.unwrap_or("–")), theme.text()));
+            }
+            let agreed = said.first().copied().flatten().is_some_and(|f| said.iter().all(|l| *l == Some(f)));
+            let word = if agreed { "  same" } else { "  differ" };
+            spans.push(Span::styled(word, theme.consensus(agreed)));
+            lines.push(Line::from(spans));
+            continue;
+        }
         for d in &dims {
             let label = if label_w > 5 { clip(&d.replace('_', " "), label_w - 1) } else { abbrev(d) };
             let mut spans = vec![Span::styled(format!("{label:<label_w$}"), theme.text())];

@@ -1,6 +1,9 @@
 //! CollabEval: initial evaluations with confidence, consensus checks, rounds
 //! of discussion in a seeded shuffled order, and a final judge when the
-//! evaluators do not converge.
+//! evaluators do not converge. In its pairwise mode ([`pairwise`]) the
+//! evaluators compare two candidates and agree on a label instead.
+
+mod pairwise;
 
 use futures::future::join_all;
 
@@ -21,6 +24,9 @@ enum Outcome {
 }
 
 pub(crate) async fn run(run: &Run) {
+    if run.panel.protocol.compares_pairs() {
+        return pairwise::run(run).await;
+    }
     initial_phase(run, true).await;
     let outcomes = join_all(run.panel.groups.iter().map(|g| discuss(run, &g.name))).await;
     if run.quit.is_cancelled() {

@@ -144,6 +144,57 @@ impl Verdict for LabelVerdict<'_> {
     }
 }
 
+/// The label verdict of an evaluator who discusses it (CollabEval's
+/// pairwise mode): the same request and reading as [`LabelVerdict`], and the
+/// label becomes the evaluator's latest evaluation, which the discussion
+/// shows the others and the consensus compares.
+pub struct DiscussedLabel<'a>(pub LabelVerdict<'a>);
+
+impl DiscussedLabel<'_> {
+    /// The evaluation a verdict stands for: its label, a numeric confidence
+    /// as given (a level is kept in words, never turned into a number), and
+    /// the reasoning.
+    pub fn to_evaluation(v: &PairVerdict) -> Evaluation {
+        let (confidence, level) = match v.confidence {
+            Some(Confidence::Value(x)) => (Some(x), None),
+            Some(c @ Confidence::Level(_)) => (None, Some(c)),
+            None => (None, None),
+        };
+        let reasoning = v.reasoning.as_deref().unwrap_or_default().trim();
+        let justification = match level {
+            Some(c) if reasoning.is_empty() => format!("(confidence {c})"),
+            Some(c) => format!("(confidence {c}) {reasoning}"),
+            None => reasoning.to_string(),
+        };
+        Evaluation {
+            label: Some(v.label.as_str().to_string()),
+            confidence,
+            justification,
+            labels: v.criteria.iter().map(|(k, l)| (k.clone(), l.as_str().to_string())).collect(),
+            ..Evaluation::default()
+        }
+    }
+}
+
+impl Verdict for DiscussedLabel<'_> {
+    type Output = PairVerdict;
+    fn instructions(&self) -> String {
+        self.0.instructions()
+    }
+    fn schema(&self) -> Option<Value> {
+        self.0.schema()
+    }
+    fn read(&self, completion: &Completion) -> Result<PairVerdict, String> {
+        self.0.read(completion)
+    }
+    fn repair(&self, error: &str) -> ChatMessage {
+        self.0.repair(error)
+    }
+    fn evaluation(&self, output: &PairVerdict) -> Option<Evaluation> {
+        Some(Self::to_evaluation(output))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -133,7 +133,7 @@ pub(crate) async fn run(run: &Run) {
             None => undecided.push(no_result.unwrap_or_default()),
         }
     }
-    finish(run, &cands, &pairs, &decided, &undecided);
+    finish(run, &cands, &pairs, &decided, &undecided, ("pairwise", &[]));
 }
 
 /// The pairs to compare, by the panel's `pairing` and `reference`; fails the
@@ -161,7 +161,7 @@ fn pairs_of(run: &Run, cands: &[Candidate]) -> Option<Vec<(usize, usize)>> {
     Some(plan(cands.len(), pairing))
 }
 
-fn winner(p: Preference, first: &str, second: &str) -> Option<String> {
+pub(crate) fn winner(p: Preference, first: &str, second: &str) -> Option<String> {
     match p {
         Preference::First => Some(first.to_string()),
         Preference::Second => Some(second.to_string()),
@@ -240,14 +240,15 @@ fn record(run: &Run, judge: &str, (first, second): (&str, &str), job: Job, turn:
     });
 }
 
-/// The ranking and the result's feedback: which candidate was preferred, and
-/// how sure the panel's decisions are.
-fn finish(
+/// The ranking and the result's feedback (`notes`, then which candidate was
+/// preferred), recorded with `method`.
+pub(crate) fn finish(
     run: &Run,
     cands: &[Candidate],
     pairs: &[(usize, usize)],
     decided: &[((usize, usize), Preference)],
     undecided: &[String],
+    (method, notes): (&str, &[String]),
 ) {
     let (records, order) = rank(cands.len(), decided);
     let ranking: Vec<RankEntry> = if decided.is_empty() {
@@ -264,7 +265,7 @@ fn finish(
             })
             .collect()
     };
-    let mut lines = Vec::new();
+    let mut lines = notes.to_vec();
     for &((i, k), pref) in decided {
         lines.push(match pref {
             Preference::First => format!("{} is preferred to {}.", cands[i].id, cands[k].id),
@@ -284,7 +285,7 @@ fn finish(
         st.pair_failure = no_result.clone();
         st.aggregates.insert(
             None,
-            crate::engine::runtime::AggregateRecord { feedback: lines.join("\n"), method: "pairwise".into() },
+            crate::engine::runtime::AggregateRecord { feedback: lines.join("\n"), method: method.into() },
         );
         st.finished = true;
     }
@@ -294,7 +295,7 @@ fn finish(
         scores: Default::default(),
         overall: None,
         original: Default::default(),
-        method: Some("pairwise".into()),
+        method: Some(method.into()),
         no_result,
         left_out: Vec::new(),
         labels: Default::default(),

@@ -23,7 +23,7 @@ pub fn system(panel: &Panel, noun: &str) -> String {
 }
 
 /// The criteria the judges weigh: the panel's dimensions.
-fn criteria(panel: &Panel) -> String {
+pub(crate) fn criteria(panel: &Panel) -> String {
     let mut s = String::new();
     for d in &panel.dimensions {
         let description = d.description.trim();
