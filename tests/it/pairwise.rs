@@ -94,7 +94,10 @@ fn always_a(_: &ChatRequest, _: usize) -> ScriptedReply {
     ScriptedReply::Text(verdict("A"))
 }
 
-fn decisions(events: &[Event]) -> Vec<(Option<String>, String, String, Option<String>, Option<Flip>)> {
+/// A `pair_decided`: judge, first, second, winner, flip.
+type Decision = (Option<String>, String, String, Option<String>, Option<Flip>);
+
+fn decisions(events: &[Event]) -> Vec<Decision> {
     events
         .iter()
         .filter_map(|e| match &e.kind {

@@ -25,14 +25,8 @@ const SHORT: &str = "A bakery reopens.";
 fn judge(req: &ChatRequest, _: usize) -> ScriptedReply {
     let text: String = req.messages.iter().map(|m| m.content.as_str()).collect::<Vec<_>>().join("\n");
     let a = text.split("--- SUMMARY A ---\n").nth(1).and_then(|s| s.split('\n').next()).unwrap_or("");
-    let b = text.split("--- SUMMARY B ---\n").nth(1).and_then(|s| s.split('\n').next()).unwrap_or("");
-    let label = if a == SHORT {
-        "B"
-    } else if b == SHORT {
-        "A"
-    } else {
-        "A"
-    };
+    // Against the short one, the other; otherwise whichever is shown first.
+    let label = if a == SHORT { "B" } else { "A" };
     ScriptedReply::Text(format!(
         "Weighing both against the source. {{\"verdict\": \"{label}\", \"confidence\": \"high\", \"reasoning\": \"Closer to the source.\"}}"
     ))
