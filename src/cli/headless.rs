@@ -518,6 +518,17 @@ impl<W: Write> Transcript<W> {
                 let what = winner.as_deref().map(|w| format!("{w} preferred")).unwrap_or_else(|| "tie".into());
                 self.line(&p.yellow(&format!("◆ {first} vs {second} settled by {author} (human): {what}")))?;
             }
+            EventKind::PairVoted { .. } | EventKind::PairAbstained { .. } | EventKind::PairLabelled { .. } => {
+                if let Some(note) = crate::session::pairwise::human_note(&event.kind) {
+                    self.line(&p.yellow(&format!("◆ {note}")))?;
+                }
+            }
+            EventKind::BlindOrder { pairs } => {
+                self.line(&p.dim(&format!(
+                    "  blind run: the screen hides names and verdicts of {} pair(s) until a person labels each",
+                    pairs.len()
+                )))?;
+            }
             EventKind::AggregationCompleted {
                 group,
                 feedback,

@@ -173,6 +173,12 @@ pub struct RunArgs {
     /// Colour theme of the live screen (dark, light, high-contrast, or a user theme).
     #[arg(long)]
     pub theme: Option<String>,
+    /// Pairwise: judge blind. The screen hides the systems' names and shows
+    /// each pair in a random (seeded, recorded) order; the judges' verdicts
+    /// on a pair stay hidden until you give your own (A, B or T), which is
+    /// recorded as a human label.
+    #[arg(long)]
+    pub blind: bool,
 }
 
 #[derive(Debug, Subcommand)]

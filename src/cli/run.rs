@@ -193,12 +193,23 @@ pub struct RunPlan {
     cache: bool,
     budget: Budget,
     dir: PathBuf,
+    blind: bool,
 }
 
 impl RunPlan {
     /// Read the panel and item and check the flags of `args`.
     pub fn new(args: &RunArgs) -> anyhow::Result<Self> {
         let panel = load_panel(args.panel.as_deref())?;
+        if args.blind && panel.protocol != crate::panel::Protocol::Pairwise {
+            bail!(
+                "--blind works with pairwise panels (it hides which system wrote which candidate); {} is {}",
+                panel.source_display(),
+                panel.protocol.kind.as_str()
+            );
+        }
+        if args.blind && args.headless {
+            bail!("--blind needs the live screen: a printed transcript would show the verdicts at once");
+        }
         let item = load_item(&panel, args)?;
         Ok(Self {
             panel,
@@ -206,6 +217,7 @@ impl RunPlan {
             cache: args.cache && !args.no_cache,
             budget: args.budget.budget(),
             dir: args.out.clone().unwrap_or_else(default_sessions_dir),
+            blind: args.blind,
         })
     }
 
@@ -236,6 +248,7 @@ impl RunPlan {
         config.steps_cache = Some(crate::engine::protocols::g_eval::StepsCache::default_dir());
         config.seed = seed;
         config.budget = self.budget;
+        config.blind = self.blind;
         Ok((config, self.dir))
     }
 }

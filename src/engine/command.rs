@@ -72,6 +72,36 @@ pub enum Command {
         key: String,
         author: String,
     },
+    /// Pairwise: decide a pair the panel left as a tie, undecided, or with a
+    /// flip; `winner` is a candidate id (`None`: tie). Replaces the panel's decision.
+    SettlePair {
+        first: String,
+        second: String,
+        winner: Option<String>,
+        author: String,
+    },
+    /// Pairwise: one more vote on a pair, counted with the judges' decisions
+    /// (as one more judge's); a later vote by the same person replaces it.
+    VotePair {
+        first: String,
+        second: String,
+        winner: Option<String>,
+        author: String,
+    },
+    /// Pairwise: decline to decide a pair (to settle it, or in a blind run to label it).
+    AbstainPair {
+        first: String,
+        second: String,
+        author: String,
+    },
+    /// Pairwise, blind runs: the person's own verdict on a pair before the
+    /// judges' verdicts and the systems' names are shown (a human label).
+    LabelPair {
+        first: String,
+        second: String,
+        winner: Option<String>,
+        author: String,
+    },
 }
 
 impl Command {
@@ -85,6 +115,10 @@ impl Command {
             | Command::EditSteps { author, .. }
             | Command::Decide { author, .. }
             | Command::Adopt { author, .. }
+            | Command::SettlePair { author, .. }
+            | Command::VotePair { author, .. }
+            | Command::AbstainPair { author, .. }
+            | Command::LabelPair { author, .. }
             | Command::Pause { author }
             | Command::Resume { author }
             | Command::Step { author }

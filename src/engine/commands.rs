@@ -71,6 +71,10 @@ impl Run {
                 self.decide_revision(dimension, agent, accept, author)
             }
             Command::Adopt { key, author } => self.adopt_proposal(key, author),
+            Command::SettlePair { first, second, winner, author } => self.settle_pair(first, second, winner, author),
+            Command::VotePair { first, second, winner, author } => self.vote_pair(first, second, winner, author),
+            Command::AbstainPair { first, second, author } => self.abstain_pair(first, second, author),
+            Command::LabelPair { first, second, winner, author } => self.label_pair(first, second, winner, author),
             Command::PickSpeaker { agent, author } => {
                 let mut st = self.state();
                 let Some(i) = st.agent_index(&agent) else {

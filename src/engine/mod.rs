@@ -142,6 +142,10 @@ pub struct EngineConfig {
     pub run_budget: Option<Arc<RunBudget>>,
     /// Where G-Eval keeps evaluation steps between runs (`None`: written anew each run).
     pub steps_cache: Option<std::path::PathBuf>,
+    /// Pairwise, `moot run --blind`: the screen hides the systems' names and
+    /// the judges' verdicts until a person has labelled each pair; the run
+    /// records the screen order it drew (`blind_order`).
+    pub blind: bool,
 }
 
 impl EngineConfig {
@@ -160,6 +164,7 @@ impl EngineConfig {
             budget: Budget::default(),
             run_budget: None,
             steps_cache: None,
+            blind: false,
         }
     }
 }

@@ -94,6 +94,8 @@ pub(crate) struct State {
     pub sage: super::protocols::sage_eval::SageState,
     /// Why a pairwise item has no result (no pair could be decided).
     pub pair_failure: Option<String>,
+    /// Pairwise: the pairs, the judges' decisions and people's part in them.
+    pub pairwise: super::protocols::pairwise::PairwiseState,
 }
 
 impl State {

@@ -737,6 +737,46 @@ pub enum EventKind {
         winner: Option<String>,
         author: String,
     },
+    /// A person cast one more vote on a pair (pairwise): it counts as one
+    /// more judge's decision in the panel's majority. A later vote by the
+    /// same person on the same pair replaces theirs.
+    PairVoted {
+        first: String,
+        second: String,
+        /// The candidate the person preferred; absent for a tie.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        winner: Option<String>,
+        author: String,
+    },
+    /// A person declined to decide a pair (pairwise): the panel's decision
+    /// stands; in a blind run the judges' verdicts are shown without the
+    /// person's own label.
+    PairAbstained {
+        first: String,
+        second: String,
+        author: String,
+    },
+    /// A blind run (`moot run --blind`): the screen hides the systems'
+    /// names and the judges' verdicts on a pair until a person has given
+    /// their own verdict (`pair_labelled`). `pairs` is each pair in the
+    /// order the screen shows it (`swapped`: `second` on the left, as A),
+    /// drawn from the session's seed.
+    BlindOrder {
+        pairs: Vec<PairRef>,
+    },
+    /// A person's own verdict on a pair, given blind (before the judges'
+    /// verdicts and the systems' names were shown): a human label.
+    PairLabelled {
+        first: String,
+        second: String,
+        /// The candidate the person preferred; absent for a tie.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        winner: Option<String>,
+        /// `second` was on the left of the screen (shown as A).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        swapped: bool,
+        author: String,
+    },
     AggregationCompleted {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         group: Option<String>,
@@ -811,6 +851,10 @@ impl EventKind {
             EventKind::PairVerdict { .. } => "pair_verdict",
             EventKind::PairDecided { .. } => "pair_decided",
             EventKind::PairSettled { .. } => "pair_settled",
+            EventKind::PairVoted { .. } => "pair_voted",
+            EventKind::PairAbstained { .. } => "pair_abstained",
+            EventKind::BlindOrder { .. } => "blind_order",
+            EventKind::PairLabelled { .. } => "pair_labelled",
             EventKind::AggregationCompleted { .. } => "aggregation_completed",
             EventKind::SessionEnded { .. } => "session_ended",
         }

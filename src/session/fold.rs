@@ -672,7 +672,16 @@ impl SessionView {
             | EventKind::RevisionDecided { .. }
             | EventKind::ProposalAdopted { .. } => self.apply_sage(&event.kind),
             // Kept by `self.pairwise`.
-            EventKind::PairVerdict { .. } | EventKind::PairDecided { .. } | EventKind::PairSettled { .. } => {}
+            EventKind::PairVerdict { .. } | EventKind::PairDecided { .. } | EventKind::BlindOrder { .. } => {}
+            // Kept by `self.pairwise`; a person's part shows in the transcript too.
+            EventKind::PairSettled { .. }
+            | EventKind::PairVoted { .. }
+            | EventKind::PairAbstained { .. }
+            | EventKind::PairLabelled { .. } => {
+                if let Some(text) = super::pairwise::human_note(&event.kind) {
+                    self.timeline.push(TimelineEntry::Note { text, human: true });
+                }
+            }
             EventKind::HumanComment { text, author, group } => {
                 self.timeline.push(TimelineEntry::Comment {
                     text: text.clone(),

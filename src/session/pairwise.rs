@@ -110,7 +110,8 @@ pub struct RankEntry {
     pub wins: u32,
     pub losses: u32,
     pub ties: u32,
-    /// `human` when a person settled at least one of its comparisons.
+    /// `human` when a person settled at least one of its comparisons, or
+    /// a person's extra vote counted in one.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub human: bool,
 }
@@ -163,6 +164,14 @@ pub struct SettledView {
     pub author: String,
 }
 
+/// A person's extra vote on a pair, or their own (blind) label of it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HumanPick {
+    /// The candidate preferred; `None` for a tie.
+    pub winner: Option<String>,
+    pub author: String,
+}
+
 /// Everything recorded about one pair.
 #[derive(Clone, Debug, PartialEq, Default)]
 pub struct ComparisonView {
@@ -171,9 +180,17 @@ pub struct ComparisonView {
     pub verdicts: Vec<VerdictView>,
     /// Each judge's decision, in the order they came.
     pub decisions: Vec<DecisionView>,
-    /// The panel's decision over its judges.
+    /// The panel's decision over its judges (and people's extra votes).
     pub panel: Option<DecisionView>,
     pub settled: Option<SettledView>,
+    /// People's extra votes, one per person (the latest).
+    pub votes: Vec<HumanPick>,
+    /// Who declined to decide the pair.
+    pub abstained: Option<String>,
+    /// A person's own verdict given blind (a human label).
+    pub label: Option<HumanPick>,
+    /// The screen shows `second` on the left, as A (blind runs draw the order).
+    pub shown_swapped: bool,
 }
 
 impl ComparisonView {
@@ -193,6 +210,70 @@ impl ComparisonView {
     pub fn order(&self, swapped: bool) -> impl Iterator<Item = &VerdictView> {
         self.verdicts.iter().filter(move |v| v.swapped == swapped)
     }
+    /// Whether the pair is one a person may settle: the panel has decided
+    /// and came to a tie, no decision, or a judge's orders disagreed.
+    pub fn needs_settling(&self) -> bool {
+        let Some(p) = &self.panel else { return false };
+        p.winner.is_none()
+            || p.no_result.is_some()
+            || p.flip.is_some_and(Flip::is_flip)
+            || self.decisions.iter().any(|d| d.flip.is_some_and(Flip::is_flip))
+    }
+    /// Whether any judge's two orders disagreed on this pair.
+    pub fn flipped(&self) -> bool {
+        self.panel.as_ref().and_then(|p| p.flip).is_some_and(Flip::is_flip)
+            || self.decisions.iter().any(|d| d.flip.is_some_and(Flip::is_flip))
+    }
+    /// The candidates as the screen shows them: (left = A, right = B).
+    pub fn on_screen(&self) -> (&str, &str) {
+        if self.shown_swapped { (&self.second, &self.first) } else { (&self.first, &self.second) }
+    }
+}
+
+/// The Wilson score interval (95%) for `successes` out of `n` (a tie may
+/// count half a success): `(low, high)`, or `None` for no trials.
+pub fn wilson(successes: f64, n: f64) -> Option<(f64, f64)> {
+    if n <= 0.0 {
+        return None;
+    }
+    let z = 1.959_964;
+    let p = (successes / n).clamp(0.0, 1.0);
+    let z2 = z * z;
+    let centre = (p + z2 / (2.0 * n)) / (1.0 + z2 / n);
+    let half = z * ((p * (1.0 - p) / n + z2 / (4.0 * n * n)).sqrt()) / (1.0 + z2 / n);
+    Some(((centre - half).max(0.0), (centre + half).min(1.0)))
+}
+
+/// A candidate's win rate (a tie counting half) and its Wilson interval.
+pub fn win_rate(r: &RankEntry) -> Option<(f64, (f64, f64))> {
+    let n = f64::from(r.wins + r.losses + r.ties);
+    let won = f64::from(r.wins) + 0.5 * f64::from(r.ties);
+    wilson(won, n).map(|ci| (won / n, ci))
+}
+
+fn preferred(winner: &Option<String>) -> String {
+    winner.as_deref().map(|w| format!("{w} preferred")).unwrap_or_else(|| "tie".into())
+}
+
+/// One line for a transcript about a person's part in a pair (settling,
+/// voting, abstaining, a blind label); `None` for other events.
+pub fn human_note(kind: &crate::session::EventKind) -> Option<String> {
+    use crate::session::EventKind;
+    Some(match kind {
+        EventKind::PairSettled { first, second, winner, author } => {
+            format!("{author} (human) settled {first} vs {second}: {}", preferred(winner))
+        }
+        EventKind::PairVoted { first, second, winner, author } => {
+            format!("{author} (human) voted on {first} vs {second}: {}", preferred(winner))
+        }
+        EventKind::PairAbstained { first, second, author } => {
+            format!("{author} (human) abstained on {first} vs {second}: the panel's decision stands")
+        }
+        EventKind::PairLabelled { first, second, winner, author, .. } => {
+            format!("{author} (human) labelled {first} vs {second} blind: {}", preferred(winner))
+        }
+        _ => return None,
+    })
 }
 
 /// The pairwise part of a session: one entry per pair, in the order the
@@ -200,6 +281,9 @@ impl ComparisonView {
 #[derive(Clone, Debug, PartialEq, Default)]
 pub struct PairwiseView {
     pub comparisons: Vec<ComparisonView>,
+    /// The run is blind (`blind_order`): names and verdicts are hidden on
+    /// screen until a person labels the pair (or abstains).
+    pub blind: bool,
     /// Turn → the pair it compares and whether it was the swapped order.
     pub turns: std::collections::HashMap<u64, (usize, bool)>,
 }
@@ -211,6 +295,19 @@ impl PairwiseView {
         }
         self.comparisons.push(ComparisonView { first: first.into(), second: second.into(), ..Default::default() });
         self.comparisons.len() - 1
+    }
+
+    /// Whether the screen may show the judges' verdicts and the systems'
+    /// names of a pair: always, unless the run is blind and nobody has
+    /// labelled the pair or abstained yet.
+    pub fn revealed(&self, c: &ComparisonView) -> bool {
+        !self.blind || c.label.is_some() || c.abstained.is_some()
+    }
+
+    /// Whether a turn's text must stay off the screen: a blind run's turn
+    /// on a pair nobody has labelled yet.
+    pub fn hides_turn(&self, turn: u64) -> bool {
+        self.blind && self.of_turn(turn).is_some_and(|(c, _)| !self.revealed(c))
     }
 
     /// The comparison a turn is part of, with its order.
@@ -273,7 +370,42 @@ impl PairwiseView {
                 let i = self.index(first, second);
                 self.comparisons[i].settled = Some(SettledView { winner: winner.clone(), author: author.clone() });
             }
+            EventKind::PairVoted { first, second, winner, author } => {
+                let i = self.index(first, second);
+                let votes = &mut self.comparisons[i].votes;
+                votes.retain(|v| v.author != *author);
+                votes.push(HumanPick { winner: winner.clone(), author: author.clone() });
+            }
+            EventKind::PairAbstained { first, second, author } => {
+                let i = self.index(first, second);
+                self.comparisons[i].abstained = Some(author.clone());
+            }
+            EventKind::BlindOrder { pairs } => {
+                self.blind = true;
+                for p in pairs {
+                    let i = self.index(&p.first, &p.second);
+                    self.comparisons[i].shown_swapped = p.swapped;
+                }
+            }
+            EventKind::PairLabelled { first, second, winner, author, .. } => {
+                let i = self.index(first, second);
+                self.comparisons[i].label = Some(HumanPick { winner: winner.clone(), author: author.clone() });
+            }
             _ => {}
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wilson_interval_matches_known_values() {
+        let (lo, hi) = wilson(1.0, 1.0).unwrap();
+        assert!((lo - 0.2065).abs() < 1e-3 && (hi - 1.0).abs() < 1e-9, "{lo} {hi}");
+        let (lo, hi) = wilson(5.0, 10.0).unwrap();
+        assert!((lo - 0.2366).abs() < 1e-3 && (hi - 0.7634).abs() < 1e-3, "{lo} {hi}");
+        assert_eq!(wilson(0.0, 0.0), None);
     }
 }

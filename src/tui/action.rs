@@ -37,6 +37,20 @@ pub enum Action {
     RejectChange,
     NextChange,
     PrevChange,
+    /// Pairwise: the next pair.
+    NextPair,
+    /// Pairwise: the previous pair.
+    PrevPair,
+    /// Pairwise: the left candidate (A) is better: your blind verdict, or settling a tie or flip.
+    PreferA,
+    /// Pairwise: the right candidate (B) is better.
+    PreferB,
+    /// Pairwise: a tie.
+    PreferTie,
+    /// Pairwise: one more vote on the pair, counted with the judges'.
+    VotePair,
+    /// Pairwise: decline to decide the pair.
+    AbstainPair,
     CommandLine,
     Search,
     SearchNext,
@@ -101,6 +115,11 @@ impl Action {
                 | Action::EditSteps
                 | Action::AcceptChange
                 | Action::RejectChange
+                | Action::PreferA
+                | Action::PreferB
+                | Action::PreferTie
+                | Action::VotePair
+                | Action::AbstainPair
                 | Action::ContinueLoop
                 | Action::EditFeedback
                 | Action::AcceptRewrite
@@ -145,6 +164,13 @@ impl Action {
             Action::RejectChange => "reject it (evaluator's value back)",
             Action::NextChange => "next SAGE change",
             Action::PrevChange => "previous SAGE change",
+            Action::NextPair => "next pair (pairwise)",
+            Action::PrevPair => "previous pair (pairwise)",
+            Action::PreferA => "A (left) better: your blind verdict, or settle",
+            Action::PreferB => "B (right) better: your blind verdict, or settle",
+            Action::PreferTie => "tie: your blind verdict, or settle",
+            Action::VotePair => "an extra vote on the pair (one more judge)",
+            Action::AbstainPair => "abstain: leave the pair to the panel",
             Action::CommandLine => "command line",
             Action::Search => "search the transcript",
             Action::SearchNext => "next match",

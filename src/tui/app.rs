@@ -14,7 +14,7 @@ use ratatui_textarea::TextArea;
 
 use super::action::Action;
 use super::command_line::Parsed;
-use super::components::sage;
+use super::components::{pairwise, sage};
 use super::config::UiConfig;
 use super::keymap::Mode;
 use super::replay::{Replay, Seek};
@@ -60,6 +60,10 @@ pub enum Focus {
     Scores,
     /// The summarizer's running summary (ChatEval).
     Summary,
+    /// The two candidates of the selected pair (pairwise).
+    Candidates,
+    /// Each judge's verdicts on the selected pair (pairwise).
+    Verdicts,
 }
 
 impl Focus {
@@ -74,6 +78,8 @@ impl Focus {
             Focus::Steps => "Steps",
             Focus::Scores => "Scores",
             Focus::Summary => "Summary",
+            Focus::Candidates => "Candidates",
+            Focus::Verdicts => "Verdicts",
         }
     }
 }
@@ -143,6 +149,11 @@ pub enum PickPurpose {
     Speaker,
     RateDimension,
     StepsDimension,
+    /// An extra vote on a pair (pairwise); the value is a candidate id, empty for a tie.
+    PairVote {
+        first: String,
+        second: String,
+    },
 }
 
 /// One line of input with a purpose.
@@ -223,6 +234,8 @@ pub struct App {
     pub events_seen: u64,
     /// The selected row of the SAGEval changes table.
     pub sage_row: usize,
+    /// The selected pair of a pairwise session (index into its comparisons).
+    pub pair: usize,
 }
 
 pub(super) fn textarea(placeholder: &str) -> TextArea<'static> {
@@ -255,6 +268,7 @@ impl App {
             dirty: true,
             events_seen: 0,
             sage_row: 0,
+            pair: 0,
         }
     }
 
@@ -386,8 +400,12 @@ impl App {
         }
     }
 
-    /// Focusable panes in Tab order: agents by group, then the side panes.
+    /// Focusable panes in Tab order: agents by group, then the side panes
+    /// (pairwise: the pair's panes, the result and the transcript only).
     pub fn focus_order(&self) -> Vec<Focus> {
+        if pairwise::applies(self) {
+            return vec![Focus::Candidates, Focus::Verdicts, Focus::Aggregator, Focus::Transcript];
+        }
         let mut v: Vec<Focus> = self.vm.agents_by_group().into_iter().flat_map(|(_, a)| a).map(Focus::Agent).collect();
         v.extend(self.side_panes());
         v
@@ -578,6 +596,30 @@ impl App {
             }
             Action::AcceptChange | Action::RejectChange => sage::decide(self, action == Action::AcceptChange),
             Action::NextChange | Action::PrevChange => sage::select(self, action == Action::NextChange),
+            Action::NextPair | Action::PrevPair => pairwise::select(self, action == Action::NextPair),
+            Action::PreferA | Action::PreferB | Action::PreferTie => {
+                if !pairwise::applies(self) {
+                    return self.error("A, B and T decide pairs: they work in pairwise sessions");
+                }
+                let choice = match action {
+                    Action::PreferA => pairwise::Choice::Left,
+                    Action::PreferB => pairwise::Choice::Right,
+                    _ => pairwise::Choice::Tie,
+                };
+                pairwise::prefer(self, choice);
+            }
+            Action::VotePair => {
+                if !pairwise::applies(self) {
+                    return self.error("extra votes are for pairs: they work in pairwise sessions");
+                }
+                pairwise::open_vote(self);
+            }
+            Action::AbstainPair => {
+                if !pairwise::applies(self) {
+                    return self.error("abstaining is for pairs: it works in pairwise sessions");
+                }
+                pairwise::abstain(self);
+            }
             Action::CommandLine => {
                 self.overlay = Some(Overlay::CommandLine {
                     input: textarea(
@@ -719,6 +761,10 @@ impl App {
                         format!("{} the revision of {dimension}", if *accept { "accepting" } else { "rejecting" })
                     }
                     Command::Adopt { key, .. } => format!("adopting {key}"),
+                    Command::SettlePair { .. } => "settling the pair".into(),
+                    Command::VotePair { .. } => "vote sent".into(),
+                    Command::AbstainPair { .. } => "abstaining on the pair".into(),
+                    Command::LabelPair { .. } => "your verdict sent".into(),
                 };
                 self.send(cmd);
                 if self.is_live() {
@@ -747,7 +793,41 @@ impl App {
                 None => self.error("seeking works in a replay"),
             },
             Parsed::Help => self.overlay = Some(Overlay::Help),
+            Parsed::Pair { verb, choice } => self.run_pair_word(verb, choice.as_deref()),
+            Parsed::GoPair(n) => {
+                let total = self.view().pairwise.comparisons.len();
+                if n == 0 || n > total {
+                    return self.error(format!("no pair {n}; pairs: 1–{total}"));
+                }
+                self.pair = n - 1;
+                self.scroll.remove(&Focus::Candidates);
+                self.scroll.remove(&Focus::Verdicts);
+            }
         }
+    }
+
+    /// `:settle`, `:vote`, `:abstain`, `:label` on the selected pair.
+    fn run_pair_word(&mut self, verb: super::command_line::PairVerb, choice: Option<&str>) {
+        use super::command_line::PairVerb;
+        if !self.is_live() {
+            return self.error("this is a replay: it is read-only (steering works in `moot run`)");
+        }
+        let author = self.env.author.clone();
+        if verb == PairVerb::Abstain {
+            return pairwise::abstain(self);
+        }
+        let (c, winner) = match pairwise::resolve_choice(self, choice) {
+            Ok(x) => x,
+            Err(e) => return self.error(e),
+        };
+        let (first, second) = (c.first, c.second);
+        let cmd = match verb {
+            PairVerb::Settle => Command::SettlePair { first, second, winner, author },
+            PairVerb::Vote => Command::VotePair { first, second, winner, author },
+            PairVerb::Label => Command::LabelPair { first, second, winner, author },
+            PairVerb::Abstain => unreachable!("handled above"),
+        };
+        self.run_parsed(Parsed::Engine(cmd));
     }
 
     pub(super) fn run_search(&mut self, query: &str) {

@@ -7,8 +7,21 @@ use crate::session::fold::SessionView;
 /// Command names, for completion and help.
 pub const COMMANDS: &[&str] = &[
     "comment", "override", "speaker", "veto", "pause", "resume", "step", "stop", "rate", "steps", "accept", "reject",
-    "adopt", "quit", "speed", "seek", "theme", "help",
+    "adopt", "settle", "vote", "abstain", "label", "pair", "quit", "speed", "seek", "theme", "help",
 ];
+
+/// What a person does to the selected pair (pairwise).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PairVerb {
+    /// Decide a tie or a flip.
+    Settle,
+    /// One more vote, counted with the judges'.
+    Vote,
+    /// Decline to decide.
+    Abstain,
+    /// Your own verdict, blind.
+    Label,
+}
 
 /// What a command line asks for.
 #[derive(Debug, Clone, PartialEq)]
@@ -22,6 +35,13 @@ pub enum Parsed {
     /// Replay: jump to the end of this turn.
     Seek(u64),
     Help,
+    /// Pairwise: act on the selected pair; `choice` is `a`, `b`, `tie` or a candidate id.
+    Pair {
+        verb: PairVerb,
+        choice: Option<String>,
+    },
+    /// Pairwise: select pair N (from 1).
+    GoPair(usize),
 }
 
 /// Agent names and dimension keys (with `overall`) of a session.
@@ -131,6 +151,20 @@ pub fn parse(line: &str, view: &SessionView, author: &str) -> Result<Parsed, Str
             }
             Parsed::Engine(Command::Adopt { key: one_of("proposal", words[0], &keys)?, author })
         }
+        "settle" | "vote" | "label" => {
+            need(1, &format!("{cmd} a|b|tie (as the screen shows the pair, or a candidate id)"))?;
+            let verb = match cmd {
+                "settle" => PairVerb::Settle,
+                "vote" => PairVerb::Vote,
+                _ => PairVerb::Label,
+            };
+            Parsed::Pair { verb, choice: Some(words[0].to_string()) }
+        }
+        "abstain" => Parsed::Pair { verb: PairVerb::Abstain, choice: None },
+        "pair" => {
+            need(1, "pair N")?;
+            Parsed::GoPair(words[0].parse().map_err(|_| format!("\"{}\" is not a pair number", words[0]))?)
+        }
         "quit" | "q" => Parsed::Quit,
         "speed" => {
             need(1, "speed X (0.25 to 32)")?;
@@ -165,6 +199,7 @@ pub fn complete(line: &str, view: &SessionView) -> (String, Vec<String>) {
         (1, "speaker" | "s" | "veto") => agents,
         (1, "accept" | "reject") => view.sage.revisions.iter().map(|r| r.dimension.clone()).collect(),
         (1, "adopt") => view.sage.proposals.iter().map(|p| p.key.clone()).collect(),
+        (1, "settle" | "vote" | "label") => vec!["a".into(), "b".into(), "tie".into()],
         (2, "override" | "o") => dims,
         (1, "steps") => view.dimension_keys(),
         (n, "rate") if n % 2 == 1 => dims,

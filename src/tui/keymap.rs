@@ -244,6 +244,13 @@ const LIVE: &[(&str, Action, bool)] = &[
     ("d", Action::RejectChange, false),
     (".", Action::NextChange, false),
     (",", Action::PrevChange, false),
+    ("]", Action::NextPair, false),
+    ("[", Action::PrevPair, false),
+    ("A", Action::PreferA, false),
+    ("B", Action::PreferB, false),
+    ("T", Action::PreferTie, false),
+    ("v", Action::VotePair, false),
+    ("u", Action::AbstainPair, false),
 ];
 
 const REPLAY: &[(&str, Action, bool)] = &[
@@ -261,6 +268,8 @@ const REPLAY: &[(&str, Action, bool)] = &[
     ("r", Action::Rate, false),
     (".", Action::NextChange, false),
     (",", Action::PrevChange, false),
+    ("]", Action::NextPair, false),
+    ("[", Action::PrevPair, false),
 ];
 
 const HOME: &[(&str, Action, bool)] = &[

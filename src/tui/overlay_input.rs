@@ -238,6 +238,12 @@ impl App {
                 }
             }
             PickPurpose::StepsDimension => self.open_steps_editor(value),
+            PickPurpose::PairVote { first, second } => {
+                let winner = (!value.is_empty()).then_some(value);
+                let author = self.env.author.clone();
+                self.send(Command::VotePair { first, second, winner, author });
+                self.info("extra vote sent");
+            }
             PickPurpose::RateDimension => {
                 let scale = self.scale_text();
                 self.prompt(

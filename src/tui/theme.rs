@@ -56,6 +56,8 @@ pub struct Theme {
     pub selection_fg: Color,
     pub selection_bg: Color,
     pub error: Color,
+    /// Pairwise: the two orders of a pair disagreed (always shown with the word "FLIP").
+    pub flip: Color,
     /// No colours at all (`NO_COLOR`): styles keep only modifiers.
     pub monochrome: bool,
 }
@@ -109,6 +111,7 @@ impl Theme {
                 "selection_fg" => &mut t.selection_fg,
                 "selection_bg" => &mut t.selection_bg,
                 "error" => &mut t.error,
+                "flip" => &mut t.flip,
                 other => return Err(invalid(format!("unknown slot \"{other}\""))),
             };
             *target = color;
@@ -141,6 +144,7 @@ impl Theme {
             selection_fg: c,
             selection_bg: c,
             error: c,
+            flip: c,
             monochrome: false,
         }
     }
@@ -246,6 +250,11 @@ impl Theme {
     }
     pub fn error(&self) -> Style {
         self.fg(self.error).add_modifier(Modifier::BOLD)
+    }
+    /// A flip between a pair's two orders: coloured, bold and underlined (the
+    /// word "FLIP" goes with it, so it reads without colour too).
+    pub fn flip(&self) -> Style {
+        self.fg(self.flip).add_modifier(Modifier::BOLD | Modifier::UNDERLINED)
     }
     pub fn selection(&self) -> Style {
         if self.monochrome {

@@ -36,6 +36,7 @@ mod tui_chateval;
 mod tui_examples;
 mod tui_optimize;
 mod tui_optimize_pty;
+mod tui_pairwise;
 mod tui_personas;
 mod tui_pty;
 mod tui_sage;

@@ -8,7 +8,7 @@ use crate::support;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use moot::engine::{Binding, Bindings, EngineConfig};
+use moot::engine::{Binding, Bindings, Command, EngineConfig};
 use moot::item::{Candidate, Item};
 use moot::panel::{Panel, Protocol, SettingValue};
 use moot::provider::ChatRequest;
@@ -94,7 +94,10 @@ fn always_a(_: &ChatRequest, _: usize) -> ScriptedReply {
     ScriptedReply::Text(verdict("A"))
 }
 
-fn decisions(events: &[Event]) -> Vec<(Option<String>, String, String, Option<String>, Option<Flip>)> {
+/// A `pair_decided`: judge, first, second, winner, flip.
+type Decision = (Option<String>, String, String, Option<String>, Option<Flip>);
+
+fn decisions(events: &[Event]) -> Vec<Decision> {
     events
         .iter()
         .filter_map(|e| match &e.kind {
@@ -273,29 +276,192 @@ async fn items_and_panels_that_cannot_be_compared_fail_with_their_reason() {
     assert!(error.contains("\"sys-zz\"") && error.contains("x, y"), "{error}");
 }
 
-/// Over real HTTP: judges see positions, never the systems' names.
+/// Over real HTTP: judges see positions, never the systems' names; in a
+/// blind run too (which draws and records the screen's order of each pair).
 #[tokio::test]
 async fn no_candidate_id_reaches_a_judge() {
     fn judge(_: &RecordedRequest) -> Reply {
         Reply::sse().event(&openai::content_chunk(&verdict("tie"))).event(&openai::finish_chunk("stop")).event("[DONE]")
     }
-    let server = TestServer::with_handler(judge).await.unwrap();
-    let provider =
-        OpenAiProvider::new(OpenAiConfig { base_url: server.base_url(), ..OpenAiConfig::default() }).unwrap();
-    let p = pair_panel(&["Ann", "Bea"], &[("pairing", SettingValue::Text("all-pairs".into()))]);
-    let mut c = EngineConfig::new(
-        Arc::new(p),
-        pair_item(&[("sys-lead", GOOD), ("sys-short", POOR), ("sys-mid", MID)]),
-        Bindings::uniform(Binding::new(Arc::new(provider), "m")),
-    );
-    c.retry.max_attempts = 1;
-    let (_, outcome) = Session::start(c, None).finish().await;
-    assert_eq!(outcome.status, EndStatus::Completed, "{:?}", outcome.error);
-    let requests = server.requests();
-    assert_eq!(requests.len(), 2 * 3 * 2, "two judges, three pairs, two orders");
-    for r in &requests {
-        let body = r.body_text();
-        assert!(!body.contains("sys-"), "a candidate id reached a judge: {body}");
-        assert!(body.contains("SUMMARY A") && body.contains("SUMMARY B"));
+    for blind in [false, true] {
+        let server = TestServer::with_handler(judge).await.unwrap();
+        let provider =
+            OpenAiProvider::new(OpenAiConfig { base_url: server.base_url(), ..OpenAiConfig::default() }).unwrap();
+        let p = pair_panel(&["Ann", "Bea"], &[("pairing", SettingValue::Text("all-pairs".into()))]);
+        let mut c = EngineConfig::new(
+            Arc::new(p),
+            pair_item(&[("sys-lead", GOOD), ("sys-short", POOR), ("sys-mid", MID)]),
+            Bindings::uniform(Binding::new(Arc::new(provider), "m")),
+        );
+        c.retry.max_attempts = 1;
+        c.blind = blind;
+        let (events, outcome) = Session::start(c, None).finish().await;
+        assert_eq!(outcome.status, EndStatus::Completed, "{:?}", outcome.error);
+        let order = events.iter().find_map(|e| match &e.kind {
+            EventKind::BlindOrder { pairs } => Some(pairs.len()),
+            _ => None,
+        });
+        assert_eq!(order, blind.then_some(3), "a blind run records the screen order of its three pairs");
+        let requests = server.requests();
+        assert_eq!(requests.len(), 2 * 3 * 2, "two judges, three pairs, two orders");
+        for r in &requests {
+            let body = r.body_text();
+            assert!(!body.contains("sys-"), "a candidate id reached a judge (blind: {blind}): {body}");
+            assert!(body.contains("SUMMARY A") && body.contains("SUMMARY B"));
+        }
     }
+}
+
+fn lingering(p: Panel, it: Item, f: impl Fn(&ChatRequest, usize) -> ScriptedReply + Send + Sync + 'static) -> Session {
+    let mut c = scripted_config(p, it, f);
+    c.linger = true;
+    Session::start(c, None)
+}
+
+fn is_result(e: &Event) -> bool {
+    matches!(&e.kind, EventKind::AggregationCompleted { group: None, .. })
+}
+
+fn rejected(e: &Event) -> Option<(String, String)> {
+    match &e.kind {
+        EventKind::CommandRejected { command, reason, .. } => Some((command.clone(), reason.clone())),
+        _ => None,
+    }
+}
+
+fn settle(first: &str, second: &str, winner: Option<&str>) -> Command {
+    Command::SettlePair {
+        first: first.into(),
+        second: second.into(),
+        winner: winner.map(str::to_string),
+        author: author(),
+    }
+}
+
+#[tokio::test]
+async fn settling_a_flip_after_the_result_publishes_the_result_again_marked_human() {
+    let mut s = lingering(pair_panel(&["Ann"], &[]), pair_item(&[("sys-short", POOR), ("sys-lead", GOOD)]), always_a);
+    s.wait_for(is_result).await;
+    // Abstaining is recorded and changes nothing; settling afterwards still works.
+    s.send(Command::AbstainPair { first: "sys-short".into(), second: "sys-lead".into(), author: author() });
+    s.wait_for(|e| matches!(e.kind, EventKind::PairAbstained { .. })).await;
+    // The pair may be named in either order; the winner must be one of it.
+    s.send(settle("sys-lead", "sys-short", Some("sys-zz")));
+    let (cmd, why) = rejected(&s.wait_for(|e| rejected(e).is_some()).await).unwrap();
+    assert_eq!(cmd, "settle");
+    assert!(why.contains("sys-zz is not in the pair"), "{why}");
+    s.send(settle("sys-lead", "sys-short", Some("sys-lead")));
+    s.wait_for(|e| matches!(&e.kind, EventKind::PairSettled { winner: Some(w), .. } if w == "sys-lead")).await;
+    let again = s.wait_for(is_result).await;
+    let EventKind::AggregationCompleted { ranking, feedback, .. } = &again.kind else { unreachable!() };
+    assert_eq!(ranking[0].candidate, "sys-lead");
+    assert!(ranking.iter().all(|r| r.human), "{ranking:?}");
+    assert!(feedback.contains("settled by"), "{feedback}");
+    s.send(Command::Quit { author: author() });
+    let (events, outcome) = s.finish().await;
+    assert_eq!(outcome.status, EndStatus::Completed, "{:?}", outcome.error);
+    // The log folds to the settled result (what replay and `sessions show` read).
+    let view = SessionView::from_events(&events);
+    let c = &view.pairwise.comparisons[0];
+    assert_eq!(c.winner(), Some("sys-lead"));
+    assert_eq!(c.settled.as_ref().unwrap().author, author());
+    assert!(c.flipped() && c.abstained.is_some());
+    assert_eq!(view.aggregate.unwrap().ranking[0].candidate, "sys-lead");
+}
+
+#[tokio::test]
+async fn a_clear_pair_cannot_be_settled_but_takes_an_extra_vote() {
+    let mut s = lingering(pair_panel(&["Ann"], &[]), pair_item(&[("sys-short", POOR), ("sys-lead", GOOD)]), fair);
+    s.wait_for(is_result).await;
+    s.send(settle("sys-short", "sys-lead", None));
+    let (_, why) = rejected(&s.wait_for(|e| rejected(e).is_some()).await).unwrap();
+    assert!(why.contains("nothing to settle"), "{why}");
+    s.send(Command::AbstainPair { first: "sys-short".into(), second: "sys-lead".into(), author: author() });
+    let (cmd, why) = rejected(&s.wait_for(|e| rejected(e).is_some()).await).unwrap();
+    assert_eq!(cmd, "abstain");
+    assert!(why.contains("nothing to abstain"), "{why}");
+    s.send(Command::LabelPair { first: "sys-short".into(), second: "sys-lead".into(), winner: None, author: author() });
+    let (_, why) = rejected(&s.wait_for(|e| rejected(e).is_some()).await).unwrap();
+    assert!(why.contains("--blind"), "labels belong to blind runs: {why}");
+    // One judge for sys-lead, one human vote for a tie: no majority, a tie.
+    s.send(Command::VotePair { first: "sys-short".into(), second: "sys-lead".into(), winner: None, author: author() });
+    s.wait_for(|e| matches!(e.kind, EventKind::PairVoted { .. })).await;
+    let panel = s.wait_for(|e| matches!(e.kind, EventKind::PairDecided { judge: None, .. })).await;
+    assert!(matches!(&panel.kind, EventKind::PairDecided { winner: None, no_result: None, .. }), "{panel:?}");
+    let again = s.wait_for(is_result).await;
+    let EventKind::AggregationCompleted { ranking, .. } = &again.kind else { unreachable!() };
+    assert!(ranking.iter().all(|r| r.ties == 1 && r.human), "{ranking:?}");
+    s.send(Command::Quit { author: author() });
+    let (events, _) = s.finish().await;
+    let view = SessionView::from_events(&events);
+    assert_eq!(view.pairwise.comparisons[0].votes.len(), 1);
+    assert_eq!(view.pairwise.comparisons[0].winner(), None);
+}
+
+#[tokio::test]
+async fn an_extra_vote_breaks_a_tie_between_judges() {
+    // Ann prefers sys-lead; Cal flips (a tie): no majority of two. A human
+    // vote for sys-lead makes two of three.
+    let judge = |req: &ChatRequest, n: usize| {
+        if request_text(req).contains("You are Cal") { always_a(req, n) } else { fair(req, n) }
+    };
+    let mut s =
+        lingering(pair_panel(&["Ann", "Cal"], &[]), pair_item(&[("sys-short", POOR), ("sys-lead", GOOD)]), judge);
+    let first = s.wait_for(|e| matches!(e.kind, EventKind::PairDecided { judge: None, .. })).await;
+    assert!(matches!(&first.kind, EventKind::PairDecided { winner: None, .. }), "one of two is no majority: {first:?}");
+    s.wait_for(is_result).await;
+    s.send(Command::VotePair {
+        first: "sys-short".into(),
+        second: "sys-lead".into(),
+        winner: Some("sys-lead".into()),
+        author: author(),
+    });
+    let panel = s.wait_for(|e| matches!(e.kind, EventKind::PairDecided { judge: None, .. })).await;
+    assert!(matches!(&panel.kind, EventKind::PairDecided { winner: Some(w), .. } if w == "sys-lead"), "{panel:?}");
+    let result = s.wait_for(is_result).await;
+    let EventKind::AggregationCompleted { ranking, .. } = &result.kind else { unreachable!() };
+    assert_eq!(ranking[0].candidate, "sys-lead");
+    assert!(ranking[0].human, "a human vote counted");
+    s.send(Command::Quit { author: author() });
+    let (events, _) = s.finish().await;
+    assert_eq!(SessionView::from_events(&events).pairwise.comparisons[0].winner(), Some("sys-lead"));
+}
+
+#[tokio::test]
+async fn a_blind_run_takes_the_persons_own_verdict_before_settling() {
+    let mut c =
+        scripted_config(pair_panel(&["Ann"], &[]), pair_item(&[("sys-short", POOR), ("sys-lead", GOOD)]), always_a);
+    c.linger = true;
+    c.blind = true;
+    let mut s = Session::start(c, None);
+    let order = s.wait_for(|e| matches!(e.kind, EventKind::BlindOrder { .. })).await;
+    let EventKind::BlindOrder { pairs } = &order.kind else { unreachable!() };
+    assert_eq!((pairs[0].first.as_str(), pairs[0].second.as_str()), ("sys-short", "sys-lead"));
+    s.wait_for(is_result).await;
+    // Settling or voting before your own verdict would show the judges' first.
+    s.send(settle("sys-short", "sys-lead", Some("sys-lead")));
+    let (_, why) = rejected(&s.wait_for(|e| rejected(e).is_some()).await).unwrap();
+    assert!(why.contains("blind"), "{why}");
+    let label = Command::LabelPair {
+        first: "sys-short".into(),
+        second: "sys-lead".into(),
+        winner: Some("sys-lead".into()),
+        author: author(),
+    };
+    s.send(label.clone());
+    let l = s.wait_for(|e| matches!(e.kind, EventKind::PairLabelled { .. })).await;
+    assert!(matches!(&l.kind, EventKind::PairLabelled { swapped, .. } if *swapped == pairs[0].swapped));
+    s.send(label);
+    let (_, why) = rejected(&s.wait_for(|e| rejected(e).is_some()).await).unwrap();
+    assert!(why.contains("labelled already"), "{why}");
+    s.send(settle("sys-short", "sys-lead", Some("sys-lead")));
+    s.wait_for(|e| matches!(e.kind, EventKind::PairSettled { .. })).await;
+    s.send(Command::Quit { author: author() });
+    let (events, outcome) = s.finish().await;
+    assert_eq!(outcome.status, EndStatus::Completed, "{:?}", outcome.error);
+    let view = SessionView::from_events(&events);
+    assert!(view.pairwise.blind);
+    let c = &view.pairwise.comparisons[0];
+    assert_eq!(c.label.as_ref().unwrap().winner.as_deref(), Some("sys-lead"));
+    assert!(view.pairwise.revealed(c));
 }

@@ -1,8 +1,9 @@
 //! The binary in a real pseudo-terminal against a local OpenAI-compatible
 //! server that streams slowly: a comment typed on the live screen reaches the
 //! next prompt and the log; an override of the final result changes the
-//! recorded numbers; and the bundled SAGEval panel, where `d` rejects a
-//! change of the meta-evaluator and the log records the decision.
+//! recorded numbers; the bundled SAGEval panel, where `d` rejects a change
+//! of the meta-evaluator and the log records the decision; and the bundled
+//! pairwise panel, where `A` settles a flipped pair.
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -281,6 +282,50 @@ async fn rejecting_a_sage_change_with_the_keys_puts_the_evaluators_value_back() 
     moot.send("q");
     let status = moot.wait_exit(Duration::from_secs(15));
     assert!(status.success(), "exit status {status:?}");
+    let last = log_events(&out).pop().unwrap();
+    assert_eq!((last["type"].as_str(), last["status"].as_str()), (Some("session_ended"), Some("completed")));
+}
+
+/// A judge that always prefers the summary shown first: each pair flips.
+fn position_biased(_: &RecordedRequest) -> Reply {
+    Reply::openai_stream(
+        &["Both are close. ", "{\"verdict\": \"A\", \"confidence\": \"medium\", \"reasoning\": \"Reads better.\"}"],
+        Some((50, 30)),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn settling_a_flipped_pair_with_the_keys() {
+    let server = TestServer::with_handler(position_biased).await.unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let (mut moot, out) = run_against(&server, tmp.path(), &["pairwise-summaries", "--id", "pair-01"]);
+    let screen = moot.screen();
+
+    let result = |ev: &[Value]| ev.iter().any(|e| e["type"] == "aggregation_completed");
+    wait_log(&out, "the result", Duration::from_secs(60), result, &screen);
+    screen.wait_for("FLIP", Duration::from_secs(10));
+    screen.wait_for("PANEL: tie", Duration::from_secs(10));
+    // A: the left candidate, sys-lead (the pair's first).
+    moot.send("A");
+    let settled = |ev: &[Value]| {
+        let s = ev.iter().position(|e| e["type"] == "pair_settled");
+        s.is_some_and(|s| ev[s..].iter().any(|e| e["type"] == "aggregation_completed"))
+    };
+    let ev = wait_log(&out, "the settlement and the new result", Duration::from_secs(15), settled, &screen);
+    let s = ev.iter().find(|e| e["type"] == "pair_settled").unwrap();
+    assert_eq!((s["first"].as_str(), s["second"].as_str()), (Some("sys-lead"), Some("sys-short")));
+    assert_eq!(s["winner"], "sys-lead");
+    assert_eq!(s["author"], "pty-tester");
+    let agg = ev.iter().rev().find(|e| e["type"] == "aggregation_completed").unwrap();
+    assert_eq!(agg["ranking"][0]["candidate"], "sys-lead");
+    assert_eq!(agg["ranking"][0]["human"], true);
+    screen.wait_for("SETTLED by pty-tester (human)", Duration::from_secs(10));
+    screen.wait_for("(human)", Duration::from_secs(10));
+
+    moot.send("q");
+    let status = moot.wait_exit(Duration::from_secs(15));
+    assert!(status.success(), "exit status {status:?}");
+    assert!(!screen.alternate(), "the terminal is restored");
     let last = log_events(&out).pop().unwrap();
     assert_eq!((last["type"].as_str(), last["status"].as_str()), (Some("session_ended"), Some("completed")));
 }

@@ -47,6 +47,10 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
                 if spec.order == crate::panel::SpeakerOrder::Independent {
                     k.retain(|(_, d)| d != "speaker");
                 }
+                if super::pairwise::applies(app) {
+                    k.retain(|(_, d)| !matches!(d.as_str(), "comment" | "override" | "transcript" | "focus"));
+                    k.splice(0..0, pair_keys(app));
+                }
                 let before_scoring = v.phase.is_none_or(|p| p == crate::session::event::Phase::Steps);
                 if spec.uses_steps
                     && before_scoring
@@ -64,4 +68,36 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
         spans.push(Span::styled(format!(" {d} "), theme.muted()));
     }
     f.render_widget(Paragraph::new(Line::from(spans)), area);
+}
+
+/// The pairwise keys that apply to the selected pair, first in the footer.
+fn pair_keys(app: &App) -> Vec<(String, String)> {
+    let km = &app.env.config.keymap;
+    let key = |a: Action| km.key_for(app.mode(), a).map(|k| k.to_string());
+    let mut out = Vec::new();
+    if app.view().pairwise.comparisons.len() > 1
+        && let (Some(p), Some(n)) = (key(Action::PrevPair), key(Action::NextPair))
+    {
+        out.push((format!("{p}{n}"), "pair".into()));
+    }
+    if !app.is_live() {
+        return out;
+    }
+    let Some(c) = super::pairwise::current(app) else { return out };
+    let abc = [Action::PreferA, Action::PreferB, Action::PreferTie].map(key);
+    let abc = abc.iter().flatten().cloned().collect::<Vec<_>>().join("/");
+    if !app.view().pairwise.revealed(c) {
+        out.push((abc, "your verdict".into()));
+    } else if c.needs_settling() && c.settled.is_none() {
+        out.push((abc, "settle".into()));
+        if let Some(u) = key(Action::AbstainPair) {
+            out.push((u, "abstain".into()));
+        }
+    }
+    if app.view().pairwise.revealed(c)
+        && let Some(v) = key(Action::VotePair)
+    {
+        out.push((v, "vote".into()));
+    }
+    out
 }

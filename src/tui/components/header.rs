@@ -61,7 +61,8 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
     let mut state = v.state.label().to_string();
     let no_result = v.aggregate.as_ref().is_some_and(|a| a.no_result.is_some());
     if !v.state.is_ended() && v.aggregate.is_some() {
-        state = if no_result { "no result · open for overrides" } else { "done · open for overrides" }.into();
+        let open = if v.protocol == "pairwise" { "open for settling" } else { "open for overrides" };
+        state = format!("{} · {open}", if no_result { "no result" } else { "done" });
     }
     if app.quitting && !v.state.is_ended() {
         state = "closing".into();

@@ -9,6 +9,7 @@ pub mod g_eval;
 pub mod header;
 pub mod moderator;
 pub mod overlays;
+pub mod pairwise;
 pub mod sage;
 pub mod summary;
 pub mod transcript;

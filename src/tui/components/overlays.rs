@@ -30,7 +30,11 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
             // The keys of SAGEval's changes, only where there are some.
             let sage = super::sage::applies(app);
             let sage_keys = super::sage::ACTIONS.map(crate::tui::action::Action::describe);
-            for (k, d) in app.env.config.keymap.help(mode).into_iter().filter(|(_, d)| sage || !sage_keys.contains(d)) {
+            // The keys of pairs, only in pairwise sessions.
+            let pairwise = super::pairwise::applies(app);
+            let pair_keys = super::pairwise::ACTIONS.map(crate::tui::action::Action::describe);
+            let shown = |d: &&str| (sage || !sage_keys.contains(d)) && (pairwise || !pair_keys.contains(d));
+            for (k, d) in app.env.config.keymap.help(mode).into_iter().filter(|(_, d)| shown(d)) {
                 lines.push(Line::from(vec![
                     Span::styled(format!("{k:>18}  "), theme.accent()),
                     Span::styled(d, theme.text()),
@@ -48,6 +52,12 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
             if sage {
                 lines.push(Line::from(Span::styled(
                     "SAGEval: accept DIM [AGENT], reject DIM [AGENT], adopt KEY (a new panel file)",
+                    theme.muted(),
+                )));
+            }
+            if pairwise {
+                lines.push(Line::from(Span::styled(
+                    "Pairwise: settle a|b|tie, vote a|b|tie, abstain, label a|b|tie (blind), pair N — on the selected pair; a and b as the screen shows it",
                     theme.muted(),
                 )));
             }

@@ -26,7 +26,11 @@ use crate::tui::wrap::{WrapCache, wrap};
 
 fn entry_key(v: &SessionView, e: &TimelineEntry) -> u64 {
     match e {
-        TimelineEntry::Turn(i) => v.turns.get(*i).map(|t| t.revision * 4 + t.state as u64).unwrap_or(0),
+        TimelineEntry::Turn(i) => v
+            .turns
+            .get(*i)
+            .map(|t| (t.revision * 4 + t.state as u64) * 2 + u64::from(v.pairwise.hides_turn(t.id)))
+            .unwrap_or(0),
         _ => 0,
     }
 }
@@ -75,6 +79,14 @@ fn build(v: &SessionView, e: &TimelineEntry, width: u16, theme: &Theme, wraps: &
                         head.push(Span::styled("  cut at the reply limit", theme.muted()));
                     }
                 }
+            }
+            if v.pairwise.hides_turn(t.id) {
+                // A blind run: the verdict waits for the person's own.
+                let head = vec![
+                    Span::styled(format!("▸ {}", t.agent), theme.text().add_modifier(Modifier::BOLD)),
+                    Span::styled(format!("  #{} hidden until you give your own verdict (blind)", t.id), theme.muted()),
+                ];
+                return vec![Line::from(head)];
             }
             let mut out = vec![Line::from(head)];
             let inner = width.saturating_sub(2).max(1);

@@ -10,7 +10,7 @@ use ratatui::layout::{Constraint, Layout, Rect};
 
 use crate::tui::app::{App, Focus};
 use crate::tui::components::{
-    agent, aggregator, consensus, footer, g_eval, header, moderator, overlays, sage, summary, transcript,
+    agent, aggregator, consensus, footer, g_eval, header, moderator, overlays, pairwise, sage, summary, transcript,
 };
 
 /// Below this width or height the compact layout is used.
@@ -26,7 +26,10 @@ fn draw_pane(f: &mut Frame, app: &mut App, focus: Focus, area: Rect) {
         Focus::Moderator => moderator::draw(f, area, app),
         Focus::Consensus if sage::applies(app) => sage::draw_table(f, area, app),
         Focus::Consensus => consensus::draw(f, area, app),
+        Focus::Aggregator if pairwise::applies(app) => pairwise::result(f, area, app),
         Focus::Aggregator => aggregator::draw(f, area, app),
+        Focus::Candidates => pairwise::candidates(f, area, app),
+        Focus::Verdicts => pairwise::verdicts(f, area, app),
         Focus::Transcript => transcript::draw(f, area, app),
         Focus::Steps => g_eval::steps(f, area, app),
         Focus::Scores => g_eval::scores(f, area, app),
@@ -38,7 +41,7 @@ fn draw_pane(f: &mut Frame, app: &mut App, focus: Focus, area: Rect) {
 pub fn draw(f: &mut Frame, app: &mut App) {
     let area = f.area();
     app.hits.clear();
-    if !app.view().agents.is_empty() && !app.focus_order().contains(&app.focus) {
+    if (!app.view().agents.is_empty() || pairwise::applies(app)) && !app.focus_order().contains(&app.focus) {
         app.focus = app.focus_order()[0];
     }
     let header_h = if area.height >= 16 { 2 } else { 1 };
@@ -49,6 +52,8 @@ pub fn draw(f: &mut Frame, app: &mut App) {
     let compact = area.width < WIDE_MIN.0 || area.height < WIDE_MIN.1;
     if app.zoom {
         draw_pane(f, app, app.focus, body);
+    } else if pairwise::applies(app) {
+        pairwise::layout(f, app, body, draw_pane);
     } else if sage::applies(app) {
         sage::layout(f, app, body, draw_pane);
     } else if compact {

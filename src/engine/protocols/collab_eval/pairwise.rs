@@ -21,7 +21,7 @@ use crate::engine::prompts::{self, DISCUSSION_HEADING, HistoryEntry, persona, re
 use crate::engine::protocols::pairwise::combine::{Preference, majority};
 use crate::engine::protocols::pairwise::label::{DiscussedLabel, Label, LabelVerdict};
 use crate::engine::protocols::pairwise::prompts::{criteria, render_pair, system};
-use crate::engine::protocols::pairwise::{finish, winner};
+use crate::engine::protocols::pairwise::{PairState, PairwiseState, publish, winner};
 use crate::engine::runtime::{AggregateRecord, Run, Spoken};
 use crate::engine::trim::Prompt;
 use crate::engine::verdict::Verdict;
@@ -139,9 +139,21 @@ pub(super) async fn run(run: &Run) {
         [one] => one.method(),
         _ => "majority",
     };
-    let decided: Vec<_> = panel.map(|l| ((0, 1), Preference::from_label(l, false))).into_iter().collect();
-    let undecided: Vec<String> = no_result.into_iter().collect();
-    finish(run, &cands, &[(0, 1)], &decided, &undecided, (method, &notes));
+    let mut st = run.state();
+    st.pairwise = PairwiseState {
+        cands: cands.iter().map(|c| c.id.clone()).collect(),
+        pairs: vec![PairState {
+            pair: (0, 1),
+            judged: Some(group_labels.iter().map(|l| l.map(|l| Preference::from_label(l, false))).collect()),
+            orders: (panel, None, None),
+            ..Default::default()
+        }],
+        method: Some(method.to_string()),
+        notes,
+        ..Default::default()
+    };
+    drop(st);
+    publish(run);
 }
 
 /// What a group decided, in words, with the systems named (for the log and

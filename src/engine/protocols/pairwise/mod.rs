@@ -15,17 +15,26 @@
 //!   rates.
 //! - [`prompts`]: one judge's request for one order of one pair.
 //!
+//! - [`human`]: a person's part, through commands: settle a tie or a flip,
+//!   cast an extra vote, abstain, and (blind runs) give their own label
+//!   first.
+//!
 //! Phases: `comparison` (every judge, pair, order and vote at once; `round`
 //! numbers the vote), then `aggregation` (`pair_decided` per judge and for
-//! the panel, and the ranking).
+//! the panel, and the ranking). A blind run first records the screen order
+//! it drew (`blind_order`). A person's change after aggregation (the live
+//! screen keeps the session open) re-emits the panel's decision on the pair
+//! when it changed (a vote) and the result with its ranking.
 
 pub mod combine;
+pub mod human;
 pub mod label;
 pub mod prompts;
 
 use futures::future::join_all;
+use rand::Rng;
 
-use self::combine::{Pairing, Preference, majority, plan, rank, swap_rule};
+use self::combine::{Flip, Pairing, Preference, majority, plan, rank, swap_rule};
 use self::label::{Label, LabelVerdict, PairVerdict};
 use crate::engine::runtime::{Run, Spoken, TurnSpec};
 use crate::engine::trim::Prompt;
@@ -44,6 +53,66 @@ struct Job {
     vote: u32,
 }
 
+/// What the engine keeps about each pair, for people's commands.
+#[derive(Debug, Default)]
+pub(crate) struct PairwiseState {
+    /// The item's candidate ids.
+    pub cands: Vec<String>,
+    pub pairs: Vec<PairState>,
+    pub blind: bool,
+    /// Aggregation has run: a person's change publishes the result again.
+    pub aggregated: bool,
+    /// How the result was reached, when not by the pairwise protocol's
+    /// judges (`None`: `pairwise`), and notes that open its feedback.
+    pub method: Option<String>,
+    pub notes: Vec<String>,
+}
+
+/// One pair: the judges' decisions once aggregation has them, and people's part.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct PairState {
+    /// Indices into the candidates: first, second.
+    pub pair: (usize, usize),
+    /// Each judge's decision (`None`: no readable verdict); `None` before aggregation.
+    pub judged: Option<Vec<Option<Preference>>>,
+    /// The orders' labels and flip the panel's decision repeats (one judge only).
+    pub orders: (Option<Label>, Option<Label>, Option<Flip>),
+    /// Some judge's two orders disagreed.
+    pub flipped: bool,
+    /// People's extra votes, one per person: (author, preference).
+    pub votes: Vec<(String, Preference)>,
+    /// A person's decision, replacing the panel's: (preference, author).
+    pub settled: Option<(Preference, String)>,
+    pub abstained: bool,
+    /// A person gave their own verdict, blind.
+    pub labelled: bool,
+    /// Blind runs: the screen shows the second candidate on the left.
+    pub shown_swapped: bool,
+}
+
+impl PairState {
+    /// The panel's decision: the judges' decisions and people's extra votes
+    /// by majority (a judge or a vote each); `None` when nobody decided.
+    pub fn panel(&self) -> Option<Preference> {
+        let judged = self.judged.as_ref()?;
+        let all: Vec<Option<Preference>> =
+            judged.iter().copied().chain(self.votes.iter().map(|(_, p)| Some(*p))).collect();
+        majority(&all, all.len(), Preference::Tie)
+    }
+    /// What the pair came to: a person's settlement, else the panel's decision.
+    pub fn decision(&self) -> Option<Preference> {
+        self.settled.as_ref().map(|s| s.0).or_else(|| self.panel())
+    }
+    /// Decided by the panel, and a tie, no decision, or a flip.
+    pub fn needs_settling(&self) -> bool {
+        self.judged.is_some() && (self.flipped || !matches!(self.panel(), Some(Preference::First | Preference::Second)))
+    }
+    /// The screen may show the judges' verdicts (blind runs: after a label or abstention).
+    pub fn revealed(&self, blind: bool) -> bool {
+        !blind || self.labelled || self.abstained
+    }
+}
+
 pub(crate) async fn run(run: &Run) {
     let Some(cands) = run.item().candidates.clone() else { return };
     let Some(pairs) = pairs_of(run, &cands) else { return };
@@ -51,6 +120,34 @@ pub(crate) async fn run(run: &Run) {
     let swap = run.panel.protocol.flag("swap");
     let judges = run.state().agents.len();
 
+    let blind = run.config.blind;
+    let shown: Vec<bool> = {
+        let mut rng = run.rng("blind order");
+        pairs.iter().map(|_| blind && rng.random_bool(0.5)).collect()
+    };
+    {
+        let mut st = run.state();
+        st.pairwise = PairwiseState {
+            cands: cands.iter().map(|c| c.id.clone()).collect(),
+            pairs: pairs
+                .iter()
+                .zip(&shown)
+                .map(|(&pair, &shown_swapped)| PairState { pair, shown_swapped, ..Default::default() })
+                .collect(),
+            blind,
+            aggregated: false,
+            method: None,
+            notes: Vec::new(),
+        };
+    }
+    if blind {
+        let pairs = pairs
+            .iter()
+            .zip(&shown)
+            .map(|(&(i, k), &swapped)| PairRef { first: cands[i].id.clone(), second: cands[k].id.clone(), swapped })
+            .collect();
+        run.emit(EventKind::BlindOrder { pairs });
+    }
     run.emit(EventKind::PhaseStarted { phase: Phase::Comparison, group: None, round: None });
     let orders: &[bool] = if swap { &[false, true] } else { &[false] };
     let jobs: Vec<Job> = (0..judges)
@@ -74,11 +171,10 @@ pub(crate) async fn run(run: &Run) {
             .map(|(_, l)| *l)
             .collect()
     };
-    let mut decided = Vec::new();
-    let mut undecided = Vec::new();
     for (p, &(i, k)) in pairs.iter().enumerate() {
         let (first, second) = (&cands[i].id, &cands[k].id);
         let mut prefs = Vec::with_capacity(judges);
+        let mut flipped = false;
         for (j, name) in names.iter().enumerate() {
             let first_order = majority(&votes_of(j, p, false), votes as usize, Label::Tie);
             let swapped_order = if swap { majority(&votes_of(j, p, true), votes as usize, Label::Tie) } else { None };
@@ -94,6 +190,7 @@ pub(crate) async fn run(run: &Run) {
                 }
                 (Some(_), Some(_), false) => unreachable!("the swapped order runs only with swap"),
             };
+            flipped |= flip.is_some_and(Flip::is_flip);
             run.emit(EventKind::PairDecided {
                 judge: Some(name.clone()),
                 first: first.clone(),
@@ -106,10 +203,9 @@ pub(crate) async fn run(run: &Run) {
             });
             prefs.push(pref);
         }
-        // The panel: one judge's decision as it is, several by majority.
-        let panel = majority(&prefs, judges, Preference::Tie);
+        // The panel repeats the orders of a single judge.
         let single = (judges == 1).then(|| (majority(&votes_of(0, p, false), votes as usize, Label::Tie), swap));
-        let (first_order, swapped_order, flip) = match single {
+        let orders = match single {
             Some((f, true)) => {
                 let s = majority(&votes_of(0, p, true), votes as usize, Label::Tie);
                 (f, s, f.zip(s).map(|(f, s)| swap_rule(f, s).1))
@@ -117,23 +213,35 @@ pub(crate) async fn run(run: &Run) {
             Some((f, false)) => (f, None, None),
             None => (None, None, None),
         };
-        let no_result = panel.is_none().then(|| format!("no judge decided {first} against {second}"));
-        run.emit(EventKind::PairDecided {
-            judge: None,
-            first: first.clone(),
-            second: second.clone(),
-            first_order,
-            swapped_order,
-            winner: panel.and_then(|p| winner(p, first, second)),
-            flip,
-            no_result: no_result.clone(),
-        });
-        match panel {
-            Some(pref) => decided.push(((i, k), pref)),
-            None => undecided.push(no_result.unwrap_or_default()),
-        }
+        let event = {
+            let mut st = run.state();
+            let ps = &mut st.pairwise.pairs[p];
+            ps.judged = Some(prefs);
+            ps.orders = orders;
+            ps.flipped = flipped;
+            panel_event(&st.pairwise, p)
+        };
+        run.emit(event);
     }
-    finish(run, &cands, &pairs, &decided, &undecided, ("pairwise", &[]));
+    publish(run);
+}
+
+/// The panel's `pair_decided` for pair `p`: its judges' decisions and
+/// people's extra votes by majority.
+fn panel_event(pw: &PairwiseState, p: usize) -> EventKind {
+    let ps = &pw.pairs[p];
+    let (first, second) = (&pw.cands[ps.pair.0], &pw.cands[ps.pair.1]);
+    let panel = ps.panel();
+    EventKind::PairDecided {
+        judge: None,
+        first: first.clone(),
+        second: second.clone(),
+        first_order: ps.orders.0,
+        swapped_order: ps.orders.1,
+        winner: panel.and_then(|p| winner(p, first, second)),
+        flip: ps.orders.2,
+        no_result: panel.is_none().then(|| format!("no judge decided {first} against {second}")),
+    }
 }
 
 /// The pairs to compare, by the panel's `pairing` and `reference`; fails the
@@ -240,66 +348,86 @@ fn record(run: &Run, judge: &str, (first, second): (&str, &str), job: Job, turn:
     });
 }
 
-/// The ranking and the result's feedback (`notes`, then which candidate was
-/// preferred), recorded with `method`.
-pub(crate) fn finish(
-    run: &Run,
-    cands: &[Candidate],
-    pairs: &[(usize, usize)],
-    decided: &[((usize, usize), Preference)],
-    undecided: &[String],
-    (method, notes): (&str, &[String]),
-) {
-    let (records, order) = rank(cands.len(), decided);
-    let ranking: Vec<RankEntry> = if decided.is_empty() {
-        Vec::new()
-    } else {
-        order
-            .iter()
-            .map(|&c| RankEntry {
-                candidate: cands[c].id.clone(),
-                wins: records[c].wins,
-                losses: records[c].losses,
-                ties: records[c].ties,
-                human: false,
-            })
-            .collect()
-    };
-    let mut lines = notes.to_vec();
-    for &((i, k), pref) in decided {
-        lines.push(match pref {
-            Preference::First => format!("{} is preferred to {}.", cands[i].id, cands[k].id),
-            Preference::Second => format!("{} is preferred to {}.", cands[k].id, cands[i].id),
-            Preference::Tie => format!("{} and {}: tie.", cands[i].id, cands[k].id),
-        });
-    }
-    lines.extend(undecided.iter().map(|u| format!("No decision: {u}.")));
-    let no_result = decided.is_empty().then(|| {
-        format!(
-            "none of the {} pair(s) could be decided: no judge gave a readable verdict in every order it was asked",
-            pairs.len()
-        )
-    });
-    {
+/// The result: the ranking from every decided pair (a person's settlement
+/// over the panel's decision) and the feedback, published as
+/// `aggregation_completed`; again after a person's change.
+pub(crate) fn publish(run: &Run) {
+    let event = {
         let mut st = run.state();
+        let pw = &st.pairwise;
+        let ids = &pw.cands;
+        let mut decided = Vec::new();
+        let mut human = vec![false; ids.len()];
+        let mut lines = pw.notes.clone();
+        let mut undecided = Vec::new();
+        for ps in &pw.pairs {
+            let (i, k) = ps.pair;
+            let by_people = ps.settled.is_some() || !ps.votes.is_empty();
+            if by_people {
+                human[i] = true;
+                human[k] = true;
+            }
+            let note = match (&ps.settled, ps.votes.len()) {
+                (Some((_, author)), _) => format!(" (settled by {author}, human)"),
+                (None, 0) => String::new(),
+                (None, n) => format!(" (with {n} human vote{})", if n == 1 { "" } else { "s" }),
+            };
+            match ps.decision() {
+                Some(pref) => {
+                    decided.push((ps.pair, pref));
+                    lines.push(match pref {
+                        Preference::First => format!("{} is preferred to {}{note}.", ids[i], ids[k]),
+                        Preference::Second => format!("{} is preferred to {}{note}.", ids[k], ids[i]),
+                        Preference::Tie => format!("{} and {}: tie{note}.", ids[i], ids[k]),
+                    });
+                }
+                None => undecided.push(format!("No decision: no judge decided {} against {}.", ids[i], ids[k])),
+            }
+        }
+        lines.extend(undecided);
+        let (records, order) = rank(ids.len(), &decided);
+        let ranking: Vec<RankEntry> = if decided.is_empty() {
+            Vec::new()
+        } else {
+            order
+                .iter()
+                .map(|&c| RankEntry {
+                    candidate: ids[c].clone(),
+                    wins: records[c].wins,
+                    losses: records[c].losses,
+                    ties: records[c].ties,
+                    human: human[c],
+                })
+                .collect()
+        };
+        let no_result = decided.is_empty().then(|| {
+            format!(
+                "none of the {} pair(s) could be decided: no judge gave a readable verdict in every order it was asked",
+                pw.pairs.len()
+            )
+        });
+        let feedback = lines.join("\n");
+        let method = pw.method.clone().unwrap_or_else(|| "pairwise".into());
         st.pair_failure = no_result.clone();
         st.aggregates.insert(
             None,
-            crate::engine::runtime::AggregateRecord { feedback: lines.join("\n"), method: method.into() },
+            crate::engine::runtime::AggregateRecord { feedback: feedback.clone(), method: method.clone() },
         );
         st.finished = true;
-    }
-    run.emit(EventKind::AggregationCompleted {
-        group: None,
-        feedback: lines.join("\n"),
-        scores: Default::default(),
-        overall: None,
-        original: Default::default(),
-        method: Some(method.into()),
-        no_result,
-        left_out: Vec::new(),
-        labels: Default::default(),
-        original_labels: Default::default(),
-        ranking,
-    });
+        st.pairwise.aggregated = true;
+        EventKind::AggregationCompleted {
+            group: None,
+            feedback,
+            scores: Default::default(),
+            overall: None,
+            original: Default::default(),
+            method: Some(method),
+            no_result,
+            left_out: Vec::new(),
+            labels: Default::default(),
+            original_labels: Default::default(),
+            ranking,
+        }
+    };
+    run.emit(event);
 }
