@@ -377,7 +377,12 @@ fn home(theme: Option<&str>) -> anyhow::Result<ExitCode> {
             dirs.push(d);
         }
     }
-    let build = |panel: &str| run::RunPlan::new(&RunArgs { panel: Some(panel.to_string()), ..RunArgs::default() });
+    let build = |panel: &str| -> anyhow::Result<crate::tui::StartRun> {
+        let plan = run::RunPlan::new(&RunArgs { panel: Some(panel.to_string()), ..RunArgs::default() })?;
+        let title = plan.title();
+        let models = ModelArgs::default();
+        Ok(crate::tui::StartRun { title, bind: Box::new(move |sink| plan.bind(&models, Some(sink))) })
+    };
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     runtime.block_on(async {
         let mut tui = crate::tui::Tui::enter()?;

@@ -197,7 +197,7 @@ pub fn run(args: PersonasArgs) -> anyhow::Result<ExitCode> {
     let build_options = Options {
         chunk_chars: args.chunk_chars.unwrap_or(0),
         max_per_group: args.max_per_group.map(|n| n as usize),
-        author: super::run::human_name(),
+        author: crate::session::human_name(),
         prices,
     };
     if !args.headless {

@@ -17,14 +17,6 @@ use crate::provider::registry::{Participant, Registry};
 use crate::session::event::EndStatus;
 use crate::session::{SessionWriter, default_sessions_dir};
 
-/// The name put on events a person causes: `MOOT_USER`, else `$USER`.
-pub fn human_name() -> String {
-    ["MOOT_USER", "USER", "USERNAME"]
-        .iter()
-        .find_map(|k| std::env::var(k).ok().filter(|v| !v.trim().is_empty()))
-        .unwrap_or_else(|| "human".into())
-}
-
 /// The panel named on the command line, or the bundled sample panel.
 pub fn load_panel(arg: Option<&str>) -> anyhow::Result<Panel> {
     match arg {
@@ -122,26 +114,9 @@ pub async fn run_headless(config: EngineConfig, dir: PathBuf, json: bool) -> any
     Ok(outcome)
 }
 
-/// Resolves when the process is told to end other than by Ctrl-C: its
-/// terminal closed (SIGHUP) or it was asked to terminate (SIGTERM).
-pub async fn end_requested() {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        if let (Ok(mut hangup), Ok(mut terminate)) = (signal(SignalKind::hangup()), signal(SignalKind::terminate())) {
-            tokio::select! {
-                _ = hangup.recv() => {}
-                _ = terminate.recv() => {}
-            }
-            return;
-        }
-    }
-    std::future::pending::<()>().await
-}
-
 async fn forward_interrupts(handle: EngineHandle) {
-    let author = human_name();
-    let ended = end_requested();
+    let author = crate::session::human_name();
+    let ended = crate::signals::end_requested();
     tokio::pin!(ended);
     let mut count = 0;
     loop {

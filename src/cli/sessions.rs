@@ -23,25 +23,6 @@ pub fn run(command: SessionsCommand) -> anyhow::Result<ExitCode> {
     }
 }
 
-/// Every `*.jsonl` log under `dir` (run folders included), newest first by name.
-pub fn find_logs(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&d) else { continue };
-        for e in entries.flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else if p.extension().is_some_and(|x| x == "jsonl") {
-                out.push(p);
-            }
-        }
-    }
-    out.sort_by(|a, b| b.file_name().cmp(&a.file_name()));
-    out
-}
-
 /// A session argument: a path to a log, or an id (or id prefix) under the sessions folder.
 pub fn resolve_session(arg: &str) -> anyhow::Result<PathBuf> {
     let p = Path::new(arg);
@@ -49,7 +30,7 @@ pub fn resolve_session(arg: &str) -> anyhow::Result<PathBuf> {
         return Ok(p.to_path_buf());
     }
     let dir = default_sessions_dir();
-    let logs = find_logs(&dir);
+    let logs = crate::session::find_logs(&dir);
     let stem = |l: &PathBuf| l.file_stem().map(|s| s.to_string_lossy().to_string()).unwrap_or_default();
     if let Some(exact) = logs.iter().find(|l| stem(l) == arg) {
         return Ok(exact.clone());
@@ -80,7 +61,7 @@ pub fn load_view(path: &Path) -> anyhow::Result<SessionView> {
 }
 
 fn list(dir: &Path) -> anyhow::Result<ExitCode> {
-    let logs = find_logs(dir);
+    let logs = crate::session::find_logs(dir);
     if logs.is_empty() {
         println!("no sessions under {}", dir.display());
         return Ok(ExitCode::SUCCESS);

@@ -356,7 +356,7 @@ async fn run_items(
         let cancel = cancel.clone();
         tokio::spawn(async move {
             cancel.cancelled().await;
-            let author = crate::cli::run::human_name();
+            let author = crate::session::human_name();
             for h in handles.lock().unwrap_or_else(|e| e.into_inner()).values() {
                 h.send(Command::Quit { author: author.clone() });
             }
@@ -391,7 +391,7 @@ async fn run_items(
         handles.lock().unwrap_or_else(|e| e.into_inner()).insert(index, handle.clone());
         if cancel.is_cancelled() {
             // Cancelled between the check above and registering: quit at once.
-            handle.send(Command::Quit { author: crate::cli::run::human_name() });
+            handle.send(Command::Quit { author: crate::session::human_name() });
         }
         let progress = progress.clone();
         let handles = handles.clone();

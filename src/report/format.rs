@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::io::{self, Write};
 
 use super::build::{Report, Row, Stage};
-use crate::cli::headless::Paint;
+use crate::paint::Paint;
 
 /// Output formats of `moot report`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -8,7 +8,7 @@ use std::io::{self, Write};
 
 use super::build::{Row, Stage};
 use super::load::ItemRecord;
-use crate::cli::headless::Paint;
+use crate::paint::Paint;
 
 /// Row metrics of this section, by aspect (`dimension`).
 pub const LOWERED: &str = "sage_lowered";

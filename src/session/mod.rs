@@ -23,6 +23,33 @@ pub fn default_sessions_dir() -> PathBuf {
     std::env::var_os("MOOT_SESSIONS_DIR").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("sessions"))
 }
 
+/// The name put on events a person causes: `MOOT_USER`, else `$USER`.
+pub fn human_name() -> String {
+    ["MOOT_USER", "USER", "USERNAME"]
+        .iter()
+        .find_map(|k| std::env::var(k).ok().filter(|v| !v.trim().is_empty()))
+        .unwrap_or_else(|| "human".into())
+}
+
+/// Every `*.jsonl` log under `dir` (run folders included), newest first by name.
+pub fn find_logs(dir: &std::path::Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else { continue };
+        for e in entries.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "jsonl") {
+                out.push(p);
+            }
+        }
+    }
+    out.sort_by(|a, b| b.file_name().cmp(&a.file_name()));
+    out
+}
+
 /// A new session id: UTC time plus a short random suffix, sortable by start time.
 pub fn new_session_id() -> String {
     use rand::Rng;

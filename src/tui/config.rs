@@ -127,7 +127,7 @@ impl UiConfig {
 
     /// The name put on human events.
     pub fn author(&self) -> String {
-        self.ui.user.clone().filter(|u| !u.trim().is_empty()).unwrap_or_else(crate::cli::run::human_name)
+        self.ui.user.clone().filter(|u| !u.trim().is_empty()).unwrap_or_else(crate::session::human_name)
     }
 }
 

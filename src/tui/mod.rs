@@ -66,7 +66,7 @@ impl Tui {
 pub async fn run_app(tui: &mut Tui, app: &mut App, mut events: Option<UnboundedReceiver<Event>>) -> io::Result<()> {
     let mut last_frame: Option<Instant> = None;
     let mut next_tick = Instant::now() + CLOCK_TICK;
-    let ended = crate::cli::run::end_requested();
+    let ended = crate::signals::end_requested();
     tokio::pin!(ended);
     loop {
         let now = Instant::now();
@@ -227,7 +227,7 @@ where
         })
         .context("cannot start a thread")?;
     let mut screen = screens::prepare::Prepare::new(env.clone(), title);
-    let ended = crate::cli::run::end_requested();
+    let ended = crate::signals::end_requested();
     tokio::pin!(ended);
     let mut tick = tokio::time::interval(CLOCK_TICK);
     loop {
@@ -268,8 +268,17 @@ pub async fn replay(tui: &mut Tui, env: Env, events: Vec<Event>, speed: f64) -> 
     Ok(())
 }
 
+/// A run the home screen can start: its title, and the job that builds its
+/// providers (fetching and loading a local model, with progress sent to the
+/// sink) and returns the engine configuration and the session folder.
+pub struct StartRun {
+    pub title: String,
+    #[allow(clippy::type_complexity)]
+    pub bind: Box<dyn FnOnce(crate::model::ProgressSink) -> anyhow::Result<(EngineConfig, PathBuf)> + Send>,
+}
+
 /// Checks a panel chosen on the home screen and plans its run.
-pub type RunBuilder<'a> = dyn Fn(&str) -> anyhow::Result<crate::cli::run::RunPlan> + 'a;
+pub type RunBuilder<'a> = dyn Fn(&str) -> anyhow::Result<StartRun> + 'a;
 
 /// The home screen: browse sessions (Enter replays) and panels (`n` runs).
 pub async fn home(tui: &mut Tui, env: Env, dirs: Vec<PathBuf>, build: &RunBuilder<'_>) -> anyhow::Result<()> {
@@ -291,11 +300,7 @@ pub async fn home(tui: &mut Tui, env: Env, dirs: Vec<PathBuf>, build: &RunBuilde
             }
             Some(HomeChoice::Run(panel)) => {
                 let prepared = match build(&panel) {
-                    Ok(plan) => {
-                        let title = plan.title();
-                        let models = crate::cli::ModelArgs::default();
-                        prepare(tui, &env, &title, move |sink| plan.bind(&models, Some(sink))).await
-                    }
+                    Ok(start) => prepare(tui, &env, &start.title, start.bind).await,
                     Err(e) => Err(e),
                 };
                 match prepared {

@@ -460,7 +460,7 @@ pub async fn review_log(
 /// Drive the screen: terminal input and build events in, frames out (at most one per [`super::FRAME`]).
 async fn run(tui: &mut Tui, screen: &mut Review, mut events: UnboundedReceiver<BuildEvent>) -> io::Result<()> {
     let mut last_frame: Option<Instant> = None;
-    let ended = crate::cli::run::end_requested();
+    let ended = crate::signals::end_requested();
     tokio::pin!(ended);
     loop {
         let now = Instant::now();

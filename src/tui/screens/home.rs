@@ -99,7 +99,7 @@ impl Home {
         let mut seen = std::collections::HashSet::new();
         let mut rows: Vec<SessionRow> = Vec::new();
         for d in &self.dirs {
-            for p in crate::cli::sessions::find_logs(d) {
+            for p in crate::session::find_logs(d) {
                 let key = p.canonicalize().unwrap_or_else(|_| p.clone());
                 if seen.insert(key)
                     && let Some(r) = session_row(&p)
