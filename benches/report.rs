@@ -262,7 +262,7 @@ fn write_pairwise_log(path: &Path, panel: &Panel, index: u64) {
     let mut totals = UsageTotals::default();
     for (second, pair) in [("sys-para", 0u64), ("sys-short", 1)] {
         for (j, a) in agents.iter().enumerate() {
-            let biased = j == 1 && r % 10 == 0;
+            let biased = j == 1 && r.is_multiple_of(10);
             let broken = j == 0 && pair == 0 && r % 10 == 1;
             let mut orders = [None, None];
             for swapped in [false, true] {
@@ -282,7 +282,7 @@ fn write_pairwise_log(path: &Path, panel: &Panel, index: u64) {
                 });
                 let label = if biased {
                     Label::A
-                } else if (r >> 8) % 4 == 0 {
+                } else if (r >> 8).is_multiple_of(4) {
                     Label::Tie
                 } else if swapped {
                     Label::B
@@ -339,7 +339,7 @@ fn write_pairwise_log(path: &Path, panel: &Panel, index: u64) {
                 no_result: broken.then(|| format!("{} gave no readable verdict", a.name)),
             });
         }
-        let winner = ((r >> 8) % 4 != 0 && r % 10 > 1).then(|| "sys-lead".to_string());
+        let winner = (!(r >> 8).is_multiple_of(4) && r % 10 > 1).then(|| "sys-lead".to_string());
         emit(EventKind::PairDecided {
             judge: None,
             first: "sys-lead".into(),

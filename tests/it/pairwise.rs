@@ -94,7 +94,10 @@ fn always_a(_: &ChatRequest, _: usize) -> ScriptedReply {
     ScriptedReply::Text(verdict("A"))
 }
 
-fn decisions(events: &[Event]) -> Vec<(Option<String>, String, String, Option<String>, Option<Flip>)> {
+/// (judge, first, second, winner, flip) of each `pair_decided`.
+type Decision = (Option<String>, String, String, Option<String>, Option<Flip>);
+
+fn decisions(events: &[Event]) -> Vec<Decision> {
     events
         .iter()
         .filter_map(|e| match &e.kind {

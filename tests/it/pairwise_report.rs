@@ -290,7 +290,7 @@ async fn report_over_engine_logs() {
     let win = row(&r, None, Some("aggregate"), Some("lead"), "pairwise_win_rate");
     assert!(close(win.value.unwrap(), 0.75) && win.n == Some(4));
     let (lo, hi) = (win.ci_low.unwrap(), win.ci_high.unwrap());
-    assert!(lo <= 0.75 && 0.75 <= hi && hi <= 1.0 && lo >= 0.0, "{lo} {hi}");
+    assert!((0.0..=0.75).contains(&lo) && (0.75..=1.0).contains(&hi), "{lo} {hi}");
     assert!(close(value(&r, None, Some("aggregate"), Some("lead"), "pairwise_win_rate_excluding_ties"), 1.0));
     assert!(close(value(&r, None, Some("aggregate"), Some("para"), "pairwise_tie_rate"), 0.0));
 
@@ -505,7 +505,7 @@ async fn eval_then_report_with_the_binary() {
     assert_eq!(eval.status.code(), Some(0), "{err}");
     // Progress and the end summary: W-L-T per system with its interval.
     // The running line, best first, with a Wilson interval (5 of 11: 21%–72%).
-    let running = err.lines().filter(|l| l.starts_with("moot eval: pairwise: sys-")).last().expect("a running line");
+    let running = err.lines().rfind(|l| l.starts_with("moot eval: pairwise: sys-")).expect("a running line");
     assert!(running.starts_with("moot eval: pairwise: sys-para 4-3-0 win 57% ["), "{running}");
     assert!(running.contains("sys-lead 5-6-0 win 45% [21%, 72%]"), "{running}");
     assert!(err.contains("moot eval: pairwise: 12 comparisons over 10 items; 0 without a result"), "{err}");
