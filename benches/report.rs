@@ -7,6 +7,13 @@
 //! rating of the item plus pseudo-random noise of −1, 0 or +1 (clamped to
 //! 1–5), so group and panel means take many distinct values, as in real runs.
 //!
+//! A second folder holds as many pairwise sessions: the bundled
+//! pairwise-summaries panel (two judges), three candidates compared in two
+//! pairs, both orders, a verdict per order and judge, each judge's and the
+//! panel's decisions, two people's labels; one judge always says A on a
+//! tenth of the items (flips), and a reply that cannot be read on another
+//! tenth (no result).
+//!
 //! Size: MOOT_BENCH_LOGS (default 10000). MOOT_BENCH_BOOTSTRAP (default
 //! 10000, the default of `moot report`) sets the resamples of the second
 //! measurement. Time and peak memory of one report (a child process reading
@@ -204,6 +211,162 @@ fn write_log(path: &Path, panel: &Panel, index: u64) {
     );
 }
 
+fn write_pairwise_log(path: &Path, panel: &Panel, index: u64) {
+    use moot::session::pairwise::{Flip, Label};
+    let mut w = SessionWriter::create(path).unwrap();
+    let mut seq = 0;
+    let mut emit = |kind: EventKind| {
+        w.write(&Event { seq, t: Utc::now(), kind }).unwrap();
+        seq += 1;
+    };
+    let ids = ["sys-lead", "sys-para", "sys-short"];
+    let labels = [["A", "sys-lead"], ["tie", "B"], ["sys-para", "A"]][(index % 3) as usize];
+    let item = moot::item::Item {
+        id: format!("pair-{index:06}"),
+        content: String::new(),
+        context: Some("The town council voted 7 to 2 on Tuesday to close the Elm Street library branch.".into()),
+        reference: None,
+        human: None,
+        candidates: Some(
+            ids.iter()
+                .map(|id| moot::item::Candidate { id: (*id).into(), text: format!("Summary by {id} of the vote.") })
+                .collect(),
+        ),
+        human_labels: labels.iter().map(|s| s.to_string()).collect(),
+    };
+    let agents: Vec<AgentInfo> = panel
+        .agents()
+        .map(|(g, a)| AgentInfo {
+            name: a.name.clone(),
+            group: g.name.clone(),
+            role: a.role.clone(),
+            provider: "openai".into(),
+            model: "m".into(),
+        })
+        .collect();
+    emit(EventKind::SessionStarted {
+        schema_version: moot::session::event::SCHEMA_VERSION,
+        session_id: format!("p-{index}"),
+        protocol: "pairwise".into(),
+        panel: panel.to_json(),
+        item,
+        agents: agents.clone(),
+        roles: Default::default(),
+        seed: 7,
+        moot_version: "0.1.0".into(),
+        provider_note: None,
+    });
+    emit(EventKind::PhaseStarted { phase: Phase::Comparison, group: None, round: None });
+    let r = mix(index);
+    let mut turn = 0;
+    let mut totals = UsageTotals::default();
+    for (second, pair) in [("sys-para", 0u64), ("sys-short", 1)] {
+        for (j, a) in agents.iter().enumerate() {
+            let biased = j == 1 && r.is_multiple_of(10);
+            let broken = j == 0 && pair == 0 && r % 10 == 1;
+            let mut orders = [None, None];
+            for swapped in [false, true] {
+                turn += 1;
+                let pair_ref =
+                    moot::session::pairwise::PairRef { first: "sys-lead".into(), second: second.into(), swapped };
+                emit(EventKind::TurnStarted {
+                    turn,
+                    agent: a.name.clone(),
+                    group: Some(a.group.clone()),
+                    phase: Phase::Comparison,
+                    round: Some(1),
+                    role: Role::Agent,
+                    kind: TurnKind::Speak,
+                    dimension: None,
+                    pair: Some(pair_ref),
+                });
+                let label = if biased {
+                    Label::A
+                } else if (r >> 8).is_multiple_of(4) {
+                    Label::Tie
+                } else if swapped {
+                    Label::B
+                } else {
+                    Label::A
+                };
+                let text = format!("The first keeps the vote count. {{\"verdict\": \"{}\"}}", label.as_str());
+                for chunk in text.as_bytes().chunks(24) {
+                    emit(EventKind::TurnDelta { turn, text: String::from_utf8_lossy(chunk).into_owned() });
+                }
+                let usage = Usage { input_tokens: 700, output_tokens: 60, ..Default::default() };
+                totals.record(Role::Agent, TurnKind::Speak, &a.name, &usage);
+                emit(EventKind::TurnCompleted {
+                    turn,
+                    agent: a.name.clone(),
+                    text: text.clone(),
+                    evaluation: None,
+                    parse_error: broken.then(|| "no verdict".to_string()),
+                    usage,
+                    latency_ms: 700,
+                    cached: false,
+                    done: false,
+                    truncated: false,
+                });
+                if !broken {
+                    orders[usize::from(swapped)] = Some(label);
+                    emit(EventKind::PairVerdict {
+                        turn,
+                        judge: a.name.clone(),
+                        first: "sys-lead".into(),
+                        second: second.into(),
+                        swapped,
+                        vote: 1,
+                        label,
+                        criteria: Default::default(),
+                        confidence: None,
+                        reasoning: "The first keeps the vote count.".into(),
+                    });
+                }
+            }
+            let (winner, flip) = match (orders[0], orders[1]) {
+                (Some(Label::A), Some(Label::B)) => (Some("sys-lead".to_string()), Flip::None),
+                (Some(Label::Tie), Some(Label::Tie)) => (None, Flip::None),
+                _ => (None, Flip::Opposite),
+            };
+            emit(EventKind::PairDecided {
+                judge: Some(a.name.clone()),
+                first: "sys-lead".into(),
+                second: second.into(),
+                first_order: orders[0],
+                swapped_order: orders[1],
+                winner: if broken { None } else { winner.clone() },
+                flip: (!broken).then_some(flip),
+                no_result: broken.then(|| format!("{} gave no readable verdict", a.name)),
+            });
+        }
+        let winner = (!(r >> 8).is_multiple_of(4) && r % 10 > 1).then(|| "sys-lead".to_string());
+        emit(EventKind::PairDecided {
+            judge: None,
+            first: "sys-lead".into(),
+            second: second.into(),
+            first_order: None,
+            swapped_order: None,
+            winner,
+            flip: None,
+            no_result: None,
+        });
+    }
+    emit(EventKind::SessionEnded {
+        status: EndStatus::Completed,
+        error: None,
+        reason: None,
+        usage: totals,
+        duration_ms: 9_000,
+    });
+}
+
+fn generate_pairwise(dir: &Path, n: u64) {
+    let panel = Panel::bundled("pairwise-summaries").unwrap();
+    for i in 0..n {
+        write_pairwise_log(&dir.join(format!("pair-{i:06}.jsonl")), &panel, i);
+    }
+}
+
 fn generate(dir: &Path, n: u64) {
     let panel = Panel::bundled("storybook-qa").unwrap();
     for i in 0..n {
@@ -254,10 +417,30 @@ fn bench(c: &mut Criterion) {
         }
     }
 
+    let pairs: PathBuf = tmp.path().join("pairwise");
+    std::fs::create_dir_all(&pairs).unwrap();
+    let started = std::time::Instant::now();
+    generate_pairwise(&pairs, n);
+    let bytes: u64 =
+        std::fs::read_dir(&pairs).unwrap().flatten().filter_map(|e| e.metadata().ok()).map(|m| m.len()).sum();
+    eprintln!("generated {n} pairwise logs ({:.0} MB) in {:.1} s", bytes as f64 / 1e6, started.elapsed().as_secs_f64());
+    if let Ok(exe) = std::env::current_exe() {
+        let out = std::process::Command::new(&exe)
+            .env("MOOT_BENCH_REPORT_CHILD", &pairs)
+            .env("MOOT_BENCH_CHILD_BOOTSTRAP", bootstrap.to_string())
+            .output();
+        if let Ok(out) = out {
+            eprint!("pairwise: {}", String::from_utf8_lossy(&out.stderr));
+        }
+    }
+
     let mut group = c.benchmark_group("report");
     group.sample_size(10).measurement_time(Duration::from_secs(20));
     group.bench_function(format!("{n}_logs_no_bootstrap"), |b| b.iter(|| run_report(&dir, 0)));
     group.bench_function(format!("{n}_logs_bootstrap_{bootstrap}"), |b| b.iter(|| run_report(&dir, bootstrap)));
+    group.bench_function(format!("{n}_pairwise_logs_bootstrap_{bootstrap}"), |b| {
+        b.iter(|| run_report(&pairs, bootstrap))
+    });
     group.finish();
 }
 

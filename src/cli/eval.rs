@@ -18,6 +18,9 @@ use crate::provider::registry::Registry;
 /// (`MOOT_PROGRESS_SECS` overrides).
 const PLAIN_EVERY_SECS: u64 = 10;
 
+/// Resamples of the end summary's pairwise intervals (as `moot report`).
+const PAIRWISE_RESAMPLES: usize = 10_000;
+
 /// Prices from the two flags (a missing one counts as 0).
 pub fn pricing(input: Option<f64>, output: Option<f64>) -> anyhow::Result<Option<Pricing>> {
     if input.is_none() && output.is_none() {
@@ -181,6 +184,9 @@ async fn run_async(config: EvalConfig, args: EvalArgs) -> anyhow::Result<ExitCod
     };
     let summary = result?;
     print_summary(&summary, &args);
+    for line in progress.pairwise().summary(PAIRWISE_RESAMPLES, 0) {
+        eprintln!("moot eval: {line}");
+    }
     Ok(if summary.interrupted || summary.budget_reached.is_some() {
         ExitCode::from(3)
     } else if summary.failures.is_empty() {

@@ -9,6 +9,7 @@
 //! written twice into the same file.
 
 pub mod folder;
+pub mod pairwise;
 pub mod progress;
 pub mod selection;
 
@@ -438,6 +439,7 @@ async fn run_one(
             };
         }
     };
+    let pairwise = config.panel.protocol.kind == crate::panel::Protocol::Pairwise;
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let recorder = Recorder::new(Some(writer), Some(tx));
     // Live token counts for the progress line; reconciled with the engine's
@@ -469,6 +471,10 @@ async fn run_one(
         );
     }
     counter.abort();
+    // The item's decisions as its log recorded them, for the running tally.
+    if pairwise && let Some(comparisons) = pairwise::comparisons_of_log(path) {
+        progress.add_pairwise(&comparisons);
+    }
     ItemResult {
         index,
         state: outcome.status.into(),

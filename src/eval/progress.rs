@@ -21,6 +21,8 @@ pub struct Progress {
     pub output_tokens: AtomicU64,
     pricing: Option<Pricing>,
     started: Mutex<Option<Instant>>,
+    /// Pairwise runs: the panel's decisions over the finished items.
+    pairwise: Mutex<super::pairwise::PairTally>,
 }
 
 /// A copy of the counters at one moment.
@@ -48,7 +50,24 @@ impl Progress {
             output_tokens: AtomicU64::new(0),
             pricing,
             started: Mutex::new(None),
+            pairwise: Mutex::new(Default::default()),
         }
+    }
+
+    /// Adds a finished item's pairwise comparisons to the running tally.
+    pub fn add_pairwise(&self, comparisons: &[crate::session::pairwise::ComparisonView]) {
+        self.pairwise.lock().unwrap_or_else(|e| e.into_inner()).add_item(comparisons);
+    }
+
+    /// The pairwise tally so far.
+    pub fn pairwise(&self) -> super::pairwise::PairTally {
+        self.pairwise.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// The running pairwise line (up to `max` systems), once an item has
+    /// pairwise decisions.
+    pub fn pairwise_line(&self, max: usize) -> Option<String> {
+        self.pairwise.lock().unwrap_or_else(|e| e.into_inner()).line(max)
     }
 
     /// Mark the start of the clock (the first item starting).
@@ -148,6 +167,10 @@ impl Snapshot {
     }
 }
 
+/// Systems shown on the one-line bar, and on a plain pairwise line.
+const BAR_SYSTEMS: usize = 2;
+const LINE_SYSTEMS: usize = 8;
+
 /// How progress is shown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Style {
@@ -173,6 +196,7 @@ pub async fn print_progress(
     let mut interval = tokio::time::interval(tick);
     interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     let mut last_plain: Option<Snapshot> = None;
+    let mut last_pairwise: Option<String> = None;
     loop {
         let stopping = tokio::select! {
             _ = interval.tick() => false,
@@ -182,7 +206,8 @@ pub async fn print_progress(
         let mut err = std::io::stderr().lock();
         match style {
             Style::Bar => {
-                let _ = write!(err, "\r\x1b[2K[{}] {}", snap.bar(24), snap.line());
+                let pairwise = progress.pairwise_line(BAR_SYSTEMS).map(|l| format!(" · {l}")).unwrap_or_default();
+                let _ = write!(err, "\r\x1b[2K[{}] {}{pairwise}", snap.bar(24), snap.line());
                 if stopping {
                     let _ = writeln!(err);
                 }
@@ -194,6 +219,11 @@ pub async fn print_progress(
                 if moved || stopping {
                     let _ = writeln!(err, "moot eval: {}", snap.line());
                     last_plain = Some(snap);
+                }
+                let pairwise = progress.pairwise_line(LINE_SYSTEMS);
+                if pairwise.is_some() && pairwise != last_pairwise {
+                    let _ = writeln!(err, "moot eval: pairwise: {}", pairwise.as_deref().unwrap_or(""));
+                    last_pairwise = pairwise;
                 }
             }
             Style::Quiet => {}

@@ -71,13 +71,23 @@ pub struct Row {
     pub dropped: Option<usize>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub undefined_reason: Option<String>,
-    /// For `human_ratings` rows: how many values came from each source.
+    /// For `human_ratings` rows: how many values came from each source;
+    /// for pairwise rows, how many decisions were a person's (`human`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sources: Option<BTreeMap<String, usize>>,
+    /// Pairwise: the system (candidate id) a row is about; null otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub system: Option<String>,
 }
 
 impl Row {
-    fn new(panel: &str, dimension: Option<&str>, group: Option<&str>, stage: Option<Stage>, metric: &str) -> Self {
+    pub(crate) fn new(
+        panel: &str,
+        dimension: Option<&str>,
+        group: Option<&str>,
+        stage: Option<Stage>,
+        metric: &str,
+    ) -> Self {
         Row {
             panel: panel.to_string(),
             dimension: dimension.map(str::to_string),
@@ -92,20 +102,21 @@ impl Row {
             dropped: None,
             undefined_reason: None,
             sources: None,
+            system: None,
         }
     }
-    fn set(mut self, result: StatResult<f64>) -> Self {
+    pub(crate) fn set(mut self, result: StatResult<f64>) -> Self {
         match result {
             Ok(v) => self.value = Some(v),
             Err(u) => self.undefined_reason = Some(u.reason),
         }
         self
     }
-    fn for_agent(mut self, agent: Option<&str>) -> Self {
+    pub(crate) fn for_agent(mut self, agent: Option<&str>) -> Self {
         self.agent = agent.map(str::to_string);
         self
     }
-    fn with_n(mut self, n: usize, dropped: Option<usize>) -> Self {
+    pub(crate) fn with_n(mut self, n: usize, dropped: Option<usize>) -> Self {
         self.n = Some(n);
         self.dropped = dropped;
         self
@@ -229,6 +240,14 @@ pub fn build_report(records: Vec<ItemRecord>, human: Option<&HumanFile>, opts: &
         let name = if *count == 1 { info.name.clone() } else { format!("{} #{count}", info.name) };
         let sage_rows = super::sage::rows(&name, &records);
         let mut panel = PanelReport::new(name, info, records, human, &mut used_file_ids);
+        if panel.info.protocol == "pairwise" {
+            // Pairwise judges give decisions, not scores: no score statistics.
+            let pairwise = super::pairwise::rows(&panel.summary.name, &panel.records, human, opts, &mut report.notes);
+            report.rows.extend(pairwise);
+            panel.effort_rows(&panel.summary.name.clone(), opts, &mut report.rows);
+            report.panels.push(panel.summary);
+            continue;
+        }
         panel.rows(opts, &mut report.rows, &mut jobs);
         report.rows.extend(sage_rows);
         report.distributions.extend(panel.distributions());
@@ -899,28 +918,4 @@ fn preference_code(p: Preference) -> f64 {
 }
 
 /// The decision of more than half of the votes, else a tie; none without votes.
-pub fn majority(votes: &[Preference]) -> Option<Preference> {
-    if votes.is_empty() {
-        return None;
-    }
-    for side in [Preference::A, Preference::B, Preference::Tie] {
-        if votes.iter().filter(|&&v| v == side).count() * 2 > votes.len() {
-            return Some(side);
-        }
-    }
-    Some(Preference::Tie)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn majority_needs_more_than_half() {
-        use Preference::*;
-        assert_eq!(majority(&[A, A, B]), Some(A));
-        assert_eq!(majority(&[A, B]), Some(Tie));
-        assert_eq!(majority(&[B, B, Tie, Tie]), Some(Tie));
-        assert_eq!(majority(&[]), None);
-    }
-}
+pub use crate::stats::raters::majority;

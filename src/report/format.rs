@@ -33,7 +33,7 @@ pub fn write_json(report: &Report, out: &mut impl Write) -> io::Result<()> {
 }
 
 /// The CSV columns, in order.
-pub const CSV_COLUMNS: [&str; 13] = [
+pub const CSV_COLUMNS: [&str; 14] = [
     "panel",
     "dimension",
     "group",
@@ -47,6 +47,7 @@ pub const CSV_COLUMNS: [&str; 13] = [
     "undefined_reason",
     "sources",
     "agent",
+    "system",
 ];
 
 /// Write the rows as CSV with a header.
@@ -75,6 +76,7 @@ pub fn write_csv(report: &Report, out: &mut impl Write) -> io::Result<()> {
             r.undefined_reason.as_deref().unwrap_or(""),
             &sources,
             r.agent.as_deref().unwrap_or(""),
+            r.system.as_deref().unwrap_or(""),
         ])
         .map_err(io::Error::other)?;
     }
@@ -86,12 +88,12 @@ type RowKey<'a> = (Option<&'a str>, Option<&'a str>, Option<Stage>, &'a str);
 
 /// Undefined reasons, numbered in order of first use.
 #[derive(Default)]
-struct Footnotes {
+pub(crate) struct Footnotes {
     reasons: Vec<String>,
 }
 
 impl Footnotes {
-    fn mark(&mut self, reason: &str) -> String {
+    pub(crate) fn mark(&mut self, reason: &str) -> String {
         let i = match self.reasons.iter().position(|r| r == reason) {
             Some(i) => i,
             None => {
@@ -103,18 +105,18 @@ impl Footnotes {
     }
 }
 
-fn pad(s: &str, width: usize) -> String {
+pub(crate) fn pad(s: &str, width: usize) -> String {
     let w = unicode_width::UnicodeWidthStr::width(s);
     format!("{s}{}", " ".repeat(width.saturating_sub(w)))
 }
 
-fn lpad(s: &str, width: usize) -> String {
+pub(crate) fn lpad(s: &str, width: usize) -> String {
     let w = unicode_width::UnicodeWidthStr::width(s);
     format!("{}{s}", " ".repeat(width.saturating_sub(w)))
 }
 
 /// A value with its interval: `0.612 [0.480, 0.720]`.
-fn value_cell(row: Option<&Row>, notes: &mut Footnotes) -> String {
+pub(crate) fn value_cell(row: Option<&Row>, notes: &mut Footnotes) -> String {
     let Some(row) = row else { return String::new() };
     match (row.value, &row.undefined_reason) {
         (Some(v), _) => match (row.ci_low, row.ci_high) {
@@ -126,7 +128,7 @@ fn value_cell(row: Option<&Row>, notes: &mut Footnotes) -> String {
     }
 }
 
-fn short_cell(row: Option<&Row>, notes: &mut Footnotes) -> String {
+pub(crate) fn short_cell(row: Option<&Row>, notes: &mut Footnotes) -> String {
     let Some(row) = row else { return String::new() };
     match (row.value, &row.undefined_reason) {
         (Some(v), _) => format!("{v:.3}"),
@@ -223,6 +225,15 @@ fn write_agent_rows(
     Ok(())
 }
 
+/// The pairwise rows of a panel, judges' included.
+fn all_pairwise<'a>(report: &'a Report, panel: &str) -> Vec<&'a Row> {
+    report
+        .rows
+        .iter()
+        .filter(|r| r.panel == panel && r.dimension.as_deref() == Some(super::pairwise::DIMENSION))
+        .collect()
+}
+
 /// Write the report as aligned tables; colour when `paint` is enabled.
 pub fn write_table(report: &Report, out: &mut impl Write, paint: Paint) -> io::Result<()> {
     write_table_with(report, out, paint, TableOptions::default())
@@ -251,13 +262,16 @@ pub fn write_table_with(report: &Report, out: &mut impl Write, paint: Paint, opt
             .iter()
             .filter_map(|s| panel.human_sources.get(*s).map(|n| format!("{s} {n}")))
             .collect();
-        writeln!(
-            out,
-            "human ratings: {} of {} items rated; values used by source: {} (later sources win: item < session < file)",
-            panel.rated_items,
-            panel.sessions,
-            if sources.is_empty() { "none".to_string() } else { sources.join(", ") }
-        )?;
+        // A pairwise panel's people give labels, counted in its own section.
+        if panel.protocol != "pairwise" {
+            writeln!(
+                out,
+                "human ratings: {} of {} items rated; values used by source: {} (later sources win: item < session < file)",
+                panel.rated_items,
+                panel.sessions,
+                if sources.is_empty() { "none".to_string() } else { sources.join(", ") }
+            )?;
+        }
         if !panel.unrated_keys.is_empty() && panel.rated_items > 0 {
             writeln!(out, "{}", paint.dim(&format!("not rated by humans: {}", panel.unrated_keys.join(", "))))?;
         }
@@ -365,7 +379,7 @@ pub fn write_table_with(report: &Report, out: &mut impl Write, paint: Paint, opt
                     ))
                 )?;
             }
-        } else if panel.sessions > 0 {
+        } else if panel.sessions > 0 && panel.protocol != "pairwise" {
             writeln!(out, "{}", paint.yellow("no human ratings joined: add a `human` field to the items, rate in the live screen, or pass --human FILE"))?;
         }
 
@@ -435,6 +449,11 @@ pub fn write_table_with(report: &Report, out: &mut impl Write, paint: Paint, opt
                     value_cell(Some(r), &mut notes)
                 )?;
             }
+        }
+
+        let pairwise_rows: Vec<&Row> = all_pairwise(report, &panel.name);
+        if !pairwise_rows.is_empty() {
+            super::pairwise::table::write_table(report, &pairwise_rows, out, paint, &mut notes)?;
         }
 
         let sage_rows: Vec<&Row> = rows.iter().copied().filter(|r| r.metric.starts_with("sage_")).collect();

@@ -1,10 +1,17 @@
 //! Human ratings from a file (`--human FILE`): CSV or JSONL keyed by item id.
 //!
 //! CSV: a header row with an `id` column and one column per dimension
-//! (`grammar` or `human.grammar`); a `label` (or `preference`) column holds
-//! pairwise decisions `A`, `B` or `tie`. Empty cells are missing ratings.
+//! (`grammar` or `human.grammar`); a `label` (or `preference`, `winner`)
+//! column holds pairwise decisions `A`, `B`, `tie` or a candidate's id.
+//! Empty cells are missing ratings.
 //! JSONL: one object per line, `{"id": …, "grammar": 4, …}` or
 //! `{"id": …, "human": {"grammar": 4}}`, with an optional `label`.
+//!
+//! Pairwise labels may come one row per rater and pair: an optional `rater`
+//! names the person, and `first` and `second` (or `pair`: `x vs y`, `x,y`;
+//! in JSONL also an array) the pair the label is about, in the order its
+//! `A` and `B` refer to. Without a pair the label is about the item (see
+//! [`super::pairwise::truth`]).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -16,7 +23,22 @@ use crate::stats::Preference;
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct HumanEntry {
     pub scores: Scores,
+    /// The last `A`/`B`/`tie` label of the id (label-dimension protocols).
     pub label: Option<Preference>,
+    /// Every pairwise label of the id, in file order.
+    pub pair_labels: Vec<PairLabel>,
+}
+
+/// One person's pairwise label, as written in the file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PairLabel {
+    /// `A`, `B`, `tie` or a candidate id.
+    pub label: String,
+    /// The pair it is about (its `A` and `B`), when the row names one.
+    pub pair: Option<(String, String)>,
+    pub rater: Option<String>,
+    /// The line it came from.
+    pub line: usize,
 }
 
 /// Ratings by item id, and the problems met reading them.
@@ -42,6 +64,31 @@ pub enum HumanFileError {
 }
 
 const LABEL_COLUMNS: [&str; 3] = ["label", "preference", "winner"];
+const RATER_COLUMNS: [&str; 2] = ["rater", "annotator"];
+const PAIR_COLUMNS: [&str; 4] = ["first", "second", "pair", "candidates"];
+
+/// A pair written as `x vs y`, `x,y`, `x|y` or `x;y`.
+fn split_pair(s: &str) -> Option<(String, String)> {
+    let parts: Vec<&str> =
+        if s.contains(" vs ") { s.split(" vs ").collect() } else { s.split([',', '|', ';']).collect() };
+    match parts.as_slice() {
+        [a, b] if !a.trim().is_empty() && !b.trim().is_empty() => Some((a.trim().to_string(), b.trim().to_string())),
+        _ => None,
+    }
+}
+
+/// Pair columns of one row: `first` + `second`, or `pair`/`candidates`.
+fn pair_of(get: &dyn Fn(&str) -> Option<String>) -> Result<Option<(String, String)>, String> {
+    match (get("first"), get("second")) {
+        (Some(a), Some(b)) => return Ok(Some((a, b))),
+        (Some(_), None) | (None, Some(_)) => return Err("`first` and `second` go together".into()),
+        (None, None) => {}
+    }
+    match get("pair").or_else(|| get("candidates")) {
+        Some(p) => split_pair(&p).map(Some).ok_or_else(|| format!("pair \"{p}\" is not two candidate ids")),
+        None => Ok(None),
+    }
+}
 
 fn dimension_name(column: &str) -> &str {
     let c = column.trim();
@@ -82,17 +129,35 @@ pub fn parse_csv(text: &str, source: String) -> Result<HumanFile, String> {
             continue;
         };
         let mut entry = HumanEntry::default();
+        let column = |want: &str| -> Option<String> {
+            headers
+                .iter()
+                .position(|h| dimension_name(h).eq_ignore_ascii_case(want))
+                .and_then(|i| record.get(i))
+                .map(str::trim)
+                .filter(|c| !c.is_empty())
+                .map(str::to_string)
+        };
+        let rater = RATER_COLUMNS.iter().find_map(|c| column(c));
+        let pair = match pair_of(&column) {
+            Ok(p) => p,
+            Err(e) => {
+                out.problems.push(format!("line {line}: {e}; row skipped"));
+                continue;
+            }
+        };
         for (i, cell) in record.iter().enumerate() {
             let cell = cell.trim();
             if i == id_col || cell.is_empty() {
                 continue;
             }
             let name = dimension_name(headers.get(i).unwrap_or(""));
-            if LABEL_COLUMNS.contains(&name.to_ascii_lowercase().as_str()) {
-                match cell.parse::<Preference>() {
-                    Ok(p) => entry.label = Some(p),
-                    Err(e) => out.problems.push(format!("line {line}: column `{name}`: {}", e.reason)),
-                }
+            let lower = name.to_ascii_lowercase();
+            if RATER_COLUMNS.contains(&lower.as_str()) || PAIR_COLUMNS.contains(&lower.as_str()) {
+                continue;
+            }
+            if LABEL_COLUMNS.contains(&lower.as_str()) {
+                add_label(&mut entry, cell, pair.clone(), rater.clone(), line);
                 continue;
             }
             match cell.parse::<f64>() {
@@ -137,16 +202,41 @@ pub fn parse_jsonl(text: &str, source: String) -> Result<HumanFile, String> {
             }
         };
         let mut entry = HumanEntry::default();
+        let text = |key: &str| -> Option<String> {
+            match obj.get(key)? {
+                serde_json::Value::String(s) if !s.trim().is_empty() => Some(s.trim().to_string()),
+                serde_json::Value::Number(n) => Some(n.to_string()),
+                serde_json::Value::Array(a) if a.len() == 2 => {
+                    let ids: Vec<String> = a.iter().filter_map(|v| v.as_str().map(str::to_string)).collect();
+                    (ids.len() == 2).then(|| ids.join(","))
+                }
+                _ => None,
+            }
+        };
+        let rater = RATER_COLUMNS.iter().find_map(|c| text(c));
+        let pair = match pair_of(&text) {
+            Ok(p) => p,
+            Err(e) => {
+                out.problems.push(format!("line {line}: {e}; line skipped"));
+                continue;
+            }
+        };
         let scores = obj.get("human").and_then(|h| h.as_object()).unwrap_or(obj);
         for (k, v) in scores {
             let name = dimension_name(k);
+            let lower = name.to_ascii_lowercase();
             if k == "id" || k == "human" || v.is_null() {
                 continue;
             }
-            if LABEL_COLUMNS.contains(&name.to_ascii_lowercase().as_str()) {
-                match v.as_str().map(str::parse::<Preference>) {
-                    Some(Ok(p)) => entry.label = Some(p),
-                    _ => out.problems.push(format!("line {line}: `{name}` must be \"A\", \"B\" or \"tie\"")),
+            if RATER_COLUMNS.contains(&lower.as_str()) || PAIR_COLUMNS.contains(&lower.as_str()) {
+                continue;
+            }
+            if LABEL_COLUMNS.contains(&lower.as_str()) {
+                match v.as_str().map(str::trim).filter(|s| !s.is_empty()) {
+                    Some(l) => add_label(&mut entry, l, pair.clone(), rater.clone(), line),
+                    None => out
+                        .problems
+                        .push(format!("line {line}: `{name}` must be \"A\", \"B\", \"tie\" or a candidate's id")),
                 }
                 continue;
             }
@@ -162,25 +252,36 @@ pub fn parse_jsonl(text: &str, source: String) -> Result<HumanFile, String> {
             }
         }
         if let Some(l) = obj.get("label").filter(|_| obj.get("human").is_some()).and_then(|v| v.as_str()) {
-            match l.parse::<Preference>() {
-                Ok(p) => entry.label = Some(p),
-                Err(e) => out.problems.push(format!("line {line}: label: {}", e.reason)),
-            }
+            add_label(&mut entry, l.trim(), pair.clone(), rater.clone(), line);
         }
         merge(&mut out, &id, entry, line);
     }
     Ok(out)
 }
 
+/// A label cell: kept as written for pairwise reports (a candidate id is
+/// checked against the session's candidates there), and as a preference
+/// when it is `A`, `B` or `tie`.
+fn add_label(entry: &mut HumanEntry, cell: &str, pair: Option<(String, String)>, rater: Option<String>, line: usize) {
+    if let Ok(p) = cell.parse::<Preference>() {
+        entry.label = Some(p);
+    }
+    entry.pair_labels.push(PairLabel { label: cell.to_string(), pair, rater, line });
+}
+
+/// Adds a row's values to its id. Several rows of one id are expected for
+/// pairwise labels (one per rater or pair); a score given again replaces the
+/// earlier one, with a problem noted.
 fn merge(out: &mut HumanFile, id: &str, entry: HumanEntry, line: usize) {
-    if out.ratings.contains_key(id) {
+    let slot = out.ratings.entry(id.to_string()).or_default();
+    if entry.scores.keys().any(|k| slot.scores.contains_key(k)) {
         out.problems.push(format!("line {line}: id \"{id}\" appears again; its values replace the earlier ones"));
     }
-    let slot = out.ratings.entry(id.to_string()).or_default();
     slot.scores.extend(entry.scores);
     if entry.label.is_some() {
         slot.label = entry.label;
     }
+    slot.pair_labels.extend(entry.pair_labels);
 }
 
 #[cfg(test)]
@@ -209,6 +310,26 @@ mod tests {
         assert_eq!(f.ratings["q2"].scores, Scores::from([("grammar".into(), 2.0)]));
         assert_eq!(f.problems.len(), 1);
         assert!(f.problems[0].starts_with("line 3"));
+    }
+
+    #[test]
+    fn pairwise_rows_per_rater_and_pair() {
+        let text = "id,first,second,label,rater\np1,sys-a,sys-b,A,ann\np1,sys-a,sys-b,sys-b,bob\np2,,,tie,\n";
+        let f = parse_csv(text, "r.csv".into()).unwrap();
+        assert!(f.problems.is_empty(), "{:?}", f.problems);
+        let p1 = &f.ratings["p1"].pair_labels;
+        assert_eq!(p1.len(), 2);
+        assert_eq!(p1[1].label, "sys-b");
+        assert_eq!(p1[1].pair, Some(("sys-a".into(), "sys-b".into())));
+        assert_eq!(p1[1].rater.as_deref(), Some("bob"));
+        assert_eq!(f.ratings["p2"].pair_labels[0].pair, None);
+        let j = "{\"id\":\"p1\",\"pair\":[\"y\",\"x\"],\"label\":\"B\",\"rater\":3}\n{\"id\":\"p1\",\"pair\":\"x vs y\",\"label\":\"tie\"}\n";
+        let f = parse_jsonl(j, "r.jsonl".into()).unwrap();
+        assert!(f.problems.is_empty(), "{:?}", f.problems);
+        let p1 = &f.ratings["p1"].pair_labels;
+        assert_eq!(p1[0].pair, Some(("y".into(), "x".into())));
+        assert_eq!(p1[0].rater.as_deref(), Some("3"));
+        assert_eq!(p1[1].pair, Some(("x".into(), "y".into())));
     }
 
     #[test]

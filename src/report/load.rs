@@ -125,6 +125,8 @@ pub struct ItemRecord {
     pub bad_lines: usize,
     /// What a meta-evaluator changed and proposed (SAGEval).
     pub sage: crate::session::sage::SageView,
+    /// Pairwise sessions: the candidates, human labels and decisions.
+    pub pairwise: Option<super::pairwise::PairwiseRecord>,
 }
 
 /// Shares one [`PanelInfo`] among the sessions of the same panel.
@@ -212,6 +214,7 @@ pub fn read_record(path: &Path, bytes: &[u8], cache: &PanelCache) -> Result<Item
     let mut bad_lines = 0;
     let mut stages = Stages::default();
     let mut sage = crate::session::sage::SageView::default();
+    let mut pairwise = super::pairwise::PairwiseFold::default();
     // The last line may be cut by a crash: only complete lines count.
     let complete = match bytes.iter().rposition(|&b| b == b'\n') {
         Some(end) => &bytes[..=end],
@@ -238,6 +241,7 @@ pub fn read_record(path: &Path, bytes: &[u8], cache: &PanelCache) -> Result<Item
         };
         stages.apply(&event.kind);
         sage.apply(&event.kind);
+        pairwise.apply(&event.kind);
         if let EventKind::SessionStarted { session_id, protocol, panel, item, agents, .. } = &event.kind {
             let info = panel_info(panel, protocol, agents);
             let info = cache.intern(info);
@@ -278,6 +282,7 @@ pub fn read_record(path: &Path, bytes: &[u8], cache: &PanelCache) -> Result<Item
                 effort: Effort { group_turns: vec![0; ng], group_tokens: vec![0; ng], ..Effort::default() },
                 bad_lines: 0,
                 sage: Default::default(),
+                pairwise: None,
                 panel: info,
             });
             continue;
@@ -337,6 +342,7 @@ pub fn read_record(path: &Path, bytes: &[u8], cache: &PanelCache) -> Result<Item
     })?;
     apply_stages(&mut r, &stages);
     r.sage = sage;
+    r.pairwise = pairwise.finish();
     let (usage, calls) = ended_usage.unwrap_or((running_usage, running_calls));
     r.effort.usage = usage;
     r.effort.calls = calls;

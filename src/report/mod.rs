@@ -10,6 +10,7 @@ pub mod build;
 pub mod format;
 pub mod human;
 pub mod load;
+pub mod pairwise;
 pub mod plot;
 pub mod sage;
 

@@ -41,6 +41,7 @@ fn row(panel: &str, dimension: &str, metric: &str, value: usize, n: usize) -> Ro
         dropped: None,
         undefined_reason: None,
         sources: None,
+        system: None,
     }
 }
 

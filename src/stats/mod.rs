@@ -17,6 +17,8 @@
 //! - [`pairwise`]: win rates and tie confusions for A/B/tie decisions.
 //! - [`position`]: position bias of swapped-order judgments (win↔tie and A↔B
 //!   flips), agreement with at least one human rater.
+//! - [`raters`]: several raters: majority label, κ between raters (Light's
+//!   κ), leave-one-rater-out agreement, bootstrap of win rates over items.
 //! - [`scale`]: exact accuracy, gap ratios, over- and under-rating ratios.
 //! - [`auc`]: ROC AUC for binary truth.
 //! - [`descriptive`]: mean, population standard deviation, median.
@@ -30,6 +32,7 @@ pub mod descriptive;
 pub mod krippendorff;
 pub mod pairwise;
 pub mod position;
+pub mod raters;
 pub mod scale;
 
 pub use agreement::{

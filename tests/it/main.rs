@@ -20,6 +20,7 @@ mod log_compat;
 mod optimize;
 mod optimize_cli;
 mod pairwise;
+mod pairwise_report;
 mod panel_item_loading;
 mod personas;
 mod personas_cli;
