@@ -136,6 +136,9 @@ impl<W: Write> Transcript<W> {
 
     fn scores(&self, ev: &Evaluation) -> String {
         let mut parts: Vec<String> = Vec::new();
+        if let Some(label) = &ev.label {
+            parts.push(self.paint.bold(&format!("verdict {label}")));
+        }
         let keys: Vec<&String> = if self.dimension_order.is_empty() {
             ev.scores.keys().collect()
         } else {

@@ -46,15 +46,19 @@ pub fn score_line(keys: &[String], ev: &Evaluation, before: Option<&Evaluation>,
         let w = ev.weighted_scores.as_ref().and_then(|w| w.get(k))?;
         Some(format!(" ({} {w:.2})", if short { "w" } else { "weighted" }))
     };
-    let mut parts: Vec<String> = keys
-        .iter()
-        .filter_map(|k| {
-            ev.scores.get(k).map(|v| {
-                let w = weighted(k).unwrap_or_default();
-                format!("{} {}{w}", label(k), value(*v, before.and_then(|b| b.score(k))))
-            })
+    let mut parts: Vec<String> = Vec::new();
+    if let Some(l) = &ev.label {
+        match before.and_then(|b| b.label.as_ref()) {
+            Some(was) if was != l => parts.push(format!("verdict {was}→{l}")),
+            _ => parts.push(format!("verdict {l}")),
+        }
+    }
+    parts.extend(keys.iter().filter_map(|k| {
+        ev.scores.get(k).map(|v| {
+            let w = weighted(k).unwrap_or_default();
+            format!("{} {}{w}", label(k), value(*v, before.and_then(|b| b.score(k))))
         })
-        .collect();
+    }));
     // Dimensions the panel does not name (older logs), in their own order.
     parts.extend(
         ev.scores.iter().filter(|(k, _)| !keys.contains(k)).map(|(k, v)| format!("{} {}", label(k), fmt_score(*v))),

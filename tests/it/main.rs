@@ -14,6 +14,7 @@ mod context_fit;
 mod engine_protocols;
 mod eval_cli;
 mod g_eval;
+mod layers;
 mod local_context;
 mod local_model;
 mod log_compat;

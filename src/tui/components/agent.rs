@@ -63,6 +63,17 @@ pub fn draw(f: &mut Frame, area: Rect, app: &mut App, idx: usize) {
     dims.push("overall".into());
     let mut header_lines: Vec<Line> = Vec::new();
     match &a.progress.latest {
+        Some(ev) if ev.label.is_some() && ev.scores.is_empty() => {
+            // A label verdict (CollabEval's pairwise mode), not scores.
+            let mut spans = vec![
+                Span::styled("verdict ", theme.muted()),
+                Span::styled(ev.label.clone().unwrap_or_default(), theme.accent()),
+            ];
+            if let Some(c) = ev.confidence {
+                spans.push(Span::styled(format!("  conf {}", fmt_score(c)), theme.muted()));
+            }
+            header_lines.push(Line::from(spans));
+        }
         Some(ev) => {
             let items: Vec<(String, Option<f64>, Option<f64>)> = dims
                 .iter()

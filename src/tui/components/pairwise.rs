@@ -40,6 +40,13 @@ pub fn applies(app: &App) -> bool {
     app.view().protocol == "pairwise"
 }
 
+/// Whether the session's results are pairwise decisions (the pairwise
+/// protocol, or CollabEval's pairwise mode, whose discussion has the usual
+/// panes and whose result pane is this module's).
+pub fn compares_pairs(app: &App) -> bool {
+    app.view().panel.as_ref().is_some_and(|p| p.protocol.compares_pairs())
+}
+
 /// The selected comparison, if the session has one yet.
 pub fn current(app: &App) -> Option<&ComparisonView> {
     let pw = &app.view().pairwise;

@@ -26,7 +26,7 @@ fn draw_pane(f: &mut Frame, app: &mut App, focus: Focus, area: Rect) {
         Focus::Moderator => moderator::draw(f, area, app),
         Focus::Consensus if sage::applies(app) => sage::draw_table(f, area, app),
         Focus::Consensus => consensus::draw(f, area, app),
-        Focus::Aggregator if pairwise::applies(app) => pairwise::result(f, area, app),
+        Focus::Aggregator if pairwise::applies(app) || pairwise::compares_pairs(app) => pairwise::result(f, area, app),
         Focus::Aggregator => aggregator::draw(f, area, app),
         Focus::Candidates => pairwise::candidates(f, area, app),
         Focus::Verdicts => pairwise::verdicts(f, area, app),
