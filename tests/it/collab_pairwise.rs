@@ -201,3 +201,23 @@ async fn an_item_without_exactly_two_candidates_fails_with_its_reason() {
     let error = outcome.error.unwrap();
     assert!(error.contains("3 candidate(s)") && error.contains("exactly two"), "{error}");
 }
+
+#[tokio::test]
+async fn the_screen_shows_each_verdict_its_change_and_the_pairwise_result() {
+    let judge = |req: &ChatRequest, _: usize| {
+        let t = text(req);
+        if t.contains("You are Bea") && !t.contains("Discussion round") { verdict("B") } else { verdict("A") }
+    };
+    let s = run_with(collab_panel(&["Ann", "Bea"], 3), pair_item(&[("sys-lead", GOOD), ("sys-short", POOR)]), judge);
+    let (events, outcome) = s.finish().await;
+    assert_eq!(outcome.status, EndStatus::Completed, "{:?}", outcome.error);
+    let mut app = moot::tui::app::App::loaded(moot::tui::app::Env::test(), &events);
+    let mut t = ratatui::Terminal::new(ratatui::backend::TestBackend::new(160, 48)).unwrap();
+    t.draw(|f| moot::tui::screens::live::draw(f, &mut app)).unwrap();
+    let screen = t.backend().to_string();
+    // Bea's turn line shows her change of verdict; the consensus pane the labels; the result the winner.
+    assert!(screen.contains("verdict B→A"), "{screen}");
+    assert!(screen.contains("same verdict") && screen.contains("same"), "{screen}");
+    assert!(screen.contains("sys-lead"), "{screen}");
+    assert!(!screen.contains("no scores yet"), "{screen}");
+}

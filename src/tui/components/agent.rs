@@ -91,7 +91,11 @@ pub fn draw(f: &mut Frame, area: Rect, app: &mut App, idx: usize) {
             }
             header_lines.push(Line::from(spans));
         }
-        None => header_lines.push(Line::from(Span::styled("no scores yet", theme.muted()))),
+        None => {
+            let compares_pairs = app.vm.session.panel.as_ref().is_some_and(|p| p.protocol.compares_pairs());
+            let nothing = if compares_pairs { "no verdict yet" } else { "no scores yet" };
+            header_lines.push(Line::from(Span::styled(nothing, theme.muted())));
+        }
     }
     if let AgentState::Failed { .. } = a.state
         && let Some(t) = a.turns.last().and_then(|&i| app.vm.session.turns.get(i))
@@ -179,7 +183,9 @@ pub fn list(f: &mut Frame, area: Rect, app: &App) -> Vec<(Rect, Focus)> {
             let a = &v.agents[i];
             let (sym, _, style) = badge(a, theme);
             let focused = app.focus == Focus::Agent(i);
-            let ovr = a.progress.latest.as_ref().and_then(|e| e.overall).map(fmt_score).unwrap_or_else(|| "–".into());
+            // The overall score, or a label verdict (CollabEval's pairwise mode).
+            let ovr = a.progress.latest.as_ref().and_then(|e| e.overall.map(fmt_score).or_else(|| e.label.clone()));
+            let ovr = ovr.unwrap_or_else(|| "–".into());
             let name_w = w.saturating_sub(8);
             let row_style = if focused { theme.selection() } else { Style::default() };
             hits.push((

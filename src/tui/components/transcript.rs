@@ -151,8 +151,27 @@ fn build(v: &SessionView, e: &TimelineEntry, width: u16, theme: &Theme, wraps: &
                 None => v.aggregate.as_ref(),
             };
             let who = group.clone().unwrap_or_else(|| "panel".into());
-            let o = agg.and_then(|a| a.overall).map(fmt_score).unwrap_or_else(|| "–".into());
-            vec![Line::from(Span::styled(format!("Σ result ({who}): overall {o}"), theme.accent()))]
+            let text = match agg {
+                // Pairwise results: the ranking (hidden in a blind run until
+                // every pair is revealed), or how a group reached its label.
+                Some(a) if !a.ranking.is_empty() && v.pairwise.comparisons.iter().any(|c| !v.pairwise.revealed(c)) => {
+                    "hidden until you give your own verdicts (blind)".to_string()
+                }
+                Some(a) if !a.ranking.is_empty() => a
+                    .ranking
+                    .iter()
+                    .map(|r| {
+                        let human = if r.human { " (human)" } else { "" };
+                        format!("{} {}W {}L {}T{human}", r.candidate, r.wins, r.losses, r.ties)
+                    })
+                    .collect::<Vec<_>>()
+                    .join(" · "),
+                Some(a) if a.overall.is_none() && a.scores.is_empty() && !a.feedback.trim().is_empty() => {
+                    a.feedback.lines().next().unwrap_or_default().to_string()
+                }
+                _ => format!("overall {}", agg.and_then(|a| a.overall).map(fmt_score).unwrap_or_else(|| "–".into())),
+            };
+            vec![Line::from(Span::styled(format!("Σ result ({who}): {text}"), theme.accent()))]
         }
         TimelineEntry::Ended { status, error, reason } => {
             let mut s = format!("■ session {}", status.as_str());
