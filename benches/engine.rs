@@ -12,6 +12,10 @@
 //!   five agents with one simultaneous round, against a provider whose
 //!   discussion calls take 200 ms (first evaluations are instant): the
 //!   round's five calls run at once. Target: < 300 ms.
+//! - `pairwise_1000_items_swap_3_votes`: pairwise judging of 1,000 items of
+//!   two candidates each, one judge, both orders and three votes per order
+//!   (6,000 verdict turns, no log written), one session after another, with
+//!   an instant scripted provider. Target: < 100 ms.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -146,5 +150,54 @@ fn simultaneous_round(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, debate_1000_turns, initial_phase_concurrency, g_eval_1000_turns, simultaneous_round);
+fn pairwise_1000_items(c: &mut Criterion) {
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let mut p = panel(Protocol::Pairwise, &[("Judges", &["Ann"])]);
+    p.protocol.settings.insert("votes".into(), moot::panel::SettingValue::Integer(3));
+    let p = Arc::new(p);
+    let provider = Arc::new(
+        ScriptedProvider::new(|_, i| {
+            let label = ["A", "B", "tie"][i % 3];
+            ScriptedReply::Text(format!(
+                "A keeps the facts.\n{{\"verdict\": \"{label}\", \"confidence\": \"high\", \"reasoning\": \"Facts.\"}}"
+            ))
+        })
+        .without_records(),
+    );
+    let items: Vec<_> = (0..1000)
+        .map(|i| {
+            let mut it = item();
+            it.id = format!("pair-{i}");
+            it.content = String::new();
+            it.candidates = Some(vec![
+                moot::item::Candidate { id: "sys-a".into(), text: "The council voted to close the branch.".into() },
+                moot::item::Candidate { id: "sys-b".into(), text: "A library is closing.".into() },
+            ]);
+            it
+        })
+        .collect();
+    let mut group = c.benchmark_group("engine");
+    group.sample_size(10);
+    group.bench_function("pairwise_1000_items_swap_3_votes", |b| {
+        b.iter(|| {
+            for it in &items {
+                let config =
+                    EngineConfig::new(p.clone(), it.clone(), Bindings::uniform(Binding::new(provider.clone(), "")));
+                let (_handle, rx) = EngineHandle::channel();
+                let outcome = rt.block_on(engine::run(config, Recorder::new(None, None), rx));
+                assert_eq!(outcome.status, moot::session::event::EndStatus::Completed, "{:?}", outcome.error);
+            }
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(
+    benches,
+    debate_1000_turns,
+    initial_phase_concurrency,
+    g_eval_1000_turns,
+    simultaneous_round,
+    pairwise_1000_items
+);
 criterion_main!(benches);

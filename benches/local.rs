@@ -264,7 +264,7 @@ fn debate_turns(rt: &Runtime, provider: &LocalProvider, nonce: &AtomicU64, group
             ChatRequest::new(prompts::debate_messages(&panel, &team.name, a, &item, &before, Some(&evaluation(3.0))));
         request.max_tokens = panel.generation.max_tokens;
         request.temperature = Some(panel.generation.temperature);
-        request.response_schema = Some(prompts::evaluation_schema(&panel));
+        request.response_schema = Some(std::sync::Arc::new(prompts::evaluation_schema(&panel)));
         let speech = speak(rt, provider, &request, |so_far| {
             prompts::debate_ahead(&panel, &item, &team.name, &before, &a.name, so_far)
         });

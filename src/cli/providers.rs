@@ -138,12 +138,12 @@ async fn check_structured(
     )]);
     request.max_tokens = 96;
     request.temperature = Some(0.0);
-    request.response_schema = Some(serde_json::json!({
+    request.response_schema = Some(std::sync::Arc::new(serde_json::json!({
         "type": "object",
         "properties": {"ok": {"type": "integer", "minimum": 0, "maximum": 9}},
         "required": ["ok"],
         "additionalProperties": false
-    }));
+    })));
     let text = match ask(provider, &request, timeout).await {
         Ok(t) => t,
         Err(e) => return Some(Err(e)),

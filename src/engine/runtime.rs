@@ -187,7 +187,7 @@ pub(crate) struct CallSpec<'a> {
     /// The request's messages; a discussion in them is shortened when the
     /// whole request would not fit the model's context (see [`trim`]).
     pub messages: Prompt<'a>,
-    pub schema: Option<serde_json::Value>,
+    pub schema: Option<Arc<serde_json::Value>>,
     pub top_logprobs: Option<u8>,
     /// What the group's next request will start with, given this reply so
     /// far: the run hints it to the providers as the reply streams.
@@ -580,7 +580,7 @@ impl Run {
         ahead: Option<ReadAhead<'_>>,
     ) -> Spoken<V::Output> {
         let TurnSpec { participant, role, cancel, .. } = turn;
-        let schema = verdict.schema();
+        let schema = verdict.shared_schema();
         let spec = |kind, messages, ahead| CallSpec {
             turn,
             kind,

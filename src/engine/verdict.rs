@@ -29,6 +29,11 @@ pub(crate) trait Verdict: Sync {
     fn instructions(&self) -> String;
     /// A JSON schema of the verdict, for providers that constrain their output.
     fn schema(&self) -> Option<serde_json::Value>;
+    /// [`Self::schema`] as requests carry it; a verdict asked for many times
+    /// may build it once.
+    fn shared_schema(&self) -> Option<std::sync::Arc<serde_json::Value>> {
+        self.schema().map(std::sync::Arc::new)
+    }
     /// Log-probabilities to ask for (probability-weighted scores).
     fn top_logprobs(&self) -> Option<u8> {
         None

@@ -124,7 +124,7 @@ impl Ctx {
                 max_tokens: fitted.max_tokens,
                 temperature: m.temperature,
                 seed: m.seed,
-                response_schema: verdict.schema(),
+                response_schema: verdict.shared_schema(),
                 top_logprobs: None,
             };
             let result = self.stream(call, &request).await;

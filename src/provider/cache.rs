@@ -65,7 +65,7 @@ struct KeyMaterial<'a> {
     max_tokens: u32,
     temperature: Option<f32>,
     seed: Option<u64>,
-    response_schema: &'a Option<serde_json::Value>,
+    response_schema: Option<&'a serde_json::Value>,
     /// Absent when not asked, so that keys of earlier requests still match.
     #[serde(skip_serializing_if = "Option::is_none")]
     top_logprobs: Option<u8>,
@@ -109,7 +109,7 @@ impl ResponseCache {
             max_tokens: request.max_tokens,
             temperature: request.temperature,
             seed: request.seed,
-            response_schema: &request.response_schema,
+            response_schema: request.response_schema.as_deref(),
             top_logprobs: request.top_logprobs,
         };
         // Serialising plain data to a Vec cannot fail; an empty key would only miss.

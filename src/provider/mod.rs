@@ -90,13 +90,20 @@ pub struct ChatRequest {
     pub temperature: Option<f32>,
     pub seed: Option<u64>,
     /// A JSON schema the reply's evaluation must follow, for backends that can
-    /// constrain their output (the local model). Others ignore it.
-    pub response_schema: Option<serde_json::Value>,
+    /// constrain their output (the local model). Others ignore it. Shared:
+    /// a run asks every turn of a kind for the same schema.
+    #[serde(serialize_with = "shared_value")]
+    pub response_schema: Option<std::sync::Arc<serde_json::Value>>,
     /// Ask for the log-probabilities of the reply's tokens with this many
     /// alternatives each (probability-weighted scores). Providers that cannot
     /// give them return none; OpenAI-compatible servers may also be asked for
     /// them for every request in their configuration.
     pub top_logprobs: Option<u8>,
+}
+
+/// A shared JSON value, written as the value.
+fn shared_value<S: serde::Serializer>(v: &Option<std::sync::Arc<serde_json::Value>>, s: S) -> Result<S::Ok, S::Error> {
+    serde::Serialize::serialize(&v.as_deref(), s)
 }
 
 impl ChatRequest {

@@ -47,6 +47,8 @@ pub struct ScriptedProvider {
     /// Wait between chunks (a reply that streams over time).
     pace: Duration,
     calls: AtomicUsize,
+    /// Keep every request (for [`Self::requests`]); off in benchmarks.
+    record: bool,
     requests: Mutex<Vec<ChatRequest>>,
     read_aheads: Mutex<Vec<Vec<ChatMessage>>>,
 }
@@ -59,6 +61,7 @@ impl ScriptedProvider {
             chunk: 16,
             pace: Duration::ZERO,
             calls: AtomicUsize::new(0),
+            record: true,
             requests: Mutex::new(Vec::new()),
             read_aheads: Mutex::new(Vec::new()),
         }
@@ -79,6 +82,13 @@ impl ScriptedProvider {
     /// Stream in chunks of this many bytes (rounded to character boundaries).
     pub fn with_chunk(mut self, bytes: usize) -> Self {
         self.chunk = bytes.max(1);
+        self
+    }
+
+    /// Keep no requests ([`Self::requests`] stays empty): a benchmark's
+    /// thousands of calls then measure the engine, not the copies.
+    pub fn without_records(mut self) -> Self {
+        self.record = false;
         self
     }
 
@@ -115,7 +125,9 @@ impl Provider for ScriptedProvider {
         cancel: &CancellationToken,
     ) -> Result<Completion, ProviderError> {
         let index = self.calls.fetch_add(1, Ordering::SeqCst);
-        self.requests.lock().unwrap_or_else(|e| e.into_inner()).push(request.clone());
+        if self.record {
+            self.requests.lock().unwrap_or_else(|e| e.into_inner()).push(request.clone());
+        }
         let reply = (self.responder)(request, index);
         let delay = match &reply {
             ScriptedReply::Slow(_, d) => *d,

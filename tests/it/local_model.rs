@@ -74,7 +74,7 @@ async fn constrained_evaluation_respects_the_schema() {
     ]);
     request.max_tokens = 48;
     request.temperature = Some(0.0);
-    request.response_schema = Some(schema);
+    request.response_schema = Some(std::sync::Arc::new(schema));
 
     let (tx, mut rx) = mpsc::unbounded_channel();
     let cancel = CancellationToken::new();
@@ -126,7 +126,7 @@ async fn a_constrained_reply_starts_with_prose_and_ends_with_the_object() {
     ]);
     request.max_tokens = 200;
     request.temperature = Some(0.0);
-    request.response_schema = Some(schema);
+    request.response_schema = Some(std::sync::Arc::new(schema));
     let (tx, _rx) = mpsc::unbounded_channel();
     let completion = provider.stream(&request, &tx, &CancellationToken::new()).await.expect("completion");
     let text = completion.text.as_str();
@@ -208,7 +208,7 @@ async fn schemas_beyond_flat_objects_use_llama_cpp_conversion() {
     ]);
     request.max_tokens = 16;
     request.temperature = Some(0.0);
-    request.response_schema = Some(schema);
+    request.response_schema = Some(std::sync::Arc::new(schema));
     let (tx, _rx) = mpsc::unbounded_channel();
     let completion = provider.stream(&request, &tx, &CancellationToken::new()).await.expect("completion");
     let eval = last_json_object(&completion.text).unwrap_or_else(|| panic!("no JSON in {:?}", completion.text));

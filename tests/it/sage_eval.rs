@@ -208,6 +208,7 @@ async fn a_label_outside_the_set_is_a_parse_failure_not_a_value() {
     // The grammar of a constrained model allows only the labels.
     let req = provider.requests().into_iter().find(|r| !is_steps(r)).unwrap();
     let schema = req.response_schema.unwrap();
+    let schema = schema.as_ref();
     assert_eq!(
         schema["properties"]["tone"]["properties"]["label"]["enum"],
         serde_json::json!(["formal", "friendly", "playful"])

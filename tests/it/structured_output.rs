@@ -27,7 +27,7 @@ fn verdict_schema() -> Value {
 
 fn verdict_request() -> ChatRequest {
     let mut r = ChatRequest::new(vec![ChatMessage::system("Judge."), ChatMessage::user("Rate the grammar.")]);
-    r.response_schema = Some(verdict_schema());
+    r.response_schema = Some(std::sync::Arc::new(verdict_schema()));
     r.max_tokens = 300;
     r
 }

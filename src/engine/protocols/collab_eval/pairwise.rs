@@ -31,7 +31,7 @@ use crate::provider::{ChatMessage, ProviderError};
 use crate::session::event::{EventKind, Phase, Role};
 
 /// The verdict every turn of this mode asks for: one overall label.
-const VERDICT: DiscussedLabel<'static> = DiscussedLabel(LabelVerdict { criteria: &[] });
+static VERDICT: DiscussedLabel<'static> = DiscussedLabel(LabelVerdict::new(&[]));
 
 /// How a group's discussion ended, and its label (`None`: nobody gave one).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

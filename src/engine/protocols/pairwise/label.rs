@@ -1,6 +1,8 @@
 //! The label verdict of a pairwise comparison: `A`, `B` or `tie`, optionally
 //! one per criterion, with a confidence and the reasoning.
 
+use std::sync::{Arc, OnceLock};
+
 use serde_json::{Value, json};
 
 use crate::engine::verdict::Verdict;
@@ -43,13 +45,20 @@ pub struct PairVerdict {
     pub reasoning: Option<String>,
 }
 
-/// The verdict a pairwise judge's turn asks for.
+/// The verdict a pairwise judge's turn asks for. One is made per run and
+/// asked for in every turn: its instructions and schema are built once.
 pub struct LabelVerdict<'a> {
     /// Criterion keys (the panel's dimensions); empty for one overall label.
     pub criteria: &'a [String],
+    instructions: OnceLock<String>,
+    schema: OnceLock<Arc<Value>>,
 }
 
-impl LabelVerdict<'_> {
+impl<'a> LabelVerdict<'a> {
+    pub const fn new(criteria: &'a [String]) -> Self {
+        Self { criteria, instructions: OnceLock::new(), schema: OnceLock::new() }
+    }
+
     pub fn example(&self) -> String {
         let mut fields = vec![r#""verdict": "A" | "B" | "tie""#.to_string()];
         if !self.criteria.is_empty() {
@@ -106,7 +115,11 @@ fn last_verdict_object(text: &str) -> Option<serde_json::Map<String, Value>> {
 impl Verdict for LabelVerdict<'_> {
     type Output = PairVerdict;
     fn instructions(&self) -> String {
-        format!("End your reply with your verdict as one JSON object: {}", self.example())
+        let built = || format!("End your reply with your verdict as one JSON object: {}", self.example());
+        self.instructions.get_or_init(built).clone()
+    }
+    fn shared_schema(&self) -> Option<Arc<Value>> {
+        Some(self.schema.get_or_init(|| Arc::new(self.schema().expect("a label verdict has a schema"))).clone())
     }
     fn schema(&self) -> Option<Value> {
         let label = json!({"type": "string", "enum": ["A", "B", "tie"]});
@@ -184,6 +197,9 @@ impl Verdict for DiscussedLabel<'_> {
     fn schema(&self) -> Option<Value> {
         self.0.schema()
     }
+    fn shared_schema(&self) -> Option<Arc<Value>> {
+        self.0.shared_schema()
+    }
     fn read(&self, completion: &Completion) -> Result<PairVerdict, String> {
         self.0.read(completion)
     }
@@ -206,7 +222,7 @@ mod tests {
     #[test]
     fn reads_the_last_verdict_object() {
         let keys = crit();
-        let v = LabelVerdict { criteria: &keys };
+        let v = LabelVerdict::new(&keys);
         let text = "Summary A quotes {\"verdict\": \"B\"} from the source.\nMy verdict: {\"verdict\": \"a\", \"criteria\": {\"coherence\": \"tie\", \"consistency\": \"A\"}, \"confidence\": 0.8, \"reasoning\": \"A keeps the facts.\"}";
         let got = v.read_text(text).unwrap();
         assert_eq!(got.label, Label::A);
@@ -217,7 +233,7 @@ mod tests {
 
     #[test]
     fn unreadable_replies_are_errors_not_labels() {
-        let v = LabelVerdict { criteria: &[] };
+        let v = LabelVerdict::new(&[]);
         assert!(v.read_text("I prefer A.").unwrap_err().contains("no JSON object"));
         assert!(v.read_text(r#"{"verdict": "C"}"#).unwrap_err().contains("not \"A\""));
         assert!(v.read_text(r#"{"verdict": "A", "confidence": 3}"#).unwrap_err().contains("confidence"));
@@ -236,7 +252,7 @@ mod tests {
     #[test]
     fn schema_requires_every_criterion() {
         let keys = crit();
-        let s = LabelVerdict { criteria: &keys }.schema().unwrap();
+        let s = LabelVerdict::new(&keys).schema().unwrap();
         assert_eq!(s["properties"]["criteria"]["required"], json!(["coherence", "consistency"]));
         assert_eq!(s["properties"]["verdict"]["enum"], json!(["A", "B", "tie"]));
     }

@@ -157,7 +157,13 @@ pub(crate) async fn run(run: &Run) {
             })
         })
         .collect();
-    let labels = join_all(jobs.iter().map(|&job| judge_one(run, &cands, pairs[job.pair], job))).await;
+    let keys: Vec<String> = if run.panel.protocol.flag("per_criterion") {
+        run.panel.dimensions.iter().map(|d| d.key.clone()).collect()
+    } else {
+        Vec::new()
+    };
+    let verdict = LabelVerdict::new(&keys);
+    let labels = join_all(jobs.iter().map(|&job| judge_one(run, &verdict, &cands, pairs[job.pair], job))).await;
     if run.quit.is_cancelled() {
         return;
     }
@@ -278,7 +284,13 @@ pub(crate) fn winner(p: Preference, first: &str, second: &str) -> Option<String>
 }
 
 /// One judge's verdict on one order of a pair: `None` when it could not be read.
-async fn judge_one(run: &Run, cands: &[Candidate], (i, k): (usize, usize), job: Job) -> Option<Label> {
+async fn judge_one(
+    run: &Run,
+    verdict: &LabelVerdict<'_>,
+    cands: &[Candidate],
+    (i, k): (usize, usize),
+    job: Job,
+) -> Option<Label> {
     if !run.gate().await {
         return None;
     }
@@ -290,12 +302,6 @@ async fn judge_one(run: &Run, cands: &[Candidate], (i, k): (usize, usize), job: 
     let binding = run.config.bindings.for_agent(&name).clone();
     let noun = run.panel.protocol.text("candidate_name").trim().to_string();
     let noun = if noun.is_empty() { "Summary".to_string() } else { noun };
-    let keys: Vec<String> = if run.panel.protocol.flag("per_criterion") {
-        run.panel.dimensions.iter().map(|d| d.key.clone()).collect()
-    } else {
-        Vec::new()
-    };
-    let verdict = LabelVerdict { criteria: &keys };
     let (a, b) = if job.swapped { (&cands[k], &cands[i]) } else { (&cands[i], &cands[k]) };
     let messages = prompts::compare_messages(
         &run.panel,
@@ -319,7 +325,7 @@ async fn judge_one(run: &Run, cands: &[Candidate], (i, k): (usize, usize), job: 
         dimension: None,
         pair: Some(&pair),
     };
-    match run.verdict_turn(&verdict, turn, Prompt::fixed(messages), None).await {
+    match run.verdict_turn(verdict, turn, Prompt::fixed(messages), None).await {
         Spoken::Evaluated { evaluation: v, turn, .. } => {
             record(run, &name, (&cands[i].id, &cands[k].id), job, turn, &v);
             Some(v.label)
