@@ -3,6 +3,10 @@
 //! judge's, the panel's and a person's — folded by the same
 //! [`PairwiseView`] as the live screen. The judges' readable verdicts are
 //! dropped once folded (a report needs the decisions only).
+//!
+//! A session is pairwise when its panel compares pairs (the `pairwise`
+//! protocol, or CollabEval's pairwise mode: see [`compares_pairs`]) or when
+//! its log has pairwise decisions.
 
 use crate::session::EventKind;
 use crate::session::pairwise::{ComparisonView, DecisionView, PairwiseView};
@@ -19,6 +23,22 @@ pub struct PairwiseRecord {
     pub pairs: Vec<ComparisonView>,
 }
 
+/// Whether a session's panel compares an item's candidates in pairs rather
+/// than rating its content: the `pairwise` protocol, or a protocol whose
+/// settings (the panel's `protocol` table in `session_started`) choose
+/// pairs, as CollabEval's `mode = "pairwise"` does.
+pub fn compares_pairs(protocol: &str, panel: &serde_json::Value) -> bool {
+    use serde::Deserialize;
+    if protocol == "pairwise" {
+        return true;
+    }
+    match panel.get("protocol").map(crate::panel::ProtocolSection::deserialize) {
+        Some(Ok(section)) => section.compares_pairs(),
+        // A protocol this version does not know: its settings say so.
+        _ => panel.get("protocol").and_then(|p| p.get("mode")).and_then(|m| m.as_str()) == Some("pairwise"),
+    }
+}
+
 /// Folds the pairwise events of one log.
 #[derive(Debug, Default)]
 pub struct PairwiseFold {
@@ -30,8 +50,8 @@ pub struct PairwiseFold {
 
 impl PairwiseFold {
     pub fn apply(&mut self, kind: &EventKind) {
-        if let EventKind::SessionStarted { protocol, item, .. } = kind {
-            self.pairwise = protocol == "pairwise";
+        if let EventKind::SessionStarted { protocol, panel, item, .. } = kind {
+            self.pairwise = compares_pairs(protocol, panel);
             self.candidates = item.candidates.iter().flatten().map(|c| c.id.clone()).collect();
             self.human_labels = item.human_labels.clone();
         }
