@@ -546,7 +546,7 @@ async fn eval_then_report_with_the_binary() {
 }
 
 // ---------------------------------------------------------------------------
-// CollabEval's pairwise mode
+// CollabEval's pairwise mode, and people's blind labels
 // ---------------------------------------------------------------------------
 
 /// Ann and Bea judge fairly, Cal always says A; a final judge judges fairly.
@@ -574,6 +574,24 @@ async fn write_collab_logs(dir: &Path) {
         let (_, outcome) = Session::start(c, Some(writer)).finish().await;
         assert_eq!(outcome.status, EndStatus::Completed, "{}: {:?}", it.id, outcome.error);
     }
+}
+
+/// Appends a person's blind verdict on a pair to a log.
+fn append_label(log: &Path, first: &str, second: &str, winner: Option<&str>, author: &str) {
+    let text = std::fs::read_to_string(log).unwrap();
+    let last: serde_json::Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+    let mut event = serde_json::json!({
+        "seq": last["seq"].as_u64().unwrap() + 1,
+        "t": "2025-03-01T10:00:00Z",
+        "type": "pair_labelled",
+        "first": first,
+        "second": second,
+        "author": author,
+    });
+    if let Some(w) = winner {
+        event["winner"] = w.into();
+    }
+    std::fs::write(log, format!("{text}{event}\n")).unwrap();
 }
 
 #[tokio::test]
@@ -646,4 +664,70 @@ async fn collab_eval_pairwise_sessions_are_reported_as_pairwise() {
     }
     assert_eq!((tally.comparisons, tally.undecided, tally.items), (5, 0, 5));
     assert!(tally.line(3).unwrap().starts_with("lead 4-0-0 win 100% ["), "{:?}", tally.line(3));
+}
+
+#[tokio::test]
+async fn blind_labels_are_their_authors_human_labels() {
+    let tmp = tempfile::tempdir().unwrap();
+    write_collab_logs(tmp.path()).await;
+    // Dan labelled p5 (no item labels) and p2 blind: para, then lead.
+    append_label(&tmp.path().join("p5.jsonl"), "para", "short", Some("para"), "dan");
+    append_label(&tmp.path().join("p2.jsonl"), "short", "lead", Some("lead"), "dan");
+    let r = report_of(tmp.path(), None, 0);
+    // p2: #1 B (lead), #2 tie, dan lead: lead. p5: dan's para. The panel
+    // agrees on p1, p2, p3 and p5.
+    let agree = row(&r, None, Some("aggregate"), None, "human_majority_agreement");
+    assert!(close(agree.value.unwrap(), 0.8) && agree.n == Some(5), "{agree:?}");
+    let labelled = row(&r, None, None, None, "human_labelled_comparisons");
+    assert_eq!(labelled.value, Some(5.0));
+    assert_eq!(labelled.sources, Some(BTreeMap::from([("item".to_string(), 4), ("session".to_string(), 2)])));
+    assert_eq!(value(&r, None, None, None, "human_raters"), 4.0);
+
+    // A file's label by the same person replaces their blind one on that
+    // pair, and the file's labels replace the item's: p2 is dan's tie.
+    let human = parse_csv("id,first,second,label,rater\np2,lead,short,tie,dan\n", "labels.csv".into()).unwrap();
+    let r = report_of(tmp.path(), Some(&human), 0);
+    let agree = row(&r, None, Some("aggregate"), None, "human_majority_agreement");
+    assert!(close(agree.value.unwrap(), 0.6) && agree.n == Some(5), "{agree:?}");
+    let labelled = row(&r, None, None, None, "human_labelled_comparisons");
+    assert_eq!(
+        labelled.sources,
+        Some(BTreeMap::from([("file".to_string(), 1), ("item".to_string(), 3), ("session".to_string(), 1)]))
+    );
+}
+
+#[tokio::test]
+async fn a_blind_run_records_a_human_label_the_report_counts() {
+    use moot::engine::Command;
+    use moot::session::event::EventKind;
+    let tmp = tempfile::tempdir().unwrap();
+    write_logs(tmp.path()).await;
+    // p5 again, blind: dan gives his verdict before seeing the judges'.
+    let it = items().pop().unwrap();
+    let mut c = config(pairwise_panel(), scripted(judges));
+    c.item = it.clone();
+    c.blind = true;
+    c.linger = true;
+    std::fs::remove_file(tmp.path().join("p5.jsonl")).unwrap();
+    let writer = SessionWriter::create(tmp.path().join("p5.jsonl")).unwrap();
+    let mut s = Session::start(c, Some(writer));
+    s.wait_for(|e| matches!(&e.kind, EventKind::AggregationCompleted { group: None, .. })).await;
+    s.send(Command::LabelPair {
+        first: "para".into(),
+        second: "short".into(),
+        winner: Some("para".into()),
+        author: "dan".into(),
+    });
+    s.wait_for(|e| matches!(&e.kind, EventKind::PairLabelled { .. })).await;
+    s.send(Command::Quit { author: "dan".into() });
+    let (_, outcome) = s.finish().await;
+    assert_eq!(outcome.status, EndStatus::Completed, "{:?}", outcome.error);
+
+    let r = report_of(tmp.path(), None, 0);
+    // As in `report_over_engine_logs`, and p5's para agrees with the panel.
+    let agree = row(&r, None, Some("aggregate"), None, "human_majority_agreement");
+    assert!(close(agree.value.unwrap(), 0.8) && agree.n == Some(5), "{agree:?}");
+    let labelled = row(&r, None, None, None, "human_labelled_comparisons");
+    assert_eq!(labelled.sources, Some(BTreeMap::from([("item".to_string(), 4), ("session".to_string(), 1)])));
+    assert_eq!(value(&r, None, None, None, "human_raters"), 4.0);
 }

@@ -33,9 +33,10 @@ use crate::stats::{self, BootstrapCi, Preference, StatResult, Undefined, WinRate
 pub const DIMENSION: &str = "pairwise";
 
 /// Where people's labels on a comparison came from (`sources` of
-/// `human_labelled_comparisons`): the item's `human_label(s)`, a `--human`
-/// file.
+/// `human_labelled_comparisons`): the item's `human_label(s)`, people's
+/// blind verdicts in the log (`pair_labelled`), a `--human` file.
 const SOURCE_ITEM: &str = "item";
+const SOURCE_SESSION: &str = "session";
 const SOURCE_FILE: &str = "file";
 
 /// Why a position bias is undefined when the judges saw each pair in one
@@ -126,7 +127,8 @@ pub fn rows(
             let panel_outcome = c.panel.as_ref().and_then(|p| record::outcome(p, &c.first, &c.second));
             let settled =
                 c.settled.as_ref().and_then(|s| record::winner_pref(s.winner.as_deref(), &c.first, &c.second));
-            // People's labels on this pair: the file's replace the item's.
+            // People's labels on this pair: the file's replace the item's;
+            // blind verdicts from the log join either (see docs/report.md).
             let mut labelled: Vec<(String, Preference)> = Vec::new();
             let mut rater_of = |name: String| -> usize {
                 match raters.iter().position(|r| *r == name) {
@@ -181,6 +183,33 @@ pub fn rows(
                 if !labelled.is_empty() {
                     from.push(SOURCE_ITEM);
                 }
+            }
+            // People's blind verdicts in the log: each its author's label,
+            // unless the file has that rater's label on the pair.
+            let mut blind = false;
+            for l in pw.blind_labels.iter().filter(|l| {
+                (l.first == c.first && l.second == c.second) || (l.first == c.second && l.second == c.first)
+            }) {
+                if file_labels.is_some() && labelled.iter().any(|(n, _)| *n == l.author) {
+                    continue;
+                }
+                match record::winner_pref(l.winner.as_deref(), &c.first, &c.second) {
+                    Some(p) => {
+                        labelled.push((l.author.clone(), p));
+                        blind = true;
+                    }
+                    None => bad_labels.push(format!(
+                        "item {}: pair_labelled by {}: {} is neither {} nor {}",
+                        rec.item_id,
+                        l.author,
+                        l.winner.as_deref().unwrap_or(""),
+                        c.first,
+                        c.second
+                    )),
+                }
+            }
+            if blind {
+                from.push(SOURCE_SESSION);
             }
             for f in from {
                 *sources.entry(f.to_string()).or_default() += 1;
