@@ -439,7 +439,7 @@ async fn run_one(
             };
         }
     };
-    let pairwise = config.panel.protocol.kind == crate::panel::Protocol::Pairwise;
+    let pairwise = config.panel.protocol.compares_pairs();
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let recorder = Recorder::new(Some(writer), Some(tx));
     // Live token counts for the progress line; reconciled with the engine's

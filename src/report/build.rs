@@ -155,6 +155,10 @@ pub struct PanelSummary {
     /// The name used in rows (made unique when two different panels share a name).
     pub name: String,
     pub protocol: String,
+    /// The panel's results are pairwise decisions, not scores (a `pairwise`
+    /// panel, CollabEval's pairwise mode, or sessions that recorded only
+    /// pairwise decisions).
+    pub pairwise: bool,
     pub keys: Vec<String>,
     pub groups: Vec<String>,
     /// Logs read, by how they ended.
@@ -240,7 +244,7 @@ pub fn build_report(records: Vec<ItemRecord>, human: Option<&HumanFile>, opts: &
         let name = if *count == 1 { info.name.clone() } else { format!("{} #{count}", info.name) };
         let sage_rows = super::sage::rows(&name, &records);
         let mut panel = PanelReport::new(name, info, records, human, &mut used_file_ids);
-        if panel.info.protocol == "pairwise" {
+        if panel.summary.pairwise {
             // Pairwise judges give decisions, not scores: no score statistics.
             let pairwise = super::pairwise::rows(&panel.summary.name, &panel.records, human, opts, &mut report.notes);
             report.rows.extend(pairwise);
@@ -492,6 +496,9 @@ impl PanelReport {
         let summary = PanelSummary {
             name,
             protocol: info.protocol.clone(),
+            pairwise: info.pairwise
+                || (!records.is_empty()
+                    && records.iter().all(|r| r.pairwise.as_ref().is_some_and(|p| !p.pairs.is_empty()))),
             keys: info.keys.clone(),
             groups: info.groups.clone(),
             logs,

@@ -263,7 +263,7 @@ pub fn write_table_with(report: &Report, out: &mut impl Write, paint: Paint, opt
             .filter_map(|s| panel.human_sources.get(*s).map(|n| format!("{s} {n}")))
             .collect();
         // A pairwise panel's people give labels, counted in its own section.
-        if panel.protocol != "pairwise" {
+        if !panel.pairwise {
             writeln!(
                 out,
                 "human ratings: {} of {} items rated; values used by source: {} (later sources win: item < session < file)",
@@ -379,7 +379,7 @@ pub fn write_table_with(report: &Report, out: &mut impl Write, paint: Paint, opt
                     ))
                 )?;
             }
-        } else if panel.sessions > 0 && panel.protocol != "pairwise" {
+        } else if panel.sessions > 0 && !panel.pairwise {
             writeln!(out, "{}", paint.yellow("no human ratings joined: add a `human` field to the items, rate in the live screen, or pass --human FILE"))?;
         }
 

@@ -26,6 +26,9 @@ pub type Vals = Box<[Option<f64>]>;
 pub struct PanelInfo {
     pub name: String,
     pub protocol: String,
+    /// The panel compares candidates in pairs (the `pairwise` protocol, or
+    /// CollabEval's pairwise mode): its results are decisions, not scores.
+    pub pairwise: bool,
     /// Dimension keys in panel order, then `overall`.
     pub keys: Vec<String>,
     /// Group names in panel order.
@@ -394,7 +397,8 @@ fn panel_info(panel: &serde_json::Value, protocol: &str, agents: &[crate::sessio
         }
     }
     let scale = panel.get("scale").and_then(|s| Some((s.get("min")?.as_f64()?, s.get("max")?.as_f64()?)));
-    PanelInfo { name, protocol: protocol.to_string(), keys, groups, scale }
+    let pairwise = super::pairwise::record::compares_pairs(protocol, panel);
+    PanelInfo { name, protocol: protocol.to_string(), pairwise, keys, groups, scale }
 }
 
 /// Logs read, and what could not be read.

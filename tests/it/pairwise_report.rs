@@ -544,3 +544,190 @@ async fn eval_then_report_with_the_binary() {
     assert_eq!((labelled["value"].as_f64(), labelled["n"].as_u64()), (Some(9.0), Some(12)));
     assert!(find(None, None, "human_majority_agreement")["value"].as_f64().is_some());
 }
+
+// ---------------------------------------------------------------------------
+// CollabEval's pairwise mode, and people's blind labels
+// ---------------------------------------------------------------------------
+
+/// Ann and Bea judge fairly, Cal always says A; a final judge judges fairly.
+fn collab_judges(req: &ChatRequest, _: usize) -> ScriptedReply {
+    let text: String = req.messages.iter().map(|m| m.content.as_str()).collect::<Vec<_>>().join("\n");
+    if text.contains("You are Cal") && !text.contains("You are the final judge") {
+        return ScriptedReply::Text(verdict("A"));
+    }
+    ScriptedReply::Text(verdict(fair_label(&text)))
+}
+
+fn collab_panel() -> Panel {
+    let mut p = panel(Protocol::CollabEval, &[("Readers", &["Ann", "Bea", "Cal"])]);
+    p.protocol.settings.insert("mode".into(), moot::panel::SettingValue::Text("pairwise".into()));
+    p.consensus.max_rounds = 2;
+    p
+}
+
+/// Runs every item through a CollabEval pairwise panel, one log each.
+async fn write_collab_logs(dir: &Path) {
+    for it in items() {
+        let mut c = config(collab_panel(), scripted(collab_judges));
+        c.item = it.clone();
+        let writer = SessionWriter::create(dir.join(format!("{}.jsonl", it.id))).unwrap();
+        let (_, outcome) = Session::start(c, Some(writer)).finish().await;
+        assert_eq!(outcome.status, EndStatus::Completed, "{}: {:?}", it.id, outcome.error);
+    }
+}
+
+/// Appends a person's blind verdict on a pair to a log.
+fn append_label(log: &Path, first: &str, second: &str, winner: Option<&str>, author: &str) {
+    let text = std::fs::read_to_string(log).unwrap();
+    let last: serde_json::Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+    let mut event = serde_json::json!({
+        "seq": last["seq"].as_u64().unwrap() + 1,
+        "t": "2025-03-01T10:00:00Z",
+        "type": "pair_labelled",
+        "first": first,
+        "second": second,
+        "author": author,
+    });
+    if let Some(w) = winner {
+        event["winner"] = w.into();
+    }
+    std::fs::write(log, format!("{text}{event}\n")).unwrap();
+}
+
+#[tokio::test]
+async fn collab_eval_pairwise_sessions_are_reported_as_pairwise() {
+    let tmp = tempfile::tempdir().unwrap();
+    write_collab_logs(tmp.path()).await;
+    let r = report_of(tmp.path(), None, 2000);
+    assert_eq!(r.panels.len(), 1);
+    assert_eq!(r.panels[0].protocol, "collab-eval");
+    assert!(r.panels[0].pairwise);
+    assert!(!r.rows.iter().any(|x| x.metric == "pearson" || x.metric == "krippendorff_alpha_interval"));
+    assert!(!r.rows.iter().any(|x| x.dimension.as_deref() == Some("overall")), "no score statistics");
+
+    // The panel: the fair readers agree when the better text comes first;
+    // otherwise Cal keeps saying A and the final judge decides, fairly.
+    assert_eq!(wlt(&r, None, "aggregate", "lead"), (4.0, 0.0, 0.0, 0.0));
+    assert_eq!(wlt(&r, None, "aggregate", "short"), (0.0, 4.0, 0.0, 0.0));
+    assert_eq!(wlt(&r, None, "aggregate", "para"), (1.0, 1.0, 0.0, 0.0));
+    let win = row(&r, None, Some("aggregate"), Some("lead"), "pairwise_win_rate");
+    assert!(close(win.value.unwrap(), 1.0) && win.n == Some(4), "{win:?}");
+    assert!(win.ci_low.is_some() && win.ci_high.is_some());
+    assert!(close(value(&r, None, Some("aggregate"), Some("para"), "pairwise_win_rate"), 0.5));
+    // Each evaluator's latest label: Cal's A is the first candidate.
+    assert_eq!(wlt(&r, Some("Ann"), "final", "lead"), (4.0, 0.0, 0.0, 0.0));
+    assert_eq!(wlt(&r, Some("Cal"), "final", "lead"), (2.0, 2.0, 0.0, 0.0));
+    assert_eq!(wlt(&r, Some("Cal"), "final", "short"), (2.0, 2.0, 0.0, 0.0));
+    assert_eq!(
+        row(&r, Some("Cal"), Some("final"), Some("lead"), "pairwise_win_rate").group.as_deref(),
+        Some("Readers")
+    );
+
+    // One order only: position bias is no data, never 0%.
+    for agent in [Some("Ann"), Some("Cal"), None] {
+        for metric in ["position_bias_rate", "position_bias_win_tie_rate", "position_bias_opposite_rate"] {
+            let b = row(&r, agent, None, None, metric);
+            assert_eq!(b.value, None, "{agent:?} {metric}");
+            assert_eq!(b.undefined_reason.as_deref(), Some("no data: judged in one order only"));
+            assert_eq!(b.n, Some(0));
+        }
+    }
+    assert_eq!(row(&r, None, None, None, "position_bias_rate").dropped, Some(15));
+
+    // People: majorities p1 lead, p2 tie, p3 lead, p4 tie; the panel said
+    // lead each time.
+    let agree = row(&r, None, Some("aggregate"), None, "human_majority_agreement");
+    assert!(close(agree.value.unwrap(), 0.5) && agree.n == Some(4), "{agree:?}");
+    assert!(close(value(&r, None, Some("aggregate"), None, "human_any_agreement"), 0.75));
+    assert!(close(value(&r, None, Some("aggregate"), None, "cohen_kappa"), 1.0 / 3.0));
+    assert!(close(value(&r, None, Some("aggregate"), None, "tie_confusion_winner_as_tie"), 0.0));
+    assert!(close(value(&r, None, Some("aggregate"), None, "tie_confusion_tie_as_winner"), 1.0));
+    // Cal's first-candidate labels: right on p1 and p3 only.
+    assert!(close(value(&r, Some("Cal"), Some("final"), None, "human_majority_agreement"), 0.5));
+    assert!(close(value(&r, Some("Cal"), Some("final"), None, "human_any_agreement"), 0.5));
+    let labelled = row(&r, None, None, None, "human_labelled_comparisons");
+    assert_eq!((labelled.value, labelled.n), (Some(4.0), Some(5)));
+
+    // The table says so in words.
+    let mut out = Vec::new();
+    moot::report::format::write_table(&r, &mut out, moot::cli::headless::Paint::for_stream(false)).unwrap();
+    let table = String::from_utf8(out).unwrap();
+    assert!(table.contains("Pairwise win rates") && table.contains("4-0-0"), "{table}");
+    assert!(table.contains("no data: judged in one order only"), "{table}");
+    assert!(!table.contains("human ratings:"), "{table}");
+
+    // `moot eval`'s progress reads the same decisions from the logs.
+    let mut tally = moot::eval::pairwise::PairTally::default();
+    for it in items() {
+        let comparisons = moot::eval::pairwise::comparisons_of_log(&tmp.path().join(format!("{}.jsonl", it.id)));
+        tally.add_item(&comparisons.unwrap());
+    }
+    assert_eq!((tally.comparisons, tally.undecided, tally.items), (5, 0, 5));
+    assert!(tally.line(3).unwrap().starts_with("lead 4-0-0 win 100% ["), "{:?}", tally.line(3));
+}
+
+#[tokio::test]
+async fn blind_labels_are_their_authors_human_labels() {
+    let tmp = tempfile::tempdir().unwrap();
+    write_collab_logs(tmp.path()).await;
+    // Dan labelled p5 (no item labels) and p2 blind: para, then lead.
+    append_label(&tmp.path().join("p5.jsonl"), "para", "short", Some("para"), "dan");
+    append_label(&tmp.path().join("p2.jsonl"), "short", "lead", Some("lead"), "dan");
+    let r = report_of(tmp.path(), None, 0);
+    // p2: #1 B (lead), #2 tie, dan lead: lead. p5: dan's para. The panel
+    // agrees on p1, p2, p3 and p5.
+    let agree = row(&r, None, Some("aggregate"), None, "human_majority_agreement");
+    assert!(close(agree.value.unwrap(), 0.8) && agree.n == Some(5), "{agree:?}");
+    let labelled = row(&r, None, None, None, "human_labelled_comparisons");
+    assert_eq!(labelled.value, Some(5.0));
+    assert_eq!(labelled.sources, Some(BTreeMap::from([("item".to_string(), 4), ("session".to_string(), 2)])));
+    assert_eq!(value(&r, None, None, None, "human_raters"), 4.0);
+
+    // A file's label by the same person replaces their blind one on that
+    // pair, and the file's labels replace the item's: p2 is dan's tie.
+    let human = parse_csv("id,first,second,label,rater\np2,lead,short,tie,dan\n", "labels.csv".into()).unwrap();
+    let r = report_of(tmp.path(), Some(&human), 0);
+    let agree = row(&r, None, Some("aggregate"), None, "human_majority_agreement");
+    assert!(close(agree.value.unwrap(), 0.6) && agree.n == Some(5), "{agree:?}");
+    let labelled = row(&r, None, None, None, "human_labelled_comparisons");
+    assert_eq!(
+        labelled.sources,
+        Some(BTreeMap::from([("file".to_string(), 1), ("item".to_string(), 3), ("session".to_string(), 1)]))
+    );
+}
+
+#[tokio::test]
+async fn a_blind_run_records_a_human_label_the_report_counts() {
+    use moot::engine::Command;
+    use moot::session::event::EventKind;
+    let tmp = tempfile::tempdir().unwrap();
+    write_logs(tmp.path()).await;
+    // p5 again, blind: dan gives his verdict before seeing the judges'.
+    let it = items().pop().unwrap();
+    let mut c = config(pairwise_panel(), scripted(judges));
+    c.item = it.clone();
+    c.blind = true;
+    c.linger = true;
+    std::fs::remove_file(tmp.path().join("p5.jsonl")).unwrap();
+    let writer = SessionWriter::create(tmp.path().join("p5.jsonl")).unwrap();
+    let mut s = Session::start(c, Some(writer));
+    s.wait_for(|e| matches!(&e.kind, EventKind::AggregationCompleted { group: None, .. })).await;
+    s.send(Command::LabelPair {
+        first: "para".into(),
+        second: "short".into(),
+        winner: Some("para".into()),
+        author: "dan".into(),
+    });
+    s.wait_for(|e| matches!(&e.kind, EventKind::PairLabelled { .. })).await;
+    s.send(Command::Quit { author: "dan".into() });
+    let (_, outcome) = s.finish().await;
+    assert_eq!(outcome.status, EndStatus::Completed, "{:?}", outcome.error);
+
+    let r = report_of(tmp.path(), None, 0);
+    // As in `report_over_engine_logs`, and p5's para agrees with the panel.
+    let agree = row(&r, None, Some("aggregate"), None, "human_majority_agreement");
+    assert!(close(agree.value.unwrap(), 0.8) && agree.n == Some(5), "{agree:?}");
+    let labelled = row(&r, None, None, None, "human_labelled_comparisons");
+    assert_eq!(labelled.sources, Some(BTreeMap::from([("item".to_string(), 4), ("session".to_string(), 1)])));
+    assert_eq!(value(&r, None, None, None, "human_raters"), 4.0);
+}

@@ -32,6 +32,17 @@ use crate::stats::{self, BootstrapCi, Preference, StatResult, Undefined, WinRate
 /// The `dimension` of every pairwise row.
 pub const DIMENSION: &str = "pairwise";
 
+/// Where people's labels on a comparison came from (`sources` of
+/// `human_labelled_comparisons`): the item's `human_label(s)`, people's
+/// blind verdicts in the log (`pair_labelled`), a `--human` file.
+const SOURCE_ITEM: &str = "item";
+const SOURCE_SESSION: &str = "session";
+const SOURCE_FILE: &str = "file";
+
+/// Why a position bias is undefined when the judges saw each pair in one
+/// order (CollabEval's pairwise mode, or `swap = false`).
+pub const ONE_ORDER: &str = "no data: judged in one order only";
+
 /// One comparison of one item, with every decision about it.
 struct Unit {
     item: usize,
@@ -50,6 +61,8 @@ struct Unit {
 struct JudgeCall {
     outcome: Option<Preference>,
     orders: Option<(Preference, Preference)>,
+    /// A label in one order only: the pair was not judged swapped.
+    one_order: bool,
 }
 
 /// Whose decisions a set of rows is about.
@@ -108,12 +121,14 @@ pub fn rows(
                 judge_calls[j] = Some(JudgeCall {
                     outcome: record::outcome(d, &c.first, &c.second),
                     orders: d.first_order.zip(d.swapped_order).map(|(f, s)| (label_pref(f), label_pref(s))),
+                    one_order: d.first_order.is_some() != d.swapped_order.is_some(),
                 });
             }
             let panel_outcome = c.panel.as_ref().and_then(|p| record::outcome(p, &c.first, &c.second));
             let settled =
                 c.settled.as_ref().and_then(|s| record::winner_pref(s.winner.as_deref(), &c.first, &c.second));
-            // People's labels on this pair: the file's replace the item's.
+            // People's labels on this pair: the file's replace the item's;
+            // blind verdicts from the log join either (see docs/report.md).
             let mut labelled: Vec<(String, Preference)> = Vec::new();
             let mut rater_of = |name: String| -> usize {
                 match raters.iter().position(|r| *r == name) {
@@ -124,7 +139,8 @@ pub fn rows(
                     }
                 }
             };
-            let source = if let Some(list) = file_labels {
+            let mut from: Vec<&str> = Vec::new();
+            if let Some(list) = file_labels {
                 let mut unnamed = 0;
                 for l in list {
                     let on_pair = match &l.pair {
@@ -153,7 +169,9 @@ pub fn rows(
                         )),
                     }
                 }
-                "file"
+                if !labelled.is_empty() {
+                    from.push(SOURCE_FILE);
+                }
             } else {
                 for (i, l) in pw.human_labels.iter().enumerate() {
                     match truth::item_label_on_pair(l, &pw.candidates, &c.first, &c.second) {
@@ -162,10 +180,39 @@ pub fn rows(
                         Err(e) => bad_labels.push(format!("item {}: human_labels[{i}]: {}", rec.item_id, e.0)),
                     }
                 }
-                "item"
-            };
-            if !labelled.is_empty() {
-                *sources.entry(source.to_string()).or_default() += 1;
+                if !labelled.is_empty() {
+                    from.push(SOURCE_ITEM);
+                }
+            }
+            // People's blind verdicts in the log: each its author's label,
+            // unless the file has that rater's label on the pair.
+            let mut blind = false;
+            for l in pw.blind_labels.iter().filter(|l| {
+                (l.first == c.first && l.second == c.second) || (l.first == c.second && l.second == c.first)
+            }) {
+                if file_labels.is_some() && labelled.iter().any(|(n, _)| *n == l.author) {
+                    continue;
+                }
+                match record::winner_pref(l.winner.as_deref(), &c.first, &c.second) {
+                    Some(p) => {
+                        labelled.push((l.author.clone(), p));
+                        blind = true;
+                    }
+                    None => bad_labels.push(format!(
+                        "item {}: pair_labelled by {}: {} is neither {} nor {}",
+                        rec.item_id,
+                        l.author,
+                        l.winner.as_deref().unwrap_or(""),
+                        c.first,
+                        c.second
+                    )),
+                }
+            }
+            if blind {
+                from.push(SOURCE_SESSION);
+            }
+            for f in from {
+                *sources.entry(f.to_string()).or_default() += 1;
             }
             let humans = labelled.into_iter().map(|(n, p)| (rater_of(n), p)).collect();
             units.push(Unit {
@@ -224,15 +271,15 @@ pub fn rows(
         if let Decider::Judge(j) = d {
             let orders: Vec<Option<(Preference, Preference)>> =
                 units.iter().map(|u| u.judges[j].and_then(|c| c.orders)).collect();
-            let decided = units.iter().filter(|u| u.judges[j].is_some()).count();
-            out.extend(ctx.bias_rows(&at, &orders, decided));
+            let calls: Vec<JudgeCall> = units.iter().filter_map(|u| u.judges[j]).collect();
+            out.extend(ctx.bias_rows(&at, &orders, &calls));
         }
     }
     if !judges.is_empty() {
         let orders: Vec<Option<(Preference, Preference)>> =
             units.iter().flat_map(|u| u.judges.iter().map(|c| c.and_then(|c| c.orders))).collect();
-        let decided = units.iter().flat_map(|u| u.judges.iter()).filter(|c| c.is_some()).count();
-        out.extend(ctx.bias_rows(&At { agent: None, group: None, stage: None }, &orders, decided));
+        let calls: Vec<JudgeCall> = units.iter().flat_map(|u| u.judges.iter().flatten().copied()).collect();
+        out.extend(ctx.bias_rows(&At { agent: None, group: None, stage: None }, &orders, &calls));
     }
     out.extend(ctx.rater_rows(raters.len(), sources));
     out
@@ -418,14 +465,21 @@ impl Ctx<'_> {
     }
 
     /// How often a decision changed with the order of the candidates.
-    fn bias_rows(&self, at: &At<'_>, orders: &[Option<(Preference, Preference)>], decided: usize) -> Vec<Row> {
+    /// `calls`: the decisions of the judges concerned (with or without both
+    /// orders).
+    fn bias_rows(&self, at: &At<'_>, orders: &[Option<(Preference, Preference)>], calls: &[JudgeCall]) -> Vec<Row> {
         let (first, second): (Vec<Preference>, Vec<Preference>) = orders.iter().flatten().copied().unzip();
         let bias = position_bias(&first, &second);
         let n = first.len();
+        let decided = calls.len();
         let dropped = Some(decided.saturating_sub(n));
+        let one_order = calls.iter().any(|c| c.one_order);
         let why = |v: StatResult<f64>| {
             v.map_err(|u| {
-                Undefined::new(if decided > 0 {
+                Undefined::new(if n == 0 && one_order {
+                    // Never 0%: without a swapped order nothing was measured.
+                    ONE_ORDER.to_string()
+                } else if decided > 0 {
                     format!("{}: the judges saw one order only, or no readable verdict in both", u.reason)
                 } else {
                     u.reason

@@ -150,8 +150,8 @@ pub(crate) fn write_table(
             out,
             "{}",
             paint.yellow(
-                "no human labels joined: add `human_label`/`human_labels` to the items, or pass --human FILE \
-                 (see docs/report.md)"
+                "no human labels joined: add `human_label`/`human_labels` to the items, label pairs blind \
+                 (moot run --blind), or pass --human FILE (see docs/report.md)"
             )
         )?;
         return Ok(());
