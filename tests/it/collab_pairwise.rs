@@ -220,4 +220,5 @@ async fn the_screen_shows_each_verdict_its_change_and_the_pairwise_result() {
     assert!(screen.contains("same verdict") && screen.contains("same"), "{screen}");
     assert!(screen.contains("sys-lead"), "{screen}");
     assert!(!screen.contains("no scores yet"), "{screen}");
+    assert!(screen.contains("one order only") && !screen.contains("flips:"), "{screen}");
 }

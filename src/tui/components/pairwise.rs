@@ -473,9 +473,16 @@ pub fn result(f: &mut Frame, area: Rect, app: &mut App) {
         lines.push(Line::from(Span::styled("win: ties count half; [95% Wilson interval]", theme.muted())));
         let flips = pw.comparisons.iter().filter(|c| c.flipped()).count();
         let decided = pw.comparisons.iter().filter(|c| c.panel.is_some()).count();
-        if decided > 0 {
+        // Flips need both orders; CollabEval's pairwise mode judges one.
+        let swapped = pw
+            .comparisons
+            .iter()
+            .any(|c| c.order(true).next().is_some() || c.decisions.iter().any(|d| d.swapped_order.is_some()));
+        if decided > 0 && swapped {
             let style = if flips > 0 { theme.flip() } else { theme.muted() };
             lines.push(Line::from(Span::styled(format!("flips: {flips} of {decided} pairs"), style)));
+        } else if decided > 0 {
+            lines.push(Line::from(Span::styled("one order only: position bias not measured", theme.muted())));
         }
     }
     if let Some(e) = &v.end_error {
