@@ -51,6 +51,15 @@ pub(crate) async fn initial_phase(run: &Run, with_confidence: bool) {
         Some(run.agent_turn(i, Phase::Initial, None, Prompt::fixed(messages), &run.stop, None).await)
     });
     let results = join_all(calls).await;
+    record_firsts(run, results);
+}
+
+/// The first evaluations, once all are in: each one (or its unreadable
+/// reply) joins its group's history in panel order; a failure that retrying
+/// cannot fix, or every call failing, fails the run. `None`: the call was
+/// never made (the run was stopping).
+pub(crate) fn record_firsts(run: &Run, results: Vec<Option<Spoken>>) {
+    let count = results.len();
     let mut failures = 0;
     let mut fatal = None;
     for (i, out) in results.into_iter().enumerate() {

@@ -21,6 +21,7 @@ use crate::engine::prompts::{self, DISCUSSION_HEADING, HistoryEntry, persona, re
 use crate::engine::protocols::pairwise::combine::{Preference, majority};
 use crate::engine::protocols::pairwise::label::{DiscussedLabel, Label, LabelVerdict};
 use crate::engine::protocols::pairwise::prompts::{criteria, render_pair, system};
+use crate::engine::protocols::record_firsts;
 use crate::engine::protocols::pairwise::{PairState, PairwiseState, publish, winner};
 use crate::engine::runtime::{AggregateRecord, Run, Spoken};
 use crate::engine::trim::Prompt;
@@ -177,16 +178,8 @@ fn group_note(group: &str, outcome: Outcome, pair: &Pair<'_>) -> String {
 
 /// Record each evaluator's latest label as their decision on the pair.
 fn decide_members(run: &Run, pair: &Pair<'_>, group: &str) {
-    let members: Vec<(String, Option<Label>)> = {
-        let st = run.state();
-        st.agents
-            .iter()
-            .filter(|a| a.group == group)
-            .map(|a| (a.name.clone(), latest_label(a.progress.latest.as_ref())))
-            .collect()
-    };
     let (first, second) = (&pair.a.id, &pair.b.id);
-    for (name, label) in members {
+    for (name, label) in snapshot(run, group) {
         run.emit(EventKind::PairDecided {
             judge: Some(name.clone()),
             first: first.clone(),
@@ -229,51 +222,15 @@ async fn first_verdicts(run: &Run, pair: &Pair<'_>) {
         let spoken = run.agent_verdict_turn(&VERDICT, i, Phase::Initial, None, Prompt::fixed(messages), &run.stop, None);
         Some(spoken.await)
     });
-    let results = join_all(calls).await;
-    let mut failures = 0;
-    let mut fatal = None;
-    for (i, out) in results.into_iter().enumerate() {
-        let (name, group) = {
-            let st = run.state();
-            (st.agents[i].name.clone(), st.agents[i].group.clone())
-        };
-        match out {
-            Some(Spoken::Evaluated { evaluation, text, .. }) => {
-                run.push_history(&group, HistoryEntry::Initial { agent: name, evaluation: Some(evaluation), text });
-            }
-            Some(Spoken::Unparsed { text, .. }) => {
-                run.push_history(&group, HistoryEntry::Initial { agent: name, evaluation: None, text });
-            }
-            Some(Spoken::Failed(ProviderError::Cancelled)) | None => {}
-            Some(Spoken::Failed(e)) => {
-                failures += 1;
-                if !e.is_retryable() && fatal.is_none() {
-                    fatal = Some(format!("{name}: {e}"));
-                }
-            }
-        }
-    }
-    if let Some(f) = fatal {
-        run.fail(f);
-    } else if failures == count && count > 0 {
-        run.fail("every evaluator's first verdict failed; see the turn_failed events for the errors".into());
-    }
+    record_firsts(run, join_all(calls).await);
 }
 
 /// Each member's latest label (members without one are left out) and
 /// whether every member gave the same one; recorded as `consensus_checked`.
 fn check(run: &Run, group: &str, round: Option<u32>) -> Option<Label> {
-    let (labels, members) = {
-        let st = run.state();
-        let members = st.agents.iter().filter(|a| a.group == group).count();
-        let labels: BTreeMap<String, Label> = st
-            .agents
-            .iter()
-            .filter(|a| a.group == group)
-            .filter_map(|a| latest_label(a.progress.latest.as_ref()).map(|l| (a.name.clone(), l)))
-            .collect();
-        (labels, members)
-    };
+    let latest = snapshot(run, group);
+    let members = latest.len();
+    let labels: BTreeMap<String, Label> = latest.into_iter().filter_map(|(name, l)| Some((name, l?))).collect();
     let first = labels.values().next().copied();
     let agreed = first.filter(|f| members > 0 && labels.len() == members && labels.values().all(|l| l == f));
     run.emit(EventKind::ConsensusChecked {
@@ -288,6 +245,7 @@ fn check(run: &Run, group: &str, round: Option<u32>) -> Option<Label> {
     agreed
 }
 
+/// Each member's latest label (`None`: no readable verdict yet).
 fn snapshot(run: &Run, group: &str) -> BTreeMap<String, Option<Label>> {
     let st = run.state();
     st.agents
