@@ -119,6 +119,10 @@ pub struct ProviderConfig {
     /// For `local`: context window in tokens.
     #[serde(default, deserialize_with = "positive_u32")]
     pub context_size: Option<u32>,
+    /// For `local`: llama.cpp's flash attention (off by default: on CPUs it
+    /// generates more slowly; see docs/local-model.md).
+    #[serde(default)]
+    pub flash_attention: Option<bool>,
     /// For HTTP providers: the context window of the served model in tokens
     /// (prompt and reply together); long discussions are shortened to fit.
     #[serde(default, deserialize_with = "positive_u32")]

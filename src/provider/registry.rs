@@ -70,6 +70,8 @@ pub struct LocalSpec {
     pub parallel: Option<usize>,
     /// Context window in tokens; none lets the backend choose.
     pub context_size: Option<u32>,
+    /// llama.cpp's flash attention; none lets the backend choose (off).
+    pub flash_attention: Option<bool>,
 }
 
 /// Who a [`Choice`] is for. Typed, so that an agent may be called
@@ -298,6 +300,7 @@ impl Registry {
                     threads_batch: pc.threads_batch.map(NonZeroUsize::get),
                     parallel: pc.parallel.map(NonZeroUsize::get),
                     context_size: pc.context_size,
+                    flash_attention: pc.flash_attention,
                 };
                 (build_local(name, &spec, self.progress.as_ref())?, None)
             }
@@ -513,6 +516,11 @@ impl Registry {
                 c.context_size.map_or("auto".into(), |t| t.to_string()),
                 origin(c.context_size.is_some()),
             );
+            push(
+                "flash_attention",
+                c.flash_attention.map_or("off".into(), |on| if on { "on" } else { "off" }.into()),
+                origin(c.flash_attention.is_some()),
+            );
         }
         if kind != ProviderKind::Local {
             let known = if kind == ProviderKind::Anthropic {
@@ -595,6 +603,7 @@ pub fn build_local(
     config.threads_batch = spec.threads_batch;
     config.parallel = spec.parallel;
     config.context_size = spec.context_size;
+    config.flash_attention = spec.flash_attention.unwrap_or(false);
     super::local::LocalProvider::new(config)
         .map(|p| Arc::new(p) as Arc<dyn Provider>)
         .map_err(|e| build_error(e.to_string()))
@@ -708,6 +717,23 @@ mod tests {
         assert!(setting(&r, "anthropic").starts_with("200000"));
         assert_eq!(r.get("vllm", "", "agent Ann").unwrap().context_window("m"), Some(32_768));
         assert_eq!(r.get("openai", "", "agent Ann").unwrap().context_window("m"), None);
+    }
+
+    #[test]
+    fn flash_attention_is_off_unless_the_config_turns_it_on() {
+        let text = "[providers.fast]\nkind = \"local\"\nflash_attention = true\n";
+        let c = Config::parse(text, Path::new("moot.toml")).unwrap();
+        let r = Registry::with_config(c, env(&[]));
+        let setting = |name: &str| {
+            let s = r.summary(name).unwrap().settings.into_iter().find(|s| s.field == "flash_attention").unwrap();
+            (s.value, s.from)
+        };
+        let (value, origin) = setting("fast");
+        assert_eq!(value, "on");
+        assert!(origin.contains("moot.toml"), "{origin}");
+        assert_eq!(setting("local"), ("off".to_string(), "built-in default".to_string()));
+        let bad = Config::parse("[providers.x]\nkind = \"local\"\nflash_attention = \"yes\"\n", Path::new("moot.toml"));
+        assert!(bad.err().unwrap().to_string().contains("flash_attention"));
     }
 
     #[test]

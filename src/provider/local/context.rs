@@ -25,26 +25,33 @@ pub(super) struct ModelContext<'m> {
     pub(super) states: Option<PromptStates>,
 }
 
+/// llama.cpp's `LLAMA_FLASH_ATTN_TYPE_ENABLED` and `_DISABLED` (the enum
+/// of `llama.h`; llama.cpp's own default, `AUTO`, turns it on for CPUs).
+const FLASH_ATTENTION_ON: i32 = 1;
+const FLASH_ATTENTION_OFF: i32 = 0;
+
 /// Saved key/value states of long system prompts, one file per prompt, named
 /// by a hash of the model file's identity and the prompt's tokens.
 #[derive(Clone)]
 pub(super) struct PromptStates {
     pub(super) dir: PathBuf,
-    /// The model file (path, size, modification time) and moot's version,
-    /// whose llama.cpp wrote the state.
+    /// The model file (path, size, modification time), moot's version,
+    /// whose llama.cpp wrote the state, and whether flash attention was on
+    /// (the cache's layout differs).
     pub(super) model: String,
 }
 
 impl PromptStates {
-    pub(super) fn new(dir: PathBuf, model_path: &Path) -> Option<Self> {
+    pub(super) fn new(dir: PathBuf, model_path: &Path, flash_attention: bool) -> Option<Self> {
         let meta = std::fs::metadata(model_path).ok()?;
         let modified = meta.modified().ok().and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok());
         let model = format!(
-            "{} {} {:?} moot {}",
+            "{} {} {:?} moot {}{}",
             model_path.display(),
             meta.len(),
             modified.map(|d| d.as_nanos()),
-            env!("CARGO_PKG_VERSION")
+            env!("CARGO_PKG_VERSION"),
+            if flash_attention { " flash attention" } else { "" }
         );
         Some(Self { dir, model })
     }
@@ -144,7 +151,8 @@ impl<'m> ModelContext<'m> {
             .with_n_batch(PROMPT_CHUNK as u32)
             .with_n_ubatch(PROMPT_CHUNK as u32)
             .with_n_threads(threads_i32)
-            .with_n_threads_batch(batch_i32);
+            .with_n_threads_batch(batch_i32)
+            .with_flash_attention_policy(if setup.flash_attention { FLASH_ATTENTION_ON } else { FLASH_ATTENTION_OFF });
         let ctx = model
             .new_context(backend, params)
             .map_err(|e| server_error(format!("cannot create a llama.cpp context: {e}")))?;

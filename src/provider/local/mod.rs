@@ -151,6 +151,10 @@ pub struct LocalConfig {
     /// How many requests the model serves at once; `None` means
     /// [`default_parallel`].
     pub parallel: Option<usize>,
+    /// llama.cpp's flash attention. Off by default: on this project's
+    /// 2-core CPU machine it made generation after a 1,200-token prompt
+    /// 1.7–2.4 times slower (docs/local-model.md, *Flash attention*).
+    pub flash_attention: bool,
 }
 
 impl LocalConfig {
@@ -167,6 +171,7 @@ impl LocalConfig {
             context_size: None,
             state_dir: None,
             parallel: None,
+            flash_attention: false,
         }
     }
 }

@@ -84,7 +84,12 @@ impl Worker {
             context_size: config.context_size.map(|n| n.max(64)),
             threads: (threads, threads_batch),
             parallel,
-            states: config.state_dir.clone().or_else(default_state_dir).and_then(|dir| PromptStates::new(dir, &path)),
+            flash_attention: config.flash_attention,
+            states: config
+                .state_dir
+                .clone()
+                .or_else(default_state_dir)
+                .and_then(|dir| PromptStates::new(dir, &path, config.flash_attention)),
             path: path.clone(),
         };
         let worker_counters = counters.clone();
@@ -105,6 +110,8 @@ pub(super) struct Setup {
     /// Generation and prompt-reading threads.
     pub(super) threads: (usize, usize),
     pub(super) parallel: usize,
+    /// llama.cpp's flash attention (see [`LocalConfig::flash_attention`]).
+    pub(super) flash_attention: bool,
     pub(super) states: Option<PromptStates>,
 }
 
