@@ -154,9 +154,14 @@ pub fn output_format(panel: &Panel) -> String {
     let mut fields: Vec<String> = panel.dimensions.iter().map(|d| format!("\"{}\": <score>", d.key)).collect();
     fields.push("\"overall\": <score>".into());
     fields.push("\"confidence\": <0.0 to 1.0>".into());
-    fields.push("\"justification\": \"<one or two sentences on what in the item earns these scores>\"".into());
+    fields.push("\"justification\": \"<one short sentence on what in the item earns these scores>\"".into());
     format!("End your reply with your evaluation as one JSON object, exactly these keys:\n{{{}}}", fields.join(", "))
 }
+
+/// Longest justification an evaluation's schema allows, in characters: one
+/// sentence. The words before the evaluation carry the reasoning; a longer
+/// field repeated them and took half of a small model's reply.
+pub const JUSTIFICATION_MAX: u64 = 200;
 
 /// JSON schema of an evaluation, for backends that constrain their output.
 pub fn evaluation_schema(panel: &Panel) -> serde_json::Value {
@@ -169,7 +174,7 @@ pub fn evaluation_schema(panel: &Panel) -> serde_json::Value {
     }
     props.insert("overall".into(), score);
     props.insert("confidence".into(), json!({"type": "number", "minimum": 0.0, "maximum": 1.0}));
-    props.insert("justification".into(), json!({"type": "string"}));
+    props.insert("justification".into(), json!({"type": "string", "maxLength": JUSTIFICATION_MAX}));
     required.extend([json!("overall"), json!("confidence"), json!("justification")]);
     json!({"type": "object", "properties": props, "required": required, "additionalProperties": false})
 }
