@@ -12,7 +12,7 @@ use std::ops::Range;
 
 use serde_json::{Map, Number, Value};
 
-use super::balanced_end;
+use super::json::balanced_end;
 
 /// A broken object's complete numeric fields, where it lies in the reply,
 /// and what was wrong with it.

@@ -1,0 +1,177 @@
+//! Turns that must give a verdict: an evaluating turn (agent or final judge)
+//! and its generic form, with one repair request when the reply has no
+//! readable verdict.
+
+use tokio_util::sync::CancellationToken;
+
+use super::{CallSpec, ReadAhead, Run, Spoken, TurnSpec};
+use crate::engine::Binding;
+use crate::engine::trim::Prompt;
+use crate::engine::verdict::{PanelScores, Verdict};
+use crate::provider::{ChatMessage, Completion};
+use crate::session::event::{Phase, Role, TurnKind};
+
+impl Run {
+    /// The verdict of the panel's evaluations (every dimension and overall).
+    pub fn panel_scores(&self) -> PanelScores<'_> {
+        PanelScores { panel: &self.panel, quoted: self.quoted(), keys: &self.keys }
+    }
+
+    /// An evaluating turn (agent or final judge) with one repair request when
+    /// the reply has no readable evaluation.
+    #[allow(clippy::too_many_arguments)]
+    pub async fn evaluating_turn(
+        &self,
+        participant: &str,
+        group: Option<&str>,
+        phase: Phase,
+        round: Option<u32>,
+        role: Role,
+        binding: &Binding,
+        messages: Prompt<'_>,
+        sampling: (Option<f32>, u32),
+        cancel: &CancellationToken,
+        ahead: Option<ReadAhead<'_>>,
+    ) -> Spoken {
+        let turn =
+            TurnSpec { participant, group, phase, round, role, binding, sampling, cancel, dimension: None, pair: None };
+        self.verdict_turn(&self.panel_scores(), turn, messages, ahead).await
+    }
+
+    /// A turn that asks for `verdict`, with one repair request when the reply
+    /// cannot be read. The reply's words are kept either way.
+    pub async fn verdict_turn<V: Verdict>(
+        &self,
+        verdict: &V,
+        turn: TurnSpec<'_>,
+        messages: Prompt<'_>,
+        ahead: Option<ReadAhead<'_>>,
+    ) -> Spoken<V::Output> {
+        let TurnSpec { participant, role, cancel, .. } = turn;
+        let schema = verdict.shared_schema();
+        let spec = |kind, messages, ahead| CallSpec {
+            turn,
+            kind,
+            messages,
+            schema: schema.clone(),
+            top_logprobs: verdict.top_logprobs(),
+            ahead,
+        };
+        // Read a reply and record its turn; `done` carries a NO MORE COMMENTS said earlier in this turn.
+        let settle = |turn, kind, c: &Completion, latency, done: bool| match verdict.read(c) {
+            Ok(out) => {
+                let mut ev = verdict.evaluation(&out);
+                if let Some(ev) = ev.as_mut() {
+                    ev.done = done || verdict.says_done(&c.text);
+                }
+                let said = ev.as_ref().is_some_and(|e| e.done);
+                self.complete_turn(turn, participant, role, kind, c, ev, None, latency, said);
+                Ok(out)
+            }
+            Err(err) => {
+                let said = verdict.says_done(&c.text);
+                self.complete_turn(turn, participant, role, kind, c, None, Some(err.clone()), latency, said);
+                Err(err)
+            }
+        };
+        let (turn, result, latency) = self.call(spec(verdict.kind(), messages.clone(), ahead)).await;
+        let completion = match result {
+            Ok(c) => c,
+            Err(e) => return Spoken::Failed(e),
+        };
+        let done = verdict.says_done(&completion.text);
+        let error = match settle(turn, verdict.kind(), &completion, latency, false) {
+            Ok(evaluation) => return Spoken::Evaluated { evaluation, text: completion.text, turn },
+            Err(err) => err,
+        };
+        if cancel.is_cancelled() {
+            return Spoken::Unparsed { text: completion.text, done, error };
+        }
+        // The reply stays whole after the (perhaps shortened) request it answered.
+        let repair = messages.then([ChatMessage::assistant(completion.text.clone()), verdict.repair(&error)]);
+        let (turn2, result2, latency2) = self.call(spec(verdict.repair_kind(), repair, None)).await;
+        let c2 = match result2 {
+            Ok(c) => c,
+            Err(e) => {
+                return Spoken::Unparsed {
+                    text: completion.text,
+                    done,
+                    error: format!("{error}; asking again failed: {e}"),
+                };
+            }
+        };
+        match settle(turn2, verdict.repair_kind(), &c2, latency2, done) {
+            Ok(evaluation) => Spoken::Evaluated { evaluation, text: completion.text, turn: turn2 },
+            Err(again) => Spoken::Unparsed { text: completion.text, done, error: again },
+        }
+    }
+
+    /// An agent's turn in any phase, asking for the panel's scores.
+    pub async fn agent_turn(
+        &self,
+        index: usize,
+        phase: Phase,
+        round: Option<u32>,
+        messages: Prompt<'_>,
+        cancel: &CancellationToken,
+        ahead: Option<ReadAhead<'_>>,
+    ) -> Spoken {
+        self.agent_verdict_turn(&self.panel_scores(), index, phase, round, messages, cancel, ahead).await
+    }
+
+    /// An agent's turn asking for `verdict`, whose evaluation (the verdict
+    /// as [`Verdict::evaluation`] records it) becomes the agent's latest.
+    #[allow(clippy::too_many_arguments)]
+    pub async fn agent_verdict_turn<V: Verdict>(
+        &self,
+        verdict: &V,
+        index: usize,
+        phase: Phase,
+        round: Option<u32>,
+        messages: Prompt<'_>,
+        cancel: &CancellationToken,
+        ahead: Option<ReadAhead<'_>>,
+    ) -> Spoken {
+        let (name, group, spec) = {
+            let st = self.state();
+            let a = &st.agents[index];
+            (a.name.clone(), a.group.clone(), a.spec.clone())
+        };
+        let binding = self.config.bindings.for_agent(&name).clone();
+        let sampling = self.agent_sampling(&spec);
+        let turn = TurnSpec {
+            participant: &name,
+            group: Some(&group),
+            phase,
+            round,
+            role: Role::Agent,
+            binding: &binding,
+            sampling,
+            cancel,
+            dimension: None,
+            pair: None,
+        };
+        let out = match self.verdict_turn(verdict, turn, messages, ahead).await {
+            Spoken::Evaluated { evaluation, text, turn } => match verdict.evaluation(&evaluation) {
+                Some(evaluation) => Spoken::Evaluated { evaluation, text, turn },
+                None => Spoken::Unparsed { text, done: false, error: "the verdict records no evaluation".into() },
+            },
+            Spoken::Unparsed { text, done, error } => Spoken::Unparsed { text, done, error },
+            Spoken::Failed(e) => Spoken::Failed(e),
+        };
+        let mut st = self.state();
+        let a = &mut st.agents[index];
+        match &out {
+            Spoken::Evaluated { evaluation, turn, .. } => {
+                if phase == Phase::Initial {
+                    a.initial = Some(evaluation.clone());
+                }
+                a.own = Some(evaluation.clone());
+                a.progress.spoke(phase, TurnKind::Speak, *turn, Some(evaluation), false);
+            }
+            Spoken::Unparsed { done, .. } => a.progress.spoke(phase, TurnKind::Speak, 0, None, *done),
+            Spoken::Failed(_) => {}
+        }
+        out
+    }
+}

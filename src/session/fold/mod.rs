@@ -1,0 +1,186 @@
+//! The fold: a session view built by applying events one by one.
+//!
+//! Live runs, replays and loaded logs all go through [`SessionView::apply`], so
+//! they produce the same view. Nothing else mutates a view.
+
+mod apply;
+mod views;
+
+use std::collections::{BTreeMap, HashMap};
+
+use chrono::{DateTime, Utc};
+
+use super::event::{EndStatus, Event, ModelRef, Phase, Scores, UsageTotals};
+use crate::item::Item;
+use crate::panel::Panel;
+
+pub use views::{
+    AgentView, AggregateView, ConsensusView, GroupView, Pick, StepsView, TimelineEntry, TrimView, TurnView, thousands,
+};
+
+/// Run state of the whole session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RunState {
+    /// No `session_started` seen yet.
+    #[default]
+    Empty,
+    Running,
+    Paused,
+    /// A stop was requested; the debate is winding down (aggregation may still run).
+    Stopping,
+    Ended(EndStatus),
+}
+
+impl RunState {
+    pub fn label(self) -> &'static str {
+        match self {
+            RunState::Empty => "empty",
+            RunState::Running => "running",
+            RunState::Paused => "paused",
+            RunState::Stopping => "stopping",
+            RunState::Ended(EndStatus::Completed) => "done",
+            RunState::Ended(EndStatus::Stopped) => "stopped",
+            RunState::Ended(EndStatus::Failed) => "failed",
+        }
+    }
+
+    pub fn is_ended(self) -> bool {
+        matches!(self, RunState::Ended(_))
+    }
+}
+
+/// What an agent is doing now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum AgentState {
+    #[default]
+    Waiting,
+    /// A call is in flight but no text has arrived yet.
+    Thinking,
+    /// The call is queued behind others (a busy local model, a rate limit).
+    Queued,
+    /// Text is streaming in.
+    Speaking,
+    /// The agent said it has no more comments (or the debate ended).
+    Done,
+    /// The last call failed; `retries` attempts failed so far.
+    Failed { retries: u32 },
+}
+
+/// A turn's life cycle.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TurnState {
+    Streaming,
+    Completed,
+    Failed,
+}
+
+/// Everything a screen, a report or `sessions show` needs about a session.
+#[derive(Debug, Clone, Default)]
+pub struct SessionView {
+    pub session_id: String,
+    /// The log format's version (`session_started.schema_version`).
+    pub schema_version: u32,
+    pub protocol: String,
+    pub panel: Option<Panel>,
+    pub panel_json: serde_json::Value,
+    pub item: Option<Item>,
+    pub seed: u64,
+    pub moot_version: String,
+    pub provider_note: Option<String>,
+    pub roles: BTreeMap<String, ModelRef>,
+    pub started: Option<DateTime<Utc>>,
+    pub last_t: Option<DateTime<Utc>>,
+    pub state: RunState,
+    pub phase: Option<Phase>,
+    /// The group of the latest `phase_started`, when that phase belongs to one group.
+    pub phase_group: Option<String>,
+    pub round: Option<u32>,
+    pub agents: Vec<AgentView>,
+    pub groups: Vec<GroupView>,
+    pub turns: Vec<TurnView>,
+    pub timeline: Vec<TimelineEntry>,
+    /// Panel-wide aggregate.
+    pub aggregate: Option<AggregateView>,
+    /// Initial, final, aggregate and human-adjusted scores (see [`super::stages`]).
+    pub stages: super::stages::Stages,
+    pub human_ratings: Vec<(String, Scores)>,
+    pub usage: UsageTotals,
+    pub end_error: Option<String>,
+    pub end_reason: Option<String>,
+    pub duration_ms: Option<u64>,
+    /// Events applied.
+    pub events: u64,
+    /// Last `seq` applied.
+    pub last_seq: Option<u64>,
+    /// Why a call is waiting, by turn (rate limit, local model queue…).
+    pub waiting: HashMap<u64, String>,
+    /// Evaluation steps by dimension key (G-Eval), the latest for each.
+    pub steps: BTreeMap<String, StepsView>,
+    /// Revisions and proposals of a meta-evaluator (SAGEval).
+    pub sage: super::sage::SageView,
+    /// Pairwise comparisons: verdicts, decisions and people's settlements.
+    pub pairwise: super::pairwise::PairwiseView,
+    turn_index: HashMap<u64, usize>,
+    agent_index: HashMap<String, usize>,
+}
+
+impl SessionView {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Fold a whole list of events.
+    pub fn from_events<'a>(events: impl IntoIterator<Item = &'a Event>) -> Self {
+        let mut v = Self::new();
+        for e in events {
+            v.apply(e);
+        }
+        v
+    }
+
+    pub fn agent(&self, name: &str) -> Option<&AgentView> {
+        self.agent_index.get(name).map(|&i| &self.agents[i])
+    }
+
+    pub fn turn(&self, id: u64) -> Option<&TurnView> {
+        self.turn_index.get(&id).map(|&i| &self.turns[i])
+    }
+
+    pub fn group(&self, name: &str) -> Option<&GroupView> {
+        self.groups.iter().find(|g| g.name == name)
+    }
+
+    /// Dimension keys of the panel, in order (without `overall`).
+    pub fn dimension_keys(&self) -> Vec<String> {
+        self.panel.as_ref().map(|p| p.dimension_keys()).unwrap_or_default()
+    }
+
+    /// The turn currently streaming, if any (the most recent one).
+    pub fn speaking_turn(&self) -> Option<&TurnView> {
+        self.turns.iter().rev().find(|t| t.state == TurnState::Streaming)
+    }
+
+    /// Elapsed time from the first to the last event applied.
+    pub fn elapsed_ms(&self) -> u64 {
+        if let Some(d) = self.duration_ms {
+            return d;
+        }
+        match (self.started, self.last_t) {
+            (Some(a), Some(b)) => (b - a).num_milliseconds().max(0) as u64,
+            _ => 0,
+        }
+    }
+
+    fn group_mut(&mut self, name: &str) -> &mut GroupView {
+        if let Some(i) = self.groups.iter().position(|g| g.name == name) {
+            &mut self.groups[i]
+        } else {
+            self.groups.push(GroupView { name: name.to_string(), ..Default::default() });
+            self.groups.last_mut().expect("just pushed")
+        }
+    }
+
+    fn agent_mut(&mut self, name: &str) -> Option<&mut AgentView> {
+        self.agent_index.get(name).copied().map(|i| &mut self.agents[i])
+    }
+}
