@@ -14,6 +14,7 @@ pub mod config;
 pub mod keymap;
 pub mod optimize;
 mod overlay_input;
+pub mod overlays;
 pub mod personas;
 pub mod replay;
 pub mod screens;
