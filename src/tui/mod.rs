@@ -18,6 +18,7 @@ pub mod overlays;
 pub mod personas;
 pub mod replay;
 pub mod screens;
+mod search;
 mod steps_editor;
 pub mod terminal;
 pub mod theme;
