@@ -1,7 +1,8 @@
 //! The user configuration file: named providers.
 //!
 //! moot reads `MOOT_CONFIG` when set, else `./moot.toml` when it exists, else
-//! `config.toml` in the platform config directory. Only the `[providers.*]`
+//! `config.toml` in the platform config directory ([`locate_file`], which the
+//! screens' settings use too). Only the `[providers.*]`
 //! tables and the top-level `default_provider` key belong to this module;
 //! other tables and keys (`[ui]`, `[keys]`, `user = "…"`) are read by other
 //! parts of the program and ignored here. Mistakes inside a provider table
@@ -211,17 +212,9 @@ impl Config {
         Self::parse(&text, path)
     }
 
-    /// The config file to use: `MOOT_CONFIG`, else `./moot.toml` when it
-    /// exists, else the user config file when it exists.
+    /// The config file to use: see [`locate_file`].
     pub fn locate(env: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf> {
-        if let Some(p) = env("MOOT_CONFIG").filter(|p| !p.trim().is_empty()) {
-            return Some(PathBuf::from(p));
-        }
-        let local = PathBuf::from(LOCAL_FILE);
-        if local.is_file() {
-            return Some(local);
-        }
-        user_config_file().filter(|p| p.is_file())
+        locate_file(env)
     }
 
     /// Load the located config file, or an empty config when there is none.
@@ -239,6 +232,20 @@ impl Config {
             None => ProviderKind::from_builtin_name(name),
         }
     }
+}
+
+/// The config file moot reads, for providers and for the screens alike:
+/// `MOOT_CONFIG` when set (and not blank), else `./moot.toml` when it exists,
+/// else the user config file when it exists.
+pub fn locate_file(env: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf> {
+    if let Some(p) = env("MOOT_CONFIG").filter(|p| !p.trim().is_empty()) {
+        return Some(PathBuf::from(p));
+    }
+    let local = PathBuf::from(LOCAL_FILE);
+    if local.is_file() {
+        return Some(local);
+    }
+    user_config_file().filter(|p| p.is_file())
 }
 
 /// `config.toml` in the platform config directory.

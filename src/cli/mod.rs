@@ -18,7 +18,7 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand};
 
 const ENVIRONMENT: &str = "Environment:
-  MOOT_CONFIG        provider config file (default ./moot.toml, then the user config file)
+  MOOT_CONFIG        config file: providers, screen settings and keys (default ./moot.toml, then the user config file)
   MOOT_SESSIONS_DIR  folder for session logs (default ./sessions)
   MOOT_MODEL_DIR     where local models are kept; MOOT_CACHE_DIR: the response cache
   MOOT_USER          name put on your comments and overrides (default $USER)

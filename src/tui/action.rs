@@ -98,6 +98,18 @@ pub enum Action {
     Regenerate,
     SavePanel,
     RunPanel,
+    /// In an overlay: send, run, choose or accept what it holds.
+    Confirm,
+    /// In an overlay: close it without doing anything.
+    Cancel,
+    /// In a picker: the previous item.
+    MoveUp,
+    /// In a picker: the next item.
+    MoveDown,
+    /// In a text box of several lines: a new line.
+    NewLine,
+    /// On the command line: complete the word.
+    Complete,
 }
 
 impl Action {
@@ -204,6 +216,12 @@ impl Action {
             Action::Regenerate => "write the persona again",
             Action::SavePanel => "save the panel",
             Action::RunPanel => "save and run the panel on the item",
+            Action::Confirm => "confirm",
+            Action::Cancel => "cancel",
+            Action::MoveUp => "previous item",
+            Action::MoveDown => "next item",
+            Action::NewLine => "new line",
+            Action::Complete => "complete the word",
         }
     }
 }

@@ -10,19 +10,21 @@ use ratatui::crossterm::event::{
     Event as TermEvent, KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseButton, MouseEvent, MouseEventKind,
 };
 use ratatui::layout::{Position, Rect};
-use ratatui_textarea::TextArea;
 
 use super::action::Action;
 use super::command_line::Parsed;
 use super::components::{pairwise, sage};
 use super::config::UiConfig;
 use super::keymap::Mode;
+use super::overlays::{CommandLine, Editor, Help, SearchBox};
+pub use super::overlays::{Overlay, Pick, Picker, Prompt, PromptPurpose};
 use super::replay::{Replay, Seek};
+pub use super::search::{Search, entry_text};
 use super::theme::Theme;
 use super::view::ViewModel;
 use crate::engine::{Command, EngineHandle};
-use crate::session::event::{Event, EventKind, OverrideTarget};
-use crate::session::fold::{RunState, SessionView, TimelineEntry};
+use crate::session::event::{Event, EventKind};
+use crate::session::fold::{RunState, SessionView};
 
 /// What the screen shows and reads from: injected so tests need no terminal.
 #[derive(Debug, Clone)]
@@ -112,7 +114,7 @@ impl Scroll {
         }
         self.top
     }
-    fn by(&mut self, delta: isize) {
+    pub(crate) fn by(&mut self, delta: isize) {
         let max_top = self.total.saturating_sub(self.height);
         let cur = if self.follow { max_top } else { self.top.min(max_top) };
         let next = (cur as isize + delta).clamp(0, max_top as isize) as usize;
@@ -132,81 +134,11 @@ pub enum Source {
     Static,
 }
 
-/// A choice from a list.
-#[derive(Debug, Clone)]
-pub struct Picker {
-    pub title: String,
-    /// (label, value)
-    pub items: Vec<(String, String)>,
-    pub selected: usize,
-    pub purpose: PickPurpose,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub enum PickPurpose {
-    OverrideTarget,
-    OverrideDimension(OverrideTarget),
-    Speaker,
-    RateDimension,
-    StepsDimension,
-    /// An extra vote on a pair (pairwise); the value is a candidate id, empty for a tie.
-    PairVote {
-        first: String,
-        second: String,
-    },
-}
-
-/// One line of input with a purpose.
-#[derive(Debug, Clone)]
-pub struct Prompt {
-    pub title: String,
-    pub input: TextArea<'static>,
-    pub purpose: PromptPurpose,
-    pub error: Option<String>,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub enum PromptPurpose {
-    OverrideValue { target: OverrideTarget, dimension: String },
-    OverrideReason { target: OverrideTarget, dimension: String, value: f64 },
-    RateValue { dimension: String },
-}
-
-/// A popup over the screen that takes the keys while open.
-#[derive(Debug, Clone)]
-pub enum Overlay {
-    Help,
-    ConfirmQuit,
-    Composer(TextArea<'static>),
-    CommandLine {
-        input: TextArea<'static>,
-        candidates: Vec<String>,
-        error: Option<String>,
-    },
-    Picker(Picker),
-    Prompt(Prompt),
-    Search(TextArea<'static>),
-    /// Editing a dimension's evaluation steps.
-    Steps {
-        dimension: String,
-        input: TextArea<'static>,
-    },
-}
-
 /// How a status message looks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MessageKind {
     Info,
     Error,
-}
-
-/// Transcript search state.
-#[derive(Debug, Clone, Default)]
-pub struct Search {
-    pub query: String,
-    /// Timeline entries that match.
-    pub hits: Vec<usize>,
-    pub current: usize,
 }
 
 /// The session screen.
@@ -236,13 +168,6 @@ pub struct App {
     pub sage_row: usize,
     /// The selected pair of a pairwise session (index into its comparisons).
     pub pair: usize,
-}
-
-pub(super) fn textarea(placeholder: &str) -> TextArea<'static> {
-    let mut t = TextArea::default();
-    t.set_placeholder_text(placeholder);
-    t.set_cursor_line_style(ratatui::style::Style::default());
-    t
 }
 
 pub(super) fn plain_key(ev: &KeyEvent) -> bool {
@@ -454,19 +379,9 @@ impl App {
     }
 
     fn on_paste(&mut self, text: &str) {
-        match &mut self.overlay {
-            Some(Overlay::Composer(t)) | Some(Overlay::Search(t)) => {
-                t.insert_str(text);
-            }
-            Some(Overlay::CommandLine { input, .. }) => {
-                input.insert_str(text.replace('\n', " "));
-            }
-            Some(Overlay::Prompt(p)) => {
-                p.input.insert_str(text.replace('\n', " "));
-            }
-            _ => return,
+        if self.overlay.as_mut().is_some_and(|o| o.on_paste(text)) {
+            self.dirty = true;
         }
-        self.dirty = true;
     }
 
     fn on_mouse(&mut self, m: MouseEvent) {
@@ -524,7 +439,7 @@ impl App {
         let page = |s: &Scroll| s.height.max(2) as isize - 1;
         match action {
             Action::Quit => self.request_quit(),
-            Action::Help => self.overlay = Some(Overlay::Help),
+            Action::Help => self.overlay = Some(Overlay::Help(Help::default())),
             Action::FocusNext => self.move_focus(true),
             Action::FocusPrev => self.move_focus(false),
             Action::Zoom => self.zoom = !self.zoom,
@@ -562,9 +477,8 @@ impl App {
                 }
             }
             Action::Comment => {
-                self.overlay = Some(Overlay::Composer(textarea(
-                    "Comment to the panel — Enter sends, Alt-Enter new line, Esc cancels",
-                )))
+                let hint = super::overlays::editor::hint(&self.env.config.keymap, Mode::Composer);
+                self.overlay = Some(Overlay::Composer(Editor::new(&format!("Comment to the panel — {hint}"))))
             }
             Action::Override => self.open_override(),
             Action::Speaker => self.open_speaker(),
@@ -592,7 +506,8 @@ impl App {
             }
             Action::EditSteps => self.open_steps_picker(),
             Action::Rate => {
-                self.open_picker("Your rating: which dimension?", self.dimension_items(), PickPurpose::RateDimension)
+                let items = self.dimension_items(Pick::RateDimension);
+                self.open_picker("Your rating: which dimension?", items)
             }
             Action::AcceptChange | Action::RejectChange => sage::decide(self, action == Action::AcceptChange),
             Action::NextChange | Action::PrevChange => sage::select(self, action == Action::NextChange),
@@ -620,16 +535,8 @@ impl App {
                 }
                 pairwise::abstain(self);
             }
-            Action::CommandLine => {
-                self.overlay = Some(Overlay::CommandLine {
-                    input: textarea(
-                        "comment TEXT · override AGENT|final DIM VALUE · speaker AGENT · pause · stop · rate DIM VALUE · quit",
-                    ),
-                    candidates: Vec::new(),
-                    error: None,
-                })
-            }
-            Action::Search => self.overlay = Some(Overlay::Search(textarea("search the transcript"))),
+            Action::CommandLine => self.overlay = Some(Overlay::CommandLine(CommandLine::default())),
+            Action::Search => self.overlay = Some(Overlay::Search(SearchBox::default())),
             Action::SearchNext => self.search_next(),
             Action::SpeedUp | Action::SpeedDown => {
                 if let Source::Replay(r) = &mut self.source {
@@ -680,6 +587,13 @@ impl App {
             | Action::Regenerate
             | Action::SavePanel
             | Action::RunPanel => {}
+            // The overlays' own actions: read in their tables while one is open.
+            Action::Confirm
+            | Action::Cancel
+            | Action::MoveUp
+            | Action::MoveDown
+            | Action::NewLine
+            | Action::Complete => {}
         }
     }
 
@@ -792,7 +706,7 @@ impl App {
                 Some(None) => self.error(format!("no turn {turn} in this session")),
                 None => self.error("seeking works in a replay"),
             },
-            Parsed::Help => self.overlay = Some(Overlay::Help),
+            Parsed::Help => self.overlay = Some(Overlay::Help(Help::default())),
             Parsed::Pair { verb, choice } => self.run_pair_word(verb, choice.as_deref()),
             Parsed::GoPair(n) => {
                 let total = self.view().pairwise.comparisons.len();
@@ -828,64 +742,6 @@ impl App {
             PairVerb::Abstain => unreachable!("handled above"),
         };
         self.run_parsed(Parsed::Engine(cmd));
-    }
-
-    pub(super) fn run_search(&mut self, query: &str) {
-        let q = query.trim().to_lowercase();
-        if q.is_empty() {
-            return;
-        }
-        let v = self.view();
-        let hits: Vec<usize> = v
-            .timeline
-            .iter()
-            .enumerate()
-            .filter(|(_, e)| entry_text(v, e).to_lowercase().contains(&q))
-            .map(|(i, _)| i)
-            .collect();
-        if hits.is_empty() {
-            self.error(format!("no match for \"{query}\""));
-            self.search = Search::default();
-            return;
-        }
-        self.search = Search { query: query.trim().to_string(), hits, current: 0 };
-        self.focus = Focus::Transcript;
-        self.zoom = true;
-        self.show_hit();
-    }
-
-    fn search_next(&mut self) {
-        if self.search.hits.is_empty() {
-            self.error("no search yet (/ searches)");
-            return;
-        }
-        self.search.current = (self.search.current + 1) % self.search.hits.len();
-        self.focus = Focus::Transcript;
-        self.show_hit();
-    }
-
-    fn show_hit(&mut self) {
-        let entry = self.search.hits[self.search.current];
-        let n = self.search.hits.len();
-        let cur = self.search.current + 1;
-        let q = self.search.query.clone();
-        self.vm.pending_jump = Some(entry);
-        self.info(format!("\"{q}\": match {cur} of {n} (N: next)"));
-    }
-}
-
-/// Text of a timeline entry, for search.
-pub fn entry_text(v: &SessionView, e: &TimelineEntry) -> String {
-    match e {
-        TimelineEntry::Turn(i) => v.turns.get(*i).map(|t| format!("{} {}", t.agent, t.text)).unwrap_or_default(),
-        TimelineEntry::Comment { text, author, .. } => format!("{author} {text}"),
-        TimelineEntry::Pick { pick, .. } => format!("{} {}", pick.agent, pick.reason),
-        TimelineEntry::Override { dimension, reason, author, .. } => {
-            format!("{author} {dimension} {}", reason.clone().unwrap_or_default())
-        }
-        TimelineEntry::Rejected { command, reason } => format!("{command} {reason}"),
-        TimelineEntry::Note { text, .. } => text.clone(),
-        _ => String::new(),
     }
 }
 

@@ -1,6 +1,7 @@
-//! The screen's settings: the `[ui]` and `[keys]` tables of `./moot.toml` and
-//! of the user config file. Other tables belong to other parts of the program
-//! and are ignored here.
+//! The screen's settings: the `[ui]` and `[keys]` tables of the config file,
+//! the same file the providers' settings come from (`MOOT_CONFIG`, else
+//! `./moot.toml`, else the user config file: [`crate::config::locate_file`]).
+//! Other tables belong to other parts of the program and are ignored here.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -79,17 +80,17 @@ fn read_file(path: &Path) -> Result<Option<FileView>, ConfigError> {
 }
 
 impl UiConfig {
-    /// Load the user config file, then `./moot.toml` over it, then apply
-    /// `theme_arg` (from `--theme`) and `NO_COLOR`.
+    /// Load the config file, then apply `theme_arg` (from `--theme`) and `NO_COLOR`.
     pub fn load(theme_arg: Option<&str>) -> Result<Self, ConfigError> {
-        let config_dir = user_config_dir();
-        let mut files = Vec::new();
-        if let Some(d) = &config_dir {
-            files.push(d.join("config.toml"));
-        }
-        files.push(PathBuf::from("moot.toml"));
-        let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
-        Self::load_from(&files, config_dir, theme_arg, no_color)
+        Self::load_env(&|k| std::env::var(k).ok(), theme_arg)
+    }
+
+    /// [`UiConfig::load`] with the environment read through `env`: the file
+    /// is the one [`crate::config::locate_file`] finds, as for providers.
+    pub fn load_env(env: &dyn Fn(&str) -> Option<String>, theme_arg: Option<&str>) -> Result<Self, ConfigError> {
+        let files: Vec<PathBuf> = crate::config::locate_file(env).into_iter().collect();
+        let no_color = env("NO_COLOR").is_some_and(|v| !v.is_empty());
+        Self::load_from(&files, user_config_dir(), theme_arg, no_color)
     }
 
     /// [`UiConfig::load`] with explicit files (later ones win) and environment.
@@ -155,6 +156,24 @@ mod tests {
         assert_eq!(c.theme.name, "dark");
         let c = UiConfig::load_from(&[user], None, None, true).unwrap();
         assert!(c.theme.monochrome);
+    }
+
+    #[test]
+    fn keys_come_from_the_file_moot_config_names() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("elsewhere.toml");
+        std::fs::write(&f, "[keys.live]\n\"ctrl-p\" = \"toggle_pause\"\n[keys.picker]\n\"ctrl-n\" = \"move_down\"\n")
+            .unwrap();
+        let path = f.display().to_string();
+        let env = |k: &str| (k == "MOOT_CONFIG").then(|| path.clone());
+        let c = UiConfig::load_env(&env, None).unwrap();
+        let mode = super::super::keymap::Mode::Live;
+        let ev = KeyEvent::new(KeyCode::Char('p'), KeyModifiers::CONTROL);
+        assert_eq!(c.keymap.action(mode, &ev), Some(Action::TogglePause));
+        let ev = KeyEvent::new(KeyCode::Char('n'), KeyModifiers::CONTROL);
+        assert_eq!(c.keymap.action(super::super::keymap::Mode::Picker, &ev), Some(Action::MoveDown));
+        // The same file as the providers' settings.
+        assert_eq!(crate::config::Config::locate(&env), Some(f));
     }
 
     #[test]

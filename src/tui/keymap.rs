@@ -26,7 +26,41 @@ pub enum Mode {
     OptimizeReplay,
     /// The persona builder's review screen.
     Personas,
+    /// The help overlay (`?`) of the session screen.
+    Help,
+    /// The question before quitting a running session.
+    ConfirmQuit,
+    /// The comment box.
+    Composer,
+    /// The box that edits a dimension's evaluation steps (G-Eval).
+    Steps,
+    /// The command line (`:`).
+    CommandLine,
+    /// The transcript search box (`/`).
+    Search,
+    /// A choice from a list (whose score, which dimension, who speaks…).
+    Picker,
+    /// One line of input (a value, a reason).
+    Prompt,
 }
+
+/// Every mode, in the order the config file's modes are listed.
+pub const MODES: [Mode; 14] = [
+    Mode::Live,
+    Mode::Replay,
+    Mode::Home,
+    Mode::Optimize,
+    Mode::OptimizeReplay,
+    Mode::Personas,
+    Mode::Help,
+    Mode::ConfirmQuit,
+    Mode::Composer,
+    Mode::Steps,
+    Mode::CommandLine,
+    Mode::Search,
+    Mode::Picker,
+    Mode::Prompt,
+];
 
 impl Mode {
     pub fn as_str(self) -> &'static str {
@@ -37,12 +71,18 @@ impl Mode {
             Mode::Optimize => "optimize",
             Mode::OptimizeReplay => "optimize_replay",
             Mode::Personas => "personas",
+            Mode::Help => "help",
+            Mode::ConfirmQuit => "confirm_quit",
+            Mode::Composer => "composer",
+            Mode::Steps => "steps",
+            Mode::CommandLine => "command_line",
+            Mode::Search => "search",
+            Mode::Picker => "picker",
+            Mode::Prompt => "prompt",
         }
     }
     pub fn parse(s: &str) -> Option<Self> {
-        [Mode::Live, Mode::Replay, Mode::Home, Mode::Optimize, Mode::OptimizeReplay, Mode::Personas]
-            .into_iter()
-            .find(|m| m.as_str() == s)
+        MODES.into_iter().find(|m| m.as_str() == s)
     }
 }
 
@@ -360,6 +400,60 @@ const PERSONAS: &[(&str, Action, bool)] = &[
     ("ctrl-c", Action::Quit, false),
 ];
 
+/// Keys of the help overlay: close it, scroll it.
+const HELP: &[(&str, Action, bool)] = &[
+    ("esc", Action::Back, true),
+    ("enter", Action::Back, false),
+    ("q", Action::Back, false),
+    ("?", Action::Back, false),
+    ("ctrl-c", Action::Back, false),
+    ("up", Action::ScrollUp, true),
+    ("k", Action::ScrollUp, false),
+    ("down", Action::ScrollDown, true),
+    ("j", Action::ScrollDown, false),
+    ("pgup", Action::PageUp, false),
+    ("pgdown", Action::PageDown, false),
+];
+
+/// Keys of the question before quitting; any other key stays.
+const CONFIRM_QUIT: &[(&str, Action, bool)] = &[
+    ("y", Action::Confirm, true),
+    ("Y", Action::Confirm, false),
+    ("q", Action::Confirm, false),
+    ("enter", Action::Confirm, false),
+];
+
+/// Keys of a text box of several lines (comment, evaluation steps); other keys edit the text.
+const EDITOR: &[(&str, Action, bool)] = &[
+    ("enter", Action::Confirm, true),
+    ("alt-enter", Action::NewLine, true),
+    ("esc", Action::Cancel, true),
+    ("ctrl-c", Action::Cancel, false),
+];
+
+/// Keys of the command line; other keys edit the line.
+const COMMAND_LINE: &[(&str, Action, bool)] = &[
+    ("enter", Action::Confirm, true),
+    ("tab", Action::Complete, true),
+    ("esc", Action::Cancel, true),
+    ("ctrl-c", Action::Cancel, false),
+];
+
+/// Keys of a box of one line (search, prompt); other keys edit the line.
+const LINE: &[(&str, Action, bool)] =
+    &[("enter", Action::Confirm, true), ("esc", Action::Cancel, true), ("ctrl-c", Action::Cancel, false)];
+
+/// Keys of a picker; the digits 1–9 choose by number besides.
+const PICKER: &[(&str, Action, bool)] = &[
+    ("up", Action::MoveUp, true),
+    ("k", Action::MoveUp, false),
+    ("down", Action::MoveDown, true),
+    ("j", Action::MoveDown, false),
+    ("tab", Action::MoveDown, false),
+    ("enter", Action::Confirm, true),
+    ("esc", Action::Cancel, true),
+];
+
 fn table(entries: &[&[(&str, Action, bool)]]) -> Vec<Binding> {
     let mut out: Vec<Binding> = Vec::new();
     for list in entries {
@@ -381,6 +475,14 @@ impl Default for Keymap {
         tables.insert(Mode::Optimize, table(&[OPTIMIZE]));
         tables.insert(Mode::OptimizeReplay, table(&[OPTIMIZE_REPLAY]));
         tables.insert(Mode::Personas, table(&[PERSONAS]));
+        tables.insert(Mode::Help, table(&[HELP]));
+        tables.insert(Mode::ConfirmQuit, table(&[CONFIRM_QUIT]));
+        tables.insert(Mode::Composer, table(&[EDITOR]));
+        tables.insert(Mode::Steps, table(&[EDITOR]));
+        tables.insert(Mode::CommandLine, table(&[COMMAND_LINE]));
+        tables.insert(Mode::Search, table(&[LINE]));
+        tables.insert(Mode::Picker, table(&[PICKER]));
+        tables.insert(Mode::Prompt, table(&[LINE]));
         Self { tables }
     }
 }
@@ -388,7 +490,9 @@ impl Default for Keymap {
 /// A problem in the `[keys]` tables of a config file.
 #[derive(Debug, Error, PartialEq, Eq)]
 pub enum KeymapError {
-    #[error("[keys.{0}]: unknown mode; valid: live, replay, home, optimize, optimize_replay, personas")]
+    #[error(
+        "[keys.{0}]: unknown mode; valid: live, replay, home, optimize, optimize_replay, personas, help, confirm_quit, composer, steps, command_line, search, picker, prompt"
+    )]
     Mode(String),
     #[error("[keys.{mode}]: {source}")]
     Key { mode: String, source: KeyParseError },
@@ -469,8 +573,24 @@ impl Keymap {
         order
             .iter()
             .enumerate()
-            .map(|(i, a)| (keys.get(&i).map(|k| k.join(" ")).unwrap_or_default(), a.describe()))
+            .map(|(i, a)| (keys.get(&i).map(|k| k.join(" ")).unwrap_or_default(), describe_in(mode, *a)))
             .collect()
+    }
+}
+
+/// What an action does in a mode: the overlays' confirm key sends, runs or
+/// chooses; elsewhere the action's own description.
+pub fn describe_in(mode: Mode, a: Action) -> &'static str {
+    match (mode, a) {
+        (Mode::Help, Action::Back) => "close the help",
+        (Mode::ConfirmQuit, Action::Confirm) => "quit (any other key: stay)",
+        (Mode::Composer, Action::Confirm) => "send the comment",
+        (Mode::Steps, Action::Confirm) => "send the steps",
+        (Mode::CommandLine, Action::Confirm) => "run the command",
+        (Mode::Search, Action::Confirm) => "search",
+        (Mode::Picker, Action::Confirm) => "choose the selected item",
+        (Mode::Prompt, Action::Confirm) => "accept the answer",
+        _ => a.describe(),
     }
 }
 
@@ -545,6 +665,25 @@ mod tests {
         let mut bad = BTreeMap::new();
         bad.insert("nowhere".to_string(), BTreeMap::new());
         assert!(km.merge(&bad).is_err());
+    }
+
+    #[test]
+    fn overlays_have_tables_that_merge_like_the_screens() {
+        for m in MODES {
+            assert_eq!(Mode::parse(m.as_str()), Some(m));
+        }
+        let mut km = Keymap::default();
+        assert_eq!(km.action(Mode::Picker, &ev(KeyCode::Char('j'), KeyModifiers::NONE)), Some(Action::MoveDown));
+        assert_eq!(km.action(Mode::Composer, &ev(KeyCode::Enter, KeyModifiers::ALT)), Some(Action::NewLine));
+        assert_eq!(km.action(Mode::Composer, &ev(KeyCode::Char('j'), KeyModifiers::NONE)), None);
+        let mut picker = BTreeMap::new();
+        picker.insert("ctrl-n".to_string(), Action::MoveDown);
+        let mut o = BTreeMap::new();
+        o.insert("picker".to_string(), picker);
+        km.merge(&o).unwrap();
+        assert_eq!(km.action(Mode::Picker, &ev(KeyCode::Char('n'), KeyModifiers::CONTROL)), Some(Action::MoveDown));
+        assert!(km.help(Mode::Picker).iter().any(|(k, d)| k.contains("ctrl-n") && *d == "next item"));
+        assert!(km.help(Mode::Picker).iter().any(|(k, d)| k == "enter" && *d == "choose the selected item"));
     }
 
     #[test]

@@ -1,62 +1,58 @@
-//! Input in overlays: the pickers and prompts of overrides, speaker
-//! choices and ratings, and the keys an open overlay takes.
+//! What the overlays' answers do: the pickers and prompts of overrides,
+//! speaker choices and ratings, and the keys an open overlay takes (each
+//! overlay reads them through its keymap table; see `overlays`).
 
-use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui::crossterm::event::KeyEvent;
 
-use super::app::{
-    App, Focus, Overlay, PickPurpose, Picker, Prompt, PromptPurpose, by_label, fmt_score, plain_key, textarea,
-};
+use super::app::{App, Focus, Overlay, Pick, Picker, Prompt, PromptPurpose, by_label, fmt_score};
 use super::command_line;
+use super::keymap::Mode;
+use super::overlays::picker::Choose;
+use super::overlays::{Edit, confirm_quit};
 use crate::engine::Command;
 use crate::session::event::{OverrideTarget, Scores};
 
 impl App {
-    pub(super) fn dimension_items(&self) -> Vec<(String, String)> {
-        let mut items: Vec<(String, String)> = match &self.view().panel {
-            Some(p) => p.dimensions.iter().map(|d| (d.label().to_string(), d.key.clone())).collect(),
+    /// The panel's dimensions and `overall`, each chosen as `pick`.
+    pub(super) fn dimension_items(&self, pick: impl Fn(String) -> Pick) -> Vec<(String, Pick)> {
+        let mut items: Vec<(String, Pick)> = match &self.view().panel {
+            Some(p) => p.dimensions.iter().map(|d| (d.label().to_string(), pick(d.key.clone()))).collect(),
             None => Vec::new(),
         };
-        items.push(("Overall".into(), "overall".into()));
+        items.push(("Overall".into(), pick("overall".into())));
         items
     }
 
-    pub(super) fn open_picker(&mut self, title: &str, items: Vec<(String, String)>, purpose: PickPurpose) {
-        if items.is_empty() {
-            self.error("nothing to choose from yet");
-            return;
+    pub(super) fn open_picker(&mut self, title: &str, items: Vec<(String, Pick)>) {
+        match Picker::new(title, items) {
+            Some(p) => self.overlay = Some(Overlay::Picker(p)),
+            None => self.error("nothing to choose from yet"),
         }
-        self.overlay = Some(Overlay::Picker(Picker { title: title.into(), items, selected: 0, purpose }));
     }
 
     pub(super) fn open_override(&mut self) {
-        let mut items: Vec<(String, String)> = Vec::new();
+        let mut items: Vec<(String, Pick)> = Vec::new();
         for a in &self.view().agents {
             if a.progress.latest.is_some() {
-                items.push((format!("{} — latest evaluation", a.info.name), a.info.name.clone()));
+                let target = OverrideTarget::Agent { agent: a.info.name.clone() };
+                items.push((format!("{} — latest evaluation", a.info.name), Pick::OverrideTarget(target)));
             }
         }
         if self.view().aggregate.is_some() {
-            items.push(("final result".into(), "final".into()));
+            items.push(("final result".into(), Pick::OverrideTarget(OverrideTarget::Final { group: None })));
         }
-        if items.is_empty() {
-            self.error("no evaluation to override yet");
-            return;
-        }
+        let Some(mut picker) = Picker::new("Override: whose score?", items) else {
+            return self.error("no evaluation to override yet");
+        };
         // Preselect the focused agent.
-        let mut selected = 0;
         if let Focus::Agent(i) = self.focus
             && let Some(a) = self.view().agents.get(i)
         {
-            selected = items.iter().position(|(_, v)| *v == a.info.name).unwrap_or(0);
+            picker.selected = picker.items.iter().position(|(_, v)| *v == *a.info.name).unwrap_or(0);
         } else if self.focus == Focus::Aggregator {
-            selected = items.len() - 1;
+            picker.selected = picker.items.len() - 1;
         }
-        self.overlay = Some(Overlay::Picker(Picker {
-            title: "Override: whose score?".into(),
-            items,
-            selected,
-            purpose: PickPurpose::OverrideTarget,
-        }));
+        self.overlay = Some(Overlay::Picker(picker));
     }
 
     pub(super) fn open_speaker(&mut self) {
@@ -66,189 +62,133 @@ impl App {
             self.error("no group is debating yet");
             return;
         };
-        let mut items: Vec<(String, String)> = group
+        let mut items: Vec<(String, Pick)> = group
             .agents
             .iter()
             .filter(|n| v.agent(n).is_some_and(|a| !a.progress.finished))
-            .map(|n| (format!("{n} speaks next"), format!("pick:{n}")))
+            .map(|n| (format!("{n} speaks next"), Pick::Speaker(n.clone())))
             .collect();
         if let Some(p) = group.picks.last() {
-            items.push((format!("veto the pick of {} ({})", p.agent, by_label(p.by)), format!("veto:{}", p.agent)));
+            items.push((format!("veto the pick of {} ({})", p.agent, by_label(p.by)), Pick::Veto(p.agent.clone())));
         }
-        self.open_picker(&format!("Next speaker in {}", group.name), items, PickPurpose::Speaker);
+        let title = format!("Next speaker in {}", group.name);
+        self.open_picker(&title, items);
     }
 
     pub(super) fn prompt(&mut self, title: String, purpose: PromptPurpose, placeholder: &str) {
-        self.overlay = Some(Overlay::Prompt(Prompt { title, input: textarea(placeholder), purpose, error: None }));
+        self.overlay = Some(Overlay::Prompt(Prompt::new(title, purpose, placeholder)));
     }
 
+    /// A key while an overlay is open: the overlay reads it, then what it
+    /// answered is carried out here.
     pub(super) fn on_overlay_key(&mut self, k: KeyEvent) {
         let Some(overlay) = self.overlay.take() else { return };
-        let esc = k.code == KeyCode::Esc;
-        let enter = k.code == KeyCode::Enter;
-        let alt = k.modifiers.contains(KeyModifiers::ALT);
-        let ctrl_c = k.code == KeyCode::Char('c') && k.modifiers.contains(KeyModifiers::CONTROL);
+        let km = &self.env.config.keymap;
         match overlay {
-            Overlay::Help => {
-                if !(esc || enter || matches!(k.code, KeyCode::Char('q' | '?')) || ctrl_c) {
-                    self.overlay = Some(Overlay::Help);
+            Overlay::Help(mut h) => {
+                if h.on_key(k, km) {
+                    self.overlay = Some(Overlay::Help(h));
                 }
             }
-            Overlay::ConfirmQuit => match k.code {
-                KeyCode::Char('y' | 'Y' | 'q') | KeyCode::Enter => self.confirm_quit(),
-                _ => self.info("still running"),
+            Overlay::ConfirmQuit => {
+                if confirm_quit::on_key(k, km) {
+                    self.confirm_quit();
+                } else {
+                    self.info("still running");
+                }
+            }
+            Overlay::Composer(mut e) => match e.on_key(k, km, Mode::Composer) {
+                Edit::Keep => self.overlay = Some(Overlay::Composer(e)),
+                Edit::Cancel => self.info("comment cancelled"),
+                Edit::Submit(text) if text.is_empty() => {
+                    self.overlay = Some(Overlay::Composer(e));
+                    self.error("the comment is empty (Esc cancels)");
+                }
+                Edit::Submit(text) => {
+                    self.send(Command::Comment { text, author: self.env.author.clone(), group: None });
+                    if self.is_live() {
+                        self.info("comment sent: every agent sees it from its next turn on");
+                    }
+                }
             },
-            Overlay::Composer(mut t) => {
-                if esc || ctrl_c {
-                    self.info("comment cancelled");
-                } else if enter && !alt {
-                    let text = t.lines().join("\n").trim().to_string();
-                    if text.is_empty() {
-                        self.overlay = Some(Overlay::Composer(t));
-                        self.error("the comment is empty (Esc cancels)");
-                    } else {
-                        self.send(Command::Comment { text, author: self.env.author.clone(), group: None });
-                        if self.is_live() {
-                            self.info("comment sent: every agent sees it from its next turn on");
-                        }
+            Overlay::CommandLine(mut c) => match c.on_key(k, km, self.view()) {
+                Edit::Keep => self.overlay = Some(Overlay::CommandLine(c)),
+                Edit::Cancel => {}
+                Edit::Submit(line) => match command_line::parse(&line, self.view(), &self.env.author) {
+                    Ok(p) => self.run_parsed(p),
+                    Err(e) => {
+                        c.refused(e);
+                        self.overlay = Some(Overlay::CommandLine(c));
                     }
-                } else if enter {
-                    t.insert_newline();
-                    self.overlay = Some(Overlay::Composer(t));
-                } else {
-                    t.input(k);
-                    self.overlay = Some(Overlay::Composer(t));
-                }
-            }
-            Overlay::CommandLine { mut input, candidates, error } => {
-                if esc || ctrl_c {
-                    return;
-                }
-                if enter {
-                    let line = input.lines().join(" ");
-                    match command_line::parse(&line, self.view(), &self.env.author) {
-                        Ok(p) => self.run_parsed(p),
-                        Err(e) => {
-                            self.overlay = Some(Overlay::CommandLine { input, candidates: Vec::new(), error: Some(e) });
-                        }
-                    }
-                } else if k.code == KeyCode::Tab {
-                    let line = input.lines().join(" ");
-                    let (done, cands) = command_line::complete(&line, self.view());
-                    let mut t = textarea("");
-                    t.insert_str(&done);
-                    self.overlay = Some(Overlay::CommandLine { input: t, candidates: cands, error: None });
-                } else {
-                    if k.code == KeyCode::Backspace && input.is_empty() {
-                        return;
-                    }
-                    input.input(k);
-                    let _ = (candidates, error);
-                    self.overlay = Some(Overlay::CommandLine { input, candidates: Vec::new(), error: None });
-                }
-            }
-            Overlay::Steps { dimension, input } => self.on_steps_key(k, dimension, input),
-            Overlay::Search(mut t) => {
-                if esc || ctrl_c {
-                    return;
-                }
-                if enter {
-                    let q = t.lines().join(" ");
-                    self.run_search(&q);
-                } else {
-                    t.input(k);
-                    self.overlay = Some(Overlay::Search(t));
-                }
-            }
-            Overlay::Picker(mut p) => match k.code {
-                KeyCode::Esc => {}
-                KeyCode::Up | KeyCode::Char('k') => {
-                    p.selected = p.selected.checked_sub(1).unwrap_or(p.items.len() - 1);
-                    self.overlay = Some(Overlay::Picker(p));
-                }
-                KeyCode::Down | KeyCode::Char('j') | KeyCode::Tab => {
-                    p.selected = (p.selected + 1) % p.items.len();
-                    self.overlay = Some(Overlay::Picker(p));
-                }
-                KeyCode::Enter => {
-                    let value = p.items[p.selected].1.clone();
-                    self.picked(p.purpose, value);
-                }
-                KeyCode::Char(c) if plain_key(&k) && c.is_ascii_digit() => {
-                    let i = c.to_digit(10).unwrap_or(0) as usize;
-                    if i >= 1 && i <= p.items.len() {
-                        let value = p.items[i - 1].1.clone();
-                        self.picked(p.purpose, value);
-                    } else {
-                        self.overlay = Some(Overlay::Picker(p));
-                    }
-                }
-                _ => self.overlay = Some(Overlay::Picker(p)),
+                },
             },
-            Overlay::Prompt(mut p) => {
-                if esc || ctrl_c {
-                    return;
-                }
-                if enter {
-                    let text = p.input.lines().join(" ");
-                    if let Err(e) = self.prompted(p.purpose.clone(), text.trim()) {
+            Overlay::Steps { dimension, mut editor } => match editor.on_key(k, km, Mode::Steps) {
+                Edit::Keep => self.overlay = Some(Overlay::Steps { dimension, editor }),
+                Edit::Cancel => self.info("steps unchanged"),
+                Edit::Submit(steps) => self.send_steps(dimension, editor, steps),
+            },
+            Overlay::Search(mut s) => match s.on_key(k, km) {
+                Edit::Keep => self.overlay = Some(Overlay::Search(s)),
+                Edit::Cancel => {}
+                Edit::Submit(q) => self.run_search(&q),
+            },
+            Overlay::Picker(mut p) => match p.on_key(k, km) {
+                Choose::Keep => self.overlay = Some(Overlay::Picker(p)),
+                Choose::Cancel => {}
+                Choose::Chosen(pick) => self.picked(pick),
+            },
+            Overlay::Prompt(mut p) => match p.on_key(k, km) {
+                Edit::Keep => self.overlay = Some(Overlay::Prompt(p)),
+                Edit::Cancel => {}
+                Edit::Submit(text) => {
+                    if let Err(e) = self.prompted(p.purpose.clone(), &text) {
                         p.error = Some(e);
                         self.overlay = Some(Overlay::Prompt(p));
                     }
-                } else {
-                    p.input.input(k);
-                    p.error = None;
-                    self.overlay = Some(Overlay::Prompt(p));
                 }
-            }
+            },
         }
     }
 
-    pub(super) fn picked(&mut self, purpose: PickPurpose, value: String) {
-        match purpose {
-            PickPurpose::OverrideTarget => {
-                let target = if value == "final" {
-                    OverrideTarget::Final { group: None }
-                } else {
-                    OverrideTarget::Agent { agent: value }
-                };
+    pub(super) fn picked(&mut self, pick: Pick) {
+        let author = self.env.author.clone();
+        match pick {
+            Pick::OverrideTarget(target) => {
                 let title = match &target {
                     OverrideTarget::Agent { agent } => format!("Override {agent}: which dimension?"),
                     _ => "Override the final result: which dimension?".into(),
                 };
-                self.open_picker(&title, self.dimension_items(), PickPurpose::OverrideDimension(target));
+                let items =
+                    self.dimension_items(|dimension| Pick::OverrideDimension { target: target.clone(), dimension });
+                self.open_picker(&title, items);
             }
-            PickPurpose::OverrideDimension(target) => {
-                let current = self.current_value(&target, &value);
+            Pick::OverrideDimension { target, dimension } => {
+                let current = self.current_value(&target, &dimension);
                 let scale = self.scale_text();
                 let title = format!(
-                    "New value for {value}{} {scale}",
+                    "New value for {dimension}{} {scale}",
                     current.map(|c| format!(" (now {})", fmt_score(c))).unwrap_or_default()
                 );
-                self.prompt(title, PromptPurpose::OverrideValue { target, dimension: value }, "a number on the scale");
+                self.prompt(title, PromptPurpose::OverrideValue { target, dimension }, "a number on the scale");
             }
-            PickPurpose::Speaker => {
-                let author = self.env.author.clone();
-                if let Some(agent) = value.strip_prefix("pick:") {
-                    self.send(Command::PickSpeaker { agent: agent.to_string(), author });
-                    self.info(format!("{agent} speaks next"));
-                } else if let Some(agent) = value.strip_prefix("veto:") {
-                    self.send(Command::VetoSpeaker { agent: agent.to_string(), author });
-                    self.info(format!("vetoed {agent}"));
-                }
+            Pick::Speaker(agent) => {
+                self.send(Command::PickSpeaker { agent: agent.clone(), author });
+                self.info(format!("{agent} speaks next"));
             }
-            PickPurpose::StepsDimension => self.open_steps_editor(value),
-            PickPurpose::PairVote { first, second } => {
-                let winner = (!value.is_empty()).then_some(value);
-                let author = self.env.author.clone();
+            Pick::Veto(agent) => {
+                self.send(Command::VetoSpeaker { agent: agent.clone(), author });
+                self.info(format!("vetoed {agent}"));
+            }
+            Pick::StepsDimension(dimension) => self.open_steps_editor(dimension),
+            Pick::PairVote { first, second, winner } => {
                 self.send(Command::VotePair { first, second, winner, author });
                 self.info("extra vote sent");
             }
-            PickPurpose::RateDimension => {
+            Pick::RateDimension(dimension) => {
                 let scale = self.scale_text();
                 self.prompt(
-                    format!("Your rating for {value} {scale}"),
-                    PromptPurpose::RateValue { dimension: value },
+                    format!("Your rating for {dimension} {scale}"),
+                    PromptPurpose::RateValue { dimension },
                     "a number on the scale",
                 );
             }

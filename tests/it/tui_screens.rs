@@ -443,3 +443,90 @@ fn g_eval_screens_show_steps_and_the_scores_table() {
     app.on_key(code(KeyCode::Enter));
     assert!(matches!(rx.try_recv(), Ok(Command::EditSteps { steps, .. }) if steps == "1. Read.\n2. Score."));
 }
+
+/// A live screen whose keys come from a config file with these `[keys.…]` tables.
+fn live_app_with_keys(events: &[Event], keys_toml: &str) -> (App, tokio::sync::mpsc::UnboundedReceiver<Command>) {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("config.toml");
+    std::fs::write(&file, keys_toml).unwrap();
+    let config = moot::tui::config::UiConfig::load_from(&[file], None, None, false).unwrap();
+    let (h, rx) = EngineHandle::channel();
+    let mut app = App::live(Env { config, author: "tester".into() }, h);
+    app.now = None;
+    for e in events {
+        app.on_session_event(e);
+    }
+    (app, rx)
+}
+
+#[test]
+fn overlay_keys_rebound_in_the_config_work() {
+    let events = example("maj-eval-two-groups");
+    let mid = prefix(&events, |e| matches!(e.kind, EventKind::HumanComment { .. }));
+    let keys = "[keys.picker]\n\"ctrl-n\" = \"move_down\"\n\"l\" = \"confirm\"\n\
+                [keys.composer]\n\"enter\" = \"new_line\"\n\"ctrl-s\" = \"confirm\"\n\
+                [keys.confirm_quit]\n\"o\" = \"confirm\"\n";
+    let (mut app, mut rx) = live_app_with_keys(&mid, keys);
+    // The picker moves with ctrl-n and chooses with l.
+    app.on_key(key('o'));
+    let Some(Overlay::Picker(p)) = &app.overlay else { panic!("picker expected") };
+    let first = p.selected;
+    app.on_key(KeyEvent::new(KeyCode::Char('n'), KeyModifiers::CONTROL));
+    let Some(Overlay::Picker(p)) = &app.overlay else { panic!("picker expected") };
+    assert_eq!(p.selected, first + 1);
+    app.on_key(key('l'));
+    let Some(Overlay::Picker(p)) = &app.overlay else { panic!("the dimension picker expected") };
+    assert!(p.title.contains("which dimension"), "{}", p.title);
+    app.on_key(code(KeyCode::Esc));
+    // The comment box: enter is a new line, ctrl-s sends.
+    app.on_key(key('c'));
+    type_str(&mut app, "first");
+    app.on_key(code(KeyCode::Enter));
+    type_str(&mut app, "second");
+    assert!(app.overlay.is_some());
+    // The footer names the bindings.
+    let footer = app.overlay.as_ref().unwrap().footer(&app.env.config.keymap);
+    assert!(footer.contains(&("ctrl-s".to_string(), "send".to_string())), "{footer:?}");
+    app.on_key(KeyEvent::new(KeyCode::Char('s'), KeyModifiers::CONTROL));
+    assert!(app.overlay.is_none());
+    assert!(matches!(rx.try_recv().unwrap(), Command::Comment { text, .. } if text == "first\nsecond"));
+    // Quitting: o confirms besides y.
+    app.on_key(key('q'));
+    assert!(matches!(app.overlay, Some(Overlay::ConfirmQuit)));
+    app.on_key(key('o'));
+    assert_eq!(rx.try_recv().unwrap(), Command::Quit { author: "tester".into() });
+}
+
+#[test]
+fn help_lists_the_overlays_keys_as_bound() {
+    let events = example("maj-eval-two-groups");
+    let mid = prefix(&events, |e| matches!(e.kind, EventKind::HumanComment { .. }));
+    let (mut app, _rx) = live_app_with_keys(&mid, "[keys.picker]\n\"ctrl-n\" = \"move_down\"\n");
+    app.on_key(key('?'));
+    // The help scrolls to its end; every overlay's keys are on the way.
+    let mut seen = String::new();
+    for _ in 0..12 {
+        seen.push_str(&screen_text(&render(&mut app, 80, 24)));
+        app.on_key(code(KeyCode::PageDown));
+    }
+    assert!(app.overlay.is_some(), "paging keeps the help open");
+    for want in [
+        "In a list to choose from",
+        "ctrl-n  next item",
+        "choose the selected item",
+        "In the comment box",
+        "alt-enter  new line",
+        "send the comment",
+        "On the command line",
+        "complete the word",
+        "In the search box",
+        "When quitting asks first",
+        "quit (any other key: stay)",
+        "In this help",
+        "close the help",
+    ] {
+        assert!(seen.contains(want), "{want:?} missing from the help:\n{seen}");
+    }
+    app.on_key(code(KeyCode::Esc));
+    assert!(app.overlay.is_none());
+}

@@ -6,22 +6,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
 use crate::tui::action::Action;
-use crate::tui::app::{App, MessageKind, Overlay};
-
-/// Keys of an open overlay (fixed: text entry keys are not remapped).
-fn overlay_keys(o: &Overlay) -> &'static [(&'static str, &'static str)] {
-    match o {
-        Overlay::Composer(_) | Overlay::Steps { .. } => {
-            &[("enter", "send"), ("alt-enter", "new line"), ("esc", "cancel")]
-        }
-        Overlay::CommandLine { .. } => &[("enter", "run"), ("tab", "complete"), ("esc", "cancel")],
-        Overlay::Picker(_) => &[("↑↓", "choose"), ("enter", "select"), ("1-9", "pick"), ("esc", "cancel")],
-        Overlay::Prompt(_) => &[("enter", "ok"), ("esc", "cancel")],
-        Overlay::Search(_) => &[("enter", "search"), ("esc", "cancel")],
-        Overlay::ConfirmQuit => &[("y", "quit"), ("any other key", "stay")],
-        Overlay::Help => &[("esc", "close")],
-    }
-}
+use crate::tui::app::{App, MessageKind};
 
 pub fn draw(f: &mut Frame, area: Rect, app: &App) {
     let theme = app.env.theme();
@@ -32,7 +17,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
         spans.push(Span::raw(" "));
     }
     let keys: Vec<(String, String)> = match &app.overlay {
-        Some(o) => overlay_keys(o).iter().map(|(k, d)| (k.to_string(), d.to_string())).collect(),
+        Some(o) => o.footer(&app.env.config.keymap),
         None => {
             let mut k: Vec<(String, String)> =
                 app.env.config.keymap.footer(app.mode()).into_iter().map(|(k, d)| (k, d.to_string())).collect();

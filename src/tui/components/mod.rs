@@ -8,7 +8,6 @@ pub mod footer;
 pub mod g_eval;
 pub mod header;
 pub mod moderator;
-pub mod overlays;
 pub mod pairwise;
 pub mod sage;
 pub mod summary;

@@ -21,7 +21,7 @@ use crate::engine::Command;
 use crate::session::fold::{SessionView, TurnState};
 use crate::session::pairwise::{ComparisonView, Flip, Label, PairwiseView, RankEntry, win_rate};
 use crate::tui::action::Action;
-use crate::tui::app::{App, Focus, PickPurpose};
+use crate::tui::app::{App, Focus, Pick};
 use crate::tui::theme::Theme;
 
 /// The actions of this screen part, listed in the help only for pairwise sessions.
@@ -559,13 +559,17 @@ pub fn open_vote(app: &mut App) {
     let Some(c) = current(app).cloned() else { return app.error("no pair to vote on yet") };
     let revealed = app.view().pairwise.revealed(&c);
     let (l, r) = c.on_screen();
+    let vote = |winner: Option<&str>| Pick::PairVote {
+        first: c.first.clone(),
+        second: c.second.clone(),
+        winner: winner.map(str::to_string),
+    };
     let items = vec![
-        (format!("A · {}", shown_name(&c, revealed, l)), l.to_string()),
-        (format!("B · {}", shown_name(&c, revealed, r)), r.to_string()),
-        ("tie".to_string(), String::new()),
+        (format!("A · {}", shown_name(&c, revealed, l)), vote(Some(l))),
+        (format!("B · {}", shown_name(&c, revealed, r)), vote(Some(r))),
+        ("tie".to_string(), vote(None)),
     ];
-    let purpose = PickPurpose::PairVote { first: c.first.clone(), second: c.second.clone() };
-    app.open_picker("Your extra vote on this pair (counts as one more judge)", items, purpose);
+    app.open_picker("Your extra vote on this pair (counts as one more judge)", items);
 }
 
 /// `u`: decline to decide the selected pair.

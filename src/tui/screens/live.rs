@@ -10,8 +10,9 @@ use ratatui::layout::{Constraint, Layout, Rect};
 
 use crate::tui::app::{App, Focus};
 use crate::tui::components::{
-    agent, aggregator, consensus, footer, g_eval, header, moderator, overlays, pairwise, sage, summary, transcript,
+    agent, aggregator, consensus, footer, g_eval, header, moderator, pairwise, sage, summary, transcript,
 };
+use crate::tui::overlays;
 
 /// Below this width or height the compact layout is used.
 pub const WIDE_MIN: (u16, u16) = (120, 32);
