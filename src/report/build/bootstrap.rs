@@ -141,7 +141,9 @@ pub(super) fn run_bootstraps(rows: &mut [Row], jobs: Vec<Job>, opts: &ReportOpti
                 })
             })
             .collect();
-        handles.into_iter().flat_map(|h| h.join().unwrap_or_default()).collect()
+        // A job that panicked is a bug: carry its panic on rather than
+        // drop its rows' intervals silently.
+        handles.into_iter().flat_map(|h| h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))).collect()
     });
     for (row, ci) in results {
         if let Ok(ci) = ci {

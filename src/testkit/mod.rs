@@ -1,0 +1,305 @@
+//! Builders shared by tests and benchmarks: a small panel, an item and
+//! evaluation replies in the form agents are asked for. Not used by the
+//! program itself.
+
+pub mod fuzz;
+
+use crate::item::Item;
+use crate::panel::{
+    AgentSpec, ConsensusRule, ConsensusSettings, Dimension, GenerationSettings, GroupSpec, ModelSettings,
+    ModeratorPolicy, ModeratorSettings, Panel, Protocol, Scale,
+};
+
+/// An agent with every persona attribute filled in.
+pub fn agent(name: &str) -> AgentSpec {
+    AgentSpec {
+        name: name.into(),
+        role: format!("{name}'s role"),
+        demographics: "adult".into(),
+        perspective: "cares about clarity".into(),
+        specialty: "reading".into(),
+        traits: "direct".into(),
+        relationships: "works with the others".into(),
+        model: ModelSettings::default(),
+    }
+}
+
+/// A two-dimension panel (grammar, relevance on 1–5) with the given groups of
+/// agent names, round-robin moderation, 4 debate turns and exact consensus.
+pub fn panel(protocol: Protocol, groups: &[(&str, &[&str])]) -> Panel {
+    Panel {
+        name: "Test panel".into(),
+        protocol: crate::panel::ProtocolSection::new(protocol),
+        task: "Judge short answers to questions about a story.".into(),
+        judge: Default::default(),
+        scale: Scale { min: 1.0, max: 5.0 },
+        dimensions: vec![
+            Dimension {
+                key: "grammar".into(),
+                name: "Grammar".into(),
+                description: "Is it well formed?".into(),
+                steps: None,
+                labels: Vec::new(),
+            },
+            Dimension {
+                key: "relevance".into(),
+                name: "Relevance".into(),
+                description: "Does it answer?".into(),
+                steps: None,
+                labels: Vec::new(),
+            },
+        ],
+        moderator: ModeratorSettings {
+            policy: ModeratorPolicy::RoundRobin,
+            max_turns: 4,
+            model: ModelSettings::default(),
+        },
+        consensus: ConsensusSettings { rule: ConsensusRule::Range, tolerance: 0.0, max_rounds: 3 },
+        generation: GenerationSettings { temperature: 0.0, max_tokens: 200, seed: Some(7) },
+        model: ModelSettings::default(),
+        aggregator: ModelSettings::default(),
+        final_judge: ModelSettings::default(),
+        roles: Default::default(),
+        groups: groups
+            .iter()
+            .map(|(g, names)| GroupSpec {
+                name: g.to_string(),
+                description: String::new(),
+                agents: names.iter().map(|n| agent(n)).collect(),
+            })
+            .collect(),
+        source: None,
+    }
+}
+
+/// A short question–answer item with a story as context.
+pub fn item() -> Item {
+    Item {
+        id: "qa-test".into(),
+        content: "Question: Why did the fox run?\nAnswer: Because it was scared of the storm.".into(),
+        context: Some("A fox lived by the river. When the storm came, the fox ran to its den.".into()),
+        reference: None,
+        human: None,
+        candidates: None,
+        human_labels: Vec::new(),
+    }
+}
+
+/// A reply with a fenced JSON evaluation for [`panel`]'s dimensions.
+pub fn evaluation(grammar: u32, relevance: u32, overall: u32) -> String {
+    format!(
+        "My view, briefly.\n```json\n{{\"grammar\": {grammar}, \"relevance\": {relevance}, \"overall\": {overall}, \"confidence\": 0.8, \"justification\": \"Scores as given.\"}}\n```"
+    )
+}
+
+/// Who a request speaks for, read from its prompts: an agent's name,
+/// or `moderator`, `aggregator`, `final judge`.
+pub fn speaker(req: &crate::provider::ChatRequest) -> String {
+    let sys = req.messages.first().map(|m| m.content.as_str()).unwrap_or("");
+    let user = req.messages.get(2).map(|m| m.content.as_str()).unwrap_or("");
+    if crate::engine::prompts::is_moderator_request(user) {
+        return "moderator".into();
+    }
+    if sys.starts_with("You write the synthesis") {
+        return "aggregator".into();
+    }
+    if sys.starts_with("You are the final judge") {
+        return "final judge".into();
+    }
+    crate::engine::prompts::agent_named_in(user).unwrap_or("?").to_string()
+}
+
+/// Stakeholder roles the scripted persona builder recognises: a word to find
+/// in a sentence and the stakeholder it names.
+const BUILDER_ROLES: &[(&str, &str)] = &[
+    ("teacher", "Teachers"),
+    ("parent", "Parents"),
+    ("mother", "Parents"),
+    ("father", "Parents"),
+    ("psycholog", "Researchers"),
+    ("researcher", "Researchers"),
+    ("linguist", "Researchers"),
+    ("therapist", "Speech therapists"),
+];
+
+/// A scripted model for the persona builder (tests and benchmarks): a
+/// document's stakeholders are the roles of [`BUILDER_ROLES`] its sentences
+/// mention, each with up to two perspectives quoting those sentences word for
+/// word (a document naming none yields none); consolidation groups
+/// stakeholders of the same name and merges perspectives whose text is the
+/// same; a persona is named `Judge N`, N after the names already taken.
+pub fn builder_reply(req: &crate::provider::ChatRequest) -> String {
+    let user = req.messages.iter().rev().find(|m| m.role == crate::provider::ChatRole::User);
+    let user = user.map(|m| m.content.as_str()).unwrap_or("");
+    if let (Some(start), Some(end)) = (user.find("<<<\n"), user.rfind("\n>>>")) {
+        return builder_extract(&user[start + 4..end]);
+    }
+    if user.contains("Put stakeholders that play the same") {
+        return builder_groups(user);
+    }
+    let taken = user
+        .lines()
+        .find_map(|l| l.strip_prefix("Names already used in the panel (choose another): "))
+        .map_or(0, |l| l.split(", ").count());
+    let perspective = user.lines().find_map(|l| l.strip_prefix("Perspective this judge stands for: ")).unwrap_or("");
+    serde_json::json!({
+        "name": format!("Judge {}", taken + 1),
+        "role": "Member of the group",
+        "demographics": "An adult written for a test.",
+        "perspective": perspective,
+        "specialty": "What the group knows.",
+        "traits": "Careful.",
+        "relationships": "Works with the others.",
+    })
+    .to_string()
+}
+
+fn builder_extract(text: &str) -> String {
+    let mut found: Vec<(&str, Vec<&str>)> = Vec::new();
+    let prose = text.split("\n\n").filter(|p| !p.starts_with(['#', '*']));
+    let sentences = prose.flat_map(|p| p.split_inclusive(['.', '?', '!']));
+    for sentence in sentences.map(|s| s.trim()).filter(|s| s.len() > 20) {
+        let lower = sentence.to_lowercase();
+        if let Some((_, role)) = BUILDER_ROLES.iter().find(|(w, _)| lower.contains(w)) {
+            match found.iter_mut().find(|(r, _)| r == role) {
+                Some((_, quotes)) if quotes.len() < 2 => quotes.push(sentence),
+                Some(_) => {}
+                None => found.push((role, vec![sentence])),
+            }
+        }
+    }
+    let stakeholders: Vec<serde_json::Value> = found
+        .iter()
+        .map(|(role, quotes)| {
+            let perspectives: Vec<serde_json::Value> = quotes
+                .iter()
+                .map(|q| {
+                    let words: Vec<&str> = q.split_whitespace().take(8).collect();
+                    serde_json::json!({"perspective": format!("Cares that {}", words.join(" ")), "evidence": q})
+                })
+                .collect();
+            serde_json::json!({"name": role, "characteristics": format!("{role} named in the document."), "perspectives": perspectives})
+        })
+        .collect();
+    serde_json::json!({ "stakeholders": stakeholders }).to_string()
+}
+
+/// A merged perspective and the ids it comes from.
+type Merged = (String, Vec<String>);
+
+fn builder_groups(user: &str) -> String {
+    // (name, members, [(text, sources)])
+    let mut groups: Vec<(String, Vec<String>, Vec<Merged>)> = Vec::new();
+    let mut current: Option<usize> = None;
+    for line in user.lines() {
+        if let Some(rest) = line.strip_prefix("  ") {
+            let Some((id, text)) = rest.split_once(' ') else { continue };
+            let Some(g) = current else { continue };
+            let ps = &mut groups[g].2;
+            match ps.iter_mut().find(|(t, _)| t == text) {
+                Some((_, sources)) => sources.push(id.to_string()),
+                None => ps.push((text.to_string(), vec![id.to_string()])),
+            }
+        } else if line.starts_with('D')
+            && let Some((head, _)) = line.split_once(':')
+            && let Some((id, name)) = head.split_once(' ')
+        {
+            let g = match groups.iter().position(|(n, _, _)| n == name) {
+                Some(g) => g,
+                None => {
+                    groups.push((name.to_string(), Vec::new(), Vec::new()));
+                    groups.len() - 1
+                }
+            };
+            groups[g].1.push(id.to_string());
+            current = Some(g);
+        }
+    }
+    let groups: Vec<serde_json::Value> = groups
+        .into_iter()
+        .map(|(name, members, ps)| {
+            let ps: Vec<serde_json::Value> =
+                ps.into_iter().map(|(t, s)| serde_json::json!({"perspective": t, "sources": s})).collect();
+            serde_json::json!({"name": name, "description": format!("{name} from the documents."), "members": members, "perspectives": ps})
+        })
+        .collect();
+    serde_json::json!({ "groups": groups }).to_string()
+}
+
+/// The scripted persona builder behind an OpenAI-compatible stream.
+pub fn builder_server_reply(r: &crate::provider::testing::RecordedRequest) -> crate::provider::testing::Reply {
+    let body = r.body_json().unwrap_or_default();
+    let messages = body["messages"]
+        .as_array()
+        .map(|ms| {
+            ms.iter()
+                .map(|m| {
+                    let text = m["content"].as_str().unwrap_or("").to_string();
+                    match m["role"].as_str() {
+                        Some("system") => crate::provider::ChatMessage::system(text),
+                        Some("assistant") => crate::provider::ChatMessage::assistant(text),
+                        _ => crate::provider::ChatMessage { role: crate::provider::ChatRole::User, content: text },
+                    }
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let reply = builder_reply(&crate::provider::ChatRequest::new(messages));
+    let pieces: Vec<String> = reply.as_bytes().chunks(40).map(|c| String::from_utf8_lossy(c).into_owned()).collect();
+    let refs: Vec<&str> = pieces.iter().map(String::as_str).collect();
+    crate::provider::testing::Reply::openai_stream(&refs, Some((300, 120)))
+}
+
+/// A plausible judge for end-to-end tests: answers moot's own prompts the way
+/// a cooperative model would, streamed in small chunks with `pause` between
+/// them. Moderators name the first eligible agent; aggregators write a short
+/// synthesis; everyone else returns an evaluation with every requested key
+/// (read from the prompt's output format), scored from a hash of the speaker
+/// so agents disagree a little.
+pub fn judge_reply(
+    request: &crate::provider::testing::RecordedRequest,
+    pause: std::time::Duration,
+) -> crate::provider::testing::Reply {
+    let body = request.body_json().unwrap_or_default();
+    let messages = body.get("messages").and_then(|m| m.as_array()).cloned().unwrap_or_default();
+    let text_of = |i: usize| messages.get(i).and_then(|m| m.get("content")).and_then(|c| c.as_str()).unwrap_or("");
+    let system = text_of(0);
+    let last = messages.last().and_then(|m| m.get("content")).and_then(|c| c.as_str()).unwrap_or("");
+    let reply = if crate::engine::prompts::is_moderator_request(text_of(1)) {
+        let eligible = last
+            .split("Agents who may speak next: ")
+            .nth(1)
+            .or_else(|| last.split("Choose exactly one of: ").nth(1))
+            .and_then(|s| s.split(".\n").next())
+            .and_then(|s| s.split(", ").next())
+            .unwrap_or("nobody");
+        format!("{{\"next\": \"{eligible}\", \"reason\": \"{eligible} has not answered the others yet.\"}}")
+    } else if system.starts_with("You write the synthesis") {
+        "The stakeholders agree the answer is clear. They disagree on how well it suits young readers. Overall it is adequate.".to_string()
+    } else {
+        let name = if system.starts_with("You are the final judge") {
+            "The final judge"
+        } else {
+            crate::engine::prompts::agent_named_in(text_of(1)).unwrap_or("judge")
+        };
+        let score = 2 + (name.bytes().map(u32::from).sum::<u32>() % 3);
+        let mut verdict = serde_json::Map::new();
+        // The output form is in the system prompt (agents) or the last message (repairs, the final judge).
+        let form = format!("{system}\n{last}");
+        for w in form.split('"').collect::<Vec<_>>().windows(2).filter(|w| w[1].starts_with(": <score>")) {
+            verdict.insert(w[0].to_string(), serde_json::json!(score));
+        }
+        verdict.insert("confidence".into(), serde_json::json!(0.7));
+        verdict.insert("justification".into(), serde_json::json!(format!("{name} finds it acceptable.")));
+        format!("I have read the item carefully. It is mostly fine.\n{}", serde_json::Value::Object(verdict))
+    };
+    let chars: Vec<char> = reply.chars().collect();
+    let chunks: Vec<String> = chars.chunks(24).map(|c| c.iter().collect()).collect();
+    let mut out = crate::provider::testing::Reply::sse().event(&crate::provider::testing::openai::role_chunk());
+    for c in &chunks {
+        out = out.delay(pause).event(&crate::provider::testing::openai::content_chunk(c));
+    }
+    out.event(&crate::provider::testing::openai::finish_chunk("stop"))
+        .event(&crate::provider::testing::openai::usage_chunk(400, 60))
+        .event("[DONE]")
+}
