@@ -13,6 +13,7 @@ mod collab_pairwise;
 mod context_fit;
 mod engine_protocols;
 mod eval_cli;
+mod fuzz_corpus;
 mod g_eval;
 mod layers;
 mod local_context;
