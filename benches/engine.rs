@@ -23,8 +23,8 @@ use std::time::Duration;
 use criterion::{Criterion, criterion_group, criterion_main};
 use moot::engine::{self, Binding, Bindings, EngineConfig, EngineHandle, Recorder};
 use moot::panel::Protocol;
-use moot::provider::scripted::{ScriptedProvider, ScriptedReply};
 use moot::session::SessionWriter;
+use moot::testkit::scripted::{ScriptedProvider, ScriptedReply};
 use moot::testkit::{evaluation, item, panel, speaker};
 
 fn run_once(rt: &tokio::runtime::Runtime, config: EngineConfig, dir: &std::path::Path, n: usize) {

@@ -18,7 +18,7 @@ use moot::eval::{EvalConfig, run_eval};
 use moot::item::Item;
 use moot::panel::Panel;
 use moot::provider::registry::Registry;
-use moot::provider::testing::{Reply, TestServer, openai};
+use moot::testkit::server::{Reply, TestServer, openai};
 use tokio_util::sync::CancellationToken;
 
 const CALLS_IN_A_ROW: u32 = 4;

@@ -14,7 +14,7 @@ use moot::optimize::log::OptRecorder;
 use moot::optimize::{Example, JudgePrompt, Objective, OptimizeConfig, optimize};
 use moot::panel::Panel;
 use moot::provider::retry::RetryPolicy;
-use moot::provider::scripted::{ScriptedProvider, ScriptedReply};
+use moot::testkit::scripted::{ScriptedProvider, ScriptedReply};
 
 const TOPICS: [&str; 4] = ["river", "planet", "engine", "garden"];
 const WORDS: [&str; 8] = ["long", "bright", "quiet", "early", "heavy", "green", "deep", "fast"];

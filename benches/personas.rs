@@ -17,7 +17,7 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use moot::personas::docs::{DocKind, from_text};
 use moot::personas::log::BuildLog;
 use moot::personas::{Ctx, Model, Options, build, read_document, verify};
-use moot::provider::scripted::ScriptedProvider;
+use moot::testkit::scripted::ScriptedProvider;
 
 const SENTENCES: &[&str] = &[
     "A teacher said short questions keep the whole class listening at the page turn.",

@@ -10,8 +10,8 @@
 
 use std::time::Duration;
 
-use moot::provider::testing::TestServer;
 use moot::testkit::judge_reply;
+use moot::testkit::server::TestServer;
 
 #[tokio::main]
 async fn main() -> std::io::Result<()> {

@@ -15,5 +15,6 @@ pub mod report;
 pub mod session;
 pub mod signals;
 pub mod stats;
+#[cfg(any(test, feature = "testing"))]
 pub mod testkit;
 pub mod tui;

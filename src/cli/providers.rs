@@ -242,7 +242,7 @@ fn user_config_display() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::provider::testing::{Reply, TestServer};
+    use crate::testkit::server::{Reply, TestServer};
 
     #[tokio::test]
     async fn check_reports_latency_or_the_exact_error() {

@@ -250,9 +250,9 @@ mod tests {
     use crate::engine::prompts;
     use crate::panel::Protocol;
     use crate::provider::conservative_prompt_tokens;
-    use crate::provider::scripted::ScriptedProvider;
     use crate::provider::window::WindowedProvider;
     use crate::session::event::Evaluation;
+    use crate::testkit::scripted::ScriptedProvider;
 
     fn ev(score: f64, why: &str) -> Evaluation {
         Evaluation {

@@ -277,7 +277,7 @@ impl Provider for CachedProvider {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::provider::scripted::ScriptedProvider;
+    use crate::testkit::scripted::ScriptedProvider;
 
     fn info() -> ProviderInfo {
         ProviderInfo {
@@ -356,7 +356,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let scripted = Arc::new(ScriptedProvider::new(|_, i| {
             if i == 0 {
-                crate::provider::scripted::ScriptedReply::Fail(ProviderError::Incomplete("cut".into()))
+                crate::testkit::scripted::ScriptedReply::Fail(ProviderError::Incomplete("cut".into()))
             } else {
                 "ok".into()
             }

@@ -17,10 +17,8 @@ pub mod openai;
 pub mod pricing;
 pub mod registry;
 pub mod retry;
-pub mod scripted;
 pub mod sse;
 pub mod structured;
-pub mod testing;
 pub mod window;
 
 use std::fmt;

@@ -615,7 +615,7 @@ mod tests {
 
     #[tokio::test]
     async fn comment_lines_are_ignored_and_missing_usage_is_estimated() {
-        use crate::provider::testing::{Reply, TestServer, openai};
+        use crate::testkit::server::{Reply, TestServer, openai};
         let server = TestServer::start().await.expect("server");
         server.push(
             Reply::sse()

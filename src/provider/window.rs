@@ -60,7 +60,7 @@ impl Provider for WindowedProvider {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::provider::scripted::ScriptedProvider;
+    use crate::testkit::scripted::ScriptedProvider;
 
     #[tokio::test]
     async fn the_configured_window_is_reported_and_counting_passes_through() {

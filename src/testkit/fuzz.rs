@@ -10,9 +10,12 @@ use crate::provider::sse::SseParser;
 use crate::session::fold::SessionView;
 use crate::session::reader::parse_log;
 
+/// A fuzz target's entry point.
+pub type Target = fn(&[u8]);
+
 /// The fuzz targets, by name (the names of `fuzz/fuzz_targets/*.rs` and of
 /// the corpus folders under `fuzz/corpus/`).
-pub const TARGETS: [(&str, fn(&[u8])); 5] =
+pub const TARGETS: [(&str, Target); 5] =
     [("reply_parser", reply_parser), ("sse", sse), ("session_log", session_log), ("panel", panel), ("items", items)];
 
 fn dimension(key: &str) -> Dimension {

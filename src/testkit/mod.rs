@@ -1,8 +1,16 @@
-//! Builders shared by tests and benchmarks: a small panel, an item and
-//! evaluation replies in the form agents are asked for. Not used by the
-//! program itself.
+//! Everything tests and benchmarks share, compiled only for them (the
+//! `testing` feature, which the tests and benches turn on): builders for a
+//! small panel, an item and evaluation replies in the form agents are asked
+//! for (here), a scripted provider (`scripted`), an HTTP server speaking the
+//! providers' APIs (`server`), an engine runner (`engine`), the optimisation
+//! tests' judge (`optimize`) and the fuzzing entry points (`fuzz`). The
+//! program itself never uses them.
 
+pub mod engine;
 pub mod fuzz;
+pub mod optimize;
+pub mod scripted;
+pub mod server;
 
 use crate::item::Item;
 use crate::panel::{
@@ -227,7 +235,7 @@ fn builder_groups(user: &str) -> String {
 }
 
 /// The scripted persona builder behind an OpenAI-compatible stream.
-pub fn builder_server_reply(r: &crate::provider::testing::RecordedRequest) -> crate::provider::testing::Reply {
+pub fn builder_server_reply(r: &crate::testkit::server::RecordedRequest) -> crate::testkit::server::Reply {
     let body = r.body_json().unwrap_or_default();
     let messages = body["messages"]
         .as_array()
@@ -247,7 +255,7 @@ pub fn builder_server_reply(r: &crate::provider::testing::RecordedRequest) -> cr
     let reply = builder_reply(&crate::provider::ChatRequest::new(messages));
     let pieces: Vec<String> = reply.as_bytes().chunks(40).map(|c| String::from_utf8_lossy(c).into_owned()).collect();
     let refs: Vec<&str> = pieces.iter().map(String::as_str).collect();
-    crate::provider::testing::Reply::openai_stream(&refs, Some((300, 120)))
+    crate::testkit::server::Reply::openai_stream(&refs, Some((300, 120)))
 }
 
 /// A plausible judge for end-to-end tests: answers moot's own prompts the way
@@ -257,9 +265,9 @@ pub fn builder_server_reply(r: &crate::provider::testing::RecordedRequest) -> cr
 /// (read from the prompt's output format), scored from a hash of the speaker
 /// so agents disagree a little.
 pub fn judge_reply(
-    request: &crate::provider::testing::RecordedRequest,
+    request: &crate::testkit::server::RecordedRequest,
     pause: std::time::Duration,
-) -> crate::provider::testing::Reply {
+) -> crate::testkit::server::Reply {
     let body = request.body_json().unwrap_or_default();
     let messages = body.get("messages").and_then(|m| m.as_array()).cloned().unwrap_or_default();
     let text_of = |i: usize| messages.get(i).and_then(|m| m.get("content")).and_then(|c| c.as_str()).unwrap_or("");
@@ -295,11 +303,11 @@ pub fn judge_reply(
     };
     let chars: Vec<char> = reply.chars().collect();
     let chunks: Vec<String> = chars.chunks(24).map(|c| c.iter().collect()).collect();
-    let mut out = crate::provider::testing::Reply::sse().event(&crate::provider::testing::openai::role_chunk());
+    let mut out = crate::testkit::server::Reply::sse().event(&crate::testkit::server::openai::role_chunk());
     for c in &chunks {
-        out = out.delay(pause).event(&crate::provider::testing::openai::content_chunk(c));
+        out = out.delay(pause).event(&crate::testkit::server::openai::content_chunk(c));
     }
-    out.event(&crate::provider::testing::openai::finish_chunk("stop"))
-        .event(&crate::provider::testing::openai::usage_chunk(400, 60))
+    out.event(&crate::testkit::server::openai::finish_chunk("stop"))
+        .event(&crate::testkit::server::openai::usage_chunk(400, 60))
         .event("[DONE]")
 }

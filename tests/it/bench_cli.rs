@@ -4,8 +4,8 @@
 use std::process::Command;
 use std::time::Duration;
 
-use moot::provider::testing::TestServer;
 use moot::testkit::judge_reply;
+use moot::testkit::server::TestServer;
 
 #[tokio::test(flavor = "multi_thread")]
 async fn bench_times_each_run_and_prints_the_medians() {

@@ -10,10 +10,10 @@ use std::time::Duration;
 use moot::engine::{Binding, Bindings, Command, EngineConfig};
 use moot::panel::{Panel, Protocol, SettingValue};
 use moot::provider::openai::{OpenAiConfig, OpenAiProvider};
-use moot::provider::scripted::ScriptedReply;
-use moot::provider::testing::{RecordedRequest, Reply, TestServer, openai};
 use moot::session::event::{EndStatus, Phase, Role};
 use moot::session::{EventKind, SessionView};
+use moot::testkit::scripted::ScriptedReply;
+use moot::testkit::server::{RecordedRequest, Reply, TestServer, openai};
 use support::*;
 
 const GROUP: &[(&str, &[&str])] = &[("Readers", &["Ann", "Bea", "Cal"])];
@@ -229,7 +229,7 @@ async fn a_simultaneous_round_takes_about_one_call_whatever_the_agents() {
     p.protocol.settings.insert("strategy".into(), SettingValue::Text("simultaneous".into()));
     p.protocol.settings.insert("turns".into(), SettingValue::Integer(1));
     let provider = std::sync::Arc::new(
-        moot::provider::scripted::ScriptedProvider::new(|_, _| {
+        moot::testkit::scripted::ScriptedProvider::new(|_, _| {
             ScriptedReply::Text(format!("Fine. {}", verdict(4, 4, 0.5)))
         })
         .with_delay(Duration::from_millis(200)),

@@ -5,10 +5,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use moot::provider::testing::TestServer;
 use moot::session::event::EndStatus;
 use moot::session::{EventKind, read_log};
 use moot::testkit::judge_reply;
+use moot::testkit::server::TestServer;
 
 fn moot() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_moot"));
@@ -277,7 +277,7 @@ async fn bad_input_is_named_precisely() {
 async fn a_session_without_any_readable_evaluation_fails_and_says_why() {
     // Every reply is prose without scores: nothing can be read from it.
     let server = TestServer::with_handler(|_| {
-        moot::provider::testing::Reply::openai_stream(
+        moot::testkit::server::Reply::openai_stream(
             &["The answer reads well and suits young children."],
             Some((90, 12)),
         )

@@ -10,10 +10,10 @@ use moot::engine::Command;
 use moot::item::{Candidate, Item};
 use moot::panel::{Panel, Protocol, SettingValue};
 use moot::provider::ChatRequest;
-use moot::provider::scripted::ScriptedReply;
 use moot::session::event::{EndStatus, Event, Phase};
 use moot::session::pairwise::Label;
 use moot::session::{EventKind, SessionView};
+use moot::testkit::scripted::ScriptedReply;
 use support::*;
 
 const GOOD: &str = "The council voted 7-2 to close the Elm Street branch in March after a 12% budget cut.";

@@ -8,12 +8,12 @@ use std::sync::Arc;
 use moot::cli::headless::{Paint, Transcript};
 use moot::engine::{Binding, Bindings};
 use moot::panel::Protocol;
-use moot::provider::scripted::{ScriptedProvider, ScriptedReply};
 use moot::provider::window::WindowedProvider;
 use moot::provider::{ChatRequest, conservative_prompt_tokens};
 use moot::session::event::{EndStatus, Phase, TurnKind};
 use moot::session::fold::TimelineEntry;
 use moot::session::{Event, EventKind, SessionView};
+use moot::testkit::scripted::{ScriptedProvider, ScriptedReply};
 use support::*;
 
 /// A long, readable reply: the scores, then a justification of some length.

@@ -8,9 +8,9 @@ use std::time::Duration;
 use moot::engine::Command;
 use moot::panel::{ModeratorPolicy, Protocol};
 use moot::provider::ProviderError;
-use moot::provider::scripted::{ScriptedProvider, ScriptedReply};
 use moot::session::event::{EndStatus, OverrideTarget, Phase, Role, SelectedBy, TurnKind};
 use moot::session::{EventKind, SessionView, SessionWriter, parse_log, read_log};
+use moot::testkit::scripted::{ScriptedProvider, ScriptedReply};
 use support::*;
 
 /// Each agent keeps its own fixed scores; nobody finishes.

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use moot::eval::folder::{ATTEMPTS, LogState, Manifest, log_state};
-use moot::provider::testing::{RecordedRequest, Reply, TestServer};
+use moot::testkit::server::{RecordedRequest, Reply, TestServer};
 
 const SMALL_PANEL: &str = "tests/fixtures/eval/small-panel.toml";
 const ITEMS: &str = "tests/fixtures/eval/items.jsonl";

@@ -10,10 +10,10 @@ use std::time::Duration;
 use moot::engine::{Binding, Bindings, Command, EngineConfig};
 use moot::panel::{Protocol, SettingValue};
 use moot::provider::openai::{OpenAiConfig, OpenAiProvider};
-use moot::provider::scripted::ScriptedReply;
-use moot::provider::testing::{Reply, TestServer, openai};
 use moot::session::event::{EndStatus, Phase, StepsSource};
 use moot::session::{Event, EventKind, SessionView};
+use moot::testkit::scripted::ScriptedReply;
+use moot::testkit::server::{Reply, TestServer, openai};
 use support::*;
 
 fn g_panel(samples: i64) -> moot::panel::Panel {
@@ -206,7 +206,7 @@ async fn an_unreadable_score_stays_a_parse_failure_and_no_score_at_all_fails_the
 #[tokio::test]
 async fn a_speaker_pick_is_refused_because_nobody_debates() {
     let provider =
-        Arc::new(moot::provider::scripted::ScriptedProvider::new(judge).with_delay(Duration::from_millis(30)));
+        Arc::new(moot::testkit::scripted::ScriptedProvider::new(judge).with_delay(Duration::from_millis(30)));
     let mut s = Session::start(config(g_panel(1), provider), None);
     s.wait_for(|e| matches!(&e.kind, EventKind::PhaseStarted { phase: Phase::Steps, .. })).await;
     s.send(Command::PickSpeaker { agent: "Ann".into(), author: author() });

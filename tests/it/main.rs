@@ -1,9 +1,13 @@
 //! moot's integration tests, in one test binary: each module is one area
-//! (a protocol, a screen, a provider, a subcommand), and `support` holds the
-//! helpers they share. One binary links moot and llama.cpp once instead of
+//! (a protocol, a screen, a provider, a subcommand); the helpers they share
+//! are moot's test kit (`moot::testkit`, compiled for tests and benches). One binary links moot and llama.cpp once instead of
 //! once per file. Run one area with `cargo test --test it <module>::`.
 
-mod support;
+/// The test kit's engine runner and optimisation judge, as the areas name them.
+mod support {
+    pub use moot::testkit::engine::*;
+    pub use moot::testkit::optimize;
+}
 
 mod bench_cli;
 mod build_deps;

@@ -71,7 +71,7 @@ async fn the_loop_stops_at_the_threshold() {
 #[tokio::test]
 async fn held_out_examples_never_reach_the_feedback_or_rewrite_requests() {
     use moot::provider::openai::{OpenAiConfig, OpenAiProvider};
-    use moot::provider::testing::{Reply, TestServer, openai};
+    use moot::testkit::server::{Reply, TestServer, openai};
 
     let server = TestServer::start().await.expect("bind 127.0.0.1");
     let rewrite = JudgePrompt { guidance: PHRASE.into(), ..JudgePrompt::of(&panel()) }.render();

@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use moot::provider::testing::{RecordedRequest, Reply, TestServer, openai};
+use moot::testkit::server::{RecordedRequest, Reply, TestServer, openai};
 
 fn reply(text: &str) -> Reply {
     let mut r = Reply::sse();

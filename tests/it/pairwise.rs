@@ -13,13 +13,13 @@ use moot::item::{Candidate, Item};
 use moot::panel::{Panel, Protocol, SettingValue};
 use moot::provider::ChatRequest;
 use moot::provider::openai::{OpenAiConfig, OpenAiProvider};
-use moot::provider::scripted::ScriptedReply;
-use moot::provider::testing::{RecordedRequest, Reply, TestServer, openai};
 use moot::session::event::{EndStatus, Event, Phase};
 use moot::session::pairwise::{Flip, Label};
 use moot::session::{EventKind, SessionView};
 use moot::stats::pairwise::Preference as Pos;
 use moot::stats::position::position_bias;
+use moot::testkit::scripted::ScriptedReply;
+use moot::testkit::server::{RecordedRequest, Reply, TestServer, openai};
 use support::*;
 
 const GOOD: &str = "The council voted 7-2 to close the Elm Street branch in March after a 12% budget cut.";

@@ -15,14 +15,14 @@ use std::time::Duration;
 use moot::item::{Candidate, Item};
 use moot::panel::{Panel, Protocol};
 use moot::provider::ChatRequest;
-use moot::provider::scripted::ScriptedReply;
-use moot::provider::testing::{RecordedRequest, Reply, TestServer};
 use moot::report::human::parse_csv;
 use moot::report::{Report, ReportOptions, Row, build_report, collect_logs, load_records};
 use moot::session::SessionWriter;
 use moot::session::event::EndStatus;
 use moot::stats::Preference;
 use moot::stats::raters::{bootstrap_win_rates, leave_one_rater_out, rater_kappa, wilson_95};
+use moot::testkit::scripted::ScriptedReply;
+use moot::testkit::server::{RecordedRequest, Reply, TestServer};
 use serde::Deserialize;
 use support::*;
 

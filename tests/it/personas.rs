@@ -16,8 +16,8 @@ use moot::personas::state::{BuildState, Decision};
 use moot::personas::{Ctx, Document, Model, Options, build};
 use moot::provider::ChatRequest;
 use moot::provider::retry::RetryPolicy;
-use moot::provider::scripted::{ScriptedProvider, ScriptedReply};
 use moot::session::event::EndStatus;
+use moot::testkit::scripted::{ScriptedProvider, ScriptedReply};
 use support::*;
 
 const TEACHERS: &str = "# Teachers\n\nWritten for the moot tests.\n\nA teacher said: \"Short questions keep the class listening.\"\n\nTeachers check who followed the plot with simple who questions.";

@@ -7,7 +7,7 @@ use std::process::{Command, Output};
 use moot::panel::Panel;
 use moot::personas::log::read_log;
 use moot::personas::state::BuildState;
-use moot::provider::testing::TestServer;
+use moot::testkit::server::TestServer;
 
 fn moot() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_moot"));

@@ -4,8 +4,8 @@ use std::time::Duration;
 
 use moot::provider::anthropic::{API_VERSION, AnthropicConfig, AnthropicProvider};
 use moot::provider::retry::{AttemptFailure, RetryPolicy, call_with_retry};
-use moot::provider::testing::{Framing, Reply, TestServer};
 use moot::provider::{ChatMessage, ChatRequest, Provider, ProviderError};
+use moot::testkit::server::{Framing, Reply, TestServer};
 use serde_json::json;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;

@@ -8,8 +8,8 @@ use moot::engine::{Binding, Bindings, EngineConfig};
 use moot::panel::Protocol;
 use moot::provider::cache::{CachedProvider, ResponseCache};
 use moot::provider::openai::{OpenAiConfig, OpenAiProvider};
-use moot::provider::testing::{Reply, TestServer};
 use moot::session::{Event, EventKind};
+use moot::testkit::server::{Reply, TestServer};
 use support::*;
 
 fn evaluations(events: &[Event]) -> Vec<(String, Option<moot::session::event::Evaluation>, String)> {

@@ -12,20 +12,20 @@ use moot::provider::limiter::{LimitSettings, LimitedProvider, Limiter};
 use moot::provider::openai::{OpenAiConfig, OpenAiProvider};
 use moot::provider::registry::Registry;
 use moot::provider::retry::{RetryPolicy, call_with_retry};
-use moot::provider::testing::{Reply, TestServer};
 use moot::provider::{ChatMessage, ChatRequest};
 use moot::session::EventKind;
 use moot::session::event::EndStatus;
+use moot::testkit::server::{Reply, TestServer};
 use support::*;
 use tokio_util::sync::CancellationToken;
 
 fn slow_reply() -> Reply {
     // The last event comes after a pause, so each request stays open a while.
     Reply::sse()
-        .event(&moot::provider::testing::openai::role_chunk())
-        .event(&moot::provider::testing::openai::content_chunk("ok"))
+        .event(&moot::testkit::server::openai::role_chunk())
+        .event(&moot::testkit::server::openai::content_chunk("ok"))
         .delay(Duration::from_millis(120))
-        .event(&moot::provider::testing::openai::usage_chunk(3, 1))
+        .event(&moot::testkit::server::openai::usage_chunk(3, 1))
         .event("[DONE]")
 }
 

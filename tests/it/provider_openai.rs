@@ -6,10 +6,10 @@ use std::time::{Duration, Instant};
 use moot::provider::http::Timeouts;
 use moot::provider::openai::{OpenAiConfig, OpenAiProvider};
 use moot::provider::retry::{AttemptFailure, RetryPolicy, call_with_retry};
-use moot::provider::testing::{Framing, Reply, TestServer, openai};
 use moot::provider::{
     ChatMessage, ChatRequest, Completion, Provider, ProviderError, TimeoutKind, Usage, estimate_usage,
 };
+use moot::testkit::server::{Framing, Reply, TestServer, openai};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde_json::json;

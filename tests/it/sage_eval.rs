@@ -8,9 +8,9 @@ use std::sync::Arc;
 use moot::engine::Command;
 use moot::panel::{Dimension, Panel, Protocol};
 use moot::provider::ChatRequest;
-use moot::provider::scripted::{ScriptedProvider, ScriptedReply};
 use moot::session::event::{AspectValue, EndStatus, Phase, ProposalKind};
 use moot::session::{Event, EventKind, SessionView};
+use moot::testkit::scripted::{ScriptedProvider, ScriptedReply};
 use support::*;
 
 fn sage_panel() -> Panel {

@@ -16,7 +16,7 @@ use serde_json::Value;
 use support::*;
 
 /// Ann gives 4s, Bea 2s (relevance 3): the group's grammar mean is 3.
-fn steady(req: &moot::provider::ChatRequest, _: usize) -> moot::provider::scripted::ScriptedReply {
+fn steady(req: &moot::provider::ChatRequest, _: usize) -> moot::testkit::scripted::ScriptedReply {
     match speaker(req).as_str() {
         "aggregator" => "They differ on grammar.".into(),
         "Ann" => evaluation(4, 4, 4).into(),

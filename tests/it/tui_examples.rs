@@ -8,9 +8,9 @@ use std::time::Duration;
 
 use moot::engine::Command;
 use moot::panel::Protocol;
-use moot::provider::scripted::{ScriptedProvider, ScriptedReply};
 use moot::session::event::{OverrideTarget, Phase};
 use moot::session::{EventKind, SessionWriter};
+use moot::testkit::scripted::{ScriptedProvider, ScriptedReply};
 use support::*;
 
 fn reply(req: &moot::provider::ChatRequest, _: usize) -> ScriptedReply {

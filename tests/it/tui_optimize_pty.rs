@@ -8,7 +8,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use moot::provider::testing::{RecordedRequest, Reply, TestServer, openai};
+use moot::testkit::server::{RecordedRequest, Reply, TestServer, openai};
 use portable_pty::{CommandBuilder, PtySize, native_pty_system};
 use serde_json::Value;
 

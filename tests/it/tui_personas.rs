@@ -9,7 +9,7 @@ use moot::personas::log::{BuildEvent, BuildLog};
 use moot::personas::panel::PanelOptions;
 use moot::personas::state::Decision;
 use moot::personas::{Ctx, Model, Options, build};
-use moot::provider::scripted::ScriptedProvider;
+use moot::testkit::scripted::ScriptedProvider;
 use moot::tui::app::Env;
 use moot::tui::personas::{Review, Row, draw};
 use ratatui::Terminal;

@@ -1,21 +1,17 @@
 //! Shared helpers for engine tests: a small panel, a scripted judge, and a
 //! runner that collects the events of a session.
-#![allow(dead_code, unused_imports)]
-
-pub mod optimize;
-
 use std::sync::Arc;
 use std::time::Duration;
 
-use moot::engine::{self, Binding, Bindings, Command, EngineConfig, EngineHandle, Recorder, RunOutcome};
-use moot::panel::Panel;
-use moot::provider::ChatRequest;
-use moot::provider::retry::RetryPolicy;
-use moot::provider::scripted::{ScriptedProvider, ScriptedReply};
-use moot::session::{Event, EventKind};
+use crate::engine::{self, Binding, Bindings, Command, EngineConfig, EngineHandle, Recorder, RunOutcome};
+use crate::panel::Panel;
+use crate::provider::ChatRequest;
+use crate::provider::retry::RetryPolicy;
+use crate::session::{Event, EventKind};
+use crate::testkit::scripted::{ScriptedProvider, ScriptedReply};
 use tokio::sync::mpsc;
 
-pub use moot::testkit::{evaluation, item, panel, speaker};
+pub use super::{evaluation, item, panel, speaker};
 
 /// Whether a request is a debate/discussion turn (it shows the history).
 pub fn is_debate(req: &ChatRequest) -> bool {
@@ -38,7 +34,7 @@ pub struct Session {
 }
 
 impl Session {
-    pub fn start(config: EngineConfig, writer: Option<moot::session::SessionWriter>) -> Self {
+    pub fn start(config: EngineConfig, writer: Option<crate::session::SessionWriter>) -> Self {
         let (tx, events) = mpsc::unbounded_channel();
         let rec = Recorder::new(writer, Some(tx));
         let (handle, rx) = EngineHandle::channel();
@@ -87,14 +83,14 @@ pub fn author() -> String {
     "tester".into()
 }
 
-pub fn turn_agents(events: &[Event], phase: moot::session::event::Phase) -> Vec<String> {
+pub fn turn_agents(events: &[Event], phase: crate::session::event::Phase) -> Vec<String> {
     events
         .iter()
         .filter_map(|e| match &e.kind {
             EventKind::TurnStarted { agent, phase: p, role, kind, .. }
                 if *p == phase
-                    && *role == moot::session::event::Role::Agent
-                    && *kind == moot::session::event::TurnKind::Speak =>
+                    && *role == crate::session::event::Role::Agent
+                    && *kind == crate::session::event::TurnKind::Speak =>
             {
                 Some(agent.clone())
             }

@@ -12,7 +12,9 @@ use std::time::Duration;
 use async_trait::async_trait;
 use tokio_util::sync::CancellationToken;
 
-use super::{ChatMessage, ChatRequest, Completion, DeltaSender, Provider, ProviderError, ProviderInfo, estimate_usage};
+use crate::provider::{
+    ChatMessage, ChatRequest, Completion, DeltaSender, Provider, ProviderError, ProviderInfo, estimate_usage,
+};
 
 /// What a scripted call does.
 #[derive(Debug, Clone)]

@@ -1,20 +1,18 @@
 //! Shared pieces of the optimisation tests: the bundled answer-judge panel
 //! and labelled examples, and a scripted judge whose agreement with the
 //! people depends on one sentence in its prompt.
-#![allow(dead_code)]
-
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use moot::engine::{Binding, Bindings};
-use moot::optimize::{Example, JudgePrompt, Objective, OptimizeConfig};
-use moot::panel::Panel;
-use moot::provider::ChatRequest;
-use moot::provider::retry::RetryPolicy;
-use moot::provider::scripted::{ScriptedProvider, ScriptedReply};
+use crate::engine::{Binding, Bindings};
+use crate::optimize::{Example, JudgePrompt, Objective, OptimizeConfig};
+use crate::panel::Panel;
+use crate::provider::ChatRequest;
+use crate::provider::retry::RetryPolicy;
+use crate::testkit::scripted::{ScriptedProvider, ScriptedReply};
 
 /// The sentence whose presence in the judge's prompt makes it agree with the people.
 pub const PHRASE: &str = "A correct answer in other words still matches.";
@@ -28,7 +26,7 @@ pub fn panel() -> Panel {
 }
 
 pub fn examples() -> Vec<Example> {
-    let file = moot::item::resolve_items(root().join("assets/items/answer-judge-labelled.jsonl").to_str().unwrap())
+    let file = crate::item::resolve_items(root().join("assets/items/answer-judge-labelled.jsonl").to_str().unwrap())
         .expect("bundled items load");
     assert!(file.skipped.is_empty());
     file.items
@@ -85,7 +83,7 @@ pub fn provider(examples: &[Example]) -> Arc<ScriptedProvider> {
     }))
 }
 
-pub fn config(provider: Arc<dyn moot::provider::Provider>, max_iter: u32, review: bool) -> OptimizeConfig {
+pub fn config(provider: Arc<dyn crate::provider::Provider>, max_iter: u32, review: bool) -> OptimizeConfig {
     let examples = examples();
     OptimizeConfig {
         run_id: "test".into(),

@@ -13,7 +13,7 @@
 //!
 //! ```no_run
 //! # async fn demo() -> std::io::Result<()> {
-//! use moot::provider::testing::{Reply, TestServer};
+//! use moot::testkit::server::{Reply, TestServer};
 //! let server = TestServer::start().await?;
 //! server.push(Reply::openai_stream(&["Hel", "lo"], Some((5, 2))));
 //! // … point a client at server.base_url() …
