@@ -256,13 +256,20 @@ pub fn roster(panel: &Panel, group: &str) -> String {
 /// the shared message carries; this names the speaker and repeats what they
 /// care about. For an agent of no group of the panel, the whole persona.
 pub fn persona(panel: &Panel, group: &str, agent: &AgentSpec) -> String {
+    let listed = panel.agent(&agent.name).is_some_and(|(g, _)| g.name == group);
+    persona_text(group, agent, !listed)
+}
+
+/// The speaker's persona: with `whole`, every attribute of its profile;
+/// otherwise its name and what it cares about, the rest being in the
+/// group's [`roster`].
+fn persona_text(group: &str, agent: &AgentSpec, whole: bool) -> String {
     let mut s = format!("You are {}", agent.name);
     if !agent.role.is_empty() {
         let _ = write!(s, ", {}", agent.role);
     }
     let _ = write!(s, ", a member of the \"{group}\" stakeholder group");
-    let listed = panel.agent(&agent.name).is_some_and(|(g, _)| g.name == group);
-    if listed {
+    if !whole {
         s.push_str(" (your profile is in the list above).\n");
         if !agent.perspective.trim().is_empty() {
             let _ = writeln!(s, "What you care about: {}", agent.perspective.trim());
@@ -459,7 +466,14 @@ fn discussion(panel: &Panel, item: &Item, group: &str, heading: &str, history: &
     format!("{}\n\n{heading}\n{}", group_context(panel, item, group), render_history(panel, history))
 }
 
-/// Messages for an independent first evaluation.
+/// Messages for an independent first evaluation: the JSON evaluation alone,
+/// so that its scores show as soon as they are written (the debate's turns
+/// speak first; see [`END_WITH_JSON`]). The shared message is the item
+/// alone, the same for every agent of the panel, and the speaker's part
+/// holds its whole persona: an evaluation made on one's own needs nobody
+/// else's profile, and a model that keeps prompt states reads the item once
+/// for all agents instead of each group's roster for each (the debate's
+/// requests add the roster after the item).
 pub fn initial_messages(
     panel: &Panel,
     group: &str,
@@ -469,12 +483,12 @@ pub fn initial_messages(
 ) -> Vec<ChatMessage> {
     let confidence = if with_confidence { " State how confident you are." } else { "" };
     let turn = format!(
-        "{}\nEvaluate the content above on your own, before hearing anyone else: what do you notice from your \
-         perspective? Quote the words of the question, the answer or the story that matter.{confidence} \
-         {END_WITH_JSON}",
-        persona(panel, group, agent),
+        "{}\nEvaluate the content above on your own, before hearing anyone else. Give your first scores at once: \
+         answer with the JSON evaluation alone, no words before it, its justification naming what in the question, \
+         the answer or the story earns those scores from your perspective.{confidence}",
+        persona_text(group, agent, true),
     );
-    request(panel, group_context(panel, item, group), turn)
+    request(panel, render_item(item), turn)
 }
 
 /// Messages for a debate turn in a moderated free debate.
@@ -957,11 +971,12 @@ mod tests {
         assert!(!a[0].content.contains("Ann") && !a[0].content.contains("Bea"));
         assert_eq!(agent_named_in(&a[2].content), Some("Ann"));
         assert_eq!(agent_named_in(&b[2].content), Some("Bea"));
+        assert_eq!(a[1].content, render_item(&item), "the shared message of a first evaluation is the item");
         assert!(
-            a[1].content.starts_with(&render_item(&item)),
-            "the shared message of a first evaluation opens with the item"
+            b[1].content.starts_with(&render_item(&item))
+                && b[1].content.contains(roster(&panel, "Parents").trim_end()),
+            "a debate's opens with the item and lists the group's members"
         );
-        assert!(a[1].content.ends_with(roster(&panel, "Parents").trim_end()), "and lists the group's members");
         assert_eq!(
             agent_named_in("You are Dr. Mensah, Child psychologist, a member of the \"R\" stakeholder group."),
             Some("Dr. Mensah")
@@ -981,9 +996,9 @@ mod tests {
             crate::testkit::panel(crate::panel::Protocol::MajEval, &[("Parents", &["Ann", "Bea"]), ("Kids", &["Cy"])]);
         let item = crate::testkit::item();
         let agents: Vec<_> = panel.agents().collect();
-        let ann = initial_messages(&panel, "Parents", agents[0].1, &item, false);
-        let bea = initial_messages(&panel, "Parents", agents[1].1, &item, false);
-        let cy = initial_messages(&panel, "Kids", agents[2].1, &item, false);
+        let ann = debate_messages(&panel, "Parents", agents[0].1, &item, &[], None);
+        let bea = debate_messages(&panel, "Parents", agents[1].1, &item, &[], None);
+        let cy = debate_messages(&panel, "Kids", agents[2].1, &item, &[], None);
         assert_eq!(ann[1].content, bea[1].content, "one shared message for the group");
         assert_ne!(ann[1].content, cy[1].content, "another group has its own members");
         for name in ["- Ann", "- Bea", "Cares about: cares about clarity", "Expertise: reading"] {
@@ -992,6 +1007,14 @@ mod tests {
         assert!(!ann[1].content.contains("- Cy"));
         assert!(ann[2].content.contains("What you care about: cares about clarity"));
         assert!(!ann[2].content.contains("Expertise"), "the speaker's part does not repeat the whole persona");
+        // A first evaluation is made alone: every agent shares the item, and
+        // its own part carries its whole persona.
+        let first = |i: usize, g: &str| initial_messages(&panel, g, agents[i].1, &item, false);
+        let (ann1, cy1) = (first(0, "Parents"), first(2, "Kids"));
+        assert_eq!(ann1[1].content, render_item(&item));
+        assert_eq!(ann1[1].content, cy1[1].content, "one shared message for the whole panel");
+        assert!(ann1[2].content.contains("Your expertise: reading") && agent_named_in(&ann1[2].content) == Some("Ann"));
+        assert!(!ann1[2].content.contains("Bea"), "nobody else's profile");
         // An agent of no group of the panel gets its whole persona in its own part.
         let stray = persona(&panel, "Elsewhere", agents[0].1);
         assert!(stray.contains("Your expertise: reading") && agent_named_in(&stray) == Some("Ann"));

@@ -18,7 +18,7 @@ use super::prompts;
 use crate::panel::{Dimension, Panel, Scale};
 use crate::provider::logprobs::weighted_scores;
 use crate::provider::{ChatMessage, Completion};
-use crate::session::event::{Evaluation, TurnKind};
+use crate::session::event::{Evaluation, Phase, TurnKind};
 
 /// Alternatives per token asked for when a verdict weighs its scores.
 pub const TOP_LOGPROBS: u8 = 10;
@@ -47,6 +47,11 @@ pub(crate) trait Verdict: Sync {
     /// Whether the reply says its speaker has nothing more to add.
     fn says_done(&self, _text: &str) -> bool {
         false
+    }
+    /// Whether the reply says its words before the verdict's object in
+    /// `phase` (the embedded model enforces either order).
+    fn prose_first(&self, _phase: Phase) -> bool {
+        true
     }
     /// The kind of the turn that asks for the verdict.
     fn kind(&self) -> TurnKind {
@@ -95,6 +100,11 @@ impl Verdict for PanelScores<'_> {
     }
     fn says_done(&self, text: &str) -> bool {
         says_no_more_comments(text, &self.spec())
+    }
+    /// A first evaluation gives its scores at once, so that they show as
+    /// soon as they are written; the debate's turns speak first.
+    fn prose_first(&self, phase: Phase) -> bool {
+        phase != Phase::Initial
     }
 }
 

@@ -126,6 +126,7 @@ impl Ctx {
                 seed: m.seed,
                 response_schema: verdict.shared_schema(),
                 top_logprobs: None,
+                prose_first: true,
             };
             let result = self.stream(call, &request).await;
             let completion = match result {

@@ -97,6 +97,17 @@ pub struct ChatRequest {
     /// give them return none; OpenAI-compatible servers may also be asked for
     /// them for every request in their configuration.
     pub top_logprobs: Option<u8>,
+    /// With a `response_schema`: whether the reply says its words before the
+    /// object (the embedded model holds its grammar back until it has), or
+    /// gives the object at once (a first evaluation's scores, a repair, a
+    /// moderator's pick). Servers with structured output always get the
+    /// object with its `speech` field first.
+    #[serde(skip_serializing_if = "is_true")]
+    pub prose_first: bool,
+}
+
+fn is_true(b: &bool) -> bool {
+    *b
 }
 
 /// A shared JSON value, written as the value.
@@ -114,6 +125,7 @@ impl ChatRequest {
             seed: None,
             response_schema: None,
             top_logprobs: None,
+            prose_first: true,
         }
     }
 }

@@ -113,6 +113,7 @@ async fn aggregate(run: &Run) {
             messages: Prompt::fixed(prompts::aggregator_messages(&run.panel, run.item(), &finals)),
             schema: None,
             top_logprobs: None,
+            prose_first: true,
             ahead: None,
         };
         let (turn, result, latency) = run.call(spec).await;

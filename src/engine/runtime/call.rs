@@ -83,6 +83,7 @@ impl Run {
             seed: Some(self.config.seed),
             response_schema: spec.schema,
             top_logprobs: spec.top_logprobs,
+            prose_first: spec.prose_first,
         };
         let (tx, mut rx) = mpsc::unbounded_channel::<String>();
         let ahead = spec.ahead.map(|next| (next, self.read_ahead_providers()));

@@ -191,6 +191,9 @@ pub(crate) struct CallSpec<'a> {
     pub messages: Prompt<'a>,
     pub schema: Option<Arc<serde_json::Value>>,
     pub top_logprobs: Option<u8>,
+    /// Whether the reply's words come before its verdict's object (see
+    /// [`ChatRequest::prose_first`](crate::provider::ChatRequest::prose_first)).
+    pub prose_first: bool,
     /// What the group's next request will start with, given this reply so
     /// far: the run hints it to the providers as the reply streams.
     pub ahead: Option<ReadAhead<'a>>,

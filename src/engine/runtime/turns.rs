@@ -49,12 +49,14 @@ impl Run {
     ) -> Spoken<V::Output> {
         let TurnSpec { participant, role, cancel, .. } = turn;
         let schema = verdict.shared_schema();
-        let spec = |kind, messages, ahead| CallSpec {
+        // A repair asks for the object alone.
+        let spec = |kind, messages, ahead, prose_first| CallSpec {
             turn,
             kind,
             messages,
             schema: schema.clone(),
             top_logprobs: verdict.top_logprobs(),
+            prose_first,
             ahead,
         };
         // Read a reply and record its turn; `done` carries a NO MORE COMMENTS said earlier in this turn.
@@ -74,7 +76,8 @@ impl Run {
                 Err(err)
             }
         };
-        let (turn, result, latency) = self.call(spec(verdict.kind(), messages.clone(), ahead)).await;
+        let (turn, result, latency) =
+            self.call(spec(verdict.kind(), messages.clone(), ahead, verdict.prose_first(turn.phase))).await;
         let completion = match result {
             Ok(c) => c,
             Err(e) => return Spoken::Failed(e),
@@ -89,7 +92,7 @@ impl Run {
         }
         // The reply stays whole after the (perhaps shortened) request it answered.
         let repair = messages.then([ChatMessage::assistant(completion.text.clone()), verdict.repair(&error)]);
-        let (turn2, result2, latency2) = self.call(spec(verdict.repair_kind(), repair, None)).await;
+        let (turn2, result2, latency2) = self.call(spec(verdict.repair_kind(), repair, None, false)).await;
         let c2 = match result2 {
             Ok(c) => c,
             Err(e) => {

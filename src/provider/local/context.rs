@@ -281,7 +281,12 @@ impl<'m> ModelContext<'m> {
         let mut state = GenState { logits_index, generated: 0 };
         let mut logprobs = Vec::new();
 
-        let mut finish = self.generate_prose(job, &mut sampling, &mut state, budget, grammar.is_some(), &mut out)?;
+        // A request that wants the object at once writes no prose before it.
+        let mut finish = if grammar.is_some() && !request.prose_first {
+            Finish::Stop
+        } else {
+            self.generate_prose(job, &mut sampling, &mut state, budget, grammar.is_some(), &mut out)?
+        };
         if let Some(grammar) = grammar {
             // Start the object on a line of its own.
             let prose = out.text().to_string();
