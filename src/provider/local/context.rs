@@ -666,6 +666,11 @@ impl<'m> ModelContext<'m> {
         top: Option<usize>,
         logprobs: &mut Vec<TokenLogprob>,
     ) -> Result<Finish, ProviderError> {
+        let start = out.text().len();
+        let quote = match self.model.vocab().tokenize(b"\"", false, false).as_slice() {
+            [q] => Some(*q),
+            _ => None,
+        };
         loop {
             if job.cancel.is_cancelled() || job.reply.is_closed() {
                 return Err(ProviderError::Cancelled);
@@ -673,7 +678,13 @@ impl<'m> ModelContext<'m> {
             if !self.room_left() {
                 return Ok(Finish::Length);
             }
-            let token = sampling.pick(&self.ctx, state.logits_index, Some(&mut grammar))?;
+            // A string value ends with its first finished sentence (see
+            // `string_may_close`); the grammar still bounds its length.
+            let close = quote.filter(|&q| string_may_close(&out.text()[start..]) && sampling.force(&mut grammar, q));
+            let token = match close {
+                Some(q) => q,
+                None => sampling.pick(&self.ctx, state.logits_index, Some(&mut grammar))?,
+            };
             if self.model.vocab().is_eog(token) {
                 return Ok(Finish::Stop);
             }

@@ -69,7 +69,7 @@ use schedule::{AHEAD_MIN, AHEAD_PATIENCE, AHEAD_REPORT, AHEAD_UNSURE, CoreGate, 
 
 use grammar::json_reserve;
 pub use grammar::schema_to_gbnf;
-use prose::{ends_prose, ends_sentence, prose_is_enough, starts_json};
+use prose::{ends_prose, ends_sentence, prose_is_enough, starts_json, string_may_close};
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 

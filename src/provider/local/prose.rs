@@ -63,6 +63,48 @@ pub(super) fn ends_prose(prose: &str, piece: &[u8]) -> bool {
     text[line_start..].trim_start().starts_with("``")
 }
 
+/// Fewest characters a JSON string value of a constrained reply holds
+/// before a finished sentence closes it (see [`string_may_close`]).
+pub(super) const STRING_SENTENCE_MIN: usize = 40;
+
+/// Words whose dot does not end a sentence.
+const ABBREVIATIONS: [&str; 10] = ["Mr", "Mrs", "Ms", "Dr", "Prof", "St", "e.g", "i.e", "etc", "vs"];
+
+/// Whether the JSON text `json` (an object being written) ends inside a
+/// string value that holds at least [`STRING_SENTENCE_MIN`] characters and
+/// ends a sentence: the value is closed there rather than left to run on
+/// to its `maxLength`, where it would be cut in the middle of the next one.
+pub(super) fn string_may_close(json: &str) -> bool {
+    let (mut in_string, mut escaped, mut start, mut value) = (false, false, 0, false);
+    let mut last_mark = None;
+    for (i, c) in json.char_indices() {
+        if in_string {
+            match c {
+                _ if escaped => escaped = false,
+                '\\' => escaped = true,
+                '"' => in_string = false,
+                _ => {}
+            }
+        } else if c == '"' {
+            in_string = true;
+            start = i + 1;
+            value = last_mark == Some(':');
+        } else if !c.is_whitespace() {
+            last_mark = Some(c);
+        }
+    }
+    if !(in_string && value) || escaped {
+        return false;
+    }
+    let text = &json[start..];
+    let trimmed = text.trim_end();
+    if trimmed.chars().count() < STRING_SENTENCE_MIN || !ends_sentence(trimmed) {
+        return false;
+    }
+    let word = trimmed[..trimmed.len() - 1].rsplit(|c: char| c.is_whitespace() || c == '(').next().unwrap_or("");
+    !ABBREVIATIONS.contains(&word)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -93,5 +135,23 @@ mod tests {
         assert!(!ends_prose("Use the `", b"let"));
         assert!(!ends_prose("Fine", b" `code`"));
         assert!(!ends_prose("Fine", b" words"));
+    }
+
+    #[test]
+    fn a_string_value_closes_at_a_sentence_end_once_it_says_something() {
+        let open = r#"{"grammar": 4, "justification": "#;
+        let long = "The answer names the wall where Mila found Pebble.";
+        assert!(string_may_close(&format!("{open}\"{long}")));
+        assert!(string_may_close(&format!("{open}\"{long} ")));
+        assert!(!string_may_close(&format!("{open}\"{long} It")), "a new sentence has begun");
+        assert!(!string_may_close(&format!("{open}\"Fine.")), "too short to close");
+        assert!(!string_may_close(&format!("{open}\"{long}\"")), "already closed");
+        assert!(!string_may_close(&format!("{open}\"The question Mila asks matches what Mr.")), "an abbreviation");
+        assert!(!string_may_close(&format!("{open}\"The answer reads well and scores 3.")), "a number");
+        assert!(!string_may_close(r#"{"The answer names the wall where Mila found Pebble."#), "a key");
+        assert!(
+            string_may_close(&format!(r#"{open}"He said \"no\" and the answer names the wall where Mila found it."#)),
+            "escaped quotes stay inside"
+        );
     }
 }

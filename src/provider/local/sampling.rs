@@ -110,6 +110,20 @@ impl Sampling {
     }
 }
 
+impl Sampling {
+    /// Takes `token` as the next JSON token when the grammar accepts it.
+    pub(super) fn force(&mut self, grammar: &mut LlamaSampler, token: LlamaToken) -> bool {
+        let mut single = LlamaTokenDataArray::new(vec![LlamaTokenData::new(token, 1.0, 0.0)], false);
+        single.apply_sampler(grammar);
+        if !single.data.first().is_some_and(|d| d.logit().is_finite()) {
+            return false;
+        }
+        grammar.accept(token);
+        self.json.accept(token);
+        true
+    }
+}
+
 /// Emits text as complete UTF-8 (token pieces may split a character).
 pub(super) struct Output<'a> {
     pub(super) deltas: &'a DeltaSender,
