@@ -8,17 +8,14 @@
 //! A log file is only ever created, never overwritten, so no item is lost or
 //! written twice into the same file.
 
-pub mod folder;
 pub mod pairwise;
 pub mod progress;
-pub mod selection;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use chrono::Utc;
-use serde::{Deserialize, Serialize};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
@@ -28,9 +25,11 @@ use crate::panel::Panel;
 use crate::provider::retry::RetryPolicy;
 use crate::session::SessionWriter;
 use crate::session::event::{EndStatus, EventKind, Usage};
-pub use folder::{Counts, LogState, Manifest, Totals};
+use crate::session::run_folder::{self as folder, ManifestError};
+pub use crate::session::run_folder::{Counts, LogState, Manifest, Pricing, Totals};
+use crate::session::selection::UnknownIds;
+pub use crate::session::selection::{Selection, Shard};
 pub use progress::Progress;
-pub use selection::{Selection, Shard};
 
 /// Why a batch run could not start or finish its bookkeeping.
 #[derive(Debug, thiserror::Error)]
@@ -56,21 +55,18 @@ pub enum EvalError {
     NothingSelected(String),
 }
 
-/// Prices per million tokens, for cost totals.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Pricing {
-    pub input_per_mtok: f64,
-    pub output_per_mtok: f64,
+impl From<ManifestError> for EvalError {
+    fn from(e: ManifestError) -> Self {
+        match e {
+            ManifestError::Io { path, error } => EvalError::Io { path, error },
+            ManifestError::Unreadable { path, message } => EvalError::Manifest { path, message },
+        }
+    }
 }
 
-impl Pricing {
-    /// Cost of these token counts.
-    pub fn cost(&self, input_tokens: u64, output_tokens: u64) -> f64 {
-        (input_tokens as f64 * self.input_per_mtok + output_tokens as f64 * self.output_per_mtok) / 1e6
-    }
-    /// Cost of a usage record.
-    pub fn cost_of(&self, usage: &Usage) -> f64 {
-        self.cost(usage.input_tokens, usage.output_tokens)
+impl From<UnknownIds> for EvalError {
+    fn from(UnknownIds(ids): UnknownIds) -> Self {
+        EvalError::UnknownIds(ids)
     }
 }
 
