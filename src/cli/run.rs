@@ -9,11 +9,12 @@ use anyhow::{Context, bail};
 
 use super::headless::{Paint, Transcript};
 use super::{ModelArgs, RunArgs};
+use crate::engine::bindings::{self, Participant};
 use crate::engine::{self, Budget, Command, EngineConfig, EngineHandle, Recorder, RunOutcome};
 use crate::item::{Item, ItemsFile};
 use crate::panel::{ModeratorPolicy, Panel};
 use crate::provider::cache::ResponseCache;
-use crate::provider::registry::{Participant, Registry};
+use crate::provider::registry::Registry;
 use crate::session::event::EndStatus;
 use crate::session::{SessionWriter, default_sessions_dir};
 
@@ -230,12 +231,12 @@ impl RunPlan {
 
 /// The providers that `panel`'s participants use with these overrides, each once.
 pub fn used_providers(registry: &Registry, panel: &Panel, models: &ModelArgs) -> Vec<String> {
-    let mut names: Vec<String> = registry
-        .choices(panel, models.provider.as_deref(), models.model.as_deref())
-        .into_iter()
-        .filter(|c| c.participant != Participant::Default)
-        .map(|c| c.provider)
-        .collect();
+    let mut names: Vec<String> =
+        bindings::choices(registry, panel, models.provider.as_deref(), models.model.as_deref())
+            .into_iter()
+            .filter(|c| c.participant != Participant::Default)
+            .map(|c| c.provider)
+            .collect();
     names.sort();
     names.dedup();
     names

@@ -8,6 +8,7 @@
 //! [`Event`]: crate::session::Event
 
 pub mod aggregate;
+pub mod bindings;
 pub mod command;
 pub mod consensus;
 mod discussion;
