@@ -18,6 +18,7 @@ pub mod prompts;
 pub mod recorder;
 pub mod trim;
 pub(crate) mod verdict;
+pub mod weighted;
 
 mod commands;
 pub mod protocols;
