@@ -19,11 +19,10 @@ use chrono::Utc;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
-use crate::engine::{self, Bindings, Budget, Command, EngineConfig, EngineHandle, Recorder, RunBudget};
+use crate::engine::{self, Bindings, Budget, Command, EngineConfig, EngineHandle, RunBudget, RunOutcome};
 use crate::item::{Item, ItemProblem};
 use crate::panel::Panel;
 use crate::provider::retry::RetryPolicy;
-use crate::session::SessionWriter;
 use crate::session::event::{EndStatus, EventKind, Usage};
 use crate::session::run_folder::{self as folder, ManifestError};
 pub use crate::session::run_folder::{Counts, LogState, Manifest, Pricing, Totals};
@@ -384,16 +383,18 @@ async fn run_items(
         engine_config.budget = config.budget;
         engine_config.run_budget = config.run_budget.clone();
         engine_config.steps_cache = config.steps_cache.clone();
-        let (handle, commands) = EngineHandle::channel();
-        handles.lock().unwrap_or_else(|e| e.into_inner()).insert(index, handle.clone());
-        if cancel.is_cancelled() {
-            // Cancelled between the check above and registering: quit at once.
-            handle.send(Command::Quit { author: crate::session::human_name() });
-        }
         let progress = progress.clone();
         let handles = handles.clone();
+        let cancel = cancel.clone();
         tasks.spawn(async move {
-            let result = run_one(index, engine_config, &path, commands, &progress).await;
+            let register = |handle: EngineHandle| {
+                handles.lock().unwrap_or_else(|e| e.into_inner()).insert(index, handle.clone());
+                if cancel.is_cancelled() {
+                    // Cancelled before the session was registered: quit at once.
+                    handle.send(Command::Quit { author: crate::session::human_name() });
+                }
+            };
+            let result = run_one(index, engine_config, &path, register, &progress).await;
             handles.lock().unwrap_or_else(|e| e.into_inner()).remove(&index);
             let counter = if result.state == LogState::Completed { &progress.done } else { &progress.failed };
             counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -415,29 +416,41 @@ async fn run_items(
     results
 }
 
+/// The engine's task of one item, aborted if the item's own task is dropped
+/// (when the whole run is), as the engine would be if it ran there.
+struct EngineTask(tokio::task::JoinHandle<RunOutcome>);
+
+impl Drop for EngineTask {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// Run one item's session to its end; `register` receives its handle once
+/// it has started.
 async fn run_one(
     index: usize,
     config: EngineConfig,
     path: &Path,
-    commands: tokio::sync::mpsc::UnboundedReceiver<Command>,
+    register: impl FnOnce(EngineHandle),
     progress: &Arc<Progress>,
 ) -> ItemResult {
-    let writer = match SessionWriter::create(path) {
-        Ok(w) => w,
+    let pairwise = config.panel.protocol.compares_pairs();
+    let engine::Started { events: mut rx, handle, task } = match engine::start(config, path) {
+        Ok(started) => started,
         Err(e) => {
             return ItemResult {
                 index,
                 state: LogState::Failed,
                 session_id: None,
-                error: Some(format!("cannot create the session log {}: {e}", path.display())),
+                error: Some(format!("{e:#}")),
                 usage: Usage::default(),
                 calls: 0,
             };
         }
     };
-    let pairwise = config.panel.protocol.compares_pairs();
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let recorder = Recorder::new(Some(writer), Some(tx));
+    let mut task = EngineTask(task);
+    register(handle);
     // Live token counts for the progress line; reconciled with the engine's
     // own totals when the session ends.
     let live: Arc<Mutex<(bool, Usage)>> = Arc::default();
@@ -456,7 +469,11 @@ async fn run_one(
             }
         })
     };
-    let outcome = engine::run(config, recorder, commands).await;
+    let outcome = match (&mut task.0).await {
+        Ok(outcome) => outcome,
+        // A panic in the session ends its item's task too, as if it had run there.
+        Err(e) => std::panic::resume_unwind(e.try_into_panic().unwrap_or_else(|e| Box::new(e.to_string()))),
+    };
     {
         let mut l = live.lock().unwrap_or_else(|e| e.into_inner());
         l.0 = true;
