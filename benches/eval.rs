@@ -80,7 +80,7 @@ fn bench(c: &mut Criterion) {
     )
     .unwrap();
     let mut registry = Registry::with_config(config, |_| None);
-    let bindings = registry.bind(&panel, Some("bench"), None).unwrap();
+    let bindings = moot::engine::bindings::bind(&mut registry, &panel, Some("bench"), None).unwrap();
     let items: Vec<Item> = (0..items_n)
         .map(|i| Item {
             id: format!("item-{i:05}"),

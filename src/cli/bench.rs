@@ -16,9 +16,8 @@ use clap::Args;
 
 use super::ModelArgs;
 use super::run::{load_item, load_panel};
-use crate::engine::{self, EngineConfig, EngineHandle, Recorder};
+use crate::engine::{self, EngineConfig};
 use crate::provider::registry::Registry;
-use crate::session::SessionWriter;
 use crate::session::event::{EndStatus, EventKind, Phase};
 
 #[derive(Debug, Args)]
@@ -120,12 +119,8 @@ fn prepare(args: &BenchArgs) -> anyhow::Result<EngineConfig> {
 /// Run one session to its end, timing its events as they arrive.
 async fn measure(config: EngineConfig, dir: &std::path::Path, setup: Duration) -> anyhow::Result<Timing> {
     let path = dir.join(format!("{}.jsonl", config.session_id));
-    let writer = SessionWriter::create(&path).with_context(|| format!("cannot create {}", path.display()))?;
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let recorder = Recorder::new(Some(writer), Some(tx));
-    let (_handle, commands) = EngineHandle::channel();
     let start = Instant::now();
-    let engine = tokio::spawn(engine::run(config, recorder, commands));
+    let engine::Started { events: mut rx, handle: _handle, task: engine } = engine::start(config, &path)?;
     let (mut first_score, mut all_first) = (None, None);
     let mut turns = 0;
     while let Some(event) = rx.recv().await {

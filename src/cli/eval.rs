@@ -242,7 +242,7 @@ fn print_summary(s: &EvalSummary, args: &EvalArgs) {
     }
     eprintln!(
         "moot eval: results: {} (moot report {})",
-        s.dir.join(crate::eval::folder::MANIFEST).display(),
+        s.dir.join(crate::session::run_folder::MANIFEST).display(),
         s.dir.display()
     );
 }

@@ -107,7 +107,7 @@ impl ModelArgs {
         registry: &mut crate::provider::registry::Registry,
     ) -> anyhow::Result<(crate::engine::Bindings, u64)> {
         run::set_moderator(panel, self.moderator.as_deref())?;
-        let bindings = registry.bind(panel, self.provider.as_deref(), self.model.as_deref())?;
+        let bindings = crate::engine::bindings::bind(registry, panel, self.provider.as_deref(), self.model.as_deref())?;
         let seed = self.seed.or(panel.generation.seed).unwrap_or_else(rand::random);
         Ok((bindings, seed))
     }

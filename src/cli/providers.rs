@@ -10,7 +10,8 @@ use clap::{Args, Subcommand};
 use tokio_util::sync::CancellationToken;
 
 use super::run::load_panel;
-use crate::provider::registry::{Choice, Participant, Registry};
+use crate::engine::bindings::{self, Choice, Participant};
+use crate::provider::registry::Registry;
 use crate::provider::{ChatMessage, ChatRequest, ProviderError};
 
 #[derive(Debug, Args)]
@@ -82,7 +83,7 @@ pub fn run(args: ProvidersArgs) -> anyhow::Result<ExitCode> {
             if let Some(p) = &args.provider {
                 registry.set_default(p, format!("{p}: chosen with --provider"));
             }
-            let choices = registry.choices(&panel, args.provider.as_deref(), args.model.as_deref());
+            let choices = bindings::choices(&registry, &panel, args.provider.as_deref(), args.model.as_deref());
             let mut out = std::io::stdout().lock();
             write_overview(&mut out, &registry, &panel.name, &choices)?;
             Ok(ExitCode::SUCCESS)
@@ -269,7 +270,7 @@ mod tests {
     fn overview_shows_sources_and_users() {
         let registry = Registry::with_env(|k| (k == "OPENAI_API_KEY").then(|| "sk-secret-value".to_string()));
         let panel = crate::panel::Panel::bundled(crate::panel::DEFAULT_PANEL).expect("bundled panel");
-        let choices = registry.choices(&panel, None, Some("m1"));
+        let choices = bindings::choices(&registry, &panel, None, Some("m1"));
         let mut out = Vec::new();
         write_overview(&mut out, &registry, &panel.name, &choices).unwrap();
         let text = String::from_utf8(out).unwrap();

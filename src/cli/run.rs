@@ -9,13 +9,14 @@ use anyhow::{Context, bail};
 
 use super::headless::{Paint, Transcript};
 use super::{ModelArgs, RunArgs};
-use crate::engine::{self, Budget, Command, EngineConfig, EngineHandle, Recorder, RunOutcome};
+use crate::engine::bindings::{self, Participant};
+use crate::engine::{self, Budget, Command, EngineConfig, EngineHandle, RunOutcome};
 use crate::item::{Item, ItemsFile};
 use crate::panel::{ModeratorPolicy, Panel};
 use crate::provider::cache::ResponseCache;
-use crate::provider::registry::{Participant, Registry};
+use crate::provider::registry::Registry;
+use crate::session::default_sessions_dir;
 use crate::session::event::EndStatus;
-use crate::session::{SessionWriter, default_sessions_dir};
 
 /// The panel named on the command line, or the bundled sample panel.
 pub fn load_panel(arg: Option<&str>) -> anyhow::Result<Panel> {
@@ -86,12 +87,7 @@ fn bundled_items_for(panel: &Panel) -> Option<ItemsFile> {
 /// runs); a second Ctrl-C quits.
 pub async fn run_headless(config: EngineConfig, dir: PathBuf, json: bool) -> anyhow::Result<RunOutcome> {
     let path = dir.join(format!("{}.jsonl", config.session_id));
-    let writer =
-        SessionWriter::create(&path).with_context(|| format!("cannot create the session log {}", path.display()))?;
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let recorder = Recorder::new(Some(writer), Some(tx));
-    let (handle, commands) = EngineHandle::channel();
-    let engine = tokio::spawn(engine::run(config, recorder, commands));
+    let engine::Started { events: mut rx, handle, task: engine } = engine::start(config, &path)?;
     let interrupts = tokio::spawn(forward_interrupts(handle));
 
     let stdout = std::io::stdout();
@@ -230,12 +226,12 @@ impl RunPlan {
 
 /// The providers that `panel`'s participants use with these overrides, each once.
 pub fn used_providers(registry: &Registry, panel: &Panel, models: &ModelArgs) -> Vec<String> {
-    let mut names: Vec<String> = registry
-        .choices(panel, models.provider.as_deref(), models.model.as_deref())
-        .into_iter()
-        .filter(|c| c.participant != Participant::Default)
-        .map(|c| c.provider)
-        .collect();
+    let mut names: Vec<String> =
+        bindings::choices(registry, panel, models.provider.as_deref(), models.model.as_deref())
+            .into_iter()
+            .filter(|c| c.participant != Participant::Default)
+            .map(|c| c.provider)
+            .collect();
     names.sort();
     names.dedup();
     names

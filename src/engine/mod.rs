@@ -8,6 +8,7 @@
 //! [`Event`]: crate::session::Event
 
 pub mod aggregate;
+pub mod bindings;
 pub mod command;
 pub mod consensus;
 mod discussion;
@@ -17,15 +18,18 @@ pub mod prompts;
 pub mod recorder;
 pub mod trim;
 pub(crate) mod verdict;
+pub mod weighted;
 
 mod commands;
 pub mod protocols;
 mod runtime;
 
 use std::collections::BTreeMap;
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
+use anyhow::Context;
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 
 pub use crate::provider::binding::{Binding, Bindings};
@@ -35,6 +39,7 @@ pub use recorder::Recorder;
 use crate::item::Item;
 use crate::panel::Panel;
 use crate::provider::retry::RetryPolicy;
+use crate::session::SessionWriter;
 use crate::session::event::{EndStatus, Usage, UsageTotals};
 use runtime::Run;
 
@@ -240,6 +245,27 @@ pub async fn run(config: EngineConfig, recorder: Recorder, mut commands: Unbound
         run.apply_command(cmd);
     }
     run.finish(started.elapsed())
+}
+
+/// A session started by [`start`]: its events as they are recorded, the
+/// handle that steers it, and the task that runs it to its end.
+pub struct Started {
+    pub events: UnboundedReceiver<crate::session::Event>,
+    pub handle: EngineHandle,
+    pub task: tokio::task::JoinHandle<RunOutcome>,
+}
+
+/// Start a session of `config` on a task of its own. Its log is created at
+/// `log_path` (never over an existing file); every event is written there
+/// before it is passed on to [`Started::events`].
+pub fn start(config: EngineConfig, log_path: &Path) -> anyhow::Result<Started> {
+    let writer = SessionWriter::create(log_path)
+        .with_context(|| format!("cannot create the session log {}", log_path.display()))?;
+    let (tx, events) = unbounded_channel();
+    let recorder = Recorder::new(Some(writer), Some(tx));
+    let (handle, commands) = EngineHandle::channel();
+    let task = tokio::spawn(run(config, recorder, commands));
+    Ok(Started { events, handle, task })
 }
 
 /// Why the item cannot be judged by the panel's protocol: pairwise judging

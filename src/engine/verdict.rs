@@ -15,8 +15,8 @@ use serde_json::json;
 use super::moderator::{Pick, parse_moderator_reply};
 use super::parse::{ParseSpec, parse_reply, says_no_more_comments};
 use super::prompts;
+use crate::engine::weighted::weighted_scores;
 use crate::panel::{Dimension, Panel, Scale};
-use crate::provider::logprobs::weighted_scores;
 use crate::provider::{ChatMessage, Completion};
 use crate::session::event::{Evaluation, Phase, TurnKind};
 

@@ -8,29 +8,27 @@
 //! A log file is only ever created, never overwritten, so no item is lost or
 //! written twice into the same file.
 
-pub mod folder;
 pub mod pairwise;
 pub mod progress;
-pub mod selection;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use chrono::Utc;
-use serde::{Deserialize, Serialize};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
-use crate::engine::{self, Bindings, Budget, Command, EngineConfig, EngineHandle, Recorder, RunBudget};
+use crate::engine::{self, Bindings, Budget, Command, EngineConfig, EngineHandle, RunBudget, RunOutcome};
 use crate::item::{Item, ItemProblem};
 use crate::panel::Panel;
 use crate::provider::retry::RetryPolicy;
-use crate::session::SessionWriter;
 use crate::session::event::{EndStatus, EventKind, Usage};
-pub use folder::{Counts, LogState, Manifest, Totals};
+use crate::session::run_folder::{self as folder, ManifestError};
+pub use crate::session::run_folder::{Counts, LogState, Manifest, Pricing, Totals};
+use crate::session::selection::UnknownIds;
+pub use crate::session::selection::{Selection, Shard};
 pub use progress::Progress;
-pub use selection::{Selection, Shard};
 
 /// Why a batch run could not start or finish its bookkeeping.
 #[derive(Debug, thiserror::Error)]
@@ -56,21 +54,18 @@ pub enum EvalError {
     NothingSelected(String),
 }
 
-/// Prices per million tokens, for cost totals.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Pricing {
-    pub input_per_mtok: f64,
-    pub output_per_mtok: f64,
+impl From<ManifestError> for EvalError {
+    fn from(e: ManifestError) -> Self {
+        match e {
+            ManifestError::Io { path, error } => EvalError::Io { path, error },
+            ManifestError::Unreadable { path, message } => EvalError::Manifest { path, message },
+        }
+    }
 }
 
-impl Pricing {
-    /// Cost of these token counts.
-    pub fn cost(&self, input_tokens: u64, output_tokens: u64) -> f64 {
-        (input_tokens as f64 * self.input_per_mtok + output_tokens as f64 * self.output_per_mtok) / 1e6
-    }
-    /// Cost of a usage record.
-    pub fn cost_of(&self, usage: &Usage) -> f64 {
-        self.cost(usage.input_tokens, usage.output_tokens)
+impl From<UnknownIds> for EvalError {
+    fn from(UnknownIds(ids): UnknownIds) -> Self {
+        EvalError::UnknownIds(ids)
     }
 }
 
@@ -388,16 +383,18 @@ async fn run_items(
         engine_config.budget = config.budget;
         engine_config.run_budget = config.run_budget.clone();
         engine_config.steps_cache = config.steps_cache.clone();
-        let (handle, commands) = EngineHandle::channel();
-        handles.lock().unwrap_or_else(|e| e.into_inner()).insert(index, handle.clone());
-        if cancel.is_cancelled() {
-            // Cancelled between the check above and registering: quit at once.
-            handle.send(Command::Quit { author: crate::session::human_name() });
-        }
         let progress = progress.clone();
         let handles = handles.clone();
+        let cancel = cancel.clone();
         tasks.spawn(async move {
-            let result = run_one(index, engine_config, &path, commands, &progress).await;
+            let register = |handle: EngineHandle| {
+                handles.lock().unwrap_or_else(|e| e.into_inner()).insert(index, handle.clone());
+                if cancel.is_cancelled() {
+                    // Cancelled before the session was registered: quit at once.
+                    handle.send(Command::Quit { author: crate::session::human_name() });
+                }
+            };
+            let result = run_one(index, engine_config, &path, register, &progress).await;
             handles.lock().unwrap_or_else(|e| e.into_inner()).remove(&index);
             let counter = if result.state == LogState::Completed { &progress.done } else { &progress.failed };
             counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -419,29 +416,41 @@ async fn run_items(
     results
 }
 
+/// The engine's task of one item, aborted if the item's own task is dropped
+/// (when the whole run is), as the engine would be if it ran there.
+struct EngineTask(tokio::task::JoinHandle<RunOutcome>);
+
+impl Drop for EngineTask {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// Run one item's session to its end; `register` receives its handle once
+/// it has started.
 async fn run_one(
     index: usize,
     config: EngineConfig,
     path: &Path,
-    commands: tokio::sync::mpsc::UnboundedReceiver<Command>,
+    register: impl FnOnce(EngineHandle),
     progress: &Arc<Progress>,
 ) -> ItemResult {
-    let writer = match SessionWriter::create(path) {
-        Ok(w) => w,
+    let pairwise = config.panel.protocol.compares_pairs();
+    let engine::Started { events: mut rx, handle, task } = match engine::start(config, path) {
+        Ok(started) => started,
         Err(e) => {
             return ItemResult {
                 index,
                 state: LogState::Failed,
                 session_id: None,
-                error: Some(format!("cannot create the session log {}: {e}", path.display())),
+                error: Some(format!("{e:#}")),
                 usage: Usage::default(),
                 calls: 0,
             };
         }
     };
-    let pairwise = config.panel.protocol.compares_pairs();
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let recorder = Recorder::new(Some(writer), Some(tx));
+    let mut task = EngineTask(task);
+    register(handle);
     // Live token counts for the progress line; reconciled with the engine's
     // own totals when the session ends.
     let live: Arc<Mutex<(bool, Usage)>> = Arc::default();
@@ -460,7 +469,11 @@ async fn run_one(
             }
         })
     };
-    let outcome = engine::run(config, recorder, commands).await;
+    let outcome = match (&mut task.0).await {
+        Ok(outcome) => outcome,
+        // A panic in the session ends its item's task too, as if it had run there.
+        Err(e) => std::panic::resume_unwind(e.try_into_panic().unwrap_or_else(|e| Box::new(e.to_string()))),
+    };
     {
         let mut l = live.lock().unwrap_or_else(|e| e.into_inner());
         l.0 = true;

@@ -13,9 +13,9 @@ use std::sync::{Arc, Mutex};
 
 use chrono::{DateTime, Utc};
 
-use crate::eval::folder::{self, LogState};
 use crate::session::Stages;
 use crate::session::event::{Evaluation, Event, EventKind, Phase, Role, Scores, TurnKind, Usage};
+use crate::session::run_folder::{self, LogState, Pricing};
 use crate::stats::Preference;
 
 /// One value per key of [`PanelInfo::keys`] (`None` = no value).
@@ -188,8 +188,8 @@ pub fn collect_logs(paths: &[PathBuf]) -> Result<Vec<PathBuf>, LoadError> {
 }
 
 /// The prices recorded in a run folder's `run.json`, if any.
-pub fn folder_pricing(dir: &Path) -> Option<crate::eval::Pricing> {
-    folder::Manifest::load(dir).ok().flatten().and_then(|m| m.pricing)
+pub fn folder_pricing(dir: &Path) -> Option<Pricing> {
+    run_folder::Manifest::load(dir).ok().flatten().and_then(|m| m.pricing)
 }
 
 /// Whether a line is a `turn_delta` event, judged from its start (the

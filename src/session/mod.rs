@@ -6,7 +6,9 @@ pub mod overrides;
 pub mod pairwise;
 pub mod progress;
 pub mod reader;
+pub mod run_folder;
 pub mod sage;
+pub mod selection;
 pub mod stages;
 pub mod writer;
 

@@ -36,8 +36,8 @@ use futures::FutureExt;
 use ratatui::crossterm::event::Event as TermEvent;
 use tokio::sync::mpsc::UnboundedReceiver;
 
-use crate::engine::{self, Command, EngineConfig, EngineHandle, Recorder, RunOutcome};
-use crate::session::{Event, SessionWriter};
+use crate::engine::{self, Command, EngineConfig, RunOutcome};
+use crate::session::Event;
 use app::{App, Env};
 use screens::home::{Home, HomeChoice};
 use terminal::TerminalGuard;
@@ -163,13 +163,8 @@ fn panic_text(p: &(dyn std::any::Any + Send)) -> String {
 /// log ends with `session_ended`.
 pub async fn live(tui: &mut Tui, env: Env, mut config: EngineConfig, dir: &Path) -> anyhow::Result<RunOutcome> {
     let path = dir.join(format!("{}.jsonl", config.session_id));
-    let writer =
-        SessionWriter::create(&path).with_context(|| format!("cannot create the session log {}", path.display()))?;
     config.linger = true;
-    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-    let recorder = Recorder::new(Some(writer), Some(tx));
-    let (handle, commands) = EngineHandle::channel();
-    let engine = tokio::spawn(engine::run(config, recorder, commands));
+    let engine::Started { events: rx, handle, task: engine } = engine::start(config, &path)?;
     let author = env.author.clone();
     let mut app = App::live(env, handle.clone());
     let result = AssertUnwindSafe(run_app(tui, &mut app, Some(rx))).catch_unwind().await;

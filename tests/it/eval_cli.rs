@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use moot::eval::folder::{ATTEMPTS, LogState, Manifest, log_state};
+use moot::session::run_folder::{ATTEMPTS, LogState, Manifest, log_state};
 use moot::testkit::server::{RecordedRequest, Reply, TestServer};
 
 const SMALL_PANEL: &str = "tests/fixtures/eval/small-panel.toml";

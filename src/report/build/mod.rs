@@ -13,7 +13,7 @@ use serde::Serialize;
 
 use super::human::HumanFile;
 use super::load::{ItemRecord, PanelInfo};
-use crate::eval::Pricing;
+use crate::session::run_folder::Pricing;
 use crate::stats::StatResult;
 use bootstrap::{Job, run_bootstraps};
 use panel::PanelReport;

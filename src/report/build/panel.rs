@@ -6,9 +6,9 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::{Distribution, PanelSummary, Stage};
-use crate::eval::LogState;
 use crate::report::human::HumanFile;
 use crate::report::load::{AgentScores, ItemRecord, PanelInfo, Vals};
+use crate::session::run_folder::LogState;
 use crate::stats::Preference;
 
 /// Human values of one item, with the source of each.

@@ -14,7 +14,7 @@ use crate::engine::parse::{json_objects, normalize_key};
 use crate::engine::prompts::fmt_num;
 use crate::engine::verdict::{TOP_LOGPROBS, Verdict};
 use crate::panel::{Dimension, Panel};
-use crate::provider::logprobs::weighted_scores;
+use crate::engine::weighted::weighted_scores;
 use crate::provider::{ChatMessage, Completion};
 use crate::session::event::{AspectValue, Evaluation};
 

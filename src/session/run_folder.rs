@@ -1,6 +1,7 @@
 //! The run folder of a batch evaluation: one session log per item
 //! (`<item>.jsonl`), earlier attempts kept aside in `attempts/`, and
-//! `run.json` describing the run.
+//! `run.json` describing the run. Batch evaluation (`moot eval`) writes
+//! it; reports read it.
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
@@ -9,15 +10,45 @@ use std::path::{Path, PathBuf};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
+use super::event::{EndStatus, EventKind, Usage};
 use super::selection::{Selection, stable_hash};
-use super::{EvalError, Pricing};
 use crate::item::{Item, ItemProblem};
-use crate::session::event::{EndStatus, EventKind};
 
 /// File name of the run description in a run folder.
 pub const MANIFEST: &str = "run.json";
 /// Sub-folder where logs of earlier attempts are kept.
 pub const ATTEMPTS: &str = "attempts";
+
+/// Why `run.json` could not be read or written.
+#[derive(Debug, thiserror::Error)]
+pub enum ManifestError {
+    #[error("{}: {error}", path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        error: std::io::Error,
+    },
+    #[error("{}: not a readable run description: {message}", path.display())]
+    Unreadable { path: PathBuf, message: String },
+}
+
+/// Prices per million tokens, for cost totals.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Pricing {
+    pub input_per_mtok: f64,
+    pub output_per_mtok: f64,
+}
+
+impl Pricing {
+    /// Cost of these token counts.
+    pub fn cost(&self, input_tokens: u64, output_tokens: u64) -> f64 {
+        (input_tokens as f64 * self.input_per_mtok + output_tokens as f64 * self.output_per_mtok) / 1e6
+    }
+    /// Cost of a usage record.
+    pub fn cost_of(&self, usage: &Usage) -> f64 {
+        self.cost(usage.input_tokens, usage.output_tokens)
+    }
+}
 
 /// Longest file stem taken from an item id as is.
 const MAX_STEM: usize = 80;
@@ -99,7 +130,7 @@ pub fn log_state(path: &Path) -> std::io::Result<LogState> {
     let bytes = std::fs::read(path)?;
     // Look at complete lines from the end: `session_ended` is the last one.
     for line in bytes.split(|&b| b == b'\n').rev().filter(|l| !l.iter().all(u8::is_ascii_whitespace)).take(3) {
-        if let Ok(ev) = serde_json::from_slice::<crate::session::Event>(line)
+        if let Ok(ev) = serde_json::from_slice::<super::Event>(line)
             && let EventKind::SessionEnded { status, .. } = ev.kind
         {
             return Ok(status.into());
@@ -255,21 +286,21 @@ impl From<&ItemProblem> for BadItem {
 
 impl Manifest {
     /// Read `run.json` from a run folder.
-    pub fn load(dir: &Path) -> Result<Option<Manifest>, EvalError> {
+    pub fn load(dir: &Path) -> Result<Option<Manifest>, ManifestError> {
         let path = dir.join(MANIFEST);
         let text = match std::fs::read_to_string(&path) {
             Ok(t) => t,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(EvalError::Io { path, error: e }),
+            Err(e) => return Err(ManifestError::Io { path, error: e }),
         };
-        serde_json::from_str(&text).map(Some).map_err(|e| EvalError::Manifest { path, message: e.to_string() })
+        serde_json::from_str(&text).map(Some).map_err(|e| ManifestError::Unreadable { path, message: e.to_string() })
     }
 
     /// Write `run.json` atomically (a temporary file renamed over it).
-    pub fn save(&self, dir: &Path) -> Result<(), EvalError> {
+    pub fn save(&self, dir: &Path) -> Result<(), ManifestError> {
         let path = dir.join(MANIFEST);
         let tmp = dir.join(format!(".{MANIFEST}.tmp"));
-        let io = |error| EvalError::Io { path: path.clone(), error };
+        let io = |error| ManifestError::Io { path: path.clone(), error };
         let mut text = serde_json::to_vec_pretty(self).map_err(|e| io(std::io::Error::other(e)))?;
         text.push(b'\n');
         let mut f = std::fs::File::create(&tmp).map_err(io)?;

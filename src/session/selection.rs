@@ -1,4 +1,5 @@
-//! Which items of a dataset a batch run takes: `--ids`, `--shard I/N`, `--limit N`.
+//! Which items of a dataset a batch run takes: `--ids`, `--shard I/N`, `--limit N`
+//! (recorded in the run folder's `run.json`, see [`super::run_folder`]).
 
 use std::collections::BTreeSet;
 use std::fmt;
@@ -6,8 +7,12 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
-use super::EvalError;
 use crate::item::Item;
+
+/// Ids given to a [`Selection`] that are not in the dataset (comma-separated).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("no item with id {0} in the data file")]
+pub struct UnknownIds(pub String);
 
 /// FNV-1a, 64 bits: a hash that is the same on every machine and in every
 /// version, so shards split a dataset identically everywhere.
@@ -79,13 +84,13 @@ impl Selection {
 
     /// The selected items, in the dataset's order. Ids that are not in the
     /// dataset are an error, so a typo does not silently run nothing.
-    pub fn apply(&self, items: &[Item]) -> Result<Vec<Item>, EvalError> {
+    pub fn apply(&self, items: &[Item]) -> Result<Vec<Item>, UnknownIds> {
         let mut chosen: Vec<&Item> = items.iter().collect();
         if let Some(ids) = &self.ids {
             let known: BTreeSet<&str> = items.iter().map(|i| i.id.as_str()).collect();
             let unknown: Vec<&str> = ids.iter().map(String::as_str).filter(|id| !known.contains(id)).collect();
             if !unknown.is_empty() {
-                return Err(EvalError::UnknownIds(unknown.join(", ")));
+                return Err(UnknownIds(unknown.join(", ")));
             }
             let wanted: BTreeSet<&str> = ids.iter().map(String::as_str).collect();
             chosen.retain(|i| wanted.contains(i.id.as_str()));
@@ -154,6 +159,6 @@ mod tests {
         let got: Vec<String> = sel.apply(&items).unwrap().into_iter().map(|i| i.id).collect();
         assert_eq!(got, ["b", "c"]);
         let bad = Selection { ids: Some(vec!["zz".into()]), ..Default::default() };
-        assert!(matches!(bad.apply(&items), Err(EvalError::UnknownIds(s)) if s == "zz"));
+        assert!(matches!(bad.apply(&items), Err(UnknownIds(s)) if s == "zz"));
     }
 }

@@ -1,0 +1,222 @@
+//! The panel members' requests: a first evaluation, a debate turn, a
+//! collaborative discussion round, and the repair of an unreadable reply.
+
+use super::format::format_scores;
+use super::history::{HistoryEntry, render_history};
+use super::panel::{output_format, panel_system, render_item};
+use super::persona::{persona, persona_text, roster};
+use crate::item::Item;
+use crate::panel::{AgentSpec, Panel};
+use crate::provider::ChatMessage;
+use crate::session::event::Evaluation;
+
+/// The closing reminder of an agent's request (the full output form is in
+/// the panel's system prompt, which every agent shares).
+const END_WITH_JSON: &str =
+    "Write two to four sentences of plain prose first (no lists), then end with the JSON evaluation.";
+
+/// A panel member's request: the shared system prompt, a message with what
+/// everyone in the group sees (the item and the discussion so far) and one
+/// with this speaker's part (persona or moderator instructions). Keeping the
+/// shared part in a message of its own marks where conversations branch, so
+/// the embedded model knows which cached state later turns will continue.
+pub(super) fn request(panel: &Panel, shared: String, turn: String) -> Vec<ChatMessage> {
+    vec![ChatMessage::system(panel_system(panel)), ChatMessage::user(shared), ChatMessage::user(turn)]
+}
+
+/// What every member of a group sees first: the item (the same for all
+/// groups), then the group's members.
+fn group_context(panel: &Panel, item: &Item, group: &str) -> String {
+    let roster = roster(panel, group);
+    if roster.is_empty() { render_item(item) } else { format!("{}\n\n{}", render_item(item), roster.trim_end()) }
+}
+
+/// The heading of the discussion in debates and in the moderator's requests.
+pub(super) const DEBATE_HEADING: &str = "The panel's discussion so far:";
+/// The heading of the discussion in collaborative discussion rounds.
+pub(crate) const DISCUSSION_HEADING: &str = "Everyone's results, confidences and reasons so far:";
+
+/// The group's context followed by the discussion under `heading`.
+pub(super) fn discussion(panel: &Panel, item: &Item, group: &str, heading: &str, history: &[HistoryEntry]) -> String {
+    format!("{}\n\n{heading}\n{}", group_context(panel, item, group), render_history(panel, history))
+}
+
+/// Messages for an independent first evaluation: the JSON evaluation alone,
+/// so that its scores show as soon as they are written (the debate's turns
+/// speak first; see [`END_WITH_JSON`]). The shared message is the item
+/// alone, the same for every agent of the panel, and the speaker's part
+/// holds its whole persona: an evaluation made on one's own needs nobody
+/// else's profile, and a model that keeps prompt states reads the item once
+/// for all agents instead of each group's roster for each (the debate's
+/// requests add the roster after the item).
+pub fn initial_messages(
+    panel: &Panel,
+    group: &str,
+    agent: &AgentSpec,
+    item: &Item,
+    with_confidence: bool,
+) -> Vec<ChatMessage> {
+    let confidence = if with_confidence { " State how confident you are." } else { "" };
+    let turn = format!(
+        "{}\nEvaluate the content above on your own, before hearing anyone else. Give your first scores at once: \
+         answer with the JSON evaluation alone, no words before it, its justification naming what in the question, \
+         the answer or the story earns those scores from your perspective.{confidence}",
+        persona_text(group, agent, true),
+    );
+    request(panel, render_item(item), turn)
+}
+
+/// Messages for a debate turn in a moderated free debate.
+pub fn debate_messages(
+    panel: &Panel,
+    group: &str,
+    agent: &AgentSpec,
+    item: &Item,
+    history: &[HistoryEntry],
+    own_latest: Option<&Evaluation>,
+) -> Vec<ChatMessage> {
+    let own = own_latest.map(|e| format_scores(panel, e)).unwrap_or_else(|| "(none yet)".into());
+    let others = others(panel, group, &agent.name);
+    let task = match last_speaker(history, &agent.name) {
+        Some(last) => format!(
+            "{last} spoke last. Begin with the name of the member you answer ({}), as in \"{last}, …\", and answer \
+             their point: agree or disagree, pointing to the question, the answer or the story.",
+            others.join(" or ")
+        ),
+        None => format!(
+            "Open the debate: begin with the name of {} and say where you disagree with their first evaluation, \
+             pointing to the question, the answer or the story.",
+            others.join(" or ")
+        ),
+    };
+    let turn = format!(
+        "{}Your latest scores: {own}\nIt is your turn in the debate, {}. {task} {END_WITH_JSON}",
+        persona(panel, group, agent),
+        agent.name,
+    );
+    request(panel, discussion(panel, item, group, DEBATE_HEADING, history), turn)
+}
+
+/// The group's members other than `speaker`, in the panel's order.
+fn others<'p>(panel: &'p Panel, group: &str, speaker: &str) -> Vec<&'p str> {
+    panel
+        .groups
+        .iter()
+        .filter(|g| g.name == group)
+        .flat_map(|g| &g.agents)
+        .map(|a| a.name.as_str())
+        .filter(|name| *name != speaker)
+        .collect()
+}
+
+/// Who made the discussion's latest speech, if not `speaker`.
+pub(super) fn last_speaker<'h>(history: &'h [HistoryEntry], speaker: &str) -> Option<&'h str> {
+    history.iter().rev().find_map(|e| match e {
+        HistoryEntry::Speech { agent, .. } if agent != speaker => Some(agent.as_str()),
+        _ => None,
+    })
+}
+
+/// Messages for a collaborative discussion round (CollabEval).
+pub fn discussion_messages(
+    panel: &Panel,
+    group: &str,
+    agent: &AgentSpec,
+    item: &Item,
+    history: &[HistoryEntry],
+    round: u32,
+) -> Vec<ChatMessage> {
+    let others = others(panel, group, &agent.name);
+    let answer = match last_speaker(history, &agent.name).or(others.first().copied()) {
+        Some(first) => {
+            format!(" Answer at least one of the others ({}) by name, as in \"{first}, …\".", others.join(", "))
+        }
+        None => String::new(),
+    };
+    let turn = format!(
+        "{}\n\
+         Discussion round {round}. {}, say briefly where you agree and where you disagree with the others and why, \
+         pointing to the question, the answer or the story.{answer} Then give your updated evaluation and confidence. \
+         {END_WITH_JSON}",
+        persona(panel, group, agent),
+        agent.name,
+    );
+    request(panel, discussion(panel, item, group, DISCUSSION_HEADING, history), turn)
+}
+
+/// A follow-up asking for a readable evaluation after a reply that had none.
+pub fn repair_message(panel: &Panel, error: &str) -> ChatMessage {
+    ChatMessage::user(format!(
+        "Your evaluation could not be read: {error}. Reply again with only the JSON object, no other text.\n{}",
+        output_format(panel)
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::prompts::{agent_named_in, is_moderator_request, moderator_messages};
+
+    #[test]
+    fn from_the_second_turn_on_a_speaker_answers_another_member_by_name() {
+        let panel = crate::testkit::panel(crate::panel::Protocol::MajEval, &[("Parents", &["Ann", "Bea", "Cy"])]);
+        let item = crate::testkit::item();
+        let agents: Vec<_> = panel.agents().map(|(_, a)| a.clone()).collect();
+        let first = |agent: &str| HistoryEntry::Initial { agent: agent.into(), evaluation: None, text: "Fine.".into() };
+        let mut history = vec![first("Ann"), first("Bea"), first("Cy")];
+        let opening = debate_messages(&panel, "Parents", &agents[0], &item, &history, None);
+        assert!(
+            opening[2].content.contains("Open the debate: begin with the name of Bea or Cy"),
+            "{}",
+            opening[2].content
+        );
+        history.push(HistoryEntry::Speech {
+            agent: "Ann".into(),
+            round: None,
+            text: "Bea, the den matters.".into(),
+            evaluation: None,
+        });
+        let second = &debate_messages(&panel, "Parents", &agents[1], &item, &history, None)[2].content;
+        assert!(
+            second
+                .contains("Ann spoke last. Begin with the name of the member you answer (Ann or Cy), as in \"Ann, …\""),
+            "{second}"
+        );
+        assert!(second.contains("pointing to the question, the answer or the story"), "{second}");
+        // Collaborative discussion rounds ask the same.
+        let round = &discussion_messages(&panel, "Parents", &agents[2], &item, &history, 1)[2].content;
+        assert!(round.contains("Answer at least one of the others (Ann, Bea) by name, as in \"Ann, …\""), "{round}");
+        // The justification is about the item.
+        assert!(output_format(&panel).contains("what in the item earns these scores"));
+    }
+
+    #[test]
+    fn agents_share_the_system_prompt_and_are_named_in_the_request() {
+        let panel = crate::testkit::panel(crate::panel::Protocol::MajEval, &[("Parents", &["Ann", "Bea"])]);
+        let item = crate::testkit::item();
+        let agents: Vec<_> = panel.agents().collect();
+        let a = initial_messages(&panel, "Parents", agents[0].1, &item, false);
+        let b = debate_messages(&panel, "Parents", agents[1].1, &item, &[], None);
+        assert_eq!(a[0].content, b[0].content, "one system prompt for the whole panel");
+        assert!(!a[0].content.contains("Ann") && !a[0].content.contains("Bea"));
+        assert_eq!(agent_named_in(&a[2].content), Some("Ann"));
+        assert_eq!(agent_named_in(&b[2].content), Some("Bea"));
+        assert_eq!(a[1].content, render_item(&item), "the shared message of a first evaluation is the item");
+        assert!(
+            b[1].content.starts_with(&render_item(&item))
+                && b[1].content.contains(roster(&panel, "Parents").trim_end()),
+            "a debate's opens with the item and lists the group's members"
+        );
+        assert_eq!(
+            agent_named_in("You are Dr. Mensah, Child psychologist, a member of the \"R\" stakeholder group."),
+            Some("Dr. Mensah")
+        );
+        assert_eq!(agent_named_in("no persona here"), None);
+        let m = moderator_messages(&panel, "Parents", &item, &[], "- Ann: none", &["Ann", "Bea"]);
+        assert_eq!(m[0].content, a[0].content, "the moderator shares the system prompt too");
+        assert!(is_moderator_request(&m[2].content) && !is_moderator_request(&b[2].content));
+        assert_eq!(agent_named_in(&m[2].content), None);
+        assert_eq!(m[1].content, b[1].content, "the moderator and the next speaker see the same discussion");
+        assert!(m[1].content.starts_with(&a[1].content), "and it begins with the item");
+    }
+}

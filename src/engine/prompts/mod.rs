@@ -1,0 +1,40 @@
+//! The words moot sends to models: personas, the item, the shared history and
+//! the required output form. The item is always clearly delimited so nothing
+//! inside it reads as an instruction or as an agent's verdict.
+//!
+//! - `panel.rs`: what every prompt of a panel shows (item, task, rubric,
+//!   output form, the shared system prompt); `schema.rs`, the JSON schemas
+//!   that constrain a reply;
+//! - `persona.rs`: a group's members and the speaker's line;
+//! - `history.rs`: the shared history and how prompts show it;
+//! - `members.rs`, `moderator.rs`, `closing.rs`: the requests of the panel's
+//!   members, of a group's moderator, and of the aggregator and final judge;
+//! - `ahead.rs` and `partial.rs`: a request's beginning while a speech still
+//!   streams, read from a reply whose JSON is not complete yet;
+//! - `format.rs`: numbers and scores as text (the screens use it too).
+
+mod ahead;
+mod closing;
+mod format;
+mod history;
+mod members;
+mod moderator;
+mod panel;
+mod partial;
+mod persona;
+mod schema;
+
+pub use ahead::{debate_ahead, discussion_ahead};
+pub(crate) use ahead::{shared_so_far, with_placeholder};
+pub use closing::{aggregator_messages, final_judge_messages};
+pub use format::{fmt_num, format_scores};
+pub(crate) use history::render_history;
+pub use history::{HISTORY_WINDOW, HistoryEntry, reply_words};
+pub(crate) use members::DISCUSSION_HEADING;
+pub use members::{debate_messages, discussion_messages, initial_messages, repair_message};
+pub use moderator::{
+    ScoresRow, is_moderator_request, moderator_format, moderator_messages, moderator_retry, scores_table,
+};
+pub use panel::{output_format, panel_system, render_item, scale_words, task_text};
+pub use persona::{agent_named_in, persona, roster};
+pub use schema::{JUSTIFICATION_MAX, evaluation_schema, score_schema};

@@ -1,0 +1,126 @@
+//! The moderator's requests: the group's scores table, who may speak next,
+//! and the answer form it must keep to.
+
+use std::fmt::Write;
+
+use super::format::fmt_num;
+use super::history::HistoryEntry;
+use super::members::{DEBATE_HEADING, discussion, last_speaker, request};
+use crate::item::Item;
+use crate::panel::Panel;
+use crate::provider::ChatMessage;
+use crate::session::event::Evaluation;
+
+/// The line that opens a moderator's instructions (after the shared part of
+/// the prompt); see [`is_moderator_request`].
+const MODERATOR_OPENING: &str = "You moderate the debate of the ";
+
+/// One row of the moderator's scores table.
+pub struct ScoresRow<'a> {
+    pub agent: &'a str,
+    pub latest: Option<&'a Evaluation>,
+    pub turns: u32,
+    pub finished: bool,
+}
+
+/// The dimensions' keys, then `overall`: the order of the moderator's table.
+pub(super) fn score_keys(panel: &Panel) -> Vec<&str> {
+    panel.dimensions.iter().map(|d| d.key.as_str()).chain(["overall"]).collect()
+}
+
+/// The group's latest scores for the moderator, a line per agent with the
+/// dimensions, then overall, in the order the panel's system prompt names:
+/// `- Ann: 4, 3, 4 (2 turns)`.
+pub fn scores_table(panel: &Panel, rows: &[ScoresRow<'_>]) -> String {
+    let mut s = String::from("Current scores:\n");
+    for row in rows {
+        let scores = match row.latest {
+            Some(ev) => panel
+                .dimensions
+                .iter()
+                .map(|d| ev.scores.get(&d.key).copied())
+                .chain([ev.overall])
+                .map(|v| v.map(fmt_num).unwrap_or_else(|| "-".into()))
+                .collect::<Vec<_>>()
+                .join(", "),
+            None => "none yet".into(),
+        };
+        let status = if row.finished { ", finished" } else { "" };
+        let _ = writeln!(s, "- {}: {scores} ({} turns{status})", row.agent, row.turns);
+    }
+    s
+}
+
+/// Messages asking the moderator who should speak next. They begin like the
+/// group's agents' prompts (panel system prompt, item, discussion so far), so
+/// the shared part is read once for the moderator and the next speaker.
+pub fn moderator_messages(
+    panel: &Panel,
+    group: &str,
+    item: &Item,
+    history: &[HistoryEntry],
+    table: &str,
+    eligible: &[&str],
+) -> Vec<ChatMessage> {
+    let last = match last_speaker(history, "") {
+        Some(last) => format!("{last} spoke last. "),
+        None => String::new(),
+    };
+    let turn = format!(
+        "{MODERATOR_OPENING}\"{group}\" stakeholder group.\n\
+         {table}{last}Agents who may speak next: {}.\nAnswer with the JSON object only; its reason names the agent \
+         you choose and says what they should answer or which score of theirs differs.",
+        eligible.join(", ")
+    );
+    request(panel, discussion(panel, item, group, DEBATE_HEADING, history), turn)
+}
+
+/// Whether a request's speaker message (its third) is a moderator's (tests
+/// and stand-in servers tell participants apart with it).
+pub fn is_moderator_request(speaker_message: &str) -> bool {
+    speaker_message.contains(MODERATOR_OPENING)
+}
+
+/// The follow-up sent to a moderator whose reply could not be used.
+pub fn moderator_retry(reason: &str, eligible: &[&str]) -> ChatMessage {
+    ChatMessage::user(format!("That answer could not be used: {reason}. {}", moderator_format(eligible)))
+}
+
+/// What a moderator's answer must be.
+pub fn moderator_format(eligible: &[&str]) -> String {
+    format!(
+        "Choose exactly one of: {}. Answer only with {{\"next\": \"<name>\", \"reason\": \"<one sentence>\"}}.",
+        eligible.join(", ")
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_moderators_part_holds_only_what_changes_between_turns() {
+        let panel = crate::testkit::panel(crate::panel::Protocol::MajEval, &[("Parents", &["Ann", "Bea", "Cy"])]);
+        let item = crate::testkit::item();
+        let keys: Vec<&str> = panel.dimensions.iter().map(|d| d.key.as_str()).collect();
+        let ev =
+            Evaluation { scores: [(keys[0].to_string(), 4.0)].into(), overall: Some(3.5), ..Evaluation::default() };
+        let rows = [
+            ScoresRow { agent: "Ann", latest: Some(&ev), turns: 2, finished: false },
+            ScoresRow { agent: "Bea", latest: None, turns: 0, finished: true },
+        ];
+        let table = scores_table(&panel, &rows);
+        assert!(table.starts_with("Current scores:\n"), "{table}");
+        let dashes = vec!["-"; keys.len() - 1].join(", ");
+        assert!(table.contains(&format!("- Ann: 4, {dashes}, 3.5 (2 turns)\n")), "{table}");
+        assert!(table.contains("- Bea: none yet (0 turns, finished)\n"), "{table}");
+        let messages = moderator_messages(&panel, "Parents", &item, &[], &table, &["Bea", "Cy"]);
+        assert!(is_moderator_request(&messages[2].content));
+        assert!(messages[2].content.contains("Agents who may speak next: Bea, Cy."));
+        // The moderator's rules and answer form are in the shared system prompt.
+        assert!(messages[0].content.contains("chooses who speaks next") && messages[0].content.contains("\"next\""));
+        let order = format!("in this order: {}, overall.", keys.join(", "));
+        assert!(messages[0].content.contains(&order), "the table's columns are named once: {}", messages[0].content);
+        assert!(!messages[2].content.contains("chooses who speaks next"));
+    }
+}
