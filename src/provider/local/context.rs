@@ -23,6 +23,10 @@ pub(super) struct ModelContext<'m> {
     pub(super) info: LocalModelInfo,
     /// Saved states of long system prompts.
     pub(super) states: Option<PromptStates>,
+    /// The request being served: its place in the order of prompt reading.
+    pub(super) ticket: u64,
+    /// Its reply's head start, while it lasts, and the tokens left of it.
+    pub(super) head: Option<(HeadStart<'m>, u32)>,
 }
 
 /// llama.cpp's `LLAMA_FLASH_ATTN_TYPE_ENABLED` and `_DISABLED` (the enum
@@ -179,6 +183,8 @@ impl<'m> ModelContext<'m> {
             counters,
             info,
             states: setup.states.clone(),
+            ticket: 0,
+            head: None,
         })
     }
 
@@ -189,10 +195,24 @@ impl<'m> ModelContext<'m> {
 
     /// Decodes a batch once the cores it needs are free (see [`CoreGate`]).
     pub(super) fn decode(&mut self, batch: &mut LlamaBatch) -> Result<(), llama_cpp_2::DecodeError> {
-        let reading = batch.n_tokens() > 1;
-        let threads = if reading { self.info.threads_batch } else { self.info.threads };
-        let _cores = self.gate.enter(threads, reading);
-        self.ctx.decode(batch)
+        let (kind, threads) = match (batch.n_tokens() > 1, &self.head) {
+            (true, _) => (Decode::Read(self.ticket), self.info.threads_batch),
+            (false, Some(_)) => (Decode::First, self.info.threads),
+            (false, None) => (Decode::Step, self.info.threads),
+        };
+        let decoded = {
+            let _cores = self.gate.enter(threads, kind);
+            self.ctx.decode(batch)
+        };
+        if kind == Decode::First
+            && let Some((_, left)) = self.head.as_mut()
+        {
+            *left -= 1;
+            if *left == 0 {
+                self.head = None;
+            }
+        }
+        decoded
     }
 
     pub(super) fn forget_cache(&mut self) {
@@ -264,10 +284,22 @@ impl<'m> ModelContext<'m> {
     }
 
     pub(super) fn run(&mut self, job: &Job, prompt: &Prompt) -> Result<Completion, ProviderError> {
+        self.ticket = self.gate.ticket();
+        let result = self.serve(job, prompt);
+        self.head = None;
+        result
+    }
+
+    fn serve(&mut self, job: &Job, prompt: &Prompt) -> Result<Completion, ProviderError> {
         let request = &job.request;
         let tokens = &prompt.tokens;
         let mut out = Output::new(&job.deltas);
-        let logits_index = self.read_prompt(tokens, prompt.keep, prompt.system, &job.cancel)?;
+        let logits_index = {
+            let gate = self.gate;
+            let _reading = gate.reading(self.ticket);
+            self.read_prompt(tokens, prompt.keep, prompt.system, &job.cancel)?
+        };
+        self.head = Some((self.gate.head_start(), HEAD_START));
 
         let grammar = match &request.response_schema {
             Some(schema) => Some(self.grammar_for(schema)?),

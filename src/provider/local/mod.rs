@@ -65,7 +65,10 @@ use context::*;
 use sampling::*;
 use worker::*;
 
-use schedule::{AHEAD_MIN, AHEAD_PATIENCE, AHEAD_REPORT, AHEAD_UNSURE, CoreGate, Handoffs, Queue, common_prefix};
+use schedule::{
+    AHEAD_MIN, AHEAD_PATIENCE, AHEAD_REPORT, AHEAD_UNSURE, CoreGate, Decode, HEAD_START, Handoffs, HeadStart, Queue,
+    common_prefix,
+};
 
 use grammar::json_reserve;
 pub use grammar::schema_to_gbnf;
@@ -540,13 +543,13 @@ mod tests {
         let patience = std::time::Duration::from_millis(10);
         let gate = Arc::new(CoreGate::new(2));
         let ahead = gate.enter_idle(patience).expect("a free core");
-        let step = gate.enter(1, false);
+        let step = gate.enter(1, Decode::Step);
         assert!(gate.enter_idle(patience).is_none(), "both cores are taken");
         drop(ahead);
         let reader = {
             let gate = gate.clone();
             std::thread::spawn(move || {
-                let _cores = gate.enter(2, true);
+                let _cores = gate.enter(2, Decode::Read(0));
                 std::thread::sleep(std::time::Duration::from_millis(50));
             })
         };
@@ -587,12 +590,13 @@ mod tests {
     #[test]
     fn prompt_chunks_wait_for_every_core_and_go_before_generation_steps() {
         let gate = Arc::new(CoreGate::new(2));
-        let step = gate.enter(1, false);
+        let step = gate.enter(1, Decode::Step);
         let (tx, rx) = std_mpsc::channel();
         let reader = {
             let (gate, tx) = (gate.clone(), tx.clone());
             std::thread::spawn(move || {
-                let _cores = gate.enter(2, true);
+                let _reading = gate.reading(0);
+                let _cores = gate.enter(2, Decode::Read(0));
                 tx.send("read").unwrap();
                 std::thread::sleep(std::time::Duration::from_millis(50));
             })
@@ -602,7 +606,7 @@ mod tests {
         let stepper = {
             let gate = gate.clone();
             std::thread::spawn(move || {
-                let _cores = gate.enter(1, false);
+                let _cores = gate.enter(1, Decode::Step);
                 tx.send("step").unwrap();
             })
         };
@@ -613,5 +617,39 @@ mod tests {
         reader.join().unwrap();
         stepper.join().unwrap();
         assert_eq!(gate.lock().free, 2);
+    }
+
+    #[test]
+    fn the_oldest_prompt_is_read_first_and_a_reply_s_first_tokens_go_before_it() {
+        let wait = std::time::Duration::from_millis(100);
+        let gate = Arc::new(CoreGate::new(2));
+        let (older, younger) = (gate.ticket(), gate.ticket());
+        let (tx, rx) = std_mpsc::channel();
+        let read = |ticket: u64, name: &'static str| {
+            let (gate, tx) = (gate.clone(), tx.clone());
+            std::thread::spawn(move || {
+                let _reading = gate.reading(ticket);
+                for _ in 0..2 {
+                    let _cores = gate.enter(2, Decode::Read(ticket));
+                    tx.send(name).unwrap();
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                }
+            })
+        };
+        // A reply has just started: prompts wait, its steps do not.
+        let head = gate.head_start();
+        let young = read(younger, "younger");
+        std::thread::sleep(std::time::Duration::from_millis(30));
+        let old = read(older, "older");
+        assert!(rx.recv_timeout(wait).is_err(), "no prompt is read during a head start");
+        drop(gate.enter(1, Decode::First));
+        drop(head);
+        // Then the older request's whole prompt, though the younger asked first.
+        let order: Vec<_> = (0..4).map(|_| rx.recv_timeout(std::time::Duration::from_secs(5)).unwrap()).collect();
+        assert_eq!(order, ["older", "older", "younger", "younger"]);
+        young.join().unwrap();
+        old.join().unwrap();
+        assert_eq!(gate.lock().free, 2);
+        assert!(gate.lock().readers.is_empty() && gate.lock().starting == 0);
     }
 }

@@ -309,23 +309,75 @@ impl Handoffs {
     }
 }
 
+/// Tokens of a reply during which it goes before prompts still to be read
+/// (see [`CoreGate`]): enough for a first evaluation's first score, or a
+/// speech's first words, to show.
+pub(super) const HEAD_START: u32 = 8;
+
+/// What a decode is, for the [`CoreGate`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Decode {
+    /// A chunk of the prompt of the request with this ticket (see
+    /// [`CoreGate::reading`]; older requests read first).
+    Read(u64),
+    /// A generation step.
+    Step,
+    /// A generation step among a reply's first [`HEAD_START`] tokens.
+    First,
+}
+
 /// The machine's cores, shared by the engines: a step that decodes one token
 /// per sequence takes the generation threads' worth, a prompt chunk the
-/// prompt-reading threads' worth (normally all of them), and prompt chunks go
-/// first. More threads than cores would make llama.cpp's busy-waiting threads
-/// crawl; this way a prompt is read at full speed while the other engines
-/// pause for it, and otherwise they generate side by side.
+/// prompt-reading threads' worth (normally all of them). More threads than
+/// cores would make llama.cpp's busy-waiting threads crawl; this way a
+/// prompt is read at full speed while the other engines pause for it, and
+/// otherwise they generate side by side.
+///
+/// Who goes first: a reply's first tokens (its [`HeadStart`]), so that its
+/// first score or words show as soon as its prompt is read; then prompt
+/// chunks, the oldest request's first, so that one prompt is read at full
+/// speed rather than several at a fraction each; then generation steps.
 pub(super) struct CoreGate {
     pub(super) cores: usize,
     pub(super) state: Mutex<GateState>,
     pub(super) changed: Condvar,
+    tickets: std::sync::atomic::AtomicU64,
 }
 
 pub(super) struct GateState {
     pub(super) free: usize,
-    pub(super) readers_waiting: usize,
+    /// Tickets of the requests reading their prompts (see [`Reading`]).
+    pub(super) readers: std::collections::BTreeSet<u64>,
     /// Decodes of requests waiting (prompt chunks and generation steps).
     pub(super) waiting: usize,
+    /// Replies in their head start.
+    pub(super) starting: usize,
+}
+
+/// A request reading its prompt, until dropped: the oldest reads first,
+/// all its chunks, and generation steps wait (see [`CoreGate`]).
+pub(super) struct Reading<'g> {
+    gate: &'g CoreGate,
+    pub(super) ticket: u64,
+}
+
+impl Drop for Reading<'_> {
+    fn drop(&mut self) {
+        self.gate.lock().readers.remove(&self.ticket);
+        self.gate.changed.notify_all();
+    }
+}
+
+/// A reply in its first tokens, until dropped (see [`CoreGate`]).
+pub(super) struct HeadStart<'g> {
+    gate: &'g CoreGate,
+}
+
+impl Drop for HeadStart<'_> {
+    fn drop(&mut self) {
+        self.gate.lock().starting -= 1;
+        self.gate.changed.notify_all();
+    }
 }
 
 /// Cores held until dropped.
@@ -338,31 +390,54 @@ impl CoreGate {
     pub(super) fn new(cores: usize) -> Self {
         Self {
             cores: cores.max(1),
-            state: Mutex::new(GateState { free: cores.max(1), readers_waiting: 0, waiting: 0 }),
+            state: Mutex::new(GateState { free: cores.max(1), readers: Default::default(), waiting: 0, starting: 0 }),
             changed: Condvar::new(),
+            tickets: Default::default(),
         }
+    }
+
+    /// A request's place in the order of prompt reading.
+    pub(super) fn ticket(&self) -> u64 {
+        self.tickets.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// The request with `ticket` starts reading its prompt.
+    pub(super) fn reading(&self, ticket: u64) -> Reading<'_> {
+        self.lock().readers.insert(ticket);
+        Reading { gate: self, ticket }
+    }
+
+    /// A reply starts: its steps go first until the guard is dropped.
+    pub(super) fn head_start(&self) -> HeadStart<'_> {
+        self.lock().starting += 1;
+        HeadStart { gate: self }
     }
 
     pub(super) fn lock(&self) -> MutexGuard<'_, GateState> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Waits for `count` cores (at most all of them); `reading` marks a
-    /// prompt chunk, which goes before generation steps.
-    pub(super) fn enter(&self, count: usize, reading: bool) -> Cores<'_> {
+    /// Waits for `count` cores (at most all of them) for a decode of `kind`,
+    /// in the order the type's documentation gives.
+    pub(super) fn enter(&self, count: usize, kind: Decode) -> Cores<'_> {
         let count = count.clamp(1, self.cores);
         let mut state = self.lock();
         state.waiting += 1;
-        if reading {
-            state.readers_waiting += 1;
-        }
-        while state.free < count || !reading && state.readers_waiting > 0 {
+        let blocked = |s: &GateState| {
+            s.free < count
+                || match kind {
+                    Decode::First => false,
+                    // A chunk of a prompt that is not the oldest being read
+                    // (or not registered: read-ahead) waits its turn too.
+                    Decode::Read(ticket) => s.starting > 0 || s.readers.first().is_some_and(|&oldest| oldest != ticket),
+                    // Readers held back by a head start leave the cores to steps.
+                    Decode::Step => !s.readers.is_empty() && s.starting == 0,
+                }
+        };
+        while blocked(&state) {
             state = self.changed.wait(state).unwrap_or_else(|p| p.into_inner());
         }
         state.waiting -= 1;
-        if reading {
-            state.readers_waiting -= 1;
-        }
         state.free -= count;
         Cores { gate: self, count }
     }
