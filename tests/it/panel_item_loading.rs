@@ -410,11 +410,11 @@ fn task_and_agent_name_must_not_be_empty() {
 fn wrong_types_are_reported_with_the_expected_type() {
     assert_eq!(
         error_of(&edit("max_turns = 4", "max_turns = \"four\"")),
-        "panel.toml:11:13: moderator.max_turns: expected an integer, found string"
+        "panel.toml:11:13: moderator.max_turns: invalid type: string \"four\", expected an integer"
     );
     assert_eq!(
         error_of(&edit("[scale]\nmin = 1\nmax = 5\n", "scale = 5\n")),
-        "panel.toml:5:9: scale: expected a table, found integer"
+        "panel.toml:5:9: scale: invalid type: integer `5`, expected a table"
     );
 }
 
@@ -679,7 +679,7 @@ fn a_protocol_table_takes_the_settings_its_protocol_declares() {
     assert_eq!(error_of(&g("samples = 0")), "panel.toml:5:11: protocol.samples: must be at least 1, found 0");
     assert_eq!(
         error_of(&g("review_steps = \"yes\"")),
-        "panel.toml:5:16: protocol.review_steps: expected true or false, found string"
+        "panel.toml:5:16: protocol.review_steps: invalid type: string \"yes\", expected true or false"
     );
     let no_kind = g("samples = 2").replacen("kind = \"g-eval\"\n", "", 1);
     assert!(error_of(&no_kind).contains("protocol.kind: missing required field; one of maj-eval, collab-eval, g-eval"));
