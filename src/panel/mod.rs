@@ -668,4 +668,13 @@ mod tests {
             assert_eq!(ConsensusRule::parse(r.as_str()), Some(r));
         }
     }
+
+    #[test]
+    fn a_panel_reads_back_from_its_session_log_json() {
+        for (stem, _) in BUNDLED_PANELS {
+            let panel = Panel::bundled(stem).unwrap_or_else(|| panic!("{stem}"));
+            let back: Panel = serde_json::from_value(panel.to_json()).unwrap_or_else(|e| panic!("{stem}: {e}"));
+            assert_eq!(back, Panel { source: None, ..panel });
+        }
+    }
 }
