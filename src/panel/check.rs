@@ -1,6 +1,25 @@
-//! Validation of panel TOML, with errors that name the file, line and field.
+//! Reading a panel file, with errors that name the file, line, column and field.
+//!
+//! serde does the checking: the panel types' `Deserialize` (with the
+//! `deserialize_with` functions and [`one_of`] below) rejects wrong types and
+//! bad values, `serde_path_to_error` names the field that failed and
+//! `serde_ignored` the keys that no field takes. What serde cannot express,
+//! the rules between fields (unique names, a protocol's settings and roles,
+//! scale min below max), is checked after reading ([`Rules`]). Every problem
+//! is placed in the text by the spans of the parsed TOML.
 
-use super::{ConsensusRule, ModeratorPolicy, PanelError, Protocol, RESERVED_NAMES, SettingKind};
+use std::collections::HashMap;
+use std::fmt;
+
+use serde::Deserialize;
+use serde::de::{self, DeserializeOwned, Deserializer, Error as _, Unexpected, Visitor};
+use toml::Spanned;
+use toml::de::{DeTable, DeValue};
+
+use super::{
+    AgentFile, ConsensusSettings, Dimension, GenerationSettings, GroupSpec, JudgeText, ModelSettings, ModeratorFile,
+    Panel, PanelError, PanelFile, ProtocolFile, RESERVED_NAMES, Scale, SettingKind, SettingValue,
+};
 use crate::session::event::Role;
 
 /// 1-based line and character column of byte offset `at` in `text`.
@@ -16,81 +35,469 @@ pub fn line_col(text: &str, at: usize) -> (usize, usize) {
     (line, column)
 }
 
-/// A validation problem before it is given a file and line.
-pub(super) struct Problem {
-    pub at: usize,
-    pub field: String,
-    pub message: String,
+/// Reads and checks panel TOML; `file` names it in errors.
+///
+/// One problem is reported, the first in the text of those found: serde
+/// stops at the first value it rejects, and the rules between fields are
+/// checked only once everything has been read. A missing field gives way to
+/// an unknown key in the same table, which is likely its misspelling.
+pub(super) fn parse(text: &str, file: &str) -> Result<Panel, PanelError> {
+    let root = DeTable::parse(text).map_err(|e| {
+        let (line, column) = line_col(text, e.span().map_or(0, |s| s.start));
+        PanelError::Syntax { file: file.to_string(), line, column, message: e.message().trim_end().to_string() }
+    })?;
+    let mut unknown = Vec::new();
+    let read: Result<PanelFile, _> = serde_path_to_error::deserialize(serde_ignored::Deserializer::new(
+        toml::de::Deserializer::from(root.clone()),
+        &mut |path: serde_ignored::Path| unknown.push(FieldPath::ignored(&path)),
+    ));
+    let source = Source { text, root: Spanned::new(root.span(), DeValue::Table(root.into_inner())) };
+    let mut rules = Rules { source: &source, problems: unknown.iter().map(|p| source.unknown_field(p)).collect() };
+    let read = match read {
+        Ok(panel) => {
+            rules.panel(&panel);
+            Some(panel)
+        }
+        Err(e) => {
+            rules.problems.push(source.rejected(&e));
+            None
+        }
+    };
+    let mut problems = rules.problems;
+    let misspelt: Vec<String> =
+        problems.iter().filter(|p| p.kind == Kind::Unknown).map(|p| p.table().to_string()).collect();
+    problems.retain(|p| p.kind != Kind::Missing || !misspelt.iter().any(|t| t == p.table()));
+    let problem = match (problems.into_iter().min_by_key(|p| p.at), read) {
+        (Some(problem), _) => problem,
+        (None, Some(panel)) => match Panel::try_from(panel) {
+            Ok(panel) => return Ok(panel),
+            // `Rules::roles` has refused what `try_from` refuses.
+            Err(message) => Problem::new(0, FieldPath::default(), message),
+        },
+        (None, None) => unreachable!("what serde cannot read is a problem, and only gives way to another"),
+    };
+    let (line, column) = line_col(text, problem.at);
+    Err(PanelError::Invalid { file: file.to_string(), line, column, field: problem.field, message: problem.message })
 }
 
-type Value<'i> = toml::Spanned<toml::de::DeValue<'i>>;
-type Table<'i> = toml::de::DeTable<'i>;
-
-const MODEL_KEYS: &[&str] = &["provider", "model", "temperature", "max_tokens"];
-const PANEL_KEYS: &[&str] = &[
-    "name",
-    "protocol",
-    "task",
-    "judge",
-    "scale",
-    "dimensions",
-    "moderator",
-    "consensus",
-    "generation",
-    "aggregator",
-    "final_judge",
-    "roles",
-    "groups",
-    "provider",
-    "model",
-    "temperature",
-    "max_tokens",
-];
-const JUDGE_KEYS: &[&str] = &["rubric", "guidance", "examples"];
-const SCALE_KEYS: &[&str] = &["min", "max"];
-const DIMENSION_KEYS: &[&str] = &["key", "name", "description", "steps", "labels"];
-const MODERATOR_KEYS: &[&str] = &["policy", "max_turns", "provider", "model", "temperature", "max_tokens"];
-const CONSENSUS_KEYS: &[&str] = &["rule", "tolerance", "max_rounds"];
-const GENERATION_KEYS: &[&str] = &["temperature", "max_tokens", "seed"];
-const GROUP_KEYS: &[&str] = &["name", "description", "agents"];
-const AGENT_KEYS: &[&str] = &[
-    "name",
-    "role",
-    "demographics",
-    "perspective",
-    "specialty",
-    "traits",
-    "relationships",
-    "provider",
-    "model",
-    "temperature",
-    "max_tokens",
-];
-
-/// Walks the parsed TOML and reports problems with their byte offsets.
-pub(super) struct Checker<'a> {
-    pub text: &'a str,
-    pub file: &'a str,
+/// A problem before it is given a line and column: `at` is a byte offset.
+struct Problem {
+    at: usize,
+    field: String,
+    message: String,
+    kind: Kind,
 }
 
-fn join_path(parent: &str, key: &str) -> String {
-    if parent.is_empty() { key.to_string() } else { format!("{parent}.{key}") }
+#[derive(PartialEq)]
+enum Kind {
+    /// A required field is not there.
+    Missing,
+    /// A key that no field takes.
+    Unknown,
+    Other,
 }
 
-fn problem(at: usize, field: impl Into<String>, message: impl Into<String>) -> Problem {
-    Problem { at, field: field.into(), message: message.into() }
-}
-
-fn integer_of(v: &toml::de::DeValue<'_>) -> Option<i128> {
-    let i = v.as_integer()?;
-    i128::from_str_radix(i.as_str(), i.radix()).ok()
-}
-
-fn number_of(v: &toml::de::DeValue<'_>) -> Option<f64> {
-    if let Some(i) = integer_of(v) {
-        return Some(i as f64);
+impl Problem {
+    fn new(at: usize, field: FieldPath, message: impl Into<String>) -> Self {
+        Problem { at, field: field.to_string(), message: message.into(), kind: Kind::Other }
     }
-    v.as_float()?.as_str().replace('_', "").parse::<f64>().ok()
+    /// The table of the field: `groups[0]` for `groups[0].name`.
+    fn table(&self) -> &str {
+        self.field.rsplit_once('.').map_or("", |(table, _)| table)
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Field paths and where they are in the text
+// ---------------------------------------------------------------------------
+
+/// A field's place in the panel: `groups[1].agents[0].name`.
+#[derive(Clone, Default)]
+struct FieldPath(Vec<Step>);
+
+#[derive(Clone)]
+enum Step {
+    Key(String),
+    Index(usize),
+}
+
+impl FieldPath {
+    fn key(&self, key: &str) -> Self {
+        let mut p = self.clone();
+        p.0.push(Step::Key(key.to_string()));
+        p
+    }
+    fn index(&self, index: usize) -> Self {
+        let mut p = self.clone();
+        p.0.push(Step::Index(index));
+        p
+    }
+    fn from_error(path: &serde_path_to_error::Path) -> Self {
+        use serde_path_to_error::Segment;
+        FieldPath(
+            path.iter()
+                .filter_map(|s| match s {
+                    Segment::Seq { index } => Some(Step::Index(*index)),
+                    Segment::Map { key } | Segment::Enum { variant: key } => Some(Step::Key(key.clone())),
+                    Segment::Unknown => None,
+                })
+                .collect(),
+        )
+    }
+    fn ignored(path: &serde_ignored::Path) -> Self {
+        use serde_ignored::Path;
+        match path {
+            Path::Root => FieldPath::default(),
+            Path::Seq { parent, index } => Self::ignored(parent).index(*index),
+            Path::Map { parent, key } => Self::ignored(parent).key(key),
+            Path::Some { parent } | Path::NewtypeStruct { parent } | Path::NewtypeVariant { parent } => {
+                Self::ignored(parent)
+            }
+        }
+    }
+}
+
+impl fmt::Display for FieldPath {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        for (i, step) in self.0.iter().enumerate() {
+            match step {
+                Step::Key(key) if i == 0 => f.write_str(key)?,
+                Step::Key(key) => write!(f, ".{key}")?,
+                Step::Index(index) => write!(f, "[{index}]")?,
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The text and its parsed TOML, whose spans place the problems.
+struct Source<'i> {
+    text: &'i str,
+    root: Spanned<DeValue<'i>>,
+}
+
+impl Source<'_> {
+    /// The value at `path`, or the nearest table on the way that the file
+    /// has: a missing field is reported where its table starts.
+    fn nearest(&self, path: &FieldPath) -> (&Spanned<DeValue<'_>>, bool) {
+        let mut value = &self.root;
+        for step in &path.0 {
+            let next = match step {
+                Step::Key(key) => value.get_ref().get(key.as_str()),
+                Step::Index(index) => value.get_ref().get(*index),
+            };
+            match next {
+                Some(next) => value = next,
+                None => return (value, false),
+            }
+        }
+        (value, true)
+    }
+    fn has(&self, path: &FieldPath) -> bool {
+        self.nearest(path).1
+    }
+    /// Where the value at `path` starts (or the nearest table, see [`Self::nearest`]).
+    fn at(&self, path: &FieldPath) -> usize {
+        self.nearest(path).0.span().start
+    }
+    /// Where the key of the field at `path` starts.
+    fn key_at(&self, path: &FieldPath) -> usize {
+        let mut parent = path.clone();
+        let key_start = match parent.0.pop() {
+            Some(Step::Key(key)) => match self.nearest(&parent) {
+                (table, true) => {
+                    table.get_ref().as_table().and_then(|t| t.get_key_value(key.as_str())).map(|(k, _)| k.span().start)
+                }
+                _ => None,
+            },
+            _ => None,
+        };
+        key_start.unwrap_or_else(|| self.at(path))
+    }
+    fn line(&self, path: &FieldPath) -> usize {
+        line_col(self.text, self.at(path)).0
+    }
+
+    /// The date-time at `path`, if that is what the file has there. toml
+    /// hands a date-time to serde as a table of one private key.
+    fn datetime(&self, path: &FieldPath) -> Option<String> {
+        match self.nearest(path) {
+            (value, true) => value.get_ref().as_datetime().map(|d| format!("datetime `{d}`")),
+            _ => None,
+        }
+    }
+
+    /// What the file has at `path`, as serde's message calls it (`found`).
+    fn found(&self, path: &FieldPath, found: &str) -> String {
+        self.datetime(path).unwrap_or_else(|| plain_type(found).to_string())
+    }
+
+    /// A key no field takes, reported by `serde_ignored`.
+    fn unknown_field(&self, path: &FieldPath) -> Problem {
+        let mut table = path.clone();
+        let key = match table.0.pop() {
+            Some(Step::Key(key)) => key,
+            _ => String::new(),
+        };
+        if let Some(datetime) = self.datetime(&table) {
+            return Problem::new(self.at(&table), table, format!("invalid type: {datetime}, expected a table"));
+        }
+        let message = unknown_field(&key, fields_at(&table));
+        Problem { kind: Kind::Unknown, ..Problem::new(self.key_at(path), path.clone(), message) }
+    }
+
+    /// The value serde refused, at the field `serde_path_to_error` names.
+    fn rejected(&self, e: &serde_path_to_error::Error<toml::de::Error>) -> Problem {
+        let path = FieldPath::from_error(e.path());
+        let at = e.inner().span().map_or_else(|| self.at(&path), |s| s.start);
+        let message = e.inner().message();
+        if let Some((found, expected)) =
+            message.strip_prefix("invalid type: ").and_then(|m| m.rsplit_once(", expected "))
+        {
+            let message = format!("invalid type: {}, expected {}", self.found(&path, found), plain_type(expected));
+            return Problem::new(at, path, message);
+        }
+        // serde reports a missing field on its table: name the field itself.
+        match message.strip_prefix("missing field `").and_then(|m| m.split_once('`')) {
+            Some(_) if self.datetime(&path).is_some() => {
+                let message = format!("invalid type: {}, expected a table", self.found(&path, ""));
+                Problem::new(at, path, message)
+            }
+            Some((name, rest)) => Problem {
+                kind: Kind::Missing,
+                ..Problem::new(at, path.key(name), format!("missing required field{rest}"))
+            },
+            None => Problem::new(at, path, message),
+        }
+    }
+}
+
+/// The fields of the table at `path` (indices aside), for the message about
+/// an unknown key there: each table's type and the fields serde gives it.
+fn fields_at(path: &FieldPath) -> &'static [&'static str] {
+    let keys: Vec<&str> = path
+        .0
+        .iter()
+        .filter_map(|s| match s {
+            Step::Key(key) => Some(key.as_str()),
+            Step::Index(_) => None,
+        })
+        .collect();
+    match keys.as_slice() {
+        [] => fields_of::<PanelFile>(),
+        ["judge"] => fields_of::<JudgeText>(),
+        ["scale"] => fields_of::<Scale>(),
+        ["dimensions"] => fields_of::<Dimension>(),
+        ["moderator"] => fields_of::<ModeratorFile>(),
+        ["consensus"] => fields_of::<ConsensusSettings>(),
+        ["generation"] => fields_of::<GenerationSettings>(),
+        ["aggregator" | "final_judge"] | ["roles", _] => fields_of::<ModelSettings>(),
+        ["groups"] => fields_of::<GroupSpec>(),
+        ["groups", "agents"] => fields_of::<AgentFile>(),
+        _ => &[],
+    }
+}
+
+/// The fields of the struct `T` reads, in order: derived `Deserialize` names
+/// them to `deserialize_struct`, which this deserializer records.
+fn fields_of<T: DeserializeOwned>() -> &'static [&'static str] {
+    struct Fields<'a>(&'a mut &'static [&'static str]);
+    impl<'de> Deserializer<'de> for Fields<'_> {
+        type Error = de::value::Error;
+        fn deserialize_any<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Self::Error> {
+            Err(Self::Error::custom("not a struct"))
+        }
+        fn deserialize_struct<V: Visitor<'de>>(
+            self,
+            _: &'static str,
+            fields: &'static [&'static str],
+            _: V,
+        ) -> Result<V::Value, Self::Error> {
+            *self.0 = fields;
+            Err(Self::Error::custom("fields recorded"))
+        }
+        serde::forward_to_deserialize_any! {
+            bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf option unit
+            unit_struct newtype_struct seq tuple tuple_struct map enum identifier ignored_any
+        }
+    }
+    let mut fields: &'static [&'static str] = &[];
+    let _ = T::deserialize(Fields(&mut fields));
+    fields
+}
+
+/// serde's name of a type in TOML's words: a map or a struct is a table, a sequence an array.
+fn plain_type(serde: &str) -> &str {
+    match serde {
+        "map" => "table",
+        "a map" => "a table",
+        "sequence" => "array",
+        "a sequence" => "an array",
+        other if other.starts_with("struct ") => "a table",
+        other => other,
+    }
+}
+
+/// The closest of `candidates` to `word`, if it is close enough to be a likely typo.
+fn suggest<'c>(word: &str, candidates: &[&'c str]) -> Option<&'c str> {
+    candidates
+        .iter()
+        .map(|c| (strsim::levenshtein(word, c), *c))
+        .filter(|(d, c)| *d <= 2.max(c.len() / 3) && *d < c.len())
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, c)| c)
+}
+
+fn unknown_field(key: &str, valid: &[&str]) -> String {
+    let hint = suggest(key, valid).map(|s| format!(" (did you mean `{s}`?)")).unwrap_or_default();
+    if valid.is_empty() {
+        format!("unknown field{hint}")
+    } else {
+        format!("unknown field{hint}; valid fields here: {}", valid.join(", "))
+    }
+}
+
+fn unknown_name(what: &str, given: &str, valid: &[&str]) -> String {
+    let hint = suggest(given, valid).map(|s| format!(" (did you mean \"{s}\"?)")).unwrap_or_default();
+    format!("unknown {what} \"{given}\"{hint}; valid: {}", valid.join(", "))
+}
+
+// ---------------------------------------------------------------------------
+// Values, checked by serde as they are read
+// ---------------------------------------------------------------------------
+
+/// One of `all` by its name: `what` names the kind in the error.
+pub(super) fn one_of<'de, D: Deserializer<'de>, T: Copy>(
+    d: D,
+    what: &str,
+    all: &[T],
+    name: fn(T) -> &'static str,
+) -> Result<T, D::Error> {
+    let given = String::deserialize(d)?;
+    all.iter().copied().find(|v| name(*v) == given).ok_or_else(|| {
+        let names: Vec<&str> = all.iter().map(|v| name(*v)).collect();
+        D::Error::custom(unknown_name(what, &given, &names))
+    })
+}
+
+/// A string with more than white space in it.
+pub(super) fn text<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    let s = String::deserialize(d)?;
+    if s.trim().is_empty() {
+        return Err(D::Error::custom("must not be empty"));
+    }
+    Ok(s)
+}
+
+pub(super) fn some_text<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    text(d).map(Some)
+}
+
+/// An integer in `min..=max`.
+fn whole<'de, D, T>(d: D, min: T, max: T) -> Result<T, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Copy + fmt::Display + Into<i128> + TryFrom<i128>,
+{
+    struct Whole;
+    impl Visitor<'_> for Whole {
+        type Value = i128;
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("an integer")
+        }
+        fn visit_i64<E: de::Error>(self, v: i64) -> Result<i128, E> {
+            Ok(v.into())
+        }
+        fn visit_u64<E: de::Error>(self, v: u64) -> Result<i128, E> {
+            Ok(v.into())
+        }
+        fn visit_i128<E: de::Error>(self, v: i128) -> Result<i128, E> {
+            Ok(v)
+        }
+        fn visit_u128<E: de::Error>(self, v: u128) -> Result<i128, E> {
+            Ok(i128::try_from(v).unwrap_or(i128::MAX))
+        }
+    }
+    let v = d.deserialize_any(Whole)?;
+    if v < min.into() {
+        return Err(D::Error::custom(format!("must be at least {min}, found {v}")));
+    }
+    T::try_from(v).map_err(|_| D::Error::custom(format!("must be at most {max}, found {v}")))
+}
+
+/// An integer or a float, finite.
+fn number<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    struct Number;
+    impl Visitor<'_> for Number {
+        type Value = f64;
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("a number")
+        }
+        fn visit_i64<E: de::Error>(self, v: i64) -> Result<f64, E> {
+            Ok(v as f64)
+        }
+        fn visit_u64<E: de::Error>(self, v: u64) -> Result<f64, E> {
+            Ok(v as f64)
+        }
+        fn visit_f64<E: de::Error>(self, v: f64) -> Result<f64, E> {
+            Ok(v)
+        }
+    }
+    let v = d.deserialize_any(Number)?;
+    if !v.is_finite() {
+        return Err(D::Error::custom("must be a finite number"));
+    }
+    Ok(v)
+}
+
+/// A count of turns, rounds or tokens: at least 1.
+pub(super) fn count<'de, D: Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
+    whole(d, 1, u32::MAX)
+}
+
+pub(super) fn some_count<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
+    count(d).map(Some)
+}
+
+/// `generation.seed`: any integer from 0.
+pub(super) fn seed<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    whole(d, 0, u64::MAX).map(Some)
+}
+
+/// An end of the scale.
+pub(super) fn finite<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    number(d)
+}
+
+/// `consensus.tolerance`: a number from 0.
+pub(super) fn tolerance<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    let t = number(d)?;
+    if t < 0.0 {
+        return Err(D::Error::custom(format!("must not be negative, found {t}")));
+    }
+    Ok(t)
+}
+
+/// A sampling temperature, 0–2.
+pub(super) fn temperature<'de, D: Deserializer<'de>>(d: D) -> Result<f32, D::Error> {
+    let t = number(d)?;
+    if !(0.0..=2.0).contains(&t) {
+        return Err(D::Error::custom(format!("must be between 0 and 2, found {t}")));
+    }
+    Ok(t as f32)
+}
+
+pub(super) fn some_temperature<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f32>, D::Error> {
+    temperature(d).map(Some)
+}
+
+// ---------------------------------------------------------------------------
+// Rules between fields, checked after reading
+// ---------------------------------------------------------------------------
+
+struct Rules<'s> {
+    source: &'s Source<'s>,
+    problems: Vec<Problem>,
 }
 
 /// Whether `s` is letters, digits and underscores, not starting with a digit.
@@ -100,524 +507,188 @@ fn is_identifier(s: &str) -> bool {
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
-/// The closest of `candidates` to `word`, if it is close enough to be a likely typo.
-fn suggest<'c>(word: &str, candidates: &[&'c str]) -> Option<&'c str> {
-    fn distance(a: &str, b: &str) -> usize {
-        let b: Vec<char> = b.chars().collect();
-        let mut prev: Vec<usize> = (0..=b.len()).collect();
-        for (i, ca) in a.chars().enumerate() {
-            let mut cur = vec![i + 1];
-            for (j, cb) in b.iter().enumerate() {
-                let cost = usize::from(ca != *cb);
-                cur.push((prev[j] + cost).min(prev[j + 1] + 1).min(cur[j] + 1));
-            }
-            prev = cur;
-        }
-        prev[b.len()]
-    }
-    candidates
-        .iter()
-        .map(|c| (distance(word, c), *c))
-        .filter(|(d, c)| *d <= 2.max(c.len() / 3) && *d < c.len())
-        .min_by_key(|(d, _)| *d)
-        .map(|(_, c)| c)
-}
-
-impl Checker<'_> {
-    pub(super) fn syntax(&self, e: &toml::de::Error) -> PanelError {
-        let (line, column) = line_col(self.text, e.span().map_or(0, |s| s.start));
-        PanelError::Syntax { file: self.file.to_string(), line, column, message: e.message().trim_end().to_string() }
+impl Rules<'_> {
+    /// A problem with the value at `path`.
+    fn value(&mut self, path: &FieldPath, message: impl Into<String>) {
+        self.problems.push(Problem::new(self.source.at(path), path.clone(), message));
     }
 
-    pub(super) fn invalid(&self, p: Problem) -> PanelError {
-        let (line, column) = line_col(self.text, p.at);
-        PanelError::Invalid { file: self.file.to_string(), line, column, field: p.field, message: p.message }
+    /// A problem with the key at `path`.
+    fn key(&mut self, path: &FieldPath, message: impl Into<String>) {
+        self.problems.push(Problem::new(self.source.key_at(path), path.clone(), message));
     }
 
-    /// Reports keys of `table` that are not in `allowed`.
-    fn known_keys(&self, table: &Table<'_>, path: &str, allowed: &[&str], out: &mut Vec<Problem>) {
-        for key in table.keys() {
-            let name: &str = key.get_ref();
-            if allowed.contains(&name) {
-                continue;
-            }
-            let hint = suggest(name, allowed).map(|s| format!(" (did you mean `{s}`?)")).unwrap_or_default();
-            out.push(problem(
-                key.span().start,
-                join_path(path, name),
-                format!("unknown field{hint}; valid fields here: {}", allowed.join(", ")),
-            ));
-        }
-    }
-
-    /// The table at `table[key]`, if present and a table.
-    fn sub_table<'t, 'i>(
-        &self,
-        table: &'t Table<'i>,
-        path: &str,
-        key: &str,
-        allowed: &[&str],
-        out: &mut Vec<Problem>,
-    ) -> Option<&'t Table<'i>> {
-        let v = table.get(key)?;
-        match v.get_ref().as_table() {
-            Some(t) => {
-                self.known_keys(t, &join_path(path, key), allowed, out);
-                Some(t)
-            }
-            None => {
-                out.push(wrong_type(v, &join_path(path, key), "a table"));
-                None
-            }
-        }
-    }
-
-    /// A string field; a required one is reported at `table_at` when absent.
-    fn string<'t>(
-        &self,
-        table: &'t Table<'_>,
-        table_at: usize,
-        path: &str,
-        key: &str,
-        need: Need,
-        out: &mut Vec<Problem>,
-    ) -> Option<(&'t str, usize)> {
-        let required = need == Need::Required;
-        let non_empty = need != Need::Optional;
-        let field = join_path(path, key);
-        let Some(v) = table.get(key) else {
-            if required {
-                out.push(problem(table_at, field, "missing required field"));
-            }
-            return None;
-        };
-        let Some(s) = v.get_ref().as_str() else {
-            out.push(wrong_type(v, &field, "a string"));
-            return None;
-        };
-        if non_empty && s.trim().is_empty() {
-            out.push(problem(v.span().start, field, "must not be empty"));
-            return None;
-        }
-        Some((s, v.span().start))
-    }
-
-    /// An integer field in `min..=max`.
-    fn integer(
-        &self,
-        table: &Table<'_>,
-        path: &str,
-        key: &str,
-        min: i128,
-        max: i128,
-        out: &mut Vec<Problem>,
-    ) -> Option<i128> {
-        let v = table.get(key)?;
-        let field = join_path(path, key);
-        let Some(i) = integer_of(v.get_ref()) else {
-            out.push(wrong_type(v, &field, "an integer"));
-            return None;
-        };
-        if i < min || i > max {
-            let what = if i < min { format!("must be at least {min}") } else { format!("must be at most {max}") };
-            out.push(problem(v.span().start, field, format!("{what}, found {i}")));
-            return None;
-        }
-        Some(i)
-    }
-
-    /// A number (integer or float) field.
-    fn number(&self, table: &Table<'_>, path: &str, key: &str, out: &mut Vec<Problem>) -> Option<(f64, usize)> {
-        let v = table.get(key)?;
-        match number_of(v.get_ref()) {
-            Some(n) if n.is_finite() => Some((n, v.span().start)),
-            Some(_) => {
-                out.push(problem(v.span().start, join_path(path, key), "must be a finite number"));
-                None
-            }
-            None => {
-                out.push(wrong_type(v, &join_path(path, key), "a number"));
-                None
-            }
-        }
-    }
-
-    /// A temperature in 0–2.
-    fn temperature(&self, table: &Table<'_>, path: &str, out: &mut Vec<Problem>) {
-        if let Some((t, at)) = self.number(table, path, "temperature", out)
-            && !(0.0..=2.0).contains(&t)
-        {
-            out.push(problem(at, join_path(path, "temperature"), format!("must be between 0 and 2, found {t}")));
-        }
-    }
-
-    /// `provider`, `model`, `temperature`, `max_tokens`.
-    fn model_settings(&self, table: &Table<'_>, table_at: usize, path: &str, out: &mut Vec<Problem>) {
-        self.string(table, table_at, path, "provider", Need::NonEmpty, out);
-        self.string(table, table_at, path, "model", Need::NonEmpty, out);
-        self.temperature(table, path, out);
-        self.integer(table, path, "max_tokens", 1, u32::MAX.into(), out);
-    }
-
-    /// An enum-like string field checked with `parse`.
-    fn choice(&self, table: &Table<'_>, path: &str, key: &str, what: &str, valid: &[&str], out: &mut Vec<Problem>) {
-        let Some(v) = table.get(key) else { return };
-        let field = join_path(path, key);
-        match v.get_ref().as_str() {
-            Some(s) if valid.contains(&s) => {}
-            Some(s) => {
-                let hint = suggest(s, valid).map(|h| format!(" (did you mean \"{h}\"?)")).unwrap_or_default();
-                out.push(problem(
-                    v.span().start,
-                    field,
-                    format!("unknown {what} \"{s}\"{hint}; valid: {}", valid.join(", ")),
-                ));
-            }
-            None => out.push(wrong_type(v, &field, "a string")),
-        }
-    }
-
-    /// Elements of the array `table[key]` that are tables, with their paths.
-    fn table_array<'t, 'i>(
-        &self,
-        table: &'t Table<'i>,
-        table_at: usize,
-        path: &str,
-        key: &str,
-        what: &str,
-        out: &mut Vec<Problem>,
-    ) -> Vec<(&'t Table<'i>, usize, String)> {
-        let field = join_path(path, key);
-        let Some(v) = table.get(key) else {
-            out.push(problem(table_at, field, format!("missing required field: {what}")));
-            return Vec::new();
-        };
-        let Some(array) = v.get_ref().as_array() else {
-            out.push(wrong_type(v, &field, "an array of tables"));
-            return Vec::new();
-        };
-        if array.is_empty() {
-            out.push(problem(v.span().start, field, format!("must not be empty: {what}")));
-            return Vec::new();
-        }
-        let mut tables = Vec::new();
-        for (i, item) in array.iter().enumerate() {
-            let item_path = format!("{field}[{i}]");
-            match item.get_ref().as_table() {
-                Some(t) => tables.push((t, item.span().start, item_path)),
-                None => out.push(wrong_type(item, &item_path, "a table")),
-            }
-        }
-        tables
-    }
-
-    /// `protocol = "name"`, or a `[protocol]` table: `kind` and the settings
-    /// that protocol declares, each of its declared type and range.
-    fn protocol(&self, root: &Table<'_>, out: &mut Vec<Problem>) {
-        let names = Protocol::names();
-        let Some(v) = root.get("protocol") else {
-            out.push(problem(0, "protocol", "missing required field"));
-            return;
-        };
-        let Some(table) = v.get_ref().as_table() else {
-            self.choice(root, "", "protocol", "protocol", &names, out);
-            return;
-        };
-        let Some(kind) = table.get("kind") else {
-            out.push(problem(
-                v.span().start,
-                "protocol.kind",
-                format!("missing required field; one of {}", names.join(", ")),
-            ));
-            return;
-        };
-        self.choice(table, "protocol", "kind", "protocol", &names, out);
-        let Some(spec) = kind.get_ref().as_str().and_then(Protocol::parse).map(Protocol::spec) else { return };
-        let mut allowed = vec!["kind"];
-        allowed.extend(spec.settings.iter().map(|s| s.key));
-        if spec.settings.is_empty() {
-            for key in table.keys() {
-                if key.get_ref() != "kind" {
-                    out.push(problem(
-                        key.span().start,
-                        join_path("protocol", key.get_ref()),
-                        format!("{} has no settings; only `kind` belongs in [protocol]", spec.id),
-                    ));
-                }
-            }
+    /// An array at `path` that needs an element, left out or empty.
+    fn needs_one(&mut self, path: &FieldPath, why: &str) {
+        if self.source.has(path) {
+            self.value(path, format!("must not be empty: {why}"));
         } else {
-            self.known_keys(table, "protocol", &allowed, out);
+            let missing = Problem::new(self.source.at(path), path.clone(), format!("missing required field: {why}"));
+            self.problems.push(Problem { kind: Kind::Missing, ..missing });
         }
-        for s in spec.settings {
-            match s.kind {
-                SettingKind::Integer { min, max, .. } => {
-                    self.integer(table, "protocol", s.key, min.into(), max.into(), out);
+    }
+
+    fn panel(&mut self, panel: &PanelFile) {
+        let root = FieldPath::default();
+        self.protocol(&panel.protocol, &root.key("protocol"));
+        self.roles(panel, &root.key("roles"));
+        if panel.scale.min >= panel.scale.max {
+            let message = format!("scale min ({}) must be less than max ({})", panel.scale.min, panel.scale.max);
+            self.value(&root.key("scale").key("max"), message);
+        }
+        self.dimensions(&panel.dimensions, &root.key("dimensions"));
+        self.groups(&panel.groups, &root.key("groups"));
+    }
+
+    /// The settings of `[protocol]`: those its protocol declares, each of its type and range.
+    fn protocol(&mut self, section: &ProtocolFile, path: &FieldPath) {
+        let spec = section.kind.spec();
+        let mut valid = vec!["kind"];
+        valid.extend(spec.settings.iter().map(|s| s.key));
+        for (key, value) in &section.settings {
+            let field = path.key(key);
+            let Some(setting) = spec.setting(key) else {
+                if spec.settings.is_empty() {
+                    self.key(&field, format!("{} has no settings; only `kind` belongs in [protocol]", spec.id));
+                } else {
+                    self.key(&field, unknown_field(key, &valid));
                 }
-                SettingKind::Bool { .. } => {
-                    if let Some(v) = table.get(s.key)
-                        && v.get_ref().as_bool().is_none()
-                    {
-                        out.push(wrong_type(v, &join_path("protocol", s.key), "true or false"));
-                    }
+                continue;
+            };
+            let found = match value {
+                Ok(SettingValue::Bool(b)) => Unexpected::Bool(*b).to_string(),
+                Ok(SettingValue::Integer(i)) => Unexpected::Signed(*i).to_string(),
+                Ok(SettingValue::Text(s)) => Unexpected::Str(s).to_string(),
+                Err(found) => self.source.found(&field, found),
+            };
+            let wrong = |expected: &str| Some(format!("invalid type: {found}, expected {expected}"));
+            let problem = match (setting.kind, value) {
+                (SettingKind::Integer { min, .. }, Ok(SettingValue::Integer(v))) if *v < min => {
+                    Some(format!("must be at least {min}, found {v}"))
                 }
-                SettingKind::Text { .. } => {
-                    if let Some(v) = table.get(s.key)
-                        && v.get_ref().as_str().is_none()
-                    {
-                        out.push(wrong_type(v, &join_path("protocol", s.key), "a string"));
-                    }
+                (SettingKind::Integer { max, .. }, Ok(SettingValue::Integer(v))) if *v > max => {
+                    Some(format!("must be at most {max}, found {v}"))
                 }
-                SettingKind::Choice { options, .. } => {
-                    if let Some(v) = table.get(s.key) {
-                        let field = join_path("protocol", s.key);
-                        match v.get_ref().as_str() {
-                            Some(name) if options.contains(&name) => {}
-                            Some(name) => out.push(problem(
-                                v.span().start,
-                                field,
-                                format!("unknown value \"{name}\"; valid: {}", options.join(", ")),
-                            )),
-                            None => out.push(wrong_type(v, &field, &format!("one of {}", options.join(", ")))),
-                        }
-                    }
+                (SettingKind::Choice { options, .. }, Ok(SettingValue::Text(s))) if !options.contains(&s.as_str()) => {
+                    Some(unknown_name("value", s, options))
                 }
+                (SettingKind::Integer { .. }, Ok(SettingValue::Integer(_)))
+                | (SettingKind::Bool { .. }, Ok(SettingValue::Bool(_)))
+                | (SettingKind::Text { .. } | SettingKind::Choice { .. }, Ok(SettingValue::Text(_))) => None,
+                (SettingKind::Integer { .. }, _) => wrong("an integer"),
+                (SettingKind::Bool { .. }, _) => wrong("true or false"),
+                (SettingKind::Text { .. }, _) => wrong("a string"),
+                (SettingKind::Choice { options, .. }, _) => wrong(&format!("one of {}", options.join(", "))),
+            };
+            if let Some(message) = problem {
+                self.value(&field, message);
             }
         }
     }
 
-    /// A categorical dimension's `labels`: two or more distinct, non-empty strings.
-    fn labels(&self, dim: &Table<'_>, path: &str, out: &mut Vec<Problem>) {
-        let Some(v) = dim.get("labels") else { return };
-        let field = join_path(path, "labels");
-        let Some(items) = v.get_ref().as_array() else {
-            out.push(wrong_type(v, &field, "an array of strings"));
-            return;
-        };
-        let mut seen: Vec<&str> = Vec::new();
-        for (i, item) in items.iter().enumerate() {
-            match item.get_ref().as_str().map(str::trim) {
-                Some("") => out.push(problem(item.span().start, format!("{field}[{i}]"), "must not be empty")),
-                Some(s) if seen.contains(&s) => {
-                    out.push(problem(item.span().start, format!("{field}[{i}]"), format!("duplicate label \"{s}\"")))
-                }
-                Some(s) => seen.push(s),
-                None => out.push(wrong_type(item, &format!("{field}[{i}]"), "a string")),
-            }
-        }
-        if items.len() < 2 {
-            out.push(problem(v.span().start, field, "a categorical dimension needs at least two labels"));
-        }
-    }
-
-    /// `[roles.<role>]`: model settings of a role the protocol declares.
-    fn roles(&self, root: &Table<'_>, out: &mut Vec<Problem>) {
-        let Some(v) = root.get("roles") else { return };
-        let Some(table) = v.get_ref().as_table() else {
-            out.push(wrong_type(v, "roles", "a table"));
-            return;
-        };
-        let declared: Vec<&str> = match root.get("protocol").map(|p| p.get_ref()) {
-            Some(p) => p
-                .as_str()
-                .or_else(|| p.as_table().and_then(|t| t.get("kind")).and_then(|k| k.get_ref().as_str()))
-                .and_then(Protocol::parse)
-                .map(|p| p.spec().roles.iter().map(|r| r.as_str()).collect())
-                .unwrap_or_default(),
-            None => Vec::new(),
-        };
-        for (key, value) in table.iter() {
-            let name: &str = key.get_ref();
-            let field = join_path("roles", name);
-            // `moot optimize`'s own roles may be bound in any panel.
-            let optimize_role = Role::OPTIMIZE.iter().any(|r| r.as_str() == name);
-            if !declared.contains(&name) && !optimize_role {
-                let valid = if declared.is_empty() { "none".to_string() } else { declared.join(", ") };
-                out.push(problem(key.span().start, field, format!("not a role of this protocol; its roles: {valid}")));
+    /// `[roles.<role>]`: a role of the panel's protocol, or one of `moot optimize`'s.
+    fn roles(&mut self, panel: &PanelFile, path: &FieldPath) {
+        let declared = panel.protocol.kind.spec().roles;
+        for name in panel.roles.keys() {
+            let role = Role::ALL.into_iter().find(|r| r.as_str() == name);
+            if role.is_some_and(|r| declared.contains(&r) || Role::OPTIMIZE.contains(&r)) {
                 continue;
             }
-            match value.get_ref().as_table() {
-                Some(t) => {
-                    self.known_keys(t, &field, MODEL_KEYS, out);
-                    self.model_settings(t, value.span().start, &field, out);
-                }
-                None => out.push(wrong_type(value, &field, "a table")),
-            }
-        }
-    }
-
-    pub(super) fn panel(&self, root: &Table<'_>, out: &mut Vec<Problem>) {
-        self.known_keys(root, "", PANEL_KEYS, out);
-        self.string(root, 0, "", "name", Need::Required, out);
-        self.protocol(root, out);
-        self.roles(root, out);
-        self.string(root, 0, "", "task", Need::Required, out);
-        if let Some(judge) = self.sub_table(root, "", "judge", JUDGE_KEYS, out) {
-            let at = root.get("judge").map_or(0, |v| v.span().start);
-            for key in JUDGE_KEYS {
-                self.string(judge, at, "judge", key, Need::Optional, out);
-            }
-        }
-        self.model_settings(root, 0, "", out);
-
-        if let Some(scale) = self.sub_table(root, "", "scale", SCALE_KEYS, out) {
-            let min = self.number(scale, "scale", "min", out);
-            let max = self.number(scale, "scale", "max", out);
-            let (min_v, max_v) = (min.map_or(1.0, |m| m.0), max.map_or(5.0, |m| m.0));
-            if min_v >= max_v {
-                let at = max.or(min).map_or(0, |m| m.1);
-                let field = if max.is_some() { "scale.max" } else { "scale.min" };
-                out.push(problem(at, field, format!("scale min ({min_v}) must be less than max ({max_v})")));
-            }
-        }
-
-        let mut dimension_keys: Vec<(&str, usize)> = Vec::new();
-        for (dim, at, path) in self.table_array(root, 0, "", "dimensions", "a panel needs at least one dimension", out)
-        {
-            self.known_keys(dim, &path, DIMENSION_KEYS, out);
-            if let Some((key, key_at)) = self.string(dim, at, &path, "key", Need::Required, out) {
-                let field = format!("{path}.key");
-                if key == "overall" {
-                    out.push(problem(key_at, field, "`overall` is reserved: every evaluation has an overall score"));
-                } else if !is_identifier(key) {
-                    out.push(problem(
-                        key_at,
-                        field,
-                        format!(
-                            "dimension key \"{key}\" must be letters, digits and underscores, not starting with a digit"
-                        ),
-                    ));
-                } else if let Some((_, first)) = dimension_keys.iter().find(|(k, _)| *k == key) {
-                    let (line, _) = line_col(self.text, *first);
-                    out.push(problem(
-                        key_at,
-                        field,
-                        format!("duplicate dimension key \"{key}\" (first on line {line})"),
-                    ));
-                } else {
-                    dimension_keys.push((key, key_at));
-                }
-            }
-            self.string(dim, at, &path, "name", Need::Optional, out);
-            self.string(dim, at, &path, "description", Need::Optional, out);
-            self.string(dim, at, &path, "steps", Need::NonEmpty, out);
-            self.labels(dim, &path, out);
-        }
-
-        if let Some(m) = self.sub_table(root, "", "moderator", MODERATOR_KEYS, out) {
-            let valid: Vec<&str> = ModeratorPolicy::ALL.iter().map(|p| p.as_str()).collect();
-            self.choice(m, "moderator", "policy", "moderator policy", &valid, out);
-            self.integer(m, "moderator", "max_turns", 1, u32::MAX.into(), out);
-            let at = root.get("moderator").map_or(0, |v| v.span().start);
-            self.model_settings(m, at, "moderator", out);
-        }
-        if let Some(c) = self.sub_table(root, "", "consensus", CONSENSUS_KEYS, out) {
-            let valid: Vec<&str> = ConsensusRule::ALL.iter().map(|r| r.as_str()).collect();
-            self.choice(c, "consensus", "rule", "consensus rule", &valid, out);
-            if let Some((t, at)) = self.number(c, "consensus", "tolerance", out)
-                && t < 0.0
-            {
-                out.push(problem(at, "consensus.tolerance", format!("must not be negative, found {t}")));
-            }
-            self.integer(c, "consensus", "max_rounds", 1, u32::MAX.into(), out);
-        }
-        if let Some(g) = self.sub_table(root, "", "generation", GENERATION_KEYS, out) {
-            self.temperature(g, "generation", out);
-            self.integer(g, "generation", "max_tokens", 1, u32::MAX.into(), out);
-            self.integer(g, "generation", "seed", 0, u64::MAX.into(), out);
-        }
-        for key in ["aggregator", "final_judge"] {
-            if let Some(t) = self.sub_table(root, "", key, MODEL_KEYS, out) {
-                let at = root.get(key).map_or(0, |v| v.span().start);
-                self.model_settings(t, at, key, out);
-            }
-        }
-
-        let mut group_names: Vec<(&str, usize)> = Vec::new();
-        let mut agent_names: Vec<(&str, usize)> = Vec::new();
-        for (group, at, path) in self.table_array(root, 0, "", "groups", "a panel needs at least one group", out) {
-            self.known_keys(group, &path, GROUP_KEYS, out);
-            if let Some((name, name_at)) = self.string(group, at, &path, "name", Need::Required, out) {
-                if let Some((_, first)) = group_names.iter().find(|(n, _)| *n == name) {
-                    let (line, _) = line_col(self.text, *first);
-                    out.push(problem(
-                        name_at,
-                        format!("{path}.name"),
-                        format!("duplicate group name \"{name}\" (first on line {line})"),
-                    ));
-                } else {
-                    group_names.push((name, name_at));
-                }
-            }
-            self.string(group, at, &path, "description", Need::Optional, out);
-            let agents_field = format!("{path}.agents");
-            let agents = match group.get("agents") {
-                None => {
-                    out.push(problem(at, agents_field, "a group needs at least one agent"));
-                    continue;
-                }
-                Some(v) => match v.get_ref().as_array() {
-                    None => {
-                        out.push(wrong_type(v, &agents_field, "an array of tables"));
-                        continue;
-                    }
-                    Some(a) if a.is_empty() => {
-                        out.push(problem(v.span().start, agents_field, "a group needs at least one agent"));
-                        continue;
-                    }
-                    Some(a) => a,
-                },
+            let valid = if declared.is_empty() {
+                "none".to_string()
+            } else {
+                declared.iter().map(|r| r.as_str()).collect::<Vec<_>>().join(", ")
             };
-            for (i, agent) in agents.iter().enumerate() {
-                let agent_path = format!("{agents_field}[{i}]");
-                let Some(t) = agent.get_ref().as_table() else {
-                    out.push(wrong_type(agent, &agent_path, "a table"));
-                    continue;
-                };
-                let agent_at = agent.span().start;
-                self.known_keys(t, &agent_path, AGENT_KEYS, out);
-                if let Some((name, name_at)) = self.string(t, agent_at, &agent_path, "name", Need::Required, out) {
-                    if RESERVED_NAMES.iter().any(|r| r.eq_ignore_ascii_case(name.trim())) {
-                        out.push(problem(
-                            name_at,
-                            format!("{agent_path}.name"),
-                            format!(
-                                "\"{name}\" is reserved for a panel role; choose another agent name (reserved: {})",
-                                RESERVED_NAMES.join(", ")
-                            ),
-                        ));
-                    } else if let Some((_, first)) = agent_names.iter().find(|(n, _)| *n == name) {
-                        let (line, _) = line_col(self.text, *first);
-                        out.push(problem(
-                            name_at,
-                            format!("{agent_path}.name"),
-                            format!("duplicate agent name \"{name}\" (first on line {line}); agent names must be unique in a panel"),
-                        ));
-                    } else {
-                        agent_names.push((name, name_at));
-                    }
+            self.key(&path.key(name), format!("not a role of this protocol; its roles: {valid}"));
+        }
+    }
+
+    fn dimensions(&mut self, dimensions: &[Dimension], path: &FieldPath) {
+        if dimensions.is_empty() {
+            self.needs_one(path, "a panel needs at least one dimension");
+        }
+        let mut keys: HashMap<&str, FieldPath> = HashMap::new();
+        for (i, dim) in dimensions.iter().enumerate() {
+            let at = path.index(i);
+            let key = at.key("key");
+            if dim.key == "overall" {
+                self.value(&key, "`overall` is reserved: every evaluation has an overall score");
+            } else if !is_identifier(&dim.key) {
+                self.value(
+                    &key,
+                    format!(
+                        "dimension key \"{}\" must be letters, digits and underscores, not starting with a digit",
+                        dim.key
+                    ),
+                );
+            } else if let Some(first) = keys.get(dim.key.as_str()) {
+                let message =
+                    format!("duplicate dimension key \"{}\" (first on line {})", dim.key, self.source.line(first));
+                self.value(&key, message);
+            } else {
+                keys.insert(&dim.key, key);
+            }
+            // A categorical dimension: two or more distinct, non-empty labels.
+            let labels = at.key("labels");
+            if !self.source.has(&labels) {
+                continue;
+            }
+            let mut seen: Vec<&str> = Vec::new();
+            for (j, label) in dim.labels.iter().enumerate() {
+                match label.trim() {
+                    "" => self.value(&labels.index(j), "must not be empty"),
+                    s if seen.contains(&s) => self.value(&labels.index(j), format!("duplicate label \"{s}\"")),
+                    s => seen.push(s),
                 }
-                for key in ["role", "demographics", "perspective", "specialty", "traits", "relationships"] {
-                    self.string(t, agent_at, &agent_path, key, Need::Optional, out);
-                }
-                self.model_settings(t, agent_at, &agent_path, out);
+            }
+            if dim.labels.len() < 2 {
+                self.value(&labels, "a categorical dimension needs at least two labels");
             }
         }
     }
-}
 
-/// How [`Checker::string`] treats a string field.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Need {
-    /// May be absent or empty.
-    Optional,
-    /// May be absent, must not be empty when present.
-    NonEmpty,
-    /// Must be present and not empty.
-    Required,
-}
-
-fn wrong_type(v: &Value<'_>, field: &str, expected: &str) -> Problem {
-    problem(v.span().start, field, format!("expected {expected}, found {}", v.get_ref().type_str()))
+    fn groups(&mut self, groups: &[GroupSpec], path: &FieldPath) {
+        if groups.is_empty() {
+            self.needs_one(path, "a panel needs at least one group");
+        }
+        let mut group_names: HashMap<&str, FieldPath> = HashMap::new();
+        let mut agent_names: HashMap<&str, FieldPath> = HashMap::new();
+        for (g, group) in groups.iter().enumerate() {
+            let at = path.index(g);
+            let name = at.key("name");
+            if let Some(first) = group_names.get(group.name.as_str()) {
+                let message =
+                    format!("duplicate group name \"{}\" (first on line {})", group.name, self.source.line(first));
+                self.value(&name, message);
+            } else {
+                group_names.insert(&group.name, name);
+            }
+            let agents = at.key("agents");
+            if group.agents.is_empty() {
+                self.value(&agents, "a group needs at least one agent");
+            }
+            for (a, agent) in group.agents.iter().enumerate() {
+                let name = agents.index(a).key("name");
+                if RESERVED_NAMES.iter().any(|r| r.eq_ignore_ascii_case(agent.name.trim())) {
+                    let message = format!(
+                        "\"{}\" is reserved for a panel role; choose another agent name (reserved: {})",
+                        agent.name,
+                        RESERVED_NAMES.join(", ")
+                    );
+                    self.value(&name, message);
+                } else if let Some(first) = agent_names.get(agent.name.as_str()) {
+                    let message = format!(
+                        "duplicate agent name \"{}\" (first on line {}); agent names must be unique in a panel",
+                        agent.name,
+                        self.source.line(first)
+                    );
+                    self.value(&name, message);
+                } else {
+                    agent_names.insert(&agent.name, name);
+                }
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -648,9 +719,28 @@ mod tests {
 
     #[test]
     fn suggestions_only_for_near_misses() {
-        assert_eq!(suggest("max_turn", MODERATOR_KEYS), Some("max_turns"));
+        let moderator = fields_of::<ModeratorFile>();
+        assert_eq!(suggest("max_turn", moderator), Some("max_turns"));
         assert_eq!(suggest("maj_eval", &["maj-eval", "collab-eval"]), Some("maj-eval"));
-        assert_eq!(suggest("persona", AGENT_KEYS), None);
+        assert_eq!(suggest("persona", fields_of::<AgentFile>()), None);
         assert_eq!(suggest("zz", &["ab"]), None);
+    }
+
+    #[test]
+    fn the_fields_of_a_table_are_those_serde_reads() {
+        assert_eq!(fields_of::<ModelSettings>(), ["provider", "model", "temperature", "max_tokens"]);
+        assert_eq!(fields_of::<ModeratorFile>(), fields_of::<super::super::ModeratorSettings>());
+        let agent = FieldPath::default().key("groups").index(2).key("agents").index(0);
+        assert_eq!(agent.to_string(), "groups[2].agents[0]");
+        assert_eq!(fields_at(&agent)[..2], ["name", "role"]);
+        assert!(fields_at(&FieldPath::default().key("protocol")).is_empty());
+    }
+
+    #[test]
+    fn serde_words_become_toml_words() {
+        assert_eq!(plain_type("struct Scale"), "a table");
+        assert_eq!(plain_type("map"), "table");
+        assert_eq!(plain_type("a sequence"), "an array");
+        assert_eq!(plain_type("string \"x\""), "string \"x\"");
     }
 }

@@ -6,18 +6,20 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize};
+
+use crate::session::event::Role;
 
 pub mod adopt;
 mod check;
 mod protocol;
 
 pub use check::line_col;
-use check::{Checker, Problem};
+use protocol::ProtocolFile;
 pub use protocol::{Protocol, ProtocolSection, ProtocolSpec, SettingKind, SettingSpec, SettingValue, SpeakerOrder};
 
 /// How the next speaker in a debate is chosen.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
 #[serde(rename_all = "kebab-case")]
 pub enum ModeratorPolicy {
     #[default]
@@ -50,8 +52,14 @@ impl ModeratorPolicy {
     }
 }
 
+impl<'de> Deserialize<'de> for ModeratorPolicy {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        check::one_of(d, "moderator policy", &Self::ALL, |p| p.as_str())
+    }
+}
+
 /// When a group counts as agreeing.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
 #[serde(rename_all = "kebab-case")]
 pub enum ConsensusRule {
     /// Every agent gives the same score on every dimension and overall.
@@ -78,10 +86,18 @@ impl ConsensusRule {
     }
 }
 
+impl<'de> Deserialize<'de> for ConsensusRule {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        check::one_of(d, "consensus rule", &Self::ALL, |r| r.as_str())
+    }
+}
+
 /// The rating scale shared by all dimensions.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Scale {
+    #[serde(deserialize_with = "check::finite")]
     pub min: f64,
+    #[serde(deserialize_with = "check::finite")]
     pub max: f64,
 }
 
@@ -104,13 +120,14 @@ impl Scale {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Dimension {
+    #[serde(deserialize_with = "check::text")]
     pub key: String,
     #[serde(default)]
     pub name: String,
     #[serde(default)]
     pub description: String,
     /// Evaluation steps for this dimension (G-Eval); written by the judge when absent.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "check::some_text")]
     pub steps: Option<String>,
     /// A categorical dimension: judges choose one of these labels instead of
     /// a score (empty: a scored dimension).
@@ -129,7 +146,6 @@ impl Dimension {
 /// part is optional; present parts follow the task, under a heading, in every
 /// judge's instructions (see `engine::prompts::task_text`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
-#[serde(deny_unknown_fields)]
 pub struct JudgeText {
     /// What earns each score.
     #[serde(default, skip_serializing_if = "String::is_empty")]
@@ -149,29 +165,59 @@ impl JudgeText {
 }
 
 /// Provider/model/sampling settings that a panel, role or agent may set.
+///
+/// In a panel file the settings of the panel, of the moderator and of an
+/// agent sit among that table's own keys: `PanelFile`, `ModeratorFile` and
+/// `AgentFile` declare them there, with the attributes they have here.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
-#[serde(deny_unknown_fields)]
 pub struct ModelSettings {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "check::some_text")]
     pub provider: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "check::some_text")]
     pub model: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "check::some_temperature")]
     pub temperature: Option<f32>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "check::some_count")]
     pub max_tokens: Option<u32>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(from = "ModeratorFile")]
 pub struct ModeratorSettings {
-    #[serde(default)]
     pub policy: ModeratorPolicy,
     /// Debate turns per group (MAJ-EVAL).
-    #[serde(default = "default_max_turns")]
     pub max_turns: u32,
     #[serde(flatten)]
     pub model: ModelSettings,
+}
+
+/// `[moderator]` as written: [`ModeratorSettings`] with its model settings among its keys.
+#[derive(Deserialize)]
+struct ModeratorFile {
+    #[serde(default)]
+    policy: ModeratorPolicy,
+    #[serde(default = "default_max_turns", deserialize_with = "check::count")]
+    max_turns: u32,
+    #[serde(default, deserialize_with = "check::some_text")]
+    provider: Option<String>,
+    #[serde(default, deserialize_with = "check::some_text")]
+    model: Option<String>,
+    #[serde(default, deserialize_with = "check::some_temperature")]
+    temperature: Option<f32>,
+    #[serde(default, deserialize_with = "check::some_count")]
+    max_tokens: Option<u32>,
+}
+
+impl From<ModeratorFile> for ModeratorSettings {
+    fn from(f: ModeratorFile) -> Self {
+        let model = ModelSettings {
+            provider: f.provider,
+            model: f.model,
+            temperature: f.temperature,
+            max_tokens: f.max_tokens,
+        };
+        Self { policy: f.policy, max_turns: f.max_turns, model }
+    }
 }
 
 fn default_max_turns() -> u32 {
@@ -185,14 +231,13 @@ impl Default for ModeratorSettings {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct ConsensusSettings {
     #[serde(default)]
     pub rule: ConsensusRule,
-    #[serde(default = "default_tolerance")]
+    #[serde(default = "default_tolerance", deserialize_with = "check::tolerance")]
     pub tolerance: f64,
     /// Discussion rounds before the final judge (CollabEval).
-    #[serde(default = "default_max_rounds")]
+    #[serde(default = "default_max_rounds", deserialize_with = "check::count")]
     pub max_rounds: u32,
 }
 
@@ -213,13 +258,12 @@ static NO_SETTINGS: ModelSettings = ModelSettings { provider: None, model: None,
 
 /// Sampling defaults for the whole panel.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct GenerationSettings {
-    #[serde(default = "default_temperature")]
+    #[serde(default = "default_temperature", deserialize_with = "check::temperature")]
     pub temperature: f32,
-    #[serde(default = "default_max_tokens")]
+    #[serde(default = "default_max_tokens", deserialize_with = "check::count")]
     pub max_tokens: u32,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "check::seed")]
     pub seed: Option<u64>,
 }
 
@@ -238,30 +282,72 @@ impl Default for GenerationSettings {
 
 /// One judge with a persona.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(from = "AgentFile")]
 pub struct AgentSpec {
     pub name: String,
     /// One-line role, e.g. "Primary school teacher".
-    #[serde(default)]
     pub role: String,
-    #[serde(default)]
     pub demographics: String,
-    #[serde(default)]
     pub perspective: String,
-    #[serde(default)]
     pub specialty: String,
-    #[serde(default)]
     pub traits: String,
-    #[serde(default)]
     pub relationships: String,
     #[serde(flatten)]
     pub model: ModelSettings,
 }
 
+/// An agent as written: [`AgentSpec`] with its model settings among its keys.
+#[derive(Deserialize)]
+struct AgentFile {
+    #[serde(deserialize_with = "check::text")]
+    name: String,
+    #[serde(default)]
+    role: String,
+    #[serde(default)]
+    demographics: String,
+    #[serde(default)]
+    perspective: String,
+    #[serde(default)]
+    specialty: String,
+    #[serde(default)]
+    traits: String,
+    #[serde(default)]
+    relationships: String,
+    #[serde(default, deserialize_with = "check::some_text")]
+    provider: Option<String>,
+    #[serde(default, deserialize_with = "check::some_text")]
+    model: Option<String>,
+    #[serde(default, deserialize_with = "check::some_temperature")]
+    temperature: Option<f32>,
+    #[serde(default, deserialize_with = "check::some_count")]
+    max_tokens: Option<u32>,
+}
+
+impl From<AgentFile> for AgentSpec {
+    fn from(f: AgentFile) -> Self {
+        let model = ModelSettings {
+            provider: f.provider,
+            model: f.model,
+            temperature: f.temperature,
+            max_tokens: f.max_tokens,
+        };
+        Self {
+            name: f.name,
+            role: f.role,
+            demographics: f.demographics,
+            perspective: f.perspective,
+            specialty: f.specialty,
+            traits: f.traits,
+            relationships: f.relationships,
+            model,
+        }
+    }
+}
+
 /// A stakeholder group that debates together.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct GroupSpec {
+    #[serde(deserialize_with = "check::text")]
     pub name: String,
     #[serde(default)]
     pub description: String,
@@ -271,7 +357,7 @@ pub struct GroupSpec {
 
 /// A validated panel.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(try_from = "PanelFile")]
 pub struct Panel {
     pub name: String,
     /// `protocol = "maj-eval"`, or a `[protocol]` table with `kind` and settings.
@@ -281,32 +367,108 @@ pub struct Panel {
     /// The tunable rest of the judges' instructions (`[judge]`): rubric,
     /// scoring guidance, worked examples. `moot optimize` rewrites these and
     /// `task`; the protocol's own rules and output format stay in code.
-    #[serde(default, skip_serializing_if = "JudgeText::is_empty")]
+    #[serde(skip_serializing_if = "JudgeText::is_empty")]
     pub judge: JudgeText,
-    #[serde(default)]
     pub scale: Scale,
     pub dimensions: Vec<Dimension>,
-    #[serde(default)]
     pub moderator: ModeratorSettings,
-    #[serde(default)]
     pub consensus: ConsensusSettings,
-    #[serde(default)]
     pub generation: GenerationSettings,
     /// Panel-wide provider/model.
     #[serde(flatten)]
     pub model: ModelSettings,
-    #[serde(default)]
     pub aggregator: ModelSettings,
-    #[serde(default)]
     pub final_judge: ModelSettings,
     /// Other roles' settings, `[roles.<role>]` (e.g. `[roles.meta_evaluator]`);
     /// a role listed here and in its own table takes this one.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub roles: BTreeMap<crate::session::event::Role, ModelSettings>,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub roles: BTreeMap<Role, ModelSettings>,
     pub groups: Vec<GroupSpec>,
     /// Where the panel was loaded from (not part of the file).
     #[serde(skip)]
     pub source: Option<PathBuf>,
+}
+
+/// A panel file as written: [`Panel`] with the panel-wide model settings
+/// among its keys (serde's `flatten` would hide unknown keys from
+/// `serde_ignored`) and the roles by name. serde rejects wrong types and bad
+/// values as it reads; `check` reports unknown keys and the rules between
+/// fields.
+#[derive(Deserialize)]
+struct PanelFile {
+    #[serde(deserialize_with = "check::text")]
+    name: String,
+    protocol: ProtocolFile,
+    #[serde(deserialize_with = "check::text")]
+    task: String,
+    #[serde(default)]
+    judge: JudgeText,
+    #[serde(default)]
+    scale: Scale,
+    /// Required: `check` says what is missing, left out or empty.
+    #[serde(default)]
+    dimensions: Vec<Dimension>,
+    #[serde(default)]
+    moderator: ModeratorSettings,
+    #[serde(default)]
+    consensus: ConsensusSettings,
+    #[serde(default)]
+    generation: GenerationSettings,
+    #[serde(default)]
+    aggregator: ModelSettings,
+    #[serde(default)]
+    final_judge: ModelSettings,
+    #[serde(default)]
+    roles: BTreeMap<String, ModelSettings>,
+    /// Required, as `dimensions` is.
+    #[serde(default)]
+    groups: Vec<GroupSpec>,
+    #[serde(default, deserialize_with = "check::some_text")]
+    provider: Option<String>,
+    #[serde(default, deserialize_with = "check::some_text")]
+    model: Option<String>,
+    #[serde(default, deserialize_with = "check::some_temperature")]
+    temperature: Option<f32>,
+    #[serde(default, deserialize_with = "check::some_count")]
+    max_tokens: Option<u32>,
+}
+
+impl TryFrom<PanelFile> for Panel {
+    type Error = String;
+    fn try_from(f: PanelFile) -> Result<Self, String> {
+        let roles = f
+            .roles
+            .into_iter()
+            .map(|(name, settings)| match Role::ALL.into_iter().find(|r| r.as_str() == name) {
+                Some(role) => Ok((role, settings)),
+                None => Err(format!("unknown role `{name}`")),
+            })
+            .collect::<Result<_, _>>()?;
+        let protocol = ProtocolSection::try_from(f.protocol)?;
+        let model = ModelSettings {
+            provider: f.provider,
+            model: f.model,
+            temperature: f.temperature,
+            max_tokens: f.max_tokens,
+        };
+        Ok(Panel {
+            name: f.name,
+            protocol,
+            task: f.task,
+            judge: f.judge,
+            scale: f.scale,
+            dimensions: f.dimensions,
+            moderator: f.moderator,
+            consensus: f.consensus,
+            generation: f.generation,
+            model,
+            aggregator: f.aggregator,
+            final_judge: f.final_judge,
+            roles,
+            groups: f.groups,
+            source: None,
+        })
+    }
 }
 
 impl Panel {
@@ -349,8 +511,7 @@ impl Panel {
         self.source.as_deref().map(Path::display).map(|d| d.to_string()).unwrap_or_else(|| "<panel>".into())
     }
     /// The model settings the panel gives a role (`[moderator]`, `[aggregator]`, `[final_judge]`).
-    pub fn role_model(&self, role: crate::session::event::Role) -> &ModelSettings {
-        use crate::session::event::Role;
+    pub fn role_model(&self, role: Role) -> &ModelSettings {
         if let Some(m) = self.roles.get(&role) {
             return m;
         }
@@ -454,17 +615,7 @@ impl Panel {
     /// Parses and validates panel TOML. `source` names the text in error
     /// messages and becomes [`Panel::source`].
     pub fn from_toml_str(text: &str, source: &str) -> Result<Panel, PanelError> {
-        let checker = Checker { text, file: source };
-        let root = toml::de::DeTable::parse(text).map_err(|e| checker.syntax(&e))?;
-        let mut errors = Vec::new();
-        checker.panel(root.get_ref(), &mut errors);
-        if let Some(first) = errors.into_iter().min_by_key(|e| e.at) {
-            return Err(checker.invalid(first));
-        }
-        let mut panel = Panel::deserialize(toml::de::Deserializer::from(root)).map_err(|e| {
-            let at = e.span().map(|s| s.start).unwrap_or(0);
-            checker.invalid(Problem { at, field: String::new(), message: e.message().to_string() })
-        })?;
+        let mut panel = check::parse(text, source)?;
         panel.source = Some(PathBuf::from(source));
         Ok(panel)
     }
@@ -519,12 +670,11 @@ mod tests {
     }
 
     #[test]
-    fn validation_accepts_exactly_what_serde_accepts_for_the_bundled_panels() {
-        for (stem, text) in BUNDLED_PANELS {
-            let direct: Panel = toml::from_str(text).unwrap_or_else(|e| panic!("{stem}: {e}"));
-            let checked = Panel::from_toml_str(text, stem).unwrap_or_else(|e| panic!("{e}"));
-            assert_eq!(direct.groups, checked.groups);
-            assert_eq!(direct.dimensions, checked.dimensions);
+    fn a_panel_reads_back_from_its_session_log_json() {
+        for (stem, _) in BUNDLED_PANELS {
+            let panel = Panel::bundled(stem).unwrap_or_else(|| panic!("{stem}"));
+            let back: Panel = serde_json::from_value(panel.to_json()).unwrap_or_else(|e| panic!("{stem}: {e}"));
+            assert_eq!(back, Panel { source: None, ..panel });
         }
     }
 }

@@ -264,6 +264,11 @@ fn unknown_fields_are_named_where_they_are() {
     assert!(msg.starts_with("panel.toml:11:1: moderator.max_turn: unknown field (did you mean `max_turns`?)"), "{msg}");
     let msg = error_of(&edit("task = \"Judge the text.\"", "task = \"Judge the text.\"\ndescription = \"x\""));
     assert!(msg.starts_with("panel.toml:4:1: description: unknown field; valid fields here: name, protocol"), "{msg}");
+    // A misspelt required field is named as the unknown key, not as missing.
+    let msg = error_of(&edit("name = \"Ana\"", "nme = \"Ana\""));
+    assert!(msg.starts_with("panel.toml:32:1: groups[0].agents[0].nme: unknown field (did you mean `name`?)"), "{msg}");
+    let msg = error_of(&edit("max = 5", "maximum = 5"));
+    assert_eq!(msg, "panel.toml:7:1: scale.maximum: unknown field; valid fields here: min, max");
 }
 
 #[test]
@@ -410,11 +415,19 @@ fn task_and_agent_name_must_not_be_empty() {
 fn wrong_types_are_reported_with_the_expected_type() {
     assert_eq!(
         error_of(&edit("max_turns = 4", "max_turns = \"four\"")),
-        "panel.toml:11:13: moderator.max_turns: expected an integer, found string"
+        "panel.toml:11:13: moderator.max_turns: invalid type: string \"four\", expected an integer"
     );
     assert_eq!(
         error_of(&edit("[scale]\nmin = 1\nmax = 5\n", "scale = 5\n")),
-        "panel.toml:5:9: scale: expected a table, found integer"
+        "panel.toml:5:9: scale: invalid type: integer `5`, expected a table"
+    );
+    assert_eq!(
+        error_of(&edit("key = \"accuracy\"", "key = \"accuracy\"\nlabels = \"formal\"")),
+        "panel.toml:27:10: dimensions[1].labels: invalid type: string \"formal\", expected an array"
+    );
+    assert_eq!(
+        error_of(&edit("max_turns = 4", "max_turns = 1979-05-27")),
+        "panel.toml:11:13: moderator.max_turns: invalid type: datetime `1979-05-27`, expected an integer"
     );
 }
 
@@ -677,9 +690,18 @@ fn a_protocol_table_takes_the_settings_its_protocol_declares() {
         "panel.toml:5:1: protocol.sample: unknown field (did you mean `samples`?); valid fields here: kind, samples, reply_tokens, review_steps"
     );
     assert_eq!(error_of(&g("samples = 0")), "panel.toml:5:11: protocol.samples: must be at least 1, found 0");
+    // A key of another table left under [protocol] is unknown there, whatever its type.
+    assert_eq!(
+        error_of(&g("temperature = 0.5")),
+        "panel.toml:5:1: protocol.temperature: unknown field; valid fields here: kind, samples, reply_tokens, review_steps"
+    );
+    assert_eq!(
+        error_of(&g("samples = 2.5")),
+        "panel.toml:5:11: protocol.samples: invalid type: floating point `2.5`, expected an integer"
+    );
     assert_eq!(
         error_of(&g("review_steps = \"yes\"")),
-        "panel.toml:5:16: protocol.review_steps: expected true or false, found string"
+        "panel.toml:5:16: protocol.review_steps: invalid type: string \"yes\", expected true or false"
     );
     let no_kind = g("samples = 2").replacen("kind = \"g-eval\"\n", "", 1);
     assert!(error_of(&no_kind).contains("protocol.kind: missing required field; one of maj-eval, collab-eval, g-eval"));

@@ -9,6 +9,9 @@
 
 use std::collections::BTreeMap;
 
+use std::fmt;
+
+use serde::de::{self, MapAccess, SeqAccess, Unexpected, Visitor};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::session::event::Role;
@@ -22,7 +25,7 @@ macro_rules! catalogue {
         $(mod $module;)*
 
         /// Judging protocols moot runs.
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
         #[serde(rename_all = "kebab-case")]
         pub enum Protocol {
             $($variant),*
@@ -125,6 +128,12 @@ impl Protocol {
     }
 }
 
+impl<'de> Deserialize<'de> for Protocol {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        super::check::one_of(d, "protocol", Self::ALL, |p| p.as_str())
+    }
+}
+
 impl ProtocolSpec {
     pub fn setting(&self, key: &str) -> Option<&SettingSpec> {
         self.settings.iter().find(|s| s.key == key)
@@ -132,7 +141,7 @@ impl ProtocolSpec {
 }
 
 /// A value of a `[protocol]` setting, as checked against its [`SettingKind`].
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(untagged)]
 pub enum SettingValue {
     Bool(bool),
@@ -142,7 +151,8 @@ pub enum SettingValue {
 
 /// The panel's protocol and its settings: `protocol = "maj-eval"`, or a
 /// `[protocol]` table with `kind` and the protocol's settings.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(try_from = "ProtocolFile")]
 pub struct ProtocolSection {
     pub kind: Protocol,
     /// Settings given in the panel; the others take their declared defaults.
@@ -207,7 +217,7 @@ impl PartialEq<Protocol> for ProtocolSection {
     }
 }
 
-#[derive(Serialize, Deserialize)]
+#[derive(Serialize)]
 #[serde(untagged)]
 enum SectionRepr {
     Name(Protocol),
@@ -228,12 +238,105 @@ impl Serialize for ProtocolSection {
     }
 }
 
-impl<'de> Deserialize<'de> for ProtocolSection {
+impl TryFrom<ProtocolFile> for ProtocolSection {
+    type Error = String;
+    fn try_from(file: ProtocolFile) -> Result<Self, String> {
+        let settings = file
+            .settings
+            .into_iter()
+            .map(|(key, value)| match value {
+                Ok(value) => Ok((key, value)),
+                Err(found) => Err(format!(
+                    "protocol setting `{key}`: invalid type: {found}, expected true or false, an integer or a string"
+                )),
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(Self { kind: file.kind, settings })
+    }
+}
+
+/// `protocol` as written: a name, or a table of `kind` and settings of any
+/// type. Which settings the protocol takes, and of which types, is checked
+/// once `kind` is known, whatever the order of the keys (in `panel::check`).
+pub(crate) struct ProtocolFile {
+    pub kind: Protocol,
+    /// Each setting's value, or what serde calls a value of another type
+    /// (`floating point `1.5``).
+    pub settings: BTreeMap<String, Result<SettingValue, String>>,
+}
+
+impl<'de> Deserialize<'de> for ProtocolFile {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        Ok(match SectionRepr::deserialize(d)? {
-            SectionRepr::Name(kind) => Self::new(kind),
-            SectionRepr::Table { kind, settings } => Self { kind, settings },
-        })
+        struct Section;
+        impl<'de> Visitor<'de> for Section {
+            type Value = ProtocolFile;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a protocol name or a [protocol] table")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<ProtocolFile, E> {
+                let kind = Protocol::deserialize(de::value::StrDeserializer::new(v))?;
+                Ok(ProtocolFile { kind, settings: BTreeMap::new() })
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ProtocolFile, A::Error> {
+                let mut kind = None;
+                let mut settings = BTreeMap::new();
+                while let Some(key) = map.next_key::<String>()? {
+                    if key == "kind" {
+                        kind = Some(map.next_value()?);
+                    } else {
+                        settings.insert(key, map.next_value::<Setting>()?.0);
+                    }
+                }
+                let kind = kind.ok_or_else(|| {
+                    de::Error::custom(format!("missing field `kind`; one of {}", Protocol::names().join(", ")))
+                })?;
+                Ok(ProtocolFile { kind, settings })
+            }
+        }
+        d.deserialize_any(Section)
+    }
+}
+
+/// A setting's value of any type: a [`SettingValue`], or what serde calls another value.
+struct Setting(Result<SettingValue, String>);
+
+impl<'de> Deserialize<'de> for Setting {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Any;
+        impl<'de> Visitor<'de> for Any {
+            type Value = Setting;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a value")
+            }
+            fn visit_bool<E: de::Error>(self, v: bool) -> Result<Setting, E> {
+                Ok(Setting(Ok(SettingValue::Bool(v))))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Setting, E> {
+                Ok(Setting(Ok(SettingValue::Integer(v))))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Setting, E> {
+                Ok(Setting(
+                    i64::try_from(v).map(SettingValue::Integer).map_err(|_| Unexpected::Unsigned(v).to_string()),
+                ))
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Setting, E> {
+                Ok(Setting(Err(Unexpected::Float(v).to_string())))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Setting, E> {
+                Ok(Setting(Ok(SettingValue::Text(v.to_string()))))
+            }
+            // Arrays and tables are read through (not skipped, which
+            // `serde_ignored` would report as unknown keys).
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Setting, A::Error> {
+                while seq.next_element::<serde_json::Value>()?.is_some() {}
+                Ok(Setting(Err(Unexpected::Seq.to_string())))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Setting, A::Error> {
+                while map.next_entry::<String, serde_json::Value>()?.is_some() {}
+                Ok(Setting(Err(Unexpected::Map.to_string())))
+            }
+        }
+        d.deserialize_any(Any)
     }
 }
 
