@@ -192,9 +192,10 @@ impl Verdict for Text<'_> {
 
 /// The next speaker of a debate, chosen by an LLM moderator among `eligible`
 /// (`all`: every member, so that naming one who may not speak is told apart
-/// from naming nobody). The moderator answers with a JSON object only, which
-/// is read leniently (a name in prose counts); no grammar constrains it, as a
-/// constrained local reply starts with prose of its own.
+/// from naming nobody). The moderator answers with a JSON object only: its
+/// schema allows only an eligible name and a one-sentence reason, and asks
+/// for the object at once, so the embedded model writes nothing else; other
+/// replies are read leniently (a name in prose counts).
 pub(crate) struct SpeakerPick<'a> {
     pub eligible: &'a [&'a str],
     pub all: &'a [&'a str],
@@ -206,7 +207,18 @@ impl Verdict for SpeakerPick<'_> {
         prompts::moderator_format(self.eligible)
     }
     fn schema(&self) -> Option<serde_json::Value> {
-        None
+        Some(json!({
+            "type": "object",
+            "properties": {
+                "next": {"type": "string", "enum": self.eligible},
+                "reason": {"type": "string", "maxLength": prompts::JUSTIFICATION_MAX}
+            },
+            "required": ["next", "reason"],
+            "additionalProperties": false
+        }))
+    }
+    fn prose_first(&self, _phase: Phase) -> bool {
+        false
     }
     fn read(&self, completion: &Completion) -> Result<SpeakerChoice, String> {
         let pick = parse_moderator_reply(&completion.text, self.eligible, self.all)?;

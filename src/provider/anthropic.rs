@@ -179,19 +179,20 @@ impl AnthropicProvider {
         let model = if request.model.is_empty() { self.config.model.as_str() } else { request.model.as_str() };
         let mut body = request_body(model, request)?;
         let schema = if with_tool {
-            request.response_schema.as_ref().and_then(|s| speech_schema(s, request.max_tokens))
+            request.response_schema.as_ref().and_then(|s| speech_schema(s, request.max_tokens, request.prose_first))
         } else {
             None
         };
         if let Some(s) = &schema {
+            let what = if request.prose_first { "what you say, then your verdict" } else { "your verdict" };
             let tools = format!(
-                "[{{\"name\":\"{VERDICT_TOOL}\",\"description\":\"Your reply: what you say, then your verdict.\",\"input_schema\":{s}}}]"
+                "[{{\"name\":\"{VERDICT_TOOL}\",\"description\":\"Your reply: {what}.\",\"input_schema\":{s}}}]"
             );
             body.tools = Some(RawValue::from_string(tools).map_err(|e| ProviderError::Config(format!("tools: {e}")))?);
             body.tool_choice = Some(ToolChoice { kind: "tool", name: VERDICT_TOOL });
             if let Some(last) = body.messages.last_mut() {
                 last.content.push_str("\n\n");
-                last.content.push_str(&structured::instruction(s, false));
+                last.content.push_str(&structured::instruction(s, false, request.prose_first));
             }
         }
         let mut builder = self.client.post(self.endpoint.clone()).header("anthropic-version", API_VERSION).json(&body);

@@ -264,7 +264,9 @@ impl OpenAiProvider {
         // The verdict's schema, with the speech as its first field.
         let schema = match form {
             Form::Off => None,
-            _ => request.response_schema.as_ref().and_then(|s| speech_schema(s, request.max_tokens)),
+            _ => {
+                request.response_schema.as_ref().and_then(|s| speech_schema(s, request.max_tokens, request.prose_first))
+            }
         };
         let response_format = match (&schema, form) {
             (Some(s), Form::JsonSchema) => {
@@ -278,7 +280,7 @@ impl OpenAiProvider {
             .transpose()?;
         if let (Some(s), Some(last)) = (&schema, messages.last_mut()) {
             last.content.push_str("\n\n");
-            last.content.push_str(&structured::instruction(s, form == Form::JsonObject));
+            last.content.push_str(&structured::instruction(s, form == Form::JsonObject, request.prose_first));
         }
         let body = RequestBody {
             model,

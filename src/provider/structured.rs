@@ -91,8 +91,11 @@ const MIN_SPEECH_CHARS: u64 = 200;
 /// order the schema lists them). The speech may take what `max_tokens`
 /// leaves after the verdict's fields; the verdict's own strings get a
 /// `maxLength` when they have none, so that they cannot use the speech's
-/// room. `None` when `schema` is not an object schema.
-pub fn speech_schema(schema: &Value, max_tokens: u32) -> Option<String> {
+/// room. `None` when `schema` is not an object schema. Without `speech` (a
+/// request that wants its verdict at once: see
+/// [`ChatRequest::prose_first`](super::ChatRequest::prose_first)), the
+/// verdict's fields alone.
+pub fn speech_schema(schema: &Value, max_tokens: u32, speech: bool) -> Option<String> {
     let object = schema.as_object()?;
     if object.get("type").and_then(Value::as_str) != Some("object") {
         return None;
@@ -113,14 +116,20 @@ pub fn speech_schema(schema: &Value, max_tokens: u32) -> Option<String> {
     let reserve = json_reserve(&serde_json::json!({ "properties": capped.clone() }));
     let speech_chars = (u64::from(max_tokens.saturating_sub(reserve)) * 3).max(MIN_SPEECH_CHARS);
     let mut out = String::from("{\"type\":\"object\",\"properties\":{");
-    let _ = write!(out, "\"{SPEECH}\":{{\"type\":\"string\",\"maxLength\":{speech_chars}}}");
+    let mut required = Vec::new();
+    if speech {
+        let _ = write!(out, "\"{SPEECH}\":{{\"type\":\"string\",\"maxLength\":{speech_chars}}},");
+        required.push(Value::from(SPEECH));
+    }
     for (key, prop) in &capped {
-        let _ = write!(out, ",{}:{}", Value::from(key.as_str()), prop);
+        let _ = write!(out, "{}:{},", Value::from(key.as_str()), prop);
     }
-    out.push_str("},\"required\":[\"speech\"");
-    for r in object.get("required").and_then(Value::as_array).into_iter().flatten() {
-        let _ = write!(out, ",{r}");
+    if out.ends_with(',') {
+        out.pop();
     }
+    out.push_str("},\"required\":[");
+    required.extend(object.get("required").and_then(Value::as_array).into_iter().flatten().cloned());
+    out.push_str(&required.iter().map(Value::to_string).collect::<Vec<_>>().join(","));
     out.push_str("],\"additionalProperties\":false}");
     Some(out)
 }
@@ -128,11 +137,13 @@ pub fn speech_schema(schema: &Value, max_tokens: u32) -> Option<String> {
 /// What a request whose reply is constrained to `schema` (a
 /// [`speech_schema`]) adds to its last message; `in_prompt` when the server
 /// is not given the schema itself.
-pub fn instruction(schema: &str, in_prompt: bool) -> String {
-    let mut s = String::from(
+pub fn instruction(schema: &str, in_prompt: bool, speech: bool) -> String {
+    let mut s = String::from(if speech {
         "Write your whole reply as one JSON object. Its first field, \"speech\", holds everything you would say \
-         before your verdict, as plain prose; the fields after it hold the verdict asked for above.",
-    );
+         before your verdict, as plain prose; the fields after it hold the verdict asked for above."
+    } else {
+        "Write your whole reply as one JSON object holding the verdict asked for above, and nothing else."
+    });
     if in_prompt {
         let _ = write!(s, " The object must follow this JSON schema: {schema}");
     }
@@ -318,7 +329,7 @@ mod tests {
 
     #[test]
     fn the_speech_comes_first_and_the_verdicts_strings_are_capped() {
-        let text = speech_schema(&schema(), 600).unwrap();
+        let text = speech_schema(&schema(), 600, true).unwrap();
         assert!(text.starts_with("{\"type\":\"object\",\"properties\":{\"speech\":"), "{text}");
         let v: Value = serde_json::from_str(&text).unwrap();
         assert_eq!(v["required"], json!(["speech", "grammar", "justification"]));
@@ -326,10 +337,14 @@ mod tests {
         // 600 tokens less the verdict's reserve (32 + 8 per field + 400 / 3 for
         // the justification = 181), three characters a token.
         assert_eq!(v["properties"]["speech"]["maxLength"], json!((600 - 181) * 3));
-        assert_eq!(speech_schema(&json!({"type": "array"}), 600), None);
+        assert_eq!(speech_schema(&json!({"type": "array"}), 600, true), None);
         // A small budget still leaves the speech some room.
-        let small: Value = serde_json::from_str(&speech_schema(&schema(), 10).unwrap()).unwrap();
+        let small: Value = serde_json::from_str(&speech_schema(&schema(), 10, true).unwrap()).unwrap();
         assert_eq!(small["properties"]["speech"]["maxLength"], json!(200));
+        // A verdict wanted at once has no speech.
+        let at_once: Value = serde_json::from_str(&speech_schema(&schema(), 600, false).unwrap()).unwrap();
+        assert_eq!(at_once["required"], json!(["grammar", "justification"]));
+        assert!(at_once["properties"].get("speech").is_none() && at_once["properties"].get("grammar").is_some());
     }
 
     #[test]

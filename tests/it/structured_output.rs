@@ -204,23 +204,28 @@ fn conforming_judge(r: &RecordedRequest) -> Reply {
     let raw = r.body_text();
     let props = schema["properties"].as_object().cloned().unwrap_or_default();
     let required: Vec<&str> = schema["required"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
+    // A first evaluation asks for its verdict at once: no speech.
+    let speech = props.contains_key("speech");
     if format["type"] != "json_schema"
-        || !raw.contains("\"properties\":{\"speech\":")
+        || speech && !raw.contains("\"properties\":{\"speech\":")
         || props.keys().any(|k| !required.contains(&k.as_str()))
         || !props.contains_key("overall")
     {
         return Reply::json(422, &json!({"error": {"message": format!("unexpected schema: {schema}")}}));
     }
-    let mut out = String::from("{\"speech\": \"I have read the item carefully. It is mostly fine.\"");
+    let mut fields = Vec::new();
+    if speech {
+        fields.push("\"speech\": \"I have read the item carefully. It is mostly fine.\"".to_string());
+    }
     for (key, prop) in props.iter().filter(|(k, _)| *k != "speech") {
         let value = match prop["type"].as_str() {
             Some("integer") => json!(prop["maximum"].as_i64().unwrap_or(5) - 1),
             Some("number") => json!(0.7),
             _ => json!(format!("{key} is fine.")),
         };
-        out.push_str(&format!(", \"{key}\": {value}"));
+        fields.push(format!("\"{key}\": {value}"));
     }
-    out.push('}');
+    let out = format!("{{{}}}", fields.join(", "));
     streamed(&out, 11, "stop")
 }
 
