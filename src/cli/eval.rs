@@ -134,24 +134,6 @@ pub fn run(args: EvalArgs) -> anyhow::Result<ExitCode> {
 async fn run_async(config: EvalConfig, args: EvalArgs) -> anyhow::Result<ExitCode> {
     let cancel = CancellationToken::new();
     let quit_now = CancellationToken::new();
-    let signals = tokio::spawn({
-        let (cancel, quit_now) = (cancel.clone(), quit_now.clone());
-        async move {
-            let mut count = 0;
-            while tokio::signal::ctrl_c().await.is_ok() {
-                count += 1;
-                if count == 1 {
-                    eprintln!(
-                        "\nmoot eval: stopping: no new items start, running sessions end as `stopped` (Ctrl-C again to quit now)"
-                    );
-                    cancel.cancel();
-                } else {
-                    quit_now.cancel();
-                    return;
-                }
-            }
-        }
-    });
     let pre = config.selection.apply(&config.items).map(|s| s.len()).unwrap_or(0);
     let progress = Arc::new(Progress::new(pre, config.pricing));
     let style = if std::io::stderr().is_terminal() {
@@ -160,12 +142,36 @@ async fn run_async(config: EvalConfig, args: EvalArgs) -> anyhow::Result<ExitCod
         let secs = std::env::var("MOOT_PROGRESS_SECS").ok().and_then(|s| s.parse().ok()).unwrap_or(PLAIN_EVERY_SECS);
         Style::Lines { every: Duration::from_secs(secs.max(1)) }
     };
+    // The bars (on a terminal); lines printed while they show go above them.
+    let bars = progress::draw_target(style);
+    let signals = tokio::spawn({
+        let (cancel, quit_now, bars) = (cancel.clone(), quit_now.clone(), bars.clone());
+        async move {
+            let mut count = 0;
+            while tokio::signal::ctrl_c().await.is_ok() {
+                count += 1;
+                if count == 1 {
+                    // The bars are cleared for the line and drawn again under it.
+                    let lead = if style == Style::Bar { "" } else { "\n" };
+                    bars.suspend(|| {
+                        eprintln!(
+                            "{lead}moot eval: stopping: no new items start, running sessions end as `stopped` (Ctrl-C again to quit now)"
+                        )
+                    });
+                    cancel.cancel();
+                } else {
+                    quit_now.cancel();
+                    return;
+                }
+            }
+        }
+    });
     let dir = config.out.clone();
     eprintln!("moot eval: run folder {}", dir.display());
     let stop_printer = CancellationToken::new();
     // The bar counts the items this invocation runs; resumed items are known only
     // once the folder is read, so the total is adjusted when the run starts.
-    let printer = tokio::spawn(progress::print_progress(progress.clone(), style, stop_printer.clone()));
+    let printer = tokio::spawn(progress::print_progress(progress.clone(), style, bars, stop_printer.clone()));
     let result = tokio::select! {
         r = crate::eval::run_eval(config, Some(progress.clone()), cancel.clone()) => Some(r),
         () = quit_now.cancelled() => None,

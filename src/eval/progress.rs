@@ -1,11 +1,14 @@
 //! Progress of a batch run: counters shared with the runner, and a printer
-//! that draws a one-line bar on a terminal or prints plain lines now and then
-//! when stderr is a pipe or a file.
+//! that draws bars (`indicatif`, fitted to the terminal's width) on a
+//! terminal, or prints plain lines now and then when stderr is a pipe or a
+//! file.
 
 use std::io::Write;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
+
+use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use super::Pricing;
 
@@ -32,7 +35,10 @@ pub struct Snapshot {
     pub done: usize,
     pub failed: usize,
     pub running: usize,
+    /// Input and output tokens together.
     pub tokens: u64,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
     pub cost: Option<f64>,
     pub elapsed: Duration,
     /// Estimated time left, once an item has finished.
@@ -104,6 +110,8 @@ impl Progress {
             failed,
             running: self.running.load(Ordering::Relaxed),
             tokens: input + output,
+            input_tokens: input,
+            output_tokens: output,
             cost: self.pricing.map(|p| p.cost(input, output)),
             elapsed,
             eta,
@@ -150,31 +158,31 @@ impl Snapshot {
         parts.join(" · ")
     }
 
-    /// A bar of `width` cells: done, failed, then running.
-    pub fn bar(&self, width: usize) -> String {
-        let total = self.total.max(1) as f64;
-        let cells = |n: usize| ((n as f64 / total) * width as f64).round() as usize;
-        let done = cells(self.done).min(width);
-        let failed = cells(self.failed).min(width - done);
-        let running = cells(self.running).min(width - done - failed);
-        format!(
-            "{}{}{}{}",
-            "█".repeat(done),
-            "▓".repeat(failed),
-            "░".repeat(running),
-            " ".repeat(width - done - failed - running)
-        )
+    /// What the terminal shows under the bar:
+    /// `37 done · 2 failed · 16 running · tokens in 1.20M out 84.0k · cost 0.84 · elapsed 2m05s`
+    pub fn status(&self) -> String {
+        let mut parts = vec![
+            format!("{} done", self.done),
+            format!("{} failed", self.failed),
+            format!("{} running", self.running),
+            format!("tokens in {} out {}", fmt_tokens(self.input_tokens), fmt_tokens(self.output_tokens)),
+        ];
+        if let Some(c) = self.cost {
+            parts.push(format!("cost {c:.2}"));
+        }
+        parts.push(format!("elapsed {}", fmt_duration(self.elapsed)));
+        parts.join(" · ")
     }
 }
 
-/// Systems shown on the one-line bar, and on a plain pairwise line.
+/// Systems shown on the terminal's pairwise line, and on a plain pairwise line.
 const BAR_SYSTEMS: usize = 2;
 const LINE_SYSTEMS: usize = 8;
 
 /// How progress is shown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Style {
-    /// Redraw one line in place, several times a second.
+    /// Bars redrawn in place, several times a second.
     Bar,
     /// A plain line every `every`.
     Lines { every: Duration },
@@ -182,10 +190,72 @@ pub enum Style {
     Quiet,
 }
 
-/// Print progress until `stop` is cancelled, then a last line.
+/// Where the bars of [`Style::Bar`] are drawn: stderr for the terminal
+/// styles, nowhere otherwise. Lines printed meanwhile go through
+/// [`MultiProgress::suspend`] so that the bars are drawn again under them.
+pub fn draw_target(style: Style) -> MultiProgress {
+    match style {
+        Style::Bar => MultiProgress::with_draw_target(ProgressDrawTarget::stderr_with_hz(5)),
+        _ => MultiProgress::with_draw_target(ProgressDrawTarget::hidden()),
+    }
+}
+
+/// The terminal's bars: items with a bar and the ETA, then a status line,
+/// then (pairwise runs) the running record. Every line is fitted to the terminal's width.
+struct Bars {
+    items: ProgressBar,
+    status: ProgressBar,
+    pairwise: Option<ProgressBar>,
+}
+
+impl Bars {
+    fn new(multi: &MultiProgress, total: usize) -> Self {
+        let items = multi.add(ProgressBar::new(total as u64));
+        items.set_style(
+            ProgressStyle::with_template("[{wide_bar}] {pos}/{len} items{msg}")
+                .expect("the template is valid")
+                .progress_chars("█▉▊▋▌▍▎▏ "),
+        );
+        let status = multi.add(ProgressBar::new(0));
+        status.set_style(Self::line_style());
+        Self { items, status, pairwise: None }
+    }
+
+    fn line_style() -> ProgressStyle {
+        ProgressStyle::with_template("{wide_msg}").expect("the template is valid")
+    }
+
+    fn update(&mut self, multi: &MultiProgress, snap: &Snapshot, pairwise: Option<String>) {
+        self.items.set_length(snap.total as u64);
+        self.items.set_position((snap.done + snap.failed) as u64);
+        self.items.set_message(snap.eta.map(|eta| format!(" · ETA {}", fmt_duration(eta))).unwrap_or_default());
+        self.status.set_message(snap.status());
+        if let Some(line) = pairwise {
+            let bar = self.pairwise.get_or_insert_with(|| {
+                let bar = multi.add(ProgressBar::new(0));
+                bar.set_style(Self::line_style());
+                bar
+            });
+            bar.set_message(format!("pairwise: {line}"));
+        }
+    }
+
+    /// Leave the bars as they are (an interrupted run's bar is not full).
+    fn finish(&self) {
+        self.items.abandon();
+        self.status.abandon();
+        if let Some(p) = &self.pairwise {
+            p.abandon();
+        }
+    }
+}
+
+/// Print progress until `stop` is cancelled, then a last line. The bars of
+/// [`Style::Bar`] are drawn on `multi` (see [`draw_target`]).
 pub async fn print_progress(
     progress: std::sync::Arc<Progress>,
     style: Style,
+    multi: MultiProgress,
     stop: tokio_util::sync::CancellationToken,
 ) {
     let tick = match style {
@@ -197,22 +267,23 @@ pub async fn print_progress(
     interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     let mut last_plain: Option<Snapshot> = None;
     let mut last_pairwise: Option<String> = None;
+    let mut bars: Option<Bars> = None;
     loop {
         let stopping = tokio::select! {
             _ = interval.tick() => false,
             () = stop.cancelled() => true,
         };
         let snap = progress.snapshot();
-        let mut err = std::io::stderr().lock();
         match style {
             Style::Bar => {
-                let pairwise = progress.pairwise_line(BAR_SYSTEMS).map(|l| format!(" · {l}")).unwrap_or_default();
-                let _ = write!(err, "\r\x1b[2K[{}] {}{pairwise}", snap.bar(24), snap.line());
+                let bars = bars.get_or_insert_with(|| Bars::new(&multi, snap.total));
+                bars.update(&multi, &snap, progress.pairwise_line(BAR_SYSTEMS));
                 if stopping {
-                    let _ = writeln!(err);
+                    bars.finish();
                 }
             }
             Style::Lines { .. } => {
+                let mut err = std::io::stderr().lock();
                 // Only print when something moved (or at the end).
                 let moved =
                     last_plain.is_none_or(|l| (l.done, l.failed, l.running) != (snap.done, snap.failed, snap.running));
@@ -225,10 +296,10 @@ pub async fn print_progress(
                     let _ = writeln!(err, "moot eval: pairwise: {}", pairwise.as_deref().unwrap_or(""));
                     last_pairwise = pairwise;
                 }
+                let _ = err.flush();
             }
             Style::Quiet => {}
         }
-        let _ = err.flush();
         if stopping {
             return;
         }
@@ -240,7 +311,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn snapshot_line_and_bar() {
+    fn snapshot_lines() {
         let p = Progress::new(10, Some(Pricing { input_per_mtok: 1.0, output_per_mtok: 2.0 }));
         p.done.store(4, Ordering::Relaxed);
         p.failed.store(1, Ordering::Relaxed);
@@ -249,11 +320,11 @@ mod tests {
         let s = p.snapshot();
         let line = s.line();
         assert!(line.starts_with("4/10 done · 1 failed · 2 running · 1.50M tokens · cost 2.00"), "{line}");
-        let bar = s.bar(10);
-        assert_eq!(bar.chars().count(), 10);
-        assert_eq!(bar.chars().filter(|&c| c == '█').count(), 4);
-        assert_eq!(bar.chars().filter(|&c| c == '▓').count(), 1);
-        assert_eq!(bar.chars().filter(|&c| c == '░').count(), 2);
+        let status = s.status();
+        assert!(
+            status.starts_with("4 done · 1 failed · 2 running · tokens in 1.00M out 500.0k · cost 2.00"),
+            "{status}"
+        );
     }
 
     #[test]
@@ -261,5 +332,39 @@ mod tests {
         assert_eq!(fmt_tokens(950), "950");
         assert_eq!(fmt_tokens(12_345), "12.3k");
         assert_eq!(fmt_tokens(4_560_000), "4.56M");
+    }
+
+    #[test]
+    fn bars_fit_the_terminal_width() {
+        use indicatif::InMemoryTerm;
+        use unicode_width::UnicodeWidthStr;
+        for cols in [24u16, 40, 80, 200] {
+            let term = InMemoryTerm::new(12, cols);
+            let multi = MultiProgress::with_draw_target(ProgressDrawTarget::term_like(Box::new(term.clone())));
+            let p = Progress::new(120, Some(Pricing { input_per_mtok: 3.0, output_per_mtok: 15.0 }));
+            p.start_clock();
+            p.done.store(37, Ordering::Relaxed);
+            p.failed.store(2, Ordering::Relaxed);
+            p.running.store(16, Ordering::Relaxed);
+            p.add_tokens(1_200_000, 84_000);
+            let snap = p.snapshot();
+            let mut bars = Bars::new(&multi, snap.total);
+            let pairwise = "sys-lead 6-0-2 win 75% [41%, 93%] · sys-para 2-3-1 win 33% [10%, 70%] · 1 undecided";
+            bars.update(&multi, &snap, Some(pairwise.into()));
+            bars.finish();
+            let screen = term.contents();
+            let lines: Vec<&str> = screen.lines().collect();
+            // Three rows, none wrapped (a wrapped row would read as one longer line).
+            assert_eq!(lines.len(), 3, "{cols} columns:\n{screen}");
+            for l in &lines {
+                assert!(l.width() <= cols as usize, "{cols} columns: {l:?}");
+            }
+            assert!(lines[0].starts_with('[') && lines[0].contains("] 39/120 items · ETA "), "{screen}");
+            assert!(lines[1].starts_with("37 done"), "{screen}");
+            assert!(lines[2].starts_with("pairwise: sys-lead"), "{screen}");
+            if cols >= 200 {
+                assert!(lines[1].contains("tokens in 1.20M out 84.0k · cost 4.86"), "{screen}");
+            }
+        }
     }
 }

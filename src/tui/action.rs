@@ -110,9 +110,48 @@ pub enum Action {
     NewLine,
     /// On the command line: complete the word.
     Complete,
+    /// On the command line: close it when it is empty (otherwise the key edits the line).
+    CancelIfEmpty,
+    /// In a picker: choose the first item (and so on to the ninth).
+    #[serde(rename = "choose_1")]
+    Choose1,
+    #[serde(rename = "choose_2")]
+    Choose2,
+    #[serde(rename = "choose_3")]
+    Choose3,
+    #[serde(rename = "choose_4")]
+    Choose4,
+    #[serde(rename = "choose_5")]
+    Choose5,
+    #[serde(rename = "choose_6")]
+    Choose6,
+    #[serde(rename = "choose_7")]
+    Choose7,
+    #[serde(rename = "choose_8")]
+    Choose8,
+    #[serde(rename = "choose_9")]
+    Choose9,
 }
 
+/// The picker's choose-by-number actions, first to ninth.
+pub const CHOOSE: [Action; 9] = [
+    Action::Choose1,
+    Action::Choose2,
+    Action::Choose3,
+    Action::Choose4,
+    Action::Choose5,
+    Action::Choose6,
+    Action::Choose7,
+    Action::Choose8,
+    Action::Choose9,
+];
+
 impl Action {
+    /// For a choose-by-number action, the item it chooses (from 1).
+    pub fn choice(self) -> Option<usize> {
+        CHOOSE.iter().position(|a| *a == self).map(|i| i + 1)
+    }
+
     /// Whether the action changes the session (and so is refused in a replay).
     pub fn is_steering(self) -> bool {
         matches!(
@@ -222,6 +261,16 @@ impl Action {
             Action::MoveDown => "next item",
             Action::NewLine => "new line",
             Action::Complete => "complete the word",
+            Action::CancelIfEmpty => "close the line when it is empty",
+            Action::Choose1 => "choose the 1st item",
+            Action::Choose2 => "choose the 2nd item",
+            Action::Choose3 => "choose the 3rd item",
+            Action::Choose4 => "choose the 4th item",
+            Action::Choose5 => "choose the 5th item",
+            Action::Choose6 => "choose the 6th item",
+            Action::Choose7 => "choose the 7th item",
+            Action::Choose8 => "choose the 8th item",
+            Action::Choose9 => "choose the 9th item",
         }
     }
 }

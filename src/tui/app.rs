@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use chrono::{DateTime, Utc};
 use ratatui::crossterm::event::{
-    Event as TermEvent, KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseButton, MouseEvent, MouseEventKind,
+    Event as TermEvent, KeyCode, KeyEvent, KeyEventKind, MouseButton, MouseEvent, MouseEventKind,
 };
 use ratatui::layout::{Position, Rect};
 
@@ -168,10 +168,6 @@ pub struct App {
     pub sage_row: usize,
     /// The selected pair of a pairwise session (index into its comparisons).
     pub pair: usize,
-}
-
-pub(super) fn plain_key(ev: &KeyEvent) -> bool {
-    !ev.modifiers.intersects(KeyModifiers::CONTROL | KeyModifiers::ALT)
 }
 
 impl App {
@@ -593,7 +589,17 @@ impl App {
             | Action::MoveUp
             | Action::MoveDown
             | Action::NewLine
-            | Action::Complete => {}
+            | Action::Complete
+            | Action::CancelIfEmpty
+            | Action::Choose1
+            | Action::Choose2
+            | Action::Choose3
+            | Action::Choose4
+            | Action::Choose5
+            | Action::Choose6
+            | Action::Choose7
+            | Action::Choose8
+            | Action::Choose9 => {}
         }
     }
 

@@ -9,7 +9,7 @@ use std::fmt;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use thiserror::Error;
 
-use super::action::Action;
+use super::action::{Action, CHOOSE};
 
 /// Which key table applies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -415,17 +415,22 @@ const HELP: &[(&str, Action, bool)] = &[
     ("pgdown", Action::PageDown, false),
 ];
 
-/// Keys of the question before quitting; any other key stays.
+/// Keys of the question before quitting; any other key stays. Bindings
+/// match modifiers exactly, so the ctrl- variants that the keys accepted
+/// before they were bindings are bound too.
 const CONFIRM_QUIT: &[(&str, Action, bool)] = &[
     ("y", Action::Confirm, true),
     ("Y", Action::Confirm, false),
     ("q", Action::Confirm, false),
     ("enter", Action::Confirm, false),
+    ("ctrl-y", Action::Confirm, false),
+    ("ctrl-enter", Action::Confirm, false),
 ];
 
 /// Keys of a text box of several lines (comment, evaluation steps); other keys edit the text.
 const EDITOR: &[(&str, Action, bool)] = &[
     ("enter", Action::Confirm, true),
+    ("ctrl-enter", Action::Confirm, false),
     ("alt-enter", Action::NewLine, true),
     ("esc", Action::Cancel, true),
     ("ctrl-c", Action::Cancel, false),
@@ -434,16 +439,22 @@ const EDITOR: &[(&str, Action, bool)] = &[
 /// Keys of the command line; other keys edit the line.
 const COMMAND_LINE: &[(&str, Action, bool)] = &[
     ("enter", Action::Confirm, true),
+    ("ctrl-enter", Action::Confirm, false),
     ("tab", Action::Complete, true),
+    ("esc", Action::Cancel, true),
+    ("ctrl-c", Action::Cancel, false),
+    ("backspace", Action::CancelIfEmpty, false),
+];
+
+/// Keys of a box of one line (search, prompt); other keys edit the line.
+const LINE: &[(&str, Action, bool)] = &[
+    ("enter", Action::Confirm, true),
+    ("ctrl-enter", Action::Confirm, false),
     ("esc", Action::Cancel, true),
     ("ctrl-c", Action::Cancel, false),
 ];
 
-/// Keys of a box of one line (search, prompt); other keys edit the line.
-const LINE: &[(&str, Action, bool)] =
-    &[("enter", Action::Confirm, true), ("esc", Action::Cancel, true), ("ctrl-c", Action::Cancel, false)];
-
-/// Keys of a picker; the digits 1–9 choose by number besides.
+/// Keys of a picker.
 const PICKER: &[(&str, Action, bool)] = &[
     ("up", Action::MoveUp, true),
     ("k", Action::MoveUp, false),
@@ -451,6 +462,16 @@ const PICKER: &[(&str, Action, bool)] = &[
     ("j", Action::MoveDown, false),
     ("tab", Action::MoveDown, false),
     ("enter", Action::Confirm, true),
+    ("ctrl-enter", Action::Confirm, false),
+    ("1", Action::Choose1, false),
+    ("2", Action::Choose2, false),
+    ("3", Action::Choose3, false),
+    ("4", Action::Choose4, false),
+    ("5", Action::Choose5, false),
+    ("6", Action::Choose6, false),
+    ("7", Action::Choose7, false),
+    ("8", Action::Choose8, false),
+    ("9", Action::Choose9, false),
     ("esc", Action::Cancel, true),
 ];
 
@@ -537,9 +558,14 @@ impl Keymap {
         self.tables.get(&mode).map(Vec::as_slice).unwrap_or(&[])
     }
 
-    /// The first key bound to an action, for hints ("press c to comment").
+    /// The key to name for an action in hints ("press c to comment") and
+    /// footers: the first one shown in the footer, else the first bound. A
+    /// key bound in the config file to an action with a footer key is one
+    /// too, so it is named before a second default (`ctrl-s` before
+    /// `ctrl-enter` once `enter` is bound to something else).
     pub fn key_for(&self, mode: Mode, action: Action) -> Option<Key> {
-        self.bindings(mode).iter().find(|b| b.action == action).map(|b| b.key)
+        let bound = || self.bindings(mode).iter().filter(|b| b.action == action);
+        bound().find(|b| b.footer).or_else(|| bound().next()).map(|b| b.key)
     }
 
     /// `(keys, description)` for the footer: one entry per action, footer bindings only.
@@ -557,14 +583,16 @@ impl Keymap {
     }
 
     /// `(keys, description)` per action for the help overlay, keys joined.
+    /// The picker's choose-by-number actions share one entry (see [`Keymap::choose_keys`]).
     pub fn help(&self, mode: Mode) -> Vec<(String, &'static str)> {
         let mut order: Vec<Action> = Vec::new();
         let mut keys: BTreeMap<usize, Vec<String>> = BTreeMap::new();
         for b in self.bindings(mode) {
-            let i = match order.iter().position(|a| *a == b.action) {
+            let action = if b.action.choice().is_some() { Action::Choose1 } else { b.action };
+            let i = match order.iter().position(|a| *a == action) {
                 Some(i) => i,
                 None => {
-                    order.push(b.action);
+                    order.push(action);
                     order.len() - 1
                 }
             };
@@ -573,8 +601,31 @@ impl Keymap {
         order
             .iter()
             .enumerate()
-            .map(|(i, a)| (keys.get(&i).map(|k| k.join(" ")).unwrap_or_default(), describe_in(mode, *a)))
+            .map(|(i, a)| match a {
+                Action::Choose1 => (self.choose_keys(mode).unwrap_or_default(), "choose the item by its number"),
+                _ => (keys.get(&i).map(|k| k.join(" ")).unwrap_or_default(), describe_in(mode, *a)),
+            })
             .collect()
+    }
+
+    /// The keys that choose a picker's items by number, in item order: `1-9`
+    /// as bound by default, else each item's keys (`/` between several, `·`
+    /// for an item without one); none when no item has a key.
+    pub fn choose_keys(&self, mode: Mode) -> Option<String> {
+        let per_item: Vec<Vec<String>> = CHOOSE
+            .iter()
+            .map(|a| self.bindings(mode).iter().filter(|b| b.action == *a).map(|b| b.key.to_string()).collect())
+            .collect();
+        if per_item.iter().all(Vec::is_empty) {
+            return None;
+        }
+        let digits = per_item.iter().enumerate().all(|(i, k)| *k == [(i + 1).to_string()]);
+        if digits {
+            return Some("1-9".to_string());
+        }
+        let shown: Vec<String> =
+            per_item.iter().map(|k| if k.is_empty() { "·".to_string() } else { k.join("/") }).collect();
+        Some(shown.join(" "))
     }
 }
 
@@ -683,7 +734,7 @@ mod tests {
         km.merge(&o).unwrap();
         assert_eq!(km.action(Mode::Picker, &ev(KeyCode::Char('n'), KeyModifiers::CONTROL)), Some(Action::MoveDown));
         assert!(km.help(Mode::Picker).iter().any(|(k, d)| k.contains("ctrl-n") && *d == "next item"));
-        assert!(km.help(Mode::Picker).iter().any(|(k, d)| k == "enter" && *d == "choose the selected item"));
+        assert!(km.help(Mode::Picker).iter().any(|(k, d)| k == "enter ctrl-enter" && *d == "choose the selected item"));
     }
 
     #[test]

@@ -514,13 +514,16 @@ fn help_lists_the_overlays_keys_as_bound() {
         "In a list to choose from",
         "ctrl-n  next item",
         "choose the selected item",
+        "1-9  choose the item by its number",
         "In the comment box",
         "alt-enter  new line",
-        "send the comment",
+        "enter ctrl-enter  send the comment",
         "On the command line",
         "complete the word",
+        "backspace  close the line when it is empty",
         "In the search box",
         "When quitting asks first",
+        "ctrl-y",
         "quit (any other key: stay)",
         "In this help",
         "close the help",
@@ -529,4 +532,147 @@ fn help_lists_the_overlays_keys_as_bound() {
     }
     app.on_key(code(KeyCode::Esc));
     assert!(app.overlay.is_none());
+}
+
+fn ctrl(c: KeyCode) -> KeyEvent {
+    KeyEvent::new(c, KeyModifiers::CONTROL)
+}
+
+#[test]
+fn ctrl_enter_sends_and_ctrl_y_quits_as_before_the_keymap() {
+    let events = example("maj-eval-two-groups");
+    let mid = prefix(&events, |e| matches!(e.kind, EventKind::HumanComment { .. }));
+    let (mut app, mut rx) = live_app(&mid);
+    // The comment box: ctrl-enter sends like enter.
+    app.on_key(key('c'));
+    type_str(&mut app, "Think of the child.");
+    app.on_key(ctrl(KeyCode::Enter));
+    assert!(app.overlay.is_none(), "ctrl-enter sent the comment");
+    assert!(matches!(rx.try_recv().unwrap(), Command::Comment { text, .. } if text == "Think of the child."));
+    // The picker and both prompts of an override: ctrl-enter chooses and accepts.
+    app.on_key(key('o'));
+    let Some(Overlay::Picker(p)) = &app.overlay else { panic!("picker expected") };
+    let first = p.items[p.selected].1.clone();
+    app.on_key(ctrl(KeyCode::Enter));
+    let Some(Overlay::Picker(p)) = &app.overlay else { panic!("the dimension picker expected") };
+    assert!(p.title.contains("which dimension"), "{}", p.title);
+    app.on_key(key('1'));
+    type_str(&mut app, "4");
+    app.on_key(ctrl(KeyCode::Enter));
+    let Some(Overlay::Prompt(p)) = &app.overlay else { panic!("the reason prompt expected") };
+    assert!(p.error.is_none(), "{:?}", p.error);
+    type_str(&mut app, "misread");
+    app.on_key(ctrl(KeyCode::Enter));
+    assert!(app.overlay.is_none());
+    match rx.try_recv().unwrap() {
+        Command::Override { target, dimension, value, reason, .. } => {
+            assert!(first == *target_name(&target), "{target:?}");
+            assert_eq!((dimension.as_str(), value, reason.as_deref()), ("grammar", 4.0, Some("misread")));
+        }
+        other => panic!("unexpected {other:?}"),
+    }
+    // The command line and the search box: ctrl-enter runs and searches.
+    app.on_key(key(':'));
+    type_str(&mut app, "pause");
+    app.on_key(ctrl(KeyCode::Enter));
+    assert!(app.overlay.is_none());
+    assert_eq!(rx.try_recv().unwrap(), Command::Pause { author: "tester".into() });
+    app.on_key(key('/'));
+    type_str(&mut app, "child");
+    app.on_key(ctrl(KeyCode::Enter));
+    assert!(app.overlay.is_none(), "ctrl-enter searched");
+    // Quitting: ctrl-y confirms like y.
+    app.on_key(key('q'));
+    assert!(matches!(app.overlay, Some(Overlay::ConfirmQuit)));
+    app.on_key(ctrl(KeyCode::Char('y')));
+    assert_eq!(rx.try_recv().unwrap(), Command::Quit { author: "tester".into() });
+}
+
+/// The name an override target is about, as a picker's choice names it.
+fn target_name(target: &OverrideTarget) -> &str {
+    match target {
+        OverrideTarget::Agent { agent } => agent,
+        _ => "final",
+    }
+}
+
+#[test]
+fn picker_digits_choose_and_ctrl_digits_do_not() {
+    let events = example("maj-eval-two-groups");
+    let mid = prefix(&events, |e| matches!(e.kind, EventKind::HumanComment { .. }));
+    let (mut app, _rx) = live_app(&mid);
+    app.on_key(key('o'));
+    // A digit past the list, or with ctrl, chooses nothing.
+    app.on_key(key('9'));
+    app.on_key(ctrl(KeyCode::Char('2')));
+    let Some(Overlay::Picker(p)) = &app.overlay else { panic!("picker expected") };
+    assert!(p.title.contains("whose score"), "{}", p.title);
+    let second = p.items[1].1.clone();
+    // The footer names the digits.
+    let footer = app.overlay.as_ref().unwrap().footer(&app.env.config.keymap);
+    assert!(footer.contains(&("1-9".to_string(), "pick".to_string())), "{footer:?}");
+    app.on_key(key('2'));
+    let Some(Overlay::Picker(p)) = &app.overlay else { panic!("the dimension picker expected") };
+    assert!(p.title.contains(target_label(&second)), "{}", p.title);
+}
+
+/// The dimension picker's title names whose score it overrides.
+fn target_label(pick: &moot::tui::app::Pick) -> &str {
+    pick.name().unwrap_or("final")
+}
+
+#[test]
+fn picker_digits_rebound_in_the_config_work() {
+    let events = example("maj-eval-two-groups");
+    let mid = prefix(&events, |e| matches!(e.kind, EventKind::HumanComment { .. }));
+    // `a` chooses the second item; `2` moves down instead.
+    let keys = "[keys.picker]\n\"a\" = \"choose_2\"\n\"2\" = \"move_down\"\n";
+    let (mut app, _rx) = live_app_with_keys(&mid, keys);
+    app.on_key(key('o'));
+    let Some(Overlay::Picker(p)) = &app.overlay else { panic!("picker expected") };
+    let (first, second) = (p.selected, p.items[1].1.clone());
+    app.on_key(key('2'));
+    let Some(Overlay::Picker(p)) = &app.overlay else { panic!("2 moves now: the picker stays") };
+    assert_eq!(p.selected, first + 1);
+    let second_label = p.items[1].0.clone();
+    // The footer, the item numbers and the help show the new keys.
+    let footer = app.overlay.as_ref().unwrap().footer(&app.env.config.keymap);
+    assert!(footer.contains(&("1 a 3 4 5 6 7 8 9".to_string(), "pick".to_string())), "{footer:?}");
+    let screen = screen_text(&render(&mut app, 160, 48));
+    assert!(screen.contains(&format!("a {second_label}")), "{screen}");
+    let help = app.env.config.keymap.help(moot::tui::keymap::Mode::Picker);
+    assert!(help.contains(&("1 a 3 4 5 6 7 8 9".to_string(), "choose the item by its number")), "{help:?}");
+    app.on_key(key('a'));
+    let Some(Overlay::Picker(p)) = &app.overlay else { panic!("the dimension picker expected") };
+    assert!(p.title.contains(target_label(&second)), "{}", p.title);
+}
+
+#[test]
+fn backspace_on_an_empty_command_line_closes_it_and_can_be_rebound() {
+    let events = example("maj-eval-two-groups");
+    let mid = prefix(&events, |e| matches!(e.kind, EventKind::HumanComment { .. }));
+    let (mut app, _rx) = live_app(&mid);
+    app.on_key(key(':'));
+    type_str(&mut app, "p");
+    // On a line with text backspace deletes; on the empty line it closes it.
+    app.on_key(code(KeyCode::Backspace));
+    let Some(Overlay::CommandLine(c)) = &app.overlay else { panic!("the command line stays open") };
+    assert!(c.input.is_empty());
+    app.on_key(code(KeyCode::Backspace));
+    assert!(app.overlay.is_none(), "backspace on the empty line closed it");
+    // Bound to another key, backspace only deletes.
+    let keys = "[keys.command_line]\n\"ctrl-w\" = \"cancel_if_empty\"\n\"backspace\" = \"complete\"\n";
+    let (mut app, _rx) = live_app_with_keys(&mid, keys);
+    app.on_key(key(':'));
+    app.on_key(code(KeyCode::Backspace));
+    assert!(matches!(app.overlay, Some(Overlay::CommandLine(_))), "backspace no longer closes it");
+    type_str(&mut app, "x");
+    // On a line with text, ctrl-w edits it (deletes the word), then closes the empty line.
+    app.on_key(ctrl(KeyCode::Char('w')));
+    let Some(Overlay::CommandLine(c)) = &app.overlay else { panic!("the line was not empty") };
+    assert!(c.input.is_empty());
+    app.on_key(ctrl(KeyCode::Char('w')));
+    assert!(app.overlay.is_none());
+    let help = app.env.config.keymap.help(moot::tui::keymap::Mode::CommandLine);
+    assert!(help.contains(&("ctrl-w".to_string(), "close the line when it is empty")), "{help:?}");
 }

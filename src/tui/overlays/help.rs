@@ -31,7 +31,7 @@ fn overlays(mode: Mode) -> Vec<(Mode, &'static str)> {
     let mut v = Vec::new();
     if mode == Mode::Live {
         v.extend([
-            (Mode::Picker, "In a list to choose from (1–9 also choose by number)"),
+            (Mode::Picker, "In a list to choose from"),
             (Mode::Prompt, "In a prompt (a value, a reason)"),
             (Mode::Composer, "In the comment box"),
             (Mode::Steps, "In the evaluation steps box"),

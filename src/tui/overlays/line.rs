@@ -2,7 +2,7 @@
 //! prompts that ask for a value or a reason.
 
 use ratatui::Frame;
-use ratatui::crossterm::event::{KeyCode, KeyEvent};
+use ratatui::crossterm::event::KeyEvent;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Clear, Paragraph};
@@ -41,7 +41,8 @@ impl Default for CommandLine {
 
 impl CommandLine {
     /// A key: the command to run on confirm; completion against `view`;
-    /// Backspace on an empty line closes it.
+    /// `cancel_if_empty` (Backspace by default) closes an empty line and
+    /// otherwise edits it like any other key.
     pub fn on_key(&mut self, k: KeyEvent, km: &Keymap, view: &SessionView) -> Edit {
         let line = self.input.lines().join(" ");
         match km.action(Mode::CommandLine, &k) {
@@ -55,7 +56,7 @@ impl CommandLine {
                 self.error = None;
                 Edit::Keep
             }
-            _ if k.code == KeyCode::Backspace && self.input.is_empty() => Edit::Cancel,
+            Some(Action::CancelIfEmpty) if self.input.is_empty() => Edit::Cancel,
             _ => {
                 self.input.input(k);
                 self.candidates.clear();

@@ -116,7 +116,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &mut App) {
         }
         Overlay::CommandLine(c) => c.draw(f, area, theme),
         Overlay::Search(s) => s.draw(f, area, theme),
-        Overlay::Picker(p) => p.draw(f, area, theme),
+        Overlay::Picker(p) => p.draw(f, area, theme, km),
         Overlay::Prompt(p) => p.draw(f, area, theme),
     }
     app.overlay = Some(o);

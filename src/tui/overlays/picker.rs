@@ -3,14 +3,14 @@
 //! means, as a [`Pick`].
 
 use ratatui::Frame;
-use ratatui::crossterm::event::{KeyCode, KeyEvent};
+use ratatui::crossterm::event::KeyEvent;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Clear, Paragraph};
 
 use super::centered;
 use crate::session::event::OverrideTarget;
-use crate::tui::action::Action;
+use crate::tui::action::{Action, CHOOSE};
 use crate::tui::components::pane;
 use crate::tui::keymap::{Keymap, Mode};
 use crate::tui::theme::Theme;
@@ -79,7 +79,8 @@ impl Picker {
         (!items.is_empty()).then(|| Self { title: title.into(), items, selected: 0 })
     }
 
-    /// A key, read through the picker's table; the digits 1–9 choose by number.
+    /// A key, read through the picker's table (`choose_1`…`choose_9`, the
+    /// digits by default, choose by number).
     pub fn on_key(&mut self, k: KeyEvent, km: &Keymap) -> Choose {
         let n = self.items.len();
         match km.action(Mode::Picker, &k) {
@@ -87,25 +88,38 @@ impl Picker {
             Some(Action::MoveUp) => self.selected = self.selected.checked_sub(1).unwrap_or(n - 1),
             Some(Action::MoveDown) => self.selected = (self.selected + 1) % n,
             Some(Action::Confirm) => return Choose::Chosen(self.items[self.selected].1.clone()),
-            _ => {
-                if let KeyCode::Char(c) = k.code
-                    && crate::tui::app::plain_key(&k)
-                    && let Some(i) = c.to_digit(10).map(|d| d as usize)
-                    && (1..=n).contains(&i)
+            Some(a) => {
+                if let Some(i) = a.choice()
+                    && i <= n
                 {
                     return Choose::Chosen(self.items[i - 1].1.clone());
                 }
             }
+            None => {}
         }
         Choose::Keep
     }
 
-    pub fn draw(&self, f: &mut Frame, area: Rect, theme: &Theme) {
+    /// Each item's number: the first key that chooses it (`1`…`9` by default),
+    /// padded to one width; blank past the ninth or when unbound.
+    fn numbers(&self, km: &Keymap) -> Vec<String> {
+        let keys: Vec<String> = (0..self.items.len())
+            .map(|i| {
+                CHOOSE.get(i).and_then(|a| km.key_for(Mode::Picker, *a)).map(|k| k.to_string()).unwrap_or_default()
+            })
+            .collect();
+        let w = keys.iter().map(|k| k.chars().count()).max().unwrap_or(0).max(1);
+        keys.into_iter().map(|k| format!("{k:<w$} ")).collect()
+    }
+
+    pub fn draw(&self, f: &mut Frame, area: Rect, theme: &Theme, km: &Keymap) {
+        let numbers = self.numbers(km);
+        let number_w = numbers.first().map_or(2, |n| n.chars().count()) as u16;
         let h = (self.items.len() as u16 + 2).min(area.height);
         let w = self
             .items
             .iter()
-            .map(|(l, _)| l.chars().count() as u16 + 8)
+            .map(|(l, _)| l.chars().count() as u16 + 6 + number_w)
             .max()
             .unwrap_or(20)
             .max(self.title.chars().count() as u16 + 4);
@@ -117,8 +131,7 @@ impl Picker {
             .enumerate()
             .map(|(i, (label, _))| {
                 let st = if i == self.selected { theme.selection() } else { theme.text() };
-                let n = if i < 9 { format!("{} ", i + 1) } else { "  ".into() };
-                Line::from(vec![Span::styled(n, theme.muted()), Span::styled(label.clone(), st)])
+                Line::from(vec![Span::styled(numbers[i].clone(), theme.muted()), Span::styled(label.clone(), st)])
             })
             .collect();
         let block = pane(Line::from(Span::styled(format!(" {} ", self.title), theme.accent())), true, theme);
@@ -128,7 +141,8 @@ impl Picker {
     }
 }
 
-/// The picker's keys for the footer: "↑↓ choose  enter select  1-9 pick  esc cancel".
+/// The picker's keys for the footer: "↑↓ choose  enter select  1-9 pick  esc cancel"
+/// (the pick keys as bound, see [`Keymap::choose_keys`]).
 pub fn footer(km: &Keymap) -> Vec<(String, String)> {
     let key = |a: Action| km.key_for(Mode::Picker, a).map(|k| k.to_string());
     let mut out = Vec::new();
@@ -139,7 +153,9 @@ pub fn footer(km: &Keymap) -> Vec<(String, String)> {
     if let Some(k) = key(Action::Confirm) {
         out.push((k, "select".into()));
     }
-    out.push(("1-9".into(), "pick".into()));
+    if let Some(k) = km.choose_keys(Mode::Picker) {
+        out.push((k, "pick".into()));
+    }
     if let Some(k) = key(Action::Cancel) {
         out.push((k, "cancel".into()));
     }
