@@ -45,7 +45,9 @@ pub struct BenchArgs {
 pub struct Timing {
     /// Building the providers (loading a local model).
     pub setup: Duration,
-    /// From the session's start to the first readable evaluation.
+    /// From the session's start to the first score on screen: the first
+    /// score of a reply as it streams (or, when none streams, the first
+    /// readable evaluation).
     pub first_score: Option<Duration>,
     /// To the first evaluation of every agent (the end of the initial phase).
     pub all_first: Option<Duration>,
@@ -120,10 +122,24 @@ fn prepare(args: &BenchArgs) -> anyhow::Result<EngineConfig> {
 async fn measure(config: EngineConfig, dir: &std::path::Path, setup: Duration) -> anyhow::Result<Timing> {
     let path = dir.join(format!("{}.jsonl", config.session_id));
     let start = Instant::now();
+    let panel = config.panel.clone();
     let engine::Started { events: mut rx, handle: _handle, task: engine } = engine::start(config, &path)?;
     let (mut first_score, mut all_first) = (None, None);
     let mut turns = 0;
+    // Replies as they stream, until the first score shows (as the live
+    // screen shows it: as soon as it is written).
+    let mut streaming: std::collections::HashMap<u64, String> = Default::default();
     while let Some(event) = rx.recv().await {
+        if first_score.is_none()
+            && let EventKind::TurnDelta { turn, text } = &event.kind
+        {
+            let so_far = streaming.entry(*turn).or_default();
+            so_far.push_str(text);
+            if engine::prompts::streaming_evaluation(&panel, so_far).is_some() {
+                first_score = Some(start.elapsed());
+                streaming.clear();
+            }
+        }
         if let EventKind::TurnCompleted { evaluation, .. } = &event.kind {
             turns += 1;
             if evaluation.is_some() {

@@ -1,7 +1,8 @@
 //! What a turn shows people: an evaluated reply's words without the JSON
 //! evaluation it ends with, and its scores as one line of their own.
 
-use crate::engine::prompts::reply_words;
+use crate::engine::prompts::{justification_streaming, reply_words, streaming_evaluation};
+use crate::panel::Panel;
 use crate::session::event::{Evaluation, Role, TurnKind};
 use crate::session::fold::{SessionView, TurnState, TurnView};
 use crate::tui::app::fmt_score;
@@ -13,9 +14,9 @@ fn evaluates(turn: &TurnView) -> bool {
 
 /// The text a turn shows. An evaluated reply shows its prose, without its
 /// JSON (also while it streams); one that was only the evaluation shows its
-/// justification. A moderator's choice shows nothing: the pick that follows
-/// it says who and why. Other turns (the aggregator's synthesis) show their
-/// text.
+/// justification (as it streams, too). A moderator's choice shows nothing:
+/// the pick that follows it says who and why. Other turns (the aggregator's
+/// synthesis) show their text.
 pub fn shown(turn: &TurnView) -> &str {
     if turn.kind == TurnKind::Select {
         return "";
@@ -27,7 +28,21 @@ pub fn shown(turn: &TurnView) -> &str {
     let words = reply_words(&turn.text, complete, turn.evaluation.is_some());
     match &turn.evaluation {
         Some(ev) if words.is_empty() && complete => ev.justification.trim(),
+        None if words.is_empty() && !complete => justification_streaming(&turn.text).unwrap_or_default().trim(),
         _ => words,
+    }
+}
+
+/// The scores a turn shows on their line: its evaluation once it is
+/// complete; while it streams, the scores written so far (a first
+/// evaluation gives them before anything else).
+pub fn shown_scores<'t>(turn: &'t TurnView, panel: Option<&Panel>) -> Option<std::borrow::Cow<'t, Evaluation>> {
+    match (turn.state, &turn.evaluation) {
+        (TurnState::Completed, Some(ev)) => Some(std::borrow::Cow::Borrowed(ev)),
+        (TurnState::Streaming, _) if evaluates(turn) => {
+            streaming_evaluation(panel?, &turn.text).map(std::borrow::Cow::Owned)
+        }
+        _ => None,
     }
 }
 
@@ -150,7 +165,10 @@ mod tests {
         assert_eq!(shown(&turn(&reply[..30], TurnState::Streaming, None)), "Bea, the den matters.");
         assert_eq!(shown(&turn(reply, TurnState::Completed, Some(ev(4.0, 3.0)))), "Bea, the den matters.");
         let bare = "{\"grammar\": 4, \"justification\": \"The answer skips the den.\"}";
-        assert_eq!(shown(&turn(bare, TurnState::Streaming, None)), "");
+        // A reply that is only its evaluation shows its justification as it streams.
+        assert_eq!(shown(&turn(&bare[..20], TurnState::Streaming, None)), "");
+        assert_eq!(shown(&turn(&bare[..50], TurnState::Streaming, None)), "The answer skips");
+        assert_eq!(shown(&turn(bare, TurnState::Streaming, None)), "The answer skips the den.");
         assert_eq!(shown(&turn(bare, TurnState::Completed, Some(ev(4.0, 3.0)))), "The answer skips the den.");
         let mut select = turn("{\"next\": \"Bea\"}", TurnState::Completed, None);
         select.kind = TurnKind::Select;

@@ -230,6 +230,35 @@ fn agent_panes_show_words_and_score_lines_never_json() {
         screen.iter().map(|r| r.chars().skip(pane[..column].chars().count()).take(40).collect()).collect();
     assert!(cells.iter().any(|c| c.contains("Dee, the storm is in the story.")), "{}", screen.join("\n"));
     assert!(!screen.iter().any(|r| r.contains(['{', '}'])), "no JSON while it streams:\n{}", screen.join("\n"));
+    // Its first score shows as soon as it is written, before the reply ends
+    // (not the one still being written), on the line after its words.
+    let left = pane[..column].chars().count().saturating_sub(2);
+    let inside: Vec<String> = screen
+        .iter()
+        .map(|r| r.chars().skip(left + 1).take(40).collect::<String>().trim_end_matches(['║', ' ']).to_string())
+        .collect();
+    let words = inside.iter().position(|c| c == "Dee, the storm is in the story.").expect("the words");
+    assert_eq!(inside[words + 1], "gram 4", "{}", screen.join("\n"));
+
+    // A reply that is only its evaluation (a first evaluation): its scores
+    // as they come, then its justification as it streams.
+    let (mut app, _rx) = live_app(&events[..=comment]);
+    let json =
+        "{\"grammar\": 3, \"relevance\": 2, \"overall\": 2, \"confidence\": 0.7, \"justification\": \"The answer skips";
+    app.on_session_event(&Event { seq: 900, t, kind: EventKind::TurnDelta { turn, text: json.into() } });
+    let screen = rows(&render(&mut app, 160, 48));
+    let inside: Vec<String> = screen
+        .iter()
+        .map(|r| r.chars().skip(left + 1).take(40).collect::<String>().trim_end_matches(['║', ' ']).to_string())
+        .collect();
+    let words = inside.iter().position(|c| c == "The answer skips").expect("the justification so far");
+    assert_eq!(
+        inside[words + 1],
+        "gram 4→3 · rele 4→2 · ovr 4→2 · conf 0.7",
+        "moved from its first:\n{}",
+        screen.join("\n")
+    );
+    assert!(!screen.iter().any(|r| r.contains(['{', '}'])), "no JSON while it streams:\n{}", screen.join("\n"));
 }
 
 #[test]

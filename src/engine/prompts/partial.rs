@@ -69,6 +69,35 @@ fn number_field(json: &str, key: &str) -> Option<f64> {
     rest[..end].parse().ok()
 }
 
+/// The evaluation of a reply still streaming (`text`, its words and JSON so
+/// far) as far as its scores are complete (see [`evaluation_so_far`]), so
+/// that they show as soon as they are written. `None` before the first is.
+pub fn streaming_evaluation(panel: &Panel, text: &str) -> Option<Evaluation> {
+    let prose = prose_so_far(text);
+    evaluation_so_far(panel, &text[prose.len()..])
+}
+
+/// The justification of a streaming reply that is only its JSON evaluation,
+/// as far as it has streamed and as written (escapes are read once the
+/// reply is complete); `None` for a reply with words first, or before the
+/// justification opens.
+pub fn justification_streaming(text: &str) -> Option<&str> {
+    if !text.trim_start().starts_with('{') {
+        return None;
+    }
+    let rest = field_value(text, "justification")?.strip_prefix('"')?;
+    let mut escaped = false;
+    for (i, c) in rest.char_indices() {
+        match c {
+            _ if escaped => escaped = false,
+            '\\' => escaped = true,
+            '"' => return Some(&rest[..i]),
+            _ => {}
+        }
+    }
+    Some(rest.strip_suffix('\\').unwrap_or(rest))
+}
+
 /// A streaming reply's prose: its text before the evaluation starts (a line
 /// opening a JSON object or a code fence), which the history will show.
 pub(super) fn prose_so_far(text: &str) -> &str {

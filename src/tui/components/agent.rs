@@ -9,10 +9,10 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
 use super::{clip, pane, score_spans};
-use crate::session::fold::{AgentState, AgentView, TurnState};
+use crate::session::fold::{AgentState, AgentView};
 use crate::tui::app::{App, Focus, fmt_score};
 use crate::tui::theme::Theme;
-use crate::tui::words::{previous_evaluation, score_line};
+use crate::tui::words::{previous_evaluation, score_line, shown_scores};
 use crate::tui::wrap::wrap;
 
 /// The state badge of an agent: symbol, word and style.
@@ -118,12 +118,12 @@ pub fn draw(f: &mut Frame, area: Rect, app: &mut App, idx: usize) {
         .iter()
         .map(|&ti| {
             let t = &app.vm.session.turns[ti];
-            match (&t.evaluation, t.state) {
-                (Some(ev), TurnState::Completed) => {
+            match shown_scores(t, app.vm.session.panel.as_ref()) {
+                Some(ev) => {
                     let before = previous_evaluation(&app.vm.session, ti);
-                    wrap(&score_line(&keys, ev, before, true), width as usize).into_iter().map(|l| l.text).collect()
+                    wrap(&score_line(&keys, &ev, before, true), width as usize).into_iter().map(|l| l.text).collect()
                 }
-                _ => Vec::new(),
+                None => Vec::new(),
             }
         })
         .collect();

@@ -21,7 +21,7 @@ use crate::session::fold::{SessionView, TimelineEntry, TurnState};
 use crate::tui::app::{App, Focus, by_label, fmt_score};
 use crate::tui::theme::Theme;
 use crate::tui::view::CachedEntry;
-use crate::tui::words::{previous_evaluation, score_line};
+use crate::tui::words::{previous_evaluation, score_line, shown_scores};
 use crate::tui::wrap::{WrapCache, wrap};
 
 fn entry_key(v: &SessionView, e: &TimelineEntry) -> u64 {
@@ -94,8 +94,8 @@ fn build(v: &SessionView, e: &TimelineEntry, width: u16, theme: &Theme, wraps: &
                 out.push(Line::from(Span::styled(format!("  {}", l.text), theme.text())));
             }
             // The turn's scores, on a line of their own.
-            if let (TurnState::Completed, Some(ev)) = (t.state, &t.evaluation) {
-                let mut line = score_line(&v.dimension_keys(), ev, previous_evaluation(v, *i), false);
+            if let Some(ev) = shown_scores(t, v.panel.as_ref()) {
+                let mut line = score_line(&v.dimension_keys(), &ev, previous_evaluation(v, *i), false);
                 if ev.done {
                     line.push_str(" · NO MORE COMMENTS");
                 }
