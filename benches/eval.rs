@@ -14,10 +14,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
+use moot::config::registry::Registry;
 use moot::eval::{EvalConfig, run_eval};
 use moot::item::Item;
 use moot::panel::Panel;
-use moot::provider::registry::Registry;
 use moot::testkit::server::{Reply, TestServer, openai};
 use tokio_util::sync::CancellationToken;
 

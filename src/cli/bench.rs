@@ -16,8 +16,8 @@ use clap::Args;
 
 use super::ModelArgs;
 use super::run::{load_item, load_panel};
+use crate::config::registry::Registry;
 use crate::engine::{self, EngineConfig};
-use crate::provider::registry::Registry;
 use crate::session::event::{EndStatus, EventKind, Phase};
 
 #[derive(Debug, Args)]

@@ -10,9 +10,9 @@ use tokio_util::sync::CancellationToken;
 
 use super::EvalArgs;
 use super::run::load_panel;
+use crate::config::registry::Registry;
 use crate::eval::progress::{self, Progress, Style};
 use crate::eval::{EvalConfig, EvalSummary, Pricing, Selection, Shard};
-use crate::provider::registry::Registry;
 
 /// Seconds between plain progress lines when stderr is not a terminal
 /// (`MOOT_PROGRESS_SECS` overrides).

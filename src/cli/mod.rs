@@ -104,7 +104,7 @@ impl ModelArgs {
     pub fn bind(
         &self,
         panel: &mut crate::panel::Panel,
-        registry: &mut crate::provider::registry::Registry,
+        registry: &mut crate::config::registry::Registry,
     ) -> anyhow::Result<(crate::engine::Bindings, u64)> {
         run::set_moderator(panel, self.moderator.as_deref())?;
         let bindings = crate::engine::bindings::bind(registry, panel, self.provider.as_deref(), self.model.as_deref())?;

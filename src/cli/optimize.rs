@@ -10,12 +10,12 @@ use clap::Args;
 
 use super::ModelArgs;
 use super::run::load_panel;
+use crate::config::registry::Registry;
 use crate::optimize::log::{Decision, LOG_FILE, OptKind, OptRecorder, OptStatus};
 use crate::optimize::prompt::{diff, diff_counts};
 use crate::optimize::view::OptView;
 use crate::optimize::{Example, Objective, OptimizeConfig};
 use crate::panel::Panel;
-use crate::provider::registry::Registry;
 use crate::session::human_name;
 
 #[derive(Debug, Args)]

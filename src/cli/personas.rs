@@ -8,13 +8,13 @@ use std::sync::Arc;
 use anyhow::{Context, bail};
 use clap::Args;
 
+use crate::config::registry::Registry;
 use crate::panel::{Panel, Protocol};
 use crate::personas::log::{BuildEvent, BuildEventKind, BuildLog, BuildStatus, read_log};
 use crate::personas::panel::PanelOptions;
 use crate::personas::state::BuildState;
 use crate::personas::{self, Ctx, Document, Model, Options, num};
 use crate::provider::cache::ResponseCache;
-use crate::provider::registry::Registry;
 use crate::tui::personas::Exit;
 
 /// The bundled sample: a task and three short interview-study documents

@@ -10,8 +10,8 @@ use clap::{Args, Subcommand};
 use tokio_util::sync::CancellationToken;
 
 use super::run::load_panel;
+use crate::config::registry::Registry;
 use crate::engine::bindings::{self, Choice, Participant};
-use crate::provider::registry::Registry;
 use crate::provider::{ChatMessage, ChatRequest, ProviderError};
 
 #[derive(Debug, Args)]

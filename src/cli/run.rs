@@ -9,12 +9,12 @@ use anyhow::{Context, bail};
 
 use super::headless::{Paint, Transcript};
 use super::{ModelArgs, RunArgs};
+use crate::config::registry::Registry;
 use crate::engine::bindings::{self, Participant};
 use crate::engine::{self, Budget, Command, EngineConfig, EngineHandle, RunOutcome};
 use crate::item::{Item, ItemsFile};
 use crate::panel::{ModeratorPolicy, Panel};
 use crate::provider::cache::ResponseCache;
-use crate::provider::registry::Registry;
 use crate::session::default_sessions_dir;
 use crate::session::event::EndStatus;
 

@@ -5,16 +5,16 @@
 //! 2. the participant's own `provider`: an agent's, or a role section's
 //!    (`[moderator]`, `[aggregator]`, `[final_judge]`);
 //! 3. the panel's top-level `provider`;
-//! 4. the registry's default provider (see [`crate::provider::registry`]).
+//! 4. the registry's default provider (see [`crate::config::registry`]).
 //!
 //! The model follows the same order (`--model`, participant, panel), then the
 //! provider's configured `model`, then the backend's default.
 
 use std::collections::BTreeMap;
 
+use crate::config::registry::{Registry, RegistryError};
 use crate::panel::{ModelSettings, Panel};
 use crate::provider::binding::{Binding, Bindings};
-use crate::provider::registry::{Registry, RegistryError};
 use crate::session::event::Role;
 
 /// Who a [`Choice`] is for. Typed, so that an agent may be called

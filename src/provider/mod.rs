@@ -15,7 +15,6 @@ pub mod local;
 pub mod logprobs;
 pub mod openai;
 pub mod pricing;
-pub mod registry;
 pub mod retry;
 pub mod sse;
 pub mod structured;

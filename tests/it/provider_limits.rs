@@ -6,11 +6,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use moot::config::Config;
+use moot::config::registry::Registry;
 use moot::engine::Budget;
 use moot::panel::Protocol;
 use moot::provider::limiter::{LimitSettings, LimitedProvider, Limiter};
 use moot::provider::openai::{OpenAiConfig, OpenAiProvider};
-use moot::provider::registry::Registry;
 use moot::provider::retry::{RetryPolicy, call_with_retry};
 use moot::provider::{ChatMessage, ChatRequest};
 use moot::session::EventKind;

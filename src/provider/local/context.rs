@@ -285,20 +285,18 @@ impl<'m> ModelContext<'m> {
 
     pub(super) fn run(&mut self, job: &Job, prompt: &Prompt) -> Result<Completion, ProviderError> {
         self.ticket = self.gate.ticket();
-        let result = self.serve(job, prompt);
+        // The head start ends with the request, even one that panics (the
+        // worker catches it): prompts must not wait for it forever.
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.serve(job, prompt)));
         self.head = None;
-        result
+        result.unwrap_or_else(|p| std::panic::resume_unwind(p))
     }
 
     fn serve(&mut self, job: &Job, prompt: &Prompt) -> Result<Completion, ProviderError> {
         let request = &job.request;
         let tokens = &prompt.tokens;
         let mut out = Output::new(&job.deltas);
-        let logits_index = {
-            let gate = self.gate;
-            let _reading = gate.reading(self.ticket);
-            self.read_prompt(tokens, prompt.keep, prompt.system, &job.cancel)?
-        };
+        let logits_index = self.read_prompt(tokens, prompt.keep, prompt.system, &job.cancel)?;
         self.head = Some((self.gate.head_start(), HEAD_START));
 
         let grammar = match &request.response_schema {

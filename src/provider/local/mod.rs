@@ -595,7 +595,6 @@ mod tests {
         let reader = {
             let (gate, tx) = (gate.clone(), tx.clone());
             std::thread::spawn(move || {
-                let _reading = gate.reading(0);
                 let _cores = gate.enter(2, Decode::Read(0));
                 tx.send("read").unwrap();
                 std::thread::sleep(std::time::Duration::from_millis(50));
@@ -620,7 +619,7 @@ mod tests {
     }
 
     #[test]
-    fn the_oldest_prompt_is_read_first_and_a_reply_s_first_tokens_go_before_it() {
+    fn the_oldest_waiting_prompt_chunk_goes_first_and_a_reply_s_first_tokens_before_it() {
         let wait = std::time::Duration::from_millis(100);
         let gate = Arc::new(CoreGate::new(2));
         let (older, younger) = (gate.ticket(), gate.ticket());
@@ -628,12 +627,9 @@ mod tests {
         let read = |ticket: u64, name: &'static str| {
             let (gate, tx) = (gate.clone(), tx.clone());
             std::thread::spawn(move || {
-                let _reading = gate.reading(ticket);
-                for _ in 0..2 {
-                    let _cores = gate.enter(2, Decode::Read(ticket));
-                    tx.send(name).unwrap();
-                    std::thread::sleep(std::time::Duration::from_millis(20));
-                }
+                let _cores = gate.enter(2, Decode::Read(ticket));
+                tx.send(name).unwrap();
+                std::thread::sleep(std::time::Duration::from_millis(20));
             })
         };
         // A reply has just started: prompts wait, its steps do not.
@@ -644,12 +640,13 @@ mod tests {
         assert!(rx.recv_timeout(wait).is_err(), "no prompt is read during a head start");
         drop(gate.enter(1, Decode::First));
         drop(head);
-        // Then the older request's whole prompt, though the younger asked first.
-        let order: Vec<_> = (0..4).map(|_| rx.recv_timeout(std::time::Duration::from_secs(5)).unwrap()).collect();
-        assert_eq!(order, ["older", "older", "younger", "younger"]);
+        // Then the older request's chunk, though the younger asked first.
+        let order: Vec<_> = (0..2).map(|_| rx.recv_timeout(std::time::Duration::from_secs(5)).unwrap()).collect();
+        assert_eq!(order, ["older", "younger"]);
         young.join().unwrap();
         old.join().unwrap();
         assert_eq!(gate.lock().free, 2);
-        assert!(gate.lock().readers.is_empty() && gate.lock().starting == 0);
+        let state = gate.lock();
+        assert!(state.readers.is_empty() && state.starting == 0);
     }
 }

@@ -318,7 +318,8 @@ pub(super) const HEAD_START: u32 = 8;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Decode {
     /// A chunk of the prompt of the request with this ticket (see
-    /// [`CoreGate::reading`]; older requests read first).
+    /// [`CoreGate::ticket`]; of the chunks waiting, the oldest request's
+    /// goes first).
     Read(u64),
     /// A generation step.
     Step,
@@ -334,9 +335,10 @@ pub(super) enum Decode {
 /// otherwise they generate side by side.
 ///
 /// Who goes first: a reply's first tokens (its [`HeadStart`]), so that its
-/// first score or words show as soon as its prompt is read; then prompt
-/// chunks, the oldest request's first, so that one prompt is read at full
-/// speed rather than several at a fraction each; then generation steps.
+/// first score or words show as soon as its prompt is read; then the
+/// waiting prompt chunks, the oldest request's first; then generation steps.
+/// Every rule is about decodes waiting here or replies in their first
+/// tokens, which end by themselves, so no engine waits on one that cannot go.
 pub(super) struct CoreGate {
     pub(super) cores: usize,
     pub(super) state: Mutex<GateState>,
@@ -346,26 +348,12 @@ pub(super) struct CoreGate {
 
 pub(super) struct GateState {
     pub(super) free: usize,
-    /// Tickets of the requests reading their prompts (see [`Reading`]).
+    /// Tickets of the requests whose prompt chunks wait.
     pub(super) readers: std::collections::BTreeSet<u64>,
     /// Decodes of requests waiting (prompt chunks and generation steps).
     pub(super) waiting: usize,
     /// Replies in their head start.
     pub(super) starting: usize,
-}
-
-/// A request reading its prompt, until dropped: the oldest reads first,
-/// all its chunks, and generation steps wait (see [`CoreGate`]).
-pub(super) struct Reading<'g> {
-    gate: &'g CoreGate,
-    pub(super) ticket: u64,
-}
-
-impl Drop for Reading<'_> {
-    fn drop(&mut self) {
-        self.gate.lock().readers.remove(&self.ticket);
-        self.gate.changed.notify_all();
-    }
 }
 
 /// A reply in its first tokens, until dropped (see [`CoreGate`]).
@@ -401,12 +389,6 @@ impl CoreGate {
         self.tickets.fetch_add(1, Ordering::Relaxed)
     }
 
-    /// The request with `ticket` starts reading its prompt.
-    pub(super) fn reading(&self, ticket: u64) -> Reading<'_> {
-        self.lock().readers.insert(ticket);
-        Reading { gate: self, ticket }
-    }
-
     /// A reply starts: its steps go first until the guard is dropped.
     pub(super) fn head_start(&self) -> HeadStart<'_> {
         self.lock().starting += 1;
@@ -423,13 +405,14 @@ impl CoreGate {
         let count = count.clamp(1, self.cores);
         let mut state = self.lock();
         state.waiting += 1;
+        if let Decode::Read(ticket) = kind {
+            state.readers.insert(ticket);
+        }
         let blocked = |s: &GateState| {
             s.free < count
                 || match kind {
                     Decode::First => false,
-                    // A chunk of a prompt that is not the oldest being read
-                    // (or not registered: read-ahead) waits its turn too.
-                    Decode::Read(ticket) => s.starting > 0 || s.readers.first().is_some_and(|&oldest| oldest != ticket),
+                    Decode::Read(ticket) => s.starting > 0 || s.readers.first() != Some(&ticket),
                     // Readers held back by a head start leave the cores to steps.
                     Decode::Step => !s.readers.is_empty() && s.starting == 0,
                 }
@@ -438,6 +421,9 @@ impl CoreGate {
             state = self.changed.wait(state).unwrap_or_else(|p| p.into_inner());
         }
         state.waiting -= 1;
+        if let Decode::Read(ticket) = kind {
+            state.readers.remove(&ticket);
+        }
         state.free -= count;
         Cores { gate: self, count }
     }

@@ -9,6 +9,8 @@
 //! (an unknown field, a wrong type, a bad value) are errors that name the
 //! file, the line and the field. See `docs/providers.md` for the reference.
 
+pub mod registry;
+
 use crate::provider::structured::StructuredOutput;
 use std::collections::BTreeMap;
 use std::num::NonZeroUsize;

@@ -18,20 +18,20 @@
 //! whole process), a [`PricedProvider`] when prices are configured, and a
 //! [`CachedProvider`] when the response cache is on.
 
-use super::structured::StructuredOutput;
+use crate::provider::structured::StructuredOutput;
 use std::collections::BTreeMap;
 use std::num::NonZeroUsize;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use super::Provider;
-use super::anthropic::{self, AnthropicConfig, AnthropicProvider};
-use super::cache::{CachedProvider, ResponseCache};
-use super::limiter::{self, LimitedProvider};
-use super::openai::{self, OpenAiConfig, OpenAiProvider};
-use super::pricing::PricedProvider;
-use super::window::WindowedProvider;
-use crate::config::{Config, ConfigError, ProviderConfig, ProviderKind};
+use super::{Config, ConfigError, ProviderConfig, ProviderKind};
+use crate::provider::Provider;
+use crate::provider::anthropic::{self, AnthropicConfig, AnthropicProvider};
+use crate::provider::cache::{CachedProvider, ResponseCache};
+use crate::provider::limiter::{self, LimitedProvider};
+use crate::provider::openai::{self, OpenAiConfig, OpenAiProvider};
+use crate::provider::pricing::PricedProvider;
+use crate::provider::window::WindowedProvider;
 
 /// Errors choosing or building a provider.
 #[derive(Debug, thiserror::Error)]
@@ -472,14 +472,14 @@ pub fn build_local(
     let build_error = |message: String| RegistryError::Build { name: name.into(), message };
     let model = crate::model::resolve_model(spec.model.as_deref().unwrap_or(""));
     let model_path = crate::model::ensure_reporting(&model, progress).map_err(|e| build_error(e.to_string()))?;
-    let mut config = super::local::LocalConfig::new(model_path);
+    let mut config = crate::provider::local::LocalConfig::new(model_path);
     config.name = model.name();
     config.threads = spec.threads;
     config.threads_batch = spec.threads_batch;
     config.parallel = spec.parallel;
     config.context_size = spec.context_size;
     config.flash_attention = spec.flash_attention.unwrap_or(false);
-    super::local::LocalProvider::new(config)
+    crate::provider::local::LocalProvider::new(config)
         .map(|p| Arc::new(p) as Arc<dyn Provider>)
         .map_err(|e| build_error(e.to_string()))
 }
