@@ -4,6 +4,9 @@
 
 use ratatui::text::Line;
 
+use std::collections::HashMap;
+
+use super::components::agent_rows::PaneCache;
 use super::wrap::WrapCache;
 use crate::session::event::Event;
 use crate::session::fold::SessionView;
@@ -31,6 +34,8 @@ pub struct ViewModel {
     pub session: SessionView,
     pub wrap: WrapCache,
     pub transcript: TranscriptCache,
+    /// Agent panes, by agent index.
+    pub panes: HashMap<usize, PaneCache>,
     /// A transcript entry to bring into view at the next render (search).
     pub pending_jump: Option<usize>,
 }
@@ -55,6 +60,8 @@ impl ViewModel {
         self.wrap = std::mem::take(&mut other.wrap);
         // Transcript entries are keyed by position, which a refold keeps.
         self.transcript = std::mem::take(&mut other.transcript);
+        // Pane rows say what they were made from, and agents keep their places.
+        self.panes = std::mem::take(&mut other.panes);
     }
 
     /// Agent indices per stakeholder group, in panel order.

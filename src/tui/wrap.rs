@@ -189,10 +189,12 @@ impl WrapCache {
     /// width, re-wrapping only what changed.
     pub fn lines(&mut self, turn: &TurnView, width: u16) -> &[WrappedLine] {
         let streaming = turn.state == TurnState::Streaming;
-        let text = shown(turn);
         let key = (turn.id, width);
+        if self.entries.get(&key).is_some_and(|e| e.revision == turn.revision && e.streaming == streaming) {
+            return &self.entries[&key].lines;
+        }
+        let text = shown(turn);
         let fresh = match self.entries.get(&key) {
-            Some(e) if e.revision == turn.revision && e.streaming == streaming => false,
             Some(e) if e.streaming && streaming && text.len() >= e.len => {
                 let e = self.entries.get_mut(&key).expect("present");
                 let from = e.lines.pop().map(|l| l.start).unwrap_or(0);

@@ -331,6 +331,32 @@ fn live_and_replayed_folds_draw_the_same_screen() {
     assert_eq!(live_app.view().aggregate, replayed.view().aggregate);
 }
 
+/// The panes keep what they drew between frames (wrapped words, score lines,
+/// rows per turn); a screen drawn after every event, streamed deltas included,
+/// is the screen drawn once from the same events.
+#[test]
+fn panes_drawn_after_every_event_match_a_fresh_draw() {
+    for name in ["maj-eval-two-groups", "chat-eval", "collab-eval"] {
+        let events = example(name);
+        let (mut incremental, _rx) = live_app(&[]);
+        for (w, h) in [(80, 24), (160, 48)] {
+            let mut checked = 0;
+            for (i, e) in events.iter().enumerate() {
+                incremental.on_session_event(e);
+                let drawn = screen_text(&render(&mut incremental, w, h));
+                if i % 7 == 0 || i + 1 == events.len() {
+                    let (mut fresh, _rx) = live_app(&events[..=i]);
+                    assert_eq!(drawn, screen_text(&render(&mut fresh, w, h)), "{name} at {w}x{h} after event {i}");
+                    checked += 1;
+                }
+            }
+            assert!(checked > 3, "{name}: {checked} checks");
+            // Back to the start for the next size.
+            (incremental, _) = live_app(&[]);
+        }
+    }
+}
+
 #[test]
 fn search_finds_comments_and_scrolls_the_transcript() {
     let mut app = App::loaded(Env::test(), &example("maj-eval-two-groups"));

@@ -12,8 +12,6 @@ use super::{clip, pane, score_spans};
 use crate::session::fold::{AgentState, AgentView};
 use crate::tui::app::{App, Focus, fmt_score};
 use crate::tui::theme::Theme;
-use crate::tui::words::{previous_evaluation, score_line, shown_scores};
-use crate::tui::wrap::wrap;
 
 /// The state badge of an agent: symbol, word and style.
 pub fn badge(a: &AgentView, theme: &Theme) -> (&'static str, String, Style) {
@@ -112,44 +110,19 @@ pub fn draw(f: &mut Frame, area: Rect, app: &mut App, idx: usize) {
     // Turns of this agent: a marker line, the wrapped words, then the
     // turn's scores once it completed.
     let width = body.width;
-    let turn_idx: Vec<usize> = a.turns.clone();
-    let keys = app.vm.session.dimension_keys();
-    let scores: Vec<Vec<String>> = turn_idx
-        .iter()
-        .map(|&ti| {
-            let t = &app.vm.session.turns[ti];
-            match shown_scores(t, app.vm.session.panel.as_ref()) {
-                Some(ev) => {
-                    let before = previous_evaluation(&app.vm.session, ti);
-                    wrap(&score_line(&keys, &ev, before, true), width as usize).into_iter().map(|l| l.text).collect()
-                }
-                None => Vec::new(),
-            }
-        })
-        .collect();
-    let mut total = 0usize;
-    let mut sizes = Vec::with_capacity(turn_idx.len());
-    for (k, &ti) in turn_idx.iter().enumerate() {
-        let t = &app.vm.session.turns[ti];
-        let n = app.vm.wrap.lines(t, width).len() + 1 + scores[k].len();
-        sizes.push(n);
-        total += n;
-    }
-    let top = app.scroll_of(Focus::Agent(idx)).resolve(total, body.height as usize);
-    let mut out: Vec<Line> = Vec::with_capacity(body.height as usize);
-    let mut row = 0usize;
-    let end = top + body.height as usize;
-    for (k, &ti) in turn_idx.iter().enumerate() {
-        let n = sizes[k];
-        if row + n <= top {
-            row += n;
-            continue;
-        }
-        if row >= end {
-            break;
-        }
-        let t = &app.vm.session.turns[ti];
-        let mut rows: Vec<Line> = Vec::with_capacity(n);
+    let height = body.height as usize;
+    let vm = &mut app.vm;
+    let pane = vm.panes.entry(idx).or_default();
+    pane.refresh(&vm.session, &vm.session.agents[idx].turns, width, &mut vm.wrap);
+    let total = pane.total();
+    let top = app.scroll_of(Focus::Agent(idx)).resolve(total, height);
+    let vm = &mut app.vm;
+    let pane = &vm.panes[&idx];
+    let a = &vm.session.agents[idx];
+    let mut out: Vec<Line> = Vec::with_capacity(height);
+    for (k, start) in pane.visible(top, height) {
+        let t = &vm.session.turns[a.turns[k]];
+        let mut rows: Vec<Line> = Vec::new();
         let mut label = format!("── {} ", crate::tui::words::turn_label(t));
         if let Some(e) = &t.parse_error {
             label.push_str(&format!("· unparsed: {} ", clip(e, 40)));
@@ -158,11 +131,10 @@ pub fn draw(f: &mut Frame, area: Rect, app: &mut App, idx: usize) {
             label.push_str(&format!("· salvaged: {} ", clip(why, 40)));
         }
         rows.push(Line::from(Span::styled(label, theme.muted())));
-        rows.extend(app.vm.wrap.lines(t, width).iter().map(|l| Line::from(Span::styled(l.text.clone(), theme.text()))));
-        rows.extend(scores[k].iter().map(|l| Line::from(Span::styled(l.clone(), theme.accent()))));
-        let skip = top.saturating_sub(row);
-        out.extend(rows.into_iter().skip(skip).take(end.saturating_sub(row + skip)));
-        row += n;
+        rows.extend(vm.wrap.lines(t, width).iter().map(|l| Line::from(Span::styled(l.text.clone(), theme.text()))));
+        rows.extend(pane.turn(k).scores.iter().map(|l| Line::from(Span::styled(l.clone(), theme.accent()))));
+        let skip = top.saturating_sub(start);
+        out.extend(rows.into_iter().skip(skip).take(height - out.len()));
     }
     if total == 0 {
         out.push(Line::from(Span::styled("(has not spoken yet)", theme.muted())));

@@ -2,6 +2,7 @@
 //! a rectangle; none has side effects beyond caches and scroll bookkeeping.
 
 pub mod agent;
+pub mod agent_rows;
 pub mod aggregator;
 pub mod consensus;
 pub mod footer;
