@@ -34,6 +34,21 @@ pub struct Item {
     pub human_labels: Vec<String>,
 }
 
+impl Item {
+    /// An item of only an id and the text to judge.
+    pub fn new(id: impl Into<String>, content: impl Into<String>) -> Self {
+        Self {
+            id: id.into(),
+            content: content.into(),
+            context: None,
+            reference: None,
+            human: None,
+            candidates: None,
+            human_labels: Vec::new(),
+        }
+    }
+}
+
 // ---------------------------------------------------------------------------
 // Loading
 // ---------------------------------------------------------------------------

@@ -43,15 +43,7 @@ pub fn load_item(panel: &Panel, args: &RunArgs) -> anyhow::Result<Item> {
         if text.trim().is_empty() {
             bail!("--content is empty");
         }
-        return Ok(Item {
-            id: args.id.clone().unwrap_or_else(|| "content".into()),
-            content: text.clone(),
-            context: None,
-            reference: None,
-            human: None,
-            candidates: None,
-            human_labels: Vec::new(),
-        });
+        return Ok(Item::new(args.id.clone().unwrap_or_else(|| "content".into()), text.clone()));
     }
     let file: ItemsFile = match &args.item {
         Some(path) => crate::item::load_items(path)?,

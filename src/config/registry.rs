@@ -193,18 +193,24 @@ impl Registry {
         let pc = self.config.providers.get(name).cloned().unwrap_or_default();
         let build_error = |message: String| RegistryError::Build { name: name.into(), message };
         let key = self.api_key(name, kind, &pc)?;
+        // What both HTTP kinds take from the provider's section the same way.
+        macro_rules! set_common {
+            ($c:ident) => {
+                $c.name = name.to_string();
+                if let Some(url) = &pc.base_url {
+                    $c.base_url = url.clone();
+                }
+                $c.api_key = key;
+                if let Some(m) = &pc.model {
+                    $c.model = m.clone();
+                }
+                $c.timeouts = pc.timeouts();
+            };
+        }
         let (inner, base_url): (Arc<dyn Provider>, Option<String>) = match kind {
             ProviderKind::Openai => {
                 let mut c = OpenAiConfig::from_lookup(|k| (self.env)(k));
-                c.name = name.to_string();
-                if let Some(url) = &pc.base_url {
-                    c.base_url = url.clone();
-                }
-                c.api_key = key;
-                if let Some(m) = &pc.model {
-                    c.model = m.clone();
-                }
-                c.timeouts = pc.timeouts();
+                set_common!(c);
                 c.top_logprobs = pc.logprobs;
                 c.structured_output = match pc.structured_output.unwrap_or_default() {
                     StructuredOutput::Tool => {
@@ -219,15 +225,7 @@ impl Registry {
             }
             ProviderKind::Anthropic => {
                 let mut c = AnthropicConfig::from_lookup(|k| (self.env)(k));
-                c.name = name.to_string();
-                if let Some(url) = &pc.base_url {
-                    c.base_url = url.clone();
-                }
-                c.api_key = key;
-                if let Some(m) = &pc.model {
-                    c.model = m.clone();
-                }
-                c.timeouts = pc.timeouts();
+                set_common!(c);
                 c.structured_output = match pc.structured_output.unwrap_or_default() {
                     form @ (StructuredOutput::JsonSchema | StructuredOutput::JsonObject) => {
                         return Err(build_error(format!(

@@ -33,16 +33,11 @@ pub use progress::Progress;
 /// Why a batch run could not start or finish its bookkeeping.
 #[derive(Debug, thiserror::Error)]
 pub enum EvalError {
-    #[error("no item with id {0} in the data file")]
-    UnknownIds(String),
-    #[error("{}: {error}", path.display())]
-    Io {
-        path: PathBuf,
-        #[source]
-        error: std::io::Error,
-    },
-    #[error("{}: not a readable run description: {message}", path.display())]
-    Manifest { path: PathBuf, message: String },
+    #[error(transparent)]
+    UnknownIds(#[from] UnknownIds),
+    /// The run folder or its `run.json` could not be read or written.
+    #[error(transparent)]
+    Folder(#[from] ManifestError),
     #[error(
         "{} already holds a run; pass --resume to continue it (completed items are skipped), or choose another --out",
         dir.display()
@@ -52,21 +47,6 @@ pub enum EvalError {
     PanelMismatch { dir: PathBuf, found: String, expected: String },
     #[error("no items to run: {0}")]
     NothingSelected(String),
-}
-
-impl From<ManifestError> for EvalError {
-    fn from(e: ManifestError) -> Self {
-        match e {
-            ManifestError::Io { path, error } => EvalError::Io { path, error },
-            ManifestError::Unreadable { path, message } => EvalError::Manifest { path, message },
-        }
-    }
-}
-
-impl From<UnknownIds> for EvalError {
-    fn from(UnknownIds(ids): UnknownIds) -> Self {
-        EvalError::UnknownIds(ids)
-    }
 }
 
 /// Everything a batch run needs.
@@ -171,7 +151,7 @@ pub async fn run_eval(
     let dir = config.out.clone();
     let io = |path: &Path| {
         let path = path.to_path_buf();
-        move |error| EvalError::Io { path, error }
+        move |error| EvalError::Folder(ManifestError::Io { path, error })
     };
     let selected = config.selection.apply(&config.items)?;
     if selected.is_empty() {

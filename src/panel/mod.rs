@@ -168,7 +168,7 @@ impl JudgeText {
 ///
 /// In a panel file the settings of the panel, of the moderator and of an
 /// agent sit among that table's own keys: `PanelFile`, `ModeratorFile` and
-/// `AgentFile` declare them there, with the attributes they have here.
+/// `AgentFile` declare them there (`as_written!`), with the attributes they have here.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 pub struct ModelSettings {
     #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "check::some_text")]
@@ -181,6 +181,38 @@ pub struct ModelSettings {
     pub max_tokens: Option<u32>,
 }
 
+/// Declares a table as written in a panel file: its own keys, then the
+/// [`ModelSettings`] keys beside them (serde's `flatten` would hide unknown
+/// keys from `serde_ignored`), and `model_settings` to take those out.
+macro_rules! as_written {
+    ($(#[$doc:meta])* struct $name:ident { $($fields:tt)* }) => {
+        $(#[$doc])*
+        #[derive(Deserialize)]
+        struct $name {
+            $($fields)*
+            #[serde(default, deserialize_with = "check::some_text")]
+            provider: Option<String>,
+            #[serde(default, deserialize_with = "check::some_text")]
+            model: Option<String>,
+            #[serde(default, deserialize_with = "check::some_temperature")]
+            temperature: Option<f32>,
+            #[serde(default, deserialize_with = "check::some_count")]
+            max_tokens: Option<u32>,
+        }
+
+        impl $name {
+            fn model_settings(&mut self) -> ModelSettings {
+                ModelSettings {
+                    provider: self.provider.take(),
+                    model: self.model.take(),
+                    temperature: self.temperature,
+                    max_tokens: self.max_tokens,
+                }
+            }
+        }
+    };
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(from = "ModeratorFile")]
 pub struct ModeratorSettings {
@@ -191,31 +223,19 @@ pub struct ModeratorSettings {
     pub model: ModelSettings,
 }
 
+as_written! {
 /// `[moderator]` as written: [`ModeratorSettings`] with its model settings among its keys.
-#[derive(Deserialize)]
 struct ModeratorFile {
     #[serde(default)]
     policy: ModeratorPolicy,
     #[serde(default = "default_max_turns", deserialize_with = "check::count")]
     max_turns: u32,
-    #[serde(default, deserialize_with = "check::some_text")]
-    provider: Option<String>,
-    #[serde(default, deserialize_with = "check::some_text")]
-    model: Option<String>,
-    #[serde(default, deserialize_with = "check::some_temperature")]
-    temperature: Option<f32>,
-    #[serde(default, deserialize_with = "check::some_count")]
-    max_tokens: Option<u32>,
+}
 }
 
 impl From<ModeratorFile> for ModeratorSettings {
-    fn from(f: ModeratorFile) -> Self {
-        let model = ModelSettings {
-            provider: f.provider,
-            model: f.model,
-            temperature: f.temperature,
-            max_tokens: f.max_tokens,
-        };
+    fn from(mut f: ModeratorFile) -> Self {
+        let model = f.model_settings();
         Self { policy: f.policy, max_turns: f.max_turns, model }
     }
 }
@@ -296,8 +316,8 @@ pub struct AgentSpec {
     pub model: ModelSettings,
 }
 
+as_written! {
 /// An agent as written: [`AgentSpec`] with its model settings among its keys.
-#[derive(Deserialize)]
 struct AgentFile {
     #[serde(deserialize_with = "check::text")]
     name: String,
@@ -313,24 +333,12 @@ struct AgentFile {
     traits: String,
     #[serde(default)]
     relationships: String,
-    #[serde(default, deserialize_with = "check::some_text")]
-    provider: Option<String>,
-    #[serde(default, deserialize_with = "check::some_text")]
-    model: Option<String>,
-    #[serde(default, deserialize_with = "check::some_temperature")]
-    temperature: Option<f32>,
-    #[serde(default, deserialize_with = "check::some_count")]
-    max_tokens: Option<u32>,
+}
 }
 
 impl From<AgentFile> for AgentSpec {
-    fn from(f: AgentFile) -> Self {
-        let model = ModelSettings {
-            provider: f.provider,
-            model: f.model,
-            temperature: f.temperature,
-            max_tokens: f.max_tokens,
-        };
+    fn from(mut f: AgentFile) -> Self {
+        let model = f.model_settings();
         Self {
             name: f.name,
             role: f.role,
@@ -389,12 +397,12 @@ pub struct Panel {
     pub source: Option<PathBuf>,
 }
 
+as_written! {
 /// A panel file as written: [`Panel`] with the panel-wide model settings
 /// among its keys (serde's `flatten` would hide unknown keys from
 /// `serde_ignored`) and the roles by name. serde rejects wrong types and bad
 /// values as it reads; `check` reports unknown keys and the rules between
 /// fields.
-#[derive(Deserialize)]
 struct PanelFile {
     #[serde(deserialize_with = "check::text")]
     name: String,
@@ -423,19 +431,13 @@ struct PanelFile {
     /// Required, as `dimensions` is.
     #[serde(default)]
     groups: Vec<GroupSpec>,
-    #[serde(default, deserialize_with = "check::some_text")]
-    provider: Option<String>,
-    #[serde(default, deserialize_with = "check::some_text")]
-    model: Option<String>,
-    #[serde(default, deserialize_with = "check::some_temperature")]
-    temperature: Option<f32>,
-    #[serde(default, deserialize_with = "check::some_count")]
-    max_tokens: Option<u32>,
+}
 }
 
 impl TryFrom<PanelFile> for Panel {
     type Error = String;
-    fn try_from(f: PanelFile) -> Result<Self, String> {
+    fn try_from(mut f: PanelFile) -> Result<Self, String> {
+        let model = f.model_settings();
         let roles = f
             .roles
             .into_iter()
@@ -445,12 +447,6 @@ impl TryFrom<PanelFile> for Panel {
             })
             .collect::<Result<_, _>>()?;
         let protocol = ProtocolSection::try_from(f.protocol)?;
-        let model = ModelSettings {
-            provider: f.provider,
-            model: f.model,
-            temperature: f.temperature,
-            max_tokens: f.max_tokens,
-        };
         Ok(Panel {
             name: f.name,
             protocol,

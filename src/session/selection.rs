@@ -110,15 +110,7 @@ mod tests {
     use super::*;
 
     fn item(id: &str) -> Item {
-        Item {
-            id: id.into(),
-            content: "x".into(),
-            context: None,
-            reference: None,
-            human: None,
-            candidates: None,
-            human_labels: Vec::new(),
-        }
+        Item::new(id, "x")
     }
 
     #[test]
