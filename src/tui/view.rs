@@ -24,6 +24,10 @@ pub struct CachedEntry {
 pub struct TranscriptCache {
     pub width: u16,
     pub entries: Vec<Option<CachedEntry>>,
+    /// The row after each entry, counted from the transcript's first.
+    pub ends: Vec<usize>,
+    /// How many leading entries can no longer change (see `transcript::settled`).
+    pub settled: usize,
     /// Entries built (for tests and benchmarks).
     pub builds: u64,
 }

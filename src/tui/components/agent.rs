@@ -139,7 +139,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &mut App, idx: usize) {
     if total == 0 {
         out.push(Line::from(Span::styled("(has not spoken yet)", theme.muted())));
     }
-    f.render_widget(Paragraph::new(out), body);
+    super::draw_lines(f.buffer_mut(), body, &out);
 }
 
 /// The compact list of agents, grouped, one row each.

@@ -14,13 +14,42 @@ pub mod sage;
 pub mod summary;
 pub mod transcript;
 
+use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::Style;
 use ratatui::symbols::border;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders};
+use ratatui::widgets::{Block, Borders, Paragraph, Widget};
 
 use super::theme::Theme;
+
+/// Draw `lines` in `area`, one a row from the top, each cut at the right
+/// edge: what a `Paragraph` without wrapping draws. A line of printable ASCII
+/// in its spans' own styles (most of a frame) is written a cell per byte,
+/// without the grapheme segmentation and width lookups that other text needs;
+/// any other line is drawn by a `Paragraph`.
+pub fn draw_lines(buf: &mut Buffer, area: Rect, lines: &[Line]) {
+    let right = area.right();
+    for (row, line) in lines.iter().take(area.height as usize).enumerate() {
+        let y = area.y + row as u16;
+        let plain = line.style == Style::default()
+            && line.spans.iter().all(|s| s.content.bytes().all(|b| (b' '..=b'~').contains(&b)));
+        if !plain {
+            Paragraph::new(line.clone()).render(Rect { y, height: 1, ..area }, buf);
+            continue;
+        }
+        let mut x = area.x;
+        for span in &line.spans {
+            for b in span.content.bytes() {
+                if x >= right {
+                    break;
+                }
+                buf[(x, y)].set_char(b as char).set_style(span.style);
+                x += 1;
+            }
+        }
+    }
+}
 
 /// A pane's frame: thick and coloured when focused.
 pub fn pane<'a>(title: Line<'a>, focused: bool, theme: &Theme) -> Block<'a> {
@@ -116,4 +145,33 @@ pub fn inner(area: Rect) -> Rect {
 /// A plain style helper.
 pub fn style_if(cond: bool, yes: Style, no: Style) -> Style {
     if cond { yes } else { no }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ratatui::style::{Color, Modifier};
+
+    /// `draw_lines` draws what a `Paragraph` draws, styles included.
+    #[test]
+    fn draw_lines_matches_a_paragraph() {
+        let red = Style::default().fg(Color::Red);
+        let bold = Style::default().add_modifier(Modifier::BOLD).bg(Color::Blue);
+        let lines = vec![
+            Line::from(Span::styled("plain ascii words", red)),
+            Line::from(vec![Span::styled("two ", red), Span::styled("spans", bold), Span::raw(" and raw")]),
+            Line::from(Span::styled("a line longer than the area is wide, cut at the edge", bold)),
+            Line::from(Span::styled("wide 你好 and é", red)),
+            Line::from(Span::styled("a tab\there", red)),
+            Line::from(Span::raw("line style")).patch_style(bold),
+            Line::from(""),
+            Line::from(Span::styled("below the area", red)),
+        ];
+        let area = Rect { x: 2, y: 1, width: 20, height: 7 };
+        let mut want = Buffer::empty(Rect { x: 0, y: 0, width: 24, height: 9 });
+        let mut got = want.clone();
+        Paragraph::new(lines.clone()).render(area, &mut want);
+        draw_lines(&mut got, area, &lines);
+        assert_eq!(got, want);
+    }
 }

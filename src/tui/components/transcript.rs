@@ -13,7 +13,6 @@ use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::style::Modifier;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::Paragraph;
 
 use super::pane;
 use crate::session::event::{OverrideTarget, SelectedBy};
@@ -190,27 +189,49 @@ fn build(v: &SessionView, e: &TimelineEntry, width: u16, theme: &Theme, wraps: &
     }
 }
 
-/// Bring the cache up to date for `width`; returns the row count per entry.
+/// Whether an entry's lines can no longer change: a turn that completed or
+/// failed and is not hidden (a blind pairwise verdict is shown once revealed),
+/// or any other entry once another follows it (a result is rebuilt while it is
+/// the last entry).
+fn settled(v: &SessionView, e: &TimelineEntry, last: bool) -> bool {
+    match e {
+        TimelineEntry::Turn(i) => {
+            v.turns.get(*i).is_some_and(|t| t.state != TurnState::Streaming && !v.pairwise.hides_turn(t.id))
+        }
+        _ => !last,
+    }
+}
+
+/// Bring the cache up to date for `width`, looking again only at the entries
+/// after the settled ones.
 fn refresh(app: &mut App, width: u16) {
     let theme = app.env.theme().clone();
     let vm = &mut app.vm;
-    if vm.transcript.width != width {
-        vm.transcript.width = width;
-        vm.transcript.entries.clear();
-    }
+    let cache = &mut vm.transcript;
     let n = vm.session.timeline.len();
-    vm.transcript.entries.resize(n, None);
-    for i in 0..n {
+    if cache.width != width || cache.entries.len() > n {
+        *cache = crate::tui::view::TranscriptCache { width, builds: cache.builds, ..Default::default() };
+    }
+    cache.entries.resize(n, None);
+    cache.ends.resize(n, 0);
+    let mut settling = true;
+    for i in cache.settled..n {
         let e = &vm.session.timeline[i];
         let key = entry_key(&vm.session, e);
-        let stale = match &vm.transcript.entries[i] {
+        let stale = match &cache.entries[i] {
             Some(c) => c.key != key || matches!(e, TimelineEntry::Aggregate { .. }) && i + 1 == n,
             None => true,
         };
         if stale {
             let lines = build(&vm.session, e, width, &theme, &mut vm.wrap);
-            vm.transcript.entries[i] = Some(CachedEntry { key, lines });
-            vm.transcript.builds += 1;
+            cache.entries[i] = Some(CachedEntry { key, lines });
+            cache.builds += 1;
+        }
+        let rows = cache.entries[i].as_ref().map_or(0, |c| c.lines.len());
+        cache.ends[i] = i.checked_sub(1).map_or(0, |p| cache.ends[p]) + rows;
+        settling &= settled(&vm.session, e, i + 1 == n);
+        if settling {
+            cache.settled = i + 1;
         }
     }
 }
@@ -230,38 +251,34 @@ pub fn draw(f: &mut Frame, area: Rect, app: &mut App) {
         return;
     }
     refresh(app, inner.width);
-    let entries = &app.vm.transcript.entries;
-    let total: usize = entries.iter().map(|e| e.as_ref().map_or(0, |c| c.lines.len())).sum();
+    let height = inner.height as usize;
+    let ends = &app.vm.transcript.ends;
+    let total = ends.last().copied().unwrap_or(0);
     if let Some(target) = app.vm.pending_jump.take() {
-        let row: usize = entries.iter().take(target).map(|e| e.as_ref().map_or(0, |c| c.lines.len())).sum();
+        let row = target.checked_sub(1).map_or(0, |p| ends.get(p).copied().unwrap_or(total));
         let s = app.scroll.entry(Focus::Transcript).or_default();
         s.follow = false;
         s.top = row;
     }
-    let top = app.scroll.entry(Focus::Transcript).or_default().resolve(total, inner.height as usize);
+    let top = app.scroll.entry(Focus::Transcript).or_default().resolve(total, height);
     let hit = app.search.hits.get(app.search.current).copied();
-    let mut out: Vec<Line> = Vec::with_capacity(inner.height as usize);
-    let mut row = 0usize;
-    let end = top + inner.height as usize;
-    for (i, e) in app.vm.transcript.entries.iter().enumerate() {
-        let Some(c) = e else { continue };
-        let n = c.lines.len();
-        if row + n <= top {
-            row += n;
-            continue;
-        }
-        if row >= end {
+    let cache = &app.vm.transcript;
+    let mut out: Vec<Line> = Vec::with_capacity(height);
+    let first = cache.ends.partition_point(|&e| e <= top);
+    for i in first..cache.entries.len() {
+        let Some(c) = &cache.entries[i] else { continue };
+        let start = i.checked_sub(1).map_or(0, |p| cache.ends[p]);
+        if out.len() >= height {
             break;
         }
-        let skip = top.saturating_sub(row);
+        let skip = top.saturating_sub(start);
         for l in c.lines.iter().skip(skip) {
-            if out.len() >= inner.height as usize {
+            if out.len() >= height {
                 break;
             }
             let line = l.clone();
             out.push(if Some(i) == hit { line.patch_style(theme.selection()) } else { line });
         }
-        row += n;
     }
-    f.render_widget(Paragraph::new(out), inner);
+    super::draw_lines(f.buffer_mut(), inner, &out);
 }
