@@ -66,6 +66,10 @@ impl ViewModel {
         self.transcript = std::mem::take(&mut other.transcript);
         // Pane rows say what they were made from, and agents keep their places.
         self.panes = std::mem::take(&mut other.panes);
+        // An entry or turn settled in the other fold may be streaming in this
+        // one (a seek back): look at every one again.
+        self.transcript.settled = 0;
+        self.panes.values_mut().for_each(PaneCache::unsettle);
     }
 
     /// Agent indices per stakeholder group, in panel order.

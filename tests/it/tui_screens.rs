@@ -357,6 +357,48 @@ fn panes_drawn_after_every_event_match_a_fresh_draw() {
     }
 }
 
+/// A seek back refolds the log and keeps the caches: a turn that had
+/// completed may be streaming again, and the screen shows it as it was then.
+#[test]
+fn seeking_back_to_each_turn_draws_what_a_fresh_fold_draws() {
+    let events = example("maj-eval-two-groups");
+    // Cut before the end so that a seek back can leave as many transcript
+    // entries as there are at the end (turns streaming side by side).
+    let last_done = events.iter().rposition(|e| matches!(e.kind, EventKind::TurnCompleted { .. })).unwrap();
+    let events = events[..=last_done].to_vec();
+    let turns: Vec<u64> = events
+        .iter()
+        .filter_map(|e| match e.kind {
+            EventKind::TurnCompleted { turn, .. } => Some(turn),
+            _ => None,
+        })
+        .collect();
+    let body = |t: &Terminal<TestBackend>, h: usize| {
+        screen_text(t).lines().skip(2).take(h - 3).map(String::from).collect::<Vec<_>>()
+    };
+    for (w, h) in [(80, 24), (160, 48)] {
+        let mut replay = App::replay(Env::test(), events.clone(), 1.0);
+        for &turn in turns.iter().rev() {
+            replay.on_key(KeyEvent::new(KeyCode::End, KeyModifiers::NONE));
+            render(&mut replay, w, h);
+            replay.on_key(key(':'));
+            type_str(&mut replay, &format!("seek {turn}"));
+            replay.on_key(code(KeyCode::Enter));
+            replay.message = None;
+            let pos = events
+                .iter()
+                .position(|e| matches!(&e.kind, EventKind::TurnCompleted { turn: t, .. } if *t == turn))
+                .unwrap();
+            let (mut fresh, _rx) = live_app(&events[..=pos]);
+            assert_eq!(
+                body(&render(&mut replay, w, h), h as usize),
+                body(&render(&mut fresh, w, h), h as usize),
+                "turn {turn} at {w}x{h}"
+            );
+        }
+    }
+}
+
 #[test]
 fn search_finds_comments_and_scrolls_the_transcript() {
     let mut app = App::loaded(Env::test(), &example("maj-eval-two-groups"));

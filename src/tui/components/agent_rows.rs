@@ -92,6 +92,13 @@ impl PaneCache {
         }
     }
 
+    /// Look at every turn again at the next refresh (rows are kept where
+    /// what they were made from is unchanged).
+    pub fn unsettle(&mut self) {
+        self.settled = 0;
+        self.last.clear();
+    }
+
     /// Rows of turn `k`: its marker line, its words and its scores.
     fn rows(&self, k: usize) -> usize {
         let t = &self.turns[k];
