@@ -45,6 +45,8 @@ struct Moot {
     child: Box<dyn portable_pty::Child + Send + Sync>,
     writer: Box<dyn Write + Send>,
     parser: Arc<Mutex<vt100::Parser>>,
+    /// Feeds the program's output to the parser until the terminal closes.
+    reader: std::thread::JoinHandle<()>,
 }
 
 impl Moot {
@@ -57,7 +59,7 @@ impl Moot {
         let writer = pair.master.take_writer().unwrap();
         let parser = Arc::new(Mutex::new(vt100::Parser::new(24, 80, 0)));
         let p2 = parser.clone();
-        std::thread::spawn(move || {
+        let reader = std::thread::spawn(move || {
             let mut buf = [0u8; 8192];
             while let Ok(n) = reader.read(&mut buf) {
                 if n == 0 {
@@ -66,7 +68,7 @@ impl Moot {
                 p2.lock().unwrap().process(&buf[..n]);
             }
         });
-        Self { child, writer, parser }
+        Self { child, writer, parser, reader }
     }
 
     fn screen(&self) -> Screen {
@@ -78,11 +80,16 @@ impl Moot {
         self.writer.flush().unwrap();
     }
 
-    /// The exit status, once the process has ended (panics after `timeout`).
+    /// The exit status, once the process has ended and everything it wrote
+    /// is on the screen (panics after `timeout`).
     fn wait_exit(&mut self, timeout: Duration) -> portable_pty::ExitStatus {
         let deadline = Instant::now() + timeout;
         loop {
             if let Some(s) = self.child.try_wait().unwrap() {
+                while !self.reader.is_finished() {
+                    assert!(Instant::now() < deadline, "moot's output never ended; screen:\n{}", self.screen().text());
+                    std::thread::sleep(Duration::from_millis(10));
+                }
                 return s;
             }
             assert!(Instant::now() < deadline, "moot did not exit; screen:\n{}", self.screen().text());
