@@ -47,21 +47,21 @@ impl PaneCache {
         if self.width != width || self.turns.len() > turns.len() {
             *self = Self { width, ..Self::default() };
         }
-        let keys = view.dimension_keys();
+        // Only a turn whose rows are made again needs the panel's dimensions.
+        let mut keys = None;
         let mut last = self.last.clone();
         let mut settling = true;
         for (k, &ti) in turns.iter().enumerate().skip(self.settled) {
             let t = &view.turns[ti];
-            let find = |last: &LastEvaluated| {
-                last.iter().find(|(r, g, _)| *r == t.role && g.as_deref() == t.group.as_deref()).map(|l| l.2)
-            };
-            let before = if t.phase == Phase::Scoring { None } else { find(&last) };
+            let slot = last.iter().position(|(r, g, _)| *r == t.role && g.as_deref() == t.group.as_deref());
+            let before = if t.phase == Phase::Scoring { None } else { slot.map(|i| last[i].2) };
             let made_from = (t.revision, t.state, before.map(|b| (b, view.turns[b].revision)));
             if self.turns.get(k).is_none_or(|c| c.made_from != made_from) {
                 let scores = match shown_scores(t, view.panel.as_ref()) {
                     Some(ev) => {
                         let before = before.and_then(|b| view.turns[b].evaluation.as_ref());
-                        let line = score_line(&keys, &ev, before, true);
+                        let keys = keys.get_or_insert_with(|| view.dimension_keys());
+                        let line = score_line(keys, &ev, before, true);
                         wrap(&line, width as usize).into_iter().map(|l| l.text).collect()
                     }
                     None => Vec::new(),
@@ -79,8 +79,8 @@ impl PaneCache {
                 None => self.ends.push(end),
             }
             if t.evaluation.is_some() {
-                match last.iter_mut().find(|(r, g, _)| *r == t.role && g.as_deref() == t.group.as_deref()) {
-                    Some(l) => l.2 = ti,
+                match slot {
+                    Some(i) => last[i].2 = ti,
                     None => last.push((t.role, t.group.clone(), ti)),
                 }
             }
