@@ -104,15 +104,21 @@ fn bench(c: &mut Criterion) {
             term.draw(|f| live::draw(f, &mut app)).expect("draw");
         })
     });
-    // A turn streaming: one delta per frame.
+    // A turn streaming: one delta per frame. After `REPLY_WORDS` words the
+    // turn completes and the next agent's starts, as replies end at their
+    // token limit (450 tokens is about 360 words), so the bench measures
+    // frames during replies of a real length.
+    const REPLY_WORDS: usize = 360;
     let t = evs.last().map(|e| e.t).expect("events");
     let mut seq = evs.len() as u64;
-    app.on_session_event(&Event {
+    let mut turn = 100_000u64;
+    let mut words = 0usize;
+    let started = |seq: u64, turn: u64| Event {
         seq,
         t,
         kind: EventKind::TurnStarted {
-            turn: 99_999,
-            agent: "Agent 0".into(),
+            turn,
+            agent: format!("Agent {}", turn % 12),
             group: Some("Teachers".into()),
             phase: Phase::Debate,
             round: Some(1),
@@ -121,11 +127,36 @@ fn bench(c: &mut Criterion) {
             dimension: None,
             pair: None,
         },
-    });
+    };
+    app.on_session_event(&started(seq, turn));
     c.bench_function("frame_while_streaming_200x60", |b| {
         b.iter(|| {
             seq += 1;
-            app.on_session_event(&Event { seq, t, kind: EventKind::TurnDelta { turn: 99_999, text: "word ".into() } });
+            if words == REPLY_WORDS {
+                let agent = format!("Agent {}", turn % 12);
+                let text = "word ".repeat(REPLY_WORDS);
+                let usage = Usage { input_tokens: 100, output_tokens: 450, ..Default::default() };
+                let kind = EventKind::TurnCompleted {
+                    turn,
+                    agent,
+                    text,
+                    evaluation: None,
+                    parse_error: Some("the bench's reply has no evaluation".into()),
+                    usage,
+                    latency_ms: 10,
+                    cached: false,
+                    done: false,
+                    truncated: true,
+                };
+                app.on_session_event(&Event { seq, t, kind });
+                seq += 1;
+                turn += 1;
+                words = 0;
+                app.on_session_event(&started(seq, turn));
+                seq += 1;
+            }
+            words += 1;
+            app.on_session_event(&Event { seq, t, kind: EventKind::TurnDelta { turn, text: "word ".into() } });
             term.draw(|f| live::draw(f, &mut app)).expect("draw");
         })
     });

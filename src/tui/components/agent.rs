@@ -6,7 +6,6 @@ use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::Paragraph;
 
 use super::{clip, pane, score_spans};
 use crate::session::fold::{AgentState, AgentView};
@@ -102,7 +101,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &mut App, idx: usize) {
         header_lines.push(Line::from(Span::styled(clip(err, inner.width as usize), theme.error())));
     }
     let head_h = (header_lines.len() as u16).min(inner.height);
-    f.render_widget(Paragraph::new(header_lines), Rect { height: head_h, ..inner });
+    super::draw_lines(f.buffer_mut(), Rect { height: head_h, ..inner }, &header_lines);
     let body = Rect { y: inner.y + head_h, height: inner.height - head_h, ..inner };
     if body.height == 0 {
         return;
@@ -182,6 +181,6 @@ pub fn list(f: &mut Frame, area: Rect, app: &App) -> Vec<(Rect, Focus)> {
         lines.push(Line::from(Span::styled(format!("{:<w$}", format!("  {label}")), st)));
     }
     hits.retain(|(r, _)| r.y < area.y + area.height);
-    f.render_widget(Paragraph::new(lines), area);
+    super::draw_lines(f.buffer_mut(), area, &lines);
     hits
 }

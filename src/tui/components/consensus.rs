@@ -4,7 +4,6 @@
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::Paragraph;
 
 use super::{abbrev, clip, pane, sparkline};
 use crate::tui::app::{App, Focus, fmt_score};
@@ -99,5 +98,5 @@ pub fn draw(f: &mut Frame, area: Rect, app: &mut App) {
     let s = app.scroll_of(Focus::Consensus);
     s.follow = false;
     let top = s.resolve(lines.len(), inner.height as usize);
-    f.render_widget(Paragraph::new(lines).scroll((top as u16, 0)), inner);
+    super::draw_lines(f.buffer_mut(), inner, lines.get(top..).unwrap_or_default());
 }

@@ -3,7 +3,6 @@
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::Paragraph;
 
 use crate::tui::action::Action;
 use crate::tui::app::{App, MessageKind};
@@ -52,7 +51,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
         spans.push(Span::styled(format!(" {k}"), theme.accent()));
         spans.push(Span::styled(format!(" {d} "), theme.muted()));
     }
-    f.render_widget(Paragraph::new(Line::from(spans)), area);
+    super::draw_lines(f.buffer_mut(), area, &[Line::from(spans)]);
 }
 
 /// The pairwise keys that apply to the selected pair, first in the footer.

@@ -2,9 +2,8 @@
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
-use ratatui::style::{Modifier, Style};
+use ratatui::style::Modifier;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::Paragraph;
 
 use crate::session::fold::{RunState, SessionView};
 use crate::tui::app::{App, fmt_speed};
@@ -118,5 +117,5 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
         one.insert(0, Span::styled(format!(" {panel} · {item} "), base));
         vec![Line::from(one)]
     };
-    f.render_widget(Paragraph::new(lines).style(Style::default()), area);
+    super::draw_lines(f.buffer_mut(), area, &lines);
 }

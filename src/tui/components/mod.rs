@@ -24,31 +24,48 @@ use ratatui::widgets::{Block, Borders, Paragraph, Widget};
 use super::theme::Theme;
 
 /// Draw `lines` in `area`, one a row from the top, each cut at the right
-/// edge: what a `Paragraph` without wrapping draws. A line of printable ASCII
-/// in its spans' own styles (most of a frame) is written a cell per byte,
-/// without the grapheme segmentation and width lookups that other text needs;
-/// any other line is drawn by a `Paragraph`.
+/// edge: what a `Paragraph` without wrapping draws. A left-aligned line whose
+/// characters each take one column on their own ([`single_cell`]: printable
+/// ASCII, and the Latin letters, punctuation, arrows and shapes the screen
+/// uses) is written a cell per character, without the grapheme segmentation
+/// that other text needs (most of a frame); any other line is drawn by a
+/// `Paragraph`.
 pub fn draw_lines(buf: &mut Buffer, area: Rect, lines: &[Line]) {
     let right = area.right();
     for (row, line) in lines.iter().take(area.height as usize).enumerate() {
         let y = area.y + row as u16;
-        let plain = line.style == Style::default()
-            && line.spans.iter().all(|s| s.content.bytes().all(|b| (b' '..=b'~').contains(&b)));
-        if !plain {
+        let simple = matches!(line.alignment, None | Some(ratatui::layout::Alignment::Left))
+            && line.spans.iter().all(|s| s.content.chars().all(single_cell));
+        if !simple {
             Paragraph::new(line.clone()).render(Rect { y, height: 1, ..area }, buf);
             continue;
         }
         let mut x = area.x;
-        for span in &line.spans {
-            for b in span.content.bytes() {
+        'spans: for span in &line.spans {
+            let style = line.style.patch(span.style);
+            for c in span.content.chars() {
                 if x >= right {
-                    break;
+                    break 'spans;
                 }
-                buf[(x, y)].set_char(b as char).set_style(span.style);
+                buf[(x, y)].set_char(c).set_style(style);
                 x += 1;
             }
         }
     }
+}
+
+/// Whether `c` is a grapheme of its own one column wide, whatever comes
+/// before or after it: printable ASCII, or a character from the Latin-1 and
+/// Latin Extended letters, general punctuation, arrows, mathematical
+/// operators, box drawing, blocks and geometric shapes, of width one. None
+/// of these blocks holds a combining or joining character; zero-width and
+/// wide ones are excluded by their width.
+pub fn single_cell(c: char) -> bool {
+    if c.is_ascii() {
+        return (' '..='~').contains(&c);
+    }
+    matches!(c, '\u{a0}'..='\u{24f}' | '\u{2010}'..='\u{2027}' | '\u{2030}'..='\u{205e}' | '\u{2190}'..='\u{25ff}')
+        && unicode_width::UnicodeWidthChar::width(c) == Some(1)
 }
 
 /// A pane's frame: thick and coloured when focused.
@@ -164,13 +181,17 @@ mod tests {
             Line::from(Span::styled("wide 你好 and é", red)),
             Line::from(Span::styled("a tab\there", red)),
             Line::from(Span::raw("line style")).patch_style(bold),
+            Line::from(vec![Span::styled("▲ 4·5 → ≈ — é", red), Span::raw(" ● █░ ╭─")]).style(bold),
+            Line::from(vec![Span::raw("soft\u{ad}hyphen, nbsp\u{a0}and zero\u{200b}width")]),
+            Line::from("centred").centered(),
             Line::from(""),
             Line::from(Span::styled("below the area", red)),
         ];
-        let area = Rect { x: 2, y: 1, width: 20, height: 7 };
-        let mut want = Buffer::empty(Rect { x: 0, y: 0, width: 24, height: 9 });
+        let area = Rect { x: 2, y: 1, width: 20, height: 10 };
+        let mut want = Buffer::empty(Rect { x: 0, y: 0, width: 24, height: 12 });
         let mut got = want.clone();
         Paragraph::new(lines.clone()).render(area, &mut want);
+        assert!(lines[6].spans.iter().all(|s| s.content.chars().all(single_cell)), "the symbols take the fast path");
         draw_lines(&mut got, area, &lines);
         assert_eq!(got, want);
     }
