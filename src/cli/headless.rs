@@ -97,6 +97,7 @@ pub struct Transcript<W: Write> {
     /// The cursor is not at the start of a line.
     mid_line: bool,
     dimension_order: Vec<String>,
+    protocol: String,
 }
 
 impl<W: Write> Transcript<W> {
@@ -110,6 +111,7 @@ impl<W: Write> Transcript<W> {
             live: None,
             mid_line: false,
             dimension_order: Vec::new(),
+            protocol: String::new(),
         }
     }
 
@@ -225,6 +227,7 @@ impl<W: Write> Transcript<W> {
                     .and_then(|d| d.as_array())
                     .map(|a| a.iter().filter_map(|d| d.get("key")?.as_str().map(str::to_string)).collect())
                     .unwrap_or_default();
+                self.protocol.clone_from(protocol);
                 self.line(&p.bold(&format!("moot · {name} · {protocol} · item {}", item.id)))?;
                 self.line(&p.dim(&format!("session {session_id}")))?;
                 if let Some(note) = provider_note {
@@ -390,12 +393,13 @@ impl<W: Write> Transcript<W> {
                 };
                 let spreads: Vec<String> =
                     spread.iter().map(|(k, v)| format!("{k} {}", fmt_num((v * 100.0).round() / 100.0))).collect();
-                let verdict = if *reached { p.green("consensus") } else { p.yellow("no consensus") };
+                let words = crate::session::fold::consensus_words(&self.protocol, *reached, rule);
+                let verdict = if *reached { p.green(&words) } else { p.yellow(&words) };
                 if labels.is_empty() {
-                    self.line(&format!("  ≈ {verdict} in {where_} ({rule}); spread: {}", spreads.join(", ")))?;
+                    self.line(&format!("  ≈ {where_}: {verdict}; spread: {}", spreads.join(", ")))?;
                 } else {
                     let said: Vec<String> = labels.iter().map(|(agent, label)| format!("{agent} {label}")).collect();
-                    self.line(&format!("  ≈ {verdict} in {where_} ({rule}): {}", said.join(", ")))?;
+                    self.line(&format!("  ≈ {where_}: {verdict}: {}", said.join(", ")))?;
                 }
             }
             EventKind::FinalEvaluations { group, evaluations, .. } => {

@@ -206,7 +206,12 @@ impl SessionView {
                         g.consensus.push(view.clone());
                     }
                 }
-                self.timeline.push(TimelineEntry::Consensus { group: group.clone(), round: *round, reached: *reached });
+                self.timeline.push(TimelineEntry::Consensus {
+                    group: group.clone(),
+                    round: *round,
+                    reached: *reached,
+                    rule: rule.clone(),
+                });
             }
             EventKind::FinalEvaluations { group, evaluations, turns } => {
                 for (name, ev) in evaluations {

@@ -15,7 +15,8 @@ use crate::item::Item;
 use crate::panel::Panel;
 
 pub use views::{
-    AgentView, AggregateView, ConsensusView, GroupView, Pick, StepsView, TimelineEntry, TrimView, TurnView, thousands,
+    AgentView, AggregateView, ConsensusView, GroupView, Pick, StepsView, TimelineEntry, TrimView, TurnView,
+    consensus_words, thousands,
 };
 
 /// Run state of the whole session.

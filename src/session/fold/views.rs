@@ -253,6 +253,8 @@ pub enum TimelineEntry {
         group: Option<String>,
         round: Option<u32>,
         reached: bool,
+        /// The rule checked, as the event gives it (e.g. `range ≤ 1`).
+        rule: String,
     },
     Aggregate {
         group: Option<String>,
@@ -278,4 +280,17 @@ pub struct StepsView {
     pub source: StepsSource,
     pub author: Option<String>,
     pub turn: Option<u64>,
+}
+
+/// What a consensus check says, on the screen and in the headless transcript. In MAJ-EVAL the check only reports how far
+/// apart a group's scores are: the debate goes on until every member is done
+/// or the turns run out, so "consensus reached" there would read as a
+/// contradiction of the turns that follow it.
+pub fn consensus_words(protocol: &str, reached: bool, rule: &str) -> String {
+    match (protocol == "maj-eval", reached) {
+        (true, true) => format!("scores within {rule} (the debate goes on until every member is done)"),
+        (true, false) => format!("scores not within {rule}"),
+        (false, true) => format!("consensus reached ({rule})"),
+        (false, false) => format!("no consensus yet ({rule})"),
+    }
 }

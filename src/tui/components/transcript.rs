@@ -138,11 +138,14 @@ fn build(v: &SessionView, e: &TimelineEntry, width: u16, theme: &Theme, wraps: &
         TimelineEntry::Rejected { command, reason } => {
             wrapped("", &format!("✗ rejected {command}: {reason}"), theme.error())
         }
-        TimelineEntry::Consensus { group, round, reached } => {
+        TimelineEntry::Consensus { group, round, reached, rule } => {
             let g = group.clone().unwrap_or_else(|| "panel".into());
             let r = round.map(|r| format!(" r{r}")).unwrap_or_default();
-            let s = if *reached { "consensus reached" } else { "no consensus yet" };
-            vec![Line::from(Span::styled(format!("≈ {g}{r}: {s}"), theme.consensus(*reached)))]
+            wrapped(
+                "",
+                &format!("≈ {g}{r}: {}", crate::session::fold::consensus_words(&v.protocol, *reached, rule)),
+                theme.consensus(*reached),
+            )
         }
         TimelineEntry::Aggregate { group } => {
             let agg = match group {
