@@ -53,11 +53,6 @@ pub(crate) trait Verdict: Sync {
     fn prose_first(&self, _phase: Phase) -> bool {
         true
     }
-    /// The most sentences its words may have in `phase`, as its prompt asks
-    /// (`None`: no limit beyond the reply's length).
-    fn prose_sentences(&self, _phase: Phase) -> Option<u32> {
-        None
-    }
     /// The kind of the turn that asks for the verdict.
     fn kind(&self) -> TurnKind {
         TurnKind::Speak
@@ -110,10 +105,6 @@ impl Verdict for PanelScores<'_> {
     /// soon as they are written; the debate's turns speak first.
     fn prose_first(&self, phase: Phase) -> bool {
         phase != Phase::Initial
-    }
-    /// A turn's words: the two to four sentences its prompt asks for.
-    fn prose_sentences(&self, phase: Phase) -> Option<u32> {
-        self.prose_first(phase).then_some(prompts::SPEECH_SENTENCES)
     }
 }
 

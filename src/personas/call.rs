@@ -127,7 +127,6 @@ impl Ctx {
                 response_schema: verdict.shared_schema(),
                 top_logprobs: None,
                 prose_first: true,
-                prose_sentences: None,
             };
             let result = self.stream(call, &request).await;
             let completion = match result {

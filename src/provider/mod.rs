@@ -103,12 +103,6 @@ pub struct ChatRequest {
     /// object with its `speech` field first.
     #[serde(skip_serializing_if = "is_true")]
     pub prose_first: bool,
-    /// With `prose_first`: the most sentences the words may have, as the
-    /// prompt asks. The embedded model ends the words at the end of that
-    /// sentence and turns to the object; servers have only the prompt's
-    /// instruction.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub prose_sentences: Option<u32>,
 }
 
 fn is_true(b: &bool) -> bool {
@@ -131,7 +125,6 @@ impl ChatRequest {
             response_schema: None,
             top_logprobs: None,
             prose_first: true,
-            prose_sentences: None,
         }
     }
 }

@@ -15,10 +15,6 @@ use crate::session::event::Evaluation;
 const END_WITH_JSON: &str =
     "Write two to four sentences of plain prose first (no lists), then end with the JSON evaluation.";
 
-/// The most sentences a member's words may have: the four that
-/// [`END_WITH_JSON`] asks for at most (the embedded model stops there).
-pub const SPEECH_SENTENCES: u32 = 4;
-
 /// A panel member's request: the shared system prompt, a message with what
 /// everyone in the group sees (the item and the discussion so far) and one
 /// with this speaker's part (persona or moderator instructions). Keeping the

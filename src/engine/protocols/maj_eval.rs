@@ -114,7 +114,6 @@ async fn aggregate(run: &Run) {
             schema: None,
             top_logprobs: None,
             prose_first: true,
-            prose_sentences: None,
             ahead: None,
         };
         let (turn, result, latency) = run.call(spec).await;

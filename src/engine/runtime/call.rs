@@ -84,7 +84,6 @@ impl Run {
             response_schema: spec.schema,
             top_logprobs: spec.top_logprobs,
             prose_first: spec.prose_first,
-            prose_sentences: spec.prose_sentences,
         };
         let (tx, mut rx) = mpsc::unbounded_channel::<String>();
         let ahead = spec.ahead.map(|next| (next, self.read_ahead_providers()));

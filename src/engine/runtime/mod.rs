@@ -194,9 +194,6 @@ pub(crate) struct CallSpec<'a> {
     /// Whether the reply's words come before its verdict's object (see
     /// [`ChatRequest::prose_first`](crate::provider::ChatRequest::prose_first)).
     pub prose_first: bool,
-    /// The most sentences the words may have (see
-    /// [`ChatRequest::prose_sentences`](crate::provider::ChatRequest::prose_sentences)).
-    pub prose_sentences: Option<u32>,
     /// What the group's next request will start with, given this reply so
     /// far: the run hints it to the providers as the reply streams.
     pub ahead: Option<ReadAhead<'a>>,

@@ -50,14 +50,13 @@ impl Run {
         let TurnSpec { participant, role, cancel, .. } = turn;
         let schema = verdict.shared_schema();
         // A repair asks for the object alone.
-        let spec = |kind, messages, ahead, prose_first: bool| CallSpec {
+        let spec = |kind, messages, ahead, prose_first| CallSpec {
             turn,
             kind,
             messages,
             schema: schema.clone(),
             top_logprobs: verdict.top_logprobs(),
             prose_first,
-            prose_sentences: verdict.prose_sentences(turn.phase).filter(|_| prose_first),
             ahead,
         };
         // Read a reply and record its turn; `done` carries a NO MORE COMMENTS said earlier in this turn.

@@ -673,16 +673,8 @@ impl<'m> ModelContext<'m> {
             out.push_bytes(&piece);
             self.decode_one(token, state)?;
             // Near the end of the budget, a finished sentence ends the prose
-            // rather than a cut one; so does the last sentence the request
-            // allows.
+            // rather than a cut one.
             if json_follows && produced >= budget.saturating_sub(budget / 4) && ends_sentence(out.text()) {
-                return Ok(Finish::Stop);
-            }
-            if json_follows
-                && let Some(n) = job.request.prose_sentences
-                && prose_is_enough(produced, out.text())
-                && ends_nth_sentence(out.text(), n)
-            {
                 return Ok(Finish::Stop);
             }
         }

@@ -72,7 +72,7 @@ use schedule::{
 
 use grammar::json_reserve;
 pub use grammar::schema_to_gbnf;
-use prose::{ends_nth_sentence, ends_prose, ends_sentence, prose_is_enough, starts_json, string_may_close};
+use prose::{ends_prose, ends_sentence, prose_is_enough, starts_json, string_may_close};
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 

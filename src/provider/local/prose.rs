@@ -63,32 +63,6 @@ pub(super) fn ends_prose(prose: &str, piece: &[u8]) -> bool {
     text[line_start..].trim_start().starts_with("``")
 }
 
-/// Whether `text` ends at the end of its `n`th sentence (or a later one):
-/// `.`, `!` or `?` after a letter or digit, perhaps followed by closing
-/// quotes or brackets, counting only marks followed by a blank, a closing
-/// quote or bracket, or the end (not a decimal point), and not the dot of
-/// a title such as "Ms." or "Dr." (persona names are common in speeches).
-pub(super) fn ends_nth_sentence(text: &str, n: u32) -> bool {
-    let body = text.trim_end().trim_end_matches(['"', '\'', ')', '”', '*']);
-    let mut ends = 0u32;
-    let mut last_end = None;
-    for (i, c) in body.char_indices() {
-        if !matches!(c, '.' | '!' | '?') || !body[..i].chars().next_back().is_some_and(char::is_alphanumeric) {
-            continue;
-        }
-        if !body[i + 1..].chars().next().is_none_or(|n| n.is_whitespace() || "\"')”*".contains(n)) {
-            continue;
-        }
-        let word = body[..i].rsplit(|c: char| c.is_whitespace() || c == '(' || c == '"').next().unwrap_or("");
-        if c == '.' && ABBREVIATIONS.contains(&word) {
-            continue;
-        }
-        ends += 1;
-        last_end = Some(i + c.len_utf8());
-    }
-    ends >= n && last_end == Some(body.len())
-}
-
 /// Fewest characters a JSON string value of a constrained reply holds
 /// before a finished sentence closes it (see [`string_may_close`]).
 pub(super) const STRING_SENTENCE_MIN: usize = 40;
@@ -161,19 +135,6 @@ mod tests {
         assert!(!ends_prose("Use the `", b"let"));
         assert!(!ends_prose("Fine", b" `code`"));
         assert!(!ends_prose("Fine", b" words"));
-    }
-
-    #[test]
-    fn prose_may_end_at_its_nth_sentence() {
-        let two = "Ms. Ito is right about the wording. The answer scores 4.5 on grammar!";
-        assert!(ends_nth_sentence(two, 2));
-        assert!(ends_nth_sentence(two, 1), "past the first sentence");
-        assert!(!ends_nth_sentence(two, 3));
-        assert!(!ends_nth_sentence("The answer is right. I agree with Dr.", 2), "a title is not a sentence's end");
-        assert!(!ends_nth_sentence("The answer is right. It scores 4.5 out of", 2), "not at an end");
-        assert!(!ends_nth_sentence("It is right. It scores 3.", 3));
-        assert!(ends_nth_sentence("It is right. She said \"it scores 3.\"", 2), "a closing quote after the mark");
-        assert!(ends_nth_sentence("Fine. Good? Yes! Done. ", 4), "trailing blanks");
     }
 
     #[test]
