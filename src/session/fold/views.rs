@@ -282,12 +282,14 @@ pub struct StepsView {
     pub turn: Option<u64>,
 }
 
-/// What a consensus check says, on the screen and in the headless transcript. In MAJ-EVAL the check only reports how far
-/// apart a group's scores are: the debate goes on until every member is done
-/// or the turns run out, so "consensus reached" there would read as a
-/// contradiction of the turns that follow it.
+/// What a consensus check says, on the screen and in the headless
+/// transcript. In MAJ-EVAL the check only reports how far apart a group's
+/// scores are: the debate goes on until every member is done or the turns
+/// run out, so "consensus reached" there would read as a contradiction of
+/// the turns that follow it.
 pub fn consensus_words(protocol: &str, reached: bool, rule: &str) -> String {
-    match (protocol == "maj-eval", reached) {
+    let reports_only = crate::panel::Protocol::parse(protocol) == Some(crate::panel::Protocol::MajEval);
+    match (reports_only, reached) {
         (true, true) => format!("scores within {rule} (the debate goes on until every member is done)"),
         (true, false) => format!("scores not within {rule}"),
         (false, true) => format!("consensus reached ({rule})"),
