@@ -319,4 +319,15 @@ mod tests {
         assert!(twice.unwrap_err().contains("used twice"));
         assert!(v.read(&reply("{\"groups\": []}")).is_err());
     }
+
+    #[cfg(feature = "local")]
+    #[test]
+    fn the_embedded_model_has_a_grammar_for_every_answer() {
+        let s: BTreeSet<String> = ["D1.S1".to_string()].into();
+        let p: BTreeSet<String> = ["D1.S1.P1".to_string()].into();
+        for schema in [Stakeholders.schema(), Groups { stakeholder_ids: &s, perspective_ids: &p }.schema()] {
+            let schema = schema.expect("a schema");
+            assert!(crate::provider::local::schema_to_gbnf(&schema).is_some(), "{schema}");
+        }
+    }
 }

@@ -192,21 +192,29 @@ async fn streams_deltas_and_cancels() {
     assert_eq!(provider.queue_len(), 0);
 }
 
+/// A schema of nested objects and arrays (the shape of the persona builder's
+/// answer) is followed to the letter: moot writes the grammar for every
+/// schema it sends.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn schemas_beyond_flat_objects_use_llama_cpp_conversion() {
+async fn nested_schemas_are_followed_by_the_grammar() {
     let Some(provider) = tiny_provider() else { return };
     let schema = json!({
         "type": "object",
         "properties": {
-            "verdict": {"type": "array", "items": {"enum": ["good", "bad"]}, "minItems": 1, "maxItems": 2}
+            "verdict": {"type": "array", "items": {"enum": ["good", "bad"]}, "minItems": 1, "maxItems": 2},
+            "notes": {"type": "array", "maxItems": 2, "items": {
+                "type": "object",
+                "properties": {"point": {"type": "string", "maxLength": 40}, "weight": {"type": "integer", "minimum": 1, "maximum": 3}},
+                "required": ["point", "weight"]
+            }}
         },
-        "required": ["verdict"]
+        "required": ["verdict", "notes"]
     });
     let mut request = ChatRequest::new(vec![
         ChatMessage::system("You judge answers."),
-        ChatMessage::user("Is 2 + 2 = 4 a correct statement? Reply with a JSON verdict."),
+        ChatMessage::user("Is 2 + 2 = 4 a correct statement? Reply with a JSON verdict and notes."),
     ]);
-    request.max_tokens = 16;
+    request.max_tokens = 96;
     request.temperature = Some(0.0);
     request.response_schema = Some(std::sync::Arc::new(schema));
     let (tx, _rx) = mpsc::unbounded_channel();
@@ -215,6 +223,12 @@ async fn schemas_beyond_flat_objects_use_llama_cpp_conversion() {
     let verdict = eval["verdict"].as_array().expect("verdict array");
     assert!((1..=2).contains(&verdict.len()), "{eval}");
     assert!(verdict.iter().all(|v| v == "good" || v == "bad"), "{eval}");
+    let notes = eval["notes"].as_array().expect("notes array");
+    assert!(notes.len() <= 2, "{eval}");
+    for note in notes {
+        assert!(note["point"].as_str().is_some_and(|p| p.chars().count() <= 40), "{eval}");
+        assert!(note["weight"].as_i64().is_some_and(|w| (1..=3).contains(&w)), "{eval}");
+    }
 }
 
 /// A short MAJ-EVAL debate on the tiny model: every agent turn yields a

@@ -736,11 +736,13 @@ impl<'m> ModelContext<'m> {
     }
 
     pub(super) fn grammar_for(&self, schema: &Value) -> Result<LlamaSampler, ProviderError> {
-        let gbnf = match schema_to_gbnf(schema) {
-            Some(gbnf) => gbnf,
-            None => llama_cpp_2::json_schema_to_grammar(&schema.to_string())
-                .map_err(|e| ProviderError::Config(format!("unsupported response schema: {e}")))?,
-        };
+        let gbnf = schema_to_gbnf(schema).ok_or_else(|| {
+            ProviderError::Config(
+                "the local model cannot follow this response schema (see docs/local-model.md, Constrained \
+                 evaluations, for what it supports)"
+                    .into(),
+            )
+        })?;
         LlamaSampler::grammar(self.model, &gbnf, "root")
             .map_err(|e| ProviderError::Config(format!("invalid grammar for the response schema: {e}")))
     }

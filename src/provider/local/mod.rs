@@ -465,10 +465,51 @@ mod tests {
     }
 
     #[test]
-    fn unsupported_schemas_fall_back() {
+    fn unsupported_schemas_have_no_grammar() {
         assert_eq!(schema_to_gbnf(&json!({"type": "array"})), None);
         assert_eq!(schema_to_gbnf(&json!({"type": "object", "properties": {"x": {"type": "object"}}})), None);
+        let untyped = json!({"type": "object", "properties": {"x": {"type": "array", "items": {"oneOf": []}}}});
+        assert_eq!(schema_to_gbnf(&untyped), None);
+        let impossible = json!({"type": "object", "properties": {"x": {"type": "array", "items": {"type": "boolean"}, "minItems": 3, "maxItems": 2}}});
+        assert_eq!(schema_to_gbnf(&impossible), None);
         assert!(schema_to_gbnf(&json!({"type": "object", "properties": {"k": {"enum": ["a", "b"]}}})).is_some());
+    }
+
+    #[test]
+    fn nested_objects_and_arrays_have_their_own_rules() {
+        // The shape of the persona builder's answer: an array of objects, each
+        // with a string and an array of ids from a set.
+        let schema = json!({
+            "type": "object",
+            "properties": {"groups": {"type": "array", "minItems": 1, "maxItems": 3, "items": {
+                "type": "object",
+                "properties": {
+                    "name": {"type": "string", "maxLength": 80},
+                    "members": {"type": "array", "items": {"type": "string", "enum": ["D1.S1", "D1.S2"]}, "minItems": 1}
+                },
+                "required": ["name", "members"]
+            }}},
+            "required": ["groups"]
+        });
+        let g = schema_to_gbnf(&schema).unwrap();
+        let rules: Vec<&str> = g.lines().collect();
+        assert_eq!(rules[0], r#"root ::= "{" ws "\"groups\"" ws ":" ws v4 ws "}""#, "{g}");
+        assert_eq!(rules[3], r#"v0 ::= "\"" char{0,80} "\"""#, "{g}");
+        assert_eq!(rules[4], r#"v1 ::= ("\"D1.S1\"" | "\"D1.S2\"")"#, "{g}");
+        assert_eq!(rules[5], r#"v2 ::= "[" ws v1 ("," ws v1)* ws "]""#, "{g}");
+        assert_eq!(
+            rules[6], r#"v3 ::= "{" ws "\"name\"" ws ":" ws v0 "," ws "\"members\"" ws ":" ws v2 ws "}""#,
+            "{g}"
+        );
+        assert_eq!(rules[7], r#"v4 ::= "[" ws v3 ("," ws v3){0,2} ws "]""#, "{g}");
+        // No lower bound: the list may be empty; at most one item: no repetition.
+        let optional = json!({"type": "object", "properties": {
+            "a": {"type": "array", "items": {"type": "boolean"}, "maxItems": 1},
+            "b": {"type": "array", "items": {"type": "boolean"}, "maxItems": 0}
+        }});
+        let g = schema_to_gbnf(&optional).unwrap();
+        assert!(g.contains(r#"v1 ::= "[" ws (v0)? ws "]""#), "{g}");
+        assert!(g.contains(r#"v2 ::= "[" ws "]""#), "{g}");
     }
 
     #[test]

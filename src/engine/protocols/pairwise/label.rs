@@ -255,5 +255,7 @@ mod tests {
         let s = LabelVerdict::new(&keys).schema().unwrap();
         assert_eq!(s["properties"]["criteria"]["required"], json!(["coherence", "consistency"]));
         assert_eq!(s["properties"]["verdict"]["enum"], json!(["A", "B", "tie"]));
+        #[cfg(feature = "local")]
+        assert!(crate::provider::local::schema_to_gbnf(&s).is_some(), "the embedded model has a grammar for {s}");
     }
 }

@@ -448,7 +448,7 @@ mod tests {
         assert_eq!(review["properties"]["new_aspects"]["maxItems"], 3);
         #[cfg(feature = "local")]
         for schema in [scores, review] {
-            llama_cpp_2::json_schema_to_grammar(&schema.to_string()).expect("llama.cpp converts the schema");
+            crate::provider::local::schema_to_gbnf(&schema).expect("moot writes a grammar for the schema");
         }
     }
 
