@@ -36,11 +36,16 @@ fn tiny(context: u32) -> Option<LocalProvider> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_collab_debate_on_a_small_context_fits_every_request_and_every_turn_is_read() {
-    // Small enough that a third round's discussion may need shortening, large
-    // enough that the four members' latest evaluations (which always stay)
-    // leave room for a reply however long the tiny model wrote them: at
-    // 2,048 they once took all but 224 tokens, and the request was refused.
-    const CONTEXT: u32 = 3072;
+    // Small enough that the third round's discussion may need shortening
+    // (when the tiny model writes long), large enough that what always stays
+    // (the instructions, the item and each member's latest evaluation, about
+    // 1,700 tokens at most here) leaves room for a `REPLY`-token reply. At
+    // 1,792 one run in two had 77 tokens left for a reply and failed, as the
+    // rule says it must.
+    const CONTEXT: u32 = 2048;
+    // Replies of at most this many tokens keep the test short: at 320 (with a
+    // context of 3,072) it took about three minutes on two cores.
+    const REPLY: u32 = 160;
     let Some(provider) = tiny(CONTEXT) else { return };
     let window = provider.context_window("").expect("the embedded model knows its context");
     assert!(window < u64::from(CONTEXT) && window + 16 > u64::from(CONTEXT), "{window}");
@@ -51,7 +56,7 @@ async fn a_collab_debate_on_a_small_context_fits_every_request_and_every_turn_is
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut panel = moot::panel::Panel::load(&root.join("assets/panels/summary-collab.toml")).expect("panel loads");
     panel.consensus.tolerance = 0.0;
-    panel.generation.max_tokens = 320;
+    panel.generation.max_tokens = REPLY;
     let items = moot::item::load_items(&root.join("assets/items/summary-collab.jsonl")).expect("items load");
     let item = items.items.iter().find(|i| i.id == "sum-01").expect("sum-01").clone();
     let config = EngineConfig::new(Arc::new(panel), item, Bindings::uniform(Binding::new(Arc::new(provider), "")));
@@ -91,13 +96,13 @@ async fn a_collab_debate_on_a_small_context_fits_every_request_and_every_turn_is
             _ => None,
         })
         .collect();
-    // Every request fits: its prompt and its reply budget (320, or less when
+    // Every request fits: its prompt and its reply budget (`REPLY`, or less when
     // even the shortened discussion left less room, as its trim records).
     let agent_turns: Vec<_> = view.turns.iter().filter(|t| t.role == Role::Agent).collect();
     for t in &agent_turns {
         assert!(t.evaluation.is_some(), "turn {} by {} unread: {:?}\n{}", t.id, t.agent, t.parse_error, t.text);
         let input = t.usage.input_tokens;
-        let reply = trims.iter().find(|x| x.0 == t.id).map_or(320, |x| x.4);
+        let reply = trims.iter().find(|x| x.0 == t.id).map_or(u64::from(REPLY), |x| x.4);
         assert!(
             input + reply <= window,
             "turn {} read {input} prompt tokens, with {reply} for the reply, of {window}",
