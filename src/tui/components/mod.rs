@@ -31,7 +31,10 @@ use super::theme::Theme;
 /// that other text needs (most of a frame); any other line is drawn by a
 /// `Paragraph`.
 pub fn draw_lines(buf: &mut Buffer, area: Rect, lines: &[Line]) {
-    let right = area.right();
+    let area = area.intersection(buf.area);
+    if area.is_empty() {
+        return;
+    }
     for (row, line) in lines.iter().take(area.height as usize).enumerate() {
         let y = area.y + row as u16;
         let simple = matches!(line.alignment, None | Some(ratatui::layout::Alignment::Left))
@@ -40,15 +43,14 @@ pub fn draw_lines(buf: &mut Buffer, area: Rect, lines: &[Line]) {
             Paragraph::new(line.clone()).render(Rect { y, height: 1, ..area }, buf);
             continue;
         }
-        let mut x = area.x;
+        // The row's cells as one slice: no index arithmetic or bounds check per cell.
+        let start = buf.index_of(area.x, y);
+        let mut cells = buf.content[start..start + usize::from(area.width)].iter_mut();
         'spans: for span in &line.spans {
             let style = line.style.patch(span.style);
             for c in span.content.chars() {
-                if x >= right {
-                    break 'spans;
-                }
-                buf[(x, y)].set_char(c).set_style(style);
-                x += 1;
+                let Some(cell) = cells.next() else { break 'spans };
+                cell.set_char(c).set_style(style);
             }
         }
     }
