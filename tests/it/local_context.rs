@@ -158,7 +158,8 @@ async fn g_eval_on_the_embedded_model_weighs_every_score() {
     let Some(provider) = tiny(2048) else { return };
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut panel = moot::panel::Panel::load(&root.join("assets/panels/summary-geval.toml")).expect("panel loads");
-    panel.generation.max_tokens = 120;
+    // Short replies keep the test short (alone: 22.6 s at 120 tokens, 17.8 s at 80).
+    panel.generation.max_tokens = 80;
     // Samples are drawn only without log-probabilities: the embedded model has them.
     panel.protocol.settings.insert("samples".into(), moot::panel::SettingValue::Integer(3));
     let items = moot::item::load_items(&root.join("assets/items/summary-collab.jsonl")).expect("items load");
