@@ -1,6 +1,6 @@
 //! JSON schemas as GBNF grammars for constrained replies: moot's own
-//! conversion for the flat objects the engine sends (see
-//! `docs/local-model.md`, *Constrained evaluations*).
+//! conversion, for every schema moot sends (see `docs/local-model.md`,
+//! *Constrained evaluations*).
 
 use serde_json::Value;
 
