@@ -42,17 +42,30 @@ pub(crate) struct Prompt<'a> {
     /// The whole request without a discussion; with one, what follows the
     /// built messages (a reply and a repair request, a moderator's retry).
     fixed: Vec<ChatMessage>,
+    /// The reply's first words (see [`ChatRequest::opening`](crate::provider::ChatRequest::opening)).
+    opening: Option<String>,
 }
 
 impl<'a> Prompt<'a> {
     /// Messages with nothing to shorten.
     pub fn fixed(messages: Vec<ChatMessage>) -> Self {
-        Self { discussion: None, fixed: messages }
+        Self { discussion: None, fixed: messages, opening: None }
     }
 
     /// The messages `build` makes of the group's `history`.
     pub fn discussion(history: &'a [HistoryEntry], build: Build<'a>) -> Self {
-        Self { discussion: Some((history, build)), fixed: Vec::new() }
+        Self { discussion: Some((history, build)), fixed: Vec::new(), opening: None }
+    }
+
+    /// The reply is to begin with `opening`.
+    pub fn opening(mut self, opening: Option<String>) -> Self {
+        self.opening = opening;
+        self
+    }
+
+    /// What the reply is to begin with, if anything.
+    pub fn opening_text(&self) -> Option<&str> {
+        self.opening.as_deref()
     }
 
     /// These messages appended after the others.

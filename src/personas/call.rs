@@ -127,6 +127,7 @@ impl Ctx {
                 response_schema: verdict.shared_schema(),
                 top_logprobs: None,
                 prose_first: true,
+                opening: None,
             };
             let result = self.stream(call, &request).await;
             let completion = match result {

@@ -103,6 +103,12 @@ pub struct ChatRequest {
     /// object with its `speech` field first.
     #[serde(skip_serializing_if = "is_true")]
     pub prose_first: bool,
+    /// The reply's first words, with `prose_first` (a debate speech's
+    /// "Dana, I"): the embedded model is given them as the start of its
+    /// reply and goes on from there; other providers are asked for them in
+    /// the prompt only. They are part of the reply's text.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub opening: Option<String>,
 }
 
 fn is_true(b: &bool) -> bool {
@@ -125,6 +131,7 @@ impl ChatRequest {
             response_schema: None,
             top_logprobs: None,
             prose_first: true,
+            opening: None,
         }
     }
 }

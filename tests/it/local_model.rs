@@ -146,6 +146,43 @@ async fn a_constrained_reply_starts_with_prose_and_ends_with_the_object() {
     assert!(eval["justification"].as_str().is_some_and(|j| j.chars().count() <= 120));
 }
 
+/// A reply given opening words (a debate speech's "Dana, I") begins with
+/// them, in its text and its first delta, and its prose is one paragraph:
+/// no line follows the line in which a sentence first ends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reply_begins_with_its_opening_words_and_says_one_paragraph() {
+    let Some(provider) = tiny_provider() else { return };
+    let schema = json!({
+        "type": "object",
+        "properties": {"overall": {"type": "integer", "minimum": 1, "maximum": 5}},
+        "required": ["overall"]
+    });
+    let mut request = ChatRequest::new(vec![
+        ChatMessage::system("You sit on a panel judging answers. Write a few sentences, then a JSON object."),
+        ChatMessage::user(
+            "Question: What is the capital of France?\nAnswer: Paris.\n\
+             Dana said the answer deserves 2 out of 5. Answer Dana, then give {\"overall\": <1-5>}.",
+        ),
+    ]);
+    request.max_tokens = 160;
+    request.temperature = Some(0.0);
+    request.response_schema = Some(std::sync::Arc::new(schema));
+    request.opening = Some("Dana, I".into());
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let completion = provider.stream(&request, &tx, &CancellationToken::new()).await.expect("completion");
+    let text = completion.text.as_str();
+    eprintln!("reply with opening words: {text:?}");
+    assert!(text.starts_with("Dana, I"), "{text:?}");
+    assert!(collect(&mut rx).concat().starts_with("Dana, I"), "the opening words stream first");
+    let start = text.rfind("\n{").expect("the object on a line of its own") + 1;
+    let lines: Vec<&str> = text[..start].trim_end().lines().collect();
+    if let Some(first) = lines.iter().position(|l| l.contains(". ") || l.trim_end().ends_with(['.', '!', '?'])) {
+        assert_eq!(first + 1, lines.len(), "one paragraph: {text:?}");
+    }
+    let eval: Value = serde_json::from_str(text[start..].trim_end()).expect("the object");
+    assert!((1..=5).contains(&eval["overall"].as_i64().expect("overall")));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn streams_deltas_and_cancels() {
     let Some(provider) = tiny_provider() else { return };
@@ -270,6 +307,13 @@ async fn a_short_debate_on_the_tiny_model_parses_every_evaluation() {
             t.parse_error,
             t.text
         );
+    }
+    // A debate speech begins with the member it answers and the speaker's "I".
+    let speeches: Vec<_> = agent_turns.iter().filter(|t| t.phase == moot::session::event::Phase::Debate).collect();
+    assert!(!speeches.is_empty());
+    for t in speeches {
+        let other = if t.agent == "Ann" { "Bea" } else { "Ann" };
+        assert!(t.text.starts_with(&format!("{other}, I")), "turn {} by {}: {:?}", t.id, t.agent, t.text);
     }
     assert!(events.iter().any(|e| matches!(&e.kind, EventKind::AggregationCompleted { group: None, .. })));
     eprintln!("tiny debate: {} agent turns in {:.1} s", agent_turns.len(), started.elapsed().as_secs_f64());

@@ -40,6 +40,11 @@ pub(crate) trait Floor: Sync {
     /// What the group's next request will start with, given the history
     /// before this turn and the reply streaming now.
     fn ahead(&self, turn: &Turn<'_>, history: &[HistoryEntry], so_far: &str) -> Vec<ChatMessage>;
+    /// The words a speaker's reply begins with, if the floor sets them (see
+    /// [`ChatRequest::opening`](crate::provider::ChatRequest::opening)).
+    fn opening(&self, _turn: &Turn<'_>, _history: &[HistoryEntry]) -> Option<String> {
+        None
+    }
     /// The label verdict the speakers give instead of the panel's scores (CollabEval's pairwise mode).
     fn label_verdict(&self) -> Option<&DiscussedLabel<'_>> {
         None
@@ -163,7 +168,7 @@ pub(crate) async fn discuss<F: Floor>(run: &Run, group: &str, floor: &mut F, mut
         let turn = Turn { panel: &run.panel, item: run.item(), group, speaker: &spec, latest: latest.as_ref(), round };
         let build = |h: &[HistoryEntry]| floor.messages(&turn, h);
         let ahead = |so_far: &str| floor.ahead(&turn, &history, so_far);
-        let prompt = Prompt::discussion(&history, &build);
+        let prompt = Prompt::discussion(&history, &build).opening(floor.opening(&turn, &history));
         let spoken = speak(run, floor, index, round, prompt, Some(&ahead)).await;
         if let Order::Moderated { last, .. } = &mut order {
             *last = Some(name.clone());

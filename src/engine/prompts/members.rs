@@ -76,18 +76,22 @@ pub fn debate_messages(
     own_latest: Option<&Evaluation>,
 ) -> Vec<ChatMessage> {
     let own = own_latest.map(|e| format_scores(panel, e)).unwrap_or_else(|| "(none yet)".into());
-    let others = others(panel, group, &agent.name);
-    let task = match last_speaker(history, &agent.name) {
-        Some(last) => format!(
-            "{last} spoke last. Begin with the name of the member you answer ({}), as in \"{last}, …\", and answer \
-             their point: agree or disagree, pointing to the question, the answer or the story.",
-            others.join(" or ")
+    let task = match (last_speaker(history, &agent.name), addressee(panel, group, &agent.name, history, own_latest)) {
+        (Some(last), _) => format!(
+            "{last} spoke last. Begin with \"{}\" and answer their point: agree or disagree, pointing to the \
+             question, the answer or the story.",
+            opening_words(last)
         ),
-        None => format!(
-            "Open the debate: begin with the name of {} and say where you disagree with their first evaluation, \
+        (None, Some(first)) => format!(
+            "Open the debate: begin with \"{}\" and say where you disagree with {first}'s first evaluation, \
              pointing to the question, the answer or the story.",
-            others.join(" or ")
+            opening_words(&first)
         ),
+        (None, None) => {
+            "Open the debate: say where you disagree with the others, pointing to the question, the answer or the \
+             story."
+                .to_string()
+        }
     };
     let turn = format!(
         "{}Your latest scores: {own}\nIt is your turn in the debate, {}. {task} {END_WITH_JSON}",
@@ -95,6 +99,55 @@ pub fn debate_messages(
         agent.name,
     );
     request(panel, discussion(panel, item, group, DEBATE_HEADING, history), turn)
+}
+
+/// Whom a debate speaker answers: the member who spoke last or, in the
+/// debate's first turn, the member whose latest scores differ most from the
+/// speaker's (the first in the panel's order on ties, or when nobody has
+/// scores to compare).
+pub fn addressee(
+    panel: &Panel,
+    group: &str,
+    speaker: &str,
+    history: &[HistoryEntry],
+    own: Option<&Evaluation>,
+) -> Option<String> {
+    if let Some(last) = last_speaker(history, speaker) {
+        return Some(last.to_string());
+    }
+    let latest = |name: &str| {
+        history.iter().rev().find_map(|e| match e {
+            HistoryEntry::Initial { agent, evaluation: Some(ev), .. }
+            | HistoryEntry::Speech { agent, evaluation: Some(ev), .. }
+                if agent == name =>
+            {
+                Some(ev)
+            }
+            _ => None,
+        })
+    };
+    let distance = |name: &str| match (own, latest(name)) {
+        (Some(own), Some(theirs)) => {
+            own.scores.iter().filter_map(|(k, v)| theirs.scores.get(k).map(|t| (v - t).abs())).sum::<f64>()
+        }
+        _ => 0.0,
+    };
+    let mut best: Option<(&str, f64)> = None;
+    for name in others(panel, group, speaker) {
+        let d = distance(name);
+        if best.is_none_or(|(_, most)| d > most) {
+            best = Some((name, d));
+        }
+    }
+    best.map(|(name, _)| name.to_string())
+}
+
+/// The words a debate speech begins with when it answers `addressee`: their
+/// name and the speaker's "I", so that the speech is the speaker's own
+/// answer (the embedded model is given them; see
+/// [`ChatRequest::opening`](crate::provider::ChatRequest::opening)).
+pub fn opening_words(addressee: &str) -> String {
+    format!("{addressee}, I")
 }
 
 /// The group's members other than `speaker`, in the panel's order.
@@ -166,8 +219,8 @@ mod tests {
         let mut history = vec![first("Ann"), first("Bea"), first("Cy")];
         let opening = debate_messages(&panel, "Parents", &agents[0], &item, &history, None);
         assert!(
-            opening[2].content.contains("Open the debate: begin with the name of Bea or Cy"),
-            "{}",
+            opening[2].content.contains("Open the debate: begin with \"Bea, I\" and say where you disagree with Bea's"),
+            "nobody has scores to compare, so the first member in the panel's order: {}",
             opening[2].content
         );
         history.push(HistoryEntry::Speech {
@@ -177,17 +230,37 @@ mod tests {
             evaluation: None,
         });
         let second = &debate_messages(&panel, "Parents", &agents[1], &item, &history, None)[2].content;
-        assert!(
-            second
-                .contains("Ann spoke last. Begin with the name of the member you answer (Ann or Cy), as in \"Ann, …\""),
-            "{second}"
-        );
+        assert!(second.contains("Ann spoke last. Begin with \"Ann, I\" and answer their point"), "{second}");
+        assert_eq!(addressee(&panel, "Parents", "Bea", &history, None).as_deref(), Some("Ann"));
         assert!(second.contains("pointing to the question, the answer or the story"), "{second}");
         // Collaborative discussion rounds ask the same.
         let round = &discussion_messages(&panel, "Parents", &agents[2], &item, &history, 1)[2].content;
         assert!(round.contains("Answer at least one of the others (Ann, Bea) by name, as in \"Ann, …\""), "{round}");
         // The justification is about the item.
         assert!(output_format(&panel).contains("what in the item earns these scores"));
+    }
+
+    #[test]
+    fn the_debate_opens_with_the_member_whose_scores_differ_most() {
+        let panel = crate::testkit::panel(crate::panel::Protocol::MajEval, &[("Parents", &["Ann", "Bea", "Cy"])]);
+        let scored = |grammar: f64| Evaluation {
+            scores: [("grammar".to_string(), grammar)].into_iter().collect(),
+            ..Default::default()
+        };
+        let first = |agent: &str, grammar: f64| HistoryEntry::Initial {
+            agent: agent.into(),
+            evaluation: Some(scored(grammar)),
+            text: String::new(),
+        };
+        let history = vec![first("Ann", 4.0), first("Bea", 4.0), first("Cy", 1.0)];
+        let own = scored(4.0);
+        assert_eq!(addressee(&panel, "Parents", "Ann", &history, Some(&own)).as_deref(), Some("Cy"));
+        assert_eq!(
+            addressee(&panel, "Parents", "Cy", &history, Some(&scored(1.0))).as_deref(),
+            Some("Ann"),
+            "a tie: the panel's order"
+        );
+        assert_eq!(opening_words("Cy"), "Cy, I");
     }
 
     #[test]

@@ -31,7 +31,7 @@ pub use format::{fmt_num, format_scores};
 pub(crate) use history::render_history;
 pub use history::{HISTORY_WINDOW, HistoryEntry, reply_words};
 pub(crate) use members::DISCUSSION_HEADING;
-pub use members::{debate_messages, discussion_messages, initial_messages, repair_message};
+pub use members::{addressee, debate_messages, discussion_messages, initial_messages, opening_words, repair_message};
 pub use moderator::{
     ScoresRow, is_moderator_request, moderator_format, moderator_messages, moderator_retry, scores_table,
 };

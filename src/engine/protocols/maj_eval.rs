@@ -44,6 +44,9 @@ impl Floor for Debate {
     fn messages(&self, t: &Turn<'_>, history: &[HistoryEntry]) -> Vec<ChatMessage> {
         prompts::debate_messages(t.panel, t.group, t.speaker, t.item, history, t.latest)
     }
+    fn opening(&self, t: &Turn<'_>, history: &[HistoryEntry]) -> Option<String> {
+        prompts::addressee(t.panel, t.group, &t.speaker.name, history, t.latest).map(|a| prompts::opening_words(&a))
+    }
     fn ahead(&self, t: &Turn<'_>, history: &[HistoryEntry], so_far: &str) -> Vec<ChatMessage> {
         prompts::debate_ahead(t.panel, t.item, t.group, history, &t.speaker.name, so_far)
     }

@@ -39,6 +39,8 @@ impl Run {
         }
         let started = Instant::now();
         let provider = spec.turn.binding.provider.clone();
+        // A repair asks for the object alone, so has no opening words.
+        let opening = spec.messages.opening_text().filter(|_| spec.prose_first).map(str::to_string);
         let fitted = match trim::fit(
             provider.as_ref(),
             &spec.turn.binding.model,
@@ -84,6 +86,7 @@ impl Run {
             response_schema: spec.schema,
             top_logprobs: spec.top_logprobs,
             prose_first: spec.prose_first,
+            opening,
         };
         let (tx, mut rx) = mpsc::unbounded_channel::<String>();
         let ahead = spec.ahead.map(|next| (next, self.read_ahead_providers()));

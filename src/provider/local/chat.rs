@@ -63,9 +63,18 @@ impl<'m> Chat<'m> {
         saves_states: bool,
     ) -> Result<Prompt, ProviderError> {
         let prompt = self.render(&request.messages, true)?;
-        let tokens = self.model.vocab().tokenize(prompt.as_bytes(), true, true);
+        let mut tokens = self.model.vocab().tokenize(prompt.as_bytes(), true, true);
         if tokens.is_empty() {
             return Err(ProviderError::Config("empty prompt".to_string()));
+        }
+        // The reply's opening words are read with the prompt, as its start.
+        let opening = request
+            .opening
+            .clone()
+            .map(|o| o.replace('\0', ""))
+            .filter(|o| !o.is_empty() && (request.prose_first || request.response_schema.is_none()));
+        if let Some(words) = &opening {
+            tokens.extend(self.model.vocab().tokenize(words.as_bytes(), false, false));
         }
         if tokens.len() + SEQ_SPARE > seq_capacity {
             return Err(ProviderError::Config(format!(
@@ -81,7 +90,7 @@ impl<'m> Chat<'m> {
             Some(m) if m.role == ChatRole::System && saves_states => self.prefix_len(&request.messages[..1], &tokens),
             _ => 0,
         };
-        Ok(Prompt { tokens, keep, system })
+        Ok(Prompt { tokens, keep, system, opening })
     }
 
     /// The start of a prompt that will begin with `messages`: their tokens up

@@ -310,6 +310,9 @@ impl<'m> ModelContext<'m> {
         let mut sampling = Sampling::new(self.model, request);
         let mut state = GenState { logits_index, generated: 0 };
         let mut logprobs = Vec::new();
+        if let Some(words) = &prompt.opening {
+            out.push_str(words);
+        }
 
         // A request that wants the object at once writes no prose before it.
         let mut finish = if grammar.is_some() && !request.prose_first {
@@ -652,11 +655,12 @@ impl<'m> ModelContext<'m> {
             }
             let token = if json_follows && !prose_is_enough(produced, out.text()) {
                 // Too little prose yet: the reply may neither end nor turn to
-                // its JSON object here.
+                // its JSON object here, nor break its first sentence's line.
                 let vocab = self.model.vocab();
                 let text = out.text();
                 sampling.pick_where(&self.ctx, state.logits_index, |t| {
-                    !vocab.is_eog(t) && !ends_prose(text, &vocab.token_to_piece(t, false, None))
+                    let piece = vocab.token_to_piece(t, false, None);
+                    !vocab.is_eog(t) && !ends_prose(text, &piece) && !breaks_first_sentence(produced, text, &piece)
                 })?
             } else {
                 sampling.pick(&self.ctx, state.logits_index, None)?
@@ -672,9 +676,13 @@ impl<'m> ModelContext<'m> {
             state.generated += 1;
             out.push_bytes(&piece);
             self.decode_one(token, state)?;
-            // Near the end of the budget, a finished sentence ends the prose
-            // rather than a cut one.
-            if json_follows && produced >= budget.saturating_sub(budget / 4) && ends_sentence(out.text()) {
+            // The prose is one paragraph: a line break after a finished
+            // sentence ends it. Near the end of the budget, a finished
+            // sentence ends it rather than a cut one.
+            if json_follows
+                && (ends_paragraph(produced, out.text(), &piece)
+                    || produced >= budget.saturating_sub(budget / 4) && ends_sentence(out.text()))
+            {
                 return Ok(Finish::Stop);
             }
         }

@@ -72,7 +72,9 @@ use schedule::{
 
 use grammar::json_reserve;
 pub use grammar::schema_to_gbnf;
-use prose::{ends_prose, ends_sentence, prose_is_enough, starts_json, string_may_close};
+use prose::{
+    breaks_first_sentence, ends_paragraph, ends_prose, ends_sentence, prose_is_enough, starts_json, string_may_close,
+};
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
@@ -528,7 +530,7 @@ mod tests {
         let (deltas, _) = tokio::sync::mpsc::unbounded_channel();
         let (reply, _) = oneshot::channel();
         let job = Job { request: ChatRequest::new(vec![]), deltas, cancel: CancellationToken::new(), reply };
-        Pending { job, prompt: Prompt { tokens, keep: 0, system } }
+        Pending { job, prompt: Prompt { tokens, keep: 0, system, opening: None } }
     }
 
     fn queue(engines: Vec<(Vec<Vec<LlamaToken>>, bool)>, waiting: Vec<Pending>) -> QueueState {

@@ -25,6 +25,38 @@ pub(super) fn prose_is_enough(produced: u32, prose: &str) -> bool {
     produced >= MIN_PROSE_TOKENS && has_finished_sentence(prose)
 }
 
+/// The least prose, in tokens, that a line break ends (see [`ends_paragraph`]).
+pub(super) const PARAGRAPH_MIN_TOKENS: u32 = 16;
+
+/// Whether the token `piece`, just added to `prose`, ends a constrained
+/// reply's prose: a reply's words are one paragraph, so a line break ends
+/// them once they hold a finished sentence and [`PARAGRAPH_MIN_TOKENS`].
+/// Small models otherwise go on to copy the discussion's lines or the
+/// instructions.
+pub(super) fn ends_paragraph(produced: u32, prose: &str, piece: &[u8]) -> bool {
+    produced >= PARAGRAPH_MIN_TOKENS && piece.contains(&b'\n') && has_finished_sentence(prose.trim_end())
+}
+
+/// Whether the token `piece` would break the line of a reply's first
+/// sentence, or, as the first token after opening words given to the model
+/// (`prose` not empty when nothing is produced yet: "Dana, I"), would not go
+/// on with a word. Small models otherwise turn there to copying the
+/// discussion's lines.
+pub(super) fn breaks_first_sentence(produced: u32, prose: &str, piece: &[u8]) -> bool {
+    if produced == 0 && !prose.is_empty() {
+        let piece = String::from_utf8_lossy(piece);
+        let mut chars = piece.chars();
+        let first = chars.next();
+        let word = match first {
+            Some(' ') => chars.next().is_some_and(char::is_alphabetic),
+            Some('\'' | '’') => chars.next().is_none_or(char::is_alphabetic),
+            _ => false,
+        };
+        return !word;
+    }
+    piece.contains(&b'\n') && !has_finished_sentence(prose)
+}
+
 /// Whether `text` holds a sentence's end: `.`, `!` or `?` followed by a
 /// blank, a closing quote or bracket, or the end of the text (not a decimal
 /// point or an abbreviation's dot inside a word).
@@ -121,6 +153,21 @@ mod tests {
         assert!(!prose_is_enough(MIN_PROSE_TOKENS - 1, sentence));
         assert!(prose_is_enough(MIN_PROSE_TOKENS, sentence));
         assert!(!prose_is_enough(MIN_PROSE_TOKENS * 4, "a long clause with no end yet"));
+        // A line break after a finished sentence ends the paragraph.
+        let para = "Dana, I disagree: the answer names the wall.\n";
+        assert!(ends_paragraph(PARAGRAPH_MIN_TOKENS, para, b".\n"));
+        assert!(!ends_paragraph(PARAGRAPH_MIN_TOKENS - 1, para, b".\n"), "too short");
+        assert!(!ends_paragraph(PARAGRAPH_MIN_TOKENS, "BEGIN DEBATE\n", b"\n"), "no sentence yet");
+        assert!(!ends_paragraph(PARAGRAPH_MIN_TOKENS, "Dana, I disagree.", b"."), "no line break");
+        // After opening words, a word comes next; no line breaks before the first sentence ends.
+        assert!(!breaks_first_sentence(0, "Dana, I", b" disagree"));
+        assert!(!breaks_first_sentence(0, "Dana, I", b"'m"));
+        assert!(breaks_first_sentence(0, "Dana, I", b" \xe2\x80\x94"), "an em dash");
+        assert!(breaks_first_sentence(0, "Dana, I", b":"));
+        assert!(breaks_first_sentence(0, "Dana, I", b"\n"));
+        assert!(!breaks_first_sentence(0, "", b"BEGIN"), "no opening words: any start");
+        assert!(breaks_first_sentence(3, "Dana, I think", b"\n"));
+        assert!(!breaks_first_sentence(9, "Dana, I think it fits. ", b"\n"));
         // Near the budget, prose stops at the end of a sentence, not a list number.
         assert!(ends_sentence("It reads well. "));
         assert!(ends_sentence("He said \"fine.\""));

@@ -265,6 +265,9 @@ pub(super) struct Prompt {
     /// Tokens of the system prompt when its state may be saved or loaded
     /// (see [`SAVED_PROMPT_MIN`]), else 0.
     pub(super) system: usize,
+    /// The reply's opening words, whose tokens end `tokens` (see
+    /// [`ChatRequest::opening`]).
+    pub(super) opening: Option<String>,
 }
 
 /// What an engine is given to do.
