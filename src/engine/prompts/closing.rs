@@ -16,12 +16,18 @@ pub fn aggregator_messages(panel: &Panel, item: &Item, finals: &str) -> Vec<Chat
     );
     let user = format!(
         "{}\n\nThe final evaluations of every stakeholder group:\n{finals}\n\
-         Write a short synthesis (at most 200 words) with three parts: where the stakeholders agree, where they disagree \
-         and why, and an overall interpretation of the content's quality.",
+         Write a short synthesis (at most 200 words) in three paragraphs, beginning with \"Agreement:\", \
+         \"Disagreement:\" and \"Overall:\": where the stakeholders agree, where they disagree and why, and an \
+         overall interpretation of the content's quality. Do not list the scores again.",
         render_item(item)
     );
     vec![ChatMessage::system(system), ChatMessage::user(user)]
 }
+
+/// The words the aggregator's synthesis begins with (see
+/// [`ChatRequest::opening`](crate::provider::ChatRequest::opening)): its
+/// first paragraph's label.
+pub const AGGREGATOR_OPENING: &str = "Agreement:";
 
 /// Messages for the final judge of a discussion without consensus.
 pub fn final_judge_messages(panel: &Panel, item: &Item, history: &[HistoryEntry]) -> Vec<ChatMessage> {

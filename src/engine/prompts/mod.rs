@@ -26,7 +26,7 @@ mod schema;
 
 pub use ahead::{debate_ahead, discussion_ahead};
 pub(crate) use ahead::{shared_so_far, with_placeholder};
-pub use closing::{aggregator_messages, final_judge_messages};
+pub use closing::{AGGREGATOR_OPENING, aggregator_messages, final_judge_messages};
 pub use format::{fmt_num, format_scores};
 pub(crate) use history::render_history;
 pub use history::{HISTORY_WINDOW, HistoryEntry, reply_words};

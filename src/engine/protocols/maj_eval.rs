@@ -113,7 +113,8 @@ async fn aggregate(run: &Run) {
                 pair: None,
             },
             kind: TurnKind::Judge,
-            messages: Prompt::fixed(prompts::aggregator_messages(&run.panel, run.item(), &finals)),
+            messages: Prompt::fixed(prompts::aggregator_messages(&run.panel, run.item(), &finals))
+                .opening(Some(prompts::AGGREGATOR_OPENING.to_string())),
             schema: None,
             top_logprobs: None,
             prose_first: true,

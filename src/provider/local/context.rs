@@ -678,12 +678,14 @@ impl<'m> ModelContext<'m> {
             self.decode_one(token, state)?;
             // The prose is one paragraph: a line break after a finished
             // sentence ends it. Near the end of the budget, a finished
-            // sentence ends it rather than a cut one.
-            if json_follows
-                && (ends_paragraph(produced, out.text(), &piece)
-                    || produced >= budget.saturating_sub(budget / 4) && ends_sentence(out.text()))
-            {
+            // sentence ends it rather than a cut one; a reply of free text
+            // too, which then counts as ended by its budget.
+            let near_end = produced >= budget.saturating_sub(budget / 4) && ends_sentence(out.text());
+            if json_follows && (ends_paragraph(produced, out.text(), &piece) || near_end) {
                 return Ok(Finish::Stop);
+            }
+            if !json_follows && near_end {
+                return Ok(Finish::Length);
             }
         }
     }
