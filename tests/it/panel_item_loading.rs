@@ -139,7 +139,7 @@ fn storybook_panel_has_the_documented_settings() {
     );
     assert_eq!((p.scale.min, p.scale.max), (1.0, 5.0));
     assert_eq!(p.moderator.policy, ModeratorPolicy::Llm);
-    assert_eq!(p.moderator.max_turns, 6);
+    assert_eq!(p.moderator.max_turns, 4);
     assert_eq!((p.consensus.rule, p.consensus.tolerance), (ConsensusRule::Range, 1.0));
     assert_eq!(p.generation.seed, Some(7));
     assert_eq!(p.groups.len(), 3);
