@@ -49,7 +49,10 @@ fn main() {
                 .with_n_batch(CHUNK as u32)
                 .with_n_ubatch(CHUNK as u32)
                 .with_n_threads(threads)
-                .with_n_threads_batch(2)
+                // llama.cpp decodes any batch of more than one token with
+                // the batch threads: the same count, so that a row's steps
+                // all run on `threads` threads.
+                .with_n_threads_batch(threads)
                 .with_flash_attention_policy(0);
             let mut ctx = model.new_context(&backend, params).expect("context");
             let mut batch = LlamaBatch::new(CHUNK, 4);

@@ -3,12 +3,12 @@
 
 use super::*;
 
-/// A llama.cpp context of the shared model and the sequences it holds.
-pub(super) struct ModelContext<'m> {
+/// An engine: the sequences it holds in the shared llama.cpp context, and
+/// the request it serves.
+pub(super) struct ModelContext<'a, 'm> {
     pub(super) model: &'m LlamaModel,
-    pub(super) ctx: LlamaContext<'m>,
-    pub(super) gate: &'m CoreGate,
-    pub(super) handoffs: &'m Handoffs,
+    pub(super) shared: &'a SharedContext<'m>,
+    pub(super) handoffs: &'a Handoffs,
     /// Its number among the worker's engines.
     pub(super) id: usize,
     /// The sequence in use.
@@ -20,13 +20,16 @@ pub(super) struct ModelContext<'m> {
     /// Counts requests, to find the least recently used sequence.
     pub(super) clock: u64,
     pub(super) counters: Arc<Counters>,
-    pub(super) info: LocalModelInfo,
     /// Saved states of long system prompts.
     pub(super) states: Option<PromptStates>,
-    /// The request being served: its place in the order of prompt reading.
-    pub(super) ticket: u64,
-    /// Its reply's head start, while it lasts, and the tokens left of it.
-    pub(super) head: Option<(HeadStart<'m>, u32)>,
+    /// A copy into the working sequence waits for the next decode (llama.cpp
+    /// copies a sequence's cells then): no saved state may be loaded into it
+    /// before, or the copy would overwrite it.
+    pub(super) copy_pending: bool,
+    /// The place of the request being served in the order of prompt reading.
+    pub(super) order: u64,
+    /// Tokens left of its reply's head start (see [`HEAD_START`]).
+    pub(super) early: u32,
 }
 
 /// llama.cpp's `LLAMA_FLASH_ATTN_TYPE_ENABLED` and `_DISABLED` (the enum
@@ -46,11 +49,14 @@ pub(super) struct PromptStates {
 }
 
 impl PromptStates {
-    pub(super) fn new(dir: PathBuf, model_path: &Path, flash_attention: bool) -> Option<Self> {
+    /// States for `model_path`, with or without flash attention, in a
+    /// context for `engines` (their layouts differ: a state saved in one
+    /// does not load in another).
+    pub(super) fn new(dir: PathBuf, model_path: &Path, (flash_attention, engines): (bool, usize)) -> Option<Self> {
         let meta = std::fs::metadata(model_path).ok()?;
         let modified = meta.modified().ok().and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok());
         let model = format!(
-            "{} {} {:?} moot {}{}",
+            "{} {} {:?} moot {}{} {engines} engines",
             model_path.display(),
             meta.len(),
             modified.map(|d| d.as_nanos()),
@@ -129,95 +135,109 @@ pub(super) enum Finish {
     Length,
 }
 
-impl<'m> ModelContext<'m> {
+/// Creates the context the engines share: `engines` × [`SEQUENCES`]
+/// sequences of the context size per request each (the cache is not unified:
+/// each sequence has cells of its own). Returns it with the tokens one
+/// sequence may hold and the facts about the model.
+pub(super) fn new_context<'m>(
+    backend: &LlamaBackend,
+    chat: &Chat<'m>,
+    setup: &Setup,
+    engines: usize,
+) -> Result<(LlamaContext<'m>, usize, LocalModelInfo), ProviderError> {
+    let model = chat.model;
+    let trained = model.n_ctx_train().max(64);
+    let per_seq = match setup.context_size {
+        Some(n) => n.min(trained),
+        None => auto_context_size(trained, kv_bytes_per_token(model), engines, physical_memory()),
+    };
+    let (threads, threads_batch) = setup.threads;
+    let threads_i32 = i32::try_from(threads).unwrap_or(1);
+    let batch_i32 = i32::try_from(threads_batch).unwrap_or(1);
+    let sequences = SEQUENCES * engines as u32;
+    let params = LlamaContextParams::default()
+        .with_n_ctx(NonZeroU32::new(per_seq.saturating_mul(sequences)))
+        .with_n_seq_max(sequences)
+        .with_kv_unified(false)
+        .with_n_batch(batch_capacity(engines) as u32)
+        .with_n_ubatch(PROMPT_CHUNK as u32)
+        .with_n_threads(threads_i32)
+        .with_n_threads_batch(batch_i32)
+        .with_flash_attention_policy(if setup.flash_attention { FLASH_ATTENTION_ON } else { FLASH_ATTENTION_OFF });
+    let ctx = model
+        .new_context(backend, params)
+        .map_err(|e| server_error(format!("cannot create a llama.cpp context: {e}")))?;
+    let seq_capacity = (ctx.n_ctx() / sequences).max(64) as usize;
+    let info = LocalModelInfo {
+        architecture: model.meta_val_str("general.architecture").unwrap_or_default(),
+        chat_template: chat.template_name.clone(),
+        context_size: seq_capacity as u32,
+        threads,
+        threads_batch,
+        parallel: engines,
+    };
+    Ok((ctx, seq_capacity, info))
+}
+
+/// Most tokens one decode of the shared context takes: a prompt chunk and a
+/// generation step of every engine.
+pub(super) fn batch_capacity(engines: usize) -> usize {
+    PROMPT_CHUNK + engines
+}
+
+impl<'a, 'm> ModelContext<'a, 'm> {
+    /// Engine `id` of `engines`. It reads and generates in sequence `id` of
+    /// the context, its *working* sequence (the engines' working sequences
+    /// have consecutive ids, so llama.cpp steps them together), and keeps
+    /// [`SEQUENCES`] − 1 more, after all the working ones, whose contents are
+    /// copied into the working sequence when a prompt continues them.
     pub(super) fn new(
-        id: usize,
-        backend: &LlamaBackend,
-        chat: &'m Chat<'m>,
+        (id, engines): (usize, usize),
+        model: &'m LlamaModel,
+        (shared, handoffs): (&'a SharedContext<'m>, &'a Handoffs),
+        seq_capacity: usize,
         setup: &Setup,
         counters: Arc<Counters>,
-        (gate, handoffs): (&'m CoreGate, &'m Handoffs),
-    ) -> Result<Self, ProviderError> {
-        let model = chat.model;
-        let trained = model.n_ctx_train().max(64);
-        let per_seq = match setup.context_size {
-            Some(n) => n.min(trained),
-            None => auto_context_size(trained, kv_bytes_per_token(model), setup.parallel, physical_memory()),
-        };
-        let (threads, threads_batch) = setup.threads;
-        let threads_i32 = i32::try_from(threads).unwrap_or(1);
-        let batch_i32 = i32::try_from(threads_batch).unwrap_or(1);
-        // Each sequence gets `per_seq` cells of its own (the cache is not unified).
-        let params = LlamaContextParams::default()
-            .with_n_ctx(NonZeroU32::new(per_seq.saturating_mul(SEQUENCES)))
-            .with_n_seq_max(SEQUENCES)
-            .with_kv_unified(false)
-            .with_n_batch(PROMPT_CHUNK as u32)
-            .with_n_ubatch(PROMPT_CHUNK as u32)
-            .with_n_threads(threads_i32)
-            .with_n_threads_batch(batch_i32)
-            .with_flash_attention_policy(if setup.flash_attention { FLASH_ATTENTION_ON } else { FLASH_ATTENTION_OFF });
-        let ctx = model
-            .new_context(backend, params)
-            .map_err(|e| server_error(format!("cannot create a llama.cpp context: {e}")))?;
-        let seq_capacity = (ctx.n_ctx() / SEQUENCES).max(64) as usize;
-        let info = LocalModelInfo {
-            architecture: model.meta_val_str("general.architecture").unwrap_or_default(),
-            chat_template: chat.template_name.clone(),
-            context_size: seq_capacity as u32,
-            threads,
-            threads_batch,
-            parallel: 1,
-        };
-        let parked = (1..SEQUENCES as i32).map(Slot::empty).collect();
-        Ok(Self {
+    ) -> Self {
+        let seq = |n: usize| i32::try_from(n).unwrap_or(i32::MAX);
+        let kept = SEQUENCES as usize - 1;
+        let parked = (0..kept).map(|k| Slot::empty(seq(engines + id * kept + k))).collect();
+        Self {
             model,
-            ctx,
-            gate,
+            shared,
             handoffs,
             id,
-            current: Slot::empty(0),
+            current: Slot::empty(seq(id)),
             parked,
             seq_capacity,
             clock: 0,
             counters,
-            info,
             states: setup.states.clone(),
-            ticket: 0,
-            head: None,
-        })
+            copy_pending: false,
+            order: 0,
+            early: 0,
+        }
     }
 
-    /// The token sequences the context holds.
+    /// The token sequences the engine holds.
     pub(super) fn held(&self) -> Vec<Vec<LlamaToken>> {
         std::iter::once(&self.current).chain(&self.parked).map(|s| s.cached.clone()).filter(|c| !c.is_empty()).collect()
     }
 
-    /// Decodes a batch once the cores it needs are free (see [`CoreGate`]).
-    pub(super) fn decode(&mut self, batch: &mut LlamaBatch) -> Result<(), llama_cpp_2::DecodeError> {
-        let (kind, threads) = match (batch.n_tokens() > 1, &self.head) {
-            (true, _) => (Decode::Read(self.ticket), self.info.threads_batch),
-            (false, Some(_)) => (Decode::First, self.info.threads),
-            (false, None) => (Decode::Step, self.info.threads),
-        };
-        let decoded = {
-            let _cores = self.gate.enter(threads, kind);
-            self.ctx.decode(batch)
-        };
-        if kind == Decode::First
-            && let Some((_, left)) = self.head.as_mut()
-        {
-            *left -= 1;
-            if *left == 0 {
-                self.head = None;
-            }
-        }
+    /// Decodes `items` with the other engines' tokens of the same round (see
+    /// [`SharedContext`]); `rides` when reading ahead. Returns the logits of
+    /// the items that want them.
+    pub(super) fn decode(&mut self, items: Vec<Item>, kind: Kind) -> Result<Vec<Vec<f32>>, String> {
+        let decoded = self.shared.decode(items, self.order, kind);
+        self.copy_pending = false;
         decoded
     }
 
+    /// Forgets every sequence of this engine (the other engines' stay).
     pub(super) fn forget_cache(&mut self) {
-        self.ctx.clear_kv_cache();
+        let mut ctx = self.shared.lock();
         for slot in std::iter::once(&mut self.current).chain(&mut self.parked) {
+            let _ = ctx.kv_cache_seq_rm(slot.seq, None, None);
             slot.cached.clear();
             slot.keep = 0;
         }
@@ -242,62 +262,74 @@ impl<'m> ModelContext<'m> {
             .enumerate()
             .map(|(i, slot)| (common(&slot.cached), i))
             .max_by_key(|&(c, i)| (c, std::cmp::Reverse(i)));
-        let pick = match best {
-            Some((c, i)) if c > current && c >= worth_keeping => Some(i),
-            _ if current >= worth_keeping || self.current.cached.is_empty() => None,
-            // Nothing worth continuing: take the least recently used sequence.
-            _ => self.least_recently_used(),
-        };
-        if let Some(i) = pick {
-            self.swap_with(i);
+        match best {
+            Some((c, i)) if c > current && c >= worth_keeping => {
+                self.park_current(Some(i));
+                self.unpark(i);
+            }
+            _ if current >= worth_keeping || self.current.cached.is_empty() => {}
+            // Nothing worth continuing: the least recently used sequence is
+            // given up for what the working one holds.
+            _ => self.park_current(None),
         }
         let shared = common(&self.current.cached);
-        if shared >= worth_keeping
-            && self.current.keep >= shared + KEEP_TAIL
-            && let Some(i) = self.least_recently_used()
-        {
-            let target = self.parked[i].seq;
-            if self.ctx.kv_cache_seq_cp(self.current.seq, target, None, None).is_ok() {
-                self.parked[i].cached.clone_from(&self.current.cached);
-                self.parked[i].keep = self.current.keep;
-                self.swap_with(i);
-                tracing::debug!(
-                    engine = self.id,
-                    from = self.parked[i].seq,
-                    to = self.current.seq,
-                    "local model: sequence copied"
-                );
-            }
+        if shared >= worth_keeping && self.current.keep >= shared + KEEP_TAIL {
+            self.park_current(None);
         }
         self.clock += 1;
         shared
     }
 
-    pub(super) fn least_recently_used(&self) -> Option<usize> {
-        self.parked.iter().enumerate().min_by_key(|(_, s)| s.last_used).map(|(i, _)| i)
+    pub(super) fn least_recently_used(&self, except: Option<usize>) -> Option<usize> {
+        self.parked
+            .iter()
+            .enumerate()
+            .filter(|&(i, _)| Some(i) != except)
+            .min_by_key(|(_, s)| s.last_used)
+            .map(|(i, _)| i)
     }
 
-    /// Parks the sequence in use in slot `i` and takes the one that was there.
-    pub(super) fn swap_with(&mut self, i: usize) {
-        std::mem::swap(&mut self.current, &mut self.parked[i]);
+    /// Copies the working sequence into the least recently used parked one
+    /// (not `except`), so that its conversation can continue it later.
+    pub(super) fn park_current(&mut self, except: Option<usize>) {
+        let Some(j) = self.least_recently_used(except) else { return };
+        let target = self.parked[j].seq;
+        if self.shared.lock().kv_cache_seq_cp(self.current.seq, target, None, None).is_ok() {
+            self.parked[j].cached.clone_from(&self.current.cached);
+            self.parked[j].keep = self.current.keep;
+            self.parked[j].last_used = self.clock;
+            tracing::debug!(engine = self.id, from = self.current.seq, to = target, "local model: sequence copied");
+        } else {
+            self.parked[j].cached.clear();
+        }
+    }
+
+    /// Copies parked sequence `i` into the working one.
+    pub(super) fn unpark(&mut self, i: usize) {
+        let from = self.parked[i].seq;
         self.parked[i].last_used = self.clock;
+        if self.shared.lock().kv_cache_seq_cp(from, self.current.seq, None, None).is_ok() {
+            self.current.cached.clone_from(&self.parked[i].cached);
+            self.current.keep = self.parked[i].keep;
+            self.copy_pending = true;
+        } else {
+            self.forget_cache();
+        }
     }
 
     pub(super) fn run(&mut self, job: &Job, prompt: &Prompt) -> Result<Completion, ProviderError> {
-        self.ticket = self.gate.ticket();
-        // The head start ends with the request, even one that panics (the
-        // worker catches it): prompts must not wait for it forever.
-        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.serve(job, prompt)));
-        self.head = None;
-        result.unwrap_or_else(|p| std::panic::resume_unwind(p))
+        // Rounds wait for this engine's tokens while it serves.
+        let serving = self.shared.rounds.serving();
+        self.order = serving.order;
+        self.serve(job, prompt)
     }
 
     fn serve(&mut self, job: &Job, prompt: &Prompt) -> Result<Completion, ProviderError> {
         let request = &job.request;
         let tokens = &prompt.tokens;
         let mut out = Output::new(&job.deltas);
-        let logits_index = self.read_prompt(tokens, prompt.keep, prompt.system, &job.cancel)?;
-        self.head = Some((self.gate.head_start(), HEAD_START));
+        let logits = self.read_prompt(tokens, prompt.keep, prompt.system, &job.cancel)?;
+        self.early = HEAD_START;
 
         let grammar = match &request.response_schema {
             Some(schema) => Some(self.grammar_for(schema)?),
@@ -308,7 +340,7 @@ impl<'m> ModelContext<'m> {
             None => request.max_tokens,
         };
         let mut sampling = Sampling::new(self.model, request);
-        let mut state = GenState { logits_index, generated: 0 };
+        let mut state = GenState { logits, generated: 0 };
         let mut logprobs = Vec::new();
         if let Some(words) = &prompt.opening {
             out.push_str(words);
@@ -354,7 +386,7 @@ impl<'m> ModelContext<'m> {
 
     /// Brings the context to `tokens`, reusing the cached prefix (or a saved
     /// state of the system prompt, its first `system` tokens), and returns
-    /// the batch index of the logits of the last token. `keep` is the part of
+    /// the logits of the last token. `keep` is the part of
     /// `tokens` worth keeping for later prompts.
     pub(super) fn read_prompt(
         &mut self,
@@ -362,11 +394,11 @@ impl<'m> ModelContext<'m> {
         keep: usize,
         system: usize,
         cancel: &CancellationToken,
-    ) -> Result<i32, ProviderError> {
+    ) -> Result<Vec<f32>, ProviderError> {
         let started = std::time::Instant::now();
         let mut common = self.choose_sequence(tokens);
         self.current.keep = keep;
-        let saved = system >= SAVED_PROMPT_MIN && system < tokens.len() && self.states.is_some();
+        let saved = system >= SAVED_PROMPT_MIN && system < tokens.len() && self.states.is_some() && !self.copy_pending;
         let mut loaded = false;
         if saved && common < system && self.load_state(&tokens[..system]) {
             common = system;
@@ -383,7 +415,7 @@ impl<'m> ModelContext<'m> {
             self.save_state();
             from = system;
         }
-        let last_index = self.decode_prompt(&tokens[from..], cancel)?;
+        let logits = self.decode_prompt(&tokens[from..], cancel)?;
         tracing::debug!(
             engine = self.id,
             seq = self.current.seq,
@@ -393,15 +425,16 @@ impl<'m> ModelContext<'m> {
             ms = started.elapsed().as_millis() as u64,
             "local model: prompt read"
         );
-        Ok(last_index)
+        Ok(logits)
     }
 
     /// Drops what the sequence in use holds beyond its first `len` tokens;
     /// returns how many it holds then (none if llama.cpp could not drop them).
     pub(super) fn cut_to(&mut self, len: usize) -> usize {
         if len < self.current.cached.len() {
+            let seq = self.current.seq;
             let removed =
-                u32::try_from(len).ok().and_then(|p0| self.ctx.kv_cache_seq_rm(self.current.seq, Some(p0), None).ok());
+                u32::try_from(len).ok().and_then(|p0| self.shared.lock().kv_cache_seq_rm(seq, Some(p0), None).ok());
             if removed.is_some() {
                 self.current.cached.truncate(len);
             } else {
@@ -412,12 +445,14 @@ impl<'m> ModelContext<'m> {
     }
 
     /// Reads `tokens`, the start of a request expected soon, into the
-    /// sequence that holds most of them, while cores are otherwise idle: a
-    /// token per decode, so that it uses one core (llama.cpp reads a batch
-    /// of several on every prompt thread) and gives the core back at once to
-    /// any request's decode. Stops when all are read or when `interrupted`
-    /// says a request waits for this engine; `report` hears what the engine
-    /// holds as it goes, so requests can be routed to it.
+    /// working sequence, [`AHEAD_STEP`] tokens a round, while no engine
+    /// serves a request (a prompt's tokens cost a generation step more than
+    /// they save it). Starts
+    /// from a copy of `donor`'s sequence when that engine holds more of them
+    /// (a copy within the context takes milliseconds). Stops when all are
+    /// read or when `interrupted` says a request waits for this engine;
+    /// `report` hears what the engine holds as it goes, so requests can be
+    /// routed to it.
     pub(super) fn read_ahead(
         &mut self,
         tokens: &[LlamaToken],
@@ -425,28 +460,11 @@ impl<'m> ModelContext<'m> {
         interrupted: impl Fn() -> bool,
         report: impl Fn(Vec<Vec<LlamaToken>>),
     ) {
-        let idle_core = || loop {
-            if interrupted() {
-                return None;
-            }
-            if let Some(core) = self.gate.enter_idle(AHEAD_PATIENCE) {
-                return Some(core);
-            }
-        };
         let started = std::time::Instant::now();
-        let snapshot = donor.filter(|_| !interrupted()).and_then(|d| self.handoffs.take(d));
-        // No sequence is given up before there is a core to read with or a
-        // copy to start from.
-        let mut core = match snapshot {
-            Some(_) => None,
-            None => Some(idle_core()).flatten(),
-        };
-        if core.is_none() && snapshot.is_none() {
-            return;
-        }
+        let copy = donor.filter(|_| !interrupted()).and_then(|d| self.handoffs.take(d));
         let common = self.choose_sequence(tokens);
-        let copied = match snapshot {
-            Some((state, held)) if common_prefix(&held, tokens) > common => self.install(&state, held),
+        let copied = match copy {
+            Some((seq, held)) if common_prefix(&held, tokens) > common => self.copy_from(seq, held),
             _ => false,
         };
         let from = self.cut_to(common_prefix(&self.current.cached, tokens));
@@ -454,25 +472,37 @@ impl<'m> ModelContext<'m> {
         if copied {
             report(self.held());
         }
-        let mut batch = LlamaBatch::new(1, 1);
+        let mut reported = from;
         while self.current.cached.len() < tokens.len() {
-            let Some(held_core) = core.take().or_else(idle_core) else { break };
-            let position = self.current.cached.len();
-            let token = tokens[position];
-            batch.clear();
-            let pos = i32::try_from(position).unwrap_or(i32::MAX);
-            if batch.add(token, pos, &[self.current.seq], false).is_err() {
+            // Only while no engine serves a request: reading ahead is worth
+            // no reply's step.
+            while !interrupted() && !self.shared.rounds.idle() {
+                std::thread::sleep(AHEAD_PATIENCE);
+            }
+            if interrupted() {
                 break;
             }
-            let decoded = self.ctx.decode(&mut batch);
-            drop(held_core);
-            if decoded.is_err() {
+            let position = self.current.cached.len();
+            let step = &tokens[position..tokens.len().min(position + AHEAD_STEP)];
+            let seq = self.current.seq;
+            let items = step
+                .iter()
+                .enumerate()
+                .map(|(i, &token)| Item {
+                    token,
+                    pos: i32::try_from(position + i).unwrap_or(i32::MAX),
+                    seq,
+                    logits: false,
+                })
+                .collect();
+            if self.decode(items, Kind::Ahead).is_err() {
                 self.forget_cache();
                 return;
             }
-            self.current.cached.push(token);
-            self.counters.read_ahead.fetch_add(1, Ordering::Relaxed);
-            if (position + 1 - from).is_multiple_of(AHEAD_REPORT) {
+            self.current.cached.extend_from_slice(step);
+            self.counters.read_ahead.fetch_add(step.len() as u64, Ordering::Relaxed);
+            if self.current.cached.len() >= reported + AHEAD_REPORT {
+                reported = self.current.cached.len();
                 report(self.held());
             }
         }
@@ -488,54 +518,70 @@ impl<'m> ModelContext<'m> {
         );
     }
 
-    /// Replaces what the sequence in use holds with another engine's copy of
-    /// a sequence holding `held`.
-    pub(super) fn install(&mut self, state: &SeqState, held: Vec<LlamaToken>) -> bool {
-        let seq = self.current.seq;
-        let _ = self.ctx.kv_cache_seq_rm(seq, None, None);
+    /// Replaces what the sequence in use holds with a copy of sequence `seq`
+    /// of another engine, which held `held` when it offered it (it may hold
+    /// more by now: what follows `held` is dropped from the copy).
+    pub(super) fn copy_from(&mut self, seq: i32, held: Vec<LlamaToken>) -> bool {
+        let target = self.current.seq;
+        let mut ctx = self.shared.lock();
+        let _ = ctx.kv_cache_seq_rm(target, None, None);
         self.current.cached.clear();
-        match self.ctx.state_seq_set(state, seq) {
-            Ok(()) => {
-                self.current.cached = held;
-                true
-            }
-            Err(e) => {
-                tracing::warn!("local model: cannot load another engine's sequence: {e}");
-                let _ = self.ctx.kv_cache_seq_rm(seq, None, None);
-                false
-            }
+        let len = u32::try_from(held.len()).unwrap_or(u32::MAX);
+        let copied = ctx.kv_cache_seq_cp(seq, target, None, None).is_ok()
+            && ctx.kv_cache_seq_rm(target, Some(len), None).is_ok();
+        if copied {
+            self.current.cached = held;
+            self.copy_pending = true;
+        } else {
+            tracing::warn!("local model: cannot copy another engine's sequence");
+            let _ = ctx.kv_cache_seq_rm(target, None, None);
         }
+        copied
     }
 
     /// Appends `tokens` to the sequence in use, in chunks, and returns the
-    /// batch index of the last token's logits.
+    /// logits of the last token. Each chunk is read over one or more rounds
+    /// (see [`Rounds`](super::shared::Rounds)).
     pub(super) fn decode_prompt(
         &mut self,
         tokens: &[LlamaToken],
         cancel: &CancellationToken,
-    ) -> Result<i32, ProviderError> {
-        let mut batch = LlamaBatch::new(PROMPT_CHUNK, 1);
-        let chunks = tokens.len().div_ceil(PROMPT_CHUNK);
-        let mut last_index = 0;
-        for (c, chunk) in tokens.chunks(PROMPT_CHUNK).enumerate() {
+    ) -> Result<Vec<f32>, ProviderError> {
+        let mut logits = Vec::new();
+        let mut done = 0;
+        while done < tokens.len() {
             if cancel.is_cancelled() {
                 return Err(ProviderError::Cancelled);
             }
-            batch.clear();
-            let last_chunk = c + 1 == chunks;
-            for (i, &token) in chunk.iter().enumerate() {
-                let pos = i32::try_from(self.current.cached.len() + i).unwrap_or(i32::MAX);
-                let logits = last_chunk && i + 1 == chunk.len();
-                batch.add(token, pos, &[self.current.seq], logits).map_err(|e| server_error(e.to_string()))?;
-            }
-            if let Err(e) = self.decode(&mut batch) {
-                self.forget_cache();
-                return Err(server_error(format!("llama.cpp could not read the prompt: {e}")));
+            let chunk = &tokens[done..tokens.len().min(done + PROMPT_CHUNK)];
+            let last_chunk = done + chunk.len() == tokens.len();
+            let seq = self.current.seq;
+            let start = self.current.cached.len();
+            let items = chunk
+                .iter()
+                .enumerate()
+                .map(|(i, &token)| Item {
+                    token,
+                    pos: i32::try_from(start + i).unwrap_or(i32::MAX),
+                    seq,
+                    logits: last_chunk && i + 1 == chunk.len(),
+                })
+                .collect();
+            match self.decode(items, Kind::Read) {
+                Ok(mut rows) => {
+                    if last_chunk {
+                        logits = rows.pop().unwrap_or_default();
+                    }
+                }
+                Err(e) => {
+                    self.forget_cache();
+                    return Err(server_error(format!("llama.cpp could not read the prompt: {e}")));
+                }
             }
             self.current.cached.extend_from_slice(chunk);
-            last_index = batch.n_tokens() - 1;
+            done += chunk.len();
         }
-        Ok(last_index)
+        Ok(logits)
     }
 
     /// Loads the saved state of `prefix` into the sequence in use, replacing
@@ -546,16 +592,17 @@ impl<'m> ModelContext<'m> {
             return false;
         };
         let seq = self.current.seq;
-        let _ = self.ctx.kv_cache_seq_rm(seq, None, None);
+        let mut ctx = self.shared.lock();
+        let _ = ctx.kv_cache_seq_rm(seq, None, None);
         self.current.cached.clear();
-        match self.ctx.state_seq_load_file(&path, seq, prefix.len()) {
+        match ctx.state_seq_load_file(&path, seq, prefix.len()) {
             Ok((tokens, _)) if tokens == prefix => {
                 self.current.cached = tokens;
                 true
             }
             outcome => {
                 tracing::warn!("local model: dropping the saved prompt state {} ({:?})", path.display(), outcome.err());
-                let _ = self.ctx.kv_cache_seq_rm(seq, None, None);
+                let _ = ctx.kv_cache_seq_rm(seq, None, None);
                 let _ = std::fs::remove_file(&path);
                 false
             }
@@ -573,7 +620,8 @@ impl<'m> ModelContext<'m> {
         }
         // Unique among processes and among this process's engines.
         let partial = path.with_extension(format!("partial-{}-{:?}", std::process::id(), std::thread::current().id()));
-        match self.ctx.state_seq_save_file(&partial, self.current.seq, &self.current.cached) {
+        let saved = self.shared.lock().state_seq_save_file(&partial, self.current.seq, &self.current.cached);
+        match saved {
             Ok(_) if std::fs::rename(&partial, &path).is_ok() => states.prune(),
             outcome => {
                 tracing::warn!(
@@ -586,25 +634,23 @@ impl<'m> ModelContext<'m> {
         }
     }
 
-    /// Decodes one token after the cached ones; its logits are at index 0.
+    /// Decodes one token after the cached ones, in the next round; its
+    /// logits go to `state`.
     pub(super) fn decode_one(&mut self, token: LlamaToken, state: &mut GenState) -> Result<(), ProviderError> {
-        let mut batch = LlamaBatch::new(1, 1);
         let pos = i32::try_from(self.current.cached.len()).unwrap_or(i32::MAX);
-        batch.add(token, pos, &[self.current.seq], true).map_err(|e| server_error(e.to_string()))?;
-        if let Err(e) = self.decode(&mut batch) {
-            self.forget_cache();
-            return Err(server_error(format!("llama.cpp could not decode: {e}")));
+        let item = Item { token, pos, seq: self.current.seq, logits: true };
+        let early = self.early > 0;
+        self.early = self.early.saturating_sub(1);
+        match self.decode(vec![item], Kind::Step { early }) {
+            Ok(mut rows) => state.logits = rows.pop().unwrap_or_default(),
+            Err(e) => {
+                self.forget_cache();
+                return Err(server_error(format!("llama.cpp could not decode: {e}")));
+            }
         }
         self.current.cached.push(token);
-        state.logits_index = 0;
         if self.handoffs.is_wanted(self.id) {
-            self.handoffs.give(
-                self.id,
-                self.ctx
-                    .state_seq_get(self.current.seq, LlamaStateSeqFlags::empty())
-                    .ok()
-                    .map(|state| (state, self.current.cached.clone())),
-            );
+            self.handoffs.give(self.id, Some((self.current.seq, self.current.cached.clone())));
         }
         Ok(())
     }
@@ -658,12 +704,12 @@ impl<'m> ModelContext<'m> {
                 // its JSON object here, nor break its first sentence's line.
                 let vocab = self.model.vocab();
                 let text = out.text();
-                sampling.pick_where(&self.ctx, state.logits_index, |t| {
+                sampling.pick_where(&state.logits, |t| {
                     let piece = vocab.token_to_piece(t, false, None);
                     !vocab.is_eog(t) && !ends_prose(text, &piece) && !breaks_first_sentence(produced, text, &piece)
                 })?
             } else {
-                sampling.pick(&self.ctx, state.logits_index, None)?
+                sampling.pick(&state.logits, None)?
             };
             if self.model.vocab().is_eog(token) {
                 return Ok(Finish::Stop);
@@ -723,15 +769,14 @@ impl<'m> ModelContext<'m> {
             let close = quote.filter(|&q| string_may_close(&out.text()[start..]) && sampling.force(&mut grammar, q));
             let token = match close {
                 Some(q) => q,
-                None => sampling.pick(&self.ctx, state.logits_index, Some(&mut grammar))?,
+                None => sampling.pick(&state.logits, Some(&mut grammar))?,
             };
             if self.model.vocab().is_eog(token) {
                 return Ok(Finish::Stop);
             }
             let piece = self.piece(token);
             if let Some(k) = top {
-                let logits = self.ctx.get_logits_ith(state.logits_index);
-                let (logprob, best) = crate::provider::logprobs::top_of_logits(logits, token.0, k);
+                let (logprob, best) = crate::provider::logprobs::top_of_logits(&state.logits, token.0, k);
                 let text = |t: i32| String::from_utf8_lossy(&self.piece(LlamaToken(t))).into_owned();
                 logprobs.push(TokenLogprob {
                     token: String::from_utf8_lossy(&piece).into_owned(),
@@ -759,8 +804,8 @@ impl<'m> ModelContext<'m> {
 }
 
 pub(super) struct GenState {
-    /// Batch index of the logits to sample from.
-    pub(super) logits_index: i32,
+    /// The logits to sample the next token from.
+    pub(super) logits: Vec<f32>,
     /// Tokens the model generated (not counting injected text).
     pub(super) generated: u64,
 }

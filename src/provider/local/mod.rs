@@ -1,17 +1,21 @@
 //! The embedded local model: CPU inference of a GGUF file with llama.cpp.
 //!
 //! Files: `worker.rs` (the thread that owns the model and takes orders),
-//! `schedule.rs` (which engine serves what, and when it may read prompts),
-//! `context.rs` (an engine: a llama.cpp context, [`ModelContext`], with its
-//! sequences), `chat.rs` (chat templates and tokenizing), `sampling.rs`,
-//! `grammar.rs` (JSON schema to GBNF) and `prose.rs` (where prose ends).
+//! `schedule.rs` (which engine serves what), `shared.rs` (the llama.cpp
+//! context the engines share, and the rounds in which their decodes go
+//! together), `context.rs` (an engine, [`ModelContext`], with its sequences
+//! of the shared context), `chat.rs` (chat templates and tokenizing),
+//! `sampling.rs`, `grammar.rs` (JSON schema to GBNF) and `prose.rs` (where
+//! prose ends).
 //!
 //! One model instance serves the whole process. A worker thread owns the
-//! llama.cpp backend and the model and hands requests to a few engines, each
-//! with a llama.cpp context of its own on a thread of its own (see
-//! [`default_parallel`]); [`LocalProvider::stream`] queues a job and awaits
-//! its result. Engines generate at the same time, one core each, and take
-//! turns at reading prompts, which uses every core (see [`CoreGate`]).
+//! llama.cpp backend, the model and one context, and hands requests to a
+//! few engines, each on a thread of its own with sequences of its own in
+//! the context (see [`DEFAULT_PARALLEL`]); [`LocalProvider::stream`] queues a
+//! job and awaits its result. The engines' decodes go in rounds: the tokens
+//! of every engine serving a request (a generation step, a prompt chunk) are
+//! decoded in one batch, which reads the model's weights once for all of
+//! them (see [`SharedContext`]).
 //! Providers built for the same file share the worker (the first one's
 //! settings win), and the worker stops when the last of them is dropped.
 //!
@@ -24,7 +28,7 @@
 //! (agents of one panel share the instructions and the item); a request goes
 //! to the engine that holds most of its prompt (see [`QueueState::choose`]).
 //! While a speech streams, an idle engine reads the prompt that the group's
-//! next request will start with, on a core that would otherwise idle (see
+//! next request will start with, whenever no engine serves a request (see
 //! [`Provider::read_ahead`] and [`ModelContext::read_ahead`]).
 //!
 //! With [`ChatRequest::response_schema`] the reply is free prose followed by a
@@ -39,7 +43,6 @@ use std::sync::{Arc, Mutex, OnceLock, Weak, mpsc as std_mpsc};
 use async_trait::async_trait;
 use llama_cpp_2::context::LlamaContext;
 use llama_cpp_2::context::params::LlamaContextParams;
-use llama_cpp_2::context::session::{LlamaStateSeqFlags, SeqState};
 use llama_cpp_2::llama_backend::LlamaBackend;
 use llama_cpp_2::llama_batch::LlamaBatch;
 use llama_cpp_2::model::params::LlamaModelParams;
@@ -58,17 +61,16 @@ mod grammar;
 mod prose;
 mod sampling;
 mod schedule;
+mod shared;
 mod worker;
 
 use chat::*;
 use context::*;
 use sampling::*;
+use shared::{HEAD_START, Item, Kind, SharedContext};
 use worker::*;
 
-use schedule::{
-    AHEAD_MIN, AHEAD_PATIENCE, AHEAD_REPORT, AHEAD_UNSURE, CoreGate, Decode, HEAD_START, Handoffs, HeadStart, Queue,
-    common_prefix,
-};
+use schedule::{AHEAD_MIN, AHEAD_PATIENCE, AHEAD_REPORT, AHEAD_STEP, AHEAD_UNSURE, Handoffs, Queue, common_prefix};
 
 use grammar::json_reserve;
 pub use grammar::schema_to_gbnf;
@@ -154,7 +156,7 @@ pub struct LocalConfig {
     /// `None` means [`default_state_dir`].
     pub state_dir: Option<PathBuf>,
     /// How many requests the model serves at once; `None` means
-    /// [`default_parallel`].
+    /// [`DEFAULT_PARALLEL`].
     pub parallel: Option<usize>,
     /// llama.cpp's flash attention. Off by default: on this project's
     /// 2-core CPU machine it made generation after a 1,200-token prompt
@@ -195,36 +197,24 @@ pub const SAVED_PROMPT_MIN: usize = 256;
 /// How many saved prompt states are kept (the newest).
 const SAVED_PROMPTS_KEPT: usize = 32;
 
-/// Every core for reading prompts: large batches keep all threads busy, so a
-/// second thread pays off even on two cores, unlike token-by-token generation.
+/// Every core for reading prompts (batches of many tokens).
 pub fn default_threads_batch() -> usize {
     std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
 }
 
-/// One thread on machines with two cores or fewer (a second thread makes
-/// generation collapse as soon as anything else runs), half the cores above.
+/// Every core for generation too: one thread decodes the engines' rounds
+/// (see `shared.rs`), so nothing of the model's competes for the cores, and
+/// a lone reply's step takes 34 ms with two threads against 69 ms with one
+/// (`cargo bench --bench batched_decode`, docs/local-model.md).
 pub fn default_threads() -> usize {
-    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
-    if cores <= 2 { 1 } else { cores / 2 }
+    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
 }
 
-/// Most engines [`default_parallel`] starts.
-const MAX_PARALLEL: usize = 4;
-
-/// One engine per `threads` cores, plus one, at most [`MAX_PARALLEL`]: while
-/// engines generate (token by token, which cannot use more cores usefully)
-/// every core works, and the extra engine starts on a new request (reading
-/// its prompt, which takes every core in turn) instead of leaving it queued
-/// behind whole replies. On two cores with one generation thread, three
-/// engines: two requests generate at almost twice the rate of one (measured:
-/// 85 tokens/s together against 44 alone), and in a live run of the sample
-/// panel (three groups) a turn's first token came about 2 s after its
-/// request instead of 5–10 s with two engines. A lone request runs as fast as
-/// with one engine.
-pub fn default_parallel(threads: usize) -> usize {
-    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
-    (cores / threads.max(1) + 1).clamp(1, MAX_PARALLEL)
-}
+/// Requests served at once when none is configured: a round of four
+/// replies' steps generates more in all than one of three (52 tokens a
+/// second against 47 on two cores), and the sample panel's three groups
+/// debate at once while a fourth request need not wait for an engine.
+pub const DEFAULT_PARALLEL: usize = 4;
 
 /// Facts about the loaded model.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -319,9 +309,9 @@ impl Provider for LocalProvider {
         (ahead > 0).then(|| format!("waiting for the local model ({ahead} call(s) ahead)"))
     }
 
-    /// With more than one engine, an idle one reads the prompt ahead while
-    /// another generates (see [`ModelContext::read_ahead`]); with one there is no
-    /// idle engine to do it.
+    /// With more than one engine, an idle one reads the prompt ahead while no
+    /// request is served (see [`ModelContext::read_ahead`]); with one there is
+    /// no idle engine to do it.
     fn read_ahead(&self, messages: &[ChatMessage]) {
         if self.worker.info.parallel > 1 {
             let _ = self.worker.orders.send(Order::ReadAhead(messages.to_vec()));
@@ -517,9 +507,7 @@ mod tests {
     #[test]
     fn default_threads_is_positive() {
         assert!(default_threads() >= 1);
-        let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
-        assert_eq!(default_parallel(1), (cores + 1).min(MAX_PARALLEL), "a core each, and one more");
-        assert_eq!(default_parallel(cores * 4), 1);
+        assert_eq!(default_threads(), default_threads_batch(), "decodes take turns, so each may use every core");
     }
 
     fn tokens(range: std::ops::Range<i32>) -> Vec<LlamaToken> {
@@ -582,28 +570,6 @@ mod tests {
     }
 
     #[test]
-    fn reading_ahead_takes_a_core_only_when_no_request_waits_for_one() {
-        let patience = std::time::Duration::from_millis(10);
-        let gate = Arc::new(CoreGate::new(2));
-        let ahead = gate.enter_idle(patience).expect("a free core");
-        let step = gate.enter(1, Decode::Step);
-        assert!(gate.enter_idle(patience).is_none(), "both cores are taken");
-        drop(ahead);
-        let reader = {
-            let gate = gate.clone();
-            std::thread::spawn(move || {
-                let _cores = gate.enter(2, Decode::Read(0));
-                std::thread::sleep(std::time::Duration::from_millis(50));
-            })
-        };
-        std::thread::sleep(std::time::Duration::from_millis(30));
-        assert!(gate.enter_idle(patience).is_none(), "a prompt chunk waits for the free core");
-        drop(step);
-        reader.join().unwrap();
-        assert!(gate.enter_idle(patience).is_some());
-    }
-
-    #[test]
     fn a_request_goes_to_the_engine_that_holds_its_prompt() {
         let conversation = tokens(0..300);
         let next = || pending(tokens(0..320), 0);
@@ -628,68 +594,5 @@ mod tests {
         // Nothing held anywhere: the oldest request.
         let q = queue(vec![(vec![], false), (vec![], false)], vec![next(), pending(tokens(5..9), 0)]);
         assert_eq!(q.choose(1), Some(0));
-    }
-
-    #[test]
-    fn prompt_chunks_wait_for_every_core_and_go_before_generation_steps() {
-        let gate = Arc::new(CoreGate::new(2));
-        let step = gate.enter(1, Decode::Step);
-        let (tx, rx) = std_mpsc::channel();
-        let reader = {
-            let (gate, tx) = (gate.clone(), tx.clone());
-            std::thread::spawn(move || {
-                let _cores = gate.enter(2, Decode::Read(0));
-                tx.send("read").unwrap();
-                std::thread::sleep(std::time::Duration::from_millis(50));
-            })
-        };
-        // The reader is waiting for the core the step holds.
-        assert!(rx.recv_timeout(std::time::Duration::from_millis(100)).is_err());
-        let stepper = {
-            let gate = gate.clone();
-            std::thread::spawn(move || {
-                let _cores = gate.enter(1, Decode::Step);
-                tx.send("step").unwrap();
-            })
-        };
-        std::thread::sleep(std::time::Duration::from_millis(50));
-        drop(step);
-        assert_eq!(rx.recv_timeout(std::time::Duration::from_secs(5)), Ok("read"));
-        assert_eq!(rx.recv_timeout(std::time::Duration::from_secs(5)), Ok("step"));
-        reader.join().unwrap();
-        stepper.join().unwrap();
-        assert_eq!(gate.lock().free, 2);
-    }
-
-    #[test]
-    fn the_oldest_waiting_prompt_chunk_goes_first_and_a_reply_s_first_tokens_before_it() {
-        let wait = std::time::Duration::from_millis(100);
-        let gate = Arc::new(CoreGate::new(2));
-        let (older, younger) = (gate.ticket(), gate.ticket());
-        let (tx, rx) = std_mpsc::channel();
-        let read = |ticket: u64, name: &'static str| {
-            let (gate, tx) = (gate.clone(), tx.clone());
-            std::thread::spawn(move || {
-                let _cores = gate.enter(2, Decode::Read(ticket));
-                tx.send(name).unwrap();
-                std::thread::sleep(std::time::Duration::from_millis(20));
-            })
-        };
-        // A reply has just started: prompts wait, its steps do not.
-        let head = gate.head_start();
-        let young = read(younger, "younger");
-        std::thread::sleep(std::time::Duration::from_millis(30));
-        let old = read(older, "older");
-        assert!(rx.recv_timeout(wait).is_err(), "no prompt is read during a head start");
-        drop(gate.enter(1, Decode::First));
-        drop(head);
-        // Then the older request's chunk, though the younger asked first.
-        let order: Vec<_> = (0..2).map(|_| rx.recv_timeout(std::time::Duration::from_secs(5)).unwrap()).collect();
-        assert_eq!(order, ["older", "younger"]);
-        young.join().unwrap();
-        old.join().unwrap();
-        assert_eq!(gate.lock().free, 2);
-        let state = gate.lock();
-        assert!(state.readers.is_empty() && state.starting == 0);
     }
 }

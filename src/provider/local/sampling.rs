@@ -41,11 +41,10 @@ impl Sampling {
     /// (refused tokens are few, and rarely drawn).
     pub(super) fn pick_where(
         &mut self,
-        ctx: &LlamaContext<'_>,
-        index: i32,
+        logits: &[f32],
         allowed: impl Fn(LlamaToken) -> bool,
     ) -> Result<LlamaToken, ProviderError> {
-        let mut candidates = ctx.token_data_array_ith(index);
+        let mut candidates = candidates(logits);
         let mut token = None;
         for _ in 0..REFUSALS_MAX {
             let mut drawn = candidates.clone();
@@ -71,11 +70,10 @@ impl Sampling {
     /// whole vocabulary first.
     pub(super) fn pick(
         &mut self,
-        ctx: &LlamaContext<'_>,
-        index: i32,
+        logits: &[f32],
         grammar: Option<&mut LlamaSampler>,
     ) -> Result<LlamaToken, ProviderError> {
-        let mut candidates = ctx.token_data_array_ith(index);
+        let mut candidates = candidates(logits);
         let chain = if grammar.is_some() { &mut self.json } else { &mut self.prose };
         let token = match grammar {
             None => {
@@ -122,6 +120,12 @@ impl Sampling {
         self.json.accept(token);
         true
     }
+}
+
+/// The whole vocabulary with its logits, in token order.
+pub(super) fn candidates(logits: &[f32]) -> LlamaTokenDataArray {
+    let data = (0_i32..).zip(logits).map(|(t, &logit)| LlamaTokenData::new(LlamaToken(t), logit, 0.0));
+    LlamaTokenDataArray::from_iter(data, false)
 }
 
 /// Emits text as complete UTF-8 (token pieces may split a character).

@@ -1,12 +1,10 @@
 //! How the engines share the work: the queue of requests and of prompts to
-//! read ahead, copies of a sequence from one engine to another, and the gate
-//! that shares the machine's cores.
+//! read ahead, and copies of a sequence from one engine to another.
 
 use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
 use std::sync::{Condvar, Mutex, MutexGuard};
 
-use llama_cpp_2::context::session::SeqState;
 use llama_cpp_2::token::LlamaToken;
 
 use super::{Pending, SAVED_PROMPT_MIN, Work};
@@ -28,9 +26,14 @@ pub(super) const AHEAD_REPORT: usize = 16;
 /// Fewest tokens worth reading ahead.
 pub(super) const AHEAD_MIN: usize = 16;
 
-/// How long an engine reading ahead waits for a core before it looks for a
-/// request to serve again.
+/// How long an engine waiting to read ahead (it reads only while no engine
+/// serves a request) waits before it looks for a request to serve again.
 pub(super) const AHEAD_PATIENCE: std::time::Duration = std::time::Duration::from_millis(20);
+
+/// Tokens an engine reading ahead puts in each round (see
+/// [`super::ModelContext::read_ahead`]): a few, so that a generation step
+/// they ride along with costs little more.
+pub(super) const AHEAD_STEP: usize = 16;
 
 /// Prompts read ahead at once, at most: one per conversation in progress
 /// (the newest are kept).
@@ -151,7 +154,12 @@ impl Queue {
     pub(super) fn next_for(&self, id: usize) -> Option<Work> {
         let mut state = self.lock();
         loop {
-            if let Some(i) = state.choose(id) {
+            // Of the idle engines a request fits, the lowest-numbered takes
+            // it: the engines serving at once then have consecutive working
+            // sequences, which llama.cpp steps together.
+            let chosen =
+                state.choose(id).filter(|&i| !(0..id).any(|e| !state.engines[e].busy && state.choose(e) == Some(i)));
+            if let Some(i) = chosen {
                 let pending = state.pending.remove(i)?;
                 let view = &mut state.engines[id];
                 view.busy = true;
@@ -251,23 +259,24 @@ impl QueueState {
     }
 }
 
-/// A sequence's state and the tokens it holds.
-pub(super) type Snapshot = (SeqState, Vec<LlamaToken>);
+/// A sequence of an engine (its id in the shared context) and the tokens it
+/// holds.
+pub(super) type Snapshot = (i32, Vec<LlamaToken>);
 
 /// Copies of a sequence from a generating engine to one that reads ahead:
-/// the reader would otherwise spend seconds reading on one core what the
-/// generating engine already holds (the discussion before the speech), and
-/// a copy takes milliseconds. The generating engine looks for a request
-/// after each token it generates.
+/// the reader would otherwise read again what the generating engine already
+/// holds (the discussion before the speech), and a copy within the shared
+/// context takes milliseconds. The generating engine looks for a request
+/// after each token it generates, and offers the sequence it generates in.
 pub(super) struct Handoffs {
     pub(super) wanted: Vec<std::sync::atomic::AtomicBool>,
     pub(super) given: Mutex<Vec<Option<Snapshot>>>,
     pub(super) changed: Condvar,
 }
 
-/// How long an engine reading ahead waits for a copy of another engine's
-/// sequence (it generates a token every few tens of milliseconds).
-pub(super) const HANDOFF_PATIENCE: std::time::Duration = std::time::Duration::from_millis(150);
+/// How long an engine reading ahead waits for another engine's sequence
+/// (it generates a token about every 100 ms).
+pub(super) const HANDOFF_PATIENCE: std::time::Duration = std::time::Duration::from_millis(300);
 
 /// Fewest more prompt tokens another engine must hold for a copy of its
 /// sequence to be worth asking for.
@@ -306,147 +315,5 @@ impl Handoffs {
             .unwrap_or_else(|p| p.into_inner());
         self.wanted[from].store(false, Ordering::Release);
         given[from].take()
-    }
-}
-
-/// Tokens of a reply during which it goes before prompts still to be read
-/// (see [`CoreGate`]): enough for a first evaluation's first score, or a
-/// speech's first words, to show.
-pub(super) const HEAD_START: u32 = 8;
-
-/// What a decode is, for the [`CoreGate`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Decode {
-    /// A chunk of the prompt of the request with this ticket (see
-    /// [`CoreGate::ticket`]; of the chunks waiting, the oldest request's
-    /// goes first).
-    Read(u64),
-    /// A generation step.
-    Step,
-    /// A generation step among a reply's first [`HEAD_START`] tokens.
-    First,
-}
-
-/// The machine's cores, shared by the engines: a step that decodes one token
-/// per sequence takes the generation threads' worth, a prompt chunk the
-/// prompt-reading threads' worth (normally all of them). More threads than
-/// cores would make llama.cpp's busy-waiting threads crawl; this way a
-/// prompt is read at full speed while the other engines pause for it, and
-/// otherwise they generate side by side.
-///
-/// Who goes first: a reply's first tokens (its [`HeadStart`]), so that its
-/// first score or words show as soon as its prompt is read; then the
-/// waiting prompt chunks, the oldest request's first; then generation steps.
-/// Every rule is about decodes waiting here or replies in their first
-/// tokens, which end by themselves, so no engine waits on one that cannot go.
-pub(super) struct CoreGate {
-    pub(super) cores: usize,
-    pub(super) state: Mutex<GateState>,
-    pub(super) changed: Condvar,
-    tickets: std::sync::atomic::AtomicU64,
-}
-
-pub(super) struct GateState {
-    pub(super) free: usize,
-    /// Tickets of the requests whose prompt chunks wait.
-    pub(super) readers: std::collections::BTreeSet<u64>,
-    /// Decodes of requests waiting (prompt chunks and generation steps).
-    pub(super) waiting: usize,
-    /// Replies in their head start.
-    pub(super) starting: usize,
-}
-
-/// A reply in its first tokens, until dropped (see [`CoreGate`]).
-pub(super) struct HeadStart<'g> {
-    gate: &'g CoreGate,
-}
-
-impl Drop for HeadStart<'_> {
-    fn drop(&mut self) {
-        self.gate.lock().starting -= 1;
-        self.gate.changed.notify_all();
-    }
-}
-
-/// Cores held until dropped.
-pub(super) struct Cores<'g> {
-    pub(super) gate: &'g CoreGate,
-    pub(super) count: usize,
-}
-
-impl CoreGate {
-    pub(super) fn new(cores: usize) -> Self {
-        Self {
-            cores: cores.max(1),
-            state: Mutex::new(GateState { free: cores.max(1), readers: Default::default(), waiting: 0, starting: 0 }),
-            changed: Condvar::new(),
-            tickets: Default::default(),
-        }
-    }
-
-    /// A request's place in the order of prompt reading.
-    pub(super) fn ticket(&self) -> u64 {
-        self.tickets.fetch_add(1, Ordering::Relaxed)
-    }
-
-    /// A reply starts: its steps go first until the guard is dropped.
-    pub(super) fn head_start(&self) -> HeadStart<'_> {
-        self.lock().starting += 1;
-        HeadStart { gate: self }
-    }
-
-    pub(super) fn lock(&self) -> MutexGuard<'_, GateState> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// Waits for `count` cores (at most all of them) for a decode of `kind`,
-    /// in the order the type's documentation gives.
-    pub(super) fn enter(&self, count: usize, kind: Decode) -> Cores<'_> {
-        let count = count.clamp(1, self.cores);
-        let mut state = self.lock();
-        state.waiting += 1;
-        if let Decode::Read(ticket) = kind {
-            state.readers.insert(ticket);
-        }
-        let blocked = |s: &GateState| {
-            s.free < count
-                || match kind {
-                    Decode::First => false,
-                    Decode::Read(ticket) => s.starting > 0 || s.readers.first() != Some(&ticket),
-                    // Readers held back by a head start leave the cores to steps.
-                    Decode::Step => !s.readers.is_empty() && s.starting == 0,
-                }
-        };
-        while blocked(&state) {
-            state = self.changed.wait(state).unwrap_or_else(|p| p.into_inner());
-        }
-        state.waiting -= 1;
-        if let Decode::Read(ticket) = kind {
-            state.readers.remove(&ticket);
-        }
-        state.free -= count;
-        Cores { gate: self, count }
-    }
-
-    /// One core for reading ahead, which comes after every other decode:
-    /// `None` when none was free for `patience` with nothing else waiting.
-    pub(super) fn enter_idle(&self, patience: std::time::Duration) -> Option<Cores<'_>> {
-        let state = self.lock();
-        let (mut state, _) = self
-            .changed
-            .wait_timeout_while(state, patience, |s| s.free == 0 || s.waiting > 0)
-            .unwrap_or_else(|p| p.into_inner());
-        if state.free == 0 || state.waiting > 0 {
-            return None;
-        }
-        state.free -= 1;
-        Some(Cores { gate: self, count: 1 })
-    }
-}
-
-impl Drop for Cores<'_> {
-    fn drop(&mut self) {
-        self.gate.lock().free += self.count;
-        self.gate.changed.notify_all();
     }
 }

@@ -79,7 +79,7 @@ impl Worker {
         let counters = Arc::new(Counters::default());
         let threads = config.threads.filter(|&t| t > 0).unwrap_or_else(default_threads);
         let threads_batch = config.threads_batch.filter(|&t| t > 0).unwrap_or_else(default_threads_batch);
-        let parallel = config.parallel.filter(|&p| p > 0).unwrap_or_else(|| default_parallel(threads));
+        let parallel = config.parallel.filter(|&p| p > 0).unwrap_or(DEFAULT_PARALLEL);
         let setup = Setup {
             context_size: config.context_size.map(|n| n.max(64)),
             threads: (threads, threads_batch),
@@ -89,7 +89,7 @@ impl Worker {
                 .state_dir
                 .clone()
                 .or_else(default_state_dir)
-                .and_then(|dir| PromptStates::new(dir, &path, config.flash_attention)),
+                .and_then(|dir| PromptStates::new(dir, &path, (config.flash_attention, parallel))),
             path: path.clone(),
         };
         let worker_counters = counters.clone();
@@ -141,45 +141,54 @@ pub(super) fn worker_main(
             return;
         }
     };
-    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
-    let gate = CoreGate::new(cores.max(setup.threads.0));
-    let handoffs = Handoffs::new(setup.parallel.max(1));
-    let mut engines = Vec::new();
-    for id in 0..setup.parallel.max(1) {
-        match ModelContext::new(id, backend, &chat, setup, counters.clone(), (&gate, &handoffs)) {
-            Ok(engine) => engines.push(engine),
-            Err(e) if engines.is_empty() => {
+    // One context for all engines; with less memory than it needs, fewer engines.
+    let mut engines_wanted = setup.parallel.max(1);
+    let (ctx, seq_capacity, info) = loop {
+        match new_context(backend, &chat, setup, engines_wanted) {
+            Ok(made) => break made,
+            Err(e) if engines_wanted == 1 => {
                 let _ = ready.send(Err(e));
                 return;
             }
             Err(e) => {
                 tracing::warn!(
-                    "local model: serving {} request(s) at once, not {}: {e}",
-                    engines.len(),
-                    setup.parallel
+                    "local model: serving {} request(s) at once, not {engines_wanted}: {e}",
+                    engines_wanted / 2
                 );
-                break;
+                engines_wanted /= 2;
             }
         }
-    }
-    let mut info = engines[0].info.clone();
-    info.parallel = engines.len();
-    let seq_capacity = engines[0].seq_capacity;
+    };
+    let shared = SharedContext::new(ctx, batch_capacity(engines_wanted));
+    let handoffs = Handoffs::new(engines_wanted);
+    let engines: Vec<ModelContext<'_, '_>> = (0..engines_wanted)
+        .map(|id| {
+            ModelContext::new((id, engines_wanted), &model, (&shared, &handoffs), seq_capacity, setup, counters.clone())
+        })
+        .collect();
     let saves_states = setup.states.is_some();
     let queue = Queue::new(engines.len());
     let _ = ready.send(Ok(info));
     std::thread::scope(|scope| {
-        let mut started = 0;
-        for (id, engine) in engines.into_iter().enumerate() {
-            let queue = &queue;
-            let spawned = std::thread::Builder::new()
-                .name(format!("moot-local-model-{id}"))
-                .spawn_scoped(scope, move || serve(id, engine, queue, counters));
-            match spawned {
-                Ok(_) => started += 1,
-                Err(e) => tracing::warn!("local model: cannot start engine {id}: {e}"),
+        let decoder = std::thread::Builder::new()
+            .name("moot-local-model-decoder".to_string())
+            .spawn_scoped(scope, || shared.run_decoder());
+        let mut serving = Vec::new();
+        if let Err(e) = decoder {
+            tracing::warn!("local model: cannot start the decoder: {e}");
+        } else {
+            for (id, engine) in engines.into_iter().enumerate() {
+                let queue = &queue;
+                let spawned = std::thread::Builder::new()
+                    .name(format!("moot-local-model-{id}"))
+                    .spawn_scoped(scope, move || serve(id, engine, queue, counters));
+                match spawned {
+                    Ok(handle) => serving.push(handle),
+                    Err(e) => tracing::warn!("local model: cannot start engine {id}: {e}"),
+                }
             }
         }
+        let started = serving.len();
         while let Ok(order) = orders.recv() {
             let job = match order {
                 Order::Call(job) => job,
@@ -210,12 +219,17 @@ pub(super) fn worker_main(
             }
         }
         queue.close();
+        // The engines finish what they serve; then the decoder stops.
+        for engine in serving {
+            let _ = engine.join();
+        }
+        shared.rounds.close();
     });
 }
 
 /// One engine's loop: takes the requests [`QueueState::choose`] gives it
 /// until the worker closes the queue.
-pub(super) fn serve(id: usize, mut engine: ModelContext<'_>, queue: &Queue, counters: &Counters) {
+pub(super) fn serve(id: usize, mut engine: ModelContext<'_, '_>, queue: &Queue, counters: &Counters) {
     while let Some(work) = queue.next_for(id) {
         let Pending { job, prompt } = match work {
             Work::Serve(pending) => pending,
