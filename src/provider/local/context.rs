@@ -233,6 +233,19 @@ impl<'a, 'm> ModelContext<'a, 'm> {
         decoded
     }
 
+    /// Items for `tokens`, following what the working sequence holds; with
+    /// `logits_last`, the last one's logits are wanted.
+    pub(super) fn following(&self, tokens: &[LlamaToken], logits_last: bool) -> Vec<Item> {
+        let (start, seq) = (self.current.cached.len(), self.current.seq);
+        let last = tokens.len().saturating_sub(1);
+        let pos = |i: usize| i32::try_from(start + i).unwrap_or(i32::MAX);
+        tokens
+            .iter()
+            .enumerate()
+            .map(|(i, &token)| Item { token, pos: pos(i), seq, logits: logits_last && i == last })
+            .collect()
+    }
+
     /// Forgets every sequence of this engine (the other engines' stay).
     pub(super) fn forget_cache(&mut self) {
         let mut ctx = self.shared.lock();
@@ -484,18 +497,7 @@ impl<'a, 'm> ModelContext<'a, 'm> {
             }
             let position = self.current.cached.len();
             let step = &tokens[position..tokens.len().min(position + AHEAD_STEP)];
-            let seq = self.current.seq;
-            let items = step
-                .iter()
-                .enumerate()
-                .map(|(i, &token)| Item {
-                    token,
-                    pos: i32::try_from(position + i).unwrap_or(i32::MAX),
-                    seq,
-                    logits: false,
-                })
-                .collect();
-            if self.decode(items, Kind::Ahead).is_err() {
+            if self.decode(self.following(step, false), Kind::Ahead).is_err() {
                 self.forget_cache();
                 return;
             }
@@ -555,19 +557,7 @@ impl<'a, 'm> ModelContext<'a, 'm> {
             }
             let chunk = &tokens[done..tokens.len().min(done + PROMPT_CHUNK)];
             let last_chunk = done + chunk.len() == tokens.len();
-            let seq = self.current.seq;
-            let start = self.current.cached.len();
-            let items = chunk
-                .iter()
-                .enumerate()
-                .map(|(i, &token)| Item {
-                    token,
-                    pos: i32::try_from(start + i).unwrap_or(i32::MAX),
-                    seq,
-                    logits: last_chunk && i + 1 == chunk.len(),
-                })
-                .collect();
-            match self.decode(items, Kind::Read) {
+            match self.decode(self.following(chunk, last_chunk), Kind::Read) {
                 Ok(mut rows) => {
                     if last_chunk {
                         logits = rows.pop().unwrap_or_default();
@@ -637,11 +627,9 @@ impl<'a, 'm> ModelContext<'a, 'm> {
     /// Decodes one token after the cached ones, in the next round; its
     /// logits go to `state`.
     pub(super) fn decode_one(&mut self, token: LlamaToken, state: &mut GenState) -> Result<(), ProviderError> {
-        let pos = i32::try_from(self.current.cached.len()).unwrap_or(i32::MAX);
-        let item = Item { token, pos, seq: self.current.seq, logits: true };
         let early = self.early > 0;
         self.early = self.early.saturating_sub(1);
-        match self.decode(vec![item], Kind::Step { early }) {
+        match self.decode(self.following(&[token], true), Kind::Step { early }) {
             Ok(mut rows) => state.logits = rows.pop().unwrap_or_default(),
             Err(e) => {
                 self.forget_cache();
