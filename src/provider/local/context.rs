@@ -638,7 +638,7 @@ impl<'a, 'm> ModelContext<'a, 'm> {
         }
         self.current.cached.push(token);
         if self.handoffs.is_wanted(self.id) {
-            self.handoffs.give(self.id, Some((self.current.seq, self.current.cached.clone())));
+            self.handoffs.give(self.id, (self.current.seq, self.current.cached.clone()));
         }
         Ok(())
     }

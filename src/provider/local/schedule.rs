@@ -295,16 +295,16 @@ impl Handoffs {
         self.wanted.get(from).is_some_and(|w| w.swap(false, Ordering::AcqRel))
     }
 
-    /// Engine `from` hands over its sequence (`None`: it could not copy it).
-    pub(super) fn give(&self, from: usize, snapshot: Option<Snapshot>) {
+    /// Engine `from` offers its working sequence.
+    pub(super) fn give(&self, from: usize, snapshot: Snapshot) {
         let mut given = self.given.lock().unwrap_or_else(|p| p.into_inner());
-        given[from] = snapshot;
+        given[from] = Some(snapshot);
         drop(given);
         self.changed.notify_all();
     }
 
-    /// Asks engine `from` for a copy of the sequence it generates in and
-    /// waits for it, at most [`HANDOFF_PATIENCE`].
+    /// Asks engine `from` for the sequence it generates in and waits for it,
+    /// at most [`HANDOFF_PATIENCE`].
     pub(super) fn take(&self, from: usize) -> Option<Snapshot> {
         let mut given = self.given.lock().unwrap_or_else(|p| p.into_inner());
         given[from] = None;
