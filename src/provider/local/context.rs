@@ -225,7 +225,7 @@ impl<'a, 'm> ModelContext<'a, 'm> {
     }
 
     /// Decodes `items` with the other engines' tokens of the same round (see
-    /// [`SharedContext`]); `rides` when reading ahead. Returns the logits of
+    /// [`SharedContext`]); `kind` says what they are. Returns the logits of
     /// the items that want them.
     pub(super) fn decode(&mut self, items: Vec<Item>, kind: Kind) -> Result<Vec<Vec<f32>>, String> {
         let decoded = self.shared.decode(items, self.order, kind);
@@ -460,12 +460,11 @@ impl<'a, 'm> ModelContext<'a, 'm> {
     /// Reads `tokens`, the start of a request expected soon, into the
     /// working sequence, [`AHEAD_STEP`] tokens a round, while no engine
     /// serves a request (a prompt's tokens cost a generation step more than
-    /// they save it). Starts
-    /// from a copy of `donor`'s sequence when that engine holds more of them
-    /// (a copy within the context takes milliseconds). Stops when all are
-    /// read or when `interrupted` says a request waits for this engine;
-    /// `report` hears what the engine holds as it goes, so requests can be
-    /// routed to it.
+    /// they save it). Starts from a copy of `donor`'s sequence when that
+    /// engine holds more of them (a copy within the context takes
+    /// milliseconds). Stops when all are read or when `interrupted` says a
+    /// request waits for this engine; `report` hears what the engine holds as
+    /// it goes, so requests can be routed to it.
     pub(super) fn read_ahead(
         &mut self,
         tokens: &[LlamaToken],

@@ -31,8 +31,8 @@ pub(super) const AHEAD_MIN: usize = 16;
 pub(super) const AHEAD_PATIENCE: std::time::Duration = std::time::Duration::from_millis(20);
 
 /// Tokens an engine reading ahead puts in each round (see
-/// [`super::ModelContext::read_ahead`]): a few, so that a generation step
-/// they ride along with costs little more.
+/// [`super::ModelContext::read_ahead`]): a few, so that a request that comes
+/// meanwhile waits for at most a short round.
 pub(super) const AHEAD_STEP: usize = 16;
 
 /// Prompts read ahead at once, at most: one per conversation in progress
