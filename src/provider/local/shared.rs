@@ -27,7 +27,8 @@ pub(super) struct Item {
 /// How long a round waits for an engine that serves a request but has not
 /// put its tokens in yet (it may be loading a saved state, or sampling with
 /// a grammar that filters the whole vocabulary), from the round's oldest
-/// entry; a generation step takes 35–100 ms on two cores.
+/// entry or the end of the last round, whichever is later; a generation
+/// step takes 35–100 ms on two cores.
 pub(super) const ROUND_PATIENCE: Duration = Duration::from_millis(10);
 
 /// Tokens of a prompt in a round that has generation steps too: the steps
@@ -101,6 +102,9 @@ struct RoundState {
     tickets: u64,
     /// Requests served so far.
     requests: u64,
+    /// When the last round's decode ended: its engines need a moment to
+    /// take their next token before they are in again.
+    last_round: Option<Instant>,
     closed: bool,
 }
 
@@ -214,6 +218,7 @@ impl Rounds {
                     }
                 });
             state = self.lock();
+            state.last_round = Some(Instant::now());
             state.post(&taken, decoded);
             self.changed.notify_all();
         }
@@ -260,14 +265,20 @@ impl Rounds {
 impl RoundState {
     /// When the waiting entries may be decoded: at once (zero) when every
     /// serving engine has put its tokens in, else once the oldest entry has
-    /// waited `patience`; `None` when nothing waits.
+    /// waited `patience`, counted from the end of the last round at the
+    /// earliest; `None` when nothing waits. Counting from the last round
+    /// keeps the engines in step: an entry that came in while a round was
+    /// decoded waits for the engines of that round to take their next
+    /// token, rather than going alone and leaving them the next round
+    /// alone in turn.
     fn ready(&self, patience: Duration) -> Option<Duration> {
         let oldest = self.waiting.iter().map(|e| e.at).min()?;
         let in_round = self.waiting.iter().filter(|e| e.kind != Kind::Ahead).count();
         if in_round >= self.serving {
             return Some(Duration::ZERO);
         }
-        Some(patience.saturating_sub(oldest.elapsed()))
+        let since = self.last_round.map_or(oldest, |end| end.max(oldest));
+        Some(patience.saturating_sub(since.elapsed()))
     }
 
     /// Hands the logits of a round to its entries, and completes those with
@@ -355,8 +366,7 @@ impl<'m> SharedContext<'m> {
         tracing::trace!(
             entries = entries.len(),
             tokens = order.len(),
-            sequences =
-                entries.iter().flat_map(|e| e.iter().map(|i| i.seq)).collect::<std::collections::BTreeSet<_>>().len(),
+            seqs = ?entries.iter().flat_map(|e| e.iter().map(|i| i.seq)).collect::<std::collections::BTreeSet<_>>(),
             ms = started.elapsed().as_millis() as u64,
             "local model: round decoded"
         );
@@ -383,13 +393,18 @@ mod tests {
     }
 
     fn decoder_with(rounds: Rounds) -> (Arc<Rounds>, Calls) {
+        decoder_taking(rounds, Duration::from_millis(5))
+    }
+
+    /// A decoder whose every decode takes `time`.
+    fn decoder_taking(rounds: Rounds, time: Duration) -> (Arc<Rounds>, Calls) {
         let rounds = Arc::new(rounds);
         let calls: Calls = Arc::default();
         let (r, c) = (rounds.clone(), calls.clone());
         std::thread::spawn(move || {
             r.run(&|entries: &[&[Item]]| {
                 c.lock().unwrap().push(entries.iter().flat_map(|e| e.iter().map(|i| i.seq)).collect());
-                std::thread::sleep(Duration::from_millis(5));
+                std::thread::sleep(time);
                 Ok(entries
                     .iter()
                     .map(|e| e.iter().filter(|i| i.logits).map(|i| vec![i.seq as f32]).collect())
@@ -423,6 +438,34 @@ mod tests {
         seqs.sort_unstable();
         assert_eq!(seqs, [0, 1, 2]);
         drop(guards);
+        rounds.close();
+    }
+
+    #[test]
+    fn an_entry_that_came_during_a_round_waits_for_the_engines_of_that_round() {
+        let patience = Duration::from_millis(150);
+        let (rounds, calls) = decoder_taking(Rounds::with_patience(64, patience), Duration::from_millis(400));
+        let _serving = (rounds.serving(), rounds.serving());
+        let late = {
+            let rounds = rounds.clone();
+            std::thread::spawn(move || {
+                // Comes while engine 1's first step is decoded, and has
+                // waited longer than the patience when that decode ends.
+                std::thread::sleep(patience + Duration::from_millis(50));
+                rounds.submit(vec![item(0, true)], 0, Kind::Step { early: false }).unwrap()
+            })
+        };
+        // Engine 1 goes alone once the patience is over, then steps again
+        // as soon as its token is back.
+        rounds.submit(vec![item(1, true)], 0, Kind::Step { early: false }).unwrap();
+        rounds.submit(vec![item(1, true)], 0, Kind::Step { early: false }).unwrap();
+        late.join().unwrap();
+        let calls = calls.lock().unwrap();
+        assert_eq!(calls.len(), 2, "{calls:?}");
+        let mut second = calls[1].clone();
+        second.sort_unstable();
+        assert_eq!(second, [0, 1], "the waiting entry went with engine 1's next step, not alone before it");
+        drop(calls);
         rounds.close();
     }
 
