@@ -85,6 +85,14 @@ async fn constrained_evaluation_respects_the_schema() {
 
     let eval = last_json_object(&completion.text).unwrap_or_else(|| panic!("no JSON in {:?}", completion.text));
     assert!(completion.text.trim_end().ends_with('}') || completion.text.trim_end().ends_with("```"));
+    // The members' keys are given where the grammar forces them, each in
+    // one form, rather than drawn.
+    let object = &completion.text[completion.text.find('{').expect("an object")..];
+    assert!(object.starts_with(r#"{"correctness": "#), "{object}");
+    for key in ["clarity", "overall", "confidence"] {
+        assert!(object.contains(&format!(r#", "{key}": "#)), "{key} in {object}");
+    }
+    assert!(object.contains(r#", "justification": ""#), "{object}");
     for key in ["correctness", "clarity", "overall"] {
         let score = eval[key].as_i64().unwrap_or_else(|| panic!("{key} missing in {eval}"));
         assert!((1..=5).contains(&score), "{key} = {score}");

@@ -123,6 +123,10 @@ pub const SEQUENCES: u32 = 4;
 /// start; the generation inserts a newline or closes a code fence).
 pub(super) const SEQ_SPARE: usize = 8;
 
+/// Most tokens of text given to a reply (see [`ModelContext::inject`]) that
+/// one step decodes.
+pub(super) const GIVEN_CHUNK: usize = 32;
+
 /// How many tokens of a sequence's `keep` part a new prompt must leave out
 /// for the sequence to be copied first (a few milliseconds for the whole
 /// state) rather than cut short.
@@ -374,7 +378,14 @@ impl<'a, 'm> ModelContext<'a, 'm> {
             }
             let fence_open = prose.matches("```").count() % 2 == 1;
             let top = request.top_logprobs.map(usize::from);
-            finish = self.generate_json(job, &mut sampling, grammar, &mut state, &mut out, top, &mut logprobs)?;
+            // With log-probabilities wanted, every token is drawn, so that
+            // each has its entry.
+            let openings = match (&request.response_schema, top) {
+                (Some(schema), None) => member_openings(schema),
+                _ => Vec::new(),
+            };
+            finish =
+                self.generate_json(job, &mut sampling, grammar, &openings, &mut state, &mut out, top, &mut logprobs)?;
             if fence_open {
                 out.push_str("\n```");
             }
@@ -626,29 +637,35 @@ impl<'a, 'm> ModelContext<'a, 'm> {
     /// Decodes one token after the cached ones, in the next round; its
     /// logits go to `state`.
     pub(super) fn decode_one(&mut self, token: LlamaToken, state: &mut GenState) -> Result<(), ProviderError> {
+        self.decode_step(&[token], state)
+    }
+
+    /// Decodes `tokens` after the cached ones as one step of the reply, in
+    /// the next round; the last one's logits go to `state`.
+    fn decode_step(&mut self, tokens: &[LlamaToken], state: &mut GenState) -> Result<(), ProviderError> {
         let early = self.early > 0;
         self.early = self.early.saturating_sub(1);
-        match self.decode(self.following(&[token], true), Kind::Step { early }) {
+        match self.decode(self.following(tokens, true), Kind::Step { early }) {
             Ok(mut rows) => state.logits = rows.pop().unwrap_or_default(),
             Err(e) => {
                 self.forget_cache();
                 return Err(server_error(format!("llama.cpp could not decode: {e}")));
             }
         }
-        self.current.cached.push(token);
+        self.current.cached.extend_from_slice(tokens);
         if self.handoffs.is_wanted(self.id) {
             self.handoffs.give(self.id, (self.current.seq, self.current.cached.clone()));
         }
         Ok(())
     }
 
-    /// Feeds text that the model did not write (but that is part of the reply).
+    /// Feeds text that the model did not write (but that is part of the
+    /// reply), as one step, as far as the sequence has room.
     pub(super) fn inject(&mut self, text: &str, state: &mut GenState) -> Result<(), ProviderError> {
-        for token in self.model.vocab().tokenize(text.as_bytes(), false, false) {
-            if self.current.cached.len() + 1 >= self.seq_capacity {
-                break;
-            }
-            self.decode_one(token, state)?;
+        let mut tokens = self.model.vocab().tokenize(text.as_bytes(), false, false);
+        tokens.truncate(self.seq_capacity.saturating_sub(self.current.cached.len() + 1));
+        for chunk in tokens.chunks(GIVEN_CHUNK) {
+            self.decode_step(chunk, state)?;
         }
         Ok(())
     }
@@ -724,16 +741,19 @@ impl<'a, 'm> ModelContext<'a, 'm> {
     }
 
     /// Grammar-constrained generation of the JSON object, until the grammar
-    /// is complete (the model's end of turn) or the context is full. With
-    /// `top`, each token's log-probability and its `top` most likely
-    /// alternatives (from the model's distribution before the grammar and the
-    /// sampler) are added to `logprobs`.
+    /// is complete (the model's end of turn) or the context is full. The
+    /// `openings` of the object's members (see [`member_openings`]) are
+    /// given where the grammar forces them. With `top`, each drawn token's
+    /// log-probability and its `top` most likely alternatives (from the
+    /// model's distribution before the grammar and the sampler) are added
+    /// to `logprobs`.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn generate_json(
         &mut self,
         job: &Job,
         sampling: &mut Sampling,
         mut grammar: LlamaSampler,
+        openings: &[String],
         state: &mut GenState,
         out: &mut Output,
         top: Option<usize>,
@@ -750,6 +770,22 @@ impl<'a, 'm> ModelContext<'a, 'm> {
             }
             if !self.room_left() {
                 return Ok(Finish::Length);
+            }
+            // What the grammar forces (a member's key) is given, not drawn a
+            // token a step.
+            if let Some(text) = forced_text(&out.text()[start..], openings) {
+                let tokens = self.model.vocab().tokenize(text.as_bytes(), false, false);
+                if self.current.cached.len() + tokens.len() + 1 < self.seq_capacity {
+                    let given: Vec<LlamaToken> =
+                        tokens.into_iter().take_while(|&t| sampling.force(&mut grammar, t)).collect();
+                    if !given.is_empty() {
+                        for &t in &given {
+                            out.push_bytes(&self.piece(t));
+                        }
+                        self.decode_step(&given, state)?;
+                        continue;
+                    }
+                }
             }
             // A string value ends with its first finished sentence (see
             // `string_may_close`); the grammar still bounds its length.

@@ -102,18 +102,8 @@ impl Rules {
         if props.is_empty() {
             return None;
         }
-        let mut keys: Vec<&str> = schema
-            .get("required")
-            .and_then(Value::as_array)
-            .map(|r| r.iter().filter_map(Value::as_str).filter(|k| props.contains_key(*k)).collect())
-            .unwrap_or_default();
-        for key in props.keys() {
-            if !keys.contains(&key.as_str()) {
-                keys.push(key);
-            }
-        }
         let mut members = Vec::new();
-        for key in keys {
+        for key in object_keys(schema)? {
             let body = self.value(&props[key])?;
             let rule = self.rule(body);
             let key_literal = json_literal(&Value::String(key.to_string()));
@@ -142,6 +132,97 @@ impl Rules {
         let list = format!("{item}{more}");
         Some(if min == 0 { format!("\"[\" ws ({list})? ws \"]\"") } else { format!("\"[\" ws {list} ws \"]\"") })
     }
+}
+
+/// An object schema's keys in the order its grammar writes them: those of
+/// `required` first, in order, then the other properties.
+fn object_keys(schema: &Value) -> Option<Vec<&str>> {
+    let props = schema.get("properties")?.as_object()?;
+    let mut keys: Vec<&str> = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).filter(|k| props.contains_key(*k)).collect())
+        .unwrap_or_default();
+    for key in props.keys() {
+        if !keys.contains(&key.as_str()) {
+            keys.push(key);
+        }
+    }
+    Some(keys)
+}
+
+/// How each member of a schema's top-level object begins, in order: its
+/// key, the colon and a blank, and the opening quote of a string value
+/// (`"justification": "`). The grammar leaves the model no other choice
+/// there but blanks, so the reply is given this text rather than made to
+/// write it a token a step (see [`forced_text`]).
+pub(super) fn member_openings(schema: &Value) -> Vec<String> {
+    let Some(props) = schema.get("properties").and_then(Value::as_object) else { return Vec::new() };
+    let is_string = |v: &Value| {
+        v.get("type").and_then(Value::as_str) == Some("string")
+            || v.get("enum").and_then(Value::as_array).is_some_and(|e| !e.is_empty() && e.iter().all(Value::is_string))
+    };
+    object_keys(schema)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|key| {
+            let quote = if is_string(&props[key]) { "\"" } else { "" };
+            format!("{}: {quote}", Value::String(key.to_string()))
+        })
+        .collect()
+}
+
+/// The text the grammar forces next on `json`, the object written so far,
+/// given its [`member_openings`]: at the start, the brace and the first
+/// member's opening; after a member's comma (and any blanks), the rest of
+/// the next member's opening. `None` anywhere else (inside a value or a
+/// nested object, after the last member), and where the text does not
+/// follow the openings (the grammar then keeps the model to what it
+/// allows).
+pub(super) fn forced_text(json: &str, openings: &[String]) -> Option<String> {
+    if json.trim().is_empty() {
+        return openings.first().map(|first| format!("{{{first}"));
+    }
+    let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
+    // Members begun at the top level, and where the text after the last
+    // top-level `{` or `,` starts.
+    let (mut members, mut after) = (0usize, None);
+    for (i, c) in json.char_indices() {
+        if in_string {
+            match c {
+                _ if escaped => escaped = false,
+                '\\' => escaped = true,
+                '"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match c {
+            '"' => in_string = true,
+            '{' | '[' => {
+                depth += 1;
+                if depth == 1 {
+                    members = 1;
+                    after = Some(i + 1);
+                }
+            }
+            '}' | ']' => depth = depth.saturating_sub(1),
+            ',' if depth == 1 => {
+                members += 1;
+                after = Some(i + 1);
+            }
+            _ => {}
+        }
+    }
+    let opening = openings.get(members.checked_sub(1)?)?;
+    let tail = &json[after?..];
+    let written = tail.trim_start();
+    if written.len() >= opening.len() || !opening.starts_with(written) {
+        return None;
+    }
+    // A blank after a member's comma, as a model writes it.
+    let blank = if tail.is_empty() && members > 1 { " " } else { "" };
+    Some(format!("{blank}{}", &opening[written.len()..]))
 }
 
 /// A GBNF grammar for a JSON object schema. Properties may be integers or

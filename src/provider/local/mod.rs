@@ -72,8 +72,8 @@ use worker::*;
 
 use schedule::{AHEAD_MIN, AHEAD_PATIENCE, AHEAD_REPORT, AHEAD_STEP, AHEAD_UNSURE, Handoffs, Queue, common_prefix};
 
-use grammar::json_reserve;
 pub use grammar::schema_to_gbnf;
+use grammar::{forced_text, json_reserve, member_openings};
 use prose::{
     breaks_first_sentence, ends_paragraph, ends_prose, ends_sentence, prose_is_enough, starts_json, string_may_close,
 };
@@ -440,6 +440,42 @@ mod tests {
             },
             "required": ["accuracy", "clarity", "overall", "confidence", "justification"]
         })
+    }
+
+    #[test]
+    fn the_members_openings_are_given_where_the_grammar_forces_them() {
+        let openings = member_openings(&eval_schema());
+        assert_eq!(
+            openings,
+            [r#""accuracy": "#, r#""clarity": "#, r#""overall": "#, r#""confidence": "#, r#""justification": ""#]
+        );
+        let forced = |json: &str| forced_text(json, &openings);
+        assert_eq!(forced("").as_deref(), Some(r#"{"accuracy": "#), "the object's start");
+        assert_eq!(forced(r#"{"accuracy": 4"#), None, "a value is the model's");
+        assert_eq!(forced(r#"{"accuracy": 4,"#).as_deref(), Some(r#" "clarity": "#));
+        assert_eq!(forced("{\"accuracy\": 4,\n  ").as_deref(), Some(r#""clarity": "#), "after the model's blanks");
+        assert_eq!(forced(r#"{"accuracy": 4, "cla"#).as_deref(), Some(r#"rity": "#), "the rest of a key begun");
+        assert_eq!(forced(r#"{"accuracy": 4, "clarity": "#), None, "the opening is written");
+        assert_eq!(
+            forced(r#"{"accuracy": 4, "clarity": 3, "overall": 4, "confidence": 0.8,"#).as_deref(),
+            Some(r#" "justification": ""#),
+            "a string value's opening quote too"
+        );
+        assert_eq!(
+            forced(r#"{"accuracy": 4, "clarity": 3, "overall": 4, "confidence": 0.8, "justification": "Fine, it"#),
+            None,
+            "a comma inside a string"
+        );
+        assert_eq!(forced(r#"{"accuracy": 4, "x"#), None, "text the openings do not foresee");
+        let nested = json!({
+            "type": "object",
+            "properties": {"items": {"type": "array", "items": {"type": "object", "properties": {"a": {"type": "integer"}}}}, "b": {"type": "boolean"}},
+            "required": ["items", "b"]
+        });
+        let openings = member_openings(&nested);
+        assert_eq!(forced_text(r#"{"items": [{"a": 1},"#, &openings), None, "inside a nested value");
+        assert_eq!(forced_text(r#"{"items": [{"a": 1}],"#, &openings).as_deref(), Some(r#" "b": "#));
+        assert_eq!(forced_text(r#"{"items": [], "b": true,"#, &openings), None, "after the last member");
     }
 
     #[test]

@@ -41,8 +41,10 @@ pub(super) const SHARED_CHUNK: usize = 64;
 pub(super) enum Kind {
     /// Tokens of a request's prompt.
     Read,
-    /// A generation step: one token whose logits are wanted. `early` among
-    /// a reply's first [`HEAD_START`] tokens.
+    /// A generation step: the token a reply just drew, or text given to it
+    /// (its opening words, a JSON key the grammar forces) a few tokens at
+    /// once; the last one's logits are wanted. `early` among a reply's
+    /// first [`HEAD_START`] steps.
     Step { early: bool },
     /// Tokens read ahead of a request: they join a round but no round waits
     /// for them.
@@ -227,8 +229,8 @@ impl Rounds {
     /// Takes the tokens of the next round out of the waiting entries.
     fn take(&self, state: &mut RoundState) -> Vec<(u64, Vec<Item>)> {
         let mut plan: Vec<(usize, usize)> =
-            state.waiting.iter().enumerate().filter(|(_, e)| e.is_step()).map(|(i, _)| (i, 1)).collect();
-        let steps = plan.len();
+            state.waiting.iter().enumerate().filter(|(_, e)| e.is_step()).map(|(i, e)| (i, e.items.len())).collect();
+        let steps: usize = plan.iter().map(|&(_, n)| n).sum();
         let room = self.capacity.saturating_sub(steps).max(1);
         // A reply in its first tokens goes without prompts beside it.
         let early = state.waiting.iter().any(|e| e.kind == Kind::Step { early: true });
@@ -465,6 +467,28 @@ mod tests {
         let mut second = calls[1].clone();
         second.sort_unstable();
         assert_eq!(second, [0, 1], "the waiting entry went with engine 1's next step, not alone before it");
+        drop(calls);
+        rounds.close();
+    }
+
+    #[test]
+    fn text_given_to_a_reply_goes_whole_in_one_step() {
+        let (rounds, calls) = decoder(64);
+        let _serving = (rounds.serving(), rounds.serving());
+        let given = {
+            let rounds = rounds.clone();
+            std::thread::spawn(move || {
+                let items = vec![item(0, false), item(0, false), item(0, true)];
+                rounds.submit(items, 0, Kind::Step { early: false }).unwrap()
+            })
+        };
+        let step = rounds.submit(vec![item(1, true)], 0, Kind::Step { early: false }).unwrap();
+        assert_eq!((given.join().unwrap(), step), (vec![vec![0.0]], vec![vec![1.0]]), "the last token's logits");
+        let calls = calls.lock().unwrap();
+        assert_eq!(calls.len(), 1, "{calls:?}");
+        let mut seqs = calls[0].clone();
+        seqs.sort_unstable();
+        assert_eq!(seqs, [0, 0, 0, 1]);
         drop(calls);
         rounds.close();
     }
