@@ -123,10 +123,6 @@ pub const SEQUENCES: u32 = 4;
 /// start; the generation inserts a newline or closes a code fence).
 pub(super) const SEQ_SPARE: usize = 8;
 
-/// Most tokens of text given to a reply (see [`ModelContext::inject`]) that
-/// one step decodes.
-pub(super) const GIVEN_CHUNK: usize = 32;
-
 /// How many tokens of a sequence's `keep` part a new prompt must leave out
 /// for the sequence to be copied first (a few milliseconds for the whole
 /// state) rather than cut short.
@@ -372,8 +368,10 @@ impl<'a, 'm> ModelContext<'a, 'm> {
         if let Some(grammar) = grammar {
             // Start the object on a line of its own.
             let prose = out.text().to_string();
+            let mut lead = Vec::new();
             if !prose.is_empty() && !prose.ends_with('\n') {
-                self.inject("\n", &mut state)?;
+                lead = self.model.vocab().tokenize(b"\n", false, false);
+                lead.truncate(self.seq_capacity.saturating_sub(self.current.cached.len() + 1));
                 out.push_str("\n");
             }
             let fence_open = prose.matches("```").count() % 2 == 1;
@@ -384,8 +382,15 @@ impl<'a, 'm> ModelContext<'a, 'm> {
                 (Some(schema), None) => member_openings(schema),
                 _ => Vec::new(),
             };
-            finish =
-                self.generate_json(job, &mut sampling, grammar, &openings, &mut state, &mut out, top, &mut logprobs)?;
+            finish = self.generate_json(
+                job,
+                &mut sampling,
+                (grammar, &openings, lead),
+                &mut state,
+                &mut out,
+                top,
+                &mut logprobs,
+            )?;
             if fence_open {
                 out.push_str("\n```");
             }
@@ -659,17 +664,6 @@ impl<'a, 'm> ModelContext<'a, 'm> {
         Ok(())
     }
 
-    /// Feeds text that the model did not write (but that is part of the
-    /// reply), as one step, as far as the sequence has room.
-    pub(super) fn inject(&mut self, text: &str, state: &mut GenState) -> Result<(), ProviderError> {
-        let mut tokens = self.model.vocab().tokenize(text.as_bytes(), false, false);
-        tokens.truncate(self.seq_capacity.saturating_sub(self.current.cached.len() + 1));
-        for chunk in tokens.chunks(GIVEN_CHUNK) {
-            self.decode_step(chunk, state)?;
-        }
-        Ok(())
-    }
-
     pub(super) fn room_left(&self) -> bool {
         self.current.cached.len() + 1 < self.seq_capacity
     }
@@ -743,7 +737,8 @@ impl<'a, 'm> ModelContext<'a, 'm> {
     /// Grammar-constrained generation of the JSON object, until the grammar
     /// is complete (the model's end of turn) or the context is full. The
     /// `openings` of the object's members (see [`member_openings`]) are
-    /// given where the grammar forces them. With `top`, each drawn token's
+    /// given where the grammar forces them; `lead` holds tokens already in
+    /// `out` but not yet decoded (the line break before the object). With `top`, each drawn token's
     /// log-probability and its `top` most likely alternatives (from the
     /// model's distribution before the grammar and the sampler) are added
     /// to `logprobs`.
@@ -752,8 +747,7 @@ impl<'a, 'm> ModelContext<'a, 'm> {
         &mut self,
         job: &Job,
         sampling: &mut Sampling,
-        mut grammar: LlamaSampler,
-        openings: &[String],
+        (mut grammar, openings, lead): (LlamaSampler, &[String], Vec<LlamaToken>),
         state: &mut GenState,
         out: &mut Output,
         top: Option<usize>,
@@ -764,28 +758,23 @@ impl<'a, 'm> ModelContext<'a, 'm> {
             [q] => Some(*q),
             _ => None,
         };
+        // The line break before the object (`lead`), its brace and its
+        // first key are given at once.
+        let mut step = lead;
+        step.extend(self.give_forced(start, openings, step.len(), sampling, &mut grammar, out));
+        if !step.is_empty() {
+            self.decode_step(&step, state)?;
+        }
+        let brace = match self.model.vocab().tokenize(b"}", false, false).as_slice() {
+            [b] => Some(*b),
+            _ => None,
+        };
         loop {
             if job.cancel.is_cancelled() || job.reply.is_closed() {
                 return Err(ProviderError::Cancelled);
             }
             if !self.room_left() {
                 return Ok(Finish::Length);
-            }
-            // What the grammar forces (a member's key) is given, not drawn a
-            // token a step.
-            if let Some(text) = forced_text(&out.text()[start..], openings) {
-                let tokens = self.model.vocab().tokenize(text.as_bytes(), false, false);
-                if self.current.cached.len() + tokens.len() + 1 < self.seq_capacity {
-                    let given: Vec<LlamaToken> =
-                        tokens.into_iter().take_while(|&t| sampling.force(&mut grammar, t)).collect();
-                    if !given.is_empty() {
-                        for &t in &given {
-                            out.push_bytes(&self.piece(t));
-                        }
-                        self.decode_step(&given, state)?;
-                        continue;
-                    }
-                }
             }
             // A string value ends with its first finished sentence (see
             // `string_may_close`); the grammar still bounds its length.
@@ -809,8 +798,44 @@ impl<'a, 'm> ModelContext<'a, 'm> {
             }
             state.generated += 1;
             out.push_bytes(&piece);
-            self.decode_one(token, state)?;
+            // Once the last member's string is closed only the brace may
+            // follow: the object is complete, and nothing more is decoded.
+            if closes_object(&out.text()[start..], openings) && brace.is_some_and(|b| sampling.force(&mut grammar, b)) {
+                out.push_str("}");
+                return Ok(Finish::Stop);
+            }
+            // What the grammar forces after the token (the next member's
+            // key) goes with it, in the same step.
+            let mut step = vec![token];
+            step.extend(self.give_forced(start, openings, 1, sampling, &mut grammar, out));
+            self.decode_step(&step, state)?;
         }
+    }
+
+    /// Gives the reply the text the grammar forces on its object, written
+    /// from byte `start` of `out` (see [`forced_text`]): the tokens the model's tokenizer makes of it, as
+    /// far as the grammar accepts them and the sequence has room beside
+    /// `pending` tokens still to decode; each goes to `out`. Returns them,
+    /// to be decoded.
+    fn give_forced(
+        &self,
+        start: usize,
+        openings: &[String],
+        pending: usize,
+        sampling: &mut Sampling,
+        grammar: &mut LlamaSampler,
+        out: &mut Output,
+    ) -> Vec<LlamaToken> {
+        let Some(text) = forced_text(&out.text()[start..], openings) else { return Vec::new() };
+        let tokens = self.model.vocab().tokenize(text.as_bytes(), false, false);
+        if self.current.cached.len() + pending + tokens.len() + 1 >= self.seq_capacity {
+            return Vec::new();
+        }
+        let given: Vec<LlamaToken> = tokens.into_iter().take_while(|&t| sampling.force(grammar, t)).collect();
+        for &t in &given {
+            out.push_bytes(&self.piece(t));
+        }
+        given
     }
 
     pub(super) fn grammar_for(&self, schema: &Value) -> Result<LlamaSampler, ProviderError> {
@@ -829,6 +854,6 @@ impl<'a, 'm> ModelContext<'a, 'm> {
 pub(super) struct GenState {
     /// The logits to sample the next token from.
     pub(super) logits: Vec<f32>,
-    /// Tokens the model generated (not counting injected text).
+    /// Tokens the model generated (not counting text given to the reply).
     pub(super) generated: u64,
 }

@@ -172,20 +172,19 @@ pub(super) fn member_openings(schema: &Value) -> Vec<String> {
         .collect()
 }
 
-/// The text the grammar forces next on `json`, the object written so far,
-/// given its [`member_openings`]: at the start, the brace and the first
-/// member's opening; after a member's comma (and any blanks), the rest of
-/// the next member's opening. `None` anywhere else (inside a value or a
-/// nested object, after the last member), and where the text does not
-/// follow the openings (the grammar then keeps the model to what it
-/// allows).
-pub(super) fn forced_text(json: &str, openings: &[String]) -> Option<String> {
-    if json.trim().is_empty() {
-        return openings.first().map(|first| format!("{{{first}"));
-    }
+/// Where `json`, a JSON object being written, stands at its top level.
+struct Place<'j> {
+    /// Members begun (the first with the object's brace).
+    members: usize,
+    /// The text after the last top-level `{` or `,`; `None` before the
+    /// object's brace.
+    tail: Option<&'j str>,
+    /// Whether it ends at the top level of the object, outside a string.
+    top: bool,
+}
+
+fn place(json: &str) -> Place<'_> {
     let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
-    // Members begun at the top level, and where the text after the last
-    // top-level `{` or `,` starts.
     let (mut members, mut after) = (0usize, None);
     for (i, c) in json.char_indices() {
         if in_string {
@@ -214,15 +213,39 @@ pub(super) fn forced_text(json: &str, openings: &[String]) -> Option<String> {
             _ => {}
         }
     }
-    let opening = openings.get(members.checked_sub(1)?)?;
-    let tail = &json[after?..];
+    Place { members, tail: after.map(|a| &json[a..]), top: depth == 1 && !in_string }
+}
+
+/// The text the grammar forces next on `json`, the object written so far,
+/// given its [`member_openings`]: at the start, the brace and the first
+/// member's opening; after a member's comma (and any blanks), the rest of
+/// the next member's opening. `None` anywhere else (inside a value or a
+/// nested object, after the last member), and where the text does not
+/// follow the openings (the grammar then keeps the model to what it
+/// allows).
+pub(super) fn forced_text(json: &str, openings: &[String]) -> Option<String> {
+    if json.trim().is_empty() {
+        return openings.first().map(|first| format!("{{{first}"));
+    }
+    let place = place(json);
+    let opening = openings.get(place.members.checked_sub(1)?)?;
+    let tail = place.tail?;
     let written = tail.trim_start();
     if written.len() >= opening.len() || !opening.starts_with(written) {
         return None;
     }
     // A blank after a member's comma, as a model writes it.
-    let blank = if tail.is_empty() && members > 1 { " " } else { "" };
+    let blank = if tail.is_empty() && place.members > 1 { " " } else { "" };
     Some(format!("{blank}{}", &opening[written.len()..]))
+}
+
+/// Whether `json` has just closed the string value of the object's last
+/// member, so that only the object's closing brace may follow.
+pub(super) fn closes_object(json: &str, openings: &[String]) -> bool {
+    let place = place(json);
+    let (Some(last), Some(tail)) = (openings.last(), place.tail) else { return false };
+    let value = tail.trim_start().strip_prefix(last.as_str());
+    place.top && place.members == openings.len() && last.ends_with('"') && value.is_some_and(|v| v.ends_with('"'))
 }
 
 /// A GBNF grammar for a JSON object schema. Properties may be integers or

@@ -73,7 +73,7 @@ use worker::*;
 use schedule::{AHEAD_MIN, AHEAD_PATIENCE, AHEAD_REPORT, AHEAD_STEP, AHEAD_UNSURE, Handoffs, Queue, common_prefix};
 
 pub use grammar::schema_to_gbnf;
-use grammar::{forced_text, json_reserve, member_openings};
+use grammar::{closes_object, forced_text, json_reserve, member_openings};
 use prose::{
     breaks_first_sentence, ends_paragraph, ends_prose, ends_sentence, prose_is_enough, starts_json, string_may_close,
 };
@@ -476,6 +476,14 @@ mod tests {
         assert_eq!(forced_text(r#"{"items": [{"a": 1},"#, &openings), None, "inside a nested value");
         assert_eq!(forced_text(r#"{"items": [{"a": 1}],"#, &openings).as_deref(), Some(r#" "b": "#));
         assert_eq!(forced_text(r#"{"items": [], "b": true,"#, &openings), None, "after the last member");
+        // Only the brace may follow a closed string value of the last member.
+        let openings = member_openings(&eval_schema());
+        let head = r#"{"accuracy": 4, "clarity": 3, "overall": 4, "confidence": 0.8, "justification": ""#;
+        assert!(closes_object(&format!("{head}Fine.\""), &openings));
+        assert!(!closes_object(&format!("{head}Fine."), &openings), "still open");
+        assert!(!closes_object(&format!("{head}He said \\\""), &openings), "an escaped quote");
+        assert!(!closes_object(r#"{"accuracy": 4, "clarity": 3"#, &openings), "not the last member");
+        assert!(!closes_object(&format!("{head}Fine.\"}}"), &openings), "already closed");
     }
 
     #[test]
