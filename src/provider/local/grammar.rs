@@ -4,6 +4,8 @@
 
 use serde_json::Value;
 
+use super::prose::JsonStrings;
+
 pub(super) use crate::provider::structured::{DEFAULT_STRING_MAX, json_reserve};
 
 /// A GBNF string literal for `s`.
@@ -184,20 +186,13 @@ struct Place<'j> {
 }
 
 fn place(json: &str) -> Place<'_> {
-    let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
+    let (mut depth, mut strings) = (0usize, JsonStrings::default());
     let (mut members, mut after) = (0usize, None);
     for (i, c) in json.char_indices() {
-        if in_string {
-            match c {
-                _ if escaped => escaped = false,
-                '\\' => escaped = true,
-                '"' => in_string = false,
-                _ => {}
-            }
+        if strings.take(c) {
             continue;
         }
         match c {
-            '"' => in_string = true,
             '{' | '[' => {
                 depth += 1;
                 if depth == 1 {
@@ -213,7 +208,7 @@ fn place(json: &str) -> Place<'_> {
             _ => {}
         }
     }
-    Place { members, tail: after.map(|a| &json[a..]), top: depth == 1 && !in_string }
+    Place { members, tail: after.map(|a| &json[a..]), top: depth == 1 && !strings.inside }
 }
 
 /// The text the grammar forces next on `json`, the object written so far,

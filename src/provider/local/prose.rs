@@ -99,6 +99,35 @@ pub(super) fn ends_prose(prose: &str, piece: &[u8]) -> bool {
 /// before a finished sentence closes it (see [`string_may_close`]).
 pub(super) const STRING_SENTENCE_MIN: usize = 40;
 
+/// Where a scan of JSON text, a character at a time, stands with its
+/// strings.
+#[derive(Default)]
+pub(super) struct JsonStrings {
+    /// Inside a string.
+    pub(super) inside: bool,
+    /// Just after a backslash inside a string.
+    pub(super) escaped: bool,
+}
+
+impl JsonStrings {
+    /// Takes the next character; whether it belongs to a string (its
+    /// quotes included).
+    pub(super) fn take(&mut self, c: char) -> bool {
+        if self.inside {
+            match c {
+                _ if self.escaped => self.escaped = false,
+                '\\' => self.escaped = true,
+                '"' => self.inside = false,
+                _ => {}
+            }
+            true
+        } else {
+            self.inside = c == '"';
+            self.inside
+        }
+    }
+}
+
 /// Words whose dot does not end a sentence.
 const ABBREVIATIONS: [&str; 10] = ["Mr", "Mrs", "Ms", "Dr", "Prof", "St", "e.g", "i.e", "etc", "vs"];
 
@@ -107,25 +136,20 @@ const ABBREVIATIONS: [&str; 10] = ["Mr", "Mrs", "Ms", "Dr", "Prof", "St", "e.g",
 /// ends a sentence: the value is closed there rather than left to run on
 /// to its `maxLength`, where it would be cut in the middle of the next one.
 pub(super) fn string_may_close(json: &str) -> bool {
-    let (mut in_string, mut escaped, mut start, mut value) = (false, false, 0, false);
+    let (mut strings, mut start, mut value) = (JsonStrings::default(), 0, false);
     let mut last_mark = None;
     for (i, c) in json.char_indices() {
-        if in_string {
-            match c {
-                _ if escaped => escaped = false,
-                '\\' => escaped = true,
-                '"' => in_string = false,
-                _ => {}
+        let opening = !strings.inside && c == '"';
+        if strings.take(c) {
+            if opening {
+                start = i + 1;
+                value = last_mark == Some(':');
             }
-        } else if c == '"' {
-            in_string = true;
-            start = i + 1;
-            value = last_mark == Some(':');
         } else if !c.is_whitespace() {
             last_mark = Some(c);
         }
     }
-    if !(in_string && value) || escaped {
+    if !(strings.inside && value) || strings.escaped {
         return false;
     }
     let text = &json[start..];
