@@ -738,10 +738,10 @@ impl<'a, 'm> ModelContext<'a, 'm> {
     /// is complete (the model's end of turn) or the context is full. The
     /// `openings` of the object's members (see [`member_openings`]) are
     /// given where the grammar forces them; `lead` holds tokens already in
-    /// `out` but not yet decoded (the line break before the object). With `top`, each drawn token's
-    /// log-probability and its `top` most likely alternatives (from the
-    /// model's distribution before the grammar and the sampler) are added
-    /// to `logprobs`.
+    /// `out` but not yet decoded (the line break before the object). With
+    /// `top`, each drawn token's log-probability and its `top` most likely
+    /// alternatives (from the model's distribution before the grammar and
+    /// the sampler) are added to `logprobs`.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn generate_json(
         &mut self,
@@ -813,10 +813,10 @@ impl<'a, 'm> ModelContext<'a, 'm> {
     }
 
     /// Gives the reply the text the grammar forces on its object, written
-    /// from byte `start` of `out` (see [`forced_text`]): the tokens the model's tokenizer makes of it, as
-    /// far as the grammar accepts them and the sequence has room beside
-    /// `pending` tokens still to decode; each goes to `out`. Returns them,
-    /// to be decoded.
+    /// from byte `start` of `out` (see [`forced_text`]): the tokens the
+    /// model's tokenizer makes of it, as far as the grammar accepts them
+    /// and the sequence has room beside `pending` tokens still to decode;
+    /// each goes to `out`. Returns them, to be decoded.
     fn give_forced(
         &self,
         start: usize,
