@@ -398,6 +398,13 @@ mod tests {
         decoder_taking(rounds, Duration::from_millis(5))
     }
 
+    /// The sequences of one recorded decode, in order.
+    fn sorted(seqs: &[i32]) -> Vec<i32> {
+        let mut seqs = seqs.to_vec();
+        seqs.sort_unstable();
+        seqs
+    }
+
     /// A decoder whose every decode takes `time`.
     fn decoder_taking(rounds: Rounds, time: Duration) -> (Arc<Rounds>, Calls) {
         let rounds = Arc::new(rounds);
@@ -436,9 +443,7 @@ mod tests {
         assert_eq!(answers, [vec![vec![0.0]], vec![vec![1.0]], vec![vec![2.0]]], "each gets its own logits");
         let calls = calls.lock().unwrap();
         assert_eq!(calls.len(), 1, "one decode for all three: {calls:?}");
-        let mut seqs = calls[0].clone();
-        seqs.sort_unstable();
-        assert_eq!(seqs, [0, 1, 2]);
+        assert_eq!(sorted(&calls[0]), [0, 1, 2]);
         drop(guards);
         rounds.close();
     }
@@ -464,9 +469,7 @@ mod tests {
         late.join().unwrap();
         let calls = calls.lock().unwrap();
         assert_eq!(calls.len(), 2, "{calls:?}");
-        let mut second = calls[1].clone();
-        second.sort_unstable();
-        assert_eq!(second, [0, 1], "the waiting entry went with engine 1's next step, not alone before it");
+        assert_eq!(sorted(&calls[1]), [0, 1], "the waiting entry went with engine 1's next step, not alone before it");
         drop(calls);
         rounds.close();
     }
@@ -486,9 +489,7 @@ mod tests {
         assert_eq!((given.join().unwrap(), step), (vec![vec![0.0]], vec![vec![1.0]]), "the last token's logits");
         let calls = calls.lock().unwrap();
         assert_eq!(calls.len(), 1, "{calls:?}");
-        let mut seqs = calls[0].clone();
-        seqs.sort_unstable();
-        assert_eq!(seqs, [0, 0, 0, 1]);
+        assert_eq!(sorted(&calls[0]), [0, 0, 0, 1]);
         drop(calls);
         rounds.close();
     }
