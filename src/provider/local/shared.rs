@@ -335,39 +335,46 @@ impl<'m> SharedContext<'m> {
         self.rounds.run(&|entries| self.decode_now(entries));
     }
 
-    /// Decodes the entries' tokens in one batch, ordered by sequence:
-    /// llama.cpp puts tokens of several sequences in one step only when
-    /// their ids follow each other in the batch (0, 1, 2; see
-    /// [`ModelContext::new`] for how ids are given out).
+    /// Decodes the entries' tokens, ordered by sequence: llama.cpp puts
+    /// tokens of several sequences in one step only when their ids follow
+    /// each other in the batch (0, 1, 2; see [`ModelContext::new`] for how
+    /// ids are given out). A prompt chunk goes in a decode of its own, after
+    /// the generation steps: in one batch, llama.cpp would split the chunk's
+    /// first token off into the steps' micro-batch and decode the rest
+    /// apart anyway, which took about 60 ms more than the two decodes (see
+    /// *Engines and rounds* in docs/local-model.md).
     fn decode_now(&self, entries: &[&[Item]]) -> Result<Vec<Vec<Vec<f32>>>, String> {
-        let mut order: Vec<(usize, usize)> =
-            entries.iter().enumerate().flat_map(|(e, items)| (0..items.len()).map(move |i| (e, i))).collect();
-        order.sort_by_key(|&(e, i)| (entries[e][i].seq, entries[e][i].pos));
-        let mut batch = LlamaBatch::new(order.len().max(1), 1);
-        let mut index: Vec<Vec<i32>> = entries.iter().map(|items| vec![0; items.len()]).collect();
-        for (n, &(e, i)) in order.iter().enumerate() {
-            let item = entries[e][i];
-            batch.add(item.token, item.pos, &[item.seq], item.logits).map_err(|e| e.to_string())?;
-            index[e][i] = i32::try_from(n).unwrap_or(i32::MAX);
-        }
+        let (chunks, steps): (Vec<usize>, Vec<usize>) =
+            (0..entries.len()).partition(|&e| entries[e].len() > SEPARATE_FROM);
+        let mut rows: Vec<Vec<Vec<f32>>> = entries.iter().map(|_| Vec::new()).collect();
         let mut ctx = self.lock();
         let started = Instant::now();
-        ctx.decode(&mut batch).map_err(|e| e.to_string())?;
-        let rows = entries
-            .iter()
-            .zip(&index)
-            .map(|(items, index)| {
-                items
-                    .iter()
-                    .zip(index)
-                    .filter(|(item, _)| item.logits)
-                    .map(|(_, &n)| ctx.get_logits_ith(n).to_vec())
-                    .collect()
-            })
-            .collect();
+        let mut decodes = 0;
+        for group in [steps, chunks] {
+            let mut order: Vec<(usize, usize)> =
+                group.iter().flat_map(|&e| (0..entries[e].len()).map(move |i| (e, i))).collect();
+            if order.is_empty() {
+                continue;
+            }
+            order.sort_by_key(|&(e, i)| (entries[e][i].seq, entries[e][i].pos));
+            let mut batch = LlamaBatch::new(order.len(), 1);
+            for &(e, i) in &order {
+                let item = entries[e][i];
+                batch.add(item.token, item.pos, &[item.seq], item.logits).map_err(|e| e.to_string())?;
+            }
+            ctx.decode(&mut batch).map_err(|e| e.to_string())?;
+            decodes += 1;
+            // Within an entry, the batch keeps its tokens' order.
+            for (n, &(e, i)) in order.iter().enumerate() {
+                if entries[e][i].logits {
+                    rows[e].push(ctx.get_logits_ith(i32::try_from(n).unwrap_or(i32::MAX)).to_vec());
+                }
+            }
+        }
         tracing::trace!(
             entries = entries.len(),
-            tokens = order.len(),
+            tokens = entries.iter().map(|e| e.len()).sum::<usize>(),
+            decodes,
             seqs = ?entries.iter().flat_map(|e| e.iter().map(|i| i.seq)).collect::<std::collections::BTreeSet<_>>(),
             ms = started.elapsed().as_millis() as u64,
             "local model: round decoded"
@@ -375,6 +382,11 @@ impl<'m> SharedContext<'m> {
         Ok(rows)
     }
 }
+
+/// Entries of more tokens than this (prompt chunks) are decoded apart from
+/// the generation steps of a round (see [`SharedContext::decode_now`]); a
+/// step with the text given to it is shorter.
+const SEPARATE_FROM: usize = 32;
 
 #[cfg(test)]
 mod tests {
