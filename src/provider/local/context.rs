@@ -1,6 +1,9 @@
 //! A llama.cpp context of the shared model ([`ModelContext`]): the sequences
 //! it keeps, prompt reuse, reading ahead, and generation.
 
+use std::collections::HashSet;
+use std::sync::Condvar;
+
 use super::*;
 
 /// An engine: the sequences it holds in the shared llama.cpp context, and
@@ -46,6 +49,25 @@ pub(super) struct PromptStates {
     /// whose llama.cpp wrote the state, and whether flash attention was on
     /// (the cache's layout differs).
     pub(super) model: String,
+    /// The states an engine of this process is reading now (see
+    /// [`PromptStates::claim`]), shared by all engines.
+    pub(super) reading: Arc<(Mutex<HashSet<PathBuf>>, Condvar)>,
+}
+
+/// An engine's claim on the state at a path: while it is held, no other
+/// engine of the process reads that system prompt (see
+/// [`PromptStates::claim`]).
+pub(super) struct Claim {
+    reading: Arc<(Mutex<HashSet<PathBuf>>, Condvar)>,
+    path: PathBuf,
+}
+
+impl Drop for Claim {
+    fn drop(&mut self) {
+        let (set, changed) = &*self.reading;
+        set.lock().unwrap_or_else(|p| p.into_inner()).remove(&self.path);
+        changed.notify_all();
+    }
 }
 
 impl PromptStates {
@@ -63,7 +85,22 @@ impl PromptStates {
             env!("CARGO_PKG_VERSION"),
             if flash_attention { " flash attention" } else { "" }
         );
-        Some(Self { dir, model })
+        Some(Self { dir, model, reading: Arc::default() })
+    }
+
+    /// Claims the state at `path` for reading it, first waiting while
+    /// another engine of the process holds it: engines that start together
+    /// with the same system prompt and no saved state (the first run of a
+    /// panel) would each read it, when one can read and save it and the
+    /// others load it in milliseconds. Gives up waiting after
+    /// [`CLAIM_PATIENCE`] and reads it too.
+    pub(super) fn claim(&self, path: &Path) -> Claim {
+        let (set, changed) = &*self.reading;
+        let set = set.lock().unwrap_or_else(|p| p.into_inner());
+        let (mut set, _) =
+            changed.wait_timeout_while(set, CLAIM_PATIENCE, |s| s.contains(path)).unwrap_or_else(|p| p.into_inner());
+        set.insert(path.to_path_buf());
+        Claim { reading: self.reading.clone(), path: path.to_path_buf() }
     }
 
     pub(super) fn path(&self, tokens: &[LlamaToken]) -> PathBuf {
@@ -127,6 +164,11 @@ pub(super) const SEQ_SPARE: usize = 8;
 /// for the sequence to be copied first (a few milliseconds for the whole
 /// state) rather than cut short.
 pub(super) const KEEP_TAIL: usize = 64;
+
+/// How long an engine waits for another that is reading the same system
+/// prompt, to load its saved state rather than read it too (see
+/// [`PromptStates::claim`]): far longer than a system prompt takes to read.
+pub(super) const CLAIM_PATIENCE: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// Why generation stopped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -429,9 +471,15 @@ impl<'a, 'm> ModelContext<'a, 'm> {
         self.current.keep = keep;
         let saved = system >= SAVED_PROMPT_MIN && system < tokens.len() && self.states.is_some() && !self.copy_pending;
         let mut loaded = false;
-        if saved && common < system && self.load_state(&tokens[..system]) {
-            common = system;
-            loaded = true;
+        // Held while this engine reads and saves the system prompt.
+        let mut claim = None;
+        if saved && common < system {
+            claim = self.states.as_ref().map(|s| s.claim(&s.path(&tokens[..system])));
+            if self.load_state(&tokens[..system]) {
+                common = system;
+                loaded = true;
+                claim = None;
+            }
         }
         // The last prompt token is always decoded again: its logits are needed.
         common = self.cut_to(common.min(tokens.len() - 1));
@@ -444,6 +492,7 @@ impl<'a, 'm> ModelContext<'a, 'm> {
             self.save_state();
             from = system;
         }
+        drop(claim);
         let logits = self.decode_prompt(&tokens[from..], cancel)?;
         tracing::debug!(
             engine = self.id,

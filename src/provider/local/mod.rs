@@ -377,6 +377,32 @@ mod tests {
     }
 
     #[test]
+    fn one_engine_at_a_time_reads_a_system_prompt() {
+        let dir = tempfile::tempdir().unwrap();
+        let model = dir.path().join("model.gguf");
+        std::fs::write(&model, b"GGUF").unwrap();
+        let states = PromptStates::new(dir.path().to_path_buf(), &model, (false, 4)).unwrap();
+        let path = states.path(&[LlamaToken(1), LlamaToken(2)]);
+        let first = states.claim(&path);
+        // Another path is free at once.
+        drop(states.claim(&states.path(&[LlamaToken(3)])));
+        let (tx, rx) = std_mpsc::channel();
+        let other = states.clone();
+        let waiter = std::thread::spawn(move || {
+            let claim = other.claim(&path);
+            tx.send(()).unwrap();
+            drop(claim);
+        });
+        assert!(
+            rx.recv_timeout(std::time::Duration::from_millis(200)).is_err(),
+            "a second engine waits while the first reads"
+        );
+        drop(first);
+        assert!(rx.recv_timeout(std::time::Duration::from_secs(5)).is_ok(), "and goes on once it is done");
+        waiter.join().unwrap();
+    }
+
+    #[test]
     fn utf8_split_across_pieces_is_held_back() {
         let mut buf = Vec::new();
         let euro = "€".as_bytes();
