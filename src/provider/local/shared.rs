@@ -341,7 +341,7 @@ impl<'m> SharedContext<'m> {
     /// ids are given out). A prompt chunk goes in a decode of its own, after
     /// the generation steps: in one batch, llama.cpp would split the chunk's
     /// first token off into the steps' micro-batch and decode the rest
-    /// apart anyway, which took about 60 ms more than the two decodes (see
+    /// apart anyway, which took 25–40 ms more than the two decodes (see
     /// *Engines and rounds* in docs/local-model.md).
     fn decode_now(&self, entries: &[&[Item]]) -> Result<Vec<Vec<Vec<f32>>>, String> {
         let (chunks, steps): (Vec<usize>, Vec<usize>) =
