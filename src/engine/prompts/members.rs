@@ -82,6 +82,16 @@ pub fn debate_messages(
              question, the answer or the story.",
             opening_words(last)
         ),
+        // Nobody's scores differ from the speaker's: asking where they
+        // disagree would have them invent a disagreement that their own
+        // scores then contradict.
+        (None, Some(first)) if score_distance(own_latest, latest_evaluation(history, &first)) == Some(0.0) => {
+            format!(
+                "Open the debate: begin with \"{}\" and say what you would add to {first}'s first evaluation, \
+                 pointing to the question, the answer or the story; you both gave the same scores.",
+                opening_words(&first)
+            )
+        }
         (None, Some(first)) => format!(
             "Open the debate: begin with \"{}\" and say where you disagree with {first}'s first evaluation, \
              pointing to the question, the answer or the story.",
@@ -115,23 +125,7 @@ pub fn addressee(
     if let Some(last) = last_speaker(history, speaker) {
         return Some(last.to_string());
     }
-    let latest = |name: &str| {
-        history.iter().rev().find_map(|e| match e {
-            HistoryEntry::Initial { agent, evaluation: Some(ev), .. }
-            | HistoryEntry::Speech { agent, evaluation: Some(ev), .. }
-                if agent == name =>
-            {
-                Some(ev)
-            }
-            _ => None,
-        })
-    };
-    let distance = |name: &str| match (own, latest(name)) {
-        (Some(own), Some(theirs)) => {
-            own.scores.iter().filter_map(|(k, v)| theirs.scores.get(k).map(|t| (v - t).abs())).sum::<f64>()
-        }
-        _ => 0.0,
-    };
+    let distance = |name: &str| score_distance(own, latest_evaluation(history, name)).unwrap_or(0.0);
     let mut best: Option<(&str, f64)> = None;
     for name in others(panel, group, speaker) {
         let d = distance(name);
@@ -140,6 +134,26 @@ pub fn addressee(
         }
     }
     best.map(|(name, _)| name.to_string())
+}
+
+/// `name`'s latest readable evaluation in the discussion.
+fn latest_evaluation<'h>(history: &'h [HistoryEntry], name: &str) -> Option<&'h Evaluation> {
+    history.iter().rev().find_map(|e| match e {
+        HistoryEntry::Initial { agent, evaluation: Some(ev), .. }
+        | HistoryEntry::Speech { agent, evaluation: Some(ev), .. }
+            if agent == name =>
+        {
+            Some(ev)
+        }
+        _ => None,
+    })
+}
+
+/// How far apart two evaluations' scores are (the sum of the differences
+/// over the dimensions both score), when there are both.
+fn score_distance(a: Option<&Evaluation>, b: Option<&Evaluation>) -> Option<f64> {
+    let (a, b) = (a?, b?);
+    Some(a.scores.iter().filter_map(|(k, v)| b.scores.get(k).map(|t| (v - t).abs())).sum())
 }
 
 /// The words a debate speech begins with when it answers `addressee`: their
@@ -261,6 +275,19 @@ mod tests {
             "a tie: the panel's order"
         );
         assert_eq!(opening_words("Cy"), "Cy, I");
+        // The opening asks where the speaker disagrees only when scores differ.
+        let item = crate::testkit::item();
+        let agents: Vec<_> = panel.agents().map(|(_, a)| a.clone()).collect();
+        let opening =
+            |history: &[HistoryEntry]| debate_messages(&panel, "Parents", &agents[0], &item, history, Some(&own));
+        let differ = &opening(&history)[2].content;
+        assert!(differ.contains("say where you disagree with Cy's first evaluation"), "{differ}");
+        let agreed = vec![first("Ann", 4.0), first("Bea", 4.0), first("Cy", 4.0)];
+        let same = &opening(&agreed)[2].content;
+        assert!(
+            same.contains("say what you would add to Bea's first evaluation") && !same.contains("disagree"),
+            "{same}"
+        );
     }
 
     #[test]
