@@ -28,11 +28,19 @@ pub(super) fn score_keys(panel: &Panel) -> Vec<&str> {
     panel.dimensions.iter().map(|d| d.key.as_str()).chain(["overall"]).collect()
 }
 
+/// The line that ends the moderator's scores table when every member has
+/// the same scores: without it, the model's reasons named a score that
+/// differed when none did.
+const SCORES_AGREE: &str =
+    "Nobody's scores differ: choose someone whose point nobody has answered yet, or who has spoken least.";
+
 /// The group's latest scores for the moderator, a line per agent with the
 /// dimensions, then overall, in the order the panel's system prompt names:
-/// `- Ann: 4, 3, 4 (2 turns)`.
+/// `- Ann: 4, 3, 4 (2 turns)`; then [`SCORES_AGREE`] when every member has
+/// scores and they are all the same.
 pub fn scores_table(panel: &Panel, rows: &[ScoresRow<'_>]) -> String {
     let mut s = String::from("Current scores:\n");
+    let mut distinct = std::collections::BTreeSet::new();
     for row in rows {
         let scores = match row.latest {
             Some(ev) => panel
@@ -47,6 +55,10 @@ pub fn scores_table(panel: &Panel, rows: &[ScoresRow<'_>]) -> String {
         };
         let status = if row.finished { ", finished" } else { "" };
         let _ = writeln!(s, "- {}: {scores} ({} turns{status})", row.agent, row.turns);
+        distinct.insert(row.latest.is_some().then_some(scores));
+    }
+    if rows.len() > 1 && distinct.len() == 1 && !distinct.contains(&None) {
+        let _ = writeln!(s, "{SCORES_AGREE}");
     }
     s
 }
@@ -114,6 +126,19 @@ mod tests {
         let dashes = vec!["-"; keys.len() - 1].join(", ");
         assert!(table.contains(&format!("- Ann: 4, {dashes}, 3.5 (2 turns)\n")), "{table}");
         assert!(table.contains("- Bea: none yet (0 turns, finished)\n"), "{table}");
+        assert!(!table.contains(SCORES_AGREE), "{table}");
+        // Everyone with the same scores: the moderator hears that nobody differs.
+        let same = [
+            ScoresRow { agent: "Ann", latest: Some(&ev), turns: 2, finished: false },
+            ScoresRow { agent: "Bea", latest: Some(&ev), turns: 1, finished: false },
+        ];
+        assert!(scores_table(&panel, &same).ends_with(&format!("{SCORES_AGREE}\n")));
+        let other = Evaluation { overall: Some(4.0), ..ev.clone() };
+        let differ = [
+            ScoresRow { agent: "Ann", latest: Some(&other), turns: 2, finished: false },
+            ScoresRow { agent: "Bea", latest: Some(&ev), turns: 1, finished: false },
+        ];
+        assert!(!scores_table(&panel, &differ).contains(SCORES_AGREE));
         let messages = moderator_messages(&panel, "Parents", &item, &[], &table, &["Bea", "Cy"]);
         assert!(is_moderator_request(&messages[2].content));
         assert!(messages[2].content.contains("Agents who may speak next: Bea, Cy."));
