@@ -220,7 +220,18 @@ impl<W: Write> Transcript<W> {
     pub fn event(&mut self, event: &Event) -> io::Result<()> {
         let p = self.paint;
         match &event.kind {
-            EventKind::SessionStarted { session_id, protocol, panel, item, agents, roles, provider_note, .. } => {
+            EventKind::SessionStarted {
+                session_id,
+                protocol,
+                panel,
+                item,
+                agents,
+                roles,
+                provider_note,
+                preset,
+                departures,
+                ..
+            } => {
                 let name = panel.get("name").and_then(|v| v.as_str()).unwrap_or("panel");
                 self.dimension_order = panel
                     .get("dimensions")
@@ -230,6 +241,7 @@ impl<W: Write> Transcript<W> {
                 self.protocol.clone_from(protocol);
                 self.line(&p.bold(&format!("moot · {name} · {protocol} · item {}", item.id)))?;
                 self.line(&p.dim(&format!("session {session_id}")))?;
+                self.line(&p.dim(&crate::session::event::preset_line(*preset, departures)))?;
                 if let Some(note) = provider_note {
                     self.line(&p.dim(&format!("provider: {note}")))?;
                 }

@@ -357,7 +357,7 @@ fn unknown_field(key: &str, valid: &[&str]) -> String {
     }
 }
 
-fn unknown_name(what: &str, given: &str, valid: &[&str]) -> String {
+pub(super) fn unknown_name(what: &str, given: &str, valid: &[&str]) -> String {
     let hint = suggest(given, valid).map(|s| format!(" (did you mean \"{s}\"?)")).unwrap_or_default();
     format!("unknown {what} \"{given}\"{hint}; valid: {}", valid.join(", "))
 }
@@ -543,13 +543,16 @@ impl Rules<'_> {
     /// The settings of `[protocol]`: those its protocol declares, each of its type and range.
     fn protocol(&mut self, section: &ProtocolFile, path: &FieldPath) {
         let spec = section.kind.spec();
-        let mut valid = vec!["kind"];
+        let mut valid = vec!["kind", "preset"];
         valid.extend(spec.settings.iter().map(|s| s.key));
         for (key, value) in &section.settings {
             let field = path.key(key);
             let Some(setting) = spec.setting(key) else {
                 if spec.settings.is_empty() {
-                    self.key(&field, format!("{} has no settings; only `kind` belongs in [protocol]", spec.id));
+                    self.key(
+                        &field,
+                        format!("{} has no settings; only `kind` and `preset` belong in [protocol]", spec.id),
+                    );
                 } else {
                     self.key(&field, unknown_field(key, &valid));
                 }

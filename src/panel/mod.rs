@@ -16,7 +16,10 @@ mod protocol;
 
 pub use check::line_col;
 use protocol::ProtocolFile;
-pub use protocol::{Protocol, ProtocolSection, ProtocolSpec, SettingKind, SettingSpec, SettingValue, SpeakerOrder};
+pub use protocol::{
+    Departure, Paper, Preset, Protocol, ProtocolSection, ProtocolSpec, SettingKind, SettingSpec, SettingValue,
+    SpeakerOrder,
+};
 
 /// How the next speaker in a debate is chosen.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
@@ -474,6 +477,12 @@ impl Panel {
     }
     pub fn agent(&self, name: &str) -> Option<(&GroupSpec, &AgentSpec)> {
         self.agents().find(|(_, a)| a.name == name)
+    }
+    /// Where a run of this panel departs from its protocol's paper: the
+    /// settings whose values are not the paper's (empty under the `paper`
+    /// preset unless the panel sets one otherwise).
+    pub fn departures(&self) -> Vec<Departure> {
+        self.protocol.departures()
     }
     pub fn dimension_keys(&self) -> Vec<String> {
         self.dimensions.iter().map(|d| d.key.clone()).collect()

@@ -358,6 +358,8 @@ mod tests {
             seed: 0,
             moot_version: "0".into(),
             provider_note: None,
+            preset: Default::default(),
+            departures: Vec::new(),
         }
     }
 

@@ -421,6 +421,8 @@ fn no_decisions_is_no_data_not_zero() {
             seed: 1,
             moot_version: "0".into(),
             provider_note: None,
+            preset: Default::default(),
+            departures: Vec::new(),
         },
         decided(Some("Ann")),
         decided(None),

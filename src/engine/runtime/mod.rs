@@ -178,6 +178,8 @@ pub(crate) fn session_started_event(config: &EngineConfig) -> EventKind {
         seed: config.seed,
         moot_version: env!("CARGO_PKG_VERSION").to_string(),
         provider_note: config.provider_note.clone(),
+        preset: panel.protocol.preset,
+        departures: panel.departures(),
     }
 }
 

@@ -15,11 +15,13 @@ pub(super) const SPEC: ProtocolSpec = ProtocolSpec {
                 default: "one-by-one",
             },
             about: "one-by-one: a fixed order, each agent sees all that was said; simultaneous: every agent of a round speaks at once, seeing earlier rounds only; simultaneous-summarizer: as simultaneous, agents see a running summary of the rounds",
+            paper: Paper::AsDefault,
         },
         SettingSpec {
             key: "turns",
             kind: SettingKind::Integer { min: 1, max: 20, default: 2 },
             about: "rounds of discussion after the first evaluations",
+            paper: Paper::AsDefault,
         },
     ],
     order: SpeakerOrder::Rounds,

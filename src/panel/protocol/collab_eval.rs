@@ -13,11 +13,13 @@ pub(super) const SPEC: ProtocolSpec = ProtocolSpec {
             kind: SettingKind::Choice { options: &["scores", "pairwise"], default: "scores" },
             about: "scores: rate the item's content; pairwise: say which of the item's two candidates is better \
                     (A, B or tie), and agree on that label",
+            paper: Paper::AsDefault,
         },
         SettingSpec {
             key: "candidate_name",
             kind: SettingKind::Text { default: "Summary" },
             about: "pairwise mode: what the evaluators call the candidates: \"Summary A\" and \"Summary B\"",
+            paper: Paper::AsDefault,
         },
     ],
     order: SpeakerOrder::ShuffledRounds,

@@ -15,6 +15,7 @@ use serde::de::{self, MapAccess, SeqAccess, Unexpected, Visitor};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::session::event::Role;
+pub use crate::session::event::{Departure, Preset};
 
 /// The catalogue: each protocol's variant and the file that declares it
 /// (its [`ProtocolSpec`] as `SPEC`). A new protocol is one line here, its
@@ -95,6 +96,58 @@ pub struct SettingSpec {
     pub key: &'static str,
     pub kind: SettingKind,
     pub about: &'static str,
+    /// What the protocol's paper does for this setting (the `paper` preset's value).
+    pub paper: Paper,
+}
+
+/// What a protocol's paper says of one setting.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Paper {
+    /// The setting's default is what the paper does (or the setting is
+    /// moot's own, and its default leaves the method as the paper has it).
+    AsDefault,
+    /// The paper leaves the value open; the default is moot's choice, for
+    /// the reason given (listed in `docs/papers.md`).
+    Open(&'static str),
+    /// The paper's value, which the default departs from.
+    Integer(i64),
+    Bool(bool),
+    /// A choice's or a text's value.
+    Text(&'static str),
+}
+
+impl Preset {
+    pub const ALL: [Preset; 2] = [Preset::Moot, Preset::Paper];
+    /// The preset named `s` in a panel file.
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|p| p.as_str() == s)
+    }
+}
+
+fn departure(setting: &str, value: &SettingValue, paper: &SettingValue) -> Departure {
+    Departure { setting: setting.to_string(), value: value.to_string(), paper: paper.to_string() }
+}
+
+impl SettingSpec {
+    /// The setting's declared default.
+    pub fn default_value(&self) -> SettingValue {
+        match self.kind {
+            SettingKind::Integer { default, .. } => SettingValue::Integer(default),
+            SettingKind::Bool { default } => SettingValue::Bool(default),
+            SettingKind::Choice { default, .. } | SettingKind::Text { default } => {
+                SettingValue::Text(default.to_string())
+            }
+        }
+    }
+    /// The paper's value of the setting.
+    pub fn paper_value(&self) -> SettingValue {
+        match self.paper {
+            Paper::AsDefault | Paper::Open(_) => self.default_value(),
+            Paper::Integer(v) => SettingValue::Integer(v),
+            Paper::Bool(v) => SettingValue::Bool(v),
+            Paper::Text(v) => SettingValue::Text(v.to_string()),
+        }
+    }
 }
 
 /// What a protocol declares.
@@ -141,12 +194,22 @@ impl ProtocolSpec {
 }
 
 /// A value of a `[protocol]` setting, as checked against its [`SettingKind`].
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum SettingValue {
     Bool(bool),
     Integer(i64),
     Text(String),
+}
+
+impl fmt::Display for SettingValue {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        match self {
+            SettingValue::Bool(b) => write!(f, "{b}"),
+            SettingValue::Integer(i) => write!(f, "{i}"),
+            SettingValue::Text(t) => write!(f, "{t:?}"),
+        }
+    }
 }
 
 /// The panel's protocol and its settings: `protocol = "maj-eval"`, or a
@@ -155,13 +218,41 @@ pub enum SettingValue {
 #[serde(try_from = "ProtocolFile")]
 pub struct ProtocolSection {
     pub kind: Protocol,
-    /// Settings given in the panel; the others take their declared defaults.
+    /// Which defaults the settings the panel does not give take.
+    pub preset: Preset,
+    /// Settings given in the panel; the others take the preset's values.
     pub settings: BTreeMap<String, SettingValue>,
 }
 
 impl ProtocolSection {
     pub fn new(kind: Protocol) -> Self {
-        Self { kind, settings: BTreeMap::new() }
+        Self { kind, preset: Preset::Moot, settings: BTreeMap::new() }
+    }
+    /// The section of `kind` under the `paper` preset.
+    pub fn paper(kind: Protocol) -> Self {
+        Self { preset: Preset::Paper, ..Self::new(kind) }
+    }
+    /// A setting's value in this run: the panel's, else the preset's.
+    fn value(&self, key: &str) -> Option<SettingValue> {
+        let spec = self.spec().setting(key)?;
+        Some(match (self.settings.get(key), self.preset) {
+            (Some(v), _) => v.clone(),
+            (None, Preset::Paper) => spec.paper_value(),
+            (None, Preset::Moot) => spec.default_value(),
+        })
+    }
+    /// The settings whose value in this run is not the paper's, in the
+    /// protocol's order of settings.
+    pub fn departures(&self) -> Vec<Departure> {
+        self.spec()
+            .settings
+            .iter()
+            .filter_map(|s| {
+                let value = self.value(s.key)?;
+                let paper = s.paper_value();
+                (value != paper).then(|| departure(s.key, &value, &paper))
+            })
+            .collect()
     }
     pub fn spec(&self) -> &'static ProtocolSpec {
         self.kind.spec()
@@ -172,40 +263,40 @@ impl ProtocolSection {
     pub fn compares_pairs(&self) -> bool {
         match self.kind {
             Protocol::Pairwise => true,
-            Protocol::CollabEval => self.choice("mode") == "pairwise",
+            Protocol::CollabEval => self.is("mode", "pairwise"),
             _ => false,
         }
     }
     /// An integer setting, or its default. Panics on a key the protocol does
     /// not declare as an integer (a programming error, not bad input).
     pub fn integer(&self, key: &str) -> i64 {
-        match (self.spec().setting(key).map(|s| s.kind), self.settings.get(key)) {
-            (Some(SettingKind::Integer { .. }), Some(SettingValue::Integer(v))) => *v,
-            (Some(SettingKind::Integer { default, .. }), _) => default,
+        match (self.spec().setting(key).map(|s| s.kind), self.value(key)) {
+            (Some(SettingKind::Integer { .. }), Some(SettingValue::Integer(v))) => v,
             _ => panic!("{} declares no integer setting `{key}`", self.kind.as_str()),
         }
     }
-    /// A choice setting, or its default (panics like [`Self::integer`]).
-    pub fn choice(&self, key: &str) -> &str {
-        match (self.spec().setting(key).map(|s| s.kind), self.settings.get(key)) {
+    /// A choice setting, or its preset's value (panics like [`Self::integer`]).
+    pub fn choice(&self, key: &str) -> String {
+        match (self.spec().setting(key).map(|s| s.kind), self.value(key)) {
             (Some(SettingKind::Choice { .. }), Some(SettingValue::Text(v))) => v,
-            (Some(SettingKind::Choice { default, .. }), _) => default,
             _ => panic!("{} declares no choice setting `{key}`", self.kind.as_str()),
         }
     }
-    /// A text setting, or its default (panics like [`Self::integer`]).
-    pub fn text(&self, key: &str) -> &str {
-        match (self.spec().setting(key).map(|s| s.kind), self.settings.get(key)) {
+    /// Whether a choice setting is `option` in this run (panics like [`Self::integer`]).
+    pub fn is(&self, key: &str, option: &str) -> bool {
+        self.choice(key) == option
+    }
+    /// A text setting, or its preset's value (panics like [`Self::integer`]).
+    pub fn text(&self, key: &str) -> String {
+        match (self.spec().setting(key).map(|s| s.kind), self.value(key)) {
             (Some(SettingKind::Text { .. }), Some(SettingValue::Text(v))) => v,
-            (Some(SettingKind::Text { default }), _) => default,
             _ => panic!("{} declares no text setting `{key}`", self.kind.as_str()),
         }
     }
-    /// A boolean setting, or its default (panics like [`Self::integer`]).
+    /// A boolean setting, or its preset's value (panics like [`Self::integer`]).
     pub fn flag(&self, key: &str) -> bool {
-        match (self.spec().setting(key).map(|s| s.kind), self.settings.get(key)) {
-            (Some(SettingKind::Bool { .. }), Some(SettingValue::Bool(v))) => *v,
-            (Some(SettingKind::Bool { default }), _) => default,
+        match (self.spec().setting(key).map(|s| s.kind), self.value(key)) {
+            (Some(SettingKind::Bool { .. }), Some(SettingValue::Bool(v))) => v,
             _ => panic!("{} declares no boolean setting `{key}`", self.kind.as_str()),
         }
     }
@@ -223,17 +314,23 @@ enum SectionRepr {
     Name(Protocol),
     Table {
         kind: Protocol,
+        #[serde(skip_serializing_if = "is_moot")]
+        preset: Preset,
         #[serde(flatten)]
         settings: BTreeMap<String, SettingValue>,
     },
 }
 
+fn is_moot(p: &Preset) -> bool {
+    *p == Preset::Moot
+}
+
 impl Serialize for ProtocolSection {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        if self.settings.is_empty() {
+        if self.settings.is_empty() && self.preset == Preset::Moot {
             SectionRepr::Name(self.kind).serialize(s)
         } else {
-            SectionRepr::Table { kind: self.kind, settings: self.settings.clone() }.serialize(s)
+            SectionRepr::Table { kind: self.kind, preset: self.preset, settings: self.settings.clone() }.serialize(s)
         }
     }
 }
@@ -251,7 +348,7 @@ impl TryFrom<ProtocolFile> for ProtocolSection {
                 )),
             })
             .collect::<Result<_, _>>()?;
-        Ok(Self { kind: file.kind, settings })
+        Ok(Self { kind: file.kind, preset: file.preset, settings })
     }
 }
 
@@ -260,6 +357,7 @@ impl TryFrom<ProtocolFile> for ProtocolSection {
 /// once `kind` is known, whatever the order of the keys (in `panel::check`).
 pub(crate) struct ProtocolFile {
     pub kind: Protocol,
+    pub preset: Preset,
     /// Each setting's value, or what serde calls a value of another type
     /// (`floating point `1.5``).
     pub settings: BTreeMap<String, Result<SettingValue, String>>,
@@ -275,14 +373,21 @@ impl<'de> Deserialize<'de> for ProtocolFile {
             }
             fn visit_str<E: de::Error>(self, v: &str) -> Result<ProtocolFile, E> {
                 let kind = Protocol::deserialize(de::value::StrDeserializer::new(v))?;
-                Ok(ProtocolFile { kind, settings: BTreeMap::new() })
+                Ok(ProtocolFile { kind, preset: Preset::Moot, settings: BTreeMap::new() })
             }
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ProtocolFile, A::Error> {
                 let mut kind = None;
+                let mut preset = Preset::Moot;
                 let mut settings = BTreeMap::new();
                 while let Some(key) = map.next_key::<String>()? {
                     if key == "kind" {
                         kind = Some(map.next_value()?);
+                    } else if key == "preset" {
+                        let name: String = map.next_value()?;
+                        preset = Preset::parse(&name).ok_or_else(|| {
+                            let names: Vec<&str> = Preset::ALL.iter().map(|p| p.as_str()).collect();
+                            de::Error::custom(super::check::unknown_name("preset", &name, &names))
+                        })?;
                     } else {
                         settings.insert(key, map.next_value::<Setting>()?.0);
                     }
@@ -290,7 +395,7 @@ impl<'de> Deserialize<'de> for ProtocolFile {
                 let kind = kind.ok_or_else(|| {
                     de::Error::custom(format!("missing field `kind`; one of {}", Protocol::names().join(", ")))
                 })?;
-                Ok(ProtocolFile { kind, settings })
+                Ok(ProtocolFile { kind, preset, settings })
             }
         }
         d.deserialize_any(Section)
@@ -351,6 +456,31 @@ mod tests {
             assert_eq!(p.spec().protocol, *p);
         }
         assert_eq!(Protocol::parse("maj_eval"), None);
+    }
+
+    #[test]
+    fn the_paper_preset_takes_the_papers_values_and_a_given_setting_still_wins() {
+        let moot = ProtocolSection::new(Protocol::GEval);
+        assert_eq!(moot.integer("samples"), 1);
+        let departures = moot.departures();
+        assert_eq!(departures.len(), 1, "{departures:?}");
+        assert_eq!(departures[0].to_string(), "samples = 1 (paper: 20)");
+        let mut paper = ProtocolSection::paper(Protocol::GEval);
+        assert_eq!(paper.integer("samples"), 20);
+        assert!(paper.departures().is_empty());
+        paper.settings.insert("samples".into(), SettingValue::Integer(5));
+        assert_eq!(paper.integer("samples"), 5, "the panel's own value wins over the preset's");
+        assert_eq!(paper.departures()[0].to_string(), "samples = 5 (paper: 20)");
+        // The preset is written with the section and read back.
+        let json = serde_json::to_value(&paper).unwrap();
+        assert_eq!(json, serde_json::json!({"kind": "g-eval", "preset": "paper", "samples": 5}));
+        let back: ProtocolSection = serde_json::from_value(json).unwrap();
+        assert_eq!(back, paper);
+        let bare: ProtocolSection =
+            serde_json::from_value(serde_json::json!({"kind": "g-eval", "preset": "paper"})).unwrap();
+        assert_eq!(bare.preset, Preset::Paper);
+        let wrong = serde_json::from_value::<ProtocolSection>(serde_json::json!({"kind": "g-eval", "preset": "papr"}));
+        assert!(wrong.unwrap_err().to_string().contains("paper"), "an unknown preset names the known ones");
     }
 
     #[test]

@@ -11,6 +11,7 @@ pub(super) const SPEC: ProtocolSpec = ProtocolSpec {
         key: "max_rounds",
         kind: SettingKind::Integer { min: 1, max: 20, default: 3 },
         about: "rounds at most; they stop earlier once all agree",
+        paper: Paper::AsDefault,
     }],
     order: SpeakerOrder::ShuffledRounds,
     uses_steps: false,

@@ -11,6 +11,7 @@ pub(super) const SPEC: ProtocolSpec = ProtocolSpec {
         key: "max_new_aspects",
         kind: SettingKind::Integer { min: 0, max: 10, default: 3 },
         about: "new aspects the meta-evaluator may propose per item",
+        paper: Paper::AsDefault,
     }],
     order: SpeakerOrder::Independent,
     uses_steps: true,

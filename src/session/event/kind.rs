@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::{
-    AgentInfo, AspectValue, EndStatus, Evaluation, ModelRef, OverrideTarget, Phase, ProposalKind, Role, Scores,
-    SelectedBy, StepsSource, TrimmedEntry, TurnKind, Usage, UsageTotals, first_schema_version,
+    AgentInfo, AspectValue, Departure, EndStatus, Evaluation, ModelRef, OverrideTarget, Phase, Preset, ProposalKind,
+    Role, Scores, SelectedBy, StepsSource, TrimmedEntry, TurnKind, Usage, UsageTotals, first_schema_version,
 };
 
 use crate::item::Item;
@@ -35,6 +35,12 @@ pub enum EventKind {
         /// Which provider was chosen by default and why.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         provider_note: Option<String>,
+        /// The protocol's preset (`moot` in logs written before the field existed).
+        #[serde(default)]
+        preset: Preset,
+        /// The settings of the run whose values are not its paper's.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        departures: Vec<Departure>,
     },
     PhaseStarted {
         phase: Phase,

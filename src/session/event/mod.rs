@@ -12,8 +12,8 @@ use serde::{Deserialize, Serialize};
 
 pub use kind::EventKind;
 pub use payload::{
-    AgentInfo, AspectValue, EndStatus, Evaluation, ModelRef, OverrideTarget, ProposalKind, TrimmedEntry, Usage,
-    UsageTotals,
+    AgentInfo, AspectValue, Departure, EndStatus, Evaluation, ModelRef, OverrideTarget, Preset, ProposalKind,
+    TrimmedEntry, Usage, UsageTotals, preset_line,
 };
 
 /// The version of the session log format this build writes. Version 1 is

@@ -28,7 +28,11 @@ impl SessionView {
                 seed,
                 moot_version,
                 provider_note,
+                preset,
+                departures,
             } => {
+                self.preset = *preset;
+                self.departures.clone_from(departures);
                 self.session_id = session_id.clone();
                 self.schema_version = *schema_version;
                 self.protocol = protocol.clone();

@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use chrono::{DateTime, Utc};
 
-use super::event::{EndStatus, Event, ModelRef, Phase, Scores, UsageTotals};
+use super::event::{Departure, EndStatus, Event, ModelRef, Phase, Preset, Scores, UsageTotals};
 use crate::item::Item;
 use crate::panel::Panel;
 
@@ -88,6 +88,9 @@ pub struct SessionView {
     pub seed: u64,
     pub moot_version: String,
     pub provider_note: Option<String>,
+    /// The protocol's preset, and where the run departs from its paper.
+    pub preset: Preset,
+    pub departures: Vec<Departure>,
     pub roles: BTreeMap<String, ModelRef>,
     pub started: Option<DateTime<Utc>>,
     pub last_t: Option<DateTime<Utc>>,

@@ -79,7 +79,7 @@ pub fn layout(f: &mut Frame, app: &mut App, body: Rect, draw_pane: fn(&mut Frame
 /// pairing (the comparisons seen so far may be fewer while turns start).
 fn expected_pairs(v: &SessionView) -> usize {
     let n = v.item.as_ref().and_then(|i| i.candidates.as_ref()).map_or(0, Vec::len);
-    let planned = match v.panel.as_ref().map(|p| p.protocol.choice("pairing")) {
+    let planned = match v.panel.as_ref().map(|p| p.protocol.choice("pairing")).as_deref() {
         Some("all-pairs") => n * n.saturating_sub(1) / 2,
         _ => n.saturating_sub(1),
     };

@@ -47,7 +47,7 @@ impl Strategy {
 
 pub(crate) async fn run(run: &Run) {
     initial_phase(run, false).await;
-    let strategy = Strategy::of(run.panel.protocol.choice("strategy"));
+    let strategy = Strategy::of(&run.panel.protocol.choice("strategy"));
     let turns = u32::try_from(run.panel.protocol.integer("turns")).unwrap_or(1);
     join_all(run.panel.groups.iter().map(|g| discuss(run, &g.name, strategy, turns))).await;
     if run.quit.is_cancelled() {

@@ -88,7 +88,8 @@ impl Pair<'_> {
 pub(super) async fn run(run: &Run) {
     let Some(cands) = run.item().candidates.clone() else { return };
     let [a, b] = &cands[..] else { return };
-    let noun = run.panel.protocol.text("candidate_name").trim();
+    let noun = run.panel.protocol.text("candidate_name");
+    let noun = noun.trim();
     let pair = Pair { a, b, noun: if noun.is_empty() { "Summary".into() } else { noun.to_string() } };
 
     first_verdicts(run, &pair).await;

@@ -253,10 +253,11 @@ fn panel_event(pw: &PairwiseState, p: usize) -> EventKind {
 /// The pairs to compare, by the panel's `pairing` and `reference`; fails the
 /// run (and returns `None`) when the reference names no candidate.
 fn pairs_of(run: &Run, cands: &[Candidate]) -> Option<Vec<(usize, usize)>> {
-    let pairing = match run.panel.protocol.choice("pairing") {
+    let pairing = match run.panel.protocol.choice("pairing").as_str() {
         "all-pairs" => Pairing::AllPairs,
         _ => {
-            let reference = run.panel.protocol.text("reference").trim();
+            let reference = run.panel.protocol.text("reference");
+            let reference = reference.trim();
             if reference.is_empty() {
                 Pairing::Reference(0)
             } else if let Some(r) = cands.iter().position(|c| c.id == reference) {
