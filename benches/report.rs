@@ -113,6 +113,8 @@ fn write_log(path: &Path, panel: &Panel, index: u64) {
             seed: 7,
             moot_version: "0.1.0".into(),
             provider_note: None,
+            preset: Default::default(),
+            departures: Vec::new(),
         },
     );
     let text = "I read the passage twice. The question is clear and the answer is supported by the story; \
@@ -255,6 +257,8 @@ fn write_pairwise_log(path: &Path, panel: &Panel, index: u64) {
         seed: 7,
         moot_version: "0.1.0".into(),
         provider_note: None,
+        preset: Default::default(),
+        departures: Vec::new(),
     });
     emit(EventKind::PhaseStarted { phase: Phase::Comparison, group: None, round: None });
     let r = mix(index);

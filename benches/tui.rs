@@ -53,6 +53,8 @@ fn events(agents: usize, turns: u64) -> Vec<Event> {
         seed: 1,
         moot_version: "bench".into(),
         provider_note: None,
+        preset: Default::default(),
+        departures: Vec::new(),
     });
     push(EventKind::PhaseStarted { phase: Phase::Debate, group: None, round: Some(1) });
     let text = "The answer names the storm but not why the fox was afraid, which is what the question asks; \

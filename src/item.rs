@@ -57,6 +57,8 @@ impl Item {
 /// panel has items with the same stem.
 pub const BUNDLED_ITEMS: &[(&str, &str)] = &[
     ("storybook-qa", include_str!("../assets/items/storybook-qa.jsonl")),
+    // MAJ-EVAL's paper preset judges the sample panel's items.
+    ("storybook-qa-paper", include_str!("../assets/items/storybook-qa.jsonl")),
     ("summary-collab", include_str!("../assets/items/summary-collab.jsonl")),
     // G-Eval's single judge scores the same summaries.
     ("summary-geval", include_str!("../assets/items/summary-collab.jsonl")),

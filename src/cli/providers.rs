@@ -86,6 +86,12 @@ pub fn run(args: ProvidersArgs) -> anyhow::Result<ExitCode> {
             let choices = bindings::choices(&registry, &panel, args.provider.as_deref(), args.model.as_deref());
             let mut out = std::io::stdout().lock();
             write_overview(&mut out, &registry, &panel.name, &choices)?;
+            writeln!(
+                out,
+                "protocol {}: {}",
+                panel.protocol.kind.as_str(),
+                crate::session::event::preset_line(panel.protocol.preset, &panel.departures())
+            )?;
             Ok(ExitCode::SUCCESS)
         }
     }

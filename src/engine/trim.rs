@@ -44,17 +44,28 @@ pub(crate) struct Prompt<'a> {
     fixed: Vec<ChatMessage>,
     /// The reply's first words (see [`ChatRequest::opening`](crate::provider::ChatRequest::opening)).
     opening: Option<String>,
+    /// How many of the discussion's latest contributions the built messages
+    /// show (see [`history_window`](super::prompts::history_window)): only
+    /// those may be shortened.
+    window: usize,
 }
 
 impl<'a> Prompt<'a> {
     /// Messages with nothing to shorten.
     pub fn fixed(messages: Vec<ChatMessage>) -> Self {
-        Self { discussion: None, fixed: messages, opening: None }
+        Self { discussion: None, fixed: messages, opening: None, window: HISTORY_WINDOW }
     }
 
     /// The messages `build` makes of the group's `history`.
     pub fn discussion(history: &'a [HistoryEntry], build: Build<'a>) -> Self {
-        Self { discussion: Some((history, build)), fixed: Vec::new(), opening: None }
+        Self { discussion: Some((history, build)), fixed: Vec::new(), opening: None, window: HISTORY_WINDOW }
+    }
+
+    /// The built messages show the latest `window` contributions of the
+    /// discussion (the panel's [`history_window`](super::prompts::history_window)).
+    pub fn window(mut self, window: usize) -> Self {
+        self.window = window;
+        self
     }
 
     /// The reply is to begin with `opening`.
@@ -106,16 +117,16 @@ pub(crate) enum Treatment {
 }
 
 /// The contributions that may be shortened, oldest first: speeches and
-/// first evaluations among those a prompt shows (the last
-/// [`HISTORY_WINDOW`]), except each agent's latest evaluation.
-fn trimmable(history: &[HistoryEntry]) -> Vec<usize> {
+/// first evaluations among those a prompt shows (the last `window`), except
+/// each agent's latest evaluation.
+fn trimmable(history: &[HistoryEntry], window: usize) -> Vec<usize> {
     let mut latest = std::collections::HashMap::new();
     for (i, e) in history.iter().enumerate() {
         if let (Some(agent), true) = (speaker(e), has_scores(e)) {
             latest.insert(agent, i);
         }
     }
-    let start = history.len().saturating_sub(HISTORY_WINDOW);
+    let start = history.len().saturating_sub(window);
     (start..history.len()).filter(|&i| speaker(&history[i]).is_some_and(|a| latest.get(a) != Some(&i))).collect()
 }
 
@@ -132,8 +143,8 @@ fn has_scores(e: &HistoryEntry) -> bool {
 
 /// The successive plans of the rule, each showing less than the one before:
 /// condense one more contribution (oldest first), then leave out one more.
-fn plans(history: &[HistoryEntry]) -> Vec<Vec<Treatment>> {
-    let order = trimmable(history);
+fn plans(history: &[HistoryEntry], window: usize) -> Vec<Vec<Treatment>> {
+    let order = trimmable(history, window);
     let mut plan = vec![Treatment::Whole; history.len()];
     let mut out = Vec::new();
     for &i in &order {
@@ -220,7 +231,7 @@ pub(crate) async fn fit(
     }
     let history = prompt.history();
     let mut best = (Vec::new(), messages, before);
-    for plan in plans(history) {
+    for plan in plans(history, prompt.window) {
         let messages = prompt.with(&plan);
         let tokens = provider.count_tokens(model, &messages).await?;
         best = (plan, messages, tokens);
@@ -320,8 +331,8 @@ mod tests {
         let h = history();
         // Ann's latest evaluation is round 2 (index 5); Bea's speeches had
         // no readable scores, so her first evaluation (index 1) stays.
-        assert_eq!(trimmable(&h), vec![0, 2, 4, 6]);
-        let plans = plans(&h);
+        assert_eq!(trimmable(&h, HISTORY_WINDOW), vec![0, 2, 4, 6]);
+        let plans = plans(&h, HISTORY_WINDOW);
         use Treatment::*;
         assert_eq!(plans[0], vec![Condensed, Whole, Whole, Whole, Whole, Whole, Whole]);
         assert_eq!(plans[2], vec![Condensed, Whole, Condensed, Whole, LeftOut, Whole, Whole], "no scores: left out");

@@ -102,9 +102,10 @@ impl Verdict for PanelScores<'_> {
         says_no_more_comments(text, &self.spec())
     }
     /// A first evaluation gives its scores at once, so that they show as
-    /// soon as they are written; the debate's turns speak first.
+    /// soon as they are written, unless it is feedback first (MAJ-EVAL's
+    /// `first_feedback = "full"`); the debate's turns speak first.
     fn prose_first(&self, phase: Phase) -> bool {
-        phase != Phase::Initial
+        phase != Phase::Initial || prompts::full_first_feedback(self.panel)
     }
 }
 

@@ -554,6 +554,8 @@ pub const BUNDLED_PANELS: &[(&str, &str)] = &[
     ("survey-sage", include_str!("../../assets/panels/survey-sage.toml")),
     ("pairwise-summaries", include_str!("../../assets/panels/pairwise-summaries.toml")),
     ("pairwise-collab", include_str!("../../assets/panels/pairwise-collab.toml")),
+    // The paper presets (docs/papers.md).
+    ("storybook-qa-paper", include_str!("../../assets/panels/storybook-qa-paper.toml")),
 ];
 
 /// Prefix of [`Panel::source`] for bundled panels (`bundled:storybook-qa`);

@@ -173,7 +173,15 @@ async fn llm_moderator(
     };
     let verdict = SpeakerPick { eligible: &refs, all: &all_refs };
     // Asked once more with the reason when a reply names nobody who may speak.
-    let (failure, raw) = match run.verdict_turn(&verdict, turn, Prompt::discussion(&history, &build), None).await {
+    let (failure, raw) = match run
+        .verdict_turn(
+            &verdict,
+            turn,
+            Prompt::discussion(&history, &build).window(prompts::history_window(&run.panel)),
+            None,
+        )
+        .await
+    {
         Spoken::Evaluated { evaluation: choice, text, .. } => {
             let index = run.state().agent_index(&choice.pick.agent)?;
             let raw = if choice.raw == text { text } else { format!("{text}\n---\n{}", choice.raw) };

@@ -24,6 +24,34 @@ pub fn aggregator_messages(panel: &Panel, item: &Item, finals: &str) -> Vec<Chat
     vec![ChatMessage::system(system), ChatMessage::user(user)]
 }
 
+/// Messages for the synthesis of one stakeholder group (MAJ-EVAL's
+/// `aggregation = "per-group"`): the group's whole debate, each member's
+/// final feedback and the group's average scores.
+pub fn group_synthesis_messages(
+    panel: &Panel,
+    item: &Item,
+    group: &str,
+    history: &[HistoryEntry],
+    finals: &str,
+    average: &str,
+) -> Vec<ChatMessage> {
+    let system = format!(
+        "You write the synthesis of one stakeholder group's debate on an evaluation panel. The task: {}\n\
+         Be faithful to what the group said; do not add your own scores.",
+        task_text(panel)
+    );
+    let user = format!(
+        "{}\n\nThe debate of the \"{group}\" stakeholder group, from the first evaluations on:\n{}\n\
+         Each member's final feedback:\n{finals}\nThe group's average scores: {average}.\n\n\
+         Write the group's synthesis (at most 250 words) in three paragraphs, beginning with \"Agreement:\", \
+         \"Disagreement:\" and \"Overall:\": where the members agree, where they still disagree and why, and \
+         what the group's average scores mean for the content's quality. Do not list every score again.",
+        render_item(item),
+        render_history(panel, history),
+    );
+    vec![ChatMessage::system(system), ChatMessage::user(user)]
+}
+
 /// The words the aggregator's synthesis begins with (see
 /// [`ChatRequest::opening`](crate::provider::ChatRequest::opening)): its
 /// first paragraph's label.

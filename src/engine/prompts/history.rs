@@ -4,6 +4,7 @@
 use std::fmt::Write;
 
 use super::format::{clip, fmt_num, format_scores};
+use super::members::full_first_feedback;
 use super::partial::prose_so_far;
 use crate::panel::Panel;
 use crate::session::event::Evaluation;
@@ -12,6 +13,24 @@ use crate::session::event::Evaluation;
 pub const HISTORY_WINDOW: usize = 14;
 /// Longest text of one history entry shown to a model.
 const ENTRY_CHARS: usize = 900;
+
+/// How many of a discussion's latest contributions a prompt shows: every
+/// one under `history = "whole"` (MAJ-EVAL's paper), else the latest
+/// [`HISTORY_WINDOW`]. Either way, a request that does not fit the model's
+/// context is shortened by the rule of [`crate::engine::trim`].
+pub fn history_window(panel: &Panel) -> usize {
+    if whole_history(panel) { usize::MAX } else { HISTORY_WINDOW }
+}
+
+fn whole_history(panel: &Panel) -> bool {
+    panel.protocol.has("history", "whole")
+}
+
+/// Longest text of one contribution a prompt shows: all of it under
+/// `history = "whole"`, else [`ENTRY_CHARS`].
+fn entry_chars(panel: &Panel) -> usize {
+    if whole_history(panel) { usize::MAX } else { ENTRY_CHARS }
+}
 
 /// One entry of a group's shared history.
 #[derive(Debug, Clone, PartialEq)]
@@ -38,7 +57,8 @@ pub(crate) fn render_history(panel: &Panel, history: &[HistoryEntry]) -> String 
     if history.is_empty() {
         return "(nothing yet)".into();
     }
-    let start = history.len().saturating_sub(HISTORY_WINDOW);
+    let start = history.len().saturating_sub(history_window(panel));
+    let chars = entry_chars(panel);
     let mut s = String::new();
     if start > 0 {
         let _ = writeln!(s, "({start} earlier contributions not shown)");
@@ -50,16 +70,25 @@ pub(crate) fn render_history(panel: &Panel, history: &[HistoryEntry]) -> String 
     for e in &history[start..] {
         match e {
             HistoryEntry::Initial { agent, evaluation, text } => match evaluation {
+                // Feedback written before the scores (MAJ-EVAL's `first_feedback = "full"`).
+                Some(ev) if full_first_feedback(panel) && has_prose(text) => {
+                    let _ = writeln!(
+                        s,
+                        "[{agent}, first evaluation] {}\n  ({agent}'s scores: {})",
+                        clip(strip_json_tail(text), chars),
+                        format_scores(panel, ev)
+                    );
+                }
                 Some(ev) => {
                     let _ = writeln!(
                         s,
                         "[{agent}, first evaluation] {} — {}",
                         format_scores(panel, ev),
-                        clip(&ev.justification, ENTRY_CHARS)
+                        clip(&ev.justification, chars)
                     );
                 }
                 None => {
-                    let _ = writeln!(s, "[{agent}, first evaluation, no readable scores] {}", clip(text, ENTRY_CHARS));
+                    let _ = writeln!(s, "[{agent}, first evaluation, no readable scores] {}", clip(text, chars));
                 }
             },
             HistoryEntry::Speech { agent, round, text, evaluation } => {
@@ -73,7 +102,7 @@ pub(crate) fn render_history(panel: &Panel, history: &[HistoryEntry]) -> String 
             }
             HistoryEntry::LeftOut => {}
             HistoryEntry::Comment { author, text } => {
-                let _ = writeln!(s, "[HUMAN MODERATOR {author}] {}", clip(text, ENTRY_CHARS));
+                let _ = writeln!(s, "[HUMAN MODERATOR {author}] {}", clip(text, chars));
             }
             HistoryEntry::Summary { round, text } => {
                 let _ = writeln!(s, "[Summary of the discussion up to round {round}] {}", text.trim());
@@ -100,6 +129,12 @@ fn speech_head(agent: &str, round: Option<u32>) -> String {
     }
 }
 
+/// Whether a reply has words before its evaluation.
+fn has_prose(text: &str) -> bool {
+    let words = strip_json_tail(text);
+    !words.is_empty() && !is_only_json(words)
+}
+
 /// Whether a reply (without its trailing evaluation) is nothing but JSON.
 fn is_only_json(words: &str) -> bool {
     words.trim_start_matches("```json").trim_start().starts_with('{')
@@ -122,7 +157,7 @@ pub(super) fn speech_entry(
     let mut s = speech_head(agent, round);
     match (prose, evaluation) {
         (Some(words), _) => {
-            let _ = write!(s, " {}", clip(words, ENTRY_CHARS));
+            let _ = write!(s, " {}", clip(words, entry_chars(panel)));
             if let Some(ev) = evaluation {
                 let _ = write!(s, "\n  ({agent}'s {} now: {}", what_now(ev), format_scores(panel, ev));
                 if closed {
@@ -133,7 +168,7 @@ pub(super) fn speech_entry(
         (None, Some(ev)) => {
             let _ = write!(s, " {} now: {}", what_now(ev), format_scores(panel, ev));
             if !ev.justification.trim().is_empty() {
-                let _ = write!(s, " — {}", clip(&ev.justification, ENTRY_CHARS));
+                let _ = write!(s, " — {}", clip(&ev.justification, entry_chars(panel)));
             }
         }
         (None, None) => {}

@@ -3,7 +3,7 @@
 
 use super::format::format_scores;
 use super::history::{HistoryEntry, render_history};
-use super::panel::{output_format, panel_system, render_item};
+use super::panel::{agent_system, output_format, panel_system, render_item};
 use super::persona::{persona, persona_text, roster};
 use crate::item::Item;
 use crate::panel::{AgentSpec, Panel};
@@ -14,6 +14,39 @@ use crate::session::event::Evaluation;
 /// the panel's system prompt, which every agent shares).
 const END_WITH_JSON: &str =
     "Write two to four sentences of plain prose first (no lists), then end with the JSON evaluation.";
+/// The closing reminder of a free debate turn (MAJ-EVAL's `turns = "free"`):
+/// no length asked for.
+const FREE_END_WITH_JSON: &str = "Write your answer in plain prose first, then end with the JSON evaluation.";
+
+/// Whether each agent's instructions carry its own persona alone (MAJ-EVAL's
+/// `personas = "own"`): its own system prompt, and no roster of the others.
+pub(super) fn own_personas(panel: &Panel) -> bool {
+    panel.protocol.has("personas", "own")
+}
+
+/// A member's request: the system prompt (the panel's shared one, or the
+/// agent's own under `personas = "own"`), the shared part and its own part.
+fn member_request(panel: &Panel, group: &str, agent: &AgentSpec, shared: String, turn: String) -> Vec<ChatMessage> {
+    if own_personas(panel) {
+        vec![ChatMessage::system(agent_system(panel, group, agent)), ChatMessage::user(shared), ChatMessage::user(turn)]
+    } else {
+        request(panel, shared, turn)
+    }
+}
+
+/// The speaker's line in its own part of a request: its persona (see
+/// [`persona`]) or, when its own system prompt carries the persona, its
+/// name and group alone.
+fn speaker_line(panel: &Panel, group: &str, agent: &AgentSpec) -> String {
+    if own_personas(panel) {
+        format!(
+            "You are {}, a member of the \"{group}\" stakeholder group (your profile is in your instructions).\n",
+            agent.name
+        )
+    } else {
+        persona(panel, group, agent)
+    }
+}
 
 /// A panel member's request: the shared system prompt, a message with what
 /// everyone in the group sees (the item and the discussion so far) and one
@@ -27,6 +60,13 @@ pub(super) fn request(panel: &Panel, shared: String, turn: String) -> Vec<ChatMe
 /// What every member of a group sees first: the item (the same for all
 /// groups), then the group's members.
 fn group_context(panel: &Panel, item: &Item, group: &str) -> String {
+    if own_personas(panel) {
+        let names = others(panel, group, "");
+        if names.is_empty() {
+            return render_item(item);
+        }
+        return format!("{}\n\nThe \"{group}\" stakeholder group's members: {}.", render_item(item), names.join(", "));
+    }
     let roster = roster(panel, group);
     if roster.is_empty() { render_item(item) } else { format!("{}\n\n{}", render_item(item), roster.trim_end()) }
 }
@@ -57,13 +97,27 @@ pub fn initial_messages(
     with_confidence: bool,
 ) -> Vec<ChatMessage> {
     let confidence = if with_confidence { " State how confident you are." } else { "" };
-    let turn = format!(
-        "{}\nEvaluate the content above on your own, before hearing anyone else. Give your first scores at once: \
-         answer with the JSON evaluation alone, no words before it, its justification naming what in the question, \
-         the answer or the story earns those scores from your perspective.{confidence}",
-        persona_text(group, agent, true),
-    );
-    request(panel, render_item(item), turn)
+    let who = if own_personas(panel) { speaker_line(panel, group, agent) } else { persona_text(group, agent, true) };
+    let turn = if full_first_feedback(panel) {
+        format!(
+            "{who}\nEvaluate the content above on your own, before hearing anyone else. First write your feedback in \
+             plain prose: several sentences, from your perspective, on what the content does well and what it does \
+             poorly, pointing to specific parts of it. Then end with the JSON evaluation.{confidence}"
+        )
+    } else {
+        format!(
+            "{who}\nEvaluate the content above on your own, before hearing anyone else. Give your first scores at \
+             once: answer with the JSON evaluation alone, no words before it, its justification naming what in the \
+             question, the answer or the story earns those scores from your perspective.{confidence}"
+        )
+    };
+    member_request(panel, group, agent, render_item(item), turn)
+}
+
+/// Whether a first evaluation is feedback in several sentences before its
+/// scores (MAJ-EVAL's `first_feedback = "full"`) rather than the scores at once.
+pub(crate) fn full_first_feedback(panel: &Panel) -> bool {
+    panel.protocol.has("first_feedback", "full")
 }
 
 /// Messages for a debate turn in a moderated free debate.
@@ -76,6 +130,16 @@ pub fn debate_messages(
     own_latest: Option<&Evaluation>,
 ) -> Vec<ChatMessage> {
     let own = own_latest.map(|e| format_scores(panel, e)).unwrap_or_else(|| "(none yet)".into());
+    if panel.protocol.has("turns", "free") {
+        let turn = format!(
+            "{}Your latest scores: {own}\nIt is your turn in the debate, {}. Respond to the discussion as your \
+             perspective leads you: agree, disagree or add nuance, pointing to specific parts of the item, and give \
+             your evaluation as it stands now. {FREE_END_WITH_JSON}",
+            speaker_line(panel, group, agent),
+            agent.name,
+        );
+        return member_request(panel, group, agent, discussion(panel, item, group, DEBATE_HEADING, history), turn);
+    }
     let task = match (last_speaker(history, &agent.name), addressee(panel, group, &agent.name, history, own_latest)) {
         (Some(last), _) => format!(
             "{last} spoke last. Begin with \"{}\" and answer their point: agree or disagree, pointing to the \
@@ -105,10 +169,10 @@ pub fn debate_messages(
     };
     let turn = format!(
         "{}Your latest scores: {own}\nIt is your turn in the debate, {}. {task} {END_WITH_JSON}",
-        persona(panel, group, agent),
+        speaker_line(panel, group, agent),
         agent.name,
     );
-    request(panel, discussion(panel, item, group, DEBATE_HEADING, history), turn)
+    member_request(panel, group, agent, discussion(panel, item, group, DEBATE_HEADING, history), turn)
 }
 
 /// Whom a debate speaker answers: the member who spoke last or, in the

@@ -26,11 +26,12 @@ mod schema;
 
 pub use ahead::{debate_ahead, discussion_ahead};
 pub(crate) use ahead::{shared_so_far, with_placeholder};
-pub use closing::{AGGREGATOR_OPENING, aggregator_messages, final_judge_messages};
+pub use closing::{AGGREGATOR_OPENING, aggregator_messages, final_judge_messages, group_synthesis_messages};
 pub use format::{fmt_num, format_scores};
 pub(crate) use history::render_history;
-pub use history::{HISTORY_WINDOW, HistoryEntry, reply_words};
+pub use history::{HISTORY_WINDOW, HistoryEntry, history_window, reply_words};
 pub(crate) use members::DISCUSSION_HEADING;
+pub(crate) use members::full_first_feedback;
 pub use members::{addressee, debate_messages, discussion_messages, initial_messages, opening_words, repair_message};
 pub use moderator::{
     ScoresRow, is_moderator_request, moderator_format, moderator_messages, moderator_retry, scores_table,

@@ -5,7 +5,8 @@ use std::fmt::Write;
 
 use super::format::fmt_num;
 use super::history::HistoryEntry;
-use super::members::{DEBATE_HEADING, discussion, last_speaker, request};
+use super::members::{DEBATE_HEADING, discussion, last_speaker, own_personas, request};
+use super::persona::roster;
 use crate::item::Item;
 use crate::panel::Panel;
 use crate::provider::ChatMessage;
@@ -78,12 +79,17 @@ pub fn moderator_messages(
         Some(last) => format!("{last} spoke last. "),
         None => String::new(),
     };
-    let turn = format!(
+    let mut turn = format!(
         "{MODERATOR_OPENING}\"{group}\" stakeholder group.\n\
          {table}{last}Agents who may speak next: {}.\nAnswer with the JSON object only; its reason names the agent \
          you choose and says what they should answer or which score of theirs differs.",
         eligible.join(", ")
     );
+    // The members see only their own personas; the moderator, which does
+    // not judge, is told what each member stands for.
+    if own_personas(panel) {
+        turn = format!("{turn}\n\n{}", roster(panel, group).trim_end());
+    }
     request(panel, discussion(panel, item, group, DEBATE_HEADING, history), turn)
 }
 

@@ -5,8 +5,9 @@ use std::fmt::Write;
 
 use super::format::fmt_num;
 use super::moderator::score_keys;
+use super::persona::persona_text;
 use crate::item::Item;
-use crate::panel::Panel;
+use crate::panel::{AgentSpec, Panel};
 
 /// The item, fenced so models can tell material from instructions.
 pub fn render_item(item: &Item) -> String {
@@ -91,11 +92,7 @@ pub fn panel_system(panel: &Panel) -> String {
         "You sit on an evaluation panel whose members are stakeholders with different backgrounds.\n\
          The panel's task: {}\n\
          Each request ends by telling you which member you are. Judge from that member's point of view, honestly and \
-         concretely. {}\n\n\
-         In a debate, when it is your turn, answer another member by name, from your member's perspective and about \
-         the item: agree, challenge a point, or raise what nobody has covered; comments from the human moderator \
-         deserve an answer. Change a score when an argument persuades you. If you have nothing further to add, say \
-         NO MORE COMMENTS in your reply.\n\n{}\n\n\
+         concretely. {}\n\n{}\n\n{}\n\n\
          A request may instead ask you to moderate a group's debate. The moderator does not judge the item: it \
          chooses who speaks next so that the debate resolves disagreements. It favours an agent whose scores differ \
          most from the others, whose perspective nobody has answered yet, or who was addressed by someone, and does \
@@ -103,7 +100,52 @@ pub fn panel_system(panel: &Panel) -> String {
          one JSON object and nothing else: {{\"next\": \"<one name from the list>\", \"reason\": \"<one sentence>\"}}\n",
         task_text(panel),
         rubric(panel),
+        debate_rules(panel, "your member's"),
         output_format(panel),
         score_keys(panel).join(", "),
     )
+}
+
+/// An agent's own system prompt, when each agent's instructions carry its
+/// own persona alone (MAJ-EVAL's `personas = "own"`): who it is, the task
+/// and rubric, the debate's rules and the output form. No other member's
+/// persona and nothing of the moderator's.
+pub(super) fn agent_system(panel: &Panel, group: &str, agent: &AgentSpec) -> String {
+    format!(
+        "{}\nYou sit on an evaluation panel whose members are stakeholders with different backgrounds. Judge from \
+         your own point of view, honestly and concretely.\n\
+         The panel's task: {}\n{}\n\n{}\n\n{}\n",
+        persona_text(group, agent, true).trim_end(),
+        task_text(panel),
+        rubric(panel),
+        debate_rules(panel, "your own"),
+        output_format(panel),
+    )
+}
+
+/// How a debate's members speak and weigh each other, by the protocol's
+/// `turns` and `stance` (MAJ-EVAL; other protocols keep the first form).
+/// `whose` names the perspective: "your member's" in the shared prompt,
+/// "your own" in an agent's own.
+fn debate_rules(panel: &Panel, whose: &str) -> String {
+    let turn = if panel.protocol.has("turns", "free") {
+        format!(
+            "In a debate, when it is your turn, speak from {whose} perspective and about the item: agree, disagree, \
+             add nuance, or raise what nobody has covered; comments from the human moderator deserve an answer."
+        )
+    } else {
+        format!(
+            "In a debate, when it is your turn, answer another member by name, from {whose} perspective and about \
+             the item: agree, challenge a point, or raise what nobody has covered; comments from the human moderator \
+             deserve an answer."
+        )
+    };
+    let stance = if panel.protocol.has("stance", "own-view") {
+        "Keep to the judgment your own perspective and expertise lead you to. The panel does not need to agree: \
+         do not take over another member's views or scores, and change a score only when the item itself, seen \
+         from your perspective, gives you a reason."
+    } else {
+        "Change a score when an argument persuades you."
+    };
+    format!("{turn} {stance} If you have nothing further to add, say NO MORE COMMENTS in your reply.")
 }

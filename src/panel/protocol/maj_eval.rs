@@ -1,4 +1,7 @@
 //! What MAJ-EVAL declares: its roles, settings and speaker order.
+//!
+//! Each setting's `moot` default suits small local models and speed; its
+//! paper value is what MAJ-EVAL's paper does (see `docs/papers.md`).
 
 use super::*;
 
@@ -7,7 +10,53 @@ pub(super) const SPEC: ProtocolSpec = ProtocolSpec {
     id: "maj-eval",
     title: "MAJ-EVAL: moderated group debate",
     roles: &[Role::Moderator, Role::Aggregator],
-    settings: &[],
+    settings: &[
+        SettingSpec {
+            key: "personas",
+            kind: SettingKind::Choice { options: &["own", "roster"], default: "roster" },
+            about: "own: each agent's instructions carry its own persona alone, and nobody sees the others' \
+                    personas; roster: one system prompt for the whole panel, and each group's members with their \
+                    personas in the discussion every member reads (a model that keeps prompt states reads it once)",
+            paper: Paper::Text("own"),
+        },
+        SettingSpec {
+            key: "stance",
+            kind: SettingKind::Choice { options: &["own-view", "persuadable"], default: "persuadable" },
+            about: "own-view: agents keep to their own perspective, need not agree and do not echo the others; \
+                    persuadable: agents are told to change a score when an argument persuades them",
+            paper: Paper::Text("own-view"),
+        },
+        SettingSpec {
+            key: "turns",
+            kind: SettingKind::Choice { options: &["free", "answer-last"], default: "answer-last" },
+            about: "free: a debate turn agrees, disagrees or adds nuance as the speaker sees fit, at any length; \
+                    answer-last: it begins \"<last speaker>, I …\", answers that speaker, in two to four sentences",
+            paper: Paper::Text("free"),
+        },
+        SettingSpec {
+            key: "first_feedback",
+            kind: SettingKind::Choice { options: &["full", "brief"], default: "brief" },
+            about: "full: a first evaluation is several sentences of feedback, then the scores; brief: the scores \
+                    at once, with a one-sentence justification (they show sooner)",
+            paper: Paper::Text("full"),
+        },
+        SettingSpec {
+            key: "aggregation",
+            kind: SettingKind::Choice { options: &["per-group", "panel"], default: "panel" },
+            about: "per-group: an aggregator reads each group's whole debate and its members' final feedback and \
+                    writes that group's synthesis, and the panel's result is made of the groups'; panel: one \
+                    synthesis of every member's final evaluation, without the debates",
+            paper: Paper::Text("per-group"),
+        },
+        SettingSpec {
+            key: "history",
+            kind: SettingKind::Choice { options: &["whole", "window"], default: "window" },
+            about: "whole: a speaker sees the whole discussion, shortened only when it does not fit the model's \
+                    context (by the rule in docs/panels.md, recorded in the log); window: the latest 14 \
+                    contributions only",
+            paper: Paper::Text("whole"),
+        },
+    ],
     order: SpeakerOrder::Moderated,
     uses_steps: false,
     confidence_weighted: false,

@@ -109,6 +109,9 @@ pub enum Paper {
     /// The paper leaves the value open; the default is moot's choice, for
     /// the reason given (listed in `docs/papers.md`).
     Open(&'static str),
+    /// A setting of moot's own that leaves the paper's method as it is
+    /// whatever its value (what the candidates are called): never a departure.
+    Any,
     /// The paper's value, which the default departs from.
     Integer(i64),
     Bool(bool),
@@ -142,7 +145,7 @@ impl SettingSpec {
     /// The paper's value of the setting.
     pub fn paper_value(&self) -> SettingValue {
         match self.paper {
-            Paper::AsDefault | Paper::Open(_) => self.default_value(),
+            Paper::AsDefault | Paper::Open(_) | Paper::Any => self.default_value(),
             Paper::Integer(v) => SettingValue::Integer(v),
             Paper::Bool(v) => SettingValue::Bool(v),
             Paper::Text(v) => SettingValue::Text(v.to_string()),
@@ -247,6 +250,7 @@ impl ProtocolSection {
         self.spec()
             .settings
             .iter()
+            .filter(|s| s.paper != Paper::Any)
             .filter_map(|s| {
                 let value = self.value(s.key)?;
                 let paper = s.paper_value();
@@ -281,6 +285,19 @@ impl ProtocolSection {
             (Some(SettingKind::Choice { .. }), Some(SettingValue::Text(v))) => v,
             _ => panic!("{} declares no choice setting `{key}`", self.kind.as_str()),
         }
+    }
+    /// A choice setting's value when the protocol declares it (the prompts
+    /// and stages several protocols share ask this of any panel).
+    pub fn option(&self, key: &str) -> Option<String> {
+        match self.value(key)? {
+            SettingValue::Text(v) => Some(v),
+            _ => None,
+        }
+    }
+    /// Whether the protocol declares the choice setting `key` and it is
+    /// `option` in this run.
+    pub fn has(&self, key: &str, option: &str) -> bool {
+        self.option(key).is_some_and(|v| v == option)
     }
     /// Whether a choice setting is `option` in this run (panics like [`Self::integer`]).
     pub fn is(&self, key: &str, option: &str) -> bool {

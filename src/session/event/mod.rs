@@ -19,9 +19,12 @@ pub use payload::{
 /// The version of the session log format this build writes. Version 1 is
 /// every log written before `session_started` carried the field; version 2
 /// adds it, protocol settings in the recorded panel, G-Eval's and SAGEval's events;
-/// version 3 adds pairwise judging's events and the result's `ranking`.
+/// version 3 adds pairwise judging's events and the result's `ranking`;
+/// version 4 adds the protocol's `preset` and the run's `departures` from
+/// its paper to `session_started` (for an earlier log they are read from
+/// its recorded panel, whose settings then all took moot's defaults).
 /// Every earlier version still loads.
-pub const SCHEMA_VERSION: u32 = 3;
+pub const SCHEMA_VERSION: u32 = 4;
 
 fn first_schema_version() -> u32 {
     1

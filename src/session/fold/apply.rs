@@ -2,6 +2,7 @@
 
 use super::views::{AgentView, AggregateView, ConsensusView, Pick, StepsView, TimelineEntry, TrimView, TurnView};
 use super::{AgentState, RunState, SessionView, TurnState};
+use crate::panel::Panel;
 use crate::session::event::{Event, EventKind, OverrideTarget, Phase, Role, Scores, TurnKind, Usage};
 use crate::session::overrides::override_latest;
 use crate::session::progress::AgentProgress;
@@ -31,12 +32,24 @@ impl SessionView {
                 preset,
                 departures,
             } => {
-                self.preset = *preset;
-                self.departures.clone_from(departures);
                 self.session_id = session_id.clone();
                 self.schema_version = *schema_version;
                 self.protocol = protocol.clone();
                 self.panel = serde_json::from_value(panel.clone()).ok();
+                self.preset = *preset;
+                // A log written before version 4 did not list them: its
+                // panel's settings all took the defaults of the time, which
+                // are the `moot` preset's.
+                self.departures = if *schema_version >= 4 {
+                    departures.clone()
+                } else {
+                    self.panel.as_ref().map(Panel::departures).unwrap_or_default()
+                };
+                // The transcript opens with the preset and where the run departs from its paper.
+                self.timeline.push(TimelineEntry::Note {
+                    text: crate::session::event::preset_line(self.preset, &self.departures),
+                    human: false,
+                });
                 self.panel_json = panel.clone();
                 self.item = Some(item.clone());
                 self.seed = *seed;

@@ -42,6 +42,15 @@ fn model_label(v: &SessionView) -> String {
     }
 }
 
+/// The run's preset, and how many settings depart from the paper
+/// (the transcript's first line lists them).
+fn preset_tag(v: &SessionView) -> String {
+    match v.departures.len() {
+        0 => format!("[{}]", v.preset.as_str()),
+        n => format!("[{}, {n} off paper]", v.preset.as_str()),
+    }
+}
+
 /// Draw the header in `area` (one or two rows).
 pub fn draw(f: &mut Frame, area: Rect, app: &App) {
     let theme = app.env.theme();
@@ -68,7 +77,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
     }
     let mut first = vec![
         Span::styled(" moot ", base.add_modifier(Modifier::BOLD)),
-        Span::styled(format!("{panel} · item {item} · {} · {} ", v.protocol, model_label(v)), base),
+        Span::styled(format!("{panel} · item {item} · {} · {} {} ", v.protocol, model_label(v), preset_tag(v)), base),
     ];
     if let Some(r) = app.replay_state() {
         let mark = if r.playing && !r.at_end() { "▶" } else { "⏸" };
