@@ -36,6 +36,7 @@ runners! {
 
 pub(crate) mod labels;
 pub(crate) mod turns;
+pub(crate) mod vote;
 
 /// Independent first evaluations by every agent, concurrently. Fills each
 /// group's history in panel order once all are in.

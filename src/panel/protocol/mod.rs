@@ -263,7 +263,7 @@ impl ProtocolSection {
     pub fn compares_pairs(&self) -> bool {
         match self.kind {
             Protocol::Pairwise => true,
-            Protocol::CollabEval => self.is("mode", "pairwise"),
+            Protocol::CollabEval | Protocol::ChatEval | Protocol::RoundTable => self.is("mode", "pairwise"),
             _ => false,
         }
     }
