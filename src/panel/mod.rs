@@ -554,6 +554,10 @@ pub const BUNDLED_PANELS: &[(&str, &str)] = &[
     ("survey-sage", include_str!("../../assets/panels/survey-sage.toml")),
     ("pairwise-summaries", include_str!("../../assets/panels/pairwise-summaries.toml")),
     ("pairwise-collab", include_str!("../../assets/panels/pairwise-collab.toml")),
+    ("summary-chateval-paper", include_str!("../../assets/panels/summary-chateval-paper.toml")),
+    ("summary-roundtable-paper", include_str!("../../assets/panels/summary-roundtable-paper.toml")),
+    ("pairwise-chateval", include_str!("../../assets/panels/pairwise-chateval.toml")),
+    ("pairwise-roundtable", include_str!("../../assets/panels/pairwise-roundtable.toml")),
 ];
 
 /// Prefix of [`Panel::source`] for bundled panels (`bundled:storybook-qa`);
