@@ -68,6 +68,12 @@ pub const BUNDLED_ITEMS: &[(&str, &str)] = &[
     ("pairwise-summaries", include_str!("../assets/items/pairwise-summaries.jsonl")),
     // CollabEval's pairwise mode discusses the same pairs (those of two candidates).
     ("pairwise-collab", include_str!("../assets/items/pairwise-summaries.jsonl")),
+    // The paper presets of ChatEval and the round-table judge the same
+    // summaries, and their pairwise modes the same pairs.
+    ("summary-chateval-paper", include_str!("../assets/items/summary-collab.jsonl")),
+    ("summary-roundtable-paper", include_str!("../assets/items/summary-collab.jsonl")),
+    ("pairwise-chateval", include_str!("../assets/items/pairwise-summaries.jsonl")),
+    ("pairwise-roundtable", include_str!("../assets/items/pairwise-summaries.jsonl")),
 ];
 
 /// Prefix of [`ItemsFile::source`] for bundled items (`bundled:storybook-qa`).

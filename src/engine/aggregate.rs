@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 
+use super::protocols::vote::{GroupRule, majority_scores};
 use super::runtime::{AggregateRecord, Run, State, eval_scores};
 use crate::session::event::{Evaluation, EventKind, Scores};
 
@@ -113,10 +114,10 @@ impl Run {
                         .iter()
                         .filter(|a| a.group == g)
                         .filter_map(|a| if human { a.progress.latest.as_ref() } else { a.own.as_ref() });
-                    if self.panel.protocol.spec().confidence_weighted {
-                        confidence_weighted_scores(evs, &self.keys)
-                    } else {
-                        mean_scores(evs, &self.keys)
+                    match GroupRule::of(&self.panel.protocol) {
+                        GroupRule::ConfidenceWeighted => confidence_weighted_scores(evs, &self.keys),
+                        GroupRule::Majority => majority_scores(evs, &self.keys),
+                        GroupRule::Mean => mean_scores(evs, &self.keys),
                     }
                 }
             },
@@ -146,7 +147,7 @@ impl Run {
             Some(g) => match st.judged.get(g) {
                 Some(ev) => ev.labels.clone(),
                 None => {
-                    let weighted = self.panel.protocol.spec().confidence_weighted;
+                    let weighted = GroupRule::of(&self.panel.protocol) == GroupRule::ConfidenceWeighted;
                     weighted_labels(
                         st.agents
                             .iter()

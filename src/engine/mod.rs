@@ -281,9 +281,10 @@ fn unjudgeable(run: &Run) -> Option<String> {
     if run.panel.protocol.compares_pairs() {
         return (candidates != 2).then(|| {
             format!(
-                "item \"{}\" has {candidates} candidate(s): CollabEval's pairwise mode discusses exactly two \
-                 (the pairwise protocol compares more)",
-                item.id
+                "item \"{}\" has {candidates} candidate(s): {}'s pairwise mode (`mode = \"pairwise\"`) discusses \
+                 exactly two (the pairwise protocol compares more)",
+                item.id,
+                run.panel.protocol.kind.as_str()
             )
         });
     }

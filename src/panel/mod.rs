@@ -554,8 +554,12 @@ pub const BUNDLED_PANELS: &[(&str, &str)] = &[
     ("survey-sage", include_str!("../../assets/panels/survey-sage.toml")),
     ("pairwise-summaries", include_str!("../../assets/panels/pairwise-summaries.toml")),
     ("pairwise-collab", include_str!("../../assets/panels/pairwise-collab.toml")),
-    // The paper presets (docs/papers.md).
+    // Paper presets and pairwise variants (docs/papers.md).
     ("storybook-qa-paper", include_str!("../../assets/panels/storybook-qa-paper.toml")),
+    ("summary-chateval-paper", include_str!("../../assets/panels/summary-chateval-paper.toml")),
+    ("summary-roundtable-paper", include_str!("../../assets/panels/summary-roundtable-paper.toml")),
+    ("pairwise-chateval", include_str!("../../assets/panels/pairwise-chateval.toml")),
+    ("pairwise-roundtable", include_str!("../../assets/panels/pairwise-roundtable.toml")),
 ];
 
 /// Prefix of [`Panel::source`] for bundled panels (`bundled:storybook-qa`);

@@ -28,6 +28,7 @@ mod optimize_cli;
 mod pairwise;
 mod pairwise_report;
 mod panel_item_loading;
+mod paper_chateval;
 mod paper_maj_eval;
 mod personas;
 mod personas_cli;

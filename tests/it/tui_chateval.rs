@@ -2,6 +2,8 @@
 //! once, round markers, and the summarizer's pane; snapshots at 80×24 and
 //! 160×48 of the recorded session `sessions/examples/chat-eval.jsonl`
 //! (written by the ignored test below: `cargo test --test it tui_chateval:: -- --ignored`).
+//! And the pairwise modes of ChatEval and the round-table, which show their
+//! verdicts and the pairwise result pane.
 
 use crate::support;
 
@@ -135,4 +137,45 @@ fn the_finished_session_shows_the_result_and_the_last_summary() {
     }
     let wide = render(&mut app, 160, 48);
     assert!(wide.contains("after round 2"), "{wide}");
+}
+
+/// A pairwise run of a bundled panel (ChatEval's or the round-table's) with
+/// readers who say A, except the second speaker at first, rendered when done.
+async fn pairwise_screen(name: &str) -> String {
+    use moot::session::event::EndStatus;
+    let panel = Panel::bundled(name).unwrap();
+    let mut c = config(
+        panel,
+        support::scripted(|req, _| {
+            let own = req.messages.last().map(|m| m.content.as_str()).unwrap_or("");
+            let label = if own.contains("Discussion round 1.") && !own.contains("you speak first") { "B" } else { "A" };
+            ScriptedReply::Text(format!(
+                "Summary A keeps the vote. {{\"verdict\": \"{label}\", \"confidence\": \"high\", \"reasoning\": \"The facts.\"}}"
+            ))
+        }),
+    );
+    let items = ItemsFile::bundled(name).unwrap();
+    c.item = items.items.iter().find(|i| i.candidates.as_ref().is_some_and(|c| c.len() == 2)).unwrap().clone();
+    let (events, outcome) = Session::start(c, None).finish().await;
+    assert_eq!(outcome.status, EndStatus::Completed, "{:?}", outcome.error);
+    let mut app = App::loaded(Env::test(), &events);
+    render(&mut app, 160, 48)
+}
+
+#[tokio::test]
+async fn chat_eval_and_round_table_pairwise_runs_show_verdicts_and_the_pairwise_result() {
+    for (name, wants) in [
+        ("pairwise-chateval", ["Moderator · one by one", "round 2 of 2", "majority of each agent's last verdict"]),
+        ("pairwise-roundtable", ["Moderator · shuffled rounds", "holds (r2)", "every agent agreed"]),
+    ] {
+        let screen = pairwise_screen(name).await;
+        // The turn lines show each change of verdict; the result pane the winner, ranked.
+        assert!(screen.contains("verdict B→A"), "{name}:\n{screen}");
+        assert!(screen.contains("1. sys-lead 1W 0L 0T"), "{name}:\n{screen}");
+        assert!(!screen.contains("no scores yet"), "{name}:\n{screen}");
+        assert!(screen.contains("one order only") && !screen.contains("flips:"), "{name}:\n{screen}");
+        for want in wants {
+            assert!(screen.contains(want), "{name}: {want} missing:\n{screen}");
+        }
+    }
 }

@@ -65,8 +65,17 @@ pub(crate) enum Order {
     /// Rounds of `max_rounds`: every member speaks once a round, in a seeded
     /// shuffled order (or the panel's order when `shuffle` is false); `queue`
     /// holds who has not spoken in `round` yet, and `ended` whether the floor
-    /// has heard that the round is over.
-    Rounds { max_rounds: u32, rng: ChaCha8Rng, round: u32, queue: Vec<usize>, ended: bool, shuffle: bool },
+    /// has heard that the round is over. With `reshuffle` false every round
+    /// takes the first round's shuffled order.
+    Rounds {
+        max_rounds: u32,
+        rng: ChaCha8Rng,
+        round: u32,
+        queue: Vec<usize>,
+        ended: bool,
+        shuffle: bool,
+        reshuffle: bool,
+    },
     /// Rounds `next..=last` in which every member who has not finished speaks
     /// at once, each seeing only what was said before the round.
     Simultaneous { next: u32, last: u32 },
@@ -95,7 +104,16 @@ impl Order {
             queue: Vec::new(),
             ended: true,
             shuffle,
+            reshuffle: true,
         }
+    }
+    /// `max_rounds` rounds in one seeded shuffled order, drawn once.
+    pub fn rounds_shuffled_once(run: &Run, group: &str, max_rounds: u32) -> Self {
+        let mut order = Self::rounds_of(run, group, max_rounds, true);
+        if let Order::Rounds { reshuffle, .. } = &mut order {
+            *reshuffle = false;
+        }
+        order
     }
     /// Simultaneous rounds `first..=last`.
     pub fn simultaneous(first: u32, last: u32) -> Self {
@@ -229,13 +247,16 @@ async fn next(run: &Run, group: &str, order: &mut Order) -> Option<(usize, Optio
             *turns += 1;
             Some((index, None))
         }
-        Order::Rounds { max_rounds, rng, round, queue, ended, shuffle } => {
+        Order::Rounds { max_rounds, rng, round, queue, ended, shuffle, reshuffle } => {
             if queue.is_empty() {
                 if *round >= *max_rounds {
                     return None;
                 }
                 *round += 1;
                 *ended = false;
+                // Drawn from a copy, the order comes out the same every round.
+                let mut once = rng.clone();
+                let rng = if *reshuffle { rng } else { &mut once };
                 *queue = rounds::start(run, group, *round, shuffle.then_some(rng));
             }
             let index = rounds::take_next(run, group, *round, queue, *shuffle);

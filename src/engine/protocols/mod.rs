@@ -34,6 +34,10 @@ runners! {
     Pairwise => pairwise,
 }
 
+pub(crate) mod labels;
+pub(crate) mod turns;
+pub(crate) mod vote;
+
 /// Independent first evaluations by every agent, concurrently. Fills each
 /// group's history in panel order once all are in.
 pub(crate) async fn initial_phase(run: &Run, with_confidence: bool) {

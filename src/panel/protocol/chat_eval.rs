@@ -15,13 +15,38 @@ pub(super) const SPEC: ProtocolSpec = ProtocolSpec {
                 default: "one-by-one",
             },
             about: "one-by-one: a fixed order, each agent sees all that was said; simultaneous: every agent of a round speaks at once, seeing earlier rounds only; simultaneous-summarizer: as simultaneous, agents see a running summary of the rounds",
-            paper: Paper::AsDefault,
+            paper: Paper::Open(
+                "ChatEval proposes and compares all three; paper 000 runs ChatEval's default setup without \
+                 naming it; one-by-one, the first",
+            ),
         },
         SettingSpec {
             key: "turns",
             kind: SettingKind::Integer { min: 1, max: 20, default: 2 },
-            about: "rounds of discussion after the first evaluations",
-            paper: Paper::AsDefault,
+            about: "rounds of discussion (with first_round = \"independent\", after the first evaluations)",
+            paper: Paper::Open(
+                "paper 000 gives no number of rounds for ChatEval; two, each agent speaking twice",
+            ),
+        },
+        SettingSpec {
+            key: "first_round",
+            kind: SettingKind::Choice { options: &["independent", "debate"], default: "independent" },
+            about: "independent: every agent first evaluates on its own, then the rounds of discussion follow; \
+                    debate: no separate round: the agents' first words are the discussion's first round",
+            paper: Paper::Text("debate"),
+        },
+        SettingSpec {
+            key: "mode",
+            kind: SettingKind::Choice { options: &["scores", "pairwise"], default: "scores" },
+            about: "scores: rate the item's content; pairwise: say which of the item's two candidates is better \
+                    (A, B or tie); the result is the majority of the agents' last verdicts",
+            paper: Paper::Any,
+        },
+        SettingSpec {
+            key: "candidate_name",
+            kind: SettingKind::Text { default: "Summary" },
+            about: "pairwise mode: what the agents call the candidates: \"Summary A\" and \"Summary B\"",
+            paper: Paper::Any,
         },
     ],
     order: SpeakerOrder::Rounds,

@@ -262,12 +262,12 @@ impl ProtocolSection {
         self.kind.spec()
     }
     /// Whether the protocol compares an item's candidates in pairs (A, B or
-    /// tie) rather than rating its content: `pairwise`, and CollabEval in
-    /// its pairwise mode.
+    /// tie) rather than rating its content: `pairwise`, and CollabEval,
+    /// ChatEval and the round-table in their pairwise mode.
     pub fn compares_pairs(&self) -> bool {
         match self.kind {
             Protocol::Pairwise => true,
-            Protocol::CollabEval => self.is("mode", "pairwise"),
+            Protocol::CollabEval | Protocol::ChatEval | Protocol::RoundTable => self.is("mode", "pairwise"),
             _ => false,
         }
     }

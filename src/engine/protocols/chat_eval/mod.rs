@@ -1,6 +1,5 @@
-//! ChatEval: the panel's agents, each a fixed role, give first evaluations,
-//! then discuss for `turns` rounds with one of three strategies (a
-//! `[protocol]` setting):
+//! ChatEval: the panel's agents, each a fixed role, discuss for `turns`
+//! rounds with one of three strategies (a `[protocol]` setting):
 //!
 //! - `one-by-one`: a fixed order (the panel's), each seeing everything said
 //!   before;
@@ -10,15 +9,25 @@
 //!   summarizer (a role with its own provider and model) rewrites a running
 //!   summary of the discussion, which agents see instead of the raw history.
 //!
+//! `first_round` says how the discussion starts: `independent` (moot's
+//! default), every agent first evaluates on its own; `debate` (the paper's),
+//! there is no such round and the first round of the discussion holds the
+//! agents' first words (its first speaker, or everyone in a simultaneous
+//! round, opens with nothing said yet).
+//!
 //! The final scores are each agent's last evaluation; the result is their
 //! mean per group and the mean of the groups (categorical dimensions: the
-//! majority label).
+//! majority label). In the pairwise mode ([`pairs`]) the agents give label
+//! verdicts on an item's two candidates instead, and each group's result is
+//! the majority of its agents' last labels.
 
+mod pairs;
 mod prompts;
 
 use futures::future::join_all;
 
 use super::initial_phase;
+use super::turns::{self, Ask};
 use crate::engine::discussion::{self, Floor, Order, Turn};
 use crate::engine::prompts::{self as shared, HistoryEntry};
 use crate::engine::runtime::{Run, Spoken, TurnSpec};
@@ -45,11 +54,26 @@ impl Strategy {
     }
 }
 
+/// Whether the agents first evaluate on their own (`first_round = "independent"`).
+fn independent_first(run: &Run) -> bool {
+    run.panel.protocol.is("first_round", "independent")
+}
+
 pub(crate) async fn run(run: &Run) {
-    initial_phase(run, false).await;
-    let strategy = Strategy::of(&run.panel.protocol.choice("strategy"));
-    let turns = u32::try_from(run.panel.protocol.integer("turns")).unwrap_or(1);
-    join_all(run.panel.groups.iter().map(|g| discuss(run, &g.name, strategy, turns))).await;
+    if run.panel.protocol.compares_pairs() {
+        return pairs::run(run).await;
+    }
+    if independent_first(run) {
+        initial_phase(run, false).await;
+    }
+    let (strategy, turns) = plan(run);
+    let subject = run.item().content.clone();
+    let floors = run.panel.groups.iter().map(|g| {
+        let mut floor = Chat { summarized: strategy == Strategy::SimultaneousSummarizer };
+        let subject = &subject;
+        async move { discuss(run, &g.name, strategy, turns, &mut floor, subject).await }
+    });
+    join_all(floors).await;
     if run.quit.is_cancelled() {
         return;
     }
@@ -73,23 +97,30 @@ fn ended(run: &Run) -> bool {
     run.stop.is_cancelled() || run.state().failure.is_some()
 }
 
-async fn discuss(run: &Run, group: &str, strategy: Strategy, turns: u32) {
-    let mut floor = Chat { summarized: strategy == Strategy::SimultaneousSummarizer };
+/// The strategy and the number of rounds.
+fn plan(run: &Run) -> (Strategy, u32) {
+    let strategy = Strategy::of(&run.panel.protocol.choice("strategy"));
+    (strategy, u32::try_from(run.panel.protocol.integer("turns")).unwrap_or(1))
+}
+
+/// A group's rounds on `floor` (scores or labels) under `strategy`;
+/// `subject` is what the summarizer is told is under evaluation.
+async fn discuss<F: Floor>(run: &Run, group: &str, strategy: Strategy, turns: u32, floor: &mut F, subject: &str) {
     match strategy {
         Strategy::OneByOne => {
-            discussion::discuss(run, group, &mut floor, Order::rounds_of(run, group, turns, false)).await;
+            discussion::discuss(run, group, floor, Order::rounds_of(run, group, turns, false)).await;
         }
-        Strategy::Simultaneous => discussion::discuss(run, group, &mut floor, Order::simultaneous(1, turns)).await,
+        Strategy::Simultaneous => discussion::discuss(run, group, floor, Order::simultaneous(1, turns)).await,
         Strategy::SimultaneousSummarizer => {
             for round in 1..=turns {
                 if ended(run) {
                     break;
                 }
-                discussion::discuss(run, group, &mut floor, Order::simultaneous(round, round)).await;
+                discussion::discuss(run, group, floor, Order::simultaneous(round, round)).await;
                 if ended(run) {
                     break;
                 }
-                summarize(run, group, round).await;
+                summarize(run, group, round, subject).await;
             }
         }
     }
@@ -108,10 +139,9 @@ impl Floor for Chat {
         Phase::Discussion
     }
     fn messages(&self, t: &Turn<'_>, history: &[HistoryEntry]) -> Vec<ChatMessage> {
-        let round = t.round.unwrap_or(1);
-        match self.summarized.then(|| prompts::summary_view(history)).flatten() {
-            Some(view) => shared::discussion_messages(t.panel, t.group, t.speaker, t.item, &view, round),
-            None => shared::discussion_messages(t.panel, t.group, t.speaker, t.item, history, round),
+        match self.summarized.then(|| turns::summary_view(history)).flatten() {
+            Some(view) => turns::scoring_messages(t, &view, Ask::Discuss),
+            None => turns::scoring_messages(t, history, Ask::Discuss),
         }
     }
     fn ahead(&self, t: &Turn<'_>, history: &[HistoryEntry], so_far: &str) -> Vec<ChatMessage> {
@@ -123,10 +153,10 @@ impl Floor for Chat {
 /// the round's contributions, joins the group's history. A summary that
 /// fails leaves the previous one (or, before the first, the raw history) in
 /// front of the agents.
-async fn summarize(run: &Run, group: &str, round: u32) {
+async fn summarize(run: &Run, group: &str, round: u32, subject: &str) {
     run.emit(EventKind::PhaseStarted { phase: Phase::Summary, group: Some(group.to_string()), round: Some(round) });
     let history = run.state().histories.get(group).cloned().unwrap_or_default();
-    let messages = prompts::summarizer_messages(&run.panel, run.item(), group, &history, round);
+    let messages = prompts::summarizer_messages(&run.panel, subject, group, &history, round);
     let binding = run.config.bindings.for_role(Role::Summarizer).clone();
     let turn = TurnSpec {
         participant: Role::Summarizer.label(),

@@ -1,34 +1,21 @@
-//! The summarizer's request, and what agents see of a summarized discussion.
+//! The summarizer's request.
 
 use std::fmt::Write as _;
 
 use crate::engine::prompts::HistoryEntry;
-use crate::item::Item;
 use crate::panel::Panel;
 use crate::provider::ChatMessage;
 
 /// Longest summary asked for, in words.
 const SUMMARY_WORDS: usize = 150;
 
-/// What agents see once a summary exists: the latest summary, then what
-/// people said or changed after it. `None` before the first summary.
-pub(super) fn summary_view(history: &[HistoryEntry]) -> Option<Vec<HistoryEntry>> {
-    let at = history.iter().rposition(|e| matches!(e, HistoryEntry::Summary { .. }))?;
-    let mut view = vec![history[at].clone()];
-    view.extend(
-        history[at + 1..]
-            .iter()
-            .filter(|e| matches!(e, HistoryEntry::Comment { .. } | HistoryEntry::Override { .. }))
-            .cloned(),
-    );
-    Some(view)
-}
-
-/// The summarizer's request after `round`: the task and the item, the
-/// previous summary (or the first evaluations), and the round's contributions.
+/// The summarizer's request after `round`: the task and what is under
+/// evaluation (`subject`: the item's content, or the two candidates of a
+/// pair), the previous summary (or the first evaluations, when the agents
+/// gave any on their own), and the round's contributions.
 pub(super) fn summarizer_messages(
     panel: &Panel,
-    item: &Item,
+    subject: &str,
     group: &str,
     history: &[HistoryEntry],
     round: u32,
@@ -38,12 +25,13 @@ pub(super) fn summarizer_messages(
          task: {}",
         panel.task.trim()
     );
-    let mut user = format!("The item under evaluation:\n{}\n\n", item.content.trim());
+    let mut user = format!("The item under evaluation:\n{}\n\n", subject.trim());
     let before = history.iter().rposition(|e| matches!(e, HistoryEntry::Summary { .. }));
     match before.map(|i| &history[i]) {
         Some(HistoryEntry::Summary { round: r, text }) => {
             let _ = writeln!(user, "Your summary of the discussion up to round {r}:\n{}\n", text.trim());
         }
+        _ if !history.iter().any(|e| matches!(e, HistoryEntry::Initial { .. })) => {}
         _ => {
             user.push_str("The members' first evaluations:\n");
             for e in history {

@@ -1,0 +1,101 @@
+//! How a group's result combines its members' last scores: a protocol that
+//! declares a `result` setting (the round-table) names its rule there;
+//! otherwise its declaration says whether the result is confidence-weighted
+//! or the plain mean.
+//!
+//! The majority over scores, per key (each dimension and `overall`): the
+//! score the most members gave (a plurality: on a 1–5 scale more than half
+//! of three or more members often agree on no single score, and the group
+//! still needs a result); when two or more scores share the most votes, the
+//! median of all the members' scores for that key (the mean of the two
+//! middle ones for an even count). Members without a score for a key are
+//! left out of that key.
+
+use crate::panel::ProtocolSection;
+use crate::session::event::{Evaluation, Scores};
+
+/// How a group's members' scores (and labels) combine into its result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum GroupRule {
+    Mean,
+    ConfidenceWeighted,
+    Majority,
+}
+
+impl GroupRule {
+    /// The rule of a run of `protocol`.
+    pub(crate) fn of(protocol: &ProtocolSection) -> Self {
+        if protocol.spec().setting("result").is_some() {
+            return match protocol.choice("result").as_str() {
+                "majority" => GroupRule::Majority,
+                "confidence-weighted" => GroupRule::ConfidenceWeighted,
+                _ => GroupRule::Mean,
+            };
+        }
+        if protocol.spec().confidence_weighted { GroupRule::ConfidenceWeighted } else { GroupRule::Mean }
+    }
+    /// The `method` a result computed by this rule is recorded with.
+    pub(crate) fn method(self) -> &'static str {
+        match self {
+            GroupRule::Mean => "mean",
+            GroupRule::ConfidenceWeighted => "confidence_weighted",
+            GroupRule::Majority => "majority",
+        }
+    }
+}
+
+/// Per key, the majority of the evaluations' scores (see the module's notes).
+pub(crate) fn majority_scores<'a>(evaluations: impl IntoIterator<Item = &'a Evaluation>, keys: &[String]) -> Scores {
+    let evs: Vec<&Evaluation> = evaluations.into_iter().collect();
+    let mut out = Scores::new();
+    for k in keys {
+        let values: Vec<f64> = evs.iter().filter_map(|e| e.score(k)).filter(|v| v.is_finite()).collect();
+        if let Some(v) = majority_value(&values) {
+            out.insert(k.clone(), v);
+        }
+    }
+    out
+}
+
+/// The value given most often; the median of all on a shared most.
+pub(crate) fn majority_value(values: &[f64]) -> Option<f64> {
+    let same = |a: f64, b: f64| (a - b).abs() < 1e-9;
+    let votes = |v: f64| values.iter().filter(|w| same(**w, v)).count();
+    let most = values.iter().map(|v| votes(*v)).max()?;
+    let mut tops: Vec<f64> = values.iter().copied().filter(|v| votes(*v) == most).collect();
+    tops.sort_by(f64::total_cmp);
+    tops.dedup_by(|a, b| same(*a, *b));
+    if tops.len() == 1 {
+        return Some(tops[0]);
+    }
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let n = sorted.len();
+    Some(if n % 2 == 1 { sorted[n / 2] } else { (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0 })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_most_given_score_wins_and_a_shared_most_takes_the_median() {
+        assert_eq!(majority_value(&[]), None);
+        assert_eq!(majority_value(&[4.0]), Some(4.0));
+        assert_eq!(majority_value(&[5.0, 2.0, 2.0]), Some(2.0), "two of three");
+        assert_eq!(majority_value(&[3.0, 3.0, 4.0, 5.0]), Some(3.0), "a plurality without more than half");
+        assert_eq!(majority_value(&[2.0, 2.0, 5.0, 5.0]), Some(3.5), "a tie: the median");
+        assert_eq!(majority_value(&[1.0, 4.0, 5.0]), Some(4.0), "nobody agrees: the median");
+    }
+
+    #[test]
+    fn the_round_table_names_its_rule_and_others_keep_their_declaration() {
+        use crate::panel::{Protocol, SettingValue};
+        let mut table = ProtocolSection::new(Protocol::RoundTable);
+        assert_eq!(GroupRule::of(&table), GroupRule::ConfidenceWeighted);
+        assert_eq!(GroupRule::of(&ProtocolSection::paper(Protocol::RoundTable)), GroupRule::Majority);
+        table.settings.insert("result".into(), SettingValue::Text("majority".into()));
+        assert_eq!(GroupRule::of(&table), GroupRule::Majority);
+        assert_eq!(GroupRule::of(&ProtocolSection::new(Protocol::ChatEval)), GroupRule::Mean);
+    }
+}
