@@ -44,6 +44,10 @@ use crate::provider::ProviderError;
 use crate::session::event::{EventKind, Phase, Role};
 use crate::session::pairwise::{PairRef, RankEntry};
 
+/// The judges' temperature and top_p under `sampling = "paper"`: MASA's
+/// evaluators (GPT-4 and the open models it compared, its Table 1).
+pub const PAPER_SAMPLING: (f32, f32) = (0.0, 0.1);
+
 /// One turn to take: a judge, a pair, an order and a vote.
 #[derive(Clone, Copy, Debug)]
 struct Job {
@@ -300,7 +304,15 @@ async fn judge_one(
         let a = &st.agents[job.judge];
         (a.name.clone(), a.group.clone(), a.spec.clone())
     };
+    // The paper's sampling replaces the panel's temperature and top_p.
+    let paper_sampling = run.panel.protocol.is("sampling", "paper");
+    let (temperature, top_p) = if paper_sampling {
+        (Some(PAPER_SAMPLING.0), Some(PAPER_SAMPLING.1))
+    } else {
+        (run.agent_sampling(&spec).0, None)
+    };
     let binding = run.config.bindings.for_agent(&name).clone();
+    let binding = if paper_sampling { binding.with_top_p(top_p) } else { binding };
     let noun = run.panel.protocol.text("candidate_name").trim().to_string();
     let noun = if noun.is_empty() { "Summary".to_string() } else { noun };
     let (a, b) = if job.swapped { (&cands[k], &cands[i]) } else { (&cands[i], &cands[k]) };
@@ -311,6 +323,7 @@ async fn judge_one(
         &noun,
         (&a.text, &b.text),
         &verdict.instructions(),
+        prompts::Guidance::of(&run.panel),
     );
     let reply_tokens = u32::try_from(run.panel.protocol.integer("reply_tokens")).unwrap_or(256);
     let pair = PairRef { first: cands[i].id.clone(), second: cands[k].id.clone(), swapped: job.swapped };
@@ -321,7 +334,7 @@ async fn judge_one(
         round: Some(job.vote),
         role: Role::Agent,
         binding: &binding,
-        sampling: (run.agent_sampling(&spec).0, reply_tokens),
+        sampling: (temperature, reply_tokens),
         cancel: &run.stop,
         dimension: None,
         pair: Some(&pair),
