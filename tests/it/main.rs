@@ -25,6 +25,7 @@ mod local_model;
 mod log_compat;
 mod optimize;
 mod optimize_cli;
+mod optimize_paper;
 mod pairwise;
 mod pairwise_report;
 mod panel_item_loading;
