@@ -13,7 +13,10 @@
 //!   Which pairs are compared: each system against one reference system
 //!   (n−1 comparisons) or all pairs (n(n−1)/2), with a ranking from win
 //!   rates.
-//! - [`prompts`]: one judge's request for one order of one pair.
+//! - [`prompts`]: one judge's request for one order of one pair, under the
+//!   baseline or the enhanced instructions (the panel's `prompt`). With
+//!   `sampling = "paper"` the judges sample as the paper's evaluators
+//!   (temperature 0, top_p 0.1), whatever the panel's `[generation]` says.
 //!
 //! - [`human`]: a person's part, through commands: settle a tie or a flip,
 //!   cast an extra vote, abstain, and (blind runs) give their own label
