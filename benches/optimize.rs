@@ -62,6 +62,7 @@ fn config(panel: Arc<Panel>, provider: Arc<ScriptedProvider>) -> OptimizeConfig 
         review: false,
         author: "bench".into(),
         output: None,
+        design: Default::default(),
     }
 }
 

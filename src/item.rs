@@ -66,6 +66,8 @@ pub const BUNDLED_ITEMS: &[(&str, &str)] = &[
     ("summary-roundtable", include_str!("../assets/items/summary-collab.jsonl")),
     ("survey-sage", include_str!("../assets/items/surveys.jsonl")),
     ("pairwise-summaries", include_str!("../assets/items/pairwise-summaries.jsonl")),
+    // The paper preset judges the same pairs.
+    ("pairwise-summaries-paper", include_str!("../assets/items/pairwise-summaries.jsonl")),
     // CollabEval's pairwise mode discusses the same pairs (those of two candidates).
     ("pairwise-collab", include_str!("../assets/items/pairwise-summaries.jsonl")),
     // The paper presets of ChatEval and the round-table judge the same

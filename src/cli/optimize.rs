@@ -28,25 +28,46 @@ pub struct OptimizeArgs {
     /// Stop once the held-out S reaches this.
     #[arg(long, default_value_t = 0.85)]
     pub threshold: f64,
-    /// Iterations at most (each judges the picked and held-out examples once).
-    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=1000))]
-    pub max_iter: u32,
+    /// Iterations at most (each judges the picked and held-out examples once) [default: 10].
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub max_iter: Option<u32>,
     /// Share of the examples held out for S and never shown to the feedback or rewrite models (above 0, below 1).
     #[arg(long, default_value_t = 0.3)]
     pub holdout: f64,
-    /// S: agreement (1 − normalised mean absolute error), accuracy or auc (binary labels); auto:
-    /// accuracy when every label is an end of the scale, else agreement.
+    /// S: agreement (1 − normalised mean absolute error), pearson (Pearson r), accuracy or auc (binary
+    /// labels); auto: accuracy when every label is an end of the scale, else agreement (with --preset
+    /// paper: auc, else pearson, the paper's metrics).
     #[arg(long, default_value = "auto")]
     pub objective: String,
     /// The dimension whose human label is compared (default: the panel's only dimension, else `overall`).
     #[arg(long)]
     pub dimension: Option<String>,
-    /// Clusters of the training examples (k-means on TF-IDF of their text).
-    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=1000))]
-    pub clusters: u32,
-    /// Examples drawn from each cluster every iteration.
-    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=1000))]
-    pub per_cluster: u32,
+    /// Clusters of the training examples (k-means on TF-IDF of their text) [default: 4; paper: 3].
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub clusters: Option<u32>,
+    /// Cluster the training examples by this item field instead (one cluster per value, e.g. `source`,
+    /// the dataset an example comes from, as the paper's experiments do); --clusters is then unused.
+    #[arg(long, value_name = "FIELD")]
+    pub cluster_by: Option<String>,
+    /// Examples drawn from each cluster every iteration [default: 2; paper: 1].
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub per_cluster: Option<u32>,
+    /// Share of the examples set apart as the test split before the loop (0: none): the chosen,
+    /// initial and few-shot prompts are scored on it after the loop, apart from the held-out S that
+    /// chose the prompt [default: 0; paper preset: 0.3].
+    #[arg(long)]
+    pub test: Option<f64>,
+    /// Also score the paper's few-shot baseline: the initial prompt with the first iteration's picked
+    /// examples and their labels (on the test split, else the held-out one) [paper preset: on].
+    #[arg(long)]
+    pub few_shot: bool,
+    /// The judges' temperature, over the panel's (an agent's own still wins) [paper preset: 0].
+    #[arg(long)]
+    pub judge_temperature: Option<f32>,
+    /// `paper`: the paper's settings for every option not given (10 iterations, 3 clusters, 1 example
+    /// per cluster, AUC or Pearson, judges at temperature 0, the few-shot baseline, a test split).
+    #[arg(long, value_name = "PRESET", value_parser = ["moot", "paper"], default_value = "moot")]
+    pub preset: String,
     /// Judge runs at once.
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub concurrency: u32,
@@ -97,10 +118,66 @@ pub fn examples(
     Ok((out, skipped))
 }
 
+/// The options a preset sets, as a run takes them: those given on the
+/// command line, else the preset's.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Settings {
+    pub max_iter: u32,
+    pub clusters: u32,
+    pub per_cluster: u32,
+    pub test: f64,
+    pub few_shot: bool,
+    pub judge_temperature: Option<f32>,
+    /// The objective `auto` names: moot's or the paper's choice for the labels.
+    pub paper_objective: bool,
+}
+
+impl Settings {
+    /// moot's defaults, or (`paper`) the paper's values: ten iterations, one
+    /// example from each of three clusters, judges at temperature 0, the
+    /// few-shot baseline, AUC or Pearson. The paper has no test split (it
+    /// reports on its datasets' validation sets); moot sets 30% apart.
+    pub fn of(args: &OptimizeArgs) -> Self {
+        let paper = args.preset == "paper";
+        Self {
+            max_iter: args.max_iter.unwrap_or(10),
+            clusters: args.clusters.unwrap_or(if paper { 3 } else { 4 }),
+            per_cluster: args.per_cluster.unwrap_or(if paper { 1 } else { 2 }),
+            test: args.test.unwrap_or(if paper { 0.3 } else { 0.0 }),
+            few_shot: args.few_shot || paper,
+            judge_temperature: args.judge_temperature.or(paper.then_some(0.0)),
+            paper_objective: paper,
+        }
+    }
+}
+
+/// Every judge at `temperature`, but one that sets its own.
+pub fn judges_at(panel: &mut Panel, temperature: f32) {
+    for group in &mut panel.groups {
+        for agent in &mut group.agents {
+            agent.model.temperature.get_or_insert(temperature);
+        }
+    }
+}
+
 pub fn run(args: OptimizeArgs) -> anyhow::Result<ExitCode> {
     let mut panel = load_panel(Some(&args.panel))?;
+    let settings = Settings::of(&args);
     if !(args.holdout > 0.0 && args.holdout < 1.0) {
         bail!("--holdout: {} must be above 0 and below 1 (S is measured on the held-out split)", args.holdout);
+    }
+    if !(0.0..1.0).contains(&settings.test) || args.holdout + settings.test >= 1.0 {
+        bail!(
+            "--test: {} must be at least 0, below 1, and leave training examples beside --holdout {}",
+            settings.test,
+            args.holdout
+        );
+    }
+    if let Some(t) = settings.judge_temperature {
+        if !(0.0..=2.0).contains(&t) {
+            bail!("--judge-temperature: {t} must be from 0 to 2");
+        }
+        judges_at(&mut panel, t);
     }
     let dimension = match &args.dimension {
         Some(d) if d == "overall" || panel.dimensions.iter().any(|x| &x.key == d) => d.clone(),
@@ -119,8 +196,28 @@ pub fn run(args: OptimizeArgs) -> anyhow::Result<ExitCode> {
     for s in skipped {
         eprintln!("moot optimize: {s}");
     }
+    if settings.test > 0.0 && examples.len() < 3 {
+        bail!("--test: {} labelled example(s); a test split needs at least 3", examples.len());
+    }
+    let cluster_by = match &args.cluster_by {
+        Some(field) => {
+            let values =
+                crate::optimize::fields::values(&args.data, field).map_err(|e| anyhow::anyhow!("--cluster-by: {e}"))?;
+            let values = examples
+                .iter()
+                .map(|e| {
+                    values.get(&e.item.id).cloned().with_context(|| {
+                        format!("--cluster-by: item {} has no `{field}` (every example needs one)", e.item.id)
+                    })
+                })
+                .collect::<anyhow::Result<Vec<String>>>()?;
+            Some(crate::optimize::ClusterBy { field: field.clone(), values })
+        }
+        None => None,
+    };
     let labels: Vec<f64> = examples.iter().map(|e| e.label).collect();
     let objective = match args.objective.as_str() {
+        "auto" if settings.paper_objective => Objective::paper(&labels, &panel.scale),
         "auto" => Objective::auto(&labels, &panel.scale),
         name => Objective::parse(name).with_context(|| {
             format!("--objective: unknown objective \"{name}\"; valid: auto, {}", Objective::NAMES.join(", "))
@@ -150,10 +247,10 @@ pub fn run(args: OptimizeArgs) -> anyhow::Result<ExitCode> {
         dimension,
         objective,
         threshold: args.threshold,
-        max_iter: args.max_iter,
+        max_iter: settings.max_iter,
         holdout: args.holdout,
-        clusters: args.clusters as usize,
-        per_cluster: args.per_cluster as usize,
+        clusters: settings.clusters as usize,
+        per_cluster: settings.per_cluster as usize,
         seed,
         bindings,
         retry: crate::provider::retry::RetryPolicy::default(),
@@ -161,6 +258,12 @@ pub fn run(args: OptimizeArgs) -> anyhow::Result<ExitCode> {
         review: !args.headless,
         author: human_name(),
         output: Some(output),
+        design: crate::optimize::Design {
+            test: settings.test,
+            cluster_by,
+            few_shot: settings.few_shot,
+            preset: (args.preset == "paper").then(|| "paper".into()),
+        },
     };
     let log = out.join(LOG_FILE);
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
@@ -208,7 +311,11 @@ fn summary(outcome: &crate::optimize::OptOutcome, log: &std::path::Path) -> Stri
     let mut s = format!("moot optimize: {} — {}", status_word(outcome.status), outcome.reason);
     if let Some(best) = outcome.best {
         let held = outcome.iterations.iter().find(|r| r.iteration == best).and_then(|r| r.holdout);
-        s.push_str(&format!("\nresult: iteration {best}, held-out S {}", fmt_s(held)));
+        s.push_str(&format!("\nresult: iteration {best}, held-out S {} (the score that chose it)", fmt_s(held)));
+        match outcome.test {
+            Some(t) => s.push_str(&format!("; test S {} (the score to report)", fmt_s(Some(t)))),
+            None => s.push_str("; no test split (--test), so no score apart from the selection"),
+        }
     }
     if let Some(p) = &outcome.output {
         s.push_str(&format!("\npanel written to {}", p.display()));
@@ -231,12 +338,27 @@ pub fn fmt_s(s: Option<f64>) -> String {
 /// One stdout line per step, from the same events the screen folds.
 pub fn progress_line(view: &OptView, kind: &OptKind) -> Option<String> {
     Some(match kind {
-        OptKind::OptimizeStarted { run_id, train, holdout, objective, threshold, .. } => format!(
-            "optimize {run_id}: {} training examples in clusters, {} held out; S = {objective} on the held-out split, \
-             threshold {threshold}",
-            train.len(),
-            holdout.len()
-        ),
+        OptKind::OptimizeStarted { run_id, train, holdout, objective, threshold, test, cluster_by, preset, .. } => {
+            let clusters = train.iter().map(|e| e.cluster + 1).max().unwrap_or(0);
+            let by = cluster_by.as_ref().map_or("by their text".to_string(), |f| format!("by `{f}`"));
+            format!(
+                "optimize {run_id}{}: {} training examples in {clusters} clusters {by}, {} held out{}; S = {objective} \
+                 on the held-out split, threshold {threshold}",
+                preset.as_ref().map_or(String::new(), |p| format!(" ({p} preset)")),
+                train.len(),
+                holdout.len(),
+                if test.is_empty() { String::new() } else { format!(", {} for the test split", test.len()) },
+            )
+        }
+        OptKind::ConditionScored { condition, iteration, split, score, error, .. } => {
+            let split = match split {
+                crate::optimize::Split::Test => "test",
+                _ => "held-out",
+            };
+            let which = iteration.map_or(String::new(), |i| format!(" (iteration {i})"));
+            let why = error.as_ref().filter(|_| score.is_none()).map_or(String::new(), |e| format!(" ({e})"));
+            format!("{split} S of the {}{which}: {}{why}", condition.label(), fmt_s(*score))
+        }
         OptKind::ExamplesPicked { iteration, picks } => {
             format!(
                 "iteration {iteration}: {} examples picked: {}",

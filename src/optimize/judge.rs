@@ -81,26 +81,55 @@ impl Loop {
             .map(|&i| (Split::Picked, i))
             .chain(self.holdout.iter().map(|&i| (Split::Holdout, i)))
             .collect();
+        let rec = self.rec.clone();
+        let config = self.config.clone();
+        let results = self
+            .judge_jobs(panel, &jobs, |(split, i), j| {
+                rec.emit(OptKind::Judged {
+                    iteration,
+                    split,
+                    id: config.examples[i].item.id.clone(),
+                    judge: j.value,
+                    human: config.examples[i].label,
+                    error: j.error.clone(),
+                    reason: j.reason.clone(),
+                });
+            })
+            .await?;
+        let (picked, held): (Vec<_>, Vec<_>) =
+            jobs.iter().zip(results).partition(|((split, _), _)| *split == Split::Picked);
+        let picked_results: Vec<Judgement> = picked.into_iter().map(|(_, r)| r).collect();
+        self.held_results = held.into_iter().map(|(_, r)| r).collect();
+        Some((picks.to_vec(), picked_results))
+    }
+
+    /// Judge `idx` with `panel`, nothing recorded per example; `None` when a
+    /// stop comes meanwhile.
+    pub(super) async fn judge_many(&mut self, panel: Arc<Panel>, idx: &[usize]) -> Option<Vec<Judgement>> {
+        let jobs: Vec<(Split, usize)> = idx.iter().map(|&i| (Split::Test, i)).collect();
+        self.judge_jobs(panel, &jobs, |_, _| {}).await
+    }
+
+    /// Judge each job's example with `panel` (`concurrency` at once), calling
+    /// `each` as each is judged, while applying people's commands; `None`
+    /// when a stop comes meanwhile.
+    async fn judge_jobs(
+        &mut self,
+        panel: Arc<Panel>,
+        jobs: &[(Split, usize)],
+        each: impl Fn((Split, usize), &Judgement),
+    ) -> Option<Vec<Judgement>> {
         let config = self.config.clone();
         let concurrency = config.concurrency.max(1);
-        let rec = self.rec.clone();
+        let each = &each;
         let work = async {
             let config = &config;
             let results: Vec<Judgement> = futures::stream::iter(jobs.iter().copied())
                 .map(|(split, i)| {
                     let panel = panel.clone();
-                    let rec = rec.clone();
                     async move {
                         let j = judge_one(config, panel, i).await;
-                        rec.emit(OptKind::Judged {
-                            iteration,
-                            split,
-                            id: config.examples[i].item.id.clone(),
-                            judge: j.value,
-                            human: config.examples[i].label,
-                            error: j.error.clone(),
-                            reason: j.reason.clone(),
-                        });
+                        each((split, i), &j);
                         j
                     }
                 })
@@ -110,22 +139,18 @@ impl Loop {
             results
         };
         tokio::pin!(work);
-        let results = loop {
+        let stops = self.stops;
+        loop {
             tokio::select! {
-                r = &mut work => break r,
+                r = &mut work => return Some(r),
                 cmd = self.commands.recv(), if self.commands_open => {
                     self.apply(cmd);
-                    if self.stop.is_some() {
+                    if self.stops > stops {
                         return None;
                     }
                 }
             }
-        };
-        let (picked, held): (Vec<_>, Vec<_>) =
-            jobs.iter().zip(results).partition(|((split, _), _)| *split == Split::Picked);
-        let picked_results: Vec<Judgement> = picked.into_iter().map(|(_, r)| r).collect();
-        self.held_results = held.into_iter().map(|(_, r)| r).collect();
-        Some((picks.to_vec(), picked_results))
+        }
     }
 
     /// S on the picked and held-out examples; records the iteration. Returns held-out S.

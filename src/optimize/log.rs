@@ -50,6 +50,42 @@ pub struct Pick {
 pub enum Split {
     Picked,
     Holdout,
+    /// Set apart before the loop; judged only once it has chosen its prompt.
+    Test,
+}
+
+/// A prompt whose score the report sets beside the others (the paper's
+/// conditions).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Condition {
+    /// The panel's own prompt (iteration 1's).
+    Initial,
+    /// The initial prompt with the first iteration's picked examples and
+    /// their human labels added to its examples.
+    FewShot,
+    /// The prompt the loop chose (best held-out S, or a person's choice).
+    Chosen,
+}
+
+impl Condition {
+    pub fn label(self) -> &'static str {
+        match self {
+            Condition::Initial => "initial prompt",
+            Condition::FewShot => "few-shot prompt",
+            Condition::Chosen => "chosen prompt",
+        }
+    }
+}
+
+/// One example of a condition's judging.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ConditionRow {
+    pub id: String,
+    pub judge: Option<f64>,
+    pub human: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 /// What a person decided about a proposed rewrite.
@@ -99,6 +135,18 @@ pub enum OptKind {
         prompt: JudgePrompt,
         /// Whether a person reviews each step (the live screen) or not (headless).
         review: bool,
+        /// Test split ids: judged only after the loop, never for selection.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        test: Vec<String>,
+        /// The item field the training examples are clustered by (none: by their text).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cluster_by: Option<String>,
+        /// Whether the few-shot baseline condition is scored.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        few_shot: bool,
+        /// `paper` when the run took the paper's settings (`--preset paper`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        preset: Option<String>,
     },
     IterationStarted {
         iteration: u32,
@@ -184,6 +232,22 @@ pub enum OptKind {
         role: String,
         error: String,
     },
+    /// A condition's S on the test split (or, with no test split, the
+    /// few-shot prompt's on the held-out split), after the loop.
+    ConditionScored {
+        condition: Condition,
+        /// The iteration whose prompt it is (initial: 1; chosen: the chosen one).
+        iteration: Option<u32>,
+        split: Split,
+        objective: String,
+        score: Option<f64>,
+        error: Option<String>,
+        failures: usize,
+        /// The few-shot prompt as the judge saw it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        prompt: Option<JudgePrompt>,
+        rows: Vec<ConditionRow>,
+    },
     /// Last line.
     OptimizeEnded {
         status: OptStatus,
@@ -194,6 +258,10 @@ pub enum OptKind {
         chosen_by: String,
         output: Option<String>,
         error: Option<String>,
+        /// The chosen prompt's S on the test split: the score to report
+        /// (`best_holdout` chose it, so it flatters).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        test: Option<f64>,
     },
 }
 
@@ -310,6 +378,10 @@ mod tests {
             models: BTreeMap::new(),
             prompt: JudgePrompt { task: "t".into(), ..JudgePrompt::default() },
             review: false,
+            test: Vec::new(),
+            cluster_by: None,
+            few_shot: false,
+            preset: None,
         }
     }
 

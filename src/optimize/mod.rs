@@ -8,8 +8,13 @@
 //! person edits the feedback, accepts, edits or rejects each rewrite, rolls
 //! back, pins or drops examples, and stops with any iteration's prompt. The
 //! result is the prompt of the best held-out S (or the one a person chose).
-//! Every step is an [`OptKind`] event in the run's log.
+//! With a test split (set apart before the loop and judged only after it),
+//! the chosen prompt, the initial prompt and (with `few_shot`) the paper's
+//! few-shot prompt are scored on it: that is the score to report, since the
+//! held-out S chose the prompt. Every step is an [`OptKind`] event in the
+//! run's log.
 
+pub mod fields;
 pub mod log;
 pub mod prompt;
 pub mod requests;
@@ -32,7 +37,7 @@ use crate::item::Item;
 use crate::panel::Panel;
 use crate::provider::retry::RetryPolicy;
 use crate::session::event::Role;
-pub use log::{Decision, OptEvent, OptKind, OptRecorder, OptStatus, Split};
+pub use log::{Condition, Decision, OptEvent, OptKind, OptRecorder, OptStatus, Split};
 pub use prompt::JudgePrompt;
 pub use score::Objective;
 
@@ -73,6 +78,30 @@ pub struct OptimizeConfig {
     pub author: String,
     /// Where the best prompt's panel is written (`None`: not written).
     pub output: Option<PathBuf>,
+    /// The test split, clusters by an item field, the few-shot baseline.
+    pub design: Design,
+}
+
+/// The parts of the paper's experiments beside the loop itself.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Design {
+    /// Share of the examples set apart as the test split (0: none).
+    pub test: f64,
+    /// Cluster the training examples by an item field's value instead of by
+    /// their text.
+    pub cluster_by: Option<ClusterBy>,
+    /// Score the few-shot baseline: the initial prompt with the first
+    /// iteration's picked examples and their labels.
+    pub few_shot: bool,
+    /// `paper` when the run took the paper's settings.
+    pub preset: Option<String>,
+}
+
+/// An item field and each example's value of it (in the order of the examples).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ClusterBy {
+    pub field: String,
+    pub values: Vec<String>,
 }
 
 /// What a person can tell a running loop.
@@ -122,6 +151,8 @@ pub struct OptOutcome {
     pub error: Option<String>,
     /// The first error met writing the log, if any.
     pub write_error: Option<String>,
+    /// The chosen prompt's S on the test split (none without one).
+    pub test: Option<f64>,
 }
 
 /// The best iteration by held-out S (the earliest of equals).
@@ -149,7 +180,13 @@ struct Loop {
     /// Training and held-out example indices; cluster of each training example.
     train: Vec<usize>,
     holdout: Vec<usize>,
+    /// Judged only after the loop.
+    test: Vec<usize>,
     clusters: Vec<usize>,
+    /// The first iteration's drawn examples (the few-shot prompt's).
+    first_picks: Vec<usize>,
+    /// Stop commands received (one during the test phase ends it).
+    stops: u32,
     /// Positions in `train`.
     pinned: BTreeSet<usize>,
     dropped: BTreeSet<usize>,
@@ -165,9 +202,19 @@ const HUMAN: &str = "human";
 
 /// Run the loop to its end, recording every step.
 pub async fn optimize(config: OptimizeConfig, rec: OptRecorder, commands: UnboundedReceiver<OptCommand>) -> OptOutcome {
-    let (train, holdout) = sample::split(config.examples.len(), config.holdout, config.seed);
-    let texts: Vec<String> = train.iter().map(|&i| example_text(&config.examples[i].item)).collect();
-    let clusters = match sample::cluster(&texts, config.clusters, config.seed) {
+    let (train, holdout, test) =
+        sample::split_three(config.examples.len(), config.holdout, config.design.test, config.seed);
+    let clusters = match &config.design.cluster_by {
+        Some(by) if by.values.len() != config.examples.len() => {
+            Err(format!("{} values of `{}` for {} examples", by.values.len(), by.field, config.examples.len()))
+        }
+        Some(by) => Ok(sample::cluster_by_value(&train.iter().map(|&i| by.values[i].clone()).collect::<Vec<_>>())),
+        None => {
+            let texts: Vec<String> = train.iter().map(|&i| example_text(&config.examples[i].item)).collect();
+            sample::cluster(&texts, config.clusters, config.seed)
+        }
+    };
+    let clusters = match clusters {
         Ok(c) => c,
         Err(e) => return failed_start(&config, &rec, e),
     };
@@ -178,7 +225,10 @@ pub async fn optimize(config: OptimizeConfig, rec: OptRecorder, commands: Unboun
         commands_open: true,
         train,
         holdout,
+        test,
         clusters,
+        first_picks: Vec::new(),
+        stops: 0,
         pinned: BTreeSet::new(),
         dropped: BTreeSet::new(),
         results: Vec::new(),
@@ -189,7 +239,9 @@ pub async fn optimize(config: OptimizeConfig, rec: OptRecorder, commands: Unboun
     };
     lp.started();
     let (status, reason, error) = lp.run().await;
-    lp.finish(status, reason, error)
+    let (chosen, chosen_by) = lp.chosen();
+    let test = lp.conditions(chosen.as_ref()).await;
+    lp.finish(status, reason, error, (chosen, chosen_by), test)
 }
 
 /// The text an example is clustered by: its context, reference and content.
@@ -210,6 +262,7 @@ fn failed_start(config: &OptimizeConfig, rec: &OptRecorder, error: String) -> Op
         chosen_by: "best".into(),
         output: None,
         error: Some(error.clone()),
+        test: None,
     });
     let _ = config;
     OptOutcome {
@@ -221,6 +274,7 @@ fn failed_start(config: &OptimizeConfig, rec: &OptRecorder, error: String) -> Op
         output: None,
         error: Some(error),
         write_error: rec.write_error(),
+        test: None,
     }
 }
 
@@ -257,6 +311,10 @@ impl Loop {
             models,
             prompt: JudgePrompt::of(&c.panel),
             review: c.review,
+            test: self.test.iter().map(|&i| c.examples[i].item.id.clone()).collect(),
+            cluster_by: c.design.cluster_by.as_ref().map(|b| b.field.clone()),
+            few_shot: c.design.few_shot,
+            preset: c.design.preset.clone(),
         });
     }
 
@@ -403,7 +461,11 @@ impl Loop {
             })
             .collect();
         self.rec.emit(OptKind::ExamplesPicked { iteration, picks });
-        drawn.into_iter().map(|(pos, _, _)| self.train[pos]).collect()
+        let picked: Vec<usize> = drawn.into_iter().map(|(pos, _, _)| self.train[pos]).collect();
+        if self.first_picks.is_empty() {
+            self.first_picks = picked.clone();
+        }
+        picked
     }
 
     async fn ask(&mut self, role: Role, messages: Vec<crate::provider::ChatMessage>) -> Result<String, String> {
@@ -461,6 +523,7 @@ impl Loop {
                     self.rec.emit(OptKind::StopRequested { author: self.config.author.clone(), choose });
                 }
                 self.stop = Some(choose);
+                self.stops += 1;
                 self.cancel.cancel();
             }
             // Answers to review points arriving at another time are ignored.
@@ -553,13 +616,120 @@ impl Loop {
         }
     }
 
-    fn finish(self, status: OptStatus, reason: String, error: Option<String>) -> OptOutcome {
+    /// The result: the iteration a person chose, else the best held-out S.
+    fn chosen(&self) -> (Option<IterationResult>, &'static str) {
         let chosen = match self.stop {
             Some(Some(i)) => self.results.iter().find(|r| r.iteration == i),
             _ => None,
         };
         let chosen_by = if chosen.is_some() { "human" } else { "best" };
-        let chosen = chosen.or_else(|| best_of(&self.results)).cloned();
+        (chosen.or_else(|| best_of(&self.results)).cloned(), chosen_by)
+    }
+
+    /// The paper's conditions after the loop: on the test split, the
+    /// initial, few-shot and chosen prompts; with no test split, the few-shot
+    /// prompt on the held-out split (the others have their held-out S).
+    /// Returns the chosen prompt's test S.
+    async fn conditions(&mut self, chosen: Option<&IterationResult>) -> Option<f64> {
+        let initial = JudgePrompt::of(&self.config.panel);
+        let few_shot = (self.config.design.few_shot && !self.first_picks.is_empty()).then(|| {
+            let shots: Vec<(&Item, f64)> = self
+                .first_picks
+                .iter()
+                .map(|&i| (&self.config.examples[i].item, self.config.examples[i].label))
+                .collect();
+            initial.with_examples(&shots, &self.config.dimension)
+        });
+        if self.test.is_empty() {
+            if let Some(p) = few_shot {
+                let held = self.holdout.clone();
+                self.condition(Condition::FewShot, None, Split::Holdout, p, &held, true).await;
+            }
+            return None;
+        }
+        let test = self.test.clone();
+        let mut scored: Vec<(JudgePrompt, Option<f64>)> = Vec::new();
+        let mut conditions = vec![(Condition::Initial, Some(1), initial, false)];
+        conditions.extend(few_shot.map(|p| (Condition::FewShot, None, p, true)));
+        conditions.extend(chosen.map(|r| (Condition::Chosen, Some(r.iteration), r.prompt.clone(), false)));
+        let mut chosen_test = None;
+        for (condition, iteration, prompt, show) in conditions {
+            // The same prompt is judged once (the chosen one is often the initial one).
+            let score = match scored.iter().find(|(p, _)| *p == prompt) {
+                Some((_, s)) => {
+                    let s = *s;
+                    self.rec.emit(OptKind::ConditionScored {
+                        condition,
+                        iteration,
+                        split: Split::Test,
+                        objective: self.config.objective.as_str().into(),
+                        score: s,
+                        error: s.is_none().then(|| "as the same prompt above".into()),
+                        failures: 0,
+                        prompt: None,
+                        rows: Vec::new(),
+                    });
+                    Some(s)
+                }
+                None => self.condition(condition, iteration, Split::Test, prompt.clone(), &test, show).await,
+            };
+            let Some(score) = score else { break };
+            scored.push((prompt, score));
+            if condition == Condition::Chosen {
+                chosen_test = score;
+            }
+        }
+        chosen_test
+    }
+
+    /// Judge `idx` with `prompt` and record the condition's S; `None` when a
+    /// stop came first (else the S, itself `None` when there is none).
+    async fn condition(
+        &mut self,
+        condition: Condition,
+        iteration: Option<u32>,
+        split: Split,
+        prompt: JudgePrompt,
+        idx: &[usize],
+        show: bool,
+    ) -> Option<Option<f64>> {
+        let panel = Arc::new(prompt.apply(&self.config.panel));
+        let results = self.judge_many(panel, idx).await?;
+        let c = &self.config;
+        let pairs: Vec<(Option<f64>, f64)> =
+            idx.iter().zip(&results).map(|(&i, r)| (r.value, c.examples[i].label)).collect();
+        let s = score::score(c.objective, &pairs, &c.panel.scale);
+        self.rec.emit(OptKind::ConditionScored {
+            condition,
+            iteration,
+            split,
+            objective: c.objective.as_str().into(),
+            score: s.as_ref().ok().copied(),
+            error: s.as_ref().err().cloned(),
+            failures: results.iter().filter(|r| r.value.is_none()).count(),
+            prompt: show.then_some(prompt),
+            rows: idx
+                .iter()
+                .zip(&results)
+                .map(|(&i, r)| log::ConditionRow {
+                    id: c.examples[i].item.id.clone(),
+                    judge: r.value,
+                    human: c.examples[i].label,
+                    error: r.error.clone(),
+                })
+                .collect(),
+        });
+        Some(s.ok())
+    }
+
+    fn finish(
+        self,
+        status: OptStatus,
+        reason: String,
+        error: Option<String>,
+        (chosen, chosen_by): (Option<IterationResult>, &'static str),
+        test: Option<f64>,
+    ) -> OptOutcome {
         let mut error = error;
         let mut output = None;
         if let (Some(r), Some(path)) = (&chosen, &self.config.output) {
@@ -582,6 +752,7 @@ impl Loop {
             chosen_by: chosen_by.into(),
             output: output.as_ref().map(|p| p.display().to_string()),
             error: error.clone(),
+            test,
         });
         OptOutcome {
             status,
@@ -592,6 +763,7 @@ impl Loop {
             output,
             error,
             write_error: self.rec.write_error(),
+            test,
         }
     }
 }

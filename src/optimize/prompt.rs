@@ -42,6 +42,32 @@ impl JudgePrompt {
         p
     }
 
+    /// This prompt with `shots` (an example and its human label each) added
+    /// to its examples: the paper's "few-shot prompt" baseline, the initial
+    /// prompt plus the examples the sample selection drew.
+    pub fn with_examples(&self, shots: &[(&crate::item::Item, f64)], dimension: &str) -> Self {
+        use std::fmt::Write;
+        let mut examples = self.examples.trim().to_string();
+        for (item, label) in shots {
+            if !examples.is_empty() {
+                examples.push_str("\n\n");
+            }
+            let _ = write!(
+                examples,
+                "Example {} (people's `{dimension}`: {}):",
+                item.id,
+                crate::engine::prompts::fmt_num(*label)
+            );
+            for (name, text) in [("Context", item.context.as_deref()), ("Reference", item.reference.as_deref())] {
+                if let Some(t) = text.map(str::trim).filter(|t| !t.is_empty()) {
+                    let _ = write!(examples, "\n{name}: {t}");
+                }
+            }
+            let _ = write!(examples, "\nText: {}", item.content.trim());
+        }
+        Self { examples, ..self.clone() }
+    }
+
     fn parts(&self) -> [&str; 4] {
         [&self.task, &self.rubric, &self.guidance, &self.examples]
     }

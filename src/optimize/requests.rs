@@ -98,6 +98,7 @@ pub async fn ask(
     request.temperature = Some(settings.temperature.unwrap_or(panel.generation.temperature));
     request.max_tokens = settings.max_tokens.unwrap_or(1200).max(panel.generation.max_tokens);
     request.seed = panel.generation.seed;
+    request.top_p = panel.generation.top_p;
     let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
     let mut on_failure = |_: &crate::provider::retry::AttemptFailure| {};
     match call_with_retry(binding.provider.as_ref(), &request, &tx, cancel, retry, &mut on_failure).await {

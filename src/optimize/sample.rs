@@ -1,6 +1,7 @@
-//! Sample selection: a seeded held-out split, TF-IDF vectors of the
-//! examples' text, k-means clusters of the training part (`linfa-clustering`,
-//! seeded), and each iteration's draw of examples per cluster.
+//! Sample selection: a seeded test split and held-out split, TF-IDF vectors
+//! of the examples' text, k-means clusters of the training part
+//! (`linfa-clustering`, seeded) or clusters by the value of a field of the
+//! items, and each iteration's draw of examples per cluster.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -30,6 +31,42 @@ pub fn split(n: usize, fraction: f64, seed: u64) -> (Vec<usize>, Vec<usize>) {
     train.sort_unstable();
     holdout.sort_unstable();
     (train, holdout)
+}
+
+/// The three splits of `n` examples: (training, held-out, test). The test
+/// split (`ceil(test × n)` examples of a seeded shuffle of its own; none when
+/// `test` is 0) is set apart first and never judged before the loop ends;
+/// the rest is split into training and held-out as [`split`] does. With no
+/// test split this is [`split`] exactly. All lists come back sorted.
+pub fn split_three(n: usize, holdout: f64, test: f64, seed: u64) -> (Vec<usize>, Vec<usize>, Vec<usize>) {
+    if test <= 0.0 || n < 3 {
+        let (train, held) = split(n, holdout, seed);
+        return (train, held, Vec::new());
+    }
+    let mut order: Vec<usize> = (0..n).collect();
+    order.shuffle(&mut ChaCha8Rng::seed_from_u64(seed ^ 0x7465_7374));
+    // At least one example left for training and one for the held-out split.
+    let tested = ((test * n as f64).ceil() as usize).clamp(1, n - 2);
+    let (t, rest) = order.split_at(tested);
+    let mut rest = rest.to_vec();
+    rest.sort_unstable();
+    let (train, held) = split(rest.len(), holdout, seed);
+    let mut test = t.to_vec();
+    test.sort_unstable();
+    (train.iter().map(|&i| rest[i]).collect(), held.iter().map(|&i| rest[i]).collect(), test)
+}
+
+/// One cluster per distinct value (an item field such as `source`, the
+/// dataset an example comes from), numbered by first appearance.
+pub fn cluster_by_value(values: &[String]) -> Vec<usize> {
+    let mut numbers: BTreeMap<&str, usize> = BTreeMap::new();
+    values
+        .iter()
+        .map(|v| {
+            let next = numbers.len();
+            *numbers.entry(v.as_str()).or_insert(next)
+        })
+        .collect()
 }
 
 fn words(text: &str) -> impl Iterator<Item = String> + '_ {
@@ -168,6 +205,26 @@ mod tests {
         assert_eq!(split(10, 0.3, 1), (t, h));
         assert_ne!(split(10, 0.3, 1).1, split(10, 0.3, 2).1);
         assert_eq!(split(1, 0.3, 1), (vec![0], vec![]));
+    }
+
+    #[test]
+    fn the_test_split_is_apart_from_training_and_held_out() {
+        let (train, held, test) = split_three(10, 0.3, 0.2, 4);
+        assert_eq!(test.len(), 2);
+        assert_eq!(train.len() + held.len() + test.len(), 10);
+        let all: BTreeSet<usize> = train.iter().chain(&held).chain(&test).copied().collect();
+        assert_eq!(all.len(), 10, "disjoint");
+        assert!(!held.is_empty() && !train.is_empty());
+        assert_eq!(split_three(10, 0.3, 0.2, 4), (train, held, test));
+        // No test split: the two-way split as before.
+        let (t, h) = split(10, 0.3, 4);
+        assert_eq!(split_three(10, 0.3, 0.0, 4), (t, h, vec![]));
+    }
+
+    #[test]
+    fn clusters_by_value_follow_first_appearance() {
+        let v = ["nq", "hotpot", "nq", "topiocqa", "hotpot"].map(String::from);
+        assert_eq!(cluster_by_value(&v), [0, 1, 0, 2, 1]);
     }
 
     #[test]

@@ -4,6 +4,10 @@
 //! - `accuracy` (binary labels): the share of examples where the judge's score,
 //!   cut at the middle of the scale (≥ middle is positive), matches the label.
 //! - `auc` (binary labels): ROC AUC of the judge's scores against the labels.
+//! - `pearson` (graded labels): Pearson r of the judge's scores and the
+//!   labels (the STS-B metric the prompt-optimisation paper reports); no
+//!   score when fewer than two examples were judged or either side is
+//!   constant.
 //!
 //! Examples the judge failed on (no readable score) are left out of S and
 //! counted apart; S of no judged example is no score, with the reason.
@@ -18,15 +22,17 @@ pub enum Objective {
     Agreement,
     Accuracy,
     Auc,
+    Pearson,
 }
 
 impl Objective {
-    pub const NAMES: [&str; 3] = ["agreement", "accuracy", "auc"];
+    pub const NAMES: [&str; 4] = ["agreement", "accuracy", "auc", "pearson"];
     pub fn as_str(self) -> &'static str {
         match self {
             Objective::Agreement => "agreement",
             Objective::Accuracy => "accuracy",
             Objective::Auc => "auc",
+            Objective::Pearson => "pearson",
         }
     }
     pub fn parse(s: &str) -> Option<Self> {
@@ -34,6 +40,7 @@ impl Objective {
             "agreement" => Some(Objective::Agreement),
             "accuracy" => Some(Objective::Accuracy),
             "auc" => Some(Objective::Auc),
+            "pearson" => Some(Objective::Pearson),
             _ => None,
         }
     }
@@ -46,9 +53,18 @@ impl Objective {
             Objective::Agreement
         }
     }
+    /// The paper's metric for these labels: ROC AUC when every label is one
+    /// end of the scale (Instruct-QA's correct / wrong), Pearson r otherwise
+    /// (STS-B's graded similarity).
+    pub fn paper(labels: &[f64], scale: &Scale) -> Self {
+        match Self::auto(labels, scale) {
+            Objective::Accuracy => Objective::Auc,
+            _ => Objective::Pearson,
+        }
+    }
     /// Why this objective cannot score these labels, if it cannot.
     pub fn check(self, labels: &[f64], scale: &Scale) -> Result<(), String> {
-        if self != Objective::Agreement
+        if matches!(self, Objective::Accuracy | Objective::Auc)
             && let Some(l) = labels.iter().find(|&&l| l != scale.min && l != scale.max)
         {
             return Err(format!(
@@ -82,6 +98,10 @@ pub fn score(objective: Objective, pairs: &[(Option<f64>, f64)], scale: &Scale) 
             let scores: Vec<f64> = judged.iter().map(|(j, _)| *j).collect();
             crate::stats::auc::roc_auc(&truth, &scores).map_err(|e| format!("ROC AUC: {e}"))
         }
+        Objective::Pearson => {
+            let (judge, human): (Vec<f64>, Vec<f64>) = judged.into_iter().unzip();
+            crate::stats::correlation::pearson(&judge, &human).map(|c| c.value).map_err(|e| format!("Pearson r: {e}"))
+        }
     }
 }
 
@@ -110,6 +130,21 @@ mod tests {
     fn nothing_judged_is_no_score() {
         assert!(score(Objective::Agreement, &[(None, 1.0)], &UNIT).unwrap_err().contains("no example"));
         assert!(score(Objective::Auc, &[(Some(1.0), 1.0)], &UNIT).is_err());
+    }
+
+    #[test]
+    fn pearson_correlates_and_needs_spread() {
+        let five = Scale { min: 1.0, max: 5.0 };
+        let pairs = [(Some(1.0), 1.0), (Some(3.0), 2.0), (Some(5.0), 3.0), (None, 5.0)];
+        assert!((score(Objective::Pearson, &pairs, &five).unwrap() - 1.0).abs() < 1e-12);
+        let turned = [(Some(5.0), 1.0), (Some(3.0), 2.0), (Some(1.0), 3.0)];
+        assert!((score(Objective::Pearson, &turned, &five).unwrap() + 1.0).abs() < 1e-12);
+        // A constant judge correlates with nothing.
+        assert!(score(Objective::Pearson, &[(Some(3.0), 1.0), (Some(3.0), 5.0)], &five).is_err());
+        assert_eq!(Objective::parse("pearson"), Some(Objective::Pearson));
+        assert!(Objective::Pearson.check(&[2.5], &five).is_ok());
+        assert_eq!(Objective::paper(&[1.0, 5.0], &five), Objective::Auc);
+        assert_eq!(Objective::paper(&[1.0, 2.5], &five), Objective::Pearson);
     }
 
     #[test]

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeSet;
 
-use super::log::{Decision, ExampleRef, OptEvent, OptKind, OptStatus, Pick, Split};
+use super::log::{Condition, Decision, ExampleRef, OptEvent, OptKind, OptStatus, Pick, Split};
 use super::prompt::JudgePrompt;
 use crate::panel::Scale;
 
@@ -55,6 +55,19 @@ pub struct Ended {
     pub chosen_by: String,
     pub output: Option<String>,
     pub error: Option<String>,
+    /// The chosen prompt's S on the test split.
+    pub test: Option<f64>,
+}
+
+/// A condition's S after the loop (on the test split, or the few-shot
+/// prompt's on the held-out split when there is none).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConditionView {
+    pub condition: Condition,
+    pub iteration: Option<u32>,
+    pub split: Split,
+    pub score: Option<f64>,
+    pub error: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -70,6 +83,10 @@ pub struct OptView {
     pub scale: Scale,
     pub train: Vec<ExampleRef>,
     pub holdout: Vec<String>,
+    /// Test split ids (judged after the loop only).
+    pub test: Vec<String>,
+    pub cluster_by: Option<String>,
+    pub conditions: Vec<ConditionView>,
     pub models: Vec<(String, String)>,
     pub iterations: Vec<IterView>,
     pub pinned: BTreeSet<String>,
@@ -138,8 +155,12 @@ impl OptView {
                 holdout,
                 models,
                 review,
+                test,
+                cluster_by,
                 ..
             } => {
+                self.test = test.clone();
+                self.cluster_by = cluster_by.clone();
                 self.run_id = run_id.clone();
                 self.panel = panel.clone();
                 self.data = data.clone();
@@ -255,7 +276,16 @@ impl OptView {
             OptKind::CallFailed { iteration, role, error } => {
                 self.notes.push(format!("iteration {iteration}: the {role} call failed: {error}"));
             }
-            OptKind::OptimizeEnded { status, reason, best, best_holdout, chosen_by, output, error } => {
+            OptKind::ConditionScored { condition, iteration, split, score, error, .. } => {
+                self.conditions.push(ConditionView {
+                    condition: *condition,
+                    iteration: *iteration,
+                    split: *split,
+                    score: *score,
+                    error: error.clone(),
+                });
+            }
+            OptKind::OptimizeEnded { status, reason, best, best_holdout, chosen_by, output, error, test } => {
                 self.waiting = Waiting::Nothing;
                 self.ended = Some(Ended {
                     status: *status,
@@ -265,6 +295,7 @@ impl OptView {
                     chosen_by: chosen_by.clone(),
                     output: output.clone(),
                     error: error.clone(),
+                    test: *test,
                 });
             }
         }

@@ -288,6 +288,22 @@ pub struct GenerationSettings {
     pub max_tokens: u32,
     #[serde(default, deserialize_with = "check::seed")]
     pub seed: Option<u64>,
+    /// Nucleus sampling for every call (0 < p ≤ 1); `None`: each provider's
+    /// default, and nothing is sent. Panel-wide, like the temperature: how
+    /// a model draws its tokens is not a protocol's business, except where a
+    /// paper fixes it (pairwise `sampling = "paper"`).
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "some_top_p")]
+    pub top_p: Option<f32>,
+}
+
+/// A nucleus share: above 0, at most 1.
+fn some_top_p<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<f32>, D::Error> {
+    let p = f64::deserialize(d)?;
+    if p > 0.0 && p <= 1.0 {
+        Ok(Some(p as f32))
+    } else {
+        Err(serde::de::Error::custom(format!("top_p {p} must be above 0 and at most 1")))
+    }
 }
 
 fn default_temperature() -> f32 {
@@ -299,7 +315,7 @@ fn default_max_tokens() -> u32 {
 
 impl Default for GenerationSettings {
     fn default() -> Self {
-        Self { temperature: default_temperature(), max_tokens: default_max_tokens(), seed: None }
+        Self { temperature: default_temperature(), max_tokens: default_max_tokens(), seed: None, top_p: None }
     }
 }
 
@@ -493,9 +509,11 @@ impl Panel {
         let mut out = Vec::new();
         if self.protocol.kind == Protocol::Pairwise {
             let votes = self.protocol.integer("votes");
+            // The paper's sampling puts every judge at temperature 0.
+            let paper = self.protocol.is("sampling", "paper");
             let cold: Vec<&str> = self
                 .agents()
-                .filter(|(_, a)| a.model.temperature.unwrap_or(self.generation.temperature) == 0.0)
+                .filter(|(_, a)| paper || a.model.temperature.unwrap_or(self.generation.temperature) == 0.0)
                 .map(|(_, a)| a.name.as_str())
                 .collect();
             if votes > 1 && !cold.is_empty() {
@@ -560,6 +578,7 @@ pub const BUNDLED_PANELS: &[(&str, &str)] = &[
     ("summary-roundtable-paper", include_str!("../../assets/panels/summary-roundtable-paper.toml")),
     ("pairwise-chateval", include_str!("../../assets/panels/pairwise-chateval.toml")),
     ("pairwise-roundtable", include_str!("../../assets/panels/pairwise-roundtable.toml")),
+    ("pairwise-summaries-paper", include_str!("../../assets/panels/pairwise-summaries-paper.toml")),
 ];
 
 /// Prefix of [`Panel::source`] for bundled panels (`bundled:storybook-qa`);

@@ -123,6 +123,7 @@ impl Ctx {
                 messages: fitted.messages,
                 max_tokens: fitted.max_tokens,
                 temperature: m.temperature,
+                top_p: None,
                 seed: m.seed,
                 response_schema: verdict.shared_schema(),
                 top_logprobs: None,

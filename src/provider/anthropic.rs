@@ -255,6 +255,8 @@ struct RequestBody<'a> {
     stream: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     temperature: Option<f32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    top_p: Option<f32>,
     /// Kept as written: the schema's property order is the tool input's field order.
     #[serde(skip_serializing_if = "Option::is_none")]
     tools: Option<Box<RawValue>>,
@@ -288,6 +290,10 @@ fn request_body<'a>(model: &'a str, request: &ChatRequest) -> Result<RequestBody
     }
     // The API accepts temperatures in 0..=1 only.
     let temperature = request.temperature.map(|t| t.clamp(0.0, 1.0));
+    // Recent models refuse a request that sets both: with a temperature the
+    // nucleus is left to the API's default (at temperature 0 it changes
+    // nothing anyway).
+    let top_p = request.top_p.filter(|_| temperature.is_none());
     Ok(RequestBody {
         model,
         max_tokens: request.max_tokens,
@@ -295,6 +301,7 @@ fn request_body<'a>(model: &'a str, request: &ChatRequest) -> Result<RequestBody
         messages,
         stream: true,
         temperature,
+        top_p,
         tools: None,
         tool_choice: None,
     })

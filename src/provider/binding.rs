@@ -13,11 +13,19 @@ pub struct Binding {
     pub provider: Arc<dyn Provider>,
     /// Model name; empty means the provider's default.
     pub model: String,
+    /// A nucleus (`top_p`) this participant's requests ask for, over the
+    /// panel's `[generation] top_p` (pairwise judges under the paper's
+    /// sampling); `None`: the panel's.
+    pub top_p: Option<f32>,
 }
 
 impl Binding {
     pub fn new(provider: Arc<dyn Provider>, model: impl Into<String>) -> Self {
-        Self { provider, model: model.into() }
+        Self { provider, model: model.into(), top_p: None }
+    }
+    /// This binding with its requests asking for the nucleus `top_p`.
+    pub fn with_top_p(self, top_p: Option<f32>) -> Self {
+        Self { top_p, ..self }
     }
     /// Provider name and effective model, as recorded in the session.
     pub fn model_ref(&self) -> ModelRef {

@@ -64,6 +64,9 @@ struct KeyMaterial<'a> {
     messages: &'a [ChatMessage],
     max_tokens: u32,
     temperature: Option<f32>,
+    /// Absent when not asked, so that keys of earlier requests still match.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    top_p: Option<f32>,
     seed: Option<u64>,
     response_schema: Option<&'a serde_json::Value>,
     /// Absent when not asked, so that keys of earlier requests still match.
@@ -108,6 +111,7 @@ impl ResponseCache {
             messages: &request.messages,
             max_tokens: request.max_tokens,
             temperature: request.temperature,
+            top_p: request.top_p,
             seed: request.seed,
             response_schema: request.response_schema.as_deref(),
             top_logprobs: request.top_logprobs,
@@ -300,6 +304,7 @@ mod tests {
             ChatRequest { model: "other".into(), ..base.clone() },
             ChatRequest { seed: Some(1), ..base.clone() },
             ChatRequest { temperature: Some(0.5), ..base.clone() },
+            ChatRequest { top_p: Some(0.1), ..base.clone() },
             ChatRequest { max_tokens: 7, ..base.clone() },
             ChatRequest { messages: vec![ChatMessage::user("hi!")], ..base.clone() },
         ];

@@ -85,6 +85,11 @@ pub struct ChatRequest {
     /// Always sent: some servers otherwise generate until the context is full.
     pub max_tokens: u32,
     pub temperature: Option<f32>,
+    /// Nucleus sampling: draw only from the most likely tokens whose
+    /// probabilities add up to this share (0 < p ≤ 1). `None`: the
+    /// provider's own default, and nothing is sent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub top_p: Option<f32>,
     pub seed: Option<u64>,
     /// A JSON schema the reply's evaluation must follow, for backends that can
     /// constrain their output (the local model). Others ignore it. Shared:
@@ -127,6 +132,7 @@ impl ChatRequest {
             messages,
             max_tokens: 1024,
             temperature: None,
+            top_p: None,
             seed: None,
             response_schema: None,
             top_logprobs: None,

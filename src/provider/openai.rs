@@ -289,6 +289,7 @@ impl OpenAiProvider {
             stream_options: with_options.then_some(StreamOptions { include_usage: true }),
             max_tokens: request.max_tokens,
             temperature: request.temperature,
+            top_p: request.top_p,
             seed: request.seed,
             logprobs: self.config.top_logprobs.or(request.top_logprobs).map(|_| true),
             top_logprobs: self.config.top_logprobs.or(request.top_logprobs),
@@ -353,6 +354,8 @@ struct RequestBody<'a> {
     max_tokens: u32,
     #[serde(skip_serializing_if = "Option::is_none")]
     temperature: Option<f32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    top_p: Option<f32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     seed: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]

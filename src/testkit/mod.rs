@@ -63,7 +63,7 @@ pub fn panel(protocol: Protocol, groups: &[(&str, &[&str])]) -> Panel {
             model: ModelSettings::default(),
         },
         consensus: ConsensusSettings { rule: ConsensusRule::Range, tolerance: 0.0, max_rounds: 3 },
-        generation: GenerationSettings { temperature: 0.0, max_tokens: 200, seed: Some(7) },
+        generation: GenerationSettings { temperature: 0.0, max_tokens: 200, seed: Some(7), top_p: None },
         model: ModelSettings::default(),
         aggregator: ModelSettings::default(),
         final_judge: ModelSettings::default(),

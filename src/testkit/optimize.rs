@@ -109,5 +109,6 @@ pub fn config(provider: Arc<dyn crate::provider::Provider>, max_iter: u32, revie
         review,
         author: "tester".into(),
         output: None,
+        design: Default::default(),
     }
 }

@@ -129,6 +129,31 @@ async fn streams_text_with_pings_and_sends_the_right_request() {
     assert_eq!(roles, ["user", "assistant", "user"]);
 }
 
+/// `top_p` reaches the Messages API when asked without a temperature; with
+/// one, only the temperature goes (recent models refuse both at once).
+#[tokio::test]
+async fn top_p_is_sent_in_the_request_body_unless_a_temperature_is() {
+    let server = TestServer::start().await.unwrap();
+    server.push(full_stream(&["ok"]));
+    server.push(full_stream(&["ok"]));
+    let p = provider(&server, None);
+    let mut nucleus = request();
+    nucleus.temperature = None;
+    nucleus.top_p = Some(0.1);
+    let mut both = request();
+    both.top_p = Some(0.1);
+    for r in [&nucleus, &both] {
+        let (tx, _rx) = mpsc::unbounded_channel();
+        p.stream(r, &tx, &CancellationToken::new()).await.expect("success");
+    }
+    let bodies: Vec<serde_json::Value> = server.requests().iter().map(|r| r.body_json().unwrap()).collect();
+    let top_p = bodies[0]["top_p"].as_f64().expect("top_p in the body");
+    assert!((top_p - 0.1).abs() < 1e-6, "{}", bodies[0]);
+    assert!(bodies[0].get("temperature").is_none());
+    assert!(bodies[1].get("top_p").is_none(), "{}", bodies[1]);
+    assert!((bodies[1]["temperature"].as_f64().unwrap() - 0.2).abs() < 1e-6);
+}
+
 #[tokio::test]
 async fn frames_split_at_every_offset_still_parse() {
     let server = TestServer::start().await.unwrap();

@@ -270,6 +270,24 @@ async fn bearer_auth_with_key_and_optional_fields_left_out() {
     assert_eq!(body["max_tokens"], 1024, "max_tokens is always sent");
     assert!(body.get("temperature").is_none());
     assert!(body.get("seed").is_none());
+    assert!(body.get("top_p").is_none(), "top_p is sent only when asked");
+}
+
+/// A request's nucleus (MASA's judges sample at temperature 0, top_p 0.1)
+/// reaches the server beside the temperature.
+#[tokio::test]
+async fn top_p_is_sent_in_the_request_body() {
+    let server = server().await;
+    server.push(Reply::openai_stream(&["x"], Some((1, 1))));
+    let mut request = request();
+    request.temperature = Some(0.0);
+    request.top_p = Some(0.1);
+    let (result, _) = stream_once(&provider(&server), &request).await;
+    result.expect("stream succeeds");
+    let body = server.requests()[0].body_json().expect("JSON body");
+    assert_eq!(body["temperature"], 0.0);
+    let top_p = body["top_p"].as_f64().expect("top_p in the body");
+    assert!((top_p - 0.1).abs() < 1e-6, "{body}");
 }
 
 #[tokio::test]

@@ -82,6 +82,7 @@ impl Run {
             messages: fitted.messages,
             max_tokens: fitted.max_tokens,
             temperature: spec.turn.sampling.0,
+            top_p: spec.turn.binding.top_p.or(self.panel.generation.top_p),
             seed: Some(self.config.seed),
             response_schema: spec.schema,
             top_logprobs: spec.top_logprobs,

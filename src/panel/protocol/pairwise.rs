@@ -13,7 +13,9 @@ pub(super) const SPEC: ProtocolSpec = ProtocolSpec {
             key: "votes",
             kind: SettingKind::Integer { min: 1, max: 25, default: 1 },
             about: "independent verdicts per judge and order; a label needs more than half of them, else tie",
-            paper: Paper::AsDefault,
+            // MASA votes over "multiple independent runs" without saying how
+            // many: 3 is the fewest where a majority means something.
+            paper: Paper::Integer(3),
         },
         SettingSpec {
             key: "swap",
@@ -43,13 +45,29 @@ pub(super) const SPEC: ProtocolSpec = ProtocolSpec {
             key: "candidate_name",
             kind: SettingKind::Text { default: "Summary" },
             about: "what the judges call the candidates: \"Summary A\" and \"Summary B\"",
-            paper: Paper::AsDefault,
+            paper: Paper::Any,
         },
         SettingSpec {
             key: "reply_tokens",
             kind: SettingKind::Integer { min: 32, max: 4096, default: 256 },
             about: "reply length of a verdict: a few sentences of reasoning, then the JSON verdict",
-            paper: Paper::AsDefault,
+            // MASA's evaluators: max_new_tokens 612 (its Table 1).
+            paper: Paper::Integer(612),
+        },
+        SettingSpec {
+            key: "prompt",
+            kind: SettingKind::Choice { options: &["baseline", "enhanced"], default: "baseline" },
+            about: "the judges' instructions: baseline (the criteria and a word against position bias) or enhanced \
+                    (operational definitions, facts checked first, invented content sought, step-by-step reasoning, \
+                    a stated confidence)",
+            paper: Paper::Text("enhanced"),
+        },
+        SettingSpec {
+            key: "sampling",
+            kind: SettingKind::Choice { options: &["panel", "paper"], default: "panel" },
+            about: "the judges' sampling: the panel's (temperature and top_p of [generation] or the judge's own) or \
+                    the paper's evaluators' (temperature 0, top_p 0.1)",
+            paper: Paper::Text("paper"),
         },
     ],
     order: SpeakerOrder::Independent,

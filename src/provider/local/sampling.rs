@@ -17,12 +17,15 @@ pub(super) struct Sampling {
 impl Sampling {
     pub(super) fn new(model: &LlamaModel, request: &ChatRequest) -> Self {
         let temperature = request.temperature.unwrap_or(0.0);
+        // The request's nucleus, else the chain's own 0.95; greedy decoding
+        // (temperature 0) has no nucleus to narrow.
+        let top_p = request.top_p.unwrap_or(0.95);
         let seed = request.seed.map(|s| (s ^ (s >> 32)) as u32).unwrap_or_else(rand::random);
         let pick = |seed: u32| {
             if temperature > 0.0 {
                 vec![
                     LlamaSampler::top_k(40),
-                    LlamaSampler::top_p(0.95, 1),
+                    LlamaSampler::top_p(top_p, 1),
                     LlamaSampler::min_p(0.05, 1),
                     LlamaSampler::temp(temperature),
                     LlamaSampler::dist(seed),

@@ -277,6 +277,7 @@ fn draw_examples(f: &mut Frame, s: &OptScreen, theme: &Theme, area: Rect, it: Op
                 Split::Picked if s.view.pinned.contains(&r.id) => "pinned",
                 Split::Picked => "picked",
                 Split::Holdout => "held-out",
+                Split::Test => "test",
             };
             let (judge, gap) = match r.judge {
                 Some(j) => (num(j), num((j - r.human).abs())),

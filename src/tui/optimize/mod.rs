@@ -308,7 +308,7 @@ impl OptScreen {
                 self.info("stopping with the best held-out prompt");
             }
             Action::PinExample | Action::ReplaceExample => match self.selected_example() {
-                Some((_, Split::Holdout)) => self.error("held-out examples are never drawn"),
+                Some((_, Split::Holdout | Split::Test)) => self.error("held-out and test examples are never drawn"),
                 Some((id, Split::Picked)) => {
                     if action == Action::ReplaceExample {
                         self.send(OptCommand::Drop(id));

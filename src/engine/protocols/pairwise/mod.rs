@@ -13,7 +13,10 @@
 //!   Which pairs are compared: each system against one reference system
 //!   (n−1 comparisons) or all pairs (n(n−1)/2), with a ranking from win
 //!   rates.
-//! - [`prompts`]: one judge's request for one order of one pair.
+//! - [`prompts`]: one judge's request for one order of one pair, under the
+//!   baseline or the enhanced instructions (the panel's `prompt`). With
+//!   `sampling = "paper"` the judges sample as the paper's evaluators
+//!   (temperature 0, top_p 0.1), whatever the panel's `[generation]` says.
 //!
 //! - [`human`]: a person's part, through commands: settle a tie or a flip,
 //!   cast an extra vote, abstain, and (blind runs) give their own label
@@ -43,6 +46,10 @@ use crate::item::Candidate;
 use crate::provider::ProviderError;
 use crate::session::event::{EventKind, Phase, Role};
 use crate::session::pairwise::{PairRef, RankEntry};
+
+/// The judges' temperature and top_p under `sampling = "paper"`: MASA's
+/// evaluators (GPT-4 and the open models it compared, its Table 1).
+pub const PAPER_SAMPLING: (f32, f32) = (0.0, 0.1);
 
 /// One turn to take: a judge, a pair, an order and a vote.
 #[derive(Clone, Copy, Debug)]
@@ -300,7 +307,15 @@ async fn judge_one(
         let a = &st.agents[job.judge];
         (a.name.clone(), a.group.clone(), a.spec.clone())
     };
+    // The paper's sampling replaces the panel's temperature and top_p.
+    let paper_sampling = run.panel.protocol.is("sampling", "paper");
+    let (temperature, top_p) = if paper_sampling {
+        (Some(PAPER_SAMPLING.0), Some(PAPER_SAMPLING.1))
+    } else {
+        (run.agent_sampling(&spec).0, None)
+    };
     let binding = run.config.bindings.for_agent(&name).clone();
+    let binding = if paper_sampling { binding.with_top_p(top_p) } else { binding };
     let noun = run.panel.protocol.text("candidate_name").trim().to_string();
     let noun = if noun.is_empty() { "Summary".to_string() } else { noun };
     let (a, b) = if job.swapped { (&cands[k], &cands[i]) } else { (&cands[i], &cands[k]) };
@@ -311,6 +326,7 @@ async fn judge_one(
         &noun,
         (&a.text, &b.text),
         &verdict.instructions(),
+        prompts::Guidance::of(&run.panel),
     );
     let reply_tokens = u32::try_from(run.panel.protocol.integer("reply_tokens")).unwrap_or(256);
     let pair = PairRef { first: cands[i].id.clone(), second: cands[k].id.clone(), swapped: job.swapped };
@@ -321,7 +337,7 @@ async fn judge_one(
         round: Some(job.vote),
         role: Role::Agent,
         binding: &binding,
-        sampling: (run.agent_sampling(&spec).0, reply_tokens),
+        sampling: (temperature, reply_tokens),
         cancel: &run.stop,
         dimension: None,
         pair: Some(&pair),
