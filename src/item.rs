@@ -58,6 +58,7 @@ impl Item {
 pub const BUNDLED_ITEMS: &[(&str, &str)] = &[
     ("storybook-qa", include_str!("../assets/items/storybook-qa.jsonl")),
     ("summary-collab", include_str!("../assets/items/summary-collab.jsonl")),
+    ("summary-collab-paper", include_str!("../assets/items/summary-collab.jsonl")),
     // G-Eval's single judge scores the same summaries.
     ("summary-geval", include_str!("../assets/items/summary-collab.jsonl")),
     ("summary-chateval", include_str!("../assets/items/summary-collab.jsonl")),

@@ -548,6 +548,7 @@ pub const DEFAULT_PANEL: &str = "storybook-qa";
 pub const BUNDLED_PANELS: &[(&str, &str)] = &[
     ("storybook-qa", include_str!("../../assets/panels/storybook-qa.toml")),
     ("summary-collab", include_str!("../../assets/panels/summary-collab.toml")),
+    ("summary-collab-paper", include_str!("../../assets/panels/summary-collab-paper.toml")),
     ("summary-geval", include_str!("../../assets/panels/summary-geval.toml")),
     ("summary-chateval", include_str!("../../assets/panels/summary-chateval.toml")),
     ("summary-roundtable", include_str!("../../assets/panels/summary-roundtable.toml")),
