@@ -323,6 +323,16 @@ async fn a_paper_run_logs_its_criteria_and_the_log_reads_back() {
         checked.contains("\"agreed\":{\"grammar\":4.0}") && checked.contains("\"open\":[\"relevance\"]"),
         "{checked}"
     );
+    // The transcript printer says where the criteria stand.
+    let out =
+        std::process::Command::new(env!("CARGO_BIN_EXE_moot")).args(["sessions", "show"]).arg(&path).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("≈ Evaluators after the first evaluations: agreed grammar 4; still discussed: relevance"),
+        "{text}"
+    );
+    assert!(text.contains("to the final judge: relevance (nobody changed their score in round 1)"), "{text}");
 }
 
 /// The bundled paper panel with its final judge bound to a model of its own,
