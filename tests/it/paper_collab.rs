@@ -53,9 +53,10 @@ fn three_criteria(preset: Preset) -> Panel {
     p
 }
 
-fn criteria_checks(
-    events: &[moot::session::Event],
-) -> Vec<(u32, Vec<String>, BTreeMap<String, f64>, Vec<String>, Vec<String>)> {
+/// One `criteria_checked`: round, checked, agreed, open, left to the judge.
+type Check = (u32, Vec<String>, BTreeMap<String, f64>, Vec<String>, Vec<String>);
+
+fn criteria_checks(events: &[moot::session::Event]) -> Vec<Check> {
     events
         .iter()
         .filter_map(|e| match &e.kind {

@@ -172,11 +172,9 @@ impl Criteria<'_> {
         let now = snapshot(run, group, &self.all);
         let mut open = Vec::new();
         for k in &checked {
-            if outcome.agrees(k) {
-                if let Some(value) = agreed_value(&now, k) {
-                    self.agreed.insert(k.clone(), (value, round));
-                    continue;
-                }
+            if let Some(value) = agreed_value(&now, k).filter(|_| outcome.agrees(k)) {
+                self.agreed.insert(k.clone(), (value, round));
+                continue;
             }
             if round > 0 && round >= self.max_rounds {
                 let rounds = if round == 1 { "1 round".to_string() } else { format!("{round} rounds") };
