@@ -397,3 +397,33 @@ async fn the_final_judge_runs_on_the_model_the_panel_binds_it_to() {
     let view = SessionView::from_events(&events);
     assert_eq!(view.aggregate.as_ref().unwrap().scores["coherence"], 3.0);
 }
+
+#[tokio::test]
+async fn a_stop_settles_the_open_criteria_by_the_mean_without_a_final_judgment() {
+    // grammar is agreed at once; relevance is apart and its round hangs until a person stops it.
+    let provider = scripted(|req, _| {
+        if round_of(req).is_some() {
+            return ScriptedReply::Slow(reply(&[("grammar", 4), ("relevance", 4)]), std::time::Duration::from_secs(30));
+        }
+        match speaker(req).as_str() {
+            "Ann" => reply(&[("grammar", 4), ("relevance", 2), ("overall", 3)]).into(),
+            _ => reply(&[("grammar", 4), ("relevance", 3), ("overall", 3)]).into(),
+        }
+    });
+    let mut p = panel(Protocol::CollabEval, GROUP);
+    p.protocol = ProtocolSection::paper(Protocol::CollabEval);
+    let mut session = Session::start(config(p, provider), None);
+    session
+        .wait_for(|e| matches!(&e.kind, EventKind::TurnStarted { phase: Phase::Discussion, role: Role::Agent, .. }))
+        .await;
+    session.send(moot::engine::Command::Stop { author: author() });
+    let (events, outcome) = session.finish().await;
+    assert_eq!(outcome.status, EndStatus::Stopped);
+    assert!(judged_criteria(&events).is_empty(), "no final judgment after a stop");
+    let view = SessionView::from_events(&events);
+    let agg = view.aggregate.as_ref().unwrap();
+    assert_eq!(agg.method.as_deref(), Some("per_criterion"));
+    assert_eq!(agg.scores["grammar"], 4.0);
+    assert!((agg.scores["relevance"] - 8.0 / 3.0).abs() < 1e-9, "{:?}", agg.scores);
+    assert!(agg.feedback.contains("mean of the latest scores (the discussion was stopped)"), "{}", agg.feedback);
+}
