@@ -60,6 +60,7 @@ pub const BUNDLED_ITEMS: &[(&str, &str)] = &[
     // MAJ-EVAL's paper preset judges the sample panel's items.
     ("storybook-qa-paper", include_str!("../assets/items/storybook-qa.jsonl")),
     ("summary-collab", include_str!("../assets/items/summary-collab.jsonl")),
+    ("summary-collab-paper", include_str!("../assets/items/summary-collab.jsonl")),
     // G-Eval's single judge scores the same summaries.
     ("summary-geval", include_str!("../assets/items/summary-collab.jsonl")),
     ("summary-chateval", include_str!("../assets/items/summary-collab.jsonl")),

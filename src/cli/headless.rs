@@ -414,6 +414,11 @@ impl<W: Write> Transcript<W> {
                     self.line(&format!("  ≈ {where_}: {verdict}: {}", said.join(", ")))?;
                 }
             }
+            EventKind::CriteriaChecked { .. } => {
+                if let Some(line) = event.kind.criteria_line() {
+                    self.line(&format!("  ≈ {line}"))?;
+                }
+            }
             EventKind::FinalEvaluations { group, evaluations, .. } => {
                 self.line(&p.dim(&format!("  final evaluations in {group}:")))?;
                 for (agent, ev) in evaluations {

@@ -7,6 +7,10 @@
 //! [`EPSILON`] of slack for floating-point noise. Agents without a score for a
 //! key are left out of that key; a key that fewer than two agents scored has
 //! spread 0 and agrees. A group with no agents never agrees.
+//!
+//! Each key's own verdict is kept too ([`ConsensusOutcome::agreed`]), for
+//! protocols that discuss every criterion to its own consensus (CollabEval's
+//! `scope = "per-criterion"`); [`agreed_value`] is then a criterion's result.
 
 use std::collections::BTreeMap;
 
@@ -22,6 +26,16 @@ pub struct ConsensusOutcome {
     /// Per key (dimensions and `overall`): max − min for `exact`/`range`, population stdev for `stdev`.
     pub spread: Scores,
     pub reached: bool,
+    /// The keys whose spread is within the limit, in the order checked; a
+    /// key nobody scored is agreed on by nobody.
+    pub agreed: Vec<String>,
+}
+
+impl ConsensusOutcome {
+    /// Whether the agents agree on `key`.
+    pub fn agrees(&self, key: &str) -> bool {
+        self.agreed.iter().any(|k| k == key)
+    }
 }
 
 /// Check `rule` over `scores` (agent → key → score) on `keys` (dimension keys plus `overall`).
@@ -37,6 +51,7 @@ pub fn check(
     };
     let mut reached = !scores.is_empty();
     let mut spread = Scores::new();
+    let mut agreed = Vec::new();
     for key in keys {
         let values: Vec<f64> = scores.values().filter_map(|s| s.get(key).copied()).filter(|v| v.is_finite()).collect();
         let s = if values.len() < 2 {
@@ -49,10 +64,24 @@ pub fn check(
         };
         if s > limit + EPSILON {
             reached = false;
+        } else if !values.is_empty() {
+            agreed.push(key.clone());
         }
         spread.insert(key.clone(), s);
     }
-    ConsensusOutcome { spread, reached }
+    ConsensusOutcome { spread, reached, agreed }
+}
+
+/// The result the agents agree on for `key`: their common score when they
+/// give the same one, else (a rule with a tolerance) the mean of their
+/// scores; none when nobody scored it.
+pub fn agreed_value(scores: &BTreeMap<String, Scores>, key: &str) -> Option<f64> {
+    let values: Vec<f64> = scores.values().filter_map(|s| s.get(key).copied()).filter(|v| v.is_finite()).collect();
+    let first = *values.first()?;
+    if values.iter().all(|v| (v - first).abs() <= EPSILON) {
+        return Some(first);
+    }
+    Some(values.iter().sum::<f64>() / values.len() as f64)
 }
 
 /// An evaluation's scores with `overall` added under its own key, as [`check`] expects them.
@@ -129,6 +158,22 @@ mod tests {
     }
 
     #[test]
+    fn each_key_has_its_own_verdict_and_an_agreed_value() {
+        // Same grammar, overall one apart: `exact` agrees on grammar alone.
+        let scores =
+            group(&[("a", &[("grammar", 4.0), ("overall", 4.0)]), ("b", &[("grammar", 4.0), ("overall", 3.0)])]);
+        let out = check(ConsensusRule::Exact, 0.0, &scores, &keys());
+        assert!(!out.reached);
+        assert_eq!(out.agreed, ["grammar"]);
+        assert!(out.agrees("grammar") && !out.agrees("overall"));
+        assert_eq!(agreed_value(&scores, "grammar"), Some(4.0), "the common score itself");
+        // Within a tolerance, the agreed value is the mean.
+        assert_eq!(check(ConsensusRule::Range, 1.0, &scores, &keys()).agreed, ["grammar", "overall"]);
+        assert_eq!(agreed_value(&scores, "overall"), Some(3.5));
+        assert_eq!(agreed_value(&scores, "relevance"), None);
+    }
+
+    #[test]
     fn missing_keys_are_skipped() {
         // Only one agent scored grammar: it agrees with spread 0; overall still counts.
         let scores = group(&[("a", &[("grammar", 1.0), ("overall", 3.0)]), ("b", &[("overall", 3.5)])]);
@@ -145,6 +190,7 @@ mod tests {
         let out = check(ConsensusRule::Range, 1.0, &BTreeMap::new(), &keys());
         assert!(!out.reached);
         assert_eq!(out.spread["grammar"], 0.0);
+        assert!(out.agreed.is_empty(), "nobody scored anything, so nothing is agreed on");
     }
 
     #[test]

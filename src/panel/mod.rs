@@ -574,6 +574,7 @@ pub const BUNDLED_PANELS: &[(&str, &str)] = &[
     ("pairwise-collab", include_str!("../../assets/panels/pairwise-collab.toml")),
     // Paper presets and pairwise variants (docs/papers.md).
     ("storybook-qa-paper", include_str!("../../assets/panels/storybook-qa-paper.toml")),
+    ("summary-collab-paper", include_str!("../../assets/panels/summary-collab-paper.toml")),
     ("summary-chateval-paper", include_str!("../../assets/panels/summary-chateval-paper.toml")),
     ("summary-roundtable-paper", include_str!("../../assets/panels/summary-roundtable-paper.toml")),
     ("pairwise-chateval", include_str!("../../assets/panels/pairwise-chateval.toml")),

@@ -30,6 +30,7 @@ mod pairwise;
 mod pairwise_report;
 mod panel_item_loading;
 mod paper_chateval;
+mod paper_collab;
 mod paper_maj_eval;
 mod paper_pairwise;
 mod personas;

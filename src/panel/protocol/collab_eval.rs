@@ -1,4 +1,8 @@
 //! What CollabEval declares: its roles, settings and speaker order.
+//!
+//! The final judge is a role of its own, so that a panel can bind it to a
+//! stronger model than the evaluators' (`[final_judge]` or
+//! `[roles.final_judge]` with `provider` and `model`), as the paper does.
 
 use super::*;
 
@@ -14,6 +18,22 @@ pub(super) const SPEC: ProtocolSpec = ProtocolSpec {
             about: "scores: rate the item's content; pairwise: say which of the item's two candidates is better \
                     (A, B or tie), and agree on that label",
             paper: Paper::AsDefault,
+        },
+        SettingSpec {
+            key: "consensus",
+            kind: SettingKind::Choice { options: &["panel", "same"], default: "panel" },
+            about: "scores mode: when the evaluators agree. panel: the panel's [consensus] rule and tolerance, over \
+                    every dimension and overall; same: every evaluator gives the same score (dimensions only; \
+                    overall need not agree)",
+            paper: Paper::Text("same"),
+        },
+        SettingSpec {
+            key: "scope",
+            kind: SettingKind::Choice { options: &["all", "per-criterion"], default: "all" },
+            about: "scores mode: all: one discussion until the whole evaluation agrees, one final judgment; \
+                    per-criterion: each dimension is discussed to its own consensus, in its own rounds (only the \
+                    dimensions still without one are discussed), with its own final judgment",
+            paper: Paper::Text("per-criterion"),
         },
         SettingSpec {
             key: "candidate_name",

@@ -126,6 +126,26 @@ pub enum EventKind {
         #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
         labels: BTreeMap<String, String>,
     },
+    /// CollabEval with every criterion discussed to its own consensus
+    /// (`scope = "per-criterion"`): where the criteria stand after the
+    /// consensus check of `round` (0: the first evaluations). Follows that
+    /// check's `consensus_checked`, whose scores and spread are those of the
+    /// checked criteria.
+    CriteriaChecked {
+        group: String,
+        round: u32,
+        /// The criteria this check was about: those discussed up to it.
+        checked: Vec<String>,
+        /// Every criterion agreed on so far, with the result agreed on.
+        #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+        agreed: BTreeMap<String, f64>,
+        /// The criteria the next round discusses.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        open: Vec<String>,
+        /// Every criterion left to the final judge so far, with why its discussion ended.
+        #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+        to_judge: BTreeMap<String, String>,
+    },
     /// An agent's evaluation that stands as its final one for the group, after the debate.
     FinalEvaluations {
         group: String,
@@ -424,6 +444,28 @@ pub enum EventKind {
 }
 
 impl EventKind {
+    /// What a `criteria_checked` event says, in one line: `Reviewers after
+    /// round 1: agreed coherence 4; still discussed: relevance; to the final
+    /// judge: fluency (…)`. None for other events.
+    pub fn criteria_line(&self) -> Option<String> {
+        let EventKind::CriteriaChecked { group, round, agreed, open, to_judge, .. } = self else { return None };
+        let when = if *round == 0 { "after the first evaluations".to_string() } else { format!("after round {round}") };
+        let mut parts = Vec::new();
+        if !agreed.is_empty() {
+            let num = |v: f64| if v.fract() == 0.0 { format!("{v:.0}") } else { format!("{v:.2}") };
+            let list: Vec<String> = agreed.iter().map(|(k, v)| format!("{k} {}", num(*v))).collect();
+            parts.push(format!("agreed {}", list.join(", ")));
+        }
+        if !open.is_empty() {
+            parts.push(format!("still discussed: {}", open.join(", ")));
+        }
+        if !to_judge.is_empty() {
+            let list: Vec<String> = to_judge.iter().map(|(k, why)| format!("{k} ({why})")).collect();
+            parts.push(format!("to the final judge: {}", list.join(", ")));
+        }
+        Some(format!("{group} {when}: {}", parts.join("; ")))
+    }
+
     /// The `type` tag of this event.
     pub fn type_name(&self) -> &'static str {
         match self {
@@ -436,6 +478,7 @@ impl EventKind {
             EventKind::TurnCompleted { .. } => "turn_completed",
             EventKind::TurnFailed { .. } => "turn_failed",
             EventKind::ConsensusChecked { .. } => "consensus_checked",
+            EventKind::CriteriaChecked { .. } => "criteria_checked",
             EventKind::FinalEvaluations { .. } => "final_evaluations",
             EventKind::HumanComment { .. } => "human_comment",
             EventKind::ScoreOverridden { .. } => "score_overridden",

@@ -22,7 +22,8 @@ pub use payload::{
 /// version 3 adds pairwise judging's events and the result's `ranking`;
 /// version 4 adds the protocol's `preset` and the run's `departures` from
 /// its paper to `session_started` (for an earlier log they are read from
-/// its recorded panel, whose settings then all took moot's defaults).
+/// its recorded panel, whose settings then all took moot's defaults), and
+/// CollabEval's `criteria_checked`.
 /// Every earlier version still loads.
 pub const SCHEMA_VERSION: u32 = 4;
 

@@ -230,6 +230,11 @@ impl SessionView {
                     rule: rule.clone(),
                 });
             }
+            EventKind::CriteriaChecked { .. } => {
+                if let Some(text) = event.kind.criteria_line() {
+                    self.timeline.push(TimelineEntry::Note { text, human: false });
+                }
+            }
             EventKind::FinalEvaluations { group, evaluations, turns } => {
                 for (name, ev) in evaluations {
                     if let Some(a) = self.agent_mut(name) {

@@ -2,25 +2,93 @@
 //! of discussion in a seeded shuffled order, and a final judge when the
 //! evaluators do not converge. In its pairwise mode ([`pairwise`]) the
 //! evaluators compare two candidates and agree on a label instead.
+//!
+//! When the evaluators agree is the `consensus` setting ([`Agreement`]): the
+//! panel's `[consensus]` rule, or the same score from everyone (the paper's).
+//! What must agree is the `scope` setting: the whole evaluation at once (one
+//! discussion, one final judgment), or each criterion to its own consensus
+//! ([`criteria`], the paper's).
 
+mod criteria;
 mod pairwise;
+
+use std::collections::BTreeMap;
 
 use futures::future::join_all;
 
 use super::initial_phase;
+use crate::engine::consensus::{self, ConsensusOutcome};
 use crate::engine::discussion::{self, Floor, Order, Turn};
 use crate::engine::prompts::{self, HistoryEntry};
 use crate::engine::runtime::{Run, Spoken, eval_scores};
 use crate::engine::trim::Prompt;
+use crate::panel::ConsensusRule;
 use crate::provider::ChatMessage;
 use crate::session::event::{EventKind, Phase, Role, Scores};
 
 /// How a group's discussion ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 enum Outcome {
     Consensus,
     Judged,
     Mean,
+    /// Criteria discussed apart: how the group's result was formed
+    /// (`consensus`, `final_judge`, `mean`, or `per_criterion` for a mix) and
+    /// what became of each criterion.
+    Criteria { method: &'static str, note: String },
+}
+
+/// When CollabEval's evaluators agree (the `consensus` setting).
+pub(super) struct Agreement {
+    rule: ConsensusRule,
+    tolerance: f64,
+    /// The rule as `consensus_checked` names it.
+    label: String,
+    /// Whether `overall` must agree besides the dimensions (the panel's rule covers it).
+    overall: bool,
+}
+
+impl Agreement {
+    fn of(run: &Run) -> Self {
+        if run.panel.protocol.is("consensus", "same") {
+            return Agreement { rule: ConsensusRule::Exact, tolerance: 0.0, label: "same score".into(), overall: false };
+        }
+        let c = &run.panel.consensus;
+        Agreement {
+            rule: c.rule,
+            tolerance: c.tolerance,
+            label: format!("{} ≤ {}", c.rule.as_str(), prompts::fmt_num(c.tolerance)),
+            overall: true,
+        }
+    }
+
+    /// The keys a check of the whole evaluation covers: every dimension,
+    /// and `overall` under the panel's rule.
+    fn keys(&self, run: &Run) -> Vec<String> {
+        let mut keys = run.panel.dimension_keys();
+        if self.overall && !keys.iter().any(|k| k == "overall") {
+            keys.push("overall".into());
+        }
+        keys
+    }
+}
+
+/// Check and record whether `group` agrees on `keys` (`round` 0: the first
+/// evaluations); the recorded scores are those of `keys`.
+fn check(run: &Run, group: &str, round: u32, agreement: &Agreement, keys: &[String], rule: String) -> ConsensusOutcome {
+    let scores = snapshot(run, group, keys);
+    let scores: BTreeMap<String, Scores> = scores.into_iter().filter(|(_, s)| !s.is_empty()).collect();
+    let outcome = consensus::check(agreement.rule, agreement.tolerance, &scores, keys);
+    run.emit(EventKind::ConsensusChecked {
+        group: Some(group.to_string()),
+        round: Some(round),
+        scores,
+        spread: outcome.spread.clone(),
+        reached: outcome.reached,
+        rule,
+        labels: BTreeMap::new(),
+    });
+    outcome
 }
 
 pub(crate) async fn run(run: &Run) {
@@ -45,6 +113,7 @@ pub(crate) async fn run(run: &Run) {
             Outcome::Mean => {
                 ("mean", format!("{}: no consensus and no final judgment; mean of the latest evaluations.", g.name))
             }
+            Outcome::Criteria { method, note } => (method, format!("{}: {note}", g.name)),
         };
         let empty = run.base_result(&run.state(), Some(&g.name)).is_empty();
         let note = if empty { format!("{}: no result: no readable evaluation.", g.name) } else { note };
@@ -64,21 +133,30 @@ pub(crate) async fn run(run: &Run) {
     run.state().finished = true;
 }
 
-fn snapshot(run: &Run, group: &str) -> std::collections::BTreeMap<String, Scores> {
+/// Each of the group's agents' latest scores on `keys` (none for an agent without an evaluation).
+fn snapshot(run: &Run, group: &str, keys: &[String]) -> BTreeMap<String, Scores> {
     let st = run.state();
     st.agents
         .iter()
         .filter(|a| a.group == group)
-        .map(|a| (a.name.clone(), a.progress.latest.as_ref().map(eval_scores).unwrap_or_default()))
+        .map(|a| {
+            let scores = a.progress.latest.as_ref().map(eval_scores).unwrap_or_default();
+            (a.name.clone(), scores.into_iter().filter(|(k, _)| keys.contains(k)).collect())
+        })
         .collect()
 }
 
 async fn discuss(run: &Run, group: &str) -> Outcome {
-    if run.check_consensus(group, Some(0)) {
+    let agreement = Agreement::of(run);
+    if run.panel.protocol.is("scope", "per-criterion") {
+        return criteria::discuss(run, group, &agreement).await;
+    }
+    let keys = agreement.keys(run);
+    if check(run, group, 0, &agreement, &keys, agreement.label.clone()).reached {
         run.emit_finals(group);
         return Outcome::Consensus;
     }
-    let mut rounds = Rounds { previous: snapshot(run, group), reached: false };
+    let mut rounds = Rounds { previous: snapshot(run, group, &keys), reached: false, agreement: &agreement, keys: &keys };
     discussion::discuss(run, group, &mut rounds, Order::rounds(run, group)).await;
     run.emit_finals(group);
     if rounds.reached {
@@ -92,12 +170,15 @@ async fn discuss(run: &Run, group: &str) -> Outcome {
 
 /// CollabEval's discussion: after each round, the consensus is checked; the
 /// rounds end when it holds or when a round changed nobody's scores.
-struct Rounds {
-    previous: std::collections::BTreeMap<String, Scores>,
+struct Rounds<'a> {
+    previous: BTreeMap<String, Scores>,
     reached: bool,
+    agreement: &'a Agreement,
+    /// What must agree, and what a round must move to go on.
+    keys: &'a [String],
 }
 
-impl Floor for Rounds {
+impl Floor for Rounds<'_> {
     fn phase(&self) -> Phase {
         Phase::Discussion
     }
@@ -108,11 +189,11 @@ impl Floor for Rounds {
         prompts::discussion_ahead(t.panel, t.item, t.group, history, &t.speaker.name, t.round.unwrap_or(1), so_far)
     }
     fn end_of_round(&mut self, run: &Run, group: &str, round: u32) -> bool {
-        if run.check_consensus(group, Some(round)) {
+        if check(run, group, round, self.agreement, self.keys, self.agreement.label.clone()).reached {
             self.reached = true;
             return false;
         }
-        let now = snapshot(run, group);
+        let now = snapshot(run, group, self.keys);
         let moved = now != self.previous;
         self.previous = now;
         moved
