@@ -28,6 +28,7 @@ mod optimize_cli;
 mod pairwise;
 mod pairwise_report;
 mod panel_item_loading;
+mod paper_geval;
 mod personas;
 mod personas_cli;
 mod provider_anthropic;
