@@ -549,9 +549,11 @@ pub const BUNDLED_PANELS: &[(&str, &str)] = &[
     ("storybook-qa", include_str!("../../assets/panels/storybook-qa.toml")),
     ("summary-collab", include_str!("../../assets/panels/summary-collab.toml")),
     ("summary-geval", include_str!("../../assets/panels/summary-geval.toml")),
+    ("summary-geval-paper", include_str!("../../assets/panels/summary-geval-paper.toml")),
     ("summary-chateval", include_str!("../../assets/panels/summary-chateval.toml")),
     ("summary-roundtable", include_str!("../../assets/panels/summary-roundtable.toml")),
     ("survey-sage", include_str!("../../assets/panels/survey-sage.toml")),
+    ("survey-sage-paper", include_str!("../../assets/panels/survey-sage-paper.toml")),
     ("pairwise-summaries", include_str!("../../assets/panels/pairwise-summaries.toml")),
     ("pairwise-collab", include_str!("../../assets/panels/pairwise-collab.toml")),
 ];
