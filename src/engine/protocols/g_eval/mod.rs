@@ -1,7 +1,9 @@
 //! G-Eval: each judge scores every dimension on its own, following evaluation
 //! steps written once per panel (or given in the panel), with the score
 //! weighted by its probabilities when the provider returns them, and
-//! otherwise averaged over `samples` replies.
+//! otherwise averaged over `samples` replies. The reply gives a sentence or
+//! two of reasoning, then the score, or (`reply = "score-first"`, the
+//! paper's form) the score alone.
 //!
 //! Phases: `steps` (one turn per dimension without steps, by the first
 //! judge; kept in the steps cache), an optional pause for a person to edit

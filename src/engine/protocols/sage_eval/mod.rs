@@ -6,7 +6,8 @@
 //! (the evaluator's value comes back) and adopt proposals into a new panel file.
 //!
 //! Phases: `steps` (as G-Eval: written, given or cached, editable),
-//! `initial` (one turn per evaluator for every aspect), `critique` (one
+//! `initial` (one turn per evaluator for every aspect, or with `per_aspect`
+//! one per evaluator and aspect), `critique` (one
 //! meta-evaluator turn per evaluation), a pause for a person in interactive
 //! runs when something changed, then `aggregation` (means of the rectified
 //! values, a person's rejections applied).
