@@ -63,9 +63,11 @@ pub const BUNDLED_ITEMS: &[(&str, &str)] = &[
     ("summary-collab-paper", include_str!("../assets/items/summary-collab.jsonl")),
     // G-Eval's single judge scores the same summaries.
     ("summary-geval", include_str!("../assets/items/summary-collab.jsonl")),
+    ("summary-geval-paper", include_str!("../assets/items/summary-collab.jsonl")),
     ("summary-chateval", include_str!("../assets/items/summary-collab.jsonl")),
     ("summary-roundtable", include_str!("../assets/items/summary-collab.jsonl")),
     ("survey-sage", include_str!("../assets/items/surveys.jsonl")),
+    ("survey-sage-paper", include_str!("../assets/items/surveys.jsonl")),
     ("pairwise-summaries", include_str!("../assets/items/pairwise-summaries.jsonl")),
     // The paper preset judges the same pairs.
     ("pairwise-summaries-paper", include_str!("../assets/items/pairwise-summaries.jsonl")),

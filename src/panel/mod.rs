@@ -572,14 +572,16 @@ pub const BUNDLED_PANELS: &[(&str, &str)] = &[
     ("survey-sage", include_str!("../../assets/panels/survey-sage.toml")),
     ("pairwise-summaries", include_str!("../../assets/panels/pairwise-summaries.toml")),
     ("pairwise-collab", include_str!("../../assets/panels/pairwise-collab.toml")),
-    // Paper presets and pairwise variants (docs/papers.md).
+    // The paper presets, and ChatEval and the round-table on pairs (docs/papers.md).
     ("storybook-qa-paper", include_str!("../../assets/panels/storybook-qa-paper.toml")),
     ("summary-collab-paper", include_str!("../../assets/panels/summary-collab-paper.toml")),
+    ("summary-geval-paper", include_str!("../../assets/panels/summary-geval-paper.toml")),
+    ("survey-sage-paper", include_str!("../../assets/panels/survey-sage-paper.toml")),
     ("summary-chateval-paper", include_str!("../../assets/panels/summary-chateval-paper.toml")),
     ("summary-roundtable-paper", include_str!("../../assets/panels/summary-roundtable-paper.toml")),
+    ("pairwise-summaries-paper", include_str!("../../assets/panels/pairwise-summaries-paper.toml")),
     ("pairwise-chateval", include_str!("../../assets/panels/pairwise-chateval.toml")),
     ("pairwise-roundtable", include_str!("../../assets/panels/pairwise-roundtable.toml")),
-    ("pairwise-summaries-paper", include_str!("../../assets/panels/pairwise-summaries-paper.toml")),
 ];
 
 /// Prefix of [`Panel::source`] for bundled panels (`bundled:storybook-qa`);

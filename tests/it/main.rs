@@ -31,6 +31,7 @@ mod pairwise_report;
 mod panel_item_loading;
 mod paper_chateval;
 mod paper_collab;
+mod paper_geval;
 mod paper_maj_eval;
 mod paper_pairwise;
 mod personas;

@@ -341,3 +341,204 @@ async fn a_categorical_dimension_takes_no_score_from_a_person() {
     ));
     assert!(!events.iter().any(|e| matches!(e.kind, EventKind::HumanRating { .. })));
 }
+
+/// A streamed reply in pieces, each with its log-probabilities: a piece
+/// with alternatives is a score token and lists them with their probabilities.
+fn pieces_reply(pieces: &[(&str, &[(&str, f64)])]) -> moot::testkit::server::Reply {
+    use moot::testkit::server::{Reply, openai};
+    let mut reply = Reply::sse().event(&openai::role_chunk());
+    for (text, top) in pieces {
+        let alternatives: Vec<serde_json::Value> =
+            top.iter().map(|(t, p)| serde_json::json!({"token": t, "logprob": p.ln()})).collect();
+        let logprob = top.iter().find(|(t, _)| t == text).map_or(-0.01, |(_, p)| p.ln());
+        let chunk = serde_json::json!({
+            "id": "c", "object": "chat.completion.chunk", "created": 0, "model": "m",
+            "choices": [{"index": 0, "delta": {"content": text}, "finish_reason": null,
+                         "logprobs": {"content": [{"token": text, "logprob": logprob, "top_logprobs": alternatives}]}}],
+        });
+        reply = reply.event(&chunk.to_string());
+    }
+    reply.event(&openai::finish_chunk("stop")).event("[DONE]")
+}
+
+#[tokio::test]
+async fn the_meta_evaluators_scores_are_weighted_and_the_weighted_stage_keeps_what_it_rectified() {
+    use moot::engine::{Binding, Bindings, EngineConfig};
+    use moot::provider::openai::{OpenAiConfig, OpenAiProvider};
+    use moot::testkit::server::{Reply, TestServer, openai};
+    // Item w-N has human relevance N; the evaluator gives relevance 5, the
+    // meta-evaluator rectifies it to N with probability 0.75 (N + 1: 0.25).
+    let server = TestServer::start().await.expect("bind 127.0.0.1");
+    server.set_handler(|r| {
+        let body = r.body_text();
+        if body.contains("write the evaluation steps") {
+            return Reply::sse()
+                .event(&openai::content_chunk("1. Read."))
+                .event(&openai::finish_chunk("stop"))
+                .event("[DONE]");
+        }
+        assert_eq!(r.body_json().unwrap()["top_logprobs"], 10, "both agents ask for log-probabilities");
+        if !body.contains("You are the meta-evaluator") {
+            return pieces_reply(&[
+                ("{\"grammar\": {\"reason\": \"ok\", \"score\": ", &[]),
+                ("4", &[("4", 0.5), ("3", 0.5)]),
+                ("}, \"relevance\": {\"reason\": \"ok\", \"score\": ", &[]),
+                ("5", &[("5", 0.9), ("4", 0.1)]),
+                ("}}", &[]),
+            ]);
+        }
+        let n: u32 = body.split("ITEM w-").nth(1).and_then(|s| s.get(..1)).and_then(|d| d.parse().ok()).unwrap_or(3);
+        let (n, above) = (n.to_string(), (n + 1).to_string());
+        pieces_reply(&[
+            ("{\"review\": {\"grammar\": {\"verdict\": \"keep\", \"score\": ", &[]),
+            ("4", &[("4", 0.6), ("5", 0.4)]),
+            (", \"reason\": \"fine\"}, \"relevance\": {\"verdict\": \"rectify\", \"score\": ", &[]),
+            (&n, &[(&n, 0.75), (&above, 0.25)]),
+            (
+                ", \"reason\": \"too generous\"}}, \"definitions\": [{\"aspect\": \"relevance\", \"definition\": \
+              \"Does it say why?\", \"reason\": \"vague\"}], \"new_aspects\": [{\"key\": \"brevity\", \"name\": \
+              \"Brevity\", \"definition\": \"Is it short?\", \"score\": ",
+                &[],
+            ),
+            ("1", &[("1", 0.5), ("2", 0.5)]),
+            (", \"reason\": \"long\"}]}", &[]),
+        ])
+    });
+    let dir = tempfile::tempdir().unwrap();
+    for n in 1..=4u32 {
+        let config = OpenAiConfig {
+            name: "test".into(),
+            base_url: server.base_url(),
+            model: "m".into(),
+            ..OpenAiConfig::default()
+        };
+        let provider = Arc::new(OpenAiProvider::new(config).unwrap());
+        let mut it = item();
+        it.id = format!("w-{n}");
+        it.human = Some([("relevance".to_string(), f64::from(n))].into_iter().collect());
+        let p = panel(Protocol::SageEval, &[("Evaluator", &["Ann"])]);
+        let mut c = EngineConfig::new(Arc::new(p), it, Bindings::uniform(Binding::new(provider, "m")));
+        c.retry.max_attempts = 1;
+        let writer = moot::session::SessionWriter::create(dir.path().join(format!("w-{n}.jsonl"))).unwrap();
+        let (events, outcome) = Session::start(c, Some(writer)).finish().await;
+        assert_eq!(outcome.status, EndStatus::Completed, "{:?}", outcome.error);
+        let view = SessionView::from_events(&events);
+        let ann = view.stages.agent("Ann").unwrap();
+        let evaluator = ann.initial.as_ref().unwrap().weighted_scores.clone().unwrap();
+        assert!((evaluator["relevance"] - 4.9).abs() < 1e-9, "{evaluator:?}");
+        let final_ = ann.final_.as_ref().unwrap();
+        assert_eq!(final_.scores["relevance"], f64::from(n), "the rectified score stands");
+        let w = final_.weighted_scores.as_ref().expect("weighted");
+        // The meta-evaluator's own Σ p(s)·s on its rectified score, not the
+        // evaluator's, nor the new aspect's score further on in the reply.
+        assert!((w["relevance"] - (f64::from(n) + 0.25)).abs() < 1e-9, "{w:?}");
+        assert!((w["grammar"] - 3.5).abs() < 1e-9, "a kept score keeps the evaluator's weight: {w:?}");
+    }
+    let files = moot::report::collect_logs(&[dir.path().to_path_buf()]).unwrap();
+    let loaded = moot::report::load_records(&files, 1);
+    assert!(loaded.problems.is_empty(), "{:?}", loaded.problems);
+    let report = moot::report::build_report(loaded.records, None, &moot::report::ReportOptions::default());
+    let weighted = report
+        .rows
+        .iter()
+        .find(|r| {
+            r.stage == Some(moot::report::Stage::Weighted)
+                && r.metric == "pearson"
+                && r.dimension.as_deref() == Some("relevance")
+                && r.group.is_none()
+                && r.agent.is_none()
+        })
+        .expect("a weighted row for relevance");
+    assert_eq!(weighted.n, Some(4), "every rectified item stays in the weighted stage: {weighted:?}");
+    assert!((weighted.value.unwrap() - 1.0).abs() < 1e-9, "{weighted:?}");
+}
+
+/// The aspect a per-aspect evaluator request asks about.
+fn aspect_of<'p>(req: &ChatRequest, panel: &'p Panel) -> Option<&'p Dimension> {
+    let last = &req.messages.last()?.content;
+    let asked: Vec<&Dimension> =
+        panel.dimensions.iter().filter(|d| last.contains(&format!("\"{}\": {{\"reason\"", d.key))).collect();
+    match asked.as_slice() {
+        [one] => Some(one),
+        _ => None,
+    }
+}
+
+#[test]
+fn the_paper_survey_panel_carries_each_aspects_steps_and_the_respondents_view() {
+    let p = Panel::bundled("survey-sage-paper").expect("bundled");
+    assert_eq!(p.protocol.kind, Protocol::SageEval);
+    assert_eq!(p.protocol.preset, moot::panel::Preset::Paper);
+    assert!(p.departures().is_empty(), "{:?}", p.departures());
+    assert!(p.protocol.flag("per_aspect"));
+    let plain = Panel::bundled("survey-sage").expect("bundled");
+    let keys = |p: &Panel| p.dimensions.iter().map(|d| d.key.clone()).collect::<Vec<_>>();
+    assert_eq!(keys(&p), keys(&plain), "the aspects of survey-sage");
+    for d in &p.dimensions {
+        let steps = d.steps.as_deref().unwrap_or_else(|| panic!("{} has no steps", d.key));
+        assert!(steps.starts_with("1. ") && steps.contains("\n2. "), "{}: {steps}", d.key);
+        let respondent = steps.contains("Take the place of a respondent");
+        let audience = matches!(d.key.as_str(), "audience_understandability" | "audience_engagement");
+        assert_eq!(respondent, audience, "{}: only the audience's aspects are read as a respondent", d.key);
+    }
+    assert_eq!(moot::item::ItemsFile::bundled("survey-sage-paper").unwrap().items.len(), 10);
+}
+
+#[tokio::test]
+async fn under_the_paper_preset_the_evaluator_judges_one_aspect_per_request() {
+    let p = Panel::bundled("survey-sage-paper").expect("bundled");
+    let script = p.clone();
+    let provider = scripted(move |req, _| {
+        if is_review(req) {
+            return ScriptedReply::Text(
+                "{\"review\": {\"audience_engagement\": {\"verdict\": \"rectify\", \"score\": 2, \"reason\": \"dull\"}}, \
+                 \"definitions\": [], \"new_aspects\": []}"
+                    .into(),
+            );
+        }
+        let d = aspect_of(req, &script).expect("one aspect per evaluator request");
+        let value =
+            if d.labels.is_empty() { "\"score\": 4".to_string() } else { format!("\"label\": \"{}\"", d.labels[0]) };
+        ScriptedReply::Text(format!("Seen.\n{{\"{}\": {{\"reason\": \"Seen as asked.\", {value}}}}}", d.key))
+    });
+    let mut c = config(p.clone(), provider.clone());
+    c.item = moot::item::ItemsFile::bundled("survey-sage-paper").unwrap().items[0].clone();
+    let (events, outcome) = Session::start(c, None).finish().await;
+    assert_eq!(outcome.status, EndStatus::Completed, "{:?}", outcome.error);
+    // The panel's steps are used as written: no steps turns; eight aspects, one review.
+    assert_eq!(provider.calls(), 8 + 1);
+    let requests = provider.requests();
+    assert!(!requests.iter().any(is_steps));
+    let engagement =
+        requests.iter().find(|r| aspect_of(r, &p).is_some_and(|d| d.key == "audience_engagement")).unwrap();
+    let asked = &engagement.messages.last().unwrap().content;
+    assert!(asked.contains("Take the place of a respondent"), "{asked}");
+    assert!(!asked.contains("Fairness"), "one aspect per request: {asked}");
+    let turns: Vec<(u64, String)> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::TurnStarted { turn, phase: Phase::Initial, dimension: Some(d), .. } => Some((*turn, d.clone())),
+            _ => None,
+        })
+        .collect();
+    let keys: Vec<&str> = turns.iter().map(|(_, d)| d.as_str()).collect();
+    assert_eq!(keys, p.dimensions.iter().map(|d| d.key.as_str()).collect::<Vec<_>>());
+    let view = SessionView::from_events(&events);
+    let ann = view.stages.agent("Survey reviewer").unwrap();
+    let initial = ann.initial.as_ref().unwrap();
+    assert_eq!(initial.scores.len(), 7, "the evaluator's stage holds every aspect: {initial:?}");
+    assert_eq!(initial.labels["tone"], "formal");
+    assert_eq!(initial.overall, Some(4.0));
+    assert!(initial.justification.contains("Audience engagement: Seen as asked."));
+    let final_ = ann.final_.as_ref().unwrap();
+    assert_eq!(final_.scores["audience_engagement"], 2.0);
+    // The review saw every aspect's value, and names the turn that gave the one it changed.
+    let review = requests.iter().find(|r| is_review(r)).unwrap();
+    assert!(review.messages.last().unwrap().content.contains("Survey reviewer's value: formal"));
+    let engagement_turn = turns.iter().find(|(_, d)| d == "audience_engagement").map(|(t, _)| *t);
+    let revised = events.iter().find_map(|e| match &e.kind {
+        EventKind::EvaluationRevised { agent_turn, .. } => Some(*agent_turn),
+        _ => None,
+    });
+    assert_eq!(revised, Some(engagement_turn));
+}

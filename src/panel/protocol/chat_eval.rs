@@ -52,4 +52,5 @@ pub(super) const SPEC: ProtocolSpec = ProtocolSpec {
     order: SpeakerOrder::Rounds,
     uses_steps: false,
     confidence_weighted: false,
+    only_when: &[],
 };

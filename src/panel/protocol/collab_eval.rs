@@ -17,7 +17,7 @@ pub(super) const SPEC: ProtocolSpec = ProtocolSpec {
             kind: SettingKind::Choice { options: &["scores", "pairwise"], default: "scores" },
             about: "scores: rate the item's content; pairwise: say which of the item's two candidates is better \
                     (A, B or tie), and agree on that label",
-            paper: Paper::AsDefault,
+            paper: Paper::Any,
         },
         SettingSpec {
             key: "consensus",
@@ -39,10 +39,11 @@ pub(super) const SPEC: ProtocolSpec = ProtocolSpec {
             key: "candidate_name",
             kind: SettingKind::Text { default: "Summary" },
             about: "pairwise mode: what the evaluators call the candidates: \"Summary A\" and \"Summary B\"",
-            paper: Paper::AsDefault,
+            paper: Paper::Any,
         },
     ],
     order: SpeakerOrder::ShuffledRounds,
     uses_steps: false,
     confidence_weighted: false,
+    only_when: &[("consensus", "mode", "scores"), ("scope", "mode", "scores")],
 };

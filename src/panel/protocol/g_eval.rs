@@ -21,6 +21,21 @@ pub(super) const SPEC: ProtocolSpec = ProtocolSpec {
             paper: Paper::AsDefault,
         },
         SettingSpec {
+            key: "reply",
+            kind: SettingKind::Choice { options: &["reason-first", "score-first"], default: "reason-first" },
+            about: "what a scoring reply holds: a sentence or two on what decides the score, then the score \
+                    (reason-first), or the filled-in form, the score alone (score-first), so that a weighted score \
+                    reads the score token's own probabilities rather than ones conditioned on sampled reasoning",
+            paper: Paper::Text("score-first"),
+        },
+        SettingSpec {
+            key: "sample_temperature",
+            kind: SettingKind::Choice { options: &["judge", "1"], default: "judge" },
+            about: "temperature of the scoring draws: the judge's own ([generation] or the agent's), or 1, at \
+                    which the draws sample the model's distribution of scores",
+            paper: Paper::Text("1"),
+        },
+        SettingSpec {
             key: "review_steps",
             kind: SettingKind::Bool { default: false },
             about: "pause after the evaluation steps are written, so that a person can edit them before scoring",
@@ -30,4 +45,5 @@ pub(super) const SPEC: ProtocolSpec = ProtocolSpec {
     order: SpeakerOrder::Independent,
     uses_steps: true,
     confidence_weighted: false,
+    only_when: &[],
 };

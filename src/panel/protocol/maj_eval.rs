@@ -60,4 +60,5 @@ pub(super) const SPEC: ProtocolSpec = ProtocolSpec {
     order: SpeakerOrder::Moderated,
     uses_steps: false,
     confidence_weighted: false,
+    only_when: &[],
 };

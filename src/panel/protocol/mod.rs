@@ -168,6 +168,10 @@ pub struct ProtocolSpec {
     pub uses_steps: bool,
     /// A group's result weighs each agent's scores (and labels) by its confidence.
     pub confidence_weighted: bool,
+    /// Settings that only apply when another setting has a value, as
+    /// `(setting, other, value)`: a run where they do not apply never lists
+    /// them as departures (CollabEval's consensus rule in its pairwise mode).
+    pub only_when: &'static [(&'static str, &'static str, &'static str)],
 }
 
 impl Protocol {
@@ -244,13 +248,21 @@ impl ProtocolSection {
             (None, Preset::Moot) => spec.default_value(),
         })
     }
+    /// Whether `key` applies in this run (see [`ProtocolSpec::only_when`]).
+    fn applies(&self, key: &str) -> bool {
+        self.spec()
+            .only_when
+            .iter()
+            .filter(|(setting, ..)| *setting == key)
+            .all(|(_, other, value)| self.option(other).is_some_and(|v| v == *value))
+    }
     /// The settings whose value in this run is not the paper's, in the
     /// protocol's order of settings.
     pub fn departures(&self) -> Vec<Departure> {
         self.spec()
             .settings
             .iter()
-            .filter(|s| s.paper != Paper::Any)
+            .filter(|s| s.paper != Paper::Any && self.applies(s.key))
             .filter_map(|s| {
                 let value = self.value(s.key)?;
                 let paper = s.paper_value();
@@ -480,8 +492,15 @@ mod tests {
         let moot = ProtocolSection::new(Protocol::GEval);
         assert_eq!(moot.integer("samples"), 1);
         let departures = moot.departures();
-        assert_eq!(departures.len(), 1, "{departures:?}");
-        assert_eq!(departures[0].to_string(), "samples = 1 (paper: 20)");
+        let listed: Vec<String> = departures.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            listed,
+            [
+                "samples = 1 (paper: 20)",
+                "reply = \"reason-first\" (paper: \"score-first\")",
+                "sample_temperature = \"judge\" (paper: \"1\")"
+            ]
+        );
         let mut paper = ProtocolSection::paper(Protocol::GEval);
         assert_eq!(paper.integer("samples"), 20);
         assert!(paper.departures().is_empty());
@@ -498,6 +517,17 @@ mod tests {
         assert_eq!(bare.preset, Preset::Paper);
         let wrong = serde_json::from_value::<ProtocolSection>(serde_json::json!({"kind": "g-eval", "preset": "papr"}));
         assert!(wrong.unwrap_err().to_string().contains("paper"), "an unknown preset names the known ones");
+    }
+
+    #[test]
+    fn a_setting_that_does_not_apply_in_the_runs_mode_is_no_departure() {
+        let mut collab = ProtocolSection::new(Protocol::CollabEval);
+        let listed = |s: &ProtocolSection| s.departures().into_iter().map(|d| d.setting).collect::<Vec<_>>();
+        assert_eq!(listed(&collab), ["consensus", "scope"]);
+        collab.settings.insert("mode".into(), SettingValue::Text("pairwise".into()));
+        assert!(listed(&collab).is_empty(), "the consensus rule of the scores mode does not apply to pairs");
+        let chat = ProtocolSection::paper(Protocol::ChatEval);
+        assert!(listed(&chat).is_empty());
     }
 
     #[test]

@@ -73,4 +73,5 @@ pub(super) const SPEC: ProtocolSpec = ProtocolSpec {
     order: SpeakerOrder::Independent,
     uses_steps: false,
     confidence_weighted: false,
+    only_when: &[],
 };

@@ -54,4 +54,5 @@ pub(super) const SPEC: ProtocolSpec = ProtocolSpec {
     order: SpeakerOrder::ShuffledRounds,
     uses_steps: false,
     confidence_weighted: true,
+    only_when: &[],
 };

@@ -7,13 +7,23 @@ pub(super) const SPEC: ProtocolSpec = ProtocolSpec {
     id: "sage-eval",
     title: "SAGEval: an evaluator, then a meta-evaluator that rectifies its scores",
     roles: &[Role::MetaEvaluator],
-    settings: &[SettingSpec {
-        key: "max_new_aspects",
-        kind: SettingKind::Integer { min: 0, max: 10, default: 3 },
-        about: "new aspects the meta-evaluator may propose per item",
-        paper: Paper::AsDefault,
-    }],
+    settings: &[
+        SettingSpec {
+            key: "max_new_aspects",
+            kind: SettingKind::Integer { min: 0, max: 10, default: 3 },
+            about: "new aspects the meta-evaluator may propose per item",
+            paper: Paper::AsDefault,
+        },
+        SettingSpec {
+            key: "per_aspect",
+            kind: SettingKind::Bool { default: false },
+            about: "the evaluator judges each aspect in a request of its own, as G-Eval does, instead of every \
+                    aspect in one request",
+            paper: Paper::Bool(true),
+        },
+    ],
     order: SpeakerOrder::Independent,
     uses_steps: true,
     confidence_weighted: false,
+    only_when: &[],
 };

@@ -1,7 +1,9 @@
 //! G-Eval: each judge scores every dimension on its own, following evaluation
 //! steps written once per panel (or given in the panel), with the score
 //! weighted by its probabilities when the provider returns them, and
-//! otherwise averaged over `samples` replies.
+//! otherwise averaged over `samples` replies. The reply gives a sentence or
+//! two of reasoning, then the score, or (`reply = "score-first"`, the
+//! paper's form) the score alone.
 //!
 //! Phases: `steps` (one turn per dimension without steps, by the first
 //! judge; kept in the steps cache), an optional pause for a person to edit
@@ -9,6 +11,7 @@
 //! draw; `round` numbers the draws), then `aggregation` (means).
 
 mod cache;
+mod form;
 mod prompts;
 
 use std::collections::BTreeMap;
@@ -16,6 +19,7 @@ use std::collections::BTreeMap;
 use futures::future::join_all;
 
 pub use cache::{CachedSteps, StepsCache};
+use form::FormScore;
 pub(crate) use prompts::judge_line;
 
 use crate::engine::command::Command;
@@ -195,7 +199,6 @@ async fn draw(run: &Run, judge: usize, d: &crate::panel::Dimension, steps: &str,
     };
     let binding = run.config.bindings.for_agent(&name).clone();
     let verdict = DimensionScore { dimension: d, scale: run.panel.scale, quoted: run.quoted() };
-    let messages = prompts::score_messages(&run.panel, run.item(), &spec, d, steps, &verdict.instructions());
     let turn = TurnSpec {
         participant: &name,
         group: Some(&group),
@@ -203,12 +206,20 @@ async fn draw(run: &Run, judge: usize, d: &crate::panel::Dimension, steps: &str,
         round: Some(number),
         role: Role::Agent,
         binding: &binding,
-        sampling: (run.agent_sampling(&spec).0, reply_tokens(run)),
+        sampling: (scoring_temperature(run, &spec), reply_tokens(run)),
         cancel: &run.stop,
         dimension: Some(&d.key),
         pair: None,
     };
-    match run.verdict_turn(&verdict, turn, Prompt::fixed(messages), None).await {
+    let spoken = if score_first(run) {
+        let verdict = FormScore(verdict);
+        let messages = prompts::score_messages(&run.panel, run.item(), &spec, d, steps, &verdict.instructions(), true);
+        run.verdict_turn(&verdict, turn, Prompt::fixed(messages), None).await
+    } else {
+        let messages = prompts::score_messages(&run.panel, run.item(), &spec, d, steps, &verdict.instructions(), false);
+        run.verdict_turn(&verdict, turn, Prompt::fixed(messages), None).await
+    };
+    match spoken {
         Spoken::Evaluated { evaluation, turn, .. } => {
             if let Some(s) = evaluation.scores.get(&d.key) {
                 into.scores.push(*s);
@@ -225,6 +236,17 @@ async fn draw(run: &Run, judge: usize, d: &crate::panel::Dimension, steps: &str,
         Spoken::Failed(e) if !e.is_retryable() => run.fail(format!("{name}: {e}")),
         Spoken::Failed(_) => {}
     }
+}
+
+/// Whether a scoring reply is the score alone (`reply = "score-first"`).
+fn score_first(run: &Run) -> bool {
+    run.panel.protocol.is("reply", "score-first")
+}
+
+/// The temperature of a scoring draw: the judge's own, or 1 with
+/// `sample_temperature = "1"`.
+fn scoring_temperature(run: &Run, judge: &crate::panel::AgentSpec) -> Option<f32> {
+    if run.panel.protocol.is("sample_temperature", "1") { Some(1.0) } else { run.agent_sampling(judge).0 }
 }
 
 /// The reply length of a scoring turn (`reply_tokens`).

@@ -56,7 +56,8 @@ pub(crate) fn judge_line(judge: &AgentSpec) -> String {
 }
 
 /// Asks `judge` to score the item on one dimension, following `steps`.
-/// `instructions` is the verdict's closing instruction.
+/// `instructions` is the verdict's closing instruction. `score_first`: the
+/// reply is the score alone (the filled-in form), no reasoning before it.
 pub fn score_messages(
     panel: &Panel,
     item: &Item,
@@ -64,14 +65,19 @@ pub fn score_messages(
     dimension: &Dimension,
     steps: &str,
     instructions: &str,
+    score_first: bool,
 ) -> Vec<ChatMessage> {
+    let how = if score_first {
+        "Follow the steps for the item above without writing them out or explaining your score."
+    } else {
+        "Follow the steps for the item above, without repeating them: in one or two sentences of plain prose, say \
+         what in the item decides the score, then score it."
+    };
     vec![
         ChatMessage::system(system(panel)),
         ChatMessage::user(render_item(item)),
         ChatMessage::user(format!(
-            "{}\nQuality to judge — {}\n\nEvaluation steps:\n{}\n\nFollow the steps for the item above, without \
-             repeating them: in one or two sentences of plain prose, say what in the item decides the score, then \
-             score it. {instructions}",
+            "{}\nQuality to judge — {}\n\nEvaluation steps:\n{}\n\n{how} {instructions}",
             judge_line(judge),
             criterion(dimension),
             steps.trim(),

@@ -6,7 +6,8 @@
 //! (the evaluator's value comes back) and adopt proposals into a new panel file.
 //!
 //! Phases: `steps` (as G-Eval: written, given or cached, editable),
-//! `initial` (one turn per evaluator for every aspect), `critique` (one
+//! `initial` (one turn per evaluator for every aspect, or with `per_aspect`
+//! one per evaluator and aspect), `critique` (one
 //! meta-evaluator turn per evaluation), a pause for a person in interactive
 //! runs when something changed, then `aggregation` (means of the rectified
 //! values, a person's rejections applied).
@@ -15,6 +16,7 @@ mod decide;
 mod prompts;
 mod verdicts;
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use futures::future::join_all;
@@ -23,8 +25,10 @@ use super::g_eval;
 use crate::engine::command::Command;
 use crate::engine::runtime::{Run, Spoken, TurnSpec};
 use crate::engine::trim::Prompt;
+use crate::engine::verdict::Verdict;
+use crate::panel::Dimension;
 use crate::provider::ProviderError;
-use crate::session::event::{AspectValue, EventKind, Phase, ProposalKind, Role, TurnKind};
+use crate::session::event::{AspectValue, Evaluation, EventKind, Phase, ProposalKind, Role, TurnKind};
 use verdicts::{AspectScores, Assessed, NewAspect, ReviewVerdict};
 
 pub(crate) use verdicts::mean_overall;
@@ -85,52 +89,109 @@ pub(crate) async fn run(run: &Run) {
     finish(run, &unread);
 }
 
-/// Every evaluator judges every aspect in one turn.
-async fn evaluate(run: &Run, steps: &std::collections::BTreeMap<String, String>) -> Vec<Option<(Assessed, u64)>> {
+/// Every evaluator judges every aspect: in one turn, or (`per_aspect`) in
+/// one turn per aspect, one after the other.
+async fn evaluate(run: &Run, steps: &BTreeMap<String, String>) -> Vec<Option<(Assessed, u64)>> {
     run.emit(EventKind::PhaseStarted { phase: Phase::Initial, group: None, round: None });
     let count = run.state().agents.len();
+    let per_aspect = run.panel.protocol.flag("per_aspect");
     let calls = (0..count).map(|i| async move {
-        if !run.gate().await {
-            return None;
+        if !per_aspect {
+            return judge(run, i, steps, &run.panel.dimensions, None).await.read();
         }
-        let (name, group, spec) = {
-            let st = run.state();
-            let a = &st.agents[i];
-            (a.name.clone(), a.group.clone(), a.spec.clone())
-        };
-        let binding = run.config.bindings.for_agent(&name).clone();
-        let verdict = AspectScores { panel: &run.panel };
-        let messages = prompts::evaluate_messages(&run.panel, run.item(), &spec, steps, &verdict_text(&verdict));
-        let turn = TurnSpec {
-            participant: &name,
-            group: Some(&group),
-            phase: Phase::Initial,
-            round: None,
-            role: Role::Agent,
-            binding: &binding,
-            sampling: run.agent_sampling(&spec),
-            cancel: &run.stop,
-            dimension: None,
-            pair: None,
-        };
-        match run.verdict_turn(&verdict, turn, Prompt::fixed(messages), None).await {
-            Spoken::Evaluated { evaluation, turn, .. } => {
-                let mut st = run.state();
-                let a = &mut st.agents[i];
-                a.initial = Some(evaluation.evaluation.clone());
-                a.own = Some(evaluation.evaluation.clone());
-                a.progress.spoke(Phase::Initial, TurnKind::Speak, turn, Some(&evaluation.evaluation), false);
-                Some((evaluation, turn))
+        let mut so_far: Option<(Assessed, u64)> = None;
+        for d in &run.panel.dimensions {
+            let before = so_far.as_ref().map(|(a, _)| &a.evaluation);
+            match judge(run, i, steps, std::slice::from_ref(d), before).await {
+                Judged::Read(one, turn) => {
+                    so_far = Some(match so_far {
+                        Some((all, _)) => (all.with(*one), turn),
+                        None => (*one, turn),
+                    });
+                }
+                Judged::Unread => {}
+                Judged::Stopped => break,
             }
-            Spoken::Unparsed { .. } | Spoken::Failed(ProviderError::Cancelled) => None,
-            Spoken::Failed(e) if !e.is_retryable() => {
-                run.fail(format!("{name}: {e}"));
-                None
-            }
-            Spoken::Failed(_) => None,
         }
+        so_far
     });
     join_all(calls).await
+}
+
+/// What one evaluator turn came to.
+enum Judged {
+    Read(Box<Assessed>, u64),
+    /// No readable value (a parse failure, or a failure worth going on after).
+    Unread,
+    /// The run is stopping, or failed.
+    Stopped,
+}
+
+impl Judged {
+    fn read(self) -> Option<(Assessed, u64)> {
+        match self {
+            Judged::Read(a, turn) => Some((*a, turn)),
+            _ => None,
+        }
+    }
+}
+
+/// Evaluator `i` judges `aspects` in one turn; `so_far` holds its values of
+/// the aspects it judged before (one turn per aspect), recorded with this
+/// turn's.
+async fn judge(
+    run: &Run,
+    i: usize,
+    steps: &BTreeMap<String, String>,
+    aspects: &[Dimension],
+    so_far: Option<&Evaluation>,
+) -> Judged {
+    if !run.gate().await {
+        return Judged::Stopped;
+    }
+    let (name, group, spec) = {
+        let st = run.state();
+        let a = &st.agents[i];
+        (a.name.clone(), a.group.clone(), a.spec.clone())
+    };
+    let binding = run.config.bindings.for_agent(&name).clone();
+    let verdict = AspectScores { panel: &run.panel, aspects, so_far };
+    let messages = prompts::evaluate_messages(&run.panel, run.item(), &spec, steps, aspects, &verdict_text(&verdict));
+    let one = match aspects {
+        [d] => Some(d.key.as_str()),
+        _ => None,
+    };
+    let turn = TurnSpec {
+        participant: &name,
+        group: Some(&group),
+        phase: Phase::Initial,
+        round: None,
+        role: Role::Agent,
+        binding: &binding,
+        sampling: run.agent_sampling(&spec),
+        cancel: &run.stop,
+        dimension: one,
+        pair: None,
+    };
+    match run.verdict_turn(&verdict, turn, Prompt::fixed(messages), None).await {
+        Spoken::Evaluated { evaluation, turn, .. } => {
+            let recorded = verdict.evaluation(&evaluation).unwrap_or_else(|| evaluation.evaluation.clone());
+            let mut st = run.state();
+            let a = &mut st.agents[i];
+            a.initial = Some(recorded.clone());
+            a.own = Some(recorded.clone());
+            a.progress.spoke(Phase::Initial, TurnKind::Speak, turn, Some(&recorded), false);
+            let evaluation = Assessed { turns: aspects.iter().map(|d| (d.key.clone(), turn)).collect(), ..evaluation };
+            Judged::Read(Box::new(evaluation), turn)
+        }
+        Spoken::Unparsed { .. } => Judged::Unread,
+        Spoken::Failed(ProviderError::Cancelled) => Judged::Stopped,
+        Spoken::Failed(e) if !e.is_retryable() => {
+            run.fail(format!("{name}: {e}"));
+            Judged::Stopped
+        }
+        Spoken::Failed(_) => Judged::Unread,
+    }
 }
 
 fn verdict_text<V: crate::engine::verdict::Verdict>(v: &V) -> String {
@@ -180,7 +241,7 @@ async fn review(run: &Run, assessed: &[Option<(Assessed, u64)>]) -> Vec<String> 
                 };
                 match run.verdict_turn(&verdict, turn, Prompt::fixed(messages), None).await {
                     Spoken::Evaluated { evaluation: review, turn, .. } => {
-                        record(run, i, &name, *agent_turn, turn, &a.evaluation, review);
+                        record(run, i, &name, (&a.turns, *agent_turn), turn, &a.evaluation, review);
                         None
                     }
                     Spoken::Unparsed { .. } => Some(name),
@@ -202,7 +263,7 @@ fn record(
     run: &Run,
     i: usize,
     agent: &str,
-    agent_turn: u64,
+    (agent_turns, agent_turn): (&BTreeMap<String, u64>, u64),
     turn: u64,
     base: &crate::session::event::Evaluation,
     review: verdicts::Review,
@@ -226,7 +287,7 @@ fn record(
             by: by.clone(),
             turn,
             agent: agent.to_string(),
-            agent_turn: Some(agent_turn),
+            agent_turn: Some(agent_turns.get(&dimension).copied().unwrap_or(agent_turn)),
             dimension,
             from,
             to,

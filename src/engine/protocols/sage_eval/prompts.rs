@@ -34,29 +34,35 @@ fn aspect_line(d: &Dimension) -> String {
     s
 }
 
-/// Asks the evaluator for a value and a reason on every aspect, following each aspect's steps.
+/// Asks the evaluator for a value and a reason on `judged` (every aspect,
+/// or one), following each aspect's steps.
 pub fn evaluate_messages(
     panel: &Panel,
     item: &Item,
     judge: &AgentSpec,
     steps: &BTreeMap<String, String>,
+    judged: &[Dimension],
     instructions: &str,
 ) -> Vec<ChatMessage> {
     let mut aspects = String::new();
-    for (n, d) in panel.dimensions.iter().enumerate() {
+    for (n, d) in judged.iter().enumerate() {
         let _ = writeln!(aspects, "{}. {}", n + 1, aspect_line(d));
         if let Some(s) = steps.get(&d.key).filter(|s| !s.trim().is_empty()) {
             let _ = writeln!(aspects, "   Steps:\n{}", indent(s.trim()));
         }
     }
+    let ask = if judged.len() == 1 {
+        "Judge the item above on this aspect, following its steps:\n{aspects}\nReason briefly about what in the item \
+         supports your value, then give it."
+    } else {
+        "Judge the item above on each of these aspects, following its steps:\n{aspects}\nFor each aspect, reason \
+         briefly about what in the item supports your value, then give it."
+    }
+    .replace("{aspects}", &aspects);
     vec![
         ChatMessage::system(system(panel)),
         ChatMessage::user(render_item(item)),
-        ChatMessage::user(format!(
-            "{}\nJudge the item above on each of these aspects, following its steps:\n{aspects}\n\
-             For each aspect, reason briefly about what in the item supports your value, then give it. {instructions}",
-            judge_line(judge)
-        )),
+        ChatMessage::user(format!("{}\n{ask} {instructions}", judge_line(judge))),
     ]
 }
 

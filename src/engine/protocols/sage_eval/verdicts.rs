@@ -34,11 +34,30 @@ pub(crate) struct Assessed {
     pub evaluation: Evaluation,
     /// Aspect key → the evaluator's reasoning.
     pub reasons: BTreeMap<String, String>,
+    /// Aspect key → the turn that judged it.
+    pub turns: BTreeMap<String, u64>,
 }
 
-/// The evaluator's verdict: a value and a reason per aspect.
+impl Assessed {
+    /// These values and those of `more` (judged in another turn).
+    pub fn with(mut self, more: Assessed) -> Assessed {
+        self.evaluation = merged(&self.evaluation, &more.evaluation);
+        self.reasons.extend(more.reasons);
+        self.turns.extend(more.turns);
+        self
+    }
+}
+
+/// The evaluator's verdict: a value and a reason per aspect, on every
+/// aspect of the panel or (with `per_aspect`) on one.
 pub(crate) struct AspectScores<'a> {
     pub panel: &'a Panel,
+    /// The aspects this request judges.
+    pub aspects: &'a [Dimension],
+    /// With one request per aspect: the evaluator's values read so far, which
+    /// the turn records together with its own (so that each turn's
+    /// evaluation is the evaluator's whole evaluation up to that aspect).
+    pub so_far: Option<&'a Evaluation>,
 }
 
 /// The schema of one aspect's value: an integer on the scale, or one of the labels.
@@ -101,13 +120,13 @@ fn text(v: Option<&Value>) -> String {
 }
 
 /// The last JSON object of the reply that has `wanted` (a top-level key) or
-/// any aspect key.
-fn verdict_object(reply: &str, panel: &Panel, wanted: &str) -> Option<Map<String, Value>> {
+/// any of `aspects`' keys.
+fn verdict_object(reply: &str, aspects: &[Dimension], wanted: &str) -> Option<Map<String, Value>> {
     json_objects(reply)
         .into_iter()
         .rev()
         .map(|o| o.map)
-        .find(|m| m.contains_key(wanted) || panel.dimensions.iter().any(|d| entry(m, &d.key).is_some()))
+        .find(|m| m.contains_key(wanted) || aspects.iter().any(|d| entry(m, &d.key).is_some()))
 }
 
 /// The mean of an evaluation's scores, as its `overall` (labels have none).
@@ -119,18 +138,18 @@ impl Verdict for AspectScores<'_> {
     type Output = Assessed;
     fn instructions(&self) -> String {
         let lines: Vec<String> = self
-            .panel
-            .dimensions
+            .aspects
             .iter()
             .map(|d| {
                 format!("  \"{}\": {{\"reason\": \"<two or three sentences>\", {}}}", d.key, value_hint(self.panel, d))
             })
             .collect();
-        format!("End your reply with one JSON object that has every aspect:\n{{\n{}\n}}", lines.join(",\n"))
+        let what = if self.aspects.len() == 1 { "the aspect" } else { "every aspect" };
+        format!("End your reply with one JSON object that has {what}:\n{{\n{}\n}}", lines.join(",\n"))
     }
     fn schema(&self) -> Option<Value> {
         let mut properties = Map::new();
-        for d in &self.panel.dimensions {
+        for d in self.aspects {
             let (name, value) = value_schema(self.panel, d);
             properties.insert(
                 d.key.clone(),
@@ -145,7 +164,7 @@ impl Verdict for AspectScores<'_> {
         Some(json!({
             "type": "object",
             "properties": properties,
-            "required": self.panel.dimension_keys(),
+            "required": self.aspects.iter().map(|d| d.key.as_str()).collect::<Vec<_>>(),
             "additionalProperties": false
         }))
     }
@@ -153,13 +172,13 @@ impl Verdict for AspectScores<'_> {
         Some(TOP_LOGPROBS)
     }
     fn read(&self, completion: &Completion) -> Result<Assessed, String> {
-        let map = verdict_object(&completion.text, self.panel, "")
+        let map = verdict_object(&completion.text, self.aspects, "")
             .ok_or("the reply has no JSON object with the aspects' values")?;
         let mut evaluation = Evaluation::default();
         let mut reasons = BTreeMap::new();
         let mut problems = Vec::new();
         let mut lines = Vec::new();
-        for d in &self.panel.dimensions {
+        for d in self.aspects {
             let e = entry(&map, &d.key);
             // `{"reason": …, "score": 4}`, or a bare value.
             let (raw, reason) = match e {
@@ -182,9 +201,9 @@ impl Verdict for AspectScores<'_> {
         }
         mean_overall(&mut evaluation);
         evaluation.justification = lines.join("\n");
-        let weighted = weigh(completion, self.panel);
+        let weighted = weigh(completion, self.aspects, self.panel.scale, None);
         evaluation.weighted_scores = (!weighted.is_empty()).then_some(weighted);
-        Ok(Assessed { evaluation, reasons })
+        Ok(Assessed { evaluation, reasons, turns: BTreeMap::new() })
     }
     fn repair(&self, error: &str) -> ChatMessage {
         ChatMessage::user(format!(
@@ -193,15 +212,44 @@ impl Verdict for AspectScores<'_> {
         ))
     }
     fn evaluation(&self, output: &Assessed) -> Option<Evaluation> {
-        Some(output.evaluation.clone())
+        Some(match self.so_far {
+            Some(before) => merged(before, &output.evaluation),
+            None => output.evaluation.clone(),
+        })
     }
+}
+
+/// `before` with the values of `more` added (one request per aspect): the
+/// scores, labels, weighted scores and reasons of both, `overall` the mean
+/// of the scores.
+pub(crate) fn merged(before: &Evaluation, more: &Evaluation) -> Evaluation {
+    let mut ev = before.clone();
+    ev.scores.extend(more.scores.iter().map(|(k, v)| (k.clone(), *v)));
+    ev.labels.extend(more.labels.iter().map(|(k, v)| (k.clone(), v.clone())));
+    if let Some(w) = &more.weighted_scores {
+        ev.weighted_scores.get_or_insert_with(Default::default).extend(w.iter().map(|(k, v)| (k.clone(), *v)));
+    }
+    let reasons = [ev.justification.trim(), more.justification.trim()];
+    ev.justification = reasons.into_iter().filter(|r| !r.is_empty()).collect::<Vec<_>>().join("\n");
+    mean_overall(&mut ev);
+    ev
 }
 
 /// Probability-weighted scores of the scored aspects, when the completion
 /// has log-probabilities: each aspect's `"score"` is looked for between its
 /// key and the next aspect's key. Recorded beside the sampled scores, never
 /// instead of them.
-fn weigh(completion: &Completion, panel: &Panel) -> crate::session::event::Scores {
+///
+/// `under`: the aspects sit in the object of that key (the review's
+/// `"review"`), and the search ends where the object's next sibling key
+/// (`"definitions"`, `"new_aspects"`) begins, so that a new aspect's score or
+/// a definition naming an aspect is never read as an aspect's score.
+fn weigh(
+    completion: &Completion,
+    aspects: &[Dimension],
+    scale: crate::panel::Scale,
+    under: Option<&str>,
+) -> crate::session::event::Scores {
     let mut out = crate::session::event::Scores::new();
     let Some(tokens) = &completion.logprobs else { return out };
     let mut starts = Vec::with_capacity(tokens.len());
@@ -210,22 +258,40 @@ fn weigh(completion: &Completion, panel: &Panel) -> crate::session::event::Score
         starts.push(text.len());
         text.push_str(&t.token);
     }
-    let at: Vec<(usize, &Dimension)> =
-        panel.dimensions.iter().filter_map(|d| text.rfind(&format!("\"{}\"", d.key)).map(|p| (p, d))).collect();
+    let (begin, finish) = match under {
+        Some(key) => {
+            let Some(begin) = text.rfind(&format!("\"{key}\"")) else { return out };
+            let finish = REVIEW_SIBLINGS
+                .iter()
+                .filter_map(|k| text[begin..].find(&format!("\"{k}\"")).map(|p| begin + p))
+                .min()
+                .unwrap_or(text.len());
+            (begin, finish)
+        }
+        None => (0, text.len()),
+    };
+    let span = &text[begin..finish];
+    let at: Vec<(usize, &Dimension)> = aspects
+        .iter()
+        .filter_map(|d| span.rfind(&format!("\"{}\"", d.key)).map(|p| (begin + p, d)))
+        .collect();
     let token_at = |pos: usize| match starts.binary_search(&pos) {
         Ok(i) => i,
         Err(i) => i.saturating_sub(1),
     };
     for &(pos, d) in at.iter().filter(|(_, d)| d.labels.is_empty()) {
-        let end = at.iter().map(|(p, _)| *p).filter(|p| *p > pos).min().unwrap_or(text.len());
+        let end = at.iter().map(|(p, _)| *p).filter(|p| *p > pos).min().unwrap_or(finish);
         let (from, to) = (token_at(pos), token_at(end).max(token_at(pos) + 1).min(tokens.len()));
-        let found = weighted_scores(&tokens[from..to], &["score".to_string()], panel.scale);
+        let found = weighted_scores(&tokens[from..to], &["score".to_string()], scale);
         if let Some(w) = found.get("score") {
             out.insert(d.key.clone(), *w);
         }
     }
     out
 }
+
+/// The keys that follow `"review"` in the meta-evaluator's object.
+const REVIEW_SIBLINGS: [&str; 2] = ["definitions", "new_aspects"];
 
 /// A new aspect the meta-evaluator proposes.
 #[derive(Debug, Clone, PartialEq)]
@@ -321,9 +387,14 @@ impl Verdict for ReviewVerdict<'_> {
             "additionalProperties": false
         }))
     }
+    /// The meta-evaluator's scores are weighed by their probabilities too.
+    fn top_logprobs(&self) -> Option<u8> {
+        Some(TOP_LOGPROBS)
+    }
     fn read(&self, completion: &Completion) -> Result<Review, String> {
-        let map = verdict_object(&completion.text, self.panel, "review")
+        let map = verdict_object(&completion.text, &self.panel.dimensions, "review")
             .ok_or("the reply has no JSON object with a \"review\" of the aspects")?;
+        let weighted = weigh(completion, &self.panel.dimensions, self.panel.scale, Some("review"));
         // The aspects sit under "review", or at the top level.
         let review = match map.get("review") {
             Some(Value::Object(r)) => r,
@@ -346,9 +417,25 @@ impl Verdict for ReviewVerdict<'_> {
                 Ok(v) if Some(&v) == AspectValue::of(self.base, &d.key).as_ref() => {}
                 Ok(v) => {
                     v.set_in(&mut out.evaluation, &d.key);
-                    // The evaluator's weighted score is not the rectified value's.
-                    if let Some(w) = out.evaluation.weighted_scores.as_mut() {
-                        w.remove(&d.key);
+                    // The evaluator's weighted score is not the rectified
+                    // value's: the meta-evaluator's own stands in its place,
+                    // or, when its reply had no log-probabilities, the
+                    // rectified score itself, so that the weighted stage
+                    // keeps the aspect.
+                    if let AspectValue::Score(score) = &v {
+                        let own = weighted.get(&d.key).copied();
+                        match (own, out.evaluation.weighted_scores.as_mut()) {
+                            (Some(w), Some(all)) => {
+                                all.insert(d.key.clone(), w);
+                            }
+                            (Some(w), None) => {
+                                out.evaluation.weighted_scores = Some([(d.key.clone(), w)].into_iter().collect());
+                            }
+                            (None, Some(all)) => {
+                                all.insert(d.key.clone(), *score);
+                            }
+                            (None, None) => {}
+                        }
                     }
                     out.rectified.insert(d.key.clone(), (v, text(o.get("reason"))));
                 }
@@ -440,7 +527,7 @@ mod tests {
     fn the_schemas_allow_only_the_labels_and_a_local_grammar_follows_them() {
         let panel = survey();
         let base = Evaluation::default();
-        let scores = AspectScores { panel: &panel }.schema().unwrap();
+        let scores = AspectScores { panel: &panel, aspects: &panel.dimensions, so_far: None }.schema().unwrap();
         let review = ReviewVerdict { panel: &panel, base: &base, max_new: 3 }.schema().unwrap();
         let labels = json!(["formal", "neutral", "friendly", "playful"]);
         assert_eq!(scores["properties"]["tone"]["properties"]["label"]["enum"], labels);
@@ -471,16 +558,58 @@ mod tests {
         ];
         let text: String = tokens.iter().map(|t| t.token.as_str()).collect();
         let completion = Completion { text, logprobs: Some(tokens), ..Default::default() };
-        let ev = AspectScores { panel: &panel }.read(&completion).unwrap().evaluation;
+        let ev = AspectScores { panel: &panel, aspects: &panel.dimensions, so_far: None }.read(&completion).unwrap().evaluation;
         assert_eq!(ev.scores["accuracy"], 4.0, "the sampled score stays the score");
         let w = ev.weighted_scores.unwrap();
         assert_eq!((w["accuracy"], w["semantic_diversity"]), (3.0, 4.0));
     }
 
     #[test]
+    fn a_rectified_score_keeps_a_weighted_value_the_meta_evaluators_or_its_own() {
+        use crate::provider::logprobs::{TokenLogprob, TopLogprob};
+        let mut panel = survey();
+        panel.dimensions.truncate(2);
+        let mut base = Evaluation::default();
+        base.scores.insert("accuracy".into(), 5.0);
+        base.scores.insert("semantic_diversity".into(), 4.0);
+        base.weighted_scores = Some([("accuracy".into(), 4.8), ("semantic_diversity".into(), 3.9)].into());
+        let v = ReviewVerdict { panel: &panel, base: &base, max_new: 1 };
+        let text = "{\"review\": {\"accuracy\": {\"verdict\": \"rectify\", \"score\": 3, \"reason\": \"an error\"}, \
+                    \"semantic_diversity\": {\"verdict\": \"keep\", \"score\": 4, \"reason\": \"\"}}, \
+                    \"definitions\": [{\"aspect\": \"accuracy\", \"definition\": \"Is it right?\", \"reason\": \"x\"}], \
+                    \"new_aspects\": [{\"key\": \"accuracy_2\", \"definition\": \"y\", \"score\": 1, \"reason\": \"z\"}]}";
+        // Without log-probabilities the rectified score is its own weighted value.
+        let r = v.read(&reply(text)).unwrap();
+        let w = r.evaluation.weighted_scores.as_ref().unwrap();
+        assert_eq!((w["accuracy"], w["semantic_diversity"]), (3.0, 3.9));
+        // With them, the meta-evaluator's Σ p(s)·s on its own score token.
+        let at = text.find("3, \"reason\": \"an error").unwrap();
+        let tokens = vec![
+            TokenLogprob { token: text[..at].into(), logprob: -0.1, top: vec![] },
+            TokenLogprob {
+                token: "3".into(),
+                logprob: 0.5f64.ln(),
+                top: vec![
+                    TopLogprob { token: "3".into(), logprob: 0.5f64.ln() },
+                    TopLogprob { token: "2".into(), logprob: 0.5f64.ln() },
+                ],
+            },
+            TokenLogprob { token: text[at + 1..].into(), logprob: -0.1, top: vec![] },
+        ];
+        let r = v.read(&Completion { text: text.into(), logprobs: Some(tokens), ..Default::default() }).unwrap();
+        let w = r.evaluation.weighted_scores.as_ref().unwrap();
+        assert_eq!((w["accuracy"], w["semantic_diversity"]), (2.5, 3.9));
+        // An evaluation without weighted scores gets none from a rectification without them.
+        let plain = Evaluation { weighted_scores: None, ..base.clone() };
+        let v = ReviewVerdict { panel: &panel, base: &plain, max_new: 1 };
+        assert_eq!(v.read(&reply(text)).unwrap().evaluation.weighted_scores, None);
+        assert_eq!(v.top_logprobs(), Some(TOP_LOGPROBS), "the meta-evaluator's scores are weighed too");
+    }
+
+    #[test]
     fn bare_values_and_loose_keys_are_read_and_a_missing_aspect_is_not() {
         let panel = survey();
-        let v = AspectScores { panel: &panel };
+        let v = AspectScores { panel: &panel, aspects: &panel.dimensions, so_far: None };
         let all = "{\"Accuracy\": 4, \"semantic diversity\": 3, \"coherence\": 4, \"relevancy\": 5, \
                    \"audience_understandability\": 4, \"audience_engagement\": 3, \"fairness\": 2, \"tone\": \"Friendly\"}";
         let ev = v.read(&reply(all)).unwrap().evaluation;
