@@ -93,7 +93,14 @@ fn rounds(events: &[moot::session::Event]) -> usize {
 fn the_paper_preset_sets_same_score_per_criterion_and_moot_lists_them_as_departures() {
     let moot = ProtocolSection::new(Protocol::CollabEval);
     let listed: Vec<String> = moot.departures().iter().map(ToString::to_string).collect();
-    assert_eq!(listed, ["consensus = \"panel\" (paper: \"same\")", "scope = \"all\" (paper: \"per-criterion\")"]);
+    assert_eq!(
+        listed,
+        [
+            "consensus = \"panel\" (paper: \"same\")",
+            "scope = \"all\" (paper: \"per-criterion\")",
+            "history = \"window\" (paper: \"whole\")"
+        ]
+    );
     let paper = ProtocolSection::paper(Protocol::CollabEval);
     assert!(paper.is("consensus", "same") && paper.is("scope", "per-criterion"));
     assert!(paper.departures().is_empty(), "{:?}", paper.departures());
@@ -426,4 +433,32 @@ async fn a_stop_settles_the_open_criteria_by_the_mean_without_a_final_judgment()
     assert_eq!(agg.scores["grammar"], 4.0);
     assert!((agg.scores["relevance"] - 8.0 / 3.0).abs() < 1e-9, "{:?}", agg.scores);
     assert!(agg.feedback.contains("mean of the latest scores (the discussion was stopped)"), "{}", agg.feedback);
+}
+
+#[tokio::test]
+async fn under_the_paper_preset_the_final_judge_reads_the_first_evaluations_of_a_long_discussion() {
+    // Four evaluators who never agree: three rounds after the first
+    // evaluations are sixteen contributions, more than the 14 moot's
+    // default window shows.
+    let names: &[&str] = &["Ann", "Bea", "Cal", "Dee"];
+    let judge_sees_first = |preset: Preset| async move {
+        let mut p = panel(Protocol::CollabEval, &[("Readers", names)]);
+        p.protocol = ProtocolSection { preset, ..ProtocolSection::new(Protocol::CollabEval) };
+        p.protocol.settings.insert("scope".into(), SettingValue::Text("all".into()));
+        let provider = scripted(|req, n| {
+            let who = speaker(req);
+            match who.as_str() {
+                "final judge" => evaluation(3, 3, 3).into(),
+                "Ann" if !is_debate(req) => format!("ANN-FIRST-WORDS\n{}", evaluation(1, 1, 1)).into(),
+                name => evaluation(1 + (name.len() as u32 + n as u32) % 5, 1 + (n as u32 % 5), 3).into(),
+            }
+        });
+        let (_, outcome) = Session::start(config(p, provider.clone()), None).finish().await;
+        assert_eq!(outcome.status, EndStatus::Completed, "{:?}", outcome.error);
+        let requests = provider.requests();
+        let judge = requests.iter().find(|r| speaker(r) == "final judge").expect("a final judgment");
+        judge.messages.iter().any(|m| m.content.contains("[Ann, first evaluation]"))
+    };
+    assert!(judge_sees_first(Preset::Paper).await, "the whole history under the paper preset");
+    assert!(!judge_sees_first(Preset::Moot).await, "moot's window hides the first evaluations");
 }

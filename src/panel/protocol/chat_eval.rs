@@ -48,6 +48,13 @@ pub(super) const SPEC: ProtocolSpec = ProtocolSpec {
             about: "pairwise mode: what the agents call the candidates: \"Summary A\" and \"Summary B\"",
             paper: Paper::Any,
         },
+        SettingSpec {
+            key: "history",
+            kind: SettingKind::Choice { options: &["whole", "window"], default: "window" },
+            about: "whole: every prompt shows the whole discussion, shortened only when it does not fit the \
+                    model's context (recorded in the log); window: the latest 14 contributions only",
+            paper: Paper::Text("whole"),
+        },
     ],
     order: SpeakerOrder::Rounds,
     uses_steps: false,

@@ -277,7 +277,7 @@ async fn judge(run: &Run, group: &str, criterion: &str) -> Option<f64> {
         dimension: Some(criterion),
         pair: None,
     };
-    match run.verdict_turn(&verdict, turn, Prompt::discussion(&history, &build), None).await {
+    match run.verdict_turn(&verdict, turn, Prompt::discussion(&history, &build).window(prompts::history_window(&run.panel)), None).await {
         Spoken::Evaluated { evaluation, .. } => evaluation.scores.get(criterion).copied(),
         Spoken::Unparsed { .. } | Spoken::Failed(ProviderError::Cancelled) => None,
         Spoken::Failed(e) => {

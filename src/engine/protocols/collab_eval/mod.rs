@@ -214,7 +214,7 @@ async fn final_judgment(run: &Run, group: &str) -> Outcome {
             None,
             Role::FinalJudge,
             &binding,
-            Prompt::discussion(&history, &build),
+            Prompt::discussion(&history, &build).window(prompts::history_window(&run.panel)),
             sampling,
             &run.quit,
             None,

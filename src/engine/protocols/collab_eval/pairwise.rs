@@ -11,7 +11,7 @@
 use futures::future::join_all;
 
 use crate::engine::discussion::{self, Order};
-use crate::engine::prompts::HistoryEntry;
+use crate::engine::prompts::{self, HistoryEntry};
 use crate::engine::protocols::labels::{self, GroupOutcome, Pair, Talk, Until, VERDICT};
 use crate::engine::protocols::turns::Ask;
 use crate::engine::runtime::{Run, Spoken};
@@ -96,7 +96,7 @@ async fn final_judgment(run: &Run, pair: &Pair<'_>, group: &str) -> Option<Label
         dimension: None,
         pair: None,
     };
-    match run.verdict_turn(&VERDICT, turn, Prompt::discussion(&history, &build), None).await {
+    match run.verdict_turn(&VERDICT, turn, Prompt::discussion(&history, &build).window(prompts::history_window(&run.panel)), None).await {
         Spoken::Evaluated { evaluation, .. } => {
             run.state().judged.insert(group.to_string(), DiscussedLabel::to_evaluation(&evaluation));
             Some(evaluation.label)
