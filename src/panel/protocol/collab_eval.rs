@@ -35,19 +35,8 @@ pub(super) const SPEC: ProtocolSpec = ProtocolSpec {
                     dimensions still without one are discussed), with its own final judgment",
             paper: Paper::Text("per-criterion"),
         },
-        SettingSpec {
-            key: "candidate_name",
-            kind: SettingKind::Text { default: "Summary" },
-            about: "pairwise mode: what the evaluators call the candidates: \"Summary A\" and \"Summary B\"",
-            paper: Paper::Any,
-        },
-        SettingSpec {
-            key: "history",
-            kind: SettingKind::Choice { options: &["whole", "window"], default: "window" },
-            about: "whole: every prompt shows the whole discussion, shortened only when it does not fit the \
-                    model's context (recorded in the log); window: the latest 14 contributions only",
-            paper: Paper::Text("whole"),
-        },
+        CANDIDATE_NAME,
+        HISTORY,
     ],
     order: SpeakerOrder::ShuffledRounds,
     uses_steps: false,

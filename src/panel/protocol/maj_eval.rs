@@ -48,14 +48,7 @@ pub(super) const SPEC: ProtocolSpec = ProtocolSpec {
                     synthesis of every member's final evaluation, without the debates",
             paper: Paper::Text("per-group"),
         },
-        SettingSpec {
-            key: "history",
-            kind: SettingKind::Choice { options: &["whole", "window"], default: "window" },
-            about: "whole: a speaker sees the whole discussion, shortened only when it does not fit the model's \
-                    context (by the rule in docs/panels.md, recorded in the log); window: the latest 14 \
-                    contributions only",
-            paper: Paper::Text("whole"),
-        },
+        HISTORY,
     ],
     order: SpeakerOrder::Moderated,
     uses_steps: false,

@@ -131,6 +131,24 @@ fn departure(setting: &str, value: &SettingValue, paper: &SettingValue) -> Depar
     Departure { setting: setting.to_string(), value: value.to_string(), paper: paper.to_string() }
 }
 
+/// `history`, which protocols with a discussion declare: how much of it
+/// each prompt shows (read by `engine::prompts::history_window`).
+pub(super) const HISTORY: SettingSpec = SettingSpec {
+    key: "history",
+    kind: SettingKind::Choice { options: &["whole", "window"], default: "window" },
+    about: "whole: every prompt shows the whole discussion, shortened only when it does not fit the model's \
+            context (by the rule in docs/panels.md, recorded in the log); window: the latest 14 contributions only",
+    paper: Paper::Text("whole"),
+};
+
+/// `candidate_name`, which protocols with a pairwise mode declare.
+pub(super) const CANDIDATE_NAME: SettingSpec = SettingSpec {
+    key: "candidate_name",
+    kind: SettingKind::Text { default: "Summary" },
+    about: "what the agents call two candidates they compare: \"Summary A\" and \"Summary B\"",
+    paper: Paper::Any,
+};
+
 impl SettingSpec {
     /// The setting's declared default.
     pub fn default_value(&self) -> SettingValue {

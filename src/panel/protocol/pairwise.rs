@@ -41,12 +41,7 @@ pub(super) const SPEC: ProtocolSpec = ProtocolSpec {
             about: "ask for a label per dimension besides the overall verdict",
             paper: Paper::AsDefault,
         },
-        SettingSpec {
-            key: "candidate_name",
-            kind: SettingKind::Text { default: "Summary" },
-            about: "what the judges call the candidates: \"Summary A\" and \"Summary B\"",
-            paper: Paper::Any,
-        },
+        CANDIDATE_NAME,
         SettingSpec {
             key: "reply_tokens",
             kind: SettingKind::Integer { min: 32, max: 4096, default: 256 },

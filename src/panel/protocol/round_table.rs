@@ -44,19 +44,8 @@ pub(super) const SPEC: ProtocolSpec = ProtocolSpec {
                     (A, B or tie), and agree on that label",
             paper: Paper::Any,
         },
-        SettingSpec {
-            key: "candidate_name",
-            kind: SettingKind::Text { default: "Summary" },
-            about: "pairwise mode: what the agents call the candidates: \"Summary A\" and \"Summary B\"",
-            paper: Paper::Any,
-        },
-        SettingSpec {
-            key: "history",
-            kind: SettingKind::Choice { options: &["whole", "window"], default: "window" },
-            about: "whole: every prompt shows the whole discussion, shortened only when it does not fit the \
-                    model's context (recorded in the log); window: the latest 14 contributions only",
-            paper: Paper::Text("whole"),
-        },
+        CANDIDATE_NAME,
+        HISTORY,
     ],
     order: SpeakerOrder::ShuffledRounds,
     uses_steps: false,
