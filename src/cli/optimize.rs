@@ -181,10 +181,9 @@ pub fn run(args: OptimizeArgs) -> anyhow::Result<ExitCode> {
     }
     let dimension = match &args.dimension {
         Some(d) if panel.score_keys().contains(d) => d.clone(),
-        Some(d) => bail!(
-            "--dimension: the panel has no dimension `{d}`; its dimensions: {}",
-            panel.score_keys().join(", ")
-        ),
+        Some(d) => {
+            bail!("--dimension: the panel has no dimension `{d}`; its dimensions: {}", panel.score_keys().join(", "))
+        }
         None if panel.dimensions.len() == 1 => panel.dimensions[0].key.clone(),
         None if panel.has_overall() => "overall".into(),
         None => bail!(

@@ -149,8 +149,7 @@ pub fn scores(f: &mut Frame, area: Rect, app: &mut App) {
             }
             spans.push(Span::styled(format!("  {:>draws_w$}", clip(&draws.join(" "), draws_w)), theme.muted()));
             // The final evaluation has the means, a person's overrides applied.
-            let sampled =
-                final_.and_then(|e| e.score(key)).or_else(|| cell.and_then(|c| mean(&c.sampled)));
+            let sampled = final_.and_then(|e| e.score(key)).or_else(|| cell.and_then(|c| mean(&c.sampled)));
             let weighted = final_
                 .and_then(|e| e.weighted_scores.as_ref().and_then(|w| w.get(key).copied()))
                 .or_else(|| cell.and_then(|c| mean(&c.weighted)));
