@@ -234,7 +234,12 @@ fn debate_turns(rt: &Runtime, provider: &LocalProvider, nonce: &AtomicU64, group
         h
     };
     let quoted = [item.content.as_str()];
-    let spec = ParseSpec { dimensions: &panel.dimensions, scale: panel.scale, quoted_material: &quoted };
+    let spec = ParseSpec {
+        dimensions: &panel.dimensions,
+        scale: panel.scale,
+        overall: panel.asks_overall(),
+        quoted_material: &quoted,
+    };
     let (a, b) = (&agents[0], &agents[1 % agents.len()]);
     let one_token = |messages| {
         let mut r = ChatRequest::new(messages);

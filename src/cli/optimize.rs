@@ -180,13 +180,16 @@ pub fn run(args: OptimizeArgs) -> anyhow::Result<ExitCode> {
         judges_at(&mut panel, t);
     }
     let dimension = match &args.dimension {
-        Some(d) if d == "overall" || panel.dimensions.iter().any(|x| &x.key == d) => d.clone(),
-        Some(d) => bail!(
-            "--dimension: the panel has no dimension `{d}`; its dimensions: {}",
+        Some(d) if panel.score_keys().contains(d) => d.clone(),
+        Some(d) => {
+            bail!("--dimension: the panel has no dimension `{d}`; its dimensions: {}", panel.score_keys().join(", "))
+        }
+        None if panel.dimensions.len() == 1 => panel.dimensions[0].key.clone(),
+        None if panel.has_overall() => "overall".into(),
+        None => bail!(
+            "--dimension: the panel has no overall score (`overall = false`): name one of its dimensions: {}",
             panel.dimension_keys().join(", ")
         ),
-        None if panel.dimensions.len() == 1 => panel.dimensions[0].key.clone(),
-        None => "overall".into(),
     };
     let file = crate::item::resolve_items(&args.data)?;
     for problem in &file.skipped {

@@ -84,7 +84,7 @@ fn list(dir: &Path) -> anyhow::Result<ExitCode> {
             .as_ref()
             .and_then(|a| a.overall)
             .map(|o| fmt_num((o * 100.0).round() / 100.0))
-            .unwrap_or_else(|| "—".into());
+            .unwrap_or_else(|| if v.has_overall() { "—".into() } else { String::new() });
         let id = if v.session_id.is_empty() {
             path.file_stem().unwrap_or_default().to_string_lossy().to_string()
         } else {
@@ -217,8 +217,7 @@ fn export(arg: &str, format: &str) -> anyhow::Result<ExitCode> {
     }
     let path = resolve_session(arg)?;
     let v = load_view(&path)?;
-    let mut keys = v.dimension_keys();
-    keys.push("overall".into());
+    let keys = v.score_keys();
     let rows = export_rows(&v);
     let item = v.item.as_ref().map(|i| i.id.clone()).unwrap_or_default();
     let mut out = std::io::stdout().lock();

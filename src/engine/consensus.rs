@@ -38,7 +38,7 @@ impl ConsensusOutcome {
     }
 }
 
-/// Check `rule` over `scores` (agent → key → score) on `keys` (dimension keys plus `overall`).
+/// Check `rule` over `scores` (agent → key → score) on `keys` (the dimension keys, plus `overall` where the panel has one).
 pub fn check(
     rule: ConsensusRule,
     tolerance: f64,

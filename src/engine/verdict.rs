@@ -63,19 +63,24 @@ pub(crate) trait Verdict: Sync {
     }
 }
 
-/// Scores on every dimension of the panel, `overall`, a confidence and a
+/// Scores on every dimension of the panel, `overall` (where the panel has one), a confidence and a
 /// justification (MAJ-EVAL, CollabEval, a final judge).
 pub(crate) struct PanelScores<'a> {
     pub panel: &'a Panel,
     /// Material the item showed the judges: JSON or scores quoted from it are never a verdict.
     pub quoted: Vec<&'a str>,
-    /// Dimension keys and `overall`, for weighted scores.
+    /// The panel's score keys (`Panel::score_keys`), for weighted scores.
     pub keys: &'a [String],
 }
 
 impl PanelScores<'_> {
     fn spec(&self) -> ParseSpec<'_> {
-        ParseSpec { dimensions: &self.panel.dimensions, scale: self.panel.scale, quoted_material: &self.quoted }
+        ParseSpec {
+            dimensions: &self.panel.dimensions,
+            scale: self.panel.scale,
+            overall: self.panel.asks_overall(),
+            quoted_material: &self.quoted,
+        }
     }
 }
 
@@ -141,11 +146,15 @@ impl Verdict for DimensionScore<'_> {
         Some(TOP_LOGPROBS)
     }
     fn read(&self, completion: &Completion) -> Result<Evaluation, String> {
-        let spec =
-            ParseSpec { dimensions: slice::from_ref(self.dimension), scale: self.scale, quoted_material: &self.quoted };
+        let spec = ParseSpec {
+            dimensions: slice::from_ref(self.dimension),
+            scale: self.scale,
+            overall: false,
+            quoted_material: &self.quoted,
+        };
+        // One dimension's score is not an overall judgment, unless the
+        // dimension is keyed `overall`: then the parser made it the overall.
         let mut ev = parse_reply(&completion.text, &spec)?;
-        // One dimension's score is not an overall judgment.
-        ev.overall = None;
         ev.done = false;
         weigh(completion, slice::from_ref(&self.dimension.key), self.scale, &mut ev);
         Ok(ev)

@@ -614,9 +614,7 @@ impl Rules<'_> {
         for (i, dim) in dimensions.iter().enumerate() {
             let at = path.index(i);
             let key = at.key("key");
-            if dim.key == "overall" {
-                self.value(&key, "`overall` is reserved: every evaluation has an overall score");
-            } else if !is_identifier(&dim.key) {
+            if !is_identifier(&dim.key) {
                 self.value(
                     &key,
                     format!(

@@ -277,6 +277,17 @@ impl Default for ConsensusSettings {
     }
 }
 
+/// The key of the overall score, beside the dimensions or as one of them.
+pub const OVERALL: &str = "overall";
+
+fn yes() -> bool {
+    true
+}
+
+fn is_true(b: &bool) -> bool {
+    *b
+}
+
 static NO_SETTINGS: ModelSettings = ModelSettings { provider: None, model: None, temperature: None, max_tokens: None };
 
 /// Sampling defaults for the whole panel.
@@ -398,6 +409,12 @@ pub struct Panel {
     pub judge: JudgeText,
     pub scale: Scale,
     pub dimensions: Vec<Dimension>,
+    /// Whether judges give an overall score beside the dimensions
+    /// (`overall = false` at the top of the file: they do not, and
+    /// evaluations have none). A dimension keyed `overall` is the overall
+    /// score whatever this says; see [`Panel::asks_overall`].
+    #[serde(skip_serializing_if = "is_true")]
+    pub overall: bool,
     pub moderator: ModeratorSettings,
     pub consensus: ConsensusSettings,
     pub generation: GenerationSettings,
@@ -435,6 +452,8 @@ struct PanelFile {
     /// Required: `check` says what is missing, left out or empty.
     #[serde(default)]
     dimensions: Vec<Dimension>,
+    #[serde(default = "yes")]
+    overall: bool,
     #[serde(default)]
     moderator: ModeratorSettings,
     #[serde(default)]
@@ -473,6 +492,7 @@ impl TryFrom<PanelFile> for Panel {
             judge: f.judge,
             scale: f.scale,
             dimensions: f.dimensions,
+            overall: f.overall,
             moderator: f.moderator,
             consensus: f.consensus,
             generation: f.generation,
@@ -502,6 +522,32 @@ impl Panel {
     }
     pub fn dimension_keys(&self) -> Vec<String> {
         self.dimensions.iter().map(|d| d.key.clone()).collect()
+    }
+    /// Whether a dimension is keyed `overall`: it is rated like any other,
+    /// with its own description, and its score is the evaluation's overall.
+    pub fn rates_overall(&self) -> bool {
+        self.dimensions.iter().any(|d| d.key == OVERALL)
+    }
+    /// Whether judges are asked for an `overall` field beside the
+    /// dimensions: unless the panel says `overall = false` or rates overall
+    /// as one of its dimensions (then it is asked once, as that dimension).
+    pub fn asks_overall(&self) -> bool {
+        self.overall && !self.rates_overall()
+    }
+    /// Whether the panel's evaluations have an overall score: asked for
+    /// beside the dimensions, or rated as a dimension keyed `overall`.
+    pub fn has_overall(&self) -> bool {
+        self.overall || self.rates_overall()
+    }
+    /// The keys an evaluation is scored on, in order: the dimensions, then
+    /// `overall` where the panel has one (a dimension keyed `overall` comes
+    /// last, once).
+    pub fn score_keys(&self) -> Vec<String> {
+        let mut keys: Vec<String> = self.dimensions.iter().map(|d| d.key.clone()).filter(|k| k != OVERALL).collect();
+        if self.has_overall() {
+            keys.push(OVERALL.into());
+        }
+        keys
     }
     /// Settings that are valid but probably not what was meant: several
     /// pairwise votes from a judge at temperature 0 are copies of one verdict.

@@ -60,6 +60,7 @@ fn base(task: &str, options: &PanelOptions) -> Panel {
                 steps: None,
                 labels: Vec::new(),
             }],
+            overall: true,
             moderator: Default::default(),
             consensus: Default::default(),
             generation: Default::default(),

@@ -384,8 +384,13 @@ fn panel_info(panel: &serde_json::Value, protocol: &str, agents: &[crate::sessio
         .and_then(|d| d.as_array())
         .map(|dims| dims.iter().filter_map(|d| d.get("key").and_then(|k| k.as_str()).map(str::to_string)).collect())
         .unwrap_or_default();
+    // `overall` last, where the panel has one: asked beside the dimensions
+    // (unless `overall = false`) or rated as a dimension keyed `overall`.
+    let rated = keys.iter().any(|k| k == "overall");
     keys.retain(|k| k != "overall");
-    keys.push("overall".into());
+    if rated || panel.get("overall").and_then(|v| v.as_bool()) != Some(false) {
+        keys.push("overall".into());
+    }
     let mut groups: Vec<String> = panel
         .get("groups")
         .and_then(|g| g.as_array())

@@ -162,12 +162,14 @@ impl super::fold::SessionView {
                 return;
             }
         };
+        // An aspect keyed `overall` is the overall itself, not a mean.
+        let rated = self.panel.as_ref().is_some_and(|p| p.rates_overall());
         if let Some(a) = self.agents.iter_mut().find(|a| a.info.name == *agent)
             && let (Some(ev), Some(v)) = (a.progress.latest.as_mut(), value)
         {
             v.set_in(ev, dimension);
             // SAGEval's overall is the mean of the aspects' scores.
-            if ev.overall.is_some() && !ev.scores.is_empty() {
+            if !rated && ev.overall.is_some() && !ev.scores.is_empty() {
                 ev.overall = Some(ev.scores.values().sum::<f64>() / ev.scores.len() as f64);
             }
             if let Some(Some(own)) = human_from {

@@ -34,7 +34,7 @@ pub fn reply_parser(data: &[u8]) {
     let text = String::from_utf8_lossy(text);
     let dims = [dimension("grammar"), dimension("relevance")];
     let material = ["{\"grammar\": 5, \"relevance\": 5}", "The answer is 4."];
-    let spec = ParseSpec { dimensions: &dims, scale, quoted_material: &material };
+    let spec = ParseSpec { dimensions: &dims, scale, overall: true, quoted_material: &material };
     if let Ok(ev) = parse_reply(&text, &spec) {
         for d in &dims {
             let v = ev.scores.get(&d.key).copied().expect("a parsed evaluation has every dimension");

@@ -57,6 +57,7 @@ pub fn panel(protocol: Protocol, groups: &[(&str, &[&str])]) -> Panel {
                 labels: Vec::new(),
             },
         ],
+        overall: true,
         moderator: ModeratorSettings {
             policy: ModeratorPolicy::RoundRobin,
             max_turns: 4,

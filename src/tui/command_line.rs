@@ -44,12 +44,10 @@ pub enum Parsed {
     GoPair(usize),
 }
 
-/// Agent names and dimension keys (with `overall`) of a session.
+/// Agent names and score keys (with `overall` where the panel has one) of a session.
 pub fn names(view: &SessionView) -> (Vec<String>, Vec<String>) {
     let agents = view.agents.iter().map(|a| a.info.name.clone()).collect();
-    let mut dims = view.dimension_keys();
-    dims.push("overall".into());
-    (agents, dims)
+    (agents, view.score_keys())
 }
 
 fn one_of(what: &str, given: &str, valid: &[String]) -> Result<String, String> {

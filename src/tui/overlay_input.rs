@@ -13,13 +13,16 @@ use crate::engine::Command;
 use crate::session::event::{OverrideTarget, Scores};
 
 impl App {
-    /// The panel's dimensions and `overall`, each chosen as `pick`.
+    /// The panel's dimensions and `overall` (where asked for beside them),
+    /// each chosen as `pick`.
     pub(super) fn dimension_items(&self, pick: impl Fn(String) -> Pick) -> Vec<(String, Pick)> {
         let mut items: Vec<(String, Pick)> = match &self.view().panel {
             Some(p) => p.dimensions.iter().map(|d| (d.label().to_string(), pick(d.key.clone()))).collect(),
             None => Vec::new(),
         };
-        items.push(("Overall".into(), pick("overall".into())));
+        if self.view().panel.as_ref().is_none_or(|p| p.asks_overall()) {
+            items.push(("Overall".into(), pick("overall".into())));
+        }
         items
     }
 

@@ -26,6 +26,7 @@ mod log_compat;
 mod optimize;
 mod optimize_cli;
 mod optimize_paper;
+mod overall;
 mod pairwise;
 mod pairwise_report;
 mod panel_item_loading;

@@ -325,11 +325,7 @@ fn empty_dimensions() {
 }
 
 #[test]
-fn dimension_keys_must_be_identifiers_and_not_overall() {
-    assert_eq!(
-        error_of(&edit("key = \"accuracy\"", "key = \"overall\"")),
-        "panel.toml:26:7: dimensions[1].key: `overall` is reserved: every evaluation has an overall score"
-    );
+fn dimension_keys_must_be_identifiers() {
     assert_eq!(
         error_of(&edit("key = \"accuracy\"", "key = \"fact check\"")),
         "panel.toml:26:7: dimensions[1].key: dimension key \"fact check\" must be letters, digits and underscores, \

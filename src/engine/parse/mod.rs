@@ -30,6 +30,12 @@ use score::to_confidence;
 pub struct ParseSpec<'a> {
     pub dimensions: &'a [Dimension],
     pub scale: Scale,
+    /// Whether an `overall` score beside the dimensions is read (the mean of
+    /// the dimension scores where the reply has none): the panel's
+    /// [`asks_overall`](crate::panel::Panel::asks_overall). Without it an
+    /// evaluation has no overall, except that a dimension keyed `overall`
+    /// always is the evaluation's overall (and is not among its scores).
+    pub overall: bool,
     /// Texts the agent was shown as material (item content, context, reference):
     /// JSON or scores quoted from these are never the agent's verdict.
     pub quoted_material: &'a [&'a str],
@@ -51,7 +57,8 @@ const EPS: f64 = 1e-9;
 /// scores and is not quoted from [`ParseSpec::quoted_material`]; without one,
 /// `Dimension: score` lines are read instead (a `Confidence:` line also fills
 /// in a confidence the JSON lacks). Every panel dimension is required;
-/// a missing `overall` is the mean of the dimension scores. Errors name what is
+/// a missing `overall` is the mean of the dimension scores where one is
+/// asked for ([`ParseSpec::overall`]). Errors name what is
 /// wrong (missing dimensions, scores outside the scale, unreadable values) so
 /// they can be shown and sent back in a repair request.
 pub fn parse_reply(reply: &str, spec: &ParseSpec<'_>) -> Result<Evaluation, String> {
@@ -102,7 +109,7 @@ pub fn parse_reply(reply: &str, spec: &ParseSpec<'_>) -> Result<Evaluation, Stri
     };
     Ok(Evaluation {
         scores,
-        overall: Some(overall),
+        overall,
         confidence,
         justification,
         done: says_no_more_comments(reply, spec),

@@ -4,16 +4,23 @@
 
 use super::EPS;
 use super::fields::{Found, Parser, Raw};
-use crate::panel::Scale;
+use crate::panel::{OVERALL, Scale};
 use crate::session::event::Scores;
 
 impl Parser<'_, '_> {
-    pub(super) fn assemble(&self, found: &Found) -> Result<(Scores, f64), String> {
+    /// The dimension scores and the overall. A dimension keyed `overall` is
+    /// the overall (an `overall_quality` or `score` field fills it where the
+    /// reply has no `overall` key) and leaves the scores; else the overall
+    /// is the reply's, or the mean of the dimensions, where the panel asks
+    /// for one ([`ParseSpec::overall`]), and none where it does not.
+    pub(super) fn assemble(&self, found: &Found) -> Result<(Scores, Option<f64>), String> {
         let mut errors = Vec::new();
         let mut missing = Vec::new();
         let mut scores = Scores::new();
+        let rated = self.spec.dimensions.iter().any(|d| d.key == OVERALL);
         for (i, dimension) in self.spec.dimensions.iter().enumerate() {
-            match found.dims.get(&i) {
+            let raw = found.dims.get(&i).or(if dimension.key == OVERALL { found.overall.as_ref() } else { None });
+            match raw {
                 Some(raw) => match self.to_score(&dimension.key, raw) {
                     Ok(v) => {
                         scores.insert(dimension.key.clone(), v);
@@ -23,7 +30,17 @@ impl Parser<'_, '_> {
                 None => missing.push(dimension.key.as_str()),
             }
         }
-        let overall = match &found.overall {
+        if rated {
+            if !missing.is_empty() {
+                errors.push(format!("missing scores for {}", missing.join(", ")));
+            }
+            if !errors.is_empty() {
+                return Err(errors.join("; "));
+            }
+            let overall = scores.remove(OVERALL);
+            return Ok((scores, overall));
+        }
+        let overall = match found.overall.as_ref().filter(|_| self.spec.overall) {
             Some(raw) => match self.to_score("overall", raw) {
                 Ok(v) => Some(v),
                 Err(e) => {
@@ -40,12 +57,13 @@ impl Parser<'_, '_> {
             return Err(errors.join("; "));
         }
         match overall {
-            Some(v) => Ok((scores, v)),
-            None if !scores.is_empty() => {
+            Some(v) => Ok((scores, Some(v))),
+            None if scores.is_empty() => Err(self.no_scores()),
+            None if !self.spec.overall => Ok((scores, None)),
+            None => {
                 let mean = scores.values().sum::<f64>() / scores.len() as f64;
-                Ok((scores, mean))
+                Ok((scores, Some(mean)))
             }
-            None => Err(self.no_scores()),
         }
     }
 
@@ -85,8 +103,11 @@ impl Parser<'_, '_> {
 
     pub(super) fn no_scores(&self) -> String {
         let mut keys: Vec<&str> = self.spec.dimensions.iter().map(|d| d.key.as_str()).collect();
-        let example = keys.first().map_or("overall", |k| k).to_string();
-        keys.extend(["overall", "confidence", "justification"]);
+        let example = keys.first().map_or(OVERALL, |k| k).to_string();
+        if self.spec.overall && !keys.contains(&OVERALL) {
+            keys.push(OVERALL);
+        }
+        keys.extend(["confidence", "justification"]);
         format!(
             "no scores found: expected a JSON object with the keys {} (or lines like `{example}: {}`)",
             keys.join(", "),

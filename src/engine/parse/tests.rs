@@ -29,7 +29,8 @@ fn dims() -> Vec<Dimension> {
 fn parse(reply: &str) -> Result<Evaluation, String> {
     let dims = dims();
     let material = [STORY];
-    let spec = ParseSpec { dimensions: &dims, scale: Scale { min: 1.0, max: 5.0 }, quoted_material: &material };
+    let spec =
+        ParseSpec { dimensions: &dims, scale: Scale { min: 1.0, max: 5.0 }, overall: true, quoted_material: &material };
     parse_reply(reply, &spec)
 }
 
@@ -55,7 +56,7 @@ fn a_cut_or_malformed_verdict_is_salvaged_only_when_every_dimension_is_there() {
 fn done(reply: &str) -> bool {
     let dims = dims();
     let material = [STORY];
-    let spec = ParseSpec { dimensions: &dims, scale: Scale::default(), quoted_material: &material };
+    let spec = ParseSpec { dimensions: &dims, scale: Scale::default(), overall: true, quoted_material: &material };
     says_no_more_comments(reply, &spec)
 }
 
@@ -290,7 +291,8 @@ fn justification_is_capped() {
 #[test]
 fn other_scales_and_fractional_scores() {
     let dims = dims();
-    let spec = ParseSpec { dimensions: &dims, scale: Scale { min: 0.0, max: 10.0 }, quoted_material: &[] };
+    let spec =
+        ParseSpec { dimensions: &dims, scale: Scale { min: 0.0, max: 10.0 }, overall: true, quoted_material: &[] };
     let e = parse_reply("Grammar: 8/10\nAnswer relevancy: 6.5 out of 10", &spec).expect("parses");
     assert_eq!(e.scores["grammar"], 8.0);
     assert_eq!(e.scores["answer_relevancy"], 6.5);
@@ -301,7 +303,7 @@ fn other_scales_and_fractional_scores() {
 
 #[test]
 fn panel_without_dimensions_needs_only_overall() {
-    let spec = ParseSpec { dimensions: &[], scale: Scale::default(), quoted_material: &[] };
+    let spec = ParseSpec { dimensions: &[], scale: Scale::default(), overall: true, quoted_material: &[] };
     let e = parse_reply("{\"overall\": 3, \"justification\": \"ok\"}", &spec).expect("parses");
     assert_eq!(e.overall, Some(3.0));
     assert!(e.scores.is_empty());
@@ -344,4 +346,46 @@ fn no_more_comments_table() {
     for (name, reply, want) in cases {
         assert_eq!(done(reply), want, "{name}");
     }
+}
+
+#[test]
+fn without_an_overall_none_is_read_or_made_up() {
+    let dims = dims();
+    let spec = ParseSpec { dimensions: &dims, scale: Scale::default(), overall: false, quoted_material: &[] };
+    // No mean of the dimensions stands in for an overall nobody asked for.
+    let e = parse_reply("{\"grammar\": 4, \"answer_relevancy\": 2}", &spec).expect("parses");
+    assert_eq!((e.scores.len(), e.overall), (2, None));
+    // An overall given anyway is not read, even an unreadable one.
+    let e = parse_reply("{\"grammar\": 4, \"answer_relevancy\": 2, \"overall\": 9}", &spec).expect("parses");
+    assert_eq!(e.overall, None);
+    let err = parse_reply("No scores.", &spec).unwrap_err();
+    assert!(err.contains("the keys grammar, answer_relevancy, confidence, justification"), "{err}");
+}
+
+#[test]
+fn a_dimension_keyed_overall_is_the_overall_and_not_among_the_scores() {
+    let mut dims = dims();
+    dims.push(Dimension {
+        key: "overall".into(),
+        name: "Overall quality".into(),
+        description: String::new(),
+        steps: None,
+        labels: Vec::new(),
+    });
+    for asked in [true, false] {
+        let spec = ParseSpec { dimensions: &dims, scale: Scale::default(), overall: asked, quoted_material: &[] };
+        let e = parse_reply("{\"grammar\": 4, \"answer_relevancy\": 2, \"overall\": 5}", &spec).expect("parses");
+        assert_eq!(e.overall, Some(5.0), "the dimension's own score, not the mean");
+        assert_eq!(e.scores.keys().collect::<Vec<_>>(), ["answer_relevancy", "grammar"]);
+        // It is required like any dimension: no mean stands in for it.
+        let err = parse_reply("{\"grammar\": 4, \"answer_relevancy\": 2}", &spec).unwrap_err();
+        assert!(err.contains("missing scores for overall"), "{err}");
+        // Its display name reads too.
+        let e = parse_reply("Grammar: 3\nAnswer relevancy: 3\nOverall quality: 2", &spec).expect("parses");
+        assert_eq!(e.overall, Some(2.0));
+    }
+    let alone = &dims[2..];
+    let spec = ParseSpec { dimensions: alone, scale: Scale::default(), overall: false, quoted_material: &[] };
+    let e = parse_reply("{\"overall\": 3}", &spec).expect("parses");
+    assert_eq!((e.overall, e.scores.is_empty()), (Some(3.0), true));
 }

@@ -24,9 +24,10 @@ pub struct ScoresRow<'a> {
     pub finished: bool,
 }
 
-/// The dimensions' keys, then `overall`: the order of the moderator's table.
-pub(super) fn score_keys(panel: &Panel) -> Vec<&str> {
-    panel.dimensions.iter().map(|d| d.key.as_str()).chain(["overall"]).collect()
+/// The dimensions' keys, then `overall` where the panel has one: the order
+/// of the moderator's table ([`Panel::score_keys`]).
+pub(super) fn score_keys(panel: &Panel) -> Vec<String> {
+    panel.score_keys()
 }
 
 /// The line that ends the moderator's scores table when every member has
@@ -36,7 +37,7 @@ const SCORES_AGREE: &str =
     "Nobody's scores differ: choose someone whose point nobody has answered yet, or who has spoken least.";
 
 /// The group's latest scores for the moderator, a line per agent with the
-/// dimensions, then overall, in the order the panel's system prompt names:
+/// dimensions, then overall (where the panel has one), in the order the panel's system prompt names:
 /// `- Ann: 4, 3, 4 (2 turns)`; then [`SCORES_AGREE`] when every member has
 /// scores and they are all the same.
 pub fn scores_table(panel: &Panel, rows: &[ScoresRow<'_>]) -> String {
@@ -44,11 +45,9 @@ pub fn scores_table(panel: &Panel, rows: &[ScoresRow<'_>]) -> String {
     let mut distinct = std::collections::BTreeSet::new();
     for row in rows {
         let scores = match row.latest {
-            Some(ev) => panel
-                .dimensions
+            Some(ev) => score_keys(panel)
                 .iter()
-                .map(|d| ev.scores.get(&d.key).copied())
-                .chain([ev.overall])
+                .map(|k| ev.score(k))
                 .map(|v| v.map(fmt_num).unwrap_or_else(|| "-".into()))
                 .collect::<Vec<_>>()
                 .join(", "),

@@ -62,14 +62,19 @@ pub(super) fn rubric(panel: &Panel) -> String {
     for d in &panel.dimensions {
         let _ = writeln!(s, "- {} ({}): {}", d.key, d.label(), d.description.trim());
     }
-    let _ = write!(s, "- overall: your overall judgment on the same scale.");
+    if panel.asks_overall() {
+        let _ = writeln!(s, "- overall: your overall judgment on the same scale.");
+    }
+    s.truncate(s.trim_end().len());
     s
 }
 
 /// The JSON shape agents must end with.
 pub fn output_format(panel: &Panel) -> String {
     let mut fields: Vec<String> = panel.dimensions.iter().map(|d| format!("\"{}\": <score>", d.key)).collect();
-    fields.push("\"overall\": <score>".into());
+    if panel.asks_overall() {
+        fields.push("\"overall\": <score>".into());
+    }
     fields.push("\"confidence\": <0.0 to 1.0>".into());
     fields.push("\"justification\": \"<one short sentence on what in the item earns these scores>\"".into());
     format!("End your reply with your evaluation as one JSON object, exactly these keys:\n{{{}}}", fields.join(", "))

@@ -1,28 +1,31 @@
 //! Reading a reply while it streams: its prose so far, and the scores of an
 //! evaluation whose JSON is not complete yet.
 
-use crate::panel::Panel;
+use crate::panel::{OVERALL, Panel};
 use crate::session::event::Evaluation;
 
 /// An evaluation still streaming (`json`, its text so far): the scores in
-/// the panel's order, then overall and confidence, up to the first that is
+/// the panel's order, then overall (where the panel has one) and confidence, up to the first that is
 /// not complete yet (so that its scores read as the beginning of the final
 /// ones), then the justification so far once all of them are in. `None`
 /// before the first score is complete.
 pub(super) fn evaluation_so_far(panel: &Panel, json: &str) -> Option<Evaluation> {
     let mut ev = Evaluation::default();
     let all_scores = (|| {
-        for d in &panel.dimensions {
+        // A dimension keyed `overall` is the overall, as a parsed reply has it.
+        for d in panel.dimensions.iter().filter(|d| d.key != OVERALL) {
             ev.scores.insert(d.key.clone(), number_field(json, &d.key)?);
         }
-        ev.overall = Some(number_field(json, "overall")?);
+        if panel.has_overall() {
+            ev.overall = Some(number_field(json, OVERALL)?);
+        }
         ev.confidence = Some(number_field(json, "confidence")?);
         Some(())
     })();
     if all_scores.is_some() {
         ev.justification = string_field_so_far(json, "justification").unwrap_or_default();
     }
-    (!ev.scores.is_empty()).then_some(ev)
+    (!ev.scores.is_empty() || ev.overall.is_some()).then_some(ev)
 }
 
 /// The text of the JSON string given for `key`, as far as it has streamed

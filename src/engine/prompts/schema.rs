@@ -24,9 +24,14 @@ pub fn evaluation_schema(panel: &Panel) -> serde_json::Value {
         props.insert(d.key.clone(), score.clone());
         required.push(json!(d.key));
     }
-    props.insert("overall".into(), score);
+    // An overall beside the dimensions, unless the panel has none or rates
+    // it as a dimension (then it is that dimension's property, once).
+    if panel.asks_overall() {
+        props.insert("overall".into(), score);
+        required.push(json!("overall"));
+    }
     props.insert("confidence".into(), json!({"type": "number", "minimum": 0.0, "maximum": 1.0}));
     props.insert("justification".into(), json!({"type": "string", "maxLength": JUSTIFICATION_MAX}));
-    required.extend([json!("overall"), json!("confidence"), json!("justification")]);
+    required.extend([json!("confidence"), json!("justification")]);
     json!({"type": "object", "properties": props, "required": required, "additionalProperties": false})
 }

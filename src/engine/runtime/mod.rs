@@ -221,7 +221,7 @@ pub(crate) struct Run {
     pub stop: CancellationToken,
     /// Ends everything, aggregation included.
     pub quit: CancellationToken,
-    /// Dimension keys plus `overall`.
+    /// Dimension keys, then `overall` where the panel has one ([`Panel::score_keys`]).
     pub keys: Vec<String>,
     quoted: Vec<String>,
 }
@@ -241,8 +241,7 @@ impl Run {
             })
             .collect();
         let histories = panel.groups.iter().map(|g| (g.name.clone(), Vec::new())).collect();
-        let mut keys = panel.dimension_keys();
-        keys.push("overall".into());
+        let keys = panel.score_keys();
         let item = &config.item;
         let quoted = [Some(&item.content), item.context.as_ref(), item.reference.as_ref()]
             .into_iter()

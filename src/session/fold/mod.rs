@@ -159,6 +159,18 @@ impl SessionView {
         self.panel.as_ref().map(|p| p.dimension_keys()).unwrap_or_default()
     }
 
+    /// The keys an evaluation of the panel is scored on: the dimensions,
+    /// then `overall` where the panel has one ([`Panel::score_keys`]).
+    pub fn score_keys(&self) -> Vec<String> {
+        self.panel.as_ref().map_or_else(|| vec!["overall".into()], |p| p.score_keys())
+    }
+
+    /// Whether the panel's evaluations have an overall score (a session
+    /// without its panel: as every panel had before `overall = false`).
+    pub fn has_overall(&self) -> bool {
+        self.panel.as_ref().is_none_or(|p| p.has_overall())
+    }
+
     /// The turn currently streaming, if any (the most recent one).
     pub fn speaking_turn(&self) -> Option<&TurnView> {
         self.turns.iter().rev().find(|t| t.state == TurnState::Streaming)

@@ -56,8 +56,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &mut App, idx: usize) {
     }
     // Score line.
     let scale = app.vm.session.panel.as_ref().map(|p| (p.scale.min, p.scale.max)).unwrap_or((1.0, 5.0));
-    let mut dims = app.vm.session.dimension_keys();
-    dims.push("overall".into());
+    let dims = app.vm.session.score_keys();
     let mut header_lines: Vec<Line> = Vec::new();
     match &a.progress.latest {
         Some(ev) if ev.label.is_some() && ev.scores.is_empty() => {
@@ -148,15 +147,17 @@ pub fn list(f: &mut Frame, area: Rect, app: &App) -> Vec<(Rect, Focus)> {
     let mut lines: Vec<Line> = Vec::new();
     let mut hits = Vec::new();
     let w = area.width as usize;
+    let has_overall = app.vm.session.has_overall();
     for (group, members) in app.vm.agents_by_group() {
         lines.push(Line::from(Span::styled(clip(&group, w), theme.accent())));
         for i in members {
             let a = &v.agents[i];
             let (sym, _, style) = badge(a, theme);
             let focused = app.focus == Focus::Agent(i);
-            // The overall score, or a label verdict (CollabEval's pairwise mode).
+            // The overall score, or a label verdict (CollabEval's pairwise
+            // mode); a panel without an overall leaves the column blank.
             let ovr = a.progress.latest.as_ref().and_then(|e| e.overall.map(fmt_score).or_else(|| e.label.clone()));
-            let ovr = ovr.unwrap_or_else(|| "–".into());
+            let ovr = ovr.unwrap_or_else(|| if has_overall { "–".into() } else { String::new() });
             let name_w = w.saturating_sub(8);
             let row_style = if focused { theme.selection() } else { Style::default() };
             hits.push((

@@ -76,8 +76,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &mut App) {
     let focused = app.focus == Focus::Aggregator;
     let v = &app.vm.session;
     let scale = v.panel.as_ref().map(|p| (p.scale.min, p.scale.max)).unwrap_or((1.0, 5.0));
-    let mut dims = v.dimension_keys();
-    dims.push("overall".into());
+    let dims = v.score_keys();
     let block = pane(Line::from(Span::styled(" Result ", theme.accent())), focused, &theme);
     let mut lines: Vec<Line> = Vec::new();
     match &v.aggregate {

@@ -26,11 +26,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &mut App) {
     let inner = block.inner(area);
     f.render_widget(block, area);
     let width = inner.width as usize;
-    let dims = {
-        let mut d = v.dimension_keys();
-        d.push("overall".into());
-        d
-    };
+    let dims = v.score_keys();
     let label_w = if width >= 60 { 14 } else { 5 };
     let mut lines: Vec<Line> = Vec::new();
     for g in &v.groups {

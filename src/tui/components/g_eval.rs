@@ -96,7 +96,7 @@ fn cells(v: &SessionView) -> BTreeMap<(String, String), Cell> {
         let cell = out.entry((t.agent.clone(), d.clone())).or_default();
         match (&t.evaluation, t.state) {
             (Some(ev), _) => {
-                cell.sampled.extend(ev.scores.get(d));
+                cell.sampled.extend(ev.score(d));
                 cell.weighted.extend(ev.weighted_scores.as_ref().and_then(|w| w.get(d)));
             }
             (None, TurnState::Streaming) => cell.pending += 1,
@@ -149,8 +149,7 @@ pub fn scores(f: &mut Frame, area: Rect, app: &mut App) {
             }
             spans.push(Span::styled(format!("  {:>draws_w$}", clip(&draws.join(" "), draws_w)), theme.muted()));
             // The final evaluation has the means, a person's overrides applied.
-            let sampled =
-                final_.and_then(|e| e.scores.get(key).copied()).or_else(|| cell.and_then(|c| mean(&c.sampled)));
+            let sampled = final_.and_then(|e| e.score(key)).or_else(|| cell.and_then(|c| mean(&c.sampled)));
             let weighted = final_
                 .and_then(|e| e.weighted_scores.as_ref().and_then(|w| w.get(key).copied()))
                 .or_else(|| cell.and_then(|c| mean(&c.weighted)));
@@ -164,7 +163,9 @@ pub fn scores(f: &mut Frame, area: Rect, app: &mut App) {
             }
             lines.push(Line::from(spans));
         }
-        if let Some(e) = final_ {
+        // The mean of the dimensions as overall: not for a panel without
+        // one, nor where a dimension keyed `overall` has its own row.
+        if let Some(e) = final_.filter(|_| v.panel.as_ref().is_none_or(|p| p.asks_overall())) {
             let o = e.overall.map(fmt_score).unwrap_or_else(|| "–".into());
             let w = e.weighted_scores.as_ref().and_then(|w| w.get("overall")).map(|w| format!("{w:.2}"));
             lines.push(Line::from(vec![

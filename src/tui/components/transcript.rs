@@ -171,6 +171,13 @@ fn build(v: &SessionView, e: &TimelineEntry, width: u16, theme: &Theme, wraps: &
                 Some(a) if a.overall.is_none() && a.scores.is_empty() && !a.feedback.trim().is_empty() => {
                     a.feedback.lines().next().unwrap_or_default().to_string()
                 }
+                // A panel without an overall: its dimensions' results.
+                Some(a) if !v.has_overall() => v
+                    .score_keys()
+                    .iter()
+                    .filter_map(|k| a.score(k).map(|x| format!("{k} {}", fmt_score(x))))
+                    .collect::<Vec<_>>()
+                    .join(" · "),
                 _ => format!("overall {}", agg.and_then(|a| a.overall).map(fmt_score).unwrap_or_else(|| "–".into())),
             };
             vec![Line::from(Span::styled(format!("Σ result ({who}): {text}"), theme.accent()))]

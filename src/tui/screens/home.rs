@@ -72,7 +72,12 @@ fn session_row(path: &Path) -> Option<SessionRow> {
         item: v.item.as_ref().map(|i| i.id.clone()).unwrap_or_default(),
         protocol: v.protocol.clone(),
         status: if v.state.is_ended() { v.state.label().to_string() } else { "incomplete".into() },
-        overall: v.aggregate.as_ref().and_then(|a| a.overall).map(fmt_score).unwrap_or_else(|| "—".into()),
+        overall: match v.aggregate.as_ref().and_then(|a| a.overall) {
+            Some(o) => fmt_score(o),
+            // A panel without an overall has nothing to show here.
+            None if !v.has_overall() => String::new(),
+            None => "—".into(),
+        },
     })
 }
 

@@ -21,7 +21,7 @@ use crate::engine::prompts::{self, HistoryEntry};
 use crate::engine::runtime::{Run, Spoken, TurnSpec};
 use crate::engine::trim::Prompt;
 use crate::engine::verdict::PanelScores;
-use crate::panel::Panel;
+use crate::panel::{OVERALL, Panel};
 use crate::provider::{ChatMessage, ProviderError};
 use crate::session::event::{Evaluation, EventKind, Phase, Role, Scores};
 
@@ -118,7 +118,8 @@ pub(super) async fn discuss(run: &Run, group: &str, agreement: &Agreement) -> Ou
 }
 
 /// The group's result from its settled criteria: stored as the group's
-/// decisive evaluation (no overall of its own: no criterion is the whole).
+/// decisive evaluation (no overall of its own: no criterion is the whole,
+/// unless one is keyed `overall`).
 fn result(run: &Run, group: &str, order: &[String], settled: BTreeMap<String, Settled>) -> Outcome {
     let mut scores = Scores::new();
     let mut parts = Vec::new();
@@ -149,8 +150,10 @@ fn result(run: &Run, group: &str, order: &[String], settled: BTreeMap<String, Se
         _ => "per_criterion",
     };
     let note = format!("each criterion to its own consensus. {}.", parts.join("; "));
-    if !scores.is_empty() {
-        let decided = Evaluation { scores, justification: note.clone(), ..Evaluation::default() };
+    // A criterion keyed `overall` is the result's overall, as it is each evaluation's.
+    let overall = scores.remove(OVERALL);
+    if !scores.is_empty() || overall.is_some() {
+        let decided = Evaluation { scores, overall, justification: note.clone(), ..Evaluation::default() };
         run.state().judged.insert(group.to_string(), decided);
     }
     Outcome::Criteria { method, note }
@@ -260,7 +263,7 @@ impl Floor for Criteria<'_> {
 async fn judge(run: &Run, group: &str, criterion: &str) -> Option<f64> {
     let dimension = run.panel.dimensions.iter().find(|d| d.key == criterion)?.clone();
     let narrow = Panel { dimensions: vec![dimension], ..(*run.panel).clone() };
-    let keys = [criterion.to_string(), "overall".to_string()];
+    let keys = narrow.score_keys();
     let verdict = PanelScores { panel: &narrow, quoted: run.quoted(), keys: &keys };
     let history = run.state().histories[group].clone();
     let build = |h: &[HistoryEntry]| prompts::final_judge_messages(&narrow, run.item(), h);
@@ -277,8 +280,9 @@ async fn judge(run: &Run, group: &str, criterion: &str) -> Option<f64> {
         dimension: Some(criterion),
         pair: None,
     };
-    match run.verdict_turn(&verdict, turn, Prompt::discussion(&history, &build).window(prompts::history_window(&run.panel)), None).await {
-        Spoken::Evaluated { evaluation, .. } => evaluation.scores.get(criterion).copied(),
+    let prompt = Prompt::discussion(&history, &build).window(prompts::history_window(&run.panel));
+    match run.verdict_turn(&verdict, turn, prompt, None).await {
+        Spoken::Evaluated { evaluation, .. } => evaluation.score(criterion),
         Spoken::Unparsed { .. } | Spoken::Failed(ProviderError::Cancelled) => None,
         Spoken::Failed(e) => {
             run.fail(format!("final judge ({criterion}): {e}"));

@@ -63,13 +63,9 @@ impl Agreement {
     }
 
     /// The keys a check of the whole evaluation covers: every dimension,
-    /// and `overall` under the panel's rule.
+    /// and under the panel's rule `overall` where the panel has one.
     fn keys(&self, run: &Run) -> Vec<String> {
-        let mut keys = run.panel.dimension_keys();
-        if self.overall && !keys.iter().any(|k| k == "overall") {
-            keys.push("overall".into());
-        }
-        keys
+        if self.overall { run.panel.score_keys() } else { run.panel.dimension_keys() }
     }
 }
 

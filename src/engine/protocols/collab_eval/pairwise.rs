@@ -96,7 +96,8 @@ async fn final_judgment(run: &Run, pair: &Pair<'_>, group: &str) -> Option<Label
         dimension: None,
         pair: None,
     };
-    match run.verdict_turn(&VERDICT, turn, Prompt::discussion(&history, &build).window(prompts::history_window(&run.panel)), None).await {
+    let prompt = Prompt::discussion(&history, &build).window(prompts::history_window(&run.panel));
+    match run.verdict_turn(&VERDICT, turn, prompt, None).await {
         Spoken::Evaluated { evaluation, .. } => {
             run.state().judged.insert(group.to_string(), DiscussedLabel::to_evaluation(&evaluation));
             Some(evaluation.label)

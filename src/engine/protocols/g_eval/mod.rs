@@ -26,6 +26,7 @@ use crate::engine::command::Command;
 use crate::engine::runtime::{Run, Spoken, TurnSpec};
 use crate::engine::trim::Prompt;
 use crate::engine::verdict::{DimensionScore, Text, Verdict};
+use crate::panel::OVERALL;
 use crate::provider::ProviderError;
 use crate::session::event::{Evaluation, EventKind, Phase, Role, Scores, StepsSource};
 
@@ -221,8 +222,8 @@ async fn draw(run: &Run, judge: usize, d: &crate::panel::Dimension, steps: &str,
     };
     match spoken {
         Spoken::Evaluated { evaluation, turn, .. } => {
-            if let Some(s) = evaluation.scores.get(&d.key) {
-                into.scores.push(*s);
+            if let Some(s) = evaluation.score(&d.key) {
+                into.scores.push(s);
             }
             if let Some(w) = evaluation.weighted_scores.as_ref().and_then(|w| w.get(&d.key)) {
                 into.weighted.push(*w);
@@ -260,7 +261,8 @@ fn mean(values: &[f64]) -> Option<f64> {
 
 /// A judge's evaluation from its draws: per dimension the mean of the sampled
 /// scores and of the weighted ones; `overall` the mean of the dimensions when
-/// every dimension has a score.
+/// every dimension has a score, none with `overall = false`, and the
+/// dimension's own where one is keyed `overall`.
 fn assemble(run: &Run, draws: &BTreeMap<String, Draws>) -> Option<Evaluation> {
     let mut scores = Scores::new();
     let mut weighted = Scores::new();
@@ -281,11 +283,19 @@ fn assemble(run: &Run, draws: &BTreeMap<String, Draws>) -> Option<Evaluation> {
         return None;
     }
     let all = |m: &Scores| run.panel.dimensions.iter().all(|d| m.contains_key(&d.key));
-    let overall = all(&scores).then(|| scores.values().sum::<f64>() / scores.len() as f64);
-    if all(&weighted) {
-        let o = weighted.values().sum::<f64>() / weighted.len() as f64;
-        weighted.insert("overall".into(), o);
-    }
+    let overall = if run.panel.rates_overall() {
+        // A dimension keyed `overall` is the overall; its weighted score keeps its key.
+        scores.remove(OVERALL)
+    } else if run.panel.overall {
+        let overall = all(&scores).then(|| scores.values().sum::<f64>() / scores.len() as f64);
+        if all(&weighted) {
+            let o = weighted.values().sum::<f64>() / weighted.len() as f64;
+            weighted.insert(OVERALL.into(), o);
+        }
+        overall
+    } else {
+        None
+    };
     Some(Evaluation {
         scores,
         overall,

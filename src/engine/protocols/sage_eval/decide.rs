@@ -58,12 +58,13 @@ impl Run {
             {
                 match &value {
                     Some(v) => v.set_in(ev, &dimension),
+                    None if dimension == crate::panel::OVERALL => ev.overall = None,
                     None => {
                         ev.scores.remove(&dimension);
                         ev.labels.remove(&dimension);
                     }
                 }
-                mean_overall(ev);
+                mean_overall(ev, &self.panel);
             }
             (revision, value)
         };

@@ -105,7 +105,7 @@ async fn evaluate(run: &Run, steps: &BTreeMap<String, String>) -> Vec<Option<(As
             match judge(run, i, steps, std::slice::from_ref(d), before).await {
                 Judged::Read(one, turn) => {
                     so_far = Some(match so_far {
-                        Some((all, _)) => (all.with(*one), turn),
+                        Some((all, _)) => (all.with(*one, &run.panel), turn),
                         None => (*one, turn),
                     });
                 }

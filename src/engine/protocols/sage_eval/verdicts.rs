@@ -40,8 +40,8 @@ pub(crate) struct Assessed {
 
 impl Assessed {
     /// These values and those of `more` (judged in another turn).
-    pub fn with(mut self, more: Assessed) -> Assessed {
-        self.evaluation = merged(&self.evaluation, &more.evaluation);
+    pub fn with(mut self, more: Assessed, panel: &Panel) -> Assessed {
+        self.evaluation = merged(&self.evaluation, &more.evaluation, panel);
         self.reasons.extend(more.reasons);
         self.turns.extend(more.turns);
         self
@@ -129,9 +129,19 @@ fn verdict_object(reply: &str, aspects: &[Dimension], wanted: &str) -> Option<Ma
         .find(|m| m.contains_key(wanted) || aspects.iter().any(|d| entry(m, &d.key).is_some()))
 }
 
-/// The mean of an evaluation's scores, as its `overall` (labels have none).
-pub(crate) fn mean_overall(ev: &mut Evaluation) {
-    ev.overall = (!ev.scores.is_empty()).then(|| ev.scores.values().sum::<f64>() / ev.scores.len() as f64);
+/// The mean of an evaluation's scores, as its `overall` (labels have none);
+/// none with `overall = false`. An aspect keyed `overall` is rated like the
+/// others and is the overall: its score (which `AspectValue::set_in` put
+/// there), not a mean, so it is left as it is.
+pub(crate) fn mean_overall(ev: &mut Evaluation, panel: &Panel) {
+    if panel.rates_overall() {
+        return;
+    }
+    ev.overall = if panel.overall {
+        (!ev.scores.is_empty()).then(|| ev.scores.values().sum::<f64>() / ev.scores.len() as f64)
+    } else {
+        None
+    };
 }
 
 impl Verdict for AspectScores<'_> {
@@ -199,7 +209,7 @@ impl Verdict for AspectScores<'_> {
         if !problems.is_empty() {
             return Err(problems.join("; "));
         }
-        mean_overall(&mut evaluation);
+        mean_overall(&mut evaluation, self.panel);
         evaluation.justification = lines.join("\n");
         let weighted = weigh(completion, self.aspects, self.panel.scale, None);
         evaluation.weighted_scores = (!weighted.is_empty()).then_some(weighted);
@@ -213,7 +223,7 @@ impl Verdict for AspectScores<'_> {
     }
     fn evaluation(&self, output: &Assessed) -> Option<Evaluation> {
         Some(match self.so_far {
-            Some(before) => merged(before, &output.evaluation),
+            Some(before) => merged(before, &output.evaluation, self.panel),
             None => output.evaluation.clone(),
         })
     }
@@ -222,16 +232,20 @@ impl Verdict for AspectScores<'_> {
 /// `before` with the values of `more` added (one request per aspect): the
 /// scores, labels, weighted scores and reasons of both, `overall` the mean
 /// of the scores.
-pub(crate) fn merged(before: &Evaluation, more: &Evaluation) -> Evaluation {
+pub(crate) fn merged(before: &Evaluation, more: &Evaluation, panel: &Panel) -> Evaluation {
     let mut ev = before.clone();
     ev.scores.extend(more.scores.iter().map(|(k, v)| (k.clone(), *v)));
+    // An aspect keyed `overall` (judged in `more`'s turn) is the overall.
+    if more.overall.is_some() && panel.rates_overall() {
+        ev.overall = more.overall;
+    }
     ev.labels.extend(more.labels.iter().map(|(k, v)| (k.clone(), v.clone())));
     if let Some(w) = &more.weighted_scores {
         ev.weighted_scores.get_or_insert_with(Default::default).extend(w.iter().map(|(k, v)| (k.clone(), *v)));
     }
     let reasons = [ev.justification.trim(), more.justification.trim()];
     ev.justification = reasons.into_iter().filter(|r| !r.is_empty()).collect::<Vec<_>>().join("\n");
-    mean_overall(&mut ev);
+    mean_overall(&mut ev, panel);
     ev
 }
 
@@ -493,7 +507,7 @@ impl Verdict for ReviewVerdict<'_> {
         if !problems.is_empty() {
             return Err(problems.join("; "));
         }
-        mean_overall(&mut out.evaluation);
+        mean_overall(&mut out.evaluation, self.panel);
         Ok(out)
     }
     fn repair(&self, error: &str) -> ChatMessage {
