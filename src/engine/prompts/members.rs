@@ -16,7 +16,7 @@ const END_WITH_JSON: &str =
     "Write two to four sentences of plain prose first (no lists), then end with the JSON evaluation.";
 /// The closing reminder of a free debate turn (MAJ-EVAL's `turns = "free"`):
 /// no length asked for.
-const FREE_END_WITH_JSON: &str = "Write your answer in plain prose first, then end with the JSON evaluation.";
+const FREE_END_WITH_JSON: &str = "Write in plain prose, then end with the JSON evaluation.";
 
 /// Whether each agent's instructions carry its own persona alone (MAJ-EVAL's
 /// `personas = "own"`): its own system prompt, and no roster of the others.
@@ -132,9 +132,9 @@ pub fn debate_messages(
     let own = own_latest.map(|e| format_scores(panel, e)).unwrap_or_else(|| "(none yet)".into());
     if panel.protocol.has("turns", "free") {
         let turn = format!(
-            "{}Your latest scores: {own}\nIt is your turn in the debate, {}. Respond to the discussion as your \
-             perspective leads you: agree, disagree or add nuance, pointing to specific parts of the item, and give \
-             your evaluation as it stands now. {FREE_END_WITH_JSON}",
+            "{}Your latest scores: {own}\nIt is your turn in the debate, {}. Answer the discussion from your own \
+             perspective: agree, disagree or add nuance, pointing to specific parts of the item. \
+             {FREE_END_WITH_JSON}",
             speaker_line(panel, group, agent),
             agent.name,
         );

@@ -147,10 +147,18 @@ fn debate_rules(panel: &Panel, whose: &str) -> String {
     };
     let stance = if panel.protocol.has("stance", "own-view") {
         "Keep to the judgment your own perspective and expertise lead you to. The panel does not need to agree: \
-         do not take over another member's views or scores, and change a score only when the item itself, seen \
-         from your perspective, gives you a reason."
+         do not take over another member's views or scores, and change a score only for a reason you find in the \
+         item."
     } else {
         "Change a score when an argument persuades you."
     };
-    format!("{turn} {stance} If you have nothing further to add, say NO MORE COMMENTS in your reply.")
+    // Small models copy an instruction's words into their speech: under free
+    // turns the finishing words are given as words to write, not to "say in
+    // your reply" (which came back as "No more comments in your reply").
+    let finish = if panel.protocol.has("turns", "free") {
+        "When you have nothing further to add, write NO MORE COMMENTS before your evaluation."
+    } else {
+        "If you have nothing further to add, say NO MORE COMMENTS in your reply."
+    };
+    format!("{turn} {stance} {finish}")
 }
