@@ -3,8 +3,8 @@
 
 use std::collections::BTreeMap;
 
-use super::protocols::vote::{GroupRule, majority_scores};
 use super::runtime::{AggregateRecord, Run, State, eval_scores};
+use crate::engine::vote::{GroupRule, majority_scores};
 use crate::session::event::{Evaluation, EventKind, Scores};
 
 /// Mean per key over the evaluations that have it.

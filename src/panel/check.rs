@@ -20,7 +20,7 @@ use super::{
     AgentFile, ConsensusSettings, Dimension, GenerationSettings, GroupSpec, JudgeText, ModelSettings, ModeratorFile,
     Panel, PanelError, PanelFile, ProtocolFile, RESERVED_NAMES, Scale, SettingKind, SettingValue,
 };
-use crate::session::event::Role;
+use crate::roles::Role;
 
 /// 1-based line and character column of byte offset `at` in `text`.
 pub fn line_col(text: &str, at: usize) -> (usize, usize) {

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Deserializer, Serialize};
 
-use crate::session::event::Role;
+use crate::roles::Role;
 
 pub mod adopt;
 mod check;

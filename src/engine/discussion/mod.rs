@@ -3,16 +3,18 @@
 //! policy — or seeded shuffled rounds), and a person's pick, veto, comment,
 //! pause, step and stop are applied here, once, the same way for every
 //! protocol. What a protocol adds — its prompts, what happens after a turn
-//! and at the end of a round — is its [`Floor`].
+//! and at the end of a round — is its [`Floor`]. [`turns`] holds the turns
+//! ChatEval and the round-table share.
 
 mod moderated;
 mod rounds;
 mod simultaneous;
+pub(crate) mod turns;
 
 use rand_chacha::ChaCha8Rng;
 
+use super::pairs::label::DiscussedLabel;
 use super::prompts::{self, HistoryEntry};
-use super::protocols::pairwise::label::DiscussedLabel;
 use super::runtime::{Run, Spoken};
 use super::trim::Prompt;
 use crate::item::Item;

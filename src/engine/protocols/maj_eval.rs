@@ -5,7 +5,7 @@ use std::fmt::Write;
 
 use futures::future::join_all;
 
-use super::initial_phase;
+use crate::engine::initial::initial_phase;
 use crate::engine::discussion::{Floor, Order, Turn, discuss};
 use crate::engine::prompts::{self, HistoryEntry};
 use crate::engine::runtime::{CallSpec, Run, TurnSpec};

@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use super::{Run, eval_scores};
-use crate::engine::RunOutcome;
 use crate::engine::consensus;
+use crate::engine::outcome::RunOutcome;
 use crate::engine::prompts::{self, HistoryEntry};
 use crate::provider::ProviderError;
 use crate::session::event::{EndStatus, EventKind, Scores};

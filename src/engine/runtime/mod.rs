@@ -14,11 +14,13 @@ use rand_chacha::ChaCha8Rng;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
+use super::config::EngineConfig;
 use super::prompts::HistoryEntry;
+use super::recorder::Recorder;
 use super::trim::Prompt;
-use super::{Binding, EngineConfig, Recorder};
 use crate::item::Item;
 use crate::panel::{AgentSpec, Panel};
+use crate::provider::binding::Binding;
 use crate::provider::retry::RetryPolicy;
 use crate::provider::{ChatMessage, ProviderError};
 use crate::session::event::{AgentInfo, Evaluation, EventKind, Phase, Role, Scores, TurnKind, UsageTotals};
@@ -92,11 +94,11 @@ pub(crate) struct State {
     /// Scoring has started: steps can no longer change.
     pub scoring: bool,
     /// Revisions and proposals of SAGEval's meta-evaluator.
-    pub sage: super::protocols::sage_eval::SageState,
+    pub sage: super::review::SageState,
     /// Why a pairwise item has no result (no pair could be decided).
     pub pair_failure: Option<String>,
     /// Pairwise: the pairs, the judges' decisions and people's part in them.
-    pub pairwise: super::protocols::pairwise::PairwiseState,
+    pub pairwise: super::pairs::PairwiseState,
 }
 
 impl State {

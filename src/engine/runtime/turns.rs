@@ -5,9 +5,9 @@
 use tokio_util::sync::CancellationToken;
 
 use super::{CallSpec, ReadAhead, Run, Spoken, TurnSpec};
-use crate::engine::Binding;
 use crate::engine::trim::Prompt;
 use crate::engine::verdict::{PanelScores, Verdict};
+use crate::provider::binding::Binding;
 use crate::provider::{ChatMessage, Completion};
 use crate::session::event::{Phase, Role, TurnKind};
 

@@ -14,8 +14,8 @@ use std::fmt;
 use serde::de::{self, MapAccess, SeqAccess, Unexpected, Visitor};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use crate::session::event::Role;
-pub use crate::session::event::{Departure, Preset};
+pub use crate::preset::{Departure, Preset};
+use crate::roles::Role;
 
 /// The catalogue: each protocol's variant and the file that declares it
 /// (its [`ProtocolSpec`] as `SPEC`). A new protocol is one line here, its

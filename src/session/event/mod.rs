@@ -10,10 +10,12 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
+pub use crate::preset::{Departure, Preset, preset_line};
+pub use crate::roles::Role;
 pub use kind::EventKind;
 pub use payload::{
-    AgentInfo, AspectValue, Departure, EndStatus, Evaluation, ModelRef, OverrideTarget, Preset, ProposalKind,
-    TrimmedEntry, Usage, UsageTotals, preset_line,
+    AgentInfo, AspectValue, EndStatus, Evaluation, ModelRef, OverrideTarget, ProposalKind, TrimmedEntry, Usage,
+    UsageTotals,
 };
 
 /// The version of the session log format this build writes. Version 1 is
@@ -76,61 +78,6 @@ impl Phase {
             Phase::Summary => "summary",
             Phase::Comparison => "comparison",
             Phase::Aggregation => "aggregation",
-        }
-    }
-}
-
-/// Who a model call speaks for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default)]
-#[serde(rename_all = "snake_case")]
-pub enum Role {
-    #[default]
-    Agent,
-    Moderator,
-    Aggregator,
-    FinalJudge,
-    /// Checks and rectifies an evaluator's scores (SAGEval's SAGE).
-    MetaEvaluator,
-    /// Condenses each round of a discussion (ChatEval).
-    Summarizer,
-    /// Explains a judge's mistakes against human labels (`moot optimize`).
-    Feedback,
-    /// Rewrites a judge's prompt from that feedback (`moot optimize`).
-    Rewriter,
-}
-
-impl Role {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Role::Agent => "agent",
-            Role::Moderator => "moderator",
-            Role::Aggregator => "aggregator",
-            Role::FinalJudge => "final_judge",
-            Role::MetaEvaluator => "meta_evaluator",
-            Role::Summarizer => "summarizer",
-            Role::Feedback => "feedback",
-            Role::Rewriter => "rewriter",
-        }
-    }
-
-    pub const ALL: [Role; 8] = [
-        Role::Agent,
-        Role::Moderator,
-        Role::Aggregator,
-        Role::FinalJudge,
-        Role::MetaEvaluator,
-        Role::Summarizer,
-        Role::Feedback,
-        Role::Rewriter,
-    ];
-    /// The roles of `moot optimize`, which any panel may bind with `[roles.<role>]`.
-    pub const OPTIMIZE: [Role; 2] = [Role::Feedback, Role::Rewriter];
-    /// The participant name of a role in events and on screen (`final judge`).
-    pub fn label(self) -> &'static str {
-        match self {
-            Role::FinalJudge => "final judge",
-            Role::MetaEvaluator => "meta-evaluator",
-            other => other.as_str(),
         }
     }
 }

@@ -26,8 +26,8 @@ mod prompts;
 
 use futures::future::join_all;
 
-use super::initial_phase;
-use super::turns::{self, Ask};
+use crate::engine::initial::initial_phase;
+use crate::engine::discussion::turns::{self, Ask};
 use crate::engine::discussion::{self, Floor, Order, Turn};
 use crate::engine::prompts::{self as shared, HistoryEntry};
 use crate::engine::runtime::{Run, Spoken, TurnSpec};

@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 
 use futures::future::join_all;
 
-use super::initial_phase;
+use crate::engine::initial::initial_phase;
 use crate::engine::consensus::{self, ConsensusOutcome};
 use crate::engine::discussion::{self, Floor, Order, Turn};
 use crate::engine::prompts::{self, HistoryEntry};

@@ -1,6 +1,6 @@
 //! CollabEval's pairwise mode: the evaluators compare an item's two
 //! candidates instead of scoring its content (the shared parts are in
-//! [`labels`](crate::engine::protocols::labels)). Each gives a label verdict
+//! [`labels`](crate::engine::labels)). Each gives a label verdict
 //! on their own, then they discuss in seeded shuffled rounds, which end when
 //! every evaluator's latest label is the same or a round changed nobody's. A
 //! group that does not agree is decided by the final judge, or, without a
@@ -12,12 +12,12 @@ use futures::future::join_all;
 
 use crate::engine::discussion::{self, Order};
 use crate::engine::prompts::{self, HistoryEntry};
-use crate::engine::protocols::labels::{self, GroupOutcome, Pair, Talk, Until, VERDICT};
-use crate::engine::protocols::turns::Ask;
+use crate::engine::labels::{self, GroupOutcome, Pair, Talk, Until, VERDICT};
+use crate::engine::discussion::turns::Ask;
 use crate::engine::runtime::{Run, Spoken};
 use crate::engine::trim::Prompt;
 use crate::engine::verdict::Verdict;
-use crate::engine::protocols::pairwise::label::{DiscussedLabel, Label};
+use crate::engine::pairs::label::{DiscussedLabel, Label};
 use crate::provider::{ChatMessage, ProviderError};
 use crate::session::event::{EventKind, Phase, Role};
 

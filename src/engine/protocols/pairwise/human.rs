@@ -15,8 +15,9 @@
 //! reason. After aggregation, a change publishes the panel's decision on the
 //! pair again (when a vote changed it) and the result with its ranking.
 
-use super::combine::Preference;
-use super::{PairwiseState, panel_event, publish};
+use super::{panel_event, publish};
+use crate::engine::pairs::PairwiseState;
+use crate::engine::pairs::combine::Preference;
 use crate::engine::runtime::Run;
 use crate::panel::Protocol;
 use crate::session::event::EventKind;

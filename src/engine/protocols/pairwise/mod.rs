@@ -2,10 +2,10 @@
 //! judge sees two candidates as "Summary A" and "Summary B" and says `A`,
 //! `B` or `tie`.
 //!
-//! - [`label`]: the label verdict (what a judge's reply must end with, its
+//! - [`label`](crate::engine::pairs::label): the label verdict (what a judge's reply must end with, its
 //!   JSON schema for the local model, and how a reply is read; a reply that
 //!   cannot be read is a parse failure, never a label).
-//! - [`combine`]: how verdicts combine. Votes are combined per order first
+//! - [`combine`](crate::engine::pairs::combine): how verdicts combine. Votes are combined per order first
 //!   (a label needs more than half of the `k` votes asked, otherwise the
 //!   order says tie), then the two orders by the swap rule (a candidate wins
 //!   only when both orders prefer it, otherwise tie, and a disagreement is a
@@ -29,16 +29,15 @@
 //! screen keeps the session open) re-emits the panel's decision on the pair
 //! when it changed (a vote) and the result with its ranking.
 
-pub mod combine;
 pub mod human;
-pub mod label;
 pub mod prompts;
 
 use futures::future::join_all;
 use rand::Rng;
 
-use self::combine::{Flip, Pairing, Preference, majority, plan, rank, swap_rule};
-use self::label::{Label, LabelVerdict, PairVerdict};
+use crate::engine::pairs::combine::{Flip, Pairing, Preference, majority, plan, rank, swap_rule};
+use crate::engine::pairs::label::{Label, LabelVerdict, PairVerdict};
+use crate::engine::pairs::{PairState, PairwiseState, winner};
 use crate::engine::runtime::{Run, Spoken, TurnSpec};
 use crate::engine::trim::Prompt;
 use crate::engine::verdict::Verdict;
@@ -58,66 +57,6 @@ struct Job {
     pair: usize,
     swapped: bool,
     vote: u32,
-}
-
-/// What the engine keeps about each pair, for people's commands.
-#[derive(Debug, Default)]
-pub(crate) struct PairwiseState {
-    /// The item's candidate ids.
-    pub cands: Vec<String>,
-    pub pairs: Vec<PairState>,
-    pub blind: bool,
-    /// Aggregation has run: a person's change publishes the result again.
-    pub aggregated: bool,
-    /// How the result was reached, when not by the pairwise protocol's
-    /// judges (`None`: `pairwise`), and notes that open its feedback.
-    pub method: Option<String>,
-    pub notes: Vec<String>,
-}
-
-/// One pair: the judges' decisions once aggregation has them, and people's part.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct PairState {
-    /// Indices into the candidates: first, second.
-    pub pair: (usize, usize),
-    /// Each judge's decision (`None`: no readable verdict); `None` before aggregation.
-    pub judged: Option<Vec<Option<Preference>>>,
-    /// The orders' labels and flip the panel's decision repeats (one judge only).
-    pub orders: (Option<Label>, Option<Label>, Option<Flip>),
-    /// Some judge's two orders disagreed.
-    pub flipped: bool,
-    /// People's extra votes, one per person: (author, preference).
-    pub votes: Vec<(String, Preference)>,
-    /// A person's decision, replacing the panel's: (preference, author).
-    pub settled: Option<(Preference, String)>,
-    pub abstained: bool,
-    /// A person gave their own verdict, blind.
-    pub labelled: bool,
-    /// Blind runs: the screen shows the second candidate on the left.
-    pub shown_swapped: bool,
-}
-
-impl PairState {
-    /// The panel's decision: the judges' decisions and people's extra votes
-    /// by majority (a judge or a vote each); `None` when nobody decided.
-    pub fn panel(&self) -> Option<Preference> {
-        let judged = self.judged.as_ref()?;
-        let all: Vec<Option<Preference>> =
-            judged.iter().copied().chain(self.votes.iter().map(|(_, p)| Some(*p))).collect();
-        majority(&all, all.len(), Preference::Tie)
-    }
-    /// What the pair came to: a person's settlement, else the panel's decision.
-    pub fn decision(&self) -> Option<Preference> {
-        self.settled.as_ref().map(|s| s.0).or_else(|| self.panel())
-    }
-    /// Decided by the panel, and a tie, no decision, or a flip.
-    pub fn needs_settling(&self) -> bool {
-        self.judged.is_some() && (self.flipped || !matches!(self.panel(), Some(Preference::First | Preference::Second)))
-    }
-    /// The screen may show the judges' verdicts (blind runs: after a label or abstention).
-    pub fn revealed(&self, blind: bool) -> bool {
-        !blind || self.labelled || self.abstained
-    }
 }
 
 pub(crate) async fn run(run: &Run) {
@@ -281,14 +220,6 @@ fn pairs_of(run: &Run, cands: &[Candidate]) -> Option<Vec<(usize, usize)>> {
         }
     };
     Some(plan(cands.len(), pairing))
-}
-
-pub(crate) fn winner(p: Preference, first: &str, second: &str) -> Option<String> {
-    match p {
-        Preference::First => Some(first.to_string()),
-        Preference::Second => Some(second.to_string()),
-        Preference::Tie => None,
-    }
 }
 
 /// One judge's verdict on one order of a pair: `None` when it could not be read.

@@ -13,7 +13,7 @@
 //! - `result`: `confidence-weighted` (moot's default), each agent's last
 //!   scores weighed by its confidence, or `majority` (the paper's), per
 //!   dimension the score most agents gave (see
-//!   [`vote`](crate::engine::protocols::vote));
+//!   [`vote`](crate::engine::vote));
 //! - `mode`: `scores`, or `pairwise` ([`pairs`]): label verdicts on an
 //!   item's two candidates.
 
@@ -21,9 +21,9 @@ mod pairs;
 
 use futures::future::join_all;
 
-use super::initial_phase;
-use super::turns::{self, Ask};
-use super::vote::GroupRule;
+use crate::engine::initial::initial_phase;
+use crate::engine::discussion::turns::{self, Ask};
+use crate::engine::vote::GroupRule;
 use crate::engine::discussion::{self, Floor, Order, Turn};
 use crate::engine::prompts::{self, HistoryEntry};
 use crate::engine::runtime::Run;

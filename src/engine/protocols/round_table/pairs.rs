@@ -5,16 +5,16 @@
 //! names: `majority`, a label more than half of the agents gave (one
 //! without a readable verdict counts against every label), otherwise tie;
 //! `confidence-weighted`, the label with the most confidence behind it (see
-//! [`label_weight`](crate::engine::protocols::labels::label_weight)), tie
+//! [`label_weight`](crate::engine::labels::label_weight)), tie
 //! when two share the most. Several groups' results combine by majority.
 
 use futures::future::join_all;
 
 use super::{order, sequential};
 use crate::engine::discussion;
-use crate::engine::protocols::labels::{self, GroupOutcome, Pair, Talk, Until};
-use crate::engine::protocols::turns::Ask;
-use crate::engine::protocols::vote::GroupRule;
+use crate::engine::labels::{self, GroupOutcome, Pair, Talk, Until};
+use crate::engine::discussion::turns::Ask;
+use crate::engine::vote::GroupRule;
 use crate::engine::runtime::Run;
 
 pub(super) async fn run(run: &Run) {

@@ -2,7 +2,8 @@
 //! rectified value, and adopting a proposed definition or aspect into a new
 //! panel file.
 
-use super::{Proposal, mean_overall};
+use super::mean_overall;
+use crate::engine::review::Proposal;
 use crate::engine::runtime::Run;
 use crate::panel::{Dimension, Protocol, adopt};
 use crate::session::event::{EventKind, ProposalKind};

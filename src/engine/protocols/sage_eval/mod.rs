@@ -17,7 +17,6 @@ mod prompts;
 mod verdicts;
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 
 use futures::future::join_all;
 
@@ -29,41 +28,13 @@ use crate::engine::verdict::Verdict;
 use crate::panel::Dimension;
 use crate::provider::ProviderError;
 use crate::session::event::{AspectValue, Evaluation, EventKind, Phase, ProposalKind, Role, TurnKind};
+use crate::engine::review::{Proposal, Revision};
 use verdicts::{AspectScores, Assessed, NewAspect, ReviewVerdict};
 
 pub(crate) use verdicts::mean_overall;
 
 /// The author of the pause after the meta-evaluator's review.
 pub const REVIEW_AUTHOR: &str = "sage-eval (review)";
-
-/// One rectified value, as the engine keeps it for a person's decision.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Revision {
-    pub agent: String,
-    pub dimension: String,
-    pub from: Option<AspectValue>,
-    pub to: AspectValue,
-}
-
-/// A proposal of the meta-evaluator, for adoption.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Proposal {
-    pub kind: ProposalKind,
-    pub key: String,
-    pub name: String,
-    pub definition: String,
-}
-
-/// SAGEval's part of a run's state.
-#[derive(Debug, Default)]
-pub(crate) struct SageState {
-    pub revisions: Vec<Revision>,
-    pub proposals: Vec<Proposal>,
-    /// Proposals adopted so far (kind, key), in order.
-    pub adopted: Vec<(ProposalKind, String)>,
-    /// The panel file this session writes its adoptions to.
-    pub panel_file: Option<PathBuf>,
-}
 
 pub(crate) async fn run(run: &Run) {
     g_eval::write_steps(run).await;

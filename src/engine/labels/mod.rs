@@ -18,14 +18,15 @@ use std::collections::BTreeMap;
 
 use futures::future::join_all;
 
+use crate::engine::discussion::turns::{self, Ask};
 use crate::engine::discussion::{Floor, Turn};
+use crate::engine::initial::record_firsts;
+use crate::engine::pairs::combine::{self, Preference};
+use crate::engine::pairs::label::{DiscussedLabel, Label, LabelVerdict};
+use crate::engine::pairs::{PairState, PairwiseState, winner};
 use crate::engine::prompts::{self, DISCUSSION_HEADING, HistoryEntry, persona, render_history, roster};
-use crate::engine::protocols::pairwise::combine::{self, Preference};
-use crate::engine::protocols::pairwise::label::{DiscussedLabel, Label, LabelVerdict};
 use crate::engine::protocols::pairwise::prompts::{criteria, render_pair, system};
-use crate::engine::protocols::pairwise::{PairState, PairwiseState, publish, winner};
-use crate::engine::protocols::record_firsts;
-use crate::engine::protocols::turns::{self, Ask};
+use crate::engine::protocols::pairwise::publish;
 use crate::engine::runtime::{AggregateRecord, Run};
 use crate::engine::trim::Prompt;
 use crate::engine::verdict::Verdict;
