@@ -74,3 +74,38 @@ fn version_1_logs_and_the_examples_load_with_their_panels() {
         assert!(report.problems.is_empty(), "{:?}", report.problems);
     }
 }
+
+/// The recorded runs of the paper presets (`sessions/examples/paper/`, real
+/// runs of the embedded model): each loads under the paper preset with no
+/// departure, ends completed with a result, reads back into a report, and
+/// `moot sessions show` prints it with its preset.
+#[test]
+fn the_paper_preset_examples_load_replay_and_report() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("sessions/examples/paper");
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        .collect();
+    paths.sort();
+    assert!(paths.iter().any(|p| p.ends_with("maj-eval-paper.jsonl")), "{paths:?}");
+    for path in &paths {
+        let loaded = parse_log(&std::fs::read(path).unwrap());
+        assert!(loaded.warnings().is_empty(), "{}: {:?}", path.display(), loaded.warnings());
+        let view = SessionView::from_events(&loaded.events);
+        let name = path.file_stem().unwrap().to_string_lossy().to_string();
+        assert_eq!(view.preset, moot::panel::Preset::Paper, "{name}");
+        assert!(view.departures.is_empty(), "{name}: {:?}", view.departures);
+        assert_eq!(format!("{}-paper", view.protocol), name, "each file is named after its protocol");
+        assert_eq!(view.state, RunState::Ended(EndStatus::Completed), "{name}");
+        assert!(view.aggregate.is_some(), "{name}: a result");
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_moot")).args(["sessions", "show"]).arg(path).output();
+        let out = out.unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{name}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(text.contains("preset paper: every setting as the paper specifies"), "{name}: {text}");
+        let report = load_records(std::slice::from_ref(path), 1);
+        assert!(report.problems.is_empty(), "{name}: {:?}", report.problems);
+    }
+}
