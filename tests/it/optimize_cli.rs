@@ -8,7 +8,8 @@ use std::process::Command;
 
 use moot::testkit::server::{RecordedRequest, Reply, TestServer, openai};
 
-fn reply(text: &str) -> Reply {
+/// A streamed OpenAI-style reply of `text`.
+pub(crate) fn reply(text: &str) -> Reply {
     let mut r = Reply::sse();
     for data in openai::events(&[text], Some((20, 10))) {
         r = r.event(&data);

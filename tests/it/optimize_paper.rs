@@ -13,7 +13,9 @@ use std::process::Command;
 use moot::optimize::log::{OptKind, OptRecorder};
 use moot::optimize::view::OptView;
 use moot::optimize::{ClusterBy, Condition, Design, Objective, OptEvent, OptStatus, Split, optimize};
-use moot::testkit::server::{RecordedRequest, Reply, TestServer, openai};
+use moot::testkit::server::{RecordedRequest, Reply, TestServer};
+
+use super::optimize_cli::reply;
 use support::*;
 
 async fn run(c: moot::optimize::OptimizeConfig) -> (moot::optimize::OptOutcome, Vec<OptEvent>) {
@@ -122,14 +124,6 @@ async fn clusters_by_source_draw_one_example_from_each_dataset() {
 }
 
 // --- the command line ---------------------------------------------------------
-
-fn reply(text: &str) -> Reply {
-    let mut r = Reply::sse();
-    for data in openai::events(&[text], Some((20, 10))) {
-        r = r.event(&data);
-    }
-    r
-}
 
 /// Judges `match`: the people's label once the guidance is in its prompt,
 /// the label turned around before.
