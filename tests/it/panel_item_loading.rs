@@ -683,13 +683,13 @@ fn a_protocol_table_takes_the_settings_its_protocol_declares() {
     assert_eq!((p.protocol.integer("samples"), p.protocol.flag("review_steps")), (1, false));
     assert_eq!(
         error_of(&g("sample = 5")),
-        "panel.toml:5:1: protocol.sample: unknown field (did you mean `samples`?); valid fields here: kind, preset, samples, reply_tokens, reply, sample_temperature, review_steps"
+        "panel.toml:5:1: protocol.sample: unknown field (did you mean `samples`?); valid fields here: kind, preset, samples, reply_tokens, reply, sample_temperature, score, review_steps"
     );
     assert_eq!(error_of(&g("samples = 0")), "panel.toml:5:11: protocol.samples: must be at least 1, found 0");
     // A key of another table left under [protocol] is unknown there, whatever its type.
     assert_eq!(
         error_of(&g("temperature = 0.5")),
-        "panel.toml:5:1: protocol.temperature: unknown field; valid fields here: kind, preset, samples, reply_tokens, reply, sample_temperature, review_steps"
+        "panel.toml:5:1: protocol.temperature: unknown field; valid fields here: kind, preset, samples, reply_tokens, reply, sample_temperature, score, review_steps"
     );
     assert_eq!(
         error_of(&g("samples = 2.5")),

@@ -107,10 +107,10 @@ async fn settings_the_panel_gives_win_over_the_paper_preset_and_are_listed_as_de
         assert!(r.prose_first);
         assert!(r.messages.last().unwrap().content.contains("sentences of plain prose"));
     }
-    // moot's own preset departs from the paper in all three.
+    // moot's own preset departs from the paper in all three, and in the score its result takes.
     let moot = ProtocolSection::new(Protocol::GEval);
     let keys: Vec<String> = moot.departures().into_iter().map(|d| d.setting).collect();
-    assert_eq!(keys, ["samples", "reply", "sample_temperature"]);
+    assert_eq!(keys, ["samples", "reply", "sample_temperature", "score"]);
 }
 
 /// A score-first reply whose score token carries `top_logprobs`.
@@ -139,6 +139,25 @@ fn form_reply(key: &str) -> Reply {
 
 #[tokio::test]
 async fn with_log_probabilities_the_form_is_filled_once_and_its_score_token_weighted() {
+    let (ann, result) = weighted_run(paper_panel()).await;
+    let w = ann.weighted_scores.as_ref().expect("weighted");
+    // 0.5·4 + 0.25·5 + 0.25·2, read from the reply's first score token.
+    assert!((w["grammar"] - 3.75).abs() < 1e-9, "{w:?}");
+    assert!((ann.scores["grammar"] - 3.75).abs() < 1e-9, "the paper's score is the weighted one: {:?}", ann.scores);
+    assert!((result["grammar"] - 3.75).abs() < 1e-9, "and so is the result's: {result:?}");
+    assert!(ann.justification.is_empty(), "a filled-in form gives no reasons");
+
+    // `score = "drawn"` (moot's default) keeps the drawn score in the result, the weighted one beside it.
+    let mut drawn = paper_panel();
+    drawn.protocol.settings.insert("score".into(), moot::panel::SettingValue::Text("drawn".into()));
+    let (ann, result) = weighted_run(drawn).await;
+    assert_eq!((ann.scores["grammar"], result["grammar"]), (4.0, 4.0));
+    assert!((ann.weighted_scores.as_ref().unwrap()["grammar"] - 3.75).abs() < 1e-9);
+}
+
+/// A run of `panel` against a server whose form replies carry
+/// log-probabilities: Ann's final evaluation and the panel's result.
+async fn weighted_run(panel: Panel) -> (moot::session::event::Evaluation, moot::session::event::Scores) {
     let server = TestServer::start().await.expect("bind 127.0.0.1");
     server.set_handler(|r| {
         let body = r.body_text();
@@ -156,18 +175,15 @@ async fn with_log_probabilities_the_form_is_filled_once_and_its_score_token_weig
     let config =
         OpenAiConfig { name: "test".into(), base_url: server.base_url(), model: "m".into(), ..OpenAiConfig::default() };
     let provider = Arc::new(OpenAiProvider::new(config).unwrap());
-    let mut c = EngineConfig::new(Arc::new(paper_panel()), item(), Bindings::uniform(Binding::new(provider, "m")));
+    let mut c = EngineConfig::new(Arc::new(panel), item(), Bindings::uniform(Binding::new(provider, "m")));
     c.retry.max_attempts = 1;
     let (events, outcome) = Session::start(c, None).finish().await;
     assert_eq!(outcome.status, EndStatus::Completed, "{:?}", outcome.error);
     assert_eq!(server.request_count(), 2 + 2, "weighted: one draw per dimension, not twenty");
     let view = SessionView::from_events(&events);
-    let ann = &view.group("Judge").unwrap().finals["Ann"];
-    let w = ann.weighted_scores.as_ref().expect("weighted");
-    // 0.5·4 + 0.25·5 + 0.25·2, read from the reply's first score token.
-    assert!((w["grammar"] - 3.75).abs() < 1e-9, "{w:?}");
-    assert_eq!(ann.scores["grammar"], 4.0);
-    assert!(ann.justification.is_empty(), "a filled-in form gives no reasons");
+    let ann = view.group("Judge").unwrap().finals["Ann"].clone();
+    let result = view.aggregate.as_ref().expect("a result").scores.clone();
+    (ann, result)
 }
 
 #[tokio::test]

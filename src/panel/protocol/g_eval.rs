@@ -36,6 +36,14 @@ pub(super) const SPEC: ProtocolSpec = ProtocolSpec {
             paper: Paper::Text("1"),
         },
         SettingSpec {
+            key: "score",
+            kind: SettingKind::Choice { options: &["weighted", "drawn"], default: "drawn" },
+            about: "a dimension's score in the result: the probability-weighted one where the provider returned \
+                    log-probabilities, else the mean of the draws (weighted), or always the mean of the draws, the \
+                    weighted score kept beside it for the report's weighted stage (drawn)",
+            paper: Paper::Text("weighted"),
+        },
+        SettingSpec {
             key: "review_steps",
             kind: SettingKind::Bool { default: false },
             about: "pause after the evaluation steps are written, so that a person can edit them before scoring",

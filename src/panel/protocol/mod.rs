@@ -516,7 +516,8 @@ mod tests {
             [
                 "samples = 1 (paper: 20)",
                 "reply = \"reason-first\" (paper: \"score-first\")",
-                "sample_temperature = \"judge\" (paper: \"1\")"
+                "sample_temperature = \"judge\" (paper: \"1\")",
+                "score = \"drawn\" (paper: \"weighted\")"
             ]
         );
         let mut paper = ProtocolSection::paper(Protocol::GEval);

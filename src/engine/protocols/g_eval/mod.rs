@@ -267,12 +267,16 @@ fn assemble(run: &Run, draws: &BTreeMap<String, Draws>) -> Option<Evaluation> {
     let mut scores = Scores::new();
     let mut weighted = Scores::new();
     let mut reasons = Vec::new();
+    // The paper's score is the probability-weighted one; the draws' mean
+    // stands in where the provider returned no log-probabilities.
+    let weighted_result = run.panel.protocol.is("score", "weighted");
     for d in &run.panel.dimensions {
         let Some(dr) = draws.get(&d.key) else { continue };
-        if let Some(m) = mean(&dr.scores) {
+        let w = mean(&dr.weighted);
+        if let Some(m) = w.filter(|_| weighted_result).or_else(|| mean(&dr.scores)) {
             scores.insert(d.key.clone(), m);
         }
-        if let Some(w) = mean(&dr.weighted) {
+        if let Some(w) = w {
             weighted.insert(d.key.clone(), w);
         }
         if let Some(r) = &dr.reason {
