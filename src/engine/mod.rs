@@ -128,12 +128,13 @@ pub fn start(config: EngineConfig, log_path: &Path) -> anyhow::Result<Started> {
     Ok(Started { events, handle, task })
 }
 
-/// Why the item cannot be judged by the panel's protocol: pairwise judging
-/// needs two or more candidates; the others judge the item's `content`.
+/// Why the item cannot be judged by the panel's protocol: a protocol whose
+/// results are pairwise decisions needs two or more candidates, a pairwise
+/// mode exactly two; the others judge the item's `content`.
 fn unjudgeable(run: &Run) -> Option<String> {
     let item = run.item();
     let candidates = item.candidates.as_ref().map_or(0, Vec::len);
-    if run.panel.protocol == crate::panel::Protocol::Pairwise {
+    if run.panel.protocol.spec().results == crate::panel::Results::Pairs {
         return (candidates < 2).then(|| {
             format!("item \"{}\" has {candidates} candidate(s): pairwise judging compares two or more", item.id)
         });

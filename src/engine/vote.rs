@@ -1,7 +1,7 @@
-//! How a group's result combines its members' last scores: a protocol that
-//! declares a `result` setting (the round-table) names its rule there;
-//! otherwise its declaration says whether the result is confidence-weighted
-//! or the plain mean.
+//! How a group's result combines its members' last scores, as the
+//! protocol's declaration says (`ProtocolSpec::group_result`): the plain
+//! mean, confidence-weighted, or the rule its `result` setting names (the
+//! round-table).
 //!
 //! The majority over scores, per key (each dimension and `overall`): the
 //! score the most members gave (a plurality: on a 1–5 scale more than half
@@ -11,7 +11,7 @@
 //! middle ones for an even count). Members without a score for a key are
 //! left out of that key.
 
-use crate::panel::ProtocolSection;
+use crate::panel::{GroupResult, ProtocolSection};
 use crate::session::event::{Evaluation, Scores};
 
 /// How a group's members' scores (and labels) combine into its result.
@@ -25,14 +25,15 @@ pub(crate) enum GroupRule {
 impl GroupRule {
     /// The rule of a run of `protocol`.
     pub(crate) fn of(protocol: &ProtocolSection) -> Self {
-        if protocol.spec().setting("result").is_some() {
-            return match protocol.choice("result").as_str() {
+        match protocol.spec().group_result {
+            GroupResult::Mean => GroupRule::Mean,
+            GroupResult::ConfidenceWeighted => GroupRule::ConfidenceWeighted,
+            GroupResult::Setting => match protocol.choice("result").as_str() {
                 "majority" => GroupRule::Majority,
                 "confidence-weighted" => GroupRule::ConfidenceWeighted,
                 _ => GroupRule::Mean,
-            };
+            },
         }
-        if protocol.spec().confidence_weighted { GroupRule::ConfidenceWeighted } else { GroupRule::Mean }
     }
     /// The `method` a result computed by this rule is recorded with.
     pub(crate) fn method(self) -> &'static str {

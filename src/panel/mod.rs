@@ -17,8 +17,8 @@ mod protocol;
 pub use check::line_col;
 use protocol::ProtocolFile;
 pub use protocol::{
-    Departure, Paper, Preset, Protocol, ProtocolSection, ProtocolSpec, SettingKind, SettingSpec, SettingValue,
-    SpeakerOrder,
+    ConsensusCheck, Departure, GroupResult, Paper, Preset, Protocol, ProtocolSection, ProtocolSpec, Results,
+    RoundLimit, Screen, SettingKind, SettingSpec, SettingValue, SpeakerOrder, StageNames,
 };
 
 /// How the next speaker in a debate is chosen.
@@ -550,13 +550,14 @@ impl Panel {
         keys
     }
     /// Settings that are valid but probably not what was meant: several
-    /// pairwise votes from a judge at temperature 0 are copies of one verdict.
+    /// votes (a protocol's `votes` setting) from a judge at temperature 0
+    /// are copies of one verdict.
     pub fn warnings(&self) -> Vec<String> {
         let mut out = Vec::new();
-        if self.protocol.kind == Protocol::Pairwise {
+        if self.protocol.spec().setting("votes").is_some() {
             let votes = self.protocol.integer("votes");
-            // The paper's sampling puts every judge at temperature 0.
-            let paper = self.protocol.is("sampling", "paper");
+            // The paper's sampling (`sampling = "paper"`) puts every judge at temperature 0.
+            let paper = self.protocol.has("sampling", "paper");
             let cold: Vec<&str> = self
                 .agents()
                 .filter(|(_, a)| paper || a.model.temperature.unwrap_or(self.generation.temperature) == 0.0)

@@ -34,13 +34,17 @@ pub const AGGREGATE: &str = "aggregate";
 pub const HUMAN_ADJUSTED: &str = "human_adjusted";
 pub const WEIGHTED: &str = "weighted";
 
-/// What a panel of `protocol` calls a stage: SAGEval's `initial` stage holds
-/// the evaluator's values and its `final` stage the rectified ones, so its
-/// exports and reports name them `evaluator` and `rectified`.
+/// What a panel of `protocol` calls a stage, as its declaration names its
+/// `initial` and `final` stages (SAGEval's hold the evaluator's values and
+/// the rectified ones: `evaluator` and `rectified`). The other stages, and
+/// every stage of a protocol this build does not know, keep their own names.
 pub fn label(protocol: &str, stage: &'static str) -> &'static str {
-    match (protocol, stage) {
-        ("sage-eval", INITIAL) => "evaluator",
-        ("sage-eval", FINAL) => "rectified",
+    let Some(names) = crate::panel::Protocol::parse(protocol).map(|p| p.spec().stage_names) else {
+        return stage;
+    };
+    match stage {
+        INITIAL => names.initial,
+        FINAL => names.final_,
         _ => stage,
     }
 }

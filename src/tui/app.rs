@@ -332,18 +332,21 @@ impl App {
         v
     }
 
-    /// The panes besides the agents', in order: what fits the protocol
-    /// (a moderator and consensus for debates, steps and scores for
-    /// G-Eval), then the result and the transcript.
+    /// The panes besides the agents', in order: what the protocol's screen
+    /// shows (a moderator and consensus for debates, steps and scores
+    /// beside independent judges), then the result and the transcript.
     pub fn side_panes(&self) -> Vec<Focus> {
-        let kind = self.view().panel.as_ref().map(|p| p.protocol.kind);
-        let mut v = match kind {
-            Some(crate::panel::Protocol::GEval) => vec![Focus::Steps, Focus::Scores],
-            // ChatEval checks no consensus: the summary, when there is one, takes that place.
-            Some(crate::panel::Protocol::ChatEval) if crate::tui::components::summary::applies(self) => {
+        use crate::panel::Screen;
+        let screen = self.view().panel.as_ref().map(|p| p.protocol.spec().screen);
+        let mut v = match screen {
+            Some(Screen::Steps) => vec![Focus::Steps, Focus::Scores],
+            // A summary, where the run has one, takes the consensus check's place.
+            Some(Screen::Discussion) if crate::tui::components::summary::applies(self) => {
                 vec![Focus::Moderator, Focus::Summary]
             }
-            _ => vec![Focus::Moderator, Focus::Consensus],
+            Some(Screen::Discussion | Screen::Review | Screen::Pairs) | None => {
+                vec![Focus::Moderator, Focus::Consensus]
+            }
         };
         v.extend([Focus::Aggregator, Focus::Transcript]);
         if sage::applies(self) {

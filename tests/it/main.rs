@@ -37,6 +37,7 @@ mod paper_maj_eval;
 mod paper_pairwise;
 mod personas;
 mod personas_cli;
+mod protocol_names;
 mod provider_anthropic;
 mod provider_cache;
 mod provider_limits;

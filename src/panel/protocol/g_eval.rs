@@ -52,6 +52,11 @@ pub(super) const SPEC: ProtocolSpec = ProtocolSpec {
     ],
     order: SpeakerOrder::Independent,
     uses_steps: true,
-    confidence_weighted: false,
+    group_result: GroupResult::Mean,
+    screen: Screen::Steps,
+    consensus: ConsensusCheck::None,
+    results: Results::Scores,
+    blind: false,
+    stage_names: STAGES,
     only_when: &[],
 };

@@ -52,6 +52,11 @@ pub(super) const SPEC: ProtocolSpec = ProtocolSpec {
     ],
     order: SpeakerOrder::Moderated,
     uses_steps: false,
-    confidence_weighted: false,
+    group_result: GroupResult::Mean,
+    screen: Screen::Discussion,
+    consensus: ConsensusCheck::Reports,
+    results: Results::Scores,
+    blind: false,
+    stage_names: STAGES,
     only_when: &[],
 };

@@ -55,18 +55,100 @@ catalogue! {
     Pairwise => pairwise,
 }
 
-/// How a protocol orders its speakers (what the screens show about the next one).
+/// How a protocol orders its speakers and how long they speak (what the
+/// screens show about the next one, and what the moderator pane counts).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SpeakerOrder {
-    /// A moderator (an LLM or a policy) picks each next speaker.
+    /// A moderator (an LLM or a policy) picks each next speaker, for up to
+    /// the panel's `[moderator] max_turns` debate turns.
     Moderated,
-    /// Rounds in a seeded shuffled order.
-    ShuffledRounds,
+    /// Rounds in a seeded shuffled order, up to `rounds` of them.
+    ShuffledRounds { rounds: RoundLimit },
     /// Nobody takes the floor: each judge works alone.
     Independent,
-    /// Rounds in a fixed order, or all at once, as a setting says (ChatEval).
-    Rounds,
+    /// Rounds in a fixed order, or all at once, as the choice setting
+    /// `strategy` names, up to the integer setting `rounds` of them.
+    Rounds { strategy: &'static str, rounds: &'static str },
 }
+
+/// Where a protocol that speaks in rounds reads how many it may take.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RoundLimit {
+    /// The panel's `[consensus] max_rounds`.
+    Consensus,
+    /// The protocol's integer setting of this name.
+    Setting(&'static str),
+}
+
+/// What the live screen shows of a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Screen {
+    /// The agents' panes beside a moderator pane and the consensus check
+    /// (the summary in its place where the run has a summarizer), the
+    /// result and the transcript.
+    Discussion,
+    /// The agents' panes beside their evaluation steps and the scores
+    /// table, the result and the transcript.
+    Steps,
+    /// The evaluators and the meta-evaluator side by side, the changes it
+    /// proposes below (each accepted or rejected by a person), the
+    /// consensus pane, the result and the transcript.
+    Review,
+    /// The pair's candidates and the judges' verdicts, the result (open for
+    /// a person to settle) and the transcript.
+    Pairs,
+}
+
+/// What the protocol's consensus check means, on the screen and in the
+/// headless transcript.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConsensusCheck {
+    /// The protocol checks no consensus.
+    None,
+    /// The check only reports how far apart a group's scores are: the
+    /// discussion goes on until every member is done or the turns run out.
+    Reports,
+    /// Reaching consensus ends the group's discussion.
+    Stops,
+}
+
+/// What a run's results are, as the reports read them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Results {
+    /// Scores (and labels) per dimension.
+    Scores,
+    /// Scores, and a meta-evaluator's review of them: its changes (each
+    /// accepted or rejected) and the new aspects it proposes.
+    ReviewedScores,
+    /// A decision per pair of an item's candidates (A, B or tie).
+    Pairs,
+    /// Scores, or a decision per pair when the run's `mode` setting is
+    /// `pairwise`.
+    ScoresOrPairs,
+}
+
+/// How a group's result combines its members' last scores (and labels).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GroupResult {
+    /// The plain mean.
+    Mean,
+    /// Each member's scores (and labels) weighed by its confidence.
+    ConfidenceWeighted,
+    /// As the run's `result` setting names it (`confidence-weighted` or
+    /// `majority`).
+    Setting,
+}
+
+/// What exports and reports call the `initial` and `final` stages of an
+/// agent's scores.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StageNames {
+    pub initial: &'static str,
+    pub final_: &'static str,
+}
+
+/// The stages' own names, for a protocol whose stages are what they say.
+pub(super) const STAGES: StageNames = StageNames { initial: "initial", final_: "final" };
 
 /// The type and default of one `[protocol]` setting.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -184,8 +266,19 @@ pub struct ProtocolSpec {
     pub order: SpeakerOrder,
     /// Judges follow per-dimension evaluation steps (shown, editable before scoring).
     pub uses_steps: bool,
-    /// A group's result weighs each agent's scores (and labels) by its confidence.
-    pub confidence_weighted: bool,
+    /// How a group's result combines its members' scores.
+    pub group_result: GroupResult,
+    /// The panes of the live screen.
+    pub screen: Screen,
+    /// What its consensus check means.
+    pub consensus: ConsensusCheck,
+    /// What its results are (scores, pairwise decisions, reviewed scores).
+    pub results: Results,
+    /// Whether a person can watch a run blind (`moot run --blind`): which
+    /// system wrote which candidate stays hidden until they decide.
+    pub blind: bool,
+    /// What exports and reports call its `initial` and `final` stages.
+    pub stage_names: StageNames,
     /// Settings that only apply when another setting has a value, as
     /// `(setting, other, value)`: a run where they do not apply never lists
     /// them as departures (CollabEval's consensus rule in its pairwise mode).
@@ -292,13 +385,13 @@ impl ProtocolSection {
         self.kind.spec()
     }
     /// Whether the protocol compares an item's candidates in pairs (A, B or
-    /// tie) rather than rating its content: `pairwise`, and CollabEval,
-    /// ChatEval and the round-table in their pairwise mode.
+    /// tie) rather than rating its content: as its [`Results`] declare, in
+    /// this run's `mode`.
     pub fn compares_pairs(&self) -> bool {
-        match self.kind {
-            Protocol::Pairwise => true,
-            Protocol::CollabEval | Protocol::ChatEval | Protocol::RoundTable => self.is("mode", "pairwise"),
-            _ => false,
+        match self.spec().results {
+            Results::Pairs => true,
+            Results::ScoresOrPairs => self.is("mode", "pairwise"),
+            Results::Scores | Results::ReviewedScores => false,
         }
     }
     /// An integer setting, or its default. Panics on a key the protocol does

@@ -67,6 +67,11 @@ pub(super) const SPEC: ProtocolSpec = ProtocolSpec {
     ],
     order: SpeakerOrder::Independent,
     uses_steps: false,
-    confidence_weighted: false,
+    group_result: GroupResult::Mean,
+    screen: Screen::Pairs,
+    consensus: ConsensusCheck::None,
+    results: Results::Pairs,
+    blind: true,
+    stage_names: STAGES,
     only_when: &[],
 };

@@ -24,6 +24,11 @@ pub(super) const SPEC: ProtocolSpec = ProtocolSpec {
     ],
     order: SpeakerOrder::Independent,
     uses_steps: true,
-    confidence_weighted: false,
+    group_result: GroupResult::Mean,
+    screen: Screen::Review,
+    consensus: ConsensusCheck::None,
+    results: Results::ReviewedScores,
+    blind: false,
+    stage_names: StageNames { initial: "evaluator", final_: "rectified" },
     only_when: &[],
 };

@@ -38,12 +38,12 @@ pub struct BlindLabel {
 }
 
 /// Whether a session's panel compares an item's candidates in pairs rather
-/// than rating its content: the `pairwise` protocol, or a protocol whose
-/// settings (the panel's `protocol` table in `session_started`) choose
-/// pairs, as CollabEval's `mode = "pairwise"` does.
+/// than rating its content: a protocol whose results are pairwise decisions,
+/// or one whose settings (the panel's `protocol` table in `session_started`)
+/// choose pairs, as CollabEval's `mode = "pairwise"` does.
 pub fn compares_pairs(protocol: &str, panel: &serde_json::Value) -> bool {
     use serde::Deserialize;
-    if protocol == "pairwise" {
+    if crate::panel::Protocol::parse(protocol).is_some_and(|p| p.spec().results == crate::panel::Results::Pairs) {
         return true;
     }
     match panel.get("protocol").map(crate::panel::ProtocolSection::deserialize) {

@@ -283,12 +283,18 @@ pub struct StepsView {
 }
 
 /// What a consensus check says, on the screen and in the headless
-/// transcript. In MAJ-EVAL the check only reports how far apart a group's
-/// scores are: the debate goes on until every member is done or the turns
-/// run out, so "consensus reached" there would read as a contradiction of
-/// the turns that follow it.
+/// transcript. Where the protocol's check only reports how far apart a
+/// group's scores are ([`ConsensusCheck::Reports`], MAJ-EVAL's), the debate
+/// goes on until every member is done or the turns run out, so "consensus
+/// reached" there would read as a contradiction of the turns that follow it.
+/// A protocol this build does not know: its log's check is read as one that
+/// stops the discussion, the one every other protocol makes.
 pub fn consensus_words(protocol: &str, reached: bool, rule: &str) -> String {
-    let reports_only = crate::panel::Protocol::parse(protocol) == Some(crate::panel::Protocol::MajEval);
+    use crate::panel::{ConsensusCheck, Protocol};
+    let reports_only = match Protocol::parse(protocol).map(|p| p.spec().consensus) {
+        Some(ConsensusCheck::Reports) => true,
+        Some(ConsensusCheck::Stops | ConsensusCheck::None) | None => false,
+    };
     match (reports_only, reached) {
         (true, true) => format!("scores within {rule} (the debate goes on until every member is done)"),
         (true, false) => format!("scores not within {rule}"),

@@ -69,7 +69,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
     let mut state = v.state.label().to_string();
     let no_result = v.aggregate.as_ref().is_some_and(|a| a.no_result.is_some());
     if !v.state.is_ended() && v.aggregate.is_some() {
-        let open = if v.protocol == "pairwise" { "open for settling" } else { "open for overrides" };
+        let open = if super::pairwise::applies(app) { "open for settling" } else { "open for overrides" };
         state = format!("{} · {open}", if no_result { "no result" } else { "done" });
     }
     if app.quitting && !v.state.is_ended() {

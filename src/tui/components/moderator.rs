@@ -6,7 +6,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Wrap};
 
 use super::pane;
-use crate::panel::Protocol;
+use crate::panel::{RoundLimit, SpeakerOrder};
 use crate::session::event::SelectedBy;
 use crate::session::fold::TurnState;
 use crate::tui::app::{App, Focus, by_label};
@@ -15,15 +15,22 @@ pub fn draw(f: &mut Frame, area: Rect, app: &mut App) {
     let theme = app.env.theme().clone();
     let focused = app.focus == Focus::Moderator;
     let v = &app.vm.session;
-    // CollabEval, ChatEval and the round-table speak in rounds; MAJ-EVAL counts debate turns.
+    // Protocols that speak in rounds count rounds; a moderated debate counts turns.
     let (collab, max, policy) = match &v.panel {
-        Some(p) => match p.protocol.kind {
-            Protocol::ChatEval => (true, p.protocol.integer("turns"), p.protocol.choice("strategy").replace('-', " ")),
-            Protocol::RoundTable => (true, p.protocol.integer("max_rounds"), "shuffled rounds".to_string()),
-            _ if p.protocol.spec().order == crate::panel::SpeakerOrder::ShuffledRounds => {
-                (true, i64::from(p.consensus.max_rounds), "shuffled rounds".to_string())
+        Some(p) => match p.protocol.spec().order {
+            SpeakerOrder::Rounds { strategy, rounds } => {
+                (true, p.protocol.integer(rounds), p.protocol.choice(strategy).replace('-', " "))
             }
-            _ => (false, i64::from(p.moderator.max_turns), p.moderator.policy.as_str().to_string()),
+            SpeakerOrder::ShuffledRounds { rounds } => {
+                let max = match rounds {
+                    RoundLimit::Consensus => i64::from(p.consensus.max_rounds),
+                    RoundLimit::Setting(key) => p.protocol.integer(key),
+                };
+                (true, max, "shuffled rounds".to_string())
+            }
+            SpeakerOrder::Moderated | SpeakerOrder::Independent => {
+                (false, i64::from(p.moderator.max_turns), p.moderator.policy.as_str().to_string())
+            }
         },
         None => (false, 0, String::new()),
     };

@@ -18,6 +18,7 @@ use ratatui::widgets::{Block, Borders, Paragraph, Wrap};
 
 use super::pane;
 use crate::engine::Command;
+use crate::panel::{Protocol, Screen};
 use crate::session::fold::{SessionView, TurnState};
 use crate::session::pairwise::{ComparisonView, Flip, Label, PairwiseView, RankEntry, win_rate};
 use crate::tui::action::Action;
@@ -35,9 +36,10 @@ pub const ACTIONS: [Action; 7] = [
     Action::AbstainPair,
 ];
 
-/// Whether the session is a pairwise run (it gets this layout).
+/// Whether the session's protocol has this layout ([`Screen::Pairs`]); a
+/// protocol this build does not know has the usual panes.
 pub fn applies(app: &App) -> bool {
-    app.view().protocol == "pairwise"
+    Protocol::parse(&app.view().protocol).is_some_and(|p| p.spec().screen == Screen::Pairs)
 }
 
 /// Whether the session's results are pairwise decisions (the pairwise

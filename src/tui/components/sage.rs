@@ -10,6 +10,7 @@ use ratatui::widgets::{Paragraph, Wrap};
 
 use super::{clip, pane};
 use crate::engine::Command;
+use crate::panel::{Protocol, Screen};
 use crate::session::event::{AspectValue, ProposalKind, Role};
 use crate::session::fold::{SessionView, TurnState};
 use crate::session::sage::RevisionView;
@@ -21,9 +22,10 @@ use crate::tui::wrap::wrap;
 /// The actions of this screen part, listed in the help only for SAGEval sessions.
 pub const ACTIONS: [Action; 4] = [Action::AcceptChange, Action::RejectChange, Action::NextChange, Action::PrevChange];
 
-/// Whether the session is a SAGEval run (it gets this layout).
+/// Whether the session's protocol has this layout ([`Screen::Review`]); a
+/// protocol this build does not know has the usual panes.
 pub fn applies(app: &App) -> bool {
-    app.view().protocol == "sage-eval"
+    Protocol::parse(&app.view().protocol).is_some_and(|p| p.spec().screen == Screen::Review)
 }
 
 /// Lay out the body: evaluators and SAGE side by side on top, the changes

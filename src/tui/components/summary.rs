@@ -12,12 +12,10 @@ use crate::session::fold::TurnState;
 use crate::tui::app::{App, Focus};
 use crate::tui::wrap::wrap;
 
-/// Whether the session's panel has a summarizer: ChatEval with `simultaneous-summarizer`.
+/// Whether the session's panel has a summarizer: its protocol's `strategy`
+/// setting is `simultaneous-summarizer` (ChatEval's).
 pub fn applies(app: &App) -> bool {
-    app.view().panel.as_ref().is_some_and(|p| {
-        p.protocol.kind == crate::panel::Protocol::ChatEval
-            && p.protocol.choice("strategy") == "simultaneous-summarizer"
-    })
+    app.view().panel.as_ref().is_some_and(|p| p.protocol.has("strategy", "simultaneous-summarizer"))
 }
 
 pub fn draw(f: &mut Frame, area: Rect, app: &mut App) {
