@@ -38,7 +38,11 @@ impl Run {
             scores,
             spread: outcome.spread,
             reached: outcome.reached,
-            rule: format!("{} ≤ {}", c.rule.as_str(), prompts::fmt_num(c.tolerance)),
+            // The exact rule has no tolerance to show.
+            rule: match c.rule {
+                crate::panel::ConsensusRule::Exact => c.rule.as_str().to_string(),
+                _ => format!("{} ≤ {}", c.rule.as_str(), prompts::fmt_num(c.tolerance)),
+            },
             labels: BTreeMap::new(),
         });
         outcome.reached
