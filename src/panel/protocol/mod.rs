@@ -412,19 +412,31 @@ impl ProtocolSection {
     /// A choice setting's value when the protocol declares it (the prompts
     /// and stages several protocols share ask this of any panel).
     pub fn option(&self, key: &str) -> Option<String> {
-        match self.value(key)? {
-            SettingValue::Text(v) => Some(v),
-            _ => None,
+        self.text_value(key).map(str::to_string)
+    }
+    /// A text or choice setting's value in this run, when the protocol
+    /// declares it, without copying it (prompts ask this on every turn).
+    fn text_value(&self, key: &str) -> Option<&str> {
+        let spec = self.spec().setting(key)?;
+        match (self.settings.get(key), self.preset, spec.paper, spec.kind) {
+            (Some(SettingValue::Text(v)), ..) => Some(v),
+            (Some(_), ..) => None,
+            (None, Preset::Paper, Paper::Text(v), _) => Some(v),
+            (None, _, _, SettingKind::Choice { default, .. } | SettingKind::Text { default }) => Some(default),
+            (None, ..) => None,
         }
     }
     /// Whether the protocol declares the choice setting `key` and it is
     /// `option` in this run.
     pub fn has(&self, key: &str, option: &str) -> bool {
-        self.option(key).is_some_and(|v| v == option)
+        self.text_value(key) == Some(option)
     }
     /// Whether a choice setting is `option` in this run (panics like [`Self::integer`]).
     pub fn is(&self, key: &str, option: &str) -> bool {
-        self.choice(key) == option
+        match self.spec().setting(key).map(|s| s.kind) {
+            Some(SettingKind::Choice { .. }) => self.text_value(key) == Some(option),
+            _ => panic!("{} declares no choice setting `{key}`", self.kind.as_str()),
+        }
     }
     /// A text setting, or its preset's value (panics like [`Self::integer`]).
     pub fn text(&self, key: &str) -> String {
