@@ -158,19 +158,9 @@ async fn llm_moderator(
     let build = |h: &[HistoryEntry]| prompts::moderator_messages(&run.panel, group, run.item(), h, &table, &refs);
     let all_refs: Vec<&str> = all.iter().map(String::as_str).collect();
     let binding = run.config.bindings.for_role(Role::Moderator).clone();
-    let sampling = run.role_sampling(Role::Moderator);
-    let turn = TurnSpec {
-        participant: Role::Moderator.label(),
-        group: Some(group),
-        phase: Phase::Debate,
-        round: None,
-        role: Role::Moderator,
-        binding: &binding,
-        sampling: (sampling.0, sampling.1.min(200)),
-        cancel: &run.stop,
-        dimension: None,
-        pair: None,
-    };
+    let turn = TurnSpec::of_role(run, Role::Moderator, &binding, Some(group), Phase::Debate, &run.stop);
+    // A pick is a name and a sentence.
+    let turn = TurnSpec { sampling: (turn.sampling.0, turn.sampling.1.min(200)), ..turn };
     let verdict = SpeakerPick { eligible: &refs, all: &all_refs };
     // Asked once more with the reason when a reply names nobody who may speak.
     let (failure, raw) = match run

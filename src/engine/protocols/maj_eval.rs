@@ -172,20 +172,8 @@ async fn group_synthesis(run: &Run, group: &str) -> String {
 /// (which fails the run) or the run is closing.
 async fn synthesis(run: &Run, group: Option<&str>, messages: Prompt<'_>) -> String {
     let binding = run.config.bindings.for_role(Role::Aggregator).clone();
-    let sampling = run.role_sampling(Role::Aggregator);
     let spec = CallSpec {
-        turn: TurnSpec {
-            participant: Role::Aggregator.label(),
-            group,
-            phase: Phase::Aggregation,
-            round: None,
-            role: Role::Aggregator,
-            binding: &binding,
-            sampling,
-            cancel: &run.quit,
-            dimension: None,
-            pair: None,
-        },
+        turn: TurnSpec::of_role(run, Role::Aggregator, &binding, group, Phase::Aggregation, &run.quit),
         kind: TurnKind::Judge,
         messages: messages.opening(Some(prompts::AGGREGATOR_OPENING.to_string())),
         schema: None,

@@ -129,6 +129,33 @@ pub(crate) struct TurnSpec<'a> {
     pub pair: Option<&'a crate::session::pairwise::PairRef>,
 }
 
+impl<'a> TurnSpec<'a> {
+    /// A turn of one of the protocol's roles (moderator, aggregator, final
+    /// judge, summarizer): named after the role, with the role's sampling,
+    /// about no one dimension or pair and in no round.
+    pub fn of_role(
+        run: &Run,
+        role: Role,
+        binding: &'a Binding,
+        group: Option<&'a str>,
+        phase: Phase,
+        cancel: &'a CancellationToken,
+    ) -> Self {
+        TurnSpec {
+            participant: role.label(),
+            group,
+            phase,
+            round: None,
+            role,
+            binding,
+            sampling: run.role_sampling(role),
+            cancel,
+            dimension: None,
+            pair: None,
+        }
+    }
+}
+
 /// What came of a turn (after a repair request, if one was needed).
 #[derive(Debug, Clone)]
 pub(crate) enum Spoken<T = Evaluation> {

@@ -159,16 +159,8 @@ async fn summarize(run: &Run, group: &str, round: u32, subject: &str) {
     let messages = prompts::summarizer_messages(&run.panel, subject, group, &history, round);
     let binding = run.config.bindings.for_role(Role::Summarizer).clone();
     let turn = TurnSpec {
-        participant: Role::Summarizer.label(),
-        group: Some(group),
-        phase: Phase::Summary,
         round: Some(round),
-        role: Role::Summarizer,
-        binding: &binding,
-        sampling: run.role_sampling(Role::Summarizer),
-        cancel: &run.stop,
-        dimension: None,
-        pair: None,
+        ..TurnSpec::of_role(run, Role::Summarizer, &binding, Some(group), Phase::Summary, &run.stop)
     };
     let verdict = Text { what: "the updated summary" };
     match run.verdict_turn(&verdict, turn, Prompt::fixed(messages), None).await {

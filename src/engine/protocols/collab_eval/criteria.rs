@@ -269,16 +269,8 @@ async fn judge(run: &Run, group: &str, criterion: &str) -> Option<f64> {
     let build = |h: &[HistoryEntry]| prompts::final_judge_messages(&narrow, run.item(), h);
     let binding = run.config.bindings.for_role(Role::FinalJudge).clone();
     let turn = TurnSpec {
-        participant: Role::FinalJudge.label(),
-        group: Some(group),
-        phase: Phase::FinalJudgment,
-        round: None,
-        role: Role::FinalJudge,
-        binding: &binding,
-        sampling: run.role_sampling(Role::FinalJudge),
-        cancel: &run.quit,
         dimension: Some(criterion),
-        pair: None,
+        ..TurnSpec::of_role(run, Role::FinalJudge, &binding, Some(group), Phase::FinalJudgment, &run.quit)
     };
     let prompt = Prompt::discussion(&history, &build).window(prompts::history_window(&run.panel));
     match run.verdict_turn(&verdict, turn, prompt, None).await {

@@ -84,18 +84,14 @@ async fn final_judgment(run: &Run, pair: &Pair<'_>, group: &str) -> Option<Label
         ]
     };
     let binding = run.config.bindings.for_role(Role::FinalJudge).clone();
-    let turn = crate::engine::runtime::TurnSpec {
-        participant: Role::FinalJudge.label(),
-        group: Some(group),
-        phase: Phase::FinalJudgment,
-        round: None,
-        role: Role::FinalJudge,
-        binding: &binding,
-        sampling: run.role_sampling(Role::FinalJudge),
-        cancel: &run.quit,
-        dimension: None,
-        pair: None,
-    };
+    let turn = crate::engine::runtime::TurnSpec::of_role(
+        run,
+        Role::FinalJudge,
+        &binding,
+        Some(group),
+        Phase::FinalJudgment,
+        &run.quit,
+    );
     let prompt = Prompt::discussion(&history, &build).window(prompts::history_window(&run.panel));
     match run.verdict_turn(&VERDICT, turn, prompt, None).await {
         Spoken::Evaluated { evaluation, .. } => {
