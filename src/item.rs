@@ -61,6 +61,7 @@ pub const BUNDLED_ITEMS: &[(&str, &str)] = &[
     ("storybook-qa-paper", include_str!("../assets/items/storybook-qa.jsonl")),
     ("summary-collab", include_str!("../assets/items/summary-collab.jsonl")),
     ("summary-collab-paper", include_str!("../assets/items/summary-collab.jsonl")),
+    ("summary-collab-debate", include_str!("../assets/items/summary-collab.jsonl")),
     // G-Eval's single judge scores the same summaries.
     ("summary-geval", include_str!("../assets/items/summary-collab.jsonl")),
     ("summary-geval-paper", include_str!("../assets/items/summary-collab.jsonl")),

@@ -619,9 +619,11 @@ pub const BUNDLED_PANELS: &[(&str, &str)] = &[
     ("survey-sage", include_str!("../../assets/panels/survey-sage.toml")),
     ("pairwise-summaries", include_str!("../../assets/panels/pairwise-summaries.toml")),
     ("pairwise-collab", include_str!("../../assets/panels/pairwise-collab.toml")),
-    // The paper presets, and ChatEval and the round-table on pairs (docs/papers.md).
+    // The paper presets (with CollabEval's debate ablation), and ChatEval and
+    // the round-table on pairs (docs/papers.md).
     ("storybook-qa-paper", include_str!("../../assets/panels/storybook-qa-paper.toml")),
     ("summary-collab-paper", include_str!("../../assets/panels/summary-collab-paper.toml")),
+    ("summary-collab-debate", include_str!("../../assets/panels/summary-collab-debate.toml")),
     ("summary-geval-paper", include_str!("../../assets/panels/summary-geval-paper.toml")),
     ("survey-sage-paper", include_str!("../../assets/panels/survey-sage-paper.toml")),
     ("summary-chateval-paper", include_str!("../../assets/panels/summary-chateval-paper.toml")),

@@ -157,6 +157,39 @@ async fn without_agreement_the_final_judge_decides_and_its_tie_is_a_result() {
 }
 
 #[tokio::test]
+async fn under_the_debate_ablation_the_evaluators_defend_their_verdicts_and_the_final_judge_decides() {
+    let requests: Arc<Mutex<Vec<String>>> = Arc::default();
+    let seen = requests.clone();
+    let judge = move |req: &ChatRequest, _: usize| {
+        let last = req.messages.last().map(|m| m.content.clone()).unwrap_or_default();
+        let t = text(req);
+        if t.contains("You are the final judge") {
+            verdict("A")
+        } else {
+            if last.contains("Discussion round") {
+                seen.lock().unwrap().push(last);
+            }
+            if t.contains("You are Bea") { verdict("B") } else { verdict("A") }
+        }
+    };
+    let mut p = collab_panel(&["Ann", "Bea"], 3);
+    p.protocol.settings.insert("discussion".into(), SettingValue::Text("debate".into()));
+    let s = run_with(p, pair_item(&[("sys-lead", GOOD), ("sys-short", POOR)]), judge);
+    let (events, outcome) = s.finish().await;
+    assert_eq!(outcome.status, EndStatus::Completed, "{:?}", outcome.error);
+    // The same stop rule: nobody moved in round 1.
+    assert_eq!(turn_agents(&events, Phase::Discussion).len(), 2);
+    assert_eq!(method(&events), "final_judge");
+    assert_eq!(panel_decision(&events), (Some(Label::A), Some("sys-lead".into())));
+    let turns = requests.lock().unwrap().clone();
+    assert_eq!(turns.len(), 2);
+    for t in &turns {
+        assert!(t.contains("defend your own verdict") && t.contains("Change your verdict only when"), "{t}");
+        assert!(!t.contains("say briefly where you agree and where you disagree"), "{t}");
+    }
+}
+
+#[tokio::test]
 async fn unreadable_verdicts_are_failures_not_labels() {
     let s =
         run_with(collab_panel(&["Ann", "Bea"], 1), pair_item(&[("sys-lead", GOOD), ("sys-short", POOR)]), |_, _| {

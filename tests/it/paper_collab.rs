@@ -462,3 +462,96 @@ async fn under_the_paper_preset_the_final_judge_reads_the_first_evaluations_of_a
     assert!(judge_sees_first(Preset::Paper).await, "the whole history under the paper preset");
     assert!(!judge_sees_first(Preset::Moot).await, "moot's window hides the first evaluations");
 }
+
+/// What the collaborative discussion turn asks, and what the debating one asks.
+const COLLABORATE: &str = "say briefly where you agree and where you disagree with the others";
+const DEBATE: &str = "defend your own evaluation, and point out where the others' scores and reasons are weak or wrong";
+
+#[test]
+fn the_debate_ablation_is_the_one_departure_and_its_bundled_panel_runs_it() {
+    let mut ablation = ProtocolSection::paper(Protocol::CollabEval);
+    ablation.settings.insert("discussion".into(), SettingValue::Text("debate".into()));
+    let listed: Vec<String> = ablation.departures().iter().map(ToString::to_string).collect();
+    assert_eq!(listed, ["discussion = \"debate\" (paper: \"collaborate\")"]);
+    // The pairwise mode debates too: the setting is listed there as well.
+    ablation.settings.insert("mode".into(), SettingValue::Text("pairwise".into()));
+    let listed: Vec<String> = ablation.departures().iter().map(ToString::to_string).collect();
+    assert_eq!(listed, ["discussion = \"debate\" (paper: \"collaborate\")"]);
+
+    let bundled = Panel::bundled("summary-collab-debate").expect("bundled ablation panel");
+    assert_eq!(bundled.protocol.kind, Protocol::CollabEval);
+    assert_eq!(bundled.protocol.preset, Preset::Paper);
+    assert!(bundled.protocol.is("discussion", "debate"));
+    let listed: Vec<String> = bundled.departures().iter().map(ToString::to_string).collect();
+    assert_eq!(listed, ["discussion = \"debate\" (paper: \"collaborate\")"]);
+    assert_eq!(bundled.consensus.max_rounds, 3);
+    let paper = Panel::bundled("summary-collab-paper").unwrap();
+    assert_eq!(bundled.dimensions, paper.dimensions, "the paper panel's criteria");
+    assert_eq!(bundled.groups, paper.groups, "and its evaluators");
+    assert!(moot::item::ItemsFile::bundled("summary-collab-debate").is_some(), "the ablation panel has its items");
+}
+
+#[tokio::test]
+async fn under_the_debate_ablation_the_evaluators_argue_and_the_final_judge_still_decides() {
+    // As in the round-three test: Ann's relevance changes every round and
+    // nobody ever agrees on it, so the rounds run to the limit.
+    let provider = || {
+        scripted(|req, _| {
+            let r = round_of(req).unwrap_or(0);
+            match speaker(req).as_str() {
+                "final judge" => reply(&[("grammar", 3), ("relevance", 3), ("overall", 3)]).into(),
+                "Ann" => reply(&[("grammar", 4), ("relevance", 1 + r % 2), ("overall", 3)]).into(),
+                "Bea" => reply(&[("grammar", 4), ("relevance", 3), ("overall", 3)]).into(),
+                _ => reply(&[("grammar", (2 + r).min(4)), ("relevance", 3), ("overall", 3)]).into(),
+            }
+        })
+    };
+    let discussion_turns = |requests: Vec<ChatRequest>| -> Vec<String> {
+        requests
+            .into_iter()
+            .filter(|r| round_of(r).is_some())
+            .map(|r| r.messages.last().unwrap().content.clone())
+            .collect()
+    };
+    for scope in ["per-criterion", "all"] {
+        let mut p = panel(Protocol::CollabEval, GROUP);
+        p.protocol = ProtocolSection::paper(Protocol::CollabEval);
+        p.protocol.settings.insert("scope".into(), SettingValue::Text(scope.into()));
+        p.protocol.settings.insert("discussion".into(), SettingValue::Text("debate".into()));
+        let provider = provider();
+        let (events, outcome) = Session::start(config(p, provider.clone()), None).finish().await;
+        assert_eq!(outcome.status, EndStatus::Completed, "{scope}: {:?}", outcome.error);
+        assert_eq!(rounds(&events), 3, "{scope}: the same rounds and stop rules");
+        let turns = discussion_turns(provider.requests());
+        assert_eq!(turns.len(), 9, "{scope}: three evaluators, three rounds");
+        for t in &turns {
+            assert!(t.contains(DEBATE) && !t.contains(COLLABORATE), "{scope}: {t}");
+            assert!(t.contains("Change a score only when an argument against it convinces you."), "{t}");
+        }
+        if scope == "per-criterion" {
+            assert!(turns.iter().any(|t| t.contains("This round discusses only relevance.")), "the criteria focus");
+            assert_eq!(judged_criteria(&events), [Some("relevance".to_string())]);
+        } else {
+            assert_eq!(judged_criteria(&events), [None]);
+        }
+        let view = SessionView::from_events(&events);
+        let agg = view.aggregate.as_ref().unwrap();
+        assert_eq!(agg.scores["relevance"], 3.0, "{scope}: the final judge's score");
+        let EventKind::SessionStarted { departures, .. } = &events[0].kind else { panic!("{:?}", events[0]) };
+        let listed: Vec<String> = departures.iter().map(ToString::to_string).collect();
+        let debate = "discussion = \"debate\" (paper: \"collaborate\")".to_string();
+        let expected = match scope {
+            "all" => vec!["scope = \"all\" (paper: \"per-criterion\")".to_string(), debate],
+            _ => vec![debate],
+        };
+        assert_eq!(listed, expected, "{scope}: the run's header");
+    }
+    // The paper's own discussion, under the same script, collaborates.
+    let mut p = panel(Protocol::CollabEval, GROUP);
+    p.protocol = ProtocolSection::paper(Protocol::CollabEval);
+    let provider = provider();
+    let (_, outcome) = Session::start(config(p, provider.clone()), None).finish().await;
+    assert_eq!(outcome.status, EndStatus::Completed, "{:?}", outcome.error);
+    let turns = discussion_turns(provider.requests());
+    assert!(!turns.is_empty() && turns.iter().all(|t| t.contains(COLLABORATE) && !t.contains(DEBATE)), "{turns:?}");
+}

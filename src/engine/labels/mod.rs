@@ -281,11 +281,20 @@ impl Floor for Talk<'_> {
                 }
                 None => String::new(),
             };
-            format!(
-                "Discussion round {round}. {name}, say briefly where you agree and where you disagree with the \
-                 others' verdicts and why, pointing to the two texts.{answer} Then give your verdict again (changed \
-                 or not) and how confident you are."
-            )
+            if prompts::debates(t.panel) {
+                format!(
+                    "Discussion round {round}. {name}, argue your case: defend your own verdict, and point out where \
+                     the others' verdicts and reasons are weak or wrong, pointing to the two texts.{answer} Change \
+                     your verdict only when an argument against it convinces you. Then give your verdict and how \
+                     confident you are."
+                )
+            } else {
+                format!(
+                    "Discussion round {round}. {name}, say briefly where you agree and where you disagree with the \
+                     others' verdicts and why, pointing to the two texts.{answer} Then give your verdict again \
+                     (changed or not) and how confident you are."
+                )
+            }
         };
         let turn = format!("{}\n{task} {}", persona(t.panel, t.group, t.speaker), VERDICT.instructions());
         vec![self.pair.system(t.panel), ChatMessage::user(shared), ChatMessage::user(turn)]

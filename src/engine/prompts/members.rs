@@ -1,5 +1,6 @@
 //! The panel members' requests: a first evaluation, a debate turn, a
-//! collaborative discussion round, and the repair of an unreadable reply.
+//! collaborative (or debating) discussion round, and the repair of an
+//! unreadable reply.
 
 use super::format::format_scores;
 use super::history::{HistoryEntry, render_history};
@@ -248,7 +249,15 @@ pub(super) fn last_speaker<'h>(history: &'h [HistoryEntry], speaker: &str) -> Op
     })
 }
 
-/// Messages for a collaborative discussion round (CollabEval).
+/// Whether CollabEval's discussion rounds are a debate (`discussion =
+/// "debate"`, the paper's ablation) rather than a collaboration: each
+/// evaluator defends its own result and attacks the others'.
+pub(crate) fn debates(panel: &Panel) -> bool {
+    panel.protocol.has("discussion", "debate")
+}
+
+/// Messages for a collaborative discussion round (CollabEval), or a
+/// debating one under [`debates`]: only the speaker's part differs.
 pub fn discussion_messages(
     panel: &Panel,
     group: &str,
@@ -264,14 +273,26 @@ pub fn discussion_messages(
         }
         None => String::new(),
     };
-    let turn = format!(
-        "{}\n\
-         Discussion round {round}. {}, say briefly where you agree and where you disagree with the others and why, \
-         pointing to the question, the answer or the story.{answer} Then give your updated evaluation and confidence. \
-         {END_WITH_JSON}",
-        persona(panel, group, agent),
-        agent.name,
-    );
+    let turn = if debates(panel) {
+        format!(
+            "{}\n\
+             Discussion round {round}. {}, argue your case: defend your own evaluation, and point out where the others' \
+             scores and reasons are weak or wrong, pointing to the question, the answer or the story.{answer} Change a \
+             score only when an argument against it convinces you. Then give your evaluation and confidence. \
+             {END_WITH_JSON}",
+            persona(panel, group, agent),
+            agent.name,
+        )
+    } else {
+        format!(
+            "{}\n\
+             Discussion round {round}. {}, say briefly where you agree and where you disagree with the others and why, \
+             pointing to the question, the answer or the story.{answer} Then give your updated evaluation and \
+             confidence. {END_WITH_JSON}",
+            persona(panel, group, agent),
+            agent.name,
+        )
+    };
     request(panel, discussion(panel, item, group, DISCUSSION_HEADING, history), turn)
 }
 

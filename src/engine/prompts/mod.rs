@@ -31,8 +31,8 @@ pub use format::{fmt_num, format_scores};
 pub(crate) use history::render_history;
 pub use history::{HISTORY_WINDOW, HistoryEntry, history_window, reply_words};
 pub(crate) use members::DISCUSSION_HEADING;
-pub(crate) use members::full_first_feedback;
 pub use members::{addressee, debate_messages, discussion_messages, initial_messages, opening_words, repair_message};
+pub(crate) use members::{debates, full_first_feedback};
 pub use moderator::{
     ScoresRow, is_moderator_request, moderator_format, moderator_messages, moderator_retry, scores_table,
 };

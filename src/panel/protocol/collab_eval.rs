@@ -3,6 +3,8 @@
 //! The final judge is a role of its own, so that a panel can bind it to a
 //! stronger model than the evaluators' (`[final_judge]` or
 //! `[roles.final_judge]` with `provider` and `model`), as the paper does.
+//! `discussion = "debate"` is the paper's own ablation: the same phases and
+//! stop rules, with adversarial discussion turns instead of collaborative ones.
 
 use super::*;
 
@@ -34,6 +36,14 @@ pub(super) const SPEC: ProtocolSpec = ProtocolSpec {
                     per-criterion: each dimension is discussed to its own consensus, in its own rounds (only the \
                     dimensions still without one are discussed), with its own final judgment",
             paper: Paper::Text("per-criterion"),
+        },
+        SettingSpec {
+            key: "discussion",
+            kind: SettingKind::Choice { options: &["collaborate", "debate"], default: "collaborate" },
+            about: "how the evaluators talk in a discussion round. collaborate: each says where it agrees and \
+                    disagrees with the others and updates its result; debate (the paper's ablation): each defends \
+                    its own result, attacks the weaknesses of the others' and concedes only to a convincing argument",
+            paper: Paper::Text("collaborate"),
         },
         CANDIDATE_NAME,
         HISTORY,

@@ -7,7 +7,10 @@
 //! panel's `[consensus]` rule, or the same score from everyone (the paper's).
 //! What must agree is the `scope` setting: the whole evaluation at once (one
 //! discussion, one final judgment), or each criterion to its own consensus
-//! ([`criteria`], the paper's).
+//! ([`criteria`], the paper's). How the evaluators talk in a round is the
+//! `discussion` setting: they collaborate (the paper's method) or debate
+//! (the paper's ablation); only the speaker's part of a turn's request
+//! differs ([`prompts::discussion_messages`]), in both modes.
 
 mod criteria;
 mod pairwise;
