@@ -43,7 +43,7 @@ pub(super) const SPEC: ProtocolSpec = ProtocolSpec {
             about: "how the evaluators talk in a discussion round. collaborate: each says where it agrees and \
                     disagrees with the others and updates its result; debate (the paper's ablation): each defends \
                     its own result, attacks the weaknesses of the others' and concedes only to a convincing argument",
-            paper: Paper::Text("collaborate"),
+            paper: Paper::AsDefault,
         },
         CANDIDATE_NAME,
         HISTORY,
