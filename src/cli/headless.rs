@@ -230,6 +230,7 @@ impl<W: Write> Transcript<W> {
                 provider_note,
                 preset,
                 departures,
+                schema_version,
                 ..
             } => {
                 let name = panel.get("name").and_then(|v| v.as_str()).unwrap_or("panel");
@@ -241,7 +242,10 @@ impl<W: Write> Transcript<W> {
                 self.protocol.clone_from(protocol);
                 self.line(&p.bold(&format!("moot · {name} · {protocol} · item {}", item.id)))?;
                 self.line(&p.dim(&format!("session {session_id}")))?;
-                self.line(&p.dim(&crate::session::event::preset_line(*preset, departures)))?;
+                let recorded = serde_json::from_value::<crate::panel::Panel>(panel.clone()).ok();
+                let departures =
+                    crate::session::fold::logged_departures(*schema_version, departures, recorded.as_ref());
+                self.line(&p.dim(&crate::session::event::preset_line(*preset, &departures)))?;
                 if let Some(note) = provider_note {
                     self.line(&p.dim(&format!("provider: {note}")))?;
                 }

@@ -51,6 +51,8 @@ fn sessions_show_prints_the_old_log_as_a_transcript() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("Ms. Okafor") && text.contains("Mr. Lindqvist"), "{text}");
     assert!(text.contains("completed"), "{text}");
+    // A log older than the presets lists no departures: they are read from its panel.
+    assert!(text.contains("preset moot; departs from the paper: personas = \"roster\""), "{text}");
 }
 
 #[test]

@@ -3,6 +3,7 @@
 use super::views::{AgentView, AggregateView, ConsensusView, Pick, StepsView, TimelineEntry, TrimView, TurnView};
 use super::{AgentState, RunState, SessionView, TurnState};
 use crate::panel::Panel;
+use crate::preset::Departure;
 use crate::session::event::{Event, EventKind, OverrideTarget, Phase, Role, Scores, TurnKind, Usage};
 use crate::session::overrides::override_latest;
 use crate::session::progress::AgentProgress;
@@ -37,14 +38,7 @@ impl SessionView {
                 self.protocol = protocol.clone();
                 self.panel = serde_json::from_value(panel.clone()).ok();
                 self.preset = *preset;
-                // A log written before version 4 did not list them: its
-                // panel's settings all took the defaults of the time, which
-                // are the `moot` preset's.
-                self.departures = if *schema_version >= 4 {
-                    departures.clone()
-                } else {
-                    self.panel.as_ref().map(Panel::departures).unwrap_or_default()
-                };
+                self.departures = logged_departures(*schema_version, departures, self.panel.as_ref());
                 // The transcript opens with the preset and where the run departs from its paper.
                 self.timeline.push(TimelineEntry::Note {
                     text: crate::session::event::preset_line(self.preset, &self.departures),
@@ -414,4 +408,12 @@ impl SessionView {
             self.usage.record(role, kind, agent, usage);
         }
     }
+}
+
+/// The departures from its paper a session started with: as its
+/// `session_started` lists them, or, for a log written before version 4
+/// (which did not list them), as its recorded panel gives them: its
+/// settings then all took the defaults of the time, the `moot` preset's.
+pub fn logged_departures(schema_version: u32, departures: &[Departure], panel: Option<&Panel>) -> Vec<Departure> {
+    if schema_version >= 4 { departures.to_vec() } else { panel.map(Panel::departures).unwrap_or_default() }
 }

@@ -14,6 +14,7 @@ use super::event::{Departure, EndStatus, Event, ModelRef, Phase, Preset, Scores,
 use crate::item::Item;
 use crate::panel::Panel;
 
+pub use apply::logged_departures;
 pub use views::{
     AgentView, AggregateView, ConsensusView, GroupView, Pick, StepsView, TimelineEntry, TrimView, TurnView,
     consensus_words, thousands,
