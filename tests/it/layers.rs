@@ -24,7 +24,8 @@ fn layer_of(module: &str) -> Option<usize> {
     LAYERS.iter().position(|l| l.contains(&module))
 }
 
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+/// Every `.rs` file below `dir`.
+pub(crate) fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     for e in std::fs::read_dir(dir).unwrap().flatten() {
         let p = e.path();
         if p.is_dir() {

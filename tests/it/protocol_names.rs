@@ -12,21 +12,12 @@
 //! on one. A setting's value that happens to be a protocol's name (`mode =
 //! "pairwise"`) is no protocol's.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
+
+use super::layers::rust_files;
 
 /// Folders where deciding by a protocol's name is the point.
 const OWN: &[&str] = &["panel/protocol", "engine/protocols", "testkit"];
-
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for e in std::fs::read_dir(dir).unwrap().flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            rust_files(&p, out);
-        } else if p.extension().is_some_and(|x| x == "rs") {
-            out.push(p);
-        }
-    }
-}
 
 /// The protocols' variants and names, as the catalogue and the declaration
 /// files give them (`MajEval`, `maj-eval`).
