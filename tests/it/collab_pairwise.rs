@@ -51,7 +51,8 @@ fn run_with(p: Panel, it: Item, f: impl Fn(&ChatRequest, usize) -> ScriptedReply
     Session::start(c, None)
 }
 
-fn panel_decision(events: &[Event]) -> (Option<Label>, Option<String>) {
+/// The panel's pairwise decision: the label in the first order, and the winner.
+pub(crate) fn panel_decision(events: &[Event]) -> (Option<Label>, Option<String>) {
     events
         .iter()
         .find_map(|e| match &e.kind {

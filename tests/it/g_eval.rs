@@ -253,10 +253,7 @@ async fn weighted_scores_come_from_a_server_that_returns_top_logprobs() {
     server.set_handler(|r| {
         let body = r.body_text();
         if body.contains("Write the evaluation steps") || body.contains("write the evaluation steps") {
-            return Reply::sse()
-                .event(&openai::content_chunk("1. Read."))
-                .event(&openai::finish_chunk("stop"))
-                .event("[DONE]");
+            return Reply::openai_stream(&["1. Read."], None);
         }
         assert_eq!(r.body_json().unwrap()["top_logprobs"], 10, "scoring asks for log-probabilities");
         weighted_reply(if body.contains("Quality to judge — Grammar") { "grammar" } else { "relevance" })
@@ -288,7 +285,7 @@ async fn the_report_compares_weighted_scores_with_human_ratings() {
     server.set_handler(|r| {
         let body = r.body_text();
         if body.contains("write the evaluation steps") {
-            return Reply::sse().event(&openai::content_chunk("1. Read.")).event(&openai::finish_chunk("stop")).event("[DONE]");
+            return Reply::openai_stream(&["1. Read."], None);
         }
         let n: u32 = body.split("ITEM w-").nth(1).and_then(|s| s.get(..1)).and_then(|d| d.parse().ok()).unwrap_or(3);
         let key = if body.contains("Quality to judge — Grammar") { "grammar" } else { "relevance" };

@@ -6,15 +6,11 @@
 use std::path::Path;
 use std::process::Command;
 
-use moot::testkit::server::{RecordedRequest, Reply, TestServer, openai};
+use moot::testkit::server::{RecordedRequest, Reply, TestServer};
 
 /// A streamed OpenAI-style reply of `text`.
 pub(crate) fn reply(text: &str) -> Reply {
-    let mut r = Reply::sse();
-    for data in openai::events(&[text], Some((20, 10))) {
-        r = r.event(&data);
-    }
-    r
+    Reply::openai_stream(&[text], Some((20, 10)))
 }
 
 fn answer(req: &RecordedRequest) -> Reply {

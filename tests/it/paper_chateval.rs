@@ -17,6 +17,8 @@ use moot::session::{EventKind, SessionView};
 use moot::testkit::scripted::ScriptedReply;
 use support::*;
 
+use super::collab_pairwise::panel_decision;
+
 const THREE: &[(&str, &[&str])] = &[("Readers", &["Ann", "Bea", "Cal"])];
 
 fn text(req: &ChatRequest) -> String {
@@ -169,16 +171,6 @@ fn verdict(label: &str, confidence: &str) -> ScriptedReply {
     ScriptedReply::Text(format!(
         "Summary A keeps the vote. {{\"verdict\": \"{label}\", \"confidence\": \"{confidence}\", \"reasoning\": \"The facts.\"}}"
     ))
-}
-
-fn panel_decision(events: &[Event]) -> (Option<Label>, Option<String>) {
-    events
-        .iter()
-        .find_map(|e| match &e.kind {
-            EventKind::PairDecided { judge: None, first_order, winner, .. } => Some((*first_order, winner.clone())),
-            _ => None,
-        })
-        .expect("the panel's decision")
 }
 
 #[tokio::test]

@@ -162,10 +162,7 @@ async fn weighted_run(panel: Panel) -> (moot::session::event::Evaluation, moot::
     server.set_handler(|r| {
         let body = r.body_text();
         if body.contains("write the evaluation steps") {
-            return Reply::sse()
-                .event(&openai::content_chunk("1. Read."))
-                .event(&openai::finish_chunk("stop"))
-                .event("[DONE]");
+            return Reply::openai_stream(&["1. Read."], None);
         }
         let json = r.body_json().unwrap();
         assert_eq!(json["top_logprobs"], 10);

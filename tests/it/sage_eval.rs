@@ -365,17 +365,14 @@ fn pieces_reply(pieces: &[(&str, &[(&str, f64)])]) -> moot::testkit::server::Rep
 async fn the_meta_evaluators_scores_are_weighted_and_the_weighted_stage_keeps_what_it_rectified() {
     use moot::engine::{Binding, Bindings, EngineConfig};
     use moot::provider::openai::{OpenAiConfig, OpenAiProvider};
-    use moot::testkit::server::{Reply, TestServer, openai};
+    use moot::testkit::server::{Reply, TestServer};
     // Item w-N has human relevance N; the evaluator gives relevance 5, the
     // meta-evaluator rectifies it to N with probability 0.75 (N + 1: 0.25).
     let server = TestServer::start().await.expect("bind 127.0.0.1");
     server.set_handler(|r| {
         let body = r.body_text();
         if body.contains("write the evaluation steps") {
-            return Reply::sse()
-                .event(&openai::content_chunk("1. Read."))
-                .event(&openai::finish_chunk("stop"))
-                .event("[DONE]");
+            return Reply::openai_stream(&["1. Read."], None);
         }
         assert_eq!(r.body_json().unwrap()["top_logprobs"], 10, "both agents ask for log-probabilities");
         if !body.contains("You are the meta-evaluator") {
