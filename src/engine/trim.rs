@@ -24,7 +24,8 @@
 use crate::provider::{ChatMessage, Provider, ProviderError};
 use crate::session::event::TrimmedEntry;
 
-use super::prompts::{HISTORY_WINDOW, HistoryEntry};
+use super::prompts::{HISTORY_WINDOW, HistoryEntry, history_window};
+use crate::panel::Panel;
 
 /// The smallest reply budget a request is sent with when its prompt leaves
 /// less room than `max_tokens` (a constrained evaluation needs about 220
@@ -56,16 +57,10 @@ impl<'a> Prompt<'a> {
         Self { discussion: None, fixed: messages, opening: None, window: HISTORY_WINDOW }
     }
 
-    /// The messages `build` makes of the group's `history`.
-    pub fn discussion(history: &'a [HistoryEntry], build: Build<'a>) -> Self {
-        Self { discussion: Some((history, build)), fixed: Vec::new(), opening: None, window: HISTORY_WINDOW }
-    }
-
-    /// The built messages show the latest `window` contributions of the
-    /// discussion (the panel's [`history_window`](super::prompts::history_window)).
-    pub fn window(mut self, window: usize) -> Self {
-        self.window = window;
-        self
+    /// The messages `build` makes of the group's `history`, which shows as
+    /// much of it as `panel` says ([`history_window`]).
+    pub fn discussion(panel: &Panel, history: &'a [HistoryEntry], build: Build<'a>) -> Self {
+        Self { discussion: Some((history, build)), fixed: Vec::new(), opening: None, window: history_window(panel) }
     }
 
     /// The reply is to begin with `opening`.
@@ -349,7 +344,7 @@ mod tests {
         let h = history();
         let ann = panel.agents().next().unwrap().1.clone();
         let build = |h: &[HistoryEntry]| prompts::discussion_messages(&panel, "Parents", &ann, &item, h, 3);
-        let prompt = Prompt::discussion(&h, &build);
+        let prompt = Prompt::discussion(&panel, &h, &build);
         let full = conservative_prompt_tokens(&prompt.messages());
 
         // Room enough: nothing changes.

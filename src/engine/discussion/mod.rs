@@ -14,7 +14,7 @@ pub(crate) mod turns;
 use rand_chacha::ChaCha8Rng;
 
 use super::pairs::label::DiscussedLabel;
-use super::prompts::{self, HistoryEntry};
+use super::prompts::HistoryEntry;
 use super::runtime::{Run, Spoken};
 use super::trim::Prompt;
 use crate::item::Item;
@@ -188,9 +188,7 @@ pub(crate) async fn discuss<F: Floor>(run: &Run, group: &str, floor: &mut F, mut
         let turn = Turn { panel: &run.panel, item: run.item(), group, speaker: &spec, latest: latest.as_ref(), round };
         let build = |h: &[HistoryEntry]| floor.messages(&turn, h);
         let ahead = |so_far: &str| floor.ahead(&turn, &history, so_far);
-        let prompt = Prompt::discussion(&history, &build)
-            .window(prompts::history_window(&run.panel))
-            .opening(floor.opening(&turn, &history));
+        let prompt = Prompt::discussion(&run.panel, &history, &build).opening(floor.opening(&turn, &history));
         let spoken = speak(run, floor, index, round, prompt, Some(&ahead)).await;
         if let Order::Moderated { last, .. } = &mut order {
             *last = Some(name.clone());

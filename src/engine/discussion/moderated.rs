@@ -163,26 +163,19 @@ async fn llm_moderator(
     let turn = TurnSpec { sampling: (turn.sampling.0, turn.sampling.1.min(200)), ..turn };
     let verdict = SpeakerPick { eligible: &refs, all: &all_refs };
     // Asked once more with the reason when a reply names nobody who may speak.
-    let (failure, raw) = match run
-        .verdict_turn(
-            &verdict,
-            turn,
-            Prompt::discussion(&history, &build).window(prompts::history_window(&run.panel)),
-            None,
-        )
-        .await
-    {
-        Spoken::Evaluated { evaluation: choice, text, .. } => {
-            let index = run.state().agent_index(&choice.pick.agent)?;
-            let raw = if choice.raw == text { text } else { format!("{text}\n---\n{}", choice.raw) };
-            let reason = format!("{}{veto_note}", choice.pick.reason);
-            announce(run, group, &choice.pick.agent, SelectedBy::Moderator, reason, Some(raw), None);
-            return Some(index);
-        }
-        Spoken::Failed(crate::provider::ProviderError::Cancelled) => return None,
-        Spoken::Failed(e) => (format!("the moderator call failed: {e}"), None),
-        Spoken::Unparsed { text, error, .. } => (error, Some(text)),
-    };
+    let (failure, raw) =
+        match run.verdict_turn(&verdict, turn, Prompt::discussion(&run.panel, &history, &build), None).await {
+            Spoken::Evaluated { evaluation: choice, text, .. } => {
+                let index = run.state().agent_index(&choice.pick.agent)?;
+                let raw = if choice.raw == text { text } else { format!("{text}\n---\n{}", choice.raw) };
+                let reason = format!("{}{veto_note}", choice.pick.reason);
+                announce(run, group, &choice.pick.agent, SelectedBy::Moderator, reason, Some(raw), None);
+                return Some(index);
+            }
+            Spoken::Failed(crate::provider::ProviderError::Cancelled) => return None,
+            Spoken::Failed(e) => (format!("the moderator call failed: {e}"), None),
+            Spoken::Unparsed { text, error, .. } => (error, Some(text)),
+        };
     let (name, reason) = policy_pick(run, ModeratorPolicy::Disagreement, eligible, rng, last, turn_index)?;
     let index = run.state().agent_index(&name)?;
     announce(

@@ -7,7 +7,7 @@
 use futures::future::join_all;
 
 use super::{Floor, Turn, announce};
-use crate::engine::prompts::{self, HistoryEntry};
+use crate::engine::prompts::HistoryEntry;
 use crate::engine::runtime::{Run, Spoken};
 use crate::engine::trim::Prompt;
 use crate::session::event::{EventKind, SelectedBy};
@@ -48,7 +48,7 @@ pub(super) async fn round<F: Floor>(run: &Run, group: &str, floor: &mut F, round
                 round: Some(round),
             };
             let build = |h: &[HistoryEntry]| shared.messages(&turn, h);
-            let prompt = Prompt::discussion(history, &build).window(prompts::history_window(&run.panel));
+            let prompt = Prompt::discussion(&run.panel, history, &build);
             let spoken = super::speak(run, shared, index, Some(round), prompt, None).await;
             (index, latest, spoken)
         }

@@ -164,7 +164,7 @@ async fn group_synthesis(run: &Run, group: &str) -> String {
     let build = |h: &[HistoryEntry]| {
         prompts::group_synthesis_messages(&run.panel, run.item(), group, h, &finals, &average)
     };
-    let prompt = Prompt::discussion(&history, &build).window(prompts::history_window(&run.panel));
+    let prompt = Prompt::discussion(&run.panel, &history, &build);
     synthesis(run, Some(group), prompt).await
 }
 

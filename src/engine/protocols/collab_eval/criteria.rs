@@ -272,7 +272,7 @@ async fn judge(run: &Run, group: &str, criterion: &str) -> Option<f64> {
         dimension: Some(criterion),
         ..TurnSpec::of_role(run, Role::FinalJudge, &binding, Some(group), Phase::FinalJudgment, &run.quit)
     };
-    let prompt = Prompt::discussion(&history, &build).window(prompts::history_window(&run.panel));
+    let prompt = Prompt::discussion(&run.panel, &history, &build);
     match run.verdict_turn(&verdict, turn, prompt, None).await {
         Spoken::Evaluated { evaluation, .. } => evaluation.score(criterion),
         Spoken::Unparsed { .. } | Spoken::Failed(ProviderError::Cancelled) => None,

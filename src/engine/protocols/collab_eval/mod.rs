@@ -213,7 +213,7 @@ async fn final_judgment(run: &Run, group: &str) -> Outcome {
             None,
             Role::FinalJudge,
             &binding,
-            Prompt::discussion(&history, &build).window(prompts::history_window(&run.panel)),
+            Prompt::discussion(&run.panel, &history, &build),
             sampling,
             &run.quit,
             None,

@@ -11,7 +11,7 @@
 use futures::future::join_all;
 
 use crate::engine::discussion::{self, Order};
-use crate::engine::prompts::{self, HistoryEntry};
+use crate::engine::prompts::HistoryEntry;
 use crate::engine::labels::{self, GroupOutcome, Pair, Talk, Until, VERDICT};
 use crate::engine::discussion::turns::Ask;
 use crate::engine::runtime::{Run, Spoken};
@@ -92,7 +92,7 @@ async fn final_judgment(run: &Run, pair: &Pair<'_>, group: &str) -> Option<Label
         Phase::FinalJudgment,
         &run.quit,
     );
-    let prompt = Prompt::discussion(&history, &build).window(prompts::history_window(&run.panel));
+    let prompt = Prompt::discussion(&run.panel, &history, &build);
     match run.verdict_turn(&VERDICT, turn, prompt, None).await {
         Spoken::Evaluated { evaluation, .. } => {
             run.state().judged.insert(group.to_string(), DiscussedLabel::to_evaluation(&evaluation));
