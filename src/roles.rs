@@ -16,6 +16,8 @@ pub enum Role {
     MetaEvaluator,
     /// Condenses each round of a discussion (ChatEval).
     Summarizer,
+    /// Confirms or corrects a member's scores (a composition's `verify` stage).
+    Verifier,
     /// Explains a judge's mistakes against human labels (`moot optimize`).
     Feedback,
     /// Rewrites a judge's prompt from that feedback (`moot optimize`).
@@ -31,18 +33,20 @@ impl Role {
             Role::FinalJudge => "final_judge",
             Role::MetaEvaluator => "meta_evaluator",
             Role::Summarizer => "summarizer",
+            Role::Verifier => "verifier",
             Role::Feedback => "feedback",
             Role::Rewriter => "rewriter",
         }
     }
 
-    pub const ALL: [Role; 8] = [
+    pub const ALL: [Role; 9] = [
         Role::Agent,
         Role::Moderator,
         Role::Aggregator,
         Role::FinalJudge,
         Role::MetaEvaluator,
         Role::Summarizer,
+        Role::Verifier,
         Role::Feedback,
         Role::Rewriter,
     ];

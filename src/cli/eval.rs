@@ -109,7 +109,7 @@ pub fn run(args: EvalArgs) -> anyhow::Result<ExitCode> {
     let panel = Arc::new(panel);
     let mut config = EvalConfig::new(panel, bindings, file.items, out);
     config.provider_note = Some(note);
-    config.steps_cache = Some(crate::engine::protocols::g_eval::StepsCache::default_dir());
+    config.steps_cache = Some(crate::engine::stages::StepsCache::default_dir());
     config.budget = args.budget.budget();
     let run_budget = crate::engine::Budget { max_tokens_total: args.run_max_tokens, max_cost: args.run_max_cost };
     if !run_budget.is_unlimited() {

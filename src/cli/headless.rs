@@ -97,7 +97,8 @@ pub struct Transcript<W: Write> {
     /// The cursor is not at the start of a line.
     mid_line: bool,
     dimension_order: Vec<String>,
-    protocol: String,
+    /// What the run's consensus checks mean.
+    consensus: Option<crate::panel::ConsensusCheck>,
 }
 
 impl<W: Write> Transcript<W> {
@@ -111,7 +112,7 @@ impl<W: Write> Transcript<W> {
             live: None,
             mid_line: false,
             dimension_order: Vec::new(),
-            protocol: String::new(),
+            consensus: None,
         }
     }
 
@@ -239,13 +240,13 @@ impl<W: Write> Transcript<W> {
                     .and_then(|d| d.as_array())
                     .map(|a| a.iter().filter_map(|d| d.get("key")?.as_str().map(str::to_string)).collect())
                     .unwrap_or_default();
-                self.protocol.clone_from(protocol);
                 self.line(&p.bold(&format!("moot · {name} · {protocol} · item {}", item.id)))?;
                 self.line(&p.dim(&format!("session {session_id}")))?;
                 let recorded = serde_json::from_value::<crate::panel::Panel>(panel.clone()).ok();
                 let departures =
                     crate::session::fold::logged_departures(*schema_version, departures, recorded.as_ref());
-                self.line(&p.dim(&crate::session::event::preset_line(*preset, &departures)))?;
+                self.line(&p.dim(&crate::panel::Panel::method_line(recorded.as_ref(), *preset, &departures)))?;
+                self.consensus = crate::session::fold::consensus_check(protocol, recorded.as_ref());
                 if let Some(note) = provider_note {
                     self.line(&p.dim(&format!("provider: {note}")))?;
                 }
@@ -409,7 +410,7 @@ impl<W: Write> Transcript<W> {
                 };
                 let spreads: Vec<String> =
                     spread.iter().map(|(k, v)| format!("{k} {}", fmt_num((v * 100.0).round() / 100.0))).collect();
-                let words = crate::session::fold::consensus_words(&self.protocol, *reached, rule);
+                let words = crate::session::fold::consensus_words(self.consensus, *reached, rule);
                 let verdict = if *reached { p.green(&words) } else { p.yellow(&words) };
                 if labels.is_empty() {
                     self.line(&format!("  ≈ {where_}: {verdict}; spread: {}", spreads.join(", ")))?;

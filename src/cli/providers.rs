@@ -90,7 +90,7 @@ pub fn run(args: ProvidersArgs) -> anyhow::Result<ExitCode> {
                 out,
                 "protocol {}: {}",
                 panel.protocol.kind.as_str(),
-                crate::session::event::preset_line(panel.protocol.preset, &panel.departures())
+                crate::panel::Panel::method_line(Some(&panel), panel.protocol.preset, &panel.departures())
             )?;
             Ok(ExitCode::SUCCESS)
         }

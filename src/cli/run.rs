@@ -208,7 +208,7 @@ impl RunPlan {
         let note = provider_note(&registry, &self.panel, models, self.budget.max_cost.is_some());
         let mut config = EngineConfig::new(Arc::new(self.panel), self.item, bindings);
         config.provider_note = Some(note);
-        config.steps_cache = Some(crate::engine::protocols::g_eval::StepsCache::default_dir());
+        config.steps_cache = Some(crate::engine::stages::StepsCache::default_dir());
         config.seed = seed;
         config.budget = self.budget;
         config.blind = self.blind;

@@ -209,10 +209,7 @@ impl Run {
     pub(crate) fn emit_aggregate(&self, group: Option<&str>, feedback: String, method: &str) {
         let kind = {
             let mut st = self.state();
-            st.aggregates.insert(
-                group.map(str::to_string),
-                AggregateRecord { feedback: feedback.clone(), method: method.to_string() },
-            );
+            st.aggregates.insert(group.map(str::to_string), AggregateRecord { feedback: feedback.clone() });
             self.aggregate_event(&st, group, feedback, method)
         };
         self.emit(kind);

@@ -92,7 +92,7 @@ pub fn choices(registry: &Registry, panel: &Panel, cli_provider: Option<&str>, c
     // `moot optimize`'s roles are bound only where the panel names them
     // (else they use the default binding).
     let optimize = Role::OPTIMIZE.into_iter().filter(|r| panel.roles.contains_key(r));
-    for role in panel.protocol.spec().roles.iter().copied().chain(optimize) {
+    for role in panel.protocol.roles().into_iter().chain(optimize) {
         out.push(choose(Participant::Role(role), panel.role_model(role), &format!("[{}] in the panel", role.as_str())));
     }
     out

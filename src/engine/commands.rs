@@ -3,7 +3,7 @@
 use super::command::Command;
 use super::prompts::{HistoryEntry, fmt_num};
 use super::runtime::{FinalOverride, Run};
-use crate::panel::SpeakerOrder;
+use crate::panel::SpeakingOrder;
 use crate::session::event::{EventKind, OverrideTarget, StepsSource};
 use crate::session::overrides::override_latest;
 
@@ -59,7 +59,7 @@ impl Run {
                 }
             }
             Command::PickSpeaker { agent, author } | Command::VetoSpeaker { agent, author }
-                if self.panel.protocol.spec().order == SpeakerOrder::Independent =>
+                if self.panel.protocol.speaking_order() == SpeakingOrder::Independent =>
             {
                 let protocol = self.panel.protocol.kind.as_str();
                 let why =
@@ -186,7 +186,7 @@ impl Run {
     fn edit_steps(&self, dimension: String, steps: String, author: String) {
         let steps = steps.trim().to_string();
         let refuse = |why: String| self.reject("steps", why, &author);
-        if !self.panel.protocol.spec().uses_steps {
+        if !self.panel.protocol.uses_steps() {
             return refuse(format!("{} has no evaluation steps", self.panel.protocol.kind.as_str()));
         }
         if !self.panel.dimensions.iter().any(|d| d.key == dimension) {

@@ -30,6 +30,7 @@ pub mod weighted;
 mod commands;
 pub mod protocols;
 mod runtime;
+pub mod stages;
 
 use std::path::Path;
 use std::sync::Arc;

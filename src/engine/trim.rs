@@ -343,7 +343,7 @@ mod tests {
         let item = crate::testkit::item();
         let h = history();
         let ann = panel.agents().next().unwrap().1.clone();
-        let build = |h: &[HistoryEntry]| prompts::discussion_messages(&panel, "Parents", &ann, &item, h, 3);
+        let build = |h: &[HistoryEntry]| prompts::discussion_messages(&panel, "Parents", &ann, &item, h, 3, false);
         let prompt = Prompt::discussion(&panel, &h, &build);
         let full = conservative_prompt_tokens(&prompt.messages());
 

@@ -28,11 +28,16 @@ impl GroupRule {
         match protocol.spec().group_result {
             GroupResult::Mean => GroupRule::Mean,
             GroupResult::ConfidenceWeighted => GroupRule::ConfidenceWeighted,
-            GroupResult::Setting => match protocol.choice("result").as_str() {
-                "majority" => GroupRule::Majority,
-                "confidence-weighted" => GroupRule::ConfidenceWeighted,
-                _ => GroupRule::Mean,
-            },
+            GroupResult::Setting => Self::named(&protocol.choice("result")),
+            GroupResult::Composition => Self::named(&protocol.aggregate_rule().unwrap_or_default()),
+        }
+    }
+    /// The rule a setting names (`majority`, `confidence-weighted`; else the mean).
+    pub(crate) fn named(name: &str) -> Self {
+        match name {
+            "majority" => GroupRule::Majority,
+            "confidence-weighted" => GroupRule::ConfidenceWeighted,
+            _ => GroupRule::Mean,
         }
     }
     /// The `method` a result computed by this rule is recorded with.

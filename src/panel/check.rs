@@ -8,7 +8,7 @@
 //! scale min below max), is checked after reading ([`Rules`]). Every problem
 //! is placed in the text by the spans of the parsed TOML.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 
 use serde::Deserialize;
@@ -16,9 +16,10 @@ use serde::de::{self, DeserializeOwned, Deserializer, Error as _, Unexpected, Vi
 use toml::Spanned;
 use toml::de::{DeTable, DeValue};
 
+use super::composition::{Composition, Stage, StageFile};
 use super::{
     AgentFile, ConsensusSettings, Dimension, GenerationSettings, GroupSpec, JudgeText, ModelSettings, ModeratorFile,
-    Panel, PanelError, PanelFile, ProtocolFile, RESERVED_NAMES, Scale, SettingKind, SettingValue,
+    Panel, PanelError, PanelFile, ProtocolFile, RESERVED_NAMES, Scale, SettingKind, SettingSpec, SettingValue,
 };
 use crate::roles::Role;
 
@@ -540,21 +541,67 @@ impl Rules<'_> {
         self.groups(&panel.groups, &root.key("groups"));
     }
 
-    /// The settings of `[protocol]`: those its protocol declares, each of its type and range.
+    /// The settings of `[protocol]`: those its protocol declares, each of
+    /// its type and range; a composition's stages, each with its own.
     fn protocol(&mut self, section: &ProtocolFile, path: &FieldPath) {
         let spec = section.kind.spec();
         let mut valid = vec!["kind", "preset"];
+        if section.kind.takes_stages() {
+            valid.push("stage");
+        }
         valid.extend(spec.settings.iter().map(|s| s.key));
-        for (key, value) in &section.settings {
+        let no_settings = format!("{} has no settings; only `kind` and `preset` belong in [protocol]", spec.id);
+        self.settings(spec.settings, &section.settings, path, &valid, &no_settings);
+        let stages = path.key("stage");
+        if !section.kind.takes_stages() {
+            if !section.stages.is_empty() {
+                let message = format!(
+                    "{} is a bundled protocol; stages belong to a composition (`kind = \"composition\"`)",
+                    spec.id
+                );
+                self.key(&stages, message);
+            }
+            return;
+        }
+        if section.stages.is_empty() {
+            return self.needs_one(&stages, "a composition needs its stages, one `[[protocol.stage]]` table each");
+        }
+        let before = self.problems.len();
+        for (i, stage) in section.stages.iter().enumerate() {
+            let spec = stage.kind.spec();
+            let mut valid = vec!["kind", "when"];
+            valid.extend(spec.settings.iter().map(|s| s.key));
+            let none = format!("stage `{}` has no settings; only `kind` and `when`", spec.id);
+            self.settings(spec.settings, &stage.settings, &stages.index(i), &valid, &none);
+        }
+        if self.problems.len() > before {
+            return;
+        }
+        let written: Vec<Stage> = section.stages.iter().map(StageFile::readable).collect();
+        for problem in Composition::new(written).problems() {
+            let at = stages.index(problem.stage.min(section.stages.len() - 1));
+            let field = at.key(problem.field);
+            if self.source.has(&field) { self.value(&field, problem.message) } else { self.value(&at, problem.message) }
+        }
+    }
+
+    /// Settings of a table that declares them (`[protocol]`, a stage): each
+    /// one declared, of its type and in its range.
+    fn settings(
+        &mut self,
+        specs: &[SettingSpec],
+        settings: &BTreeMap<String, Result<SettingValue, String>>,
+        path: &FieldPath,
+        valid: &[&str],
+        no_settings: &str,
+    ) {
+        for (key, value) in settings {
             let field = path.key(key);
-            let Some(setting) = spec.setting(key) else {
-                if spec.settings.is_empty() {
-                    self.key(
-                        &field,
-                        format!("{} has no settings; only `kind` and `preset` belong in [protocol]", spec.id),
-                    );
+            let Some(setting) = specs.iter().find(|s| s.key == key) else {
+                if specs.is_empty() {
+                    self.key(&field, no_settings.to_string());
                 } else {
-                    self.key(&field, unknown_field(key, &valid));
+                    self.key(&field, unknown_field(key, valid));
                 }
                 continue;
             };
@@ -591,7 +638,11 @@ impl Rules<'_> {
 
     /// `[roles.<role>]`: a role of the panel's protocol, or one of `moot optimize`'s.
     fn roles(&mut self, panel: &PanelFile, path: &FieldPath) {
-        let declared = panel.protocol.kind.spec().roles;
+        let declared = if panel.protocol.kind.takes_stages() {
+            Composition::new(panel.protocol.stages.iter().map(StageFile::readable).collect()).roles()
+        } else {
+            panel.protocol.kind.spec().roles.to_vec()
+        };
         for name in panel.roles.keys() {
             let role = Role::ALL.into_iter().find(|r| r.as_str() == name);
             if role.is_some_and(|r| declared.contains(&r) || Role::OPTIMIZE.contains(&r)) {

@@ -12,13 +12,14 @@ use crate::roles::Role;
 
 pub mod adopt;
 mod check;
+pub mod composition;
 mod protocol;
 
 pub use check::line_col;
 use protocol::ProtocolFile;
 pub use protocol::{
     ConsensusCheck, Departure, GroupResult, Paper, Preset, Protocol, ProtocolSection, ProtocolSpec, Results,
-    RoundLimit, Screen, SettingKind, SettingSpec, SettingValue, SpeakerOrder, StageNames,
+    RoundLimit, Screen, SettingKind, SettingSpec, SettingValue, SpeakerOrder, SpeakingOrder, StageNames,
 };
 
 /// How the next speaker in a debate is chosen.
@@ -549,6 +550,18 @@ impl Panel {
         }
         keys
     }
+    /// The run header's line on its method: a written composition's
+    /// stages (it has no paper to depart from), or the preset and the
+    /// departures from the paper (those a log recorded, given here).
+    pub fn method_line(panel: Option<&Panel>, preset: Preset, departures: &[Departure]) -> String {
+        match panel.filter(|p| p.protocol.kind.takes_stages()) {
+            Some(p) => format!(
+                "composition (no paper): {}",
+                composition::Composition::new(p.protocol.stages.clone()).outline()
+            ),
+            None => crate::preset::preset_line(preset, departures),
+        }
+    }
     /// Settings that are valid but probably not what was meant: several
     /// votes (a protocol's `votes` setting) from a judge at temperature 0
     /// are copies of one verdict.
@@ -589,7 +602,9 @@ impl Panel {
             Role::Moderator => &self.moderator.model,
             Role::Aggregator => &self.aggregator,
             Role::FinalJudge => &self.final_judge,
-            Role::Agent | Role::MetaEvaluator | Role::Summarizer | Role::Feedback | Role::Rewriter => &NO_SETTINGS,
+            Role::Agent | Role::MetaEvaluator | Role::Summarizer | Role::Verifier | Role::Feedback | Role::Rewriter => {
+                &NO_SETTINGS
+            }
         }
     }
     /// Extra per-dimension descriptions by key.
@@ -604,7 +619,7 @@ impl Panel {
 
 /// Names the session log uses for non-agent participants; agents may not take them.
 pub const RESERVED_NAMES: &[&str] =
-    &["moderator", "aggregator", "final judge", "meta-evaluator", "summarizer", "human"];
+    &["moderator", "aggregator", "final judge", "meta-evaluator", "summarizer", "verifier", "human"];
 
 /// The bundled panel used when none is given.
 pub const DEFAULT_PANEL: &str = "storybook-qa";

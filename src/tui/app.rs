@@ -337,7 +337,7 @@ impl App {
     /// beside independent judges), then the result and the transcript.
     pub fn side_panes(&self) -> Vec<Focus> {
         use crate::panel::Screen;
-        let screen = self.view().panel.as_ref().map(|p| p.protocol.spec().screen);
+        let screen = self.view().panel.as_ref().map(|p| p.protocol.screen());
         let mut v = match screen {
             Some(Screen::Steps) => vec![Focus::Steps, Focus::Scores],
             // A summary, where the run has one, takes the consensus check's place.

@@ -11,7 +11,7 @@ use crate::session::event::Phase;
 impl App {
     pub(super) fn open_steps_picker(&mut self) {
         let v = self.view();
-        let uses_steps = v.panel.as_ref().is_some_and(|p| p.protocol.spec().uses_steps);
+        let uses_steps = v.panel.as_ref().is_some_and(|p| p.protocol.uses_steps());
         if !uses_steps {
             self.error("this protocol has no evaluation steps");
             return;

@@ -192,16 +192,17 @@ fn engine_uses(text: &str, module: &[String]) -> Vec<Vec<String>> {
 }
 
 /// The engine's sub-module an absolute path lies in: `runtime` for
-/// `engine::runtime::…`, `protocols/g_eval` for a runner, and `engine` or
-/// `protocols` for what the two folders' `mod.rs` define.
+/// `engine::runtime::…`, `protocols/sage_eval` for a runner,
+/// `stages/discuss` for a stage, and `engine`, `protocols` or `stages` for
+/// what the folders' `mod.rs` define.
 fn engine_node(path: &[String], engine: &BTreeSet<String>, runners: &BTreeSet<String>) -> Option<String> {
     if path.first().is_none_or(|m| m != "engine") {
         return None;
     }
     match path.get(1) {
-        Some(p) if p == "protocols" => Some(match path.get(2) {
-            Some(r) if runners.contains(r) => format!("protocols/{r}"),
-            _ => "protocols".into(),
+        Some(p) if p == "protocols" || p == "stages" => Some(match path.get(2) {
+            Some(r) if runners.contains(&format!("{p}/{r}")) => format!("{p}/{r}"),
+            _ => p.clone(),
         }),
         Some(name) if engine.contains(name) => Some(name.clone()),
         _ => Some("engine".into()),
@@ -218,14 +219,26 @@ fn children(dir: &Path) -> BTreeSet<String> {
         .collect()
 }
 
+/// The protocols' runners and the stages, as `protocols/pairwise`, `stages/discuss`.
+fn runners(src: &Path) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    for folder in ["protocols", "stages"] {
+        out.extend(children(&src.join("engine").join(folder)).into_iter().map(|r| format!("{folder}/{r}")));
+    }
+    out
+}
+
 /// The uses between the engine's sub-modules, with a use found for each.
 fn engine_edges(src: &Path, files: &[PathBuf]) -> BTreeMap<String, BTreeSet<String>> {
     let engine = children(&src.join("engine"));
-    let runners = children(&src.join("engine/protocols"));
+    let runners = runners(src);
     let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     // A folder's mod.rs declares, so sits above, the modules of its folder.
     edges.entry("engine".into()).or_default().extend(engine.iter().cloned());
-    edges.entry("protocols".into()).or_default().extend(runners.iter().map(|r| format!("protocols/{r}")));
+    for r in &runners {
+        let folder = r.split('/').next().unwrap_or_default().to_string();
+        edges.entry(folder).or_default().insert(r.clone());
+    }
     for file in files {
         let module = module_path(src, file);
         let Some(own) = engine_node(&module, &engine, &runners) else { continue };
@@ -288,7 +301,7 @@ fn the_engines_modules_use_each_other_one_way() {
         panic!("the engine's modules use each other: {}; one of them must depend on the other only", cycle.join(" → "));
     }
     // The scan sees the code: `crate::engine::…` and `super::…` uses are found.
-    assert!(edges.get("protocols/g_eval").is_some_and(|t| t.contains("runtime")), "{edges:?}");
+    assert!(edges.get("stages/discuss").is_some_and(|t| t.contains("runtime")), "{edges:?}");
     assert!(edges.get("trim").is_some_and(|t| t.contains("prompts")), "{edges:?}");
     assert!(edges.get("runtime").is_some_and(|t| t.contains("trim")), "{edges:?}");
 }
@@ -316,10 +329,12 @@ fn the_engine_scan_resolves_super_self_and_nested_groups() {
     ];
     assert_eq!(paths, expected.into_iter().map(String::from).collect());
     let engine: BTreeSet<String> = ["protocols", "verdict"].map(String::from).into();
-    let runners: BTreeSet<String> = ["g_eval"].map(String::from).into();
+    let runners: BTreeSet<String> = ["protocols/g_eval", "stages/discuss"].map(String::from).into();
     let node = |p: &str| engine_node(&p.split("::").map(String::from).collect::<Vec<_>>(), &engine, &runners);
     assert_eq!(node("engine::protocols::g_eval::prompts::go").as_deref(), Some("protocols/g_eval"));
     assert_eq!(node("engine::protocols::run").as_deref(), Some("protocols"));
+    assert_eq!(node("engine::stages::discuss::summary::go").as_deref(), Some("stages/discuss"));
+    assert_eq!(node("engine::stages::run").as_deref(), Some("stages"));
     assert_eq!(node("engine::verdict::V").as_deref(), Some("verdict"));
     assert_eq!(node("engine::EngineConfig").as_deref(), Some("engine"));
     assert_eq!(node("session::Event"), None);

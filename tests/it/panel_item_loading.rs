@@ -225,11 +225,11 @@ fn missing_file_is_a_read_error() {
 fn unknown_protocol_lists_the_valid_ones() {
     assert_eq!(
         error_of(&edit("protocol = \"maj-eval\"", "protocol = \"maj_eval\"")),
-        "panel.toml:2:12: protocol: unknown protocol \"maj_eval\" (did you mean \"maj-eval\"?); valid: maj-eval, collab-eval, g-eval, sage-eval, chat-eval, round-table, pairwise"
+        "panel.toml:2:12: protocol: unknown protocol \"maj_eval\" (did you mean \"maj-eval\"?); valid: maj-eval, collab-eval, g-eval, sage-eval, chat-eval, round-table, pairwise, composition"
     );
     assert_eq!(
         error_of(&edit("protocol = \"maj-eval\"", "protocol = \"vote\"")),
-        "panel.toml:2:12: protocol: unknown protocol \"vote\"; valid: maj-eval, collab-eval, g-eval, sage-eval, chat-eval, round-table, pairwise"
+        "panel.toml:2:12: protocol: unknown protocol \"vote\"; valid: maj-eval, collab-eval, g-eval, sage-eval, chat-eval, round-table, pairwise, composition"
     );
 }
 

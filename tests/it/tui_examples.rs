@@ -44,6 +44,7 @@ async fn record(protocol: Protocol, groups: &[(&str, &[&str])], file: &str, stee
         Protocol::ChatEval => "Summary chat (demo)".into(),
         Protocol::RoundTable => "Summary round-table (demo)".into(),
         Protocol::Pairwise => "Summary pairs (demo)".into(),
+        Protocol::Composition => "Composition (demo)".into(),
     };
     let mut c = config(p, provider);
     c.session_id = file.to_string();

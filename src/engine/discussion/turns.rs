@@ -54,7 +54,7 @@ pub(crate) enum Ask {
 /// [`Ask::Review`] and someone spoke before them.
 pub(crate) fn scoring_messages(t: &Turn<'_>, history: &[HistoryEntry], ask: Ask) -> Vec<ChatMessage> {
     let round = t.round.unwrap_or(1);
-    let mut messages = prompts::discussion_messages(t.panel, t.group, t.speaker, t.item, history, round);
+    let mut messages = prompts::discussion_messages(t.panel, t.group, t.speaker, t.item, history, round, false);
     let name = &t.speaker.name;
     let task = if opens(history) {
         format!(

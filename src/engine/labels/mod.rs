@@ -344,10 +344,7 @@ pub(crate) fn publish_result(run: &Run, pair: &Pair<'_>, outcomes: &[GroupOutcom
     for (g, outcome) in run.panel.groups.iter().zip(outcomes) {
         decide_members(run, pair, &g.name);
         let no_result = outcome.label.is_none().then(|| format!("{}: no evaluator gave a readable verdict", g.name));
-        run.state().aggregates.insert(
-            Some(g.name.clone()),
-            AggregateRecord { feedback: outcome.note.clone(), method: outcome.method.into() },
-        );
+        run.state().aggregates.insert(Some(g.name.clone()), AggregateRecord { feedback: outcome.note.clone() });
         run.emit(EventKind::AggregationCompleted {
             group: Some(g.name.clone()),
             feedback: outcome.note.clone(),

@@ -186,6 +186,7 @@ mod tests {
             ]
             .concat(),
             2,
+            false,
         );
         assert!(request[1].content.starts_with(round[1].content.trim_end()));
     }

@@ -256,8 +256,9 @@ pub(crate) fn debates(panel: &Panel) -> bool {
     panel.protocol.has("discussion", "debate")
 }
 
-/// Messages for a collaborative discussion round (CollabEval), or a
-/// debating one under [`debates`]: only the speaker's part differs.
+/// Messages for a collaborative discussion round (CollabEval), or, with
+/// `argue`, an arguing one (its debate ablation): only the speaker's part
+/// differs.
 pub fn discussion_messages(
     panel: &Panel,
     group: &str,
@@ -265,6 +266,7 @@ pub fn discussion_messages(
     item: &Item,
     history: &[HistoryEntry],
     round: u32,
+    argue: bool,
 ) -> Vec<ChatMessage> {
     let others = others(panel, group, &agent.name);
     let answer = match last_speaker(history, &agent.name).or(others.first().copied()) {
@@ -273,7 +275,7 @@ pub fn discussion_messages(
         }
         None => String::new(),
     };
-    let turn = if debates(panel) {
+    let turn = if argue {
         format!(
             "{}\n\
              Discussion round {round}. {}, argue your case: defend your own evaluation, and point out where the others' \
@@ -333,7 +335,7 @@ mod tests {
         assert_eq!(addressee(&panel, "Parents", "Bea", &history, None).as_deref(), Some("Ann"));
         assert!(second.contains("pointing to the question, the answer or the story"), "{second}");
         // Collaborative discussion rounds ask the same.
-        let round = &discussion_messages(&panel, "Parents", &agents[2], &item, &history, 1)[2].content;
+        let round = &discussion_messages(&panel, "Parents", &agents[2], &item, &history, 1, false)[2].content;
         assert!(round.contains("Answer at least one of the others (Ann, Bea) by name, as in \"Ann, …\""), "{round}");
         // The justification is about the item.
         assert!(output_format(&panel).contains("what in the item earns these scores"));

@@ -36,6 +36,7 @@ pub(crate) use members::{debates, full_first_feedback};
 pub use moderator::{
     ScoresRow, is_moderator_request, moderator_format, moderator_messages, moderator_retry, scores_table,
 };
+pub(crate) use panel::rubric;
 pub use panel::{output_format, panel_system, render_item, scale_words, task_text};
 pub use partial::{justification_streaming, streaming_evaluation};
 pub use persona::{agent_named_in, persona, roster};

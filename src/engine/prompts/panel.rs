@@ -57,7 +57,7 @@ pub fn scale_words(panel: &Panel) -> String {
     }
 }
 
-pub(super) fn rubric(panel: &Panel) -> String {
+pub(crate) fn rubric(panel: &Panel) -> String {
     let mut s = format!("Rate each dimension with {}:\n", scale_words(panel));
     for d in &panel.dimensions {
         let _ = writeln!(s, "- {} ({}): {}", d.key, d.label(), d.description.trim());

@@ -1,30 +1,31 @@
-//! Protocol runners. Each is async code over the shared [`Run`] machinery.
+//! Protocol runners for the runs that are not (yet) compositions of
+//! stages: SAGEval, pairwise judging, and the pairwise modes of CollabEval,
+//! ChatEval and the round-table. Every other run is its composition's,
+//! taken through the stages by [`stages::run`](crate::engine::stages::run).
+
+pub mod chat_eval;
+pub mod collab_eval;
+pub mod pairwise;
+pub mod round_table;
+pub mod sage_eval;
 
 use crate::panel::Protocol;
 
 use super::runtime::Run;
 
-/// The runners: each protocol's variant and its module, which has
-/// `run(&Run)`. A new protocol is one line here.
-macro_rules! runners {
-    ($($variant:ident => $module:ident),* $(,)?) => {
-        $(pub mod $module;)*
-
-        /// Run the panel's protocol to its end.
-        pub(crate) async fn run(run: &Run) {
-            match run.panel.protocol.kind {
-                $(Protocol::$variant => $module::run(run).await),*
-            }
+/// Run the panel's protocol to its end.
+pub(crate) async fn run(run: &Run) {
+    if let Some(composition) = run.panel.protocol.composition() {
+        return crate::engine::stages::run(run, &composition).await;
+    }
+    match run.panel.protocol.kind {
+        Protocol::CollabEval => collab_eval::run(run).await,
+        Protocol::ChatEval => chat_eval::run(run).await,
+        Protocol::RoundTable => round_table::run(run).await,
+        Protocol::SageEval => sage_eval::run(run).await,
+        Protocol::Pairwise => pairwise::run(run).await,
+        Protocol::MajEval | Protocol::GEval | Protocol::Composition => {
+            run.fail(format!("{} has no stages for this run", run.panel.protocol.kind.as_str()));
         }
-    };
-}
-
-runners! {
-    MajEval => maj_eval,
-    CollabEval => collab_eval,
-    GEval => g_eval,
-    SageEval => sage_eval,
-    ChatEval => chat_eval,
-    RoundTable => round_table,
-    Pairwise => pairwise,
+    }
 }

@@ -60,7 +60,6 @@ pub(crate) struct FinalOverride {
 #[derive(Debug, Clone)]
 pub(crate) struct AggregateRecord {
     pub feedback: String,
-    pub method: String,
 }
 
 /// Mutable state of a run. Locked briefly, never across an await.

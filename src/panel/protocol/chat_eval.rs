@@ -54,4 +54,27 @@ pub(super) const SPEC: ProtocolSpec = ProtocolSpec {
     blind: false,
     stage_names: STAGES,
     only_when: &[],
+    compose: Some(compose),
 };
+
+/// First evaluations (unless the first round is the debate's), then `turns`
+/// rounds of discussion one by one in the panel's order, or simultaneous
+/// (with a summarizer after each); the means of the last evaluations. The
+/// pairwise mode is its own runner.
+fn compose(p: &ProtocolSection) -> Option<Composition> {
+    if p.compares_pairs() {
+        return None;
+    }
+    let mut stages = Vec::new();
+    if p.is("first_round", "independent") {
+        stages.push(Stage::new(StageKind::Evaluate).with("confidence", false));
+    }
+    let strategy = p.choice("strategy");
+    let discuss = Stage::new(StageKind::Discuss).with("rounds", p.integer("turns")).with("stop", "none");
+    stages.push(match strategy.as_str() {
+        "one-by-one" => discuss.with("shuffle", "none"),
+        _ => discuss.with("order", "simultaneous").with("summarizer", strategy == "simultaneous-summarizer"),
+    });
+    stages.push(Stage::new(StageKind::Aggregate));
+    Some(Composition::new(stages))
+}

@@ -57,4 +57,30 @@ pub(super) const SPEC: ProtocolSpec = ProtocolSpec {
     blind: false,
     stage_names: STAGES,
     only_when: &[("consensus", "mode", "scores"), ("scope", "mode", "scores")],
+    compose: Some(compose),
 };
+
+/// First evaluations with confidence; shuffled rounds of collaboration (or
+/// of argument: the debate ablation) until consensus or a round that moves
+/// nobody; a final judge for a group still apart (per criterion: inside the
+/// discussion, for each criterion that does not agree); the means. The
+/// pairwise mode is its own runner.
+fn compose(p: &ProtocolSection) -> Option<Composition> {
+    if p.compares_pairs() {
+        return None;
+    }
+    let per_criterion = p.is("scope", "per-criterion");
+    let mut stages = vec![
+        Stage::new(StageKind::Evaluate),
+        Stage::new(StageKind::Discuss)
+            .with("talk", if p.is("discussion", "debate") { "argue" } else { "collaborate" })
+            .with("stop", "consensus-or-unchanged")
+            .with("agreement", p.choice("consensus"))
+            .with("scope", p.choice("scope")),
+    ];
+    if !per_criterion {
+        stages.push(Stage::new(StageKind::Judge).when(When::NoConsensus));
+    }
+    stages.push(Stage::new(StageKind::Aggregate));
+    Some(Composition::new(stages))
+}

@@ -59,4 +59,20 @@ pub(super) const SPEC: ProtocolSpec = ProtocolSpec {
     blind: false,
     stage_names: STAGES,
     only_when: &[],
+    compose: Some(compose),
 };
+
+/// Evaluation steps per dimension (reviewable), every judge scoring every
+/// dimension alone, the means.
+fn compose(p: &ProtocolSection) -> Option<Composition> {
+    Some(Composition::new(vec![
+        Stage::new(StageKind::Steps).with("review", p.flag("review_steps")),
+        Stage::new(StageKind::Score)
+            .with("samples", p.integer("samples"))
+            .with("reply", p.choice("reply"))
+            .with("sample_temperature", p.choice("sample_temperature"))
+            .with("score", p.choice("score"))
+            .with("reply_tokens", p.integer("reply_tokens")),
+        Stage::new(StageKind::Aggregate),
+    ]))
+}

@@ -14,6 +14,7 @@ use std::fmt;
 use serde::de::{self, MapAccess, SeqAccess, Unexpected, Visitor};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+use super::composition::{Composition, Stage, StageFile, StageKind, When};
 pub use crate::preset::{Departure, Preset};
 use crate::roles::Role;
 
@@ -53,6 +54,7 @@ catalogue! {
     ChatEval => chat_eval,
     RoundTable => round_table,
     Pairwise => pairwise,
+    Composition => composition,
 }
 
 /// How a protocol orders its speakers and how long they speak (what the
@@ -69,6 +71,18 @@ pub enum SpeakerOrder {
     /// Rounds in a fixed order, or all at once, as the choice setting
     /// `strategy` names, up to the integer setting `rounds` of them.
     Rounds { strategy: &'static str, rounds: &'static str },
+}
+
+/// How a run's speakers take the floor, as the screens show it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SpeakingOrder {
+    /// A moderator picks each next speaker, for up to `[moderator] max_turns` turns.
+    Moderated,
+    /// Nobody takes the floor.
+    Independent,
+    /// Rounds, up to `rounds` of them (`None`: the panel's `[consensus]
+    /// max_rounds`); `how` they go, in words ("shuffled rounds").
+    Rounds { rounds: Option<u32>, how: String },
 }
 
 /// Where a protocol that speaks in rounds reads how many it may take.
@@ -137,6 +151,8 @@ pub enum GroupResult {
     /// As the run's `result` setting names it (`confidence-weighted` or
     /// `majority`).
     Setting,
+    /// As the composition's `aggregate` stage's `rule` names it.
+    Composition,
 }
 
 /// What exports and reports call the `initial` and `final` stages of an
@@ -283,9 +299,18 @@ pub struct ProtocolSpec {
     /// `(setting, other, value)`: a run where they do not apply never lists
     /// them as departures (CollabEval's consensus rule in its pairwise mode).
     pub only_when: &'static [(&'static str, &'static str, &'static str)],
+    /// The protocol as stages, built from a run's settings; `None` where the
+    /// run is not (yet) a composition (its own runner in the engine). A
+    /// written composition's stages are the panel's own.
+    pub compose: Option<fn(&ProtocolSection) -> Option<Composition>>,
 }
 
 impl Protocol {
+    /// Whether a panel writes the run's stages (`[[protocol.stage]]`)
+    /// rather than a bundled protocol building them from its settings.
+    pub fn takes_stages(self) -> bool {
+        self == Protocol::Composition
+    }
     pub fn as_str(self) -> &'static str {
         self.spec().id
     }
@@ -340,11 +365,102 @@ pub struct ProtocolSection {
     pub preset: Preset,
     /// Settings given in the panel; the others take the preset's values.
     pub settings: BTreeMap<String, SettingValue>,
+    /// A written composition's stages (`[[protocol.stage]]`), in order;
+    /// empty for the bundled protocols.
+    pub stages: Vec<Stage>,
 }
 
 impl ProtocolSection {
     pub fn new(kind: Protocol) -> Self {
-        Self { kind, preset: Preset::Moot, settings: BTreeMap::new() }
+        Self { kind, preset: Preset::Moot, settings: BTreeMap::new(), stages: Vec::new() }
+    }
+    /// A written composition of `stages`.
+    pub fn composed(stages: Vec<Stage>) -> Self {
+        Self { stages, ..Self::new(Protocol::Composition) }
+    }
+    /// The run as stages: a written composition's, or those a bundled
+    /// protocol builds from its settings; `None` for a run that its
+    /// protocol's own runner makes (SAGEval, pairwise judging and the
+    /// discussions' pairwise modes).
+    pub fn composition(&self) -> Option<Composition> {
+        if self.kind == Protocol::Composition {
+            return Some(Composition::new(self.stages.clone()));
+        }
+        self.spec().compose.and_then(|compose| compose(self))
+    }
+    /// The roles a run calls besides the agents: its stages', or those its protocol declares.
+    pub fn roles(&self) -> Vec<Role> {
+        match self.kind {
+            Protocol::Composition => self.composition().map(|c| c.roles()).unwrap_or_default(),
+            _ => self.spec().roles.to_vec(),
+        }
+    }
+    /// What the live screen shows of the run.
+    pub fn screen(&self) -> Screen {
+        match self.written() {
+            Some(c) if c.has(StageKind::Steps) => Screen::Steps,
+            Some(_) => Screen::Discussion,
+            None => self.spec().screen,
+        }
+    }
+    /// Whether judges follow evaluation steps (shown, editable before scoring).
+    pub fn uses_steps(&self) -> bool {
+        match self.written() {
+            Some(c) => c.has(StageKind::Steps),
+            None => self.spec().uses_steps,
+        }
+    }
+    /// What the run's consensus check means.
+    pub fn consensus_check(&self) -> ConsensusCheck {
+        match self.written() {
+            Some(c) if c.stages.iter().any(Stage::stops_on_consensus) => ConsensusCheck::Stops,
+            Some(c) if c.of(StageKind::Discuss).any(|d| d.is("talk", "debate")) => ConsensusCheck::Reports,
+            Some(_) => ConsensusCheck::None,
+            None => self.spec().consensus,
+        }
+    }
+    /// How the run's speakers take the floor (the moderator pane, and
+    /// whether a person may pick or veto one).
+    pub fn speaking_order(&self) -> SpeakingOrder {
+        let Some(c) = self.written() else {
+            return match self.spec().order {
+                SpeakerOrder::Moderated => SpeakingOrder::Moderated,
+                SpeakerOrder::Independent => SpeakingOrder::Independent,
+                SpeakerOrder::ShuffledRounds { rounds: RoundLimit::Consensus } => {
+                    SpeakingOrder::Rounds { rounds: None, how: "shuffled rounds".into() }
+                }
+                SpeakerOrder::ShuffledRounds { rounds: RoundLimit::Setting(key) } => SpeakingOrder::Rounds {
+                    rounds: u32::try_from(self.integer(key)).ok(),
+                    how: "shuffled rounds".into(),
+                },
+                SpeakerOrder::Rounds { strategy, rounds } => SpeakingOrder::Rounds {
+                    rounds: u32::try_from(self.integer(rounds)).ok(),
+                    how: self.choice(strategy).replace('-', " "),
+                },
+            };
+        };
+        match c.discussion() {
+            None => SpeakingOrder::Independent,
+            Some(d) if d.is("order", "moderated") => SpeakingOrder::Moderated,
+            Some(d) => {
+                let how = match (d.choice("order").as_str(), d.choice("shuffle").as_str()) {
+                    ("simultaneous", _) => "simultaneous rounds",
+                    (_, "none") => "rounds in the panel's order",
+                    _ => "shuffled rounds",
+                };
+                let rounds = u32::try_from(d.integer("rounds")).ok().filter(|r| *r > 0);
+                SpeakingOrder::Rounds { rounds, how: how.into() }
+            }
+        }
+    }
+    /// The `rule` of a written composition's aggregate stage.
+    pub fn aggregate_rule(&self) -> Option<String> {
+        let last = self.stages.last().filter(|s| s.kind == StageKind::Aggregate)?;
+        Some(last.choice("rule"))
+    }
+    /// A written composition (not a bundled protocol's).
+    fn written(&self) -> Option<Composition> {
+        (self.kind == Protocol::Composition).then(|| Composition::new(self.stages.clone()))
     }
     /// The section of `kind` under the `paper` preset.
     pub fn paper(kind: Protocol) -> Self {
@@ -470,6 +586,8 @@ enum SectionRepr {
         preset: Preset,
         #[serde(flatten)]
         settings: BTreeMap<String, SettingValue>,
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        stage: Vec<Stage>,
     },
 }
 
@@ -479,10 +597,16 @@ fn is_moot(p: &Preset) -> bool {
 
 impl Serialize for ProtocolSection {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        if self.settings.is_empty() && self.preset == Preset::Moot {
+        if self.settings.is_empty() && self.preset == Preset::Moot && self.stages.is_empty() {
             SectionRepr::Name(self.kind).serialize(s)
         } else {
-            SectionRepr::Table { kind: self.kind, preset: self.preset, settings: self.settings.clone() }.serialize(s)
+            SectionRepr::Table {
+                kind: self.kind,
+                preset: self.preset,
+                settings: self.settings.clone(),
+                stage: self.stages.clone(),
+            }
+            .serialize(s)
         }
     }
 }
@@ -500,7 +624,8 @@ impl TryFrom<ProtocolFile> for ProtocolSection {
                 )),
             })
             .collect::<Result<_, _>>()?;
-        Ok(Self { kind: file.kind, preset: file.preset, settings })
+        let stages = file.stages.into_iter().map(StageFile::stage).collect::<Result<_, _>>()?;
+        Ok(Self { kind: file.kind, preset: file.preset, settings, stages })
     }
 }
 
@@ -513,6 +638,8 @@ pub(crate) struct ProtocolFile {
     /// Each setting's value, or what serde calls a value of another type
     /// (`floating point `1.5``).
     pub settings: BTreeMap<String, Result<SettingValue, String>>,
+    /// A composition's `[[protocol.stage]]` tables.
+    pub stages: Vec<StageFile>,
 }
 
 impl<'de> Deserialize<'de> for ProtocolFile {
@@ -525,14 +652,17 @@ impl<'de> Deserialize<'de> for ProtocolFile {
             }
             fn visit_str<E: de::Error>(self, v: &str) -> Result<ProtocolFile, E> {
                 let kind = Protocol::deserialize(de::value::StrDeserializer::new(v))?;
-                Ok(ProtocolFile { kind, preset: Preset::Moot, settings: BTreeMap::new() })
+                Ok(ProtocolFile { kind, preset: Preset::Moot, settings: BTreeMap::new(), stages: Vec::new() })
             }
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ProtocolFile, A::Error> {
                 let mut kind = None;
                 let mut preset = Preset::Moot;
                 let mut settings = BTreeMap::new();
+                let mut stages = Vec::new();
                 while let Some(key) = map.next_key::<String>()? {
-                    if key == "kind" {
+                    if key == "stage" {
+                        stages = map.next_value()?;
+                    } else if key == "kind" {
                         kind = Some(map.next_value()?);
                     } else if key == "preset" {
                         let name: String = map.next_value()?;
@@ -541,13 +671,13 @@ impl<'de> Deserialize<'de> for ProtocolFile {
                             de::Error::custom(super::check::unknown_name("preset", &name, &names))
                         })?;
                     } else {
-                        settings.insert(key, map.next_value::<Setting>()?.0);
+                        settings.insert(key, map.next_value::<AnySetting>()?.0);
                     }
                 }
                 let kind = kind.ok_or_else(|| {
                     de::Error::custom(format!("missing field `kind`; one of {}", Protocol::names().join(", ")))
                 })?;
-                Ok(ProtocolFile { kind, preset, settings })
+                Ok(ProtocolFile { kind, preset, settings, stages })
             }
         }
         d.deserialize_any(Section)
@@ -555,42 +685,42 @@ impl<'de> Deserialize<'de> for ProtocolFile {
 }
 
 /// A setting's value of any type: a [`SettingValue`], or what serde calls another value.
-struct Setting(Result<SettingValue, String>);
+pub(crate) struct AnySetting(pub Result<SettingValue, String>);
 
-impl<'de> Deserialize<'de> for Setting {
+impl<'de> Deserialize<'de> for AnySetting {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         struct Any;
         impl<'de> Visitor<'de> for Any {
-            type Value = Setting;
+            type Value = AnySetting;
             fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
                 f.write_str("a value")
             }
-            fn visit_bool<E: de::Error>(self, v: bool) -> Result<Setting, E> {
-                Ok(Setting(Ok(SettingValue::Bool(v))))
+            fn visit_bool<E: de::Error>(self, v: bool) -> Result<AnySetting, E> {
+                Ok(AnySetting(Ok(SettingValue::Bool(v))))
             }
-            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Setting, E> {
-                Ok(Setting(Ok(SettingValue::Integer(v))))
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<AnySetting, E> {
+                Ok(AnySetting(Ok(SettingValue::Integer(v))))
             }
-            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Setting, E> {
-                Ok(Setting(
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<AnySetting, E> {
+                Ok(AnySetting(
                     i64::try_from(v).map(SettingValue::Integer).map_err(|_| Unexpected::Unsigned(v).to_string()),
                 ))
             }
-            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Setting, E> {
-                Ok(Setting(Err(Unexpected::Float(v).to_string())))
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<AnySetting, E> {
+                Ok(AnySetting(Err(Unexpected::Float(v).to_string())))
             }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<Setting, E> {
-                Ok(Setting(Ok(SettingValue::Text(v.to_string()))))
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<AnySetting, E> {
+                Ok(AnySetting(Ok(SettingValue::Text(v.to_string()))))
             }
             // Arrays and tables are read through (not skipped, which
             // `serde_ignored` would report as unknown keys).
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Setting, A::Error> {
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<AnySetting, A::Error> {
                 while seq.next_element::<serde_json::Value>()?.is_some() {}
-                Ok(Setting(Err(Unexpected::Seq.to_string())))
+                Ok(AnySetting(Err(Unexpected::Seq.to_string())))
             }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Setting, A::Error> {
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<AnySetting, A::Error> {
                 while map.next_entry::<String, serde_json::Value>()?.is_some() {}
-                Ok(Setting(Err(Unexpected::Map.to_string())))
+                Ok(AnySetting(Err(Unexpected::Map.to_string())))
             }
         }
         d.deserialize_any(Any)

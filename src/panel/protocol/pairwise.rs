@@ -74,4 +74,5 @@ pub(super) const SPEC: ProtocolSpec = ProtocolSpec {
     blind: true,
     stage_names: STAGES,
     only_when: &[],
+    compose: None,
 };

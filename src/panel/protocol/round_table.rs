@@ -56,4 +56,27 @@ pub(super) const SPEC: ProtocolSpec = ProtocolSpec {
     blind: false,
     stage_names: STAGES,
     only_when: &[],
+    compose: Some(compose),
 };
+
+/// First evaluations (unless the rounds start in sequence, each agent
+/// reviewing the one before), shuffled rounds until all agree, and the
+/// result by `result`. The pairwise mode is its own runner.
+fn compose(p: &ProtocolSection) -> Option<Composition> {
+    if p.compares_pairs() {
+        return None;
+    }
+    let sequential = p.is("start", "sequential");
+    let mut stages = Vec::new();
+    if !sequential {
+        stages.push(Stage::new(StageKind::Evaluate));
+    }
+    stages.push(
+        Stage::new(StageKind::Discuss)
+            .with("rounds", p.integer("max_rounds"))
+            .with("shuffle", if p.is("shuffle", "once") { "once" } else { "each-round" })
+            .with("talk", if sequential { "review" } else { "discuss" }),
+    );
+    stages.push(Stage::new(StageKind::Aggregate).with("rule", p.choice("result")));
+    Some(Composition::new(stages))
+}

@@ -31,4 +31,5 @@ pub(super) const SPEC: ProtocolSpec = ProtocolSpec {
     blind: false,
     stage_names: StageNames { initial: "evaluator", final_: "rectified" },
     only_when: &[],
+    compose: None,
 };

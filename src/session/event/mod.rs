@@ -62,6 +62,8 @@ pub enum Phase {
     Summary,
     /// Judges compare two candidates, in each order (pairwise).
     Comparison,
+    /// A verifier confirms or corrects each member's scores (a composition's `verify` stage).
+    Verification,
     Aggregation,
 }
 
@@ -77,6 +79,7 @@ impl Phase {
             Phase::Scoring => "scoring",
             Phase::Summary => "summary",
             Phase::Comparison => "comparison",
+            Phase::Verification => "verification",
             Phase::Aggregation => "aggregation",
         }
     }

@@ -41,7 +41,7 @@ impl SessionView {
                 self.departures = logged_departures(*schema_version, departures, self.panel.as_ref());
                 // The transcript opens with the preset and where the run departs from its paper.
                 self.timeline.push(TimelineEntry::Note {
-                    text: crate::session::event::preset_line(self.preset, &self.departures),
+                    text: Panel::method_line(self.panel.as_ref(), self.preset, &self.departures),
                     human: false,
                 });
                 self.panel_json = panel.clone();

@@ -17,7 +17,7 @@ use crate::panel::Panel;
 pub use apply::logged_departures;
 pub use views::{
     AgentView, AggregateView, ConsensusView, GroupView, Pick, StepsView, TimelineEntry, TrimView, TurnView,
-    consensus_words, thousands,
+    consensus_check, consensus_words, thousands,
 };
 
 /// Run state of the whole session.

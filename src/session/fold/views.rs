@@ -282,6 +282,15 @@ pub struct StepsView {
     pub turn: Option<u64>,
 }
 
+/// What a run's consensus check means: its recorded panel's, else its
+/// protocol's by name (`None`: a protocol this build does not know).
+pub fn consensus_check(protocol: &str, panel: Option<&crate::panel::Panel>) -> Option<crate::panel::ConsensusCheck> {
+    match panel {
+        Some(p) => Some(p.protocol.consensus_check()),
+        None => crate::panel::Protocol::parse(protocol).map(|p| p.spec().consensus),
+    }
+}
+
 /// What a consensus check says, on the screen and in the headless
 /// transcript. Where the protocol's check only reports how far apart a
 /// group's scores are ([`ConsensusCheck::Reports`], MAJ-EVAL's), the debate
@@ -289,9 +298,9 @@ pub struct StepsView {
 /// reached" there would read as a contradiction of the turns that follow it.
 /// A protocol this build does not know: its log's check is read as one that
 /// stops the discussion, the one every other protocol makes.
-pub fn consensus_words(protocol: &str, reached: bool, rule: &str) -> String {
-    use crate::panel::{ConsensusCheck, Protocol};
-    let reports_only = match Protocol::parse(protocol).map(|p| p.spec().consensus) {
+pub fn consensus_words(check: Option<crate::panel::ConsensusCheck>, reached: bool, rule: &str) -> String {
+    use crate::panel::ConsensusCheck;
+    let reports_only = match check {
         Some(ConsensusCheck::Reports) => true,
         Some(ConsensusCheck::Stops | ConsensusCheck::None) | None => false,
     };

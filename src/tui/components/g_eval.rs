@@ -119,7 +119,10 @@ pub fn scores(f: &mut Frame, area: Rect, app: &mut App) {
     let theme = app.env.theme().clone();
     let focused = app.focus == Focus::Scores;
     let v = &app.vm.session;
-    let samples = v.panel.as_ref().map_or(1, |p| p.protocol.integer("samples"));
+    let samples =
+        v.panel.as_ref().and_then(|p| p.protocol.composition()).map_or(1, |c| {
+            c.of(crate::panel::composition::StageKind::Score).next().map_or(1, |s| s.integer("samples"))
+        });
     let title = format!(" Scores · {samples} draw{} unless weighted ", if samples == 1 { "" } else { "s" });
     let block = pane(Line::from(Span::styled(title, theme.accent())), focused, &theme);
     let inner = block.inner(area);

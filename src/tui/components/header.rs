@@ -45,6 +45,9 @@ fn model_label(v: &SessionView) -> String {
 /// The run's preset, and how many settings depart from the paper
 /// (the transcript's first line lists them).
 fn preset_tag(v: &SessionView) -> String {
+    if v.panel.as_ref().is_some_and(|p| p.protocol.kind.takes_stages()) {
+        return "[composition]".into();
+    }
     match v.departures.len() {
         0 => format!("[{}]", v.preset.as_str()),
         n => format!("[{}, {n} off paper]", v.preset.as_str()),
@@ -98,6 +101,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
             crate::session::event::Phase::Debate
                 | crate::session::event::Phase::Discussion
                 | crate::session::event::Phase::FinalJudgment
+                | crate::session::event::Phase::Verification
         )
     );
     let group = if per_group {

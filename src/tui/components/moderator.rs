@@ -6,7 +6,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Wrap};
 
 use super::pane;
-use crate::panel::{RoundLimit, SpeakerOrder};
+use crate::panel::SpeakingOrder;
 use crate::session::event::SelectedBy;
 use crate::session::fold::TurnState;
 use crate::tui::app::{App, Focus, by_label};
@@ -17,18 +17,9 @@ pub fn draw(f: &mut Frame, area: Rect, app: &mut App) {
     let v = &app.vm.session;
     // Protocols that speak in rounds count rounds; a moderated debate counts turns.
     let (collab, max, policy) = match &v.panel {
-        Some(p) => match p.protocol.spec().order {
-            SpeakerOrder::Rounds { strategy, rounds } => {
-                (true, p.protocol.integer(rounds), p.protocol.choice(strategy).replace('-', " "))
-            }
-            SpeakerOrder::ShuffledRounds { rounds } => {
-                let max = match rounds {
-                    RoundLimit::Consensus => i64::from(p.consensus.max_rounds),
-                    RoundLimit::Setting(key) => p.protocol.integer(key),
-                };
-                (true, max, "shuffled rounds".to_string())
-            }
-            SpeakerOrder::Moderated | SpeakerOrder::Independent => {
+        Some(p) => match p.protocol.speaking_order() {
+            SpeakingOrder::Rounds { rounds, how } => (true, i64::from(rounds.unwrap_or(p.consensus.max_rounds)), how),
+            SpeakingOrder::Moderated | SpeakingOrder::Independent => {
                 (false, i64::from(p.moderator.max_turns), p.moderator.policy.as_str().to_string())
             }
         },

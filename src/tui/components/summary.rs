@@ -15,7 +15,7 @@ use crate::tui::wrap::wrap;
 /// Whether the session's panel has a summarizer: its protocol's `strategy`
 /// setting is `simultaneous-summarizer` (ChatEval's).
 pub fn applies(app: &App) -> bool {
-    app.view().panel.as_ref().is_some_and(|p| p.protocol.has("strategy", "simultaneous-summarizer"))
+    app.view().panel.as_ref().is_some_and(|p| p.protocol.roles().contains(&crate::roles::Role::Summarizer))
 }
 
 pub fn draw(f: &mut Frame, area: Rect, app: &mut App) {

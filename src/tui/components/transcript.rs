@@ -143,7 +143,14 @@ fn build(v: &SessionView, e: &TimelineEntry, width: u16, theme: &Theme, wraps: &
             let r = round.map(|r| format!(" r{r}")).unwrap_or_default();
             wrapped(
                 "",
-                &format!("≈ {g}{r}: {}", crate::session::fold::consensus_words(&v.protocol, *reached, rule)),
+                &format!(
+                    "≈ {g}{r}: {}",
+                    crate::session::fold::consensus_words(
+                        crate::session::fold::consensus_check(&v.protocol, v.panel.as_ref()),
+                        *reached,
+                        rule
+                    )
+                ),
                 theme.consensus(*reached),
             )
         }

@@ -9,9 +9,9 @@
 use futures::future::join_all;
 
 use super::{Strategy, discuss, independent_first, plan};
+use crate::engine::discussion::turns::Ask;
 use crate::engine::labels::{self, GroupOutcome, Pair, Talk, Until};
 use crate::engine::protocols::pairwise::prompts::render_pair;
-use crate::engine::discussion::turns::Ask;
 use crate::engine::runtime::Run;
 
 pub(super) async fn run(run: &Run) {

@@ -10,14 +10,14 @@
 
 use futures::future::join_all;
 
-use crate::engine::discussion::{self, Order};
-use crate::engine::prompts::HistoryEntry;
-use crate::engine::labels::{self, GroupOutcome, Pair, Talk, Until, VERDICT};
 use crate::engine::discussion::turns::Ask;
+use crate::engine::discussion::{self, Order};
+use crate::engine::labels::{self, GroupOutcome, Pair, Talk, Until, VERDICT};
+use crate::engine::pairs::label::{DiscussedLabel, Label};
+use crate::engine::prompts::HistoryEntry;
 use crate::engine::runtime::{Run, Spoken};
 use crate::engine::trim::Prompt;
 use crate::engine::verdict::Verdict;
-use crate::engine::pairs::label::{DiscussedLabel, Label};
 use crate::provider::{ChatMessage, ProviderError};
 use crate::session::event::{EventKind, Phase, Role};
 

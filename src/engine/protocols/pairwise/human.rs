@@ -86,7 +86,10 @@ impl Run {
             if !ps.revealed(blind) {
                 Some("a blind run: give your own verdict on the pair first (A, B or T)".to_string())
             } else if ps.judged.is_none() {
-                Some(format!("the judges have not finished {} vs {} yet; settle it once the panel has decided", t.first, t.second))
+                Some(format!(
+                    "the judges have not finished {} vs {} yet; settle it once the panel has decided",
+                    t.first, t.second
+                ))
             } else if !ps.needs_settling() {
                 let w = if ps.panel() == Some(Preference::First) { &t.first } else { &t.second };
                 Some(format!(

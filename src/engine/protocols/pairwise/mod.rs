@@ -363,10 +363,7 @@ pub(crate) fn publish(run: &Run) {
         let feedback = lines.join("\n");
         let method = pw.method.clone().unwrap_or_else(|| "pairwise".into());
         st.pair_failure = no_result.clone();
-        st.aggregates.insert(
-            None,
-            crate::engine::runtime::AggregateRecord { feedback: feedback.clone(), method: method.clone() },
-        );
+        st.aggregates.insert(None, crate::engine::runtime::AggregateRecord { feedback: feedback.clone() });
         st.finished = true;
         st.pairwise.aggregated = true;
         EventKind::AggregationCompleted {

@@ -12,10 +12,10 @@ use futures::future::join_all;
 
 use super::{order, sequential};
 use crate::engine::discussion;
-use crate::engine::labels::{self, GroupOutcome, Pair, Talk, Until};
 use crate::engine::discussion::turns::Ask;
-use crate::engine::vote::GroupRule;
+use crate::engine::labels::{self, GroupOutcome, Pair, Talk, Until};
 use crate::engine::runtime::Run;
+use crate::engine::vote::GroupRule;
 
 pub(super) async fn run(run: &Run) {
     let Some(cands) = run.item().candidates.clone() else { return };
@@ -46,7 +46,9 @@ async fn discuss(run: &Run, pair: &Pair<'_>, group: &str, sequential: bool) -> G
         return GroupOutcome { label: Some(label), method: rule.method(), note };
     }
     let (label, how) = match rule {
-        GroupRule::ConfidenceWeighted => (labels::weighted(run, group), "the verdict with the most confidence behind it"),
+        GroupRule::ConfidenceWeighted => {
+            (labels::weighted(run, group), "the verdict with the most confidence behind it")
+        }
         _ => (labels::majority(run, group), "majority of the last verdicts"),
     };
     let note = match label {

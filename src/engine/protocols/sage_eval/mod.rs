@@ -20,15 +20,15 @@ use std::collections::BTreeMap;
 
 use futures::future::join_all;
 
-use super::g_eval;
 use crate::engine::command::Command;
+use crate::engine::review::{Proposal, Revision};
 use crate::engine::runtime::{Run, Spoken, TurnSpec};
+use crate::engine::stages;
 use crate::engine::trim::Prompt;
 use crate::engine::verdict::Verdict;
 use crate::panel::Dimension;
 use crate::provider::ProviderError;
 use crate::session::event::{AspectValue, Evaluation, EventKind, Phase, ProposalKind, Role, TurnKind};
-use crate::engine::review::{Proposal, Revision};
 use verdicts::{AspectScores, Assessed, NewAspect, ReviewVerdict};
 
 pub(crate) use verdicts::mean_overall;
@@ -37,12 +37,12 @@ pub(crate) use verdicts::mean_overall;
 pub const REVIEW_AUTHOR: &str = "sage-eval (review)";
 
 pub(crate) async fn run(run: &Run) {
-    g_eval::write_steps(run).await;
+    stages::write_steps(run).await;
     if run.stop.is_cancelled() {
         finish(run, &[]);
         return;
     }
-    let steps = g_eval::start_scoring(run);
+    let steps = stages::start_scoring(run);
     let assessed = evaluate(run, &steps).await;
     let mut unread = Vec::new();
     if !run.stop.is_cancelled() && assessed.iter().any(Option::is_some) {

@@ -1,7 +1,7 @@
 //! SAGEval's requests: the evaluator scoring every aspect with its steps,
 //! and the meta-evaluator reviewing those scores.
 
-use crate::engine::protocols::g_eval::judge_line;
+use crate::engine::stages::judge_line;
 use std::collections::BTreeMap;
 use std::fmt::Write;
 

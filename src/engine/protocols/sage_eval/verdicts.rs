@@ -13,8 +13,8 @@ use serde_json::{Map, Value, json};
 use crate::engine::parse::{json_objects, normalize_key};
 use crate::engine::prompts::fmt_num;
 use crate::engine::verdict::{TOP_LOGPROBS, Verdict};
-use crate::panel::{Dimension, Panel};
 use crate::engine::weighted::weighted_scores;
+use crate::panel::{Dimension, Panel};
 use crate::provider::{ChatMessage, Completion};
 use crate::session::event::{AspectValue, Evaluation};
 
@@ -285,10 +285,8 @@ fn weigh(
         None => (0, text.len()),
     };
     let span = &text[begin..finish];
-    let at: Vec<(usize, &Dimension)> = aspects
-        .iter()
-        .filter_map(|d| span.rfind(&format!("\"{}\"", d.key)).map(|p| (begin + p, d)))
-        .collect();
+    let at: Vec<(usize, &Dimension)> =
+        aspects.iter().filter_map(|d| span.rfind(&format!("\"{}\"", d.key)).map(|p| (begin + p, d))).collect();
     let token_at = |pos: usize| match starts.binary_search(&pos) {
         Ok(i) => i,
         Err(i) => i.saturating_sub(1),
@@ -572,7 +570,10 @@ mod tests {
         ];
         let text: String = tokens.iter().map(|t| t.token.as_str()).collect();
         let completion = Completion { text, logprobs: Some(tokens), ..Default::default() };
-        let ev = AspectScores { panel: &panel, aspects: &panel.dimensions, so_far: None }.read(&completion).unwrap().evaluation;
+        let ev = AspectScores { panel: &panel, aspects: &panel.dimensions, so_far: None }
+            .read(&completion)
+            .unwrap()
+            .evaluation;
         assert_eq!(ev.scores["accuracy"], 4.0, "the sampled score stays the score");
         let w = ev.weighted_scores.unwrap();
         assert_eq!((w["accuracy"], w["semantic_diversity"]), (3.0, 4.0));

@@ -14,7 +14,7 @@
 
 use std::collections::BTreeMap;
 
-use super::{Agreement, Outcome, check, snapshot};
+use super::{Agreement, consensus_check as check, snapshot};
 use crate::engine::consensus::agreed_value;
 use crate::engine::discussion::{self, Floor, Order, Turn};
 use crate::engine::prompts::{self, HistoryEntry};
@@ -39,6 +39,8 @@ enum Settled {
 /// The discussion's state: which criteria are agreed, open, or left to the final judge.
 struct Criteria<'a> {
     agreement: &'a Agreement,
+    /// The turns argue rather than collaborate.
+    argue: bool,
     max_rounds: u32,
     /// The panel's dimensions, in its order.
     all: Vec<String>,
@@ -52,11 +54,21 @@ struct Criteria<'a> {
     previous: BTreeMap<String, Scores>,
 }
 
-pub(super) async fn discuss(run: &Run, group: &str, agreement: &Agreement) -> Outcome {
+/// Discuss each criterion to its own end; the group's result method and
+/// what became of each criterion. The group's finals are recorded before
+/// the final judge is asked.
+pub(super) async fn discuss(
+    run: &Run,
+    group: &str,
+    agreement: &Agreement,
+    max_rounds: u32,
+    argue: bool,
+) -> (&'static str, String) {
     let all = run.panel.dimension_keys();
     let mut floor = Criteria {
         agreement,
-        max_rounds: run.panel.consensus.max_rounds,
+        argue,
+        max_rounds,
         open: all.clone(),
         previous: snapshot(run, group, &all),
         all,
@@ -65,7 +77,7 @@ pub(super) async fn discuss(run: &Run, group: &str, agreement: &Agreement) -> Ou
     };
     floor.check(run, group, 0);
     if !floor.open.is_empty() {
-        discussion::discuss(run, group, &mut floor, Order::rounds(run, group)).await;
+        discussion::discuss(run, group, &mut floor, Order::rounds_of(run, group, max_rounds, true)).await;
     }
     run.emit_finals(group);
     let stopped = run.stop.is_cancelled();
@@ -84,11 +96,7 @@ pub(super) async fn discuss(run: &Run, group: &str, agreement: &Agreement) -> Ou
         })
         .collect();
     if !stopped && !unsettled.is_empty() {
-        run.emit(EventKind::PhaseStarted {
-            phase: Phase::FinalJudgment,
-            group: Some(group.to_string()),
-            round: None,
-        });
+        run.emit(EventKind::PhaseStarted { phase: Phase::FinalJudgment, group: Some(group.to_string()), round: None });
         let mut left = Vec::new();
         for (k, why) in unsettled {
             // After a failed call (the session fails) or a quit, no more judgments.
@@ -120,7 +128,7 @@ pub(super) async fn discuss(run: &Run, group: &str, agreement: &Agreement) -> Ou
 /// The group's result from its settled criteria: stored as the group's
 /// decisive evaluation (no overall of its own: no criterion is the whole,
 /// unless one is keyed `overall`).
-fn result(run: &Run, group: &str, order: &[String], settled: BTreeMap<String, Settled>) -> Outcome {
+fn result(run: &Run, group: &str, order: &[String], settled: BTreeMap<String, Settled>) -> (&'static str, String) {
     let mut scores = Scores::new();
     let mut parts = Vec::new();
     let (mut agreed, mut judged, mut mean) = (0, 0, 0);
@@ -156,7 +164,7 @@ fn result(run: &Run, group: &str, order: &[String], settled: BTreeMap<String, Se
         let decided = Evaluation { scores, overall, justification: note.clone(), ..Evaluation::default() };
         run.state().judged.insert(group.to_string(), decided);
     }
-    Outcome::Criteria { method, note }
+    (method, note)
 }
 
 /// The mean of the evaluators' latest scores on `key`.
@@ -237,8 +245,9 @@ impl Floor for Criteria<'_> {
         Phase::Discussion
     }
     fn messages(&self, t: &Turn<'_>, history: &[HistoryEntry]) -> Vec<ChatMessage> {
+        let round = t.round.unwrap_or(1);
         let mut messages =
-            prompts::discussion_messages(t.panel, t.group, t.speaker, t.item, history, t.round.unwrap_or(1));
+            prompts::discussion_messages(t.panel, t.group, t.speaker, t.item, history, round, self.argue);
         if let Some(last) = messages.last_mut() {
             let focus = self.focus();
             last.content = match last.content.find("Discussion round ") {

@@ -1,10 +1,16 @@
-//! The summarizer's request.
+//! The summarizer of simultaneous rounds (`summarizer = true`): after each
+//! round it rewrites a running summary of the discussion, which the members
+//! read instead of the whole history.
 
 use std::fmt::Write as _;
 
 use crate::engine::prompts::HistoryEntry;
+use crate::engine::runtime::{Run, Spoken, TurnSpec};
+use crate::engine::trim::Prompt;
+use crate::engine::verdict::Text;
 use crate::panel::Panel;
 use crate::provider::ChatMessage;
+use crate::session::event::{EventKind, Phase, Role};
 
 /// Longest summary asked for, in words.
 const SUMMARY_WORDS: usize = 150;
@@ -13,7 +19,7 @@ const SUMMARY_WORDS: usize = 150;
 /// evaluation (`subject`: the item's content, or the two candidates of a
 /// pair), the previous summary (or the first evaluations, when the agents
 /// gave any on their own), and the round's contributions.
-pub(super) fn summarizer_messages(
+fn summarizer_messages(
     panel: &Panel,
     subject: &str,
     group: &str,
@@ -84,5 +90,29 @@ fn clip(text: &str) -> String {
     match t.char_indices().nth(MAX) {
         Some((i, _)) => format!("{} […]", &t[..i]),
         None => t.to_string(),
+    }
+}
+
+/// The summarizer's turn after `round`: the running summary, rewritten with
+/// the round's contributions, joins the group's history. A summary that
+/// fails leaves the previous one (or, before the first, the raw history) in
+/// front of the members. `subject` is what is under evaluation.
+pub(crate) async fn summarize(run: &Run, group: &str, round: u32, subject: &str) {
+    run.emit(EventKind::PhaseStarted { phase: Phase::Summary, group: Some(group.to_string()), round: Some(round) });
+    let history = run.state().histories.get(group).cloned().unwrap_or_default();
+    let messages = summarizer_messages(&run.panel, subject, group, &history, round);
+    let binding = run.config.bindings.for_role(Role::Summarizer).clone();
+    let turn = TurnSpec {
+        round: Some(round),
+        ..TurnSpec::of_role(run, Role::Summarizer, &binding, Some(group), Phase::Summary, &run.stop)
+    };
+    let verdict = Text { what: "the updated summary" };
+    match run.verdict_turn(&verdict, turn, Prompt::fixed(messages), None).await {
+        Spoken::Evaluated { evaluation: text, .. } => run.push_history(group, HistoryEntry::Summary { round, text }),
+        Spoken::Failed(e) if !matches!(e, crate::provider::ProviderError::Cancelled) => {
+            let mut failures = 0;
+            run.on_turn_error(Role::Summarizer.label(), &e, &mut failures);
+        }
+        _ => {}
     }
 }

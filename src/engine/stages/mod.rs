@@ -1,0 +1,120 @@
+//! The stages every protocol is composed of, and the runner that takes a
+//! run through a [`Composition`]: each stage in its order; a run of stages
+//! that work on each group apart (discuss, judge, verify) goes group by
+//! group side by side, each group skipping a stage whose `when` does not
+//! hold for it. A person's stop skips to the aggregate; quitting ends there.
+//!
+//! A stage is one folder (or file) here: its runner, its prompts and what
+//! it records. Its declaration (name, settings, roles) is in
+//! `panel::composition::stages`; [`run`] is the one place that dispatches
+//! on a stage's kind.
+
+mod aggregate;
+mod discuss;
+mod evaluate;
+mod journey;
+mod judge;
+mod score;
+mod steps;
+mod verify;
+
+use futures::future::join_all;
+
+pub(crate) use discuss::summary::summarize;
+pub(crate) use score::judge_line;
+pub use steps::{CachedSteps, REVIEW_AUTHOR, StepsCache};
+pub(crate) use steps::{start_scoring, write_steps};
+
+use super::runtime::Run;
+use crate::panel::composition::{Composition, Reach, Stage, StageKind, When};
+use journey::Journey;
+
+/// Take the run through `composition`'s stages.
+pub(crate) async fn run(run: &Run, composition: &Composition) {
+    let journey = Journey::default();
+    let stages = &composition.stages;
+    let mut i = 0;
+    while i < stages.len() {
+        let stage = &stages[i];
+        if run.quit.is_cancelled() {
+            return;
+        }
+        if stage.kind == StageKind::Aggregate {
+            aggregate::run(run, stage, &journey).await;
+            i += 1;
+            continue;
+        }
+        if run.stop.is_cancelled() {
+            i += 1;
+            continue;
+        }
+        if stage.spec().reach == Reach::Group {
+            let end = stages[i..].iter().position(|s| s.spec().reach != Reach::Group).map_or(stages.len(), |n| i + n);
+            let segment = &stages[i..end];
+            join_all(run.panel.groups.iter().map(|g| per_group(run, segment, &g.name, &journey))).await;
+            i = end;
+            continue;
+        }
+        match stage.kind {
+            StageKind::Steps => steps::run(run, stage).await,
+            StageKind::Evaluate => {
+                evaluate::run(run, stage).await;
+                journey.set_evaluated();
+                journey.scores_moved(run);
+            }
+            StageKind::Score => {
+                if let Some(how) = score::run(run, stage).await {
+                    journey.set_scoring(how);
+                }
+                journey.set_evaluated();
+                journey.scores_moved(run);
+            }
+            StageKind::Discuss | StageKind::Judge | StageKind::Verify | StageKind::Aggregate => {
+                unreachable!("group stages and the aggregate are run above")
+            }
+        }
+        i += 1;
+    }
+}
+
+/// One group through a run of group stages.
+async fn per_group(run: &Run, stages: &[Stage], group: &str, journey: &Journey) {
+    for stage in stages {
+        if run.stop.is_cancelled() {
+            return;
+        }
+        if !holds(run, stage.when, group, journey) {
+            continue;
+        }
+        match stage.kind {
+            StageKind::Discuss => discuss::run(run, stage, group, journey).await,
+            StageKind::Judge => judge::run(run, group, journey).await,
+            StageKind::Verify => verify::run(run, group, journey).await,
+            StageKind::Steps | StageKind::Evaluate | StageKind::Score | StageKind::Aggregate => {
+                unreachable!("panel stages are run one at a time")
+            }
+        }
+    }
+}
+
+/// Whether `when` holds for `group`: its latest consensus check (made now,
+/// by the panel's rule, where none was).
+fn holds(run: &Run, when: When, group: &str, journey: &Journey) -> bool {
+    if when == When::Always {
+        return true;
+    }
+    let known = journey.group(group).agreed;
+    let agreed = match known {
+        Some(a) => a,
+        None => {
+            let a = run.check_consensus(group, None);
+            journey.group(group).agreed = Some(a);
+            a
+        }
+    };
+    match when {
+        When::NoConsensus => !agreed,
+        When::Consensus => agreed,
+        When::Always => true,
+    }
+}
