@@ -65,6 +65,7 @@ pub const BUNDLED_ITEMS: &[(&str, &str)] = &[
     // G-Eval's single judge scores the same summaries.
     ("summary-geval", include_str!("../assets/items/summary-collab.jsonl")),
     ("summary-geval-paper", include_str!("../assets/items/summary-collab.jsonl")),
+    ("summary-geval-verified", include_str!("../assets/items/summary-collab.jsonl")),
     ("summary-chateval", include_str!("../assets/items/summary-collab.jsonl")),
     ("summary-roundtable", include_str!("../assets/items/summary-collab.jsonl")),
     ("survey-sage", include_str!("../assets/items/surveys.jsonl")),

@@ -555,10 +555,9 @@ impl Panel {
     /// departures from the paper (those a log recorded, given here).
     pub fn method_line(panel: Option<&Panel>, preset: Preset, departures: &[Departure]) -> String {
         match panel.filter(|p| p.protocol.kind.takes_stages()) {
-            Some(p) => format!(
-                "composition (no paper): {}",
-                composition::Composition::new(p.protocol.stages.clone()).outline()
-            ),
+            Some(p) => {
+                format!("no paper; stages: {}", composition::Composition::new(p.protocol.stages.clone()).outline())
+            }
             None => crate::preset::preset_line(preset, departures),
         }
     }
@@ -646,6 +645,8 @@ pub const BUNDLED_PANELS: &[(&str, &str)] = &[
     ("pairwise-summaries-paper", include_str!("../../assets/panels/pairwise-summaries-paper.toml")),
     ("pairwise-chateval", include_str!("../../assets/panels/pairwise-chateval.toml")),
     ("pairwise-roundtable", include_str!("../../assets/panels/pairwise-roundtable.toml")),
+    // Compositions of stages written in the panel (docs/panels.md).
+    ("summary-geval-verified", include_str!("../../assets/panels/summary-geval-verified.toml")),
 ];
 
 /// Prefix of [`Panel::source`] for bundled panels (`bundled:storybook-qa`);

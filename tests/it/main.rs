@@ -14,6 +14,7 @@ mod build_deps;
 mod chat_eval;
 mod cli_headless;
 mod collab_pairwise;
+mod compositions;
 mod context_fit;
 mod engine_protocols;
 mod eval_cli;

@@ -41,7 +41,7 @@ fn slow_reply() -> Reply {
 
 /// The binary running in an 80×24 pseudo-terminal, its output fed to a
 /// terminal emulator.
-struct Moot {
+pub(crate) struct Moot {
     child: Box<dyn portable_pty::Child + Send + Sync>,
     writer: Box<dyn Write + Send>,
     parser: Arc<Mutex<vt100::Parser>>,
@@ -50,7 +50,7 @@ struct Moot {
 }
 
 impl Moot {
-    fn spawn(cmd: CommandBuilder) -> Self {
+    pub(crate) fn spawn(cmd: CommandBuilder) -> Self {
         let pair =
             native_pty_system().openpty(PtySize { rows: 24, cols: 80, pixel_width: 0, pixel_height: 0 }).unwrap();
         let child = pair.slave.spawn_command(cmd).unwrap();
@@ -71,18 +71,18 @@ impl Moot {
         Self { child, writer, parser, reader }
     }
 
-    fn screen(&self) -> Screen {
+    pub(crate) fn screen(&self) -> Screen {
         Screen { parser: self.parser.clone() }
     }
 
-    fn send(&mut self, keys: &str) {
+    pub(crate) fn send(&mut self, keys: &str) {
         self.writer.write_all(keys.as_bytes()).unwrap();
         self.writer.flush().unwrap();
     }
 
     /// The exit status, once the process has ended and everything it wrote
     /// is on the screen (panics after `timeout`).
-    fn wait_exit(&mut self, timeout: Duration) -> portable_pty::ExitStatus {
+    pub(crate) fn wait_exit(&mut self, timeout: Duration) -> portable_pty::ExitStatus {
         let deadline = Instant::now() + timeout;
         loop {
             if let Some(s) = self.child.try_wait().unwrap() {
@@ -98,7 +98,7 @@ impl Moot {
     }
 }
 
-struct Screen {
+pub(crate) struct Screen {
     parser: Arc<Mutex<vt100::Parser>>,
 }
 
@@ -108,10 +108,10 @@ impl Screen {
         self.parser.lock().unwrap().screen().alternate_screen()
     }
 
-    fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         self.parser.lock().unwrap().screen().contents()
     }
-    fn wait_for(&self, what: &str, timeout: Duration) {
+    pub(crate) fn wait_for(&self, what: &str, timeout: Duration) {
         let deadline = Instant::now() + timeout;
         while Instant::now() < deadline {
             if self.text().contains(what) {

@@ -24,7 +24,7 @@ use super::protocol::{SettingKind, SettingSpec, SettingValue};
 use crate::roles::Role;
 
 /// When a stage that works on each group runs for a group.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum When {
     #[default]
@@ -34,6 +34,19 @@ pub enum When {
     NoConsensus,
     /// The group's latest consensus check found consensus.
     Consensus,
+}
+
+impl<'de> Deserialize<'de> for When {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        super::check::one_of(d, "condition", &[When::Always, When::NoConsensus, When::Consensus], When::as_str)
+    }
+}
+
+impl<'de> Deserialize<'de> for StageKind {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let all: Vec<StageKind> = stages::ALL.iter().map(|s| s.kind).collect();
+        super::check::one_of(d, "stage", &all, StageKind::as_str)
+    }
 }
 
 impl When {

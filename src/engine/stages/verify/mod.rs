@@ -51,7 +51,7 @@ pub(super) async fn run(run: &Run, group: &str, journey: &Journey) {
         match out {
             Spoken::Evaluated { evaluation: verified, turn, .. } => {
                 checked += 1;
-                let moved = verified.scores != evaluation.scores || verified.overall != evaluation.overall;
+                let moved = verified.scores != evaluation.scores;
                 if moved {
                     changed += 1;
                 }
