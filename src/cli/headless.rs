@@ -246,6 +246,10 @@ impl<W: Write> Transcript<W> {
                 let departures =
                     crate::session::fold::logged_departures(*schema_version, departures, recorded.as_ref());
                 self.line(&p.dim(&crate::panel::Panel::method_line(recorded.as_ref(), *preset, &departures)))?;
+                // Logs written before protocols ran as stages do not say how they were composed.
+                if let Some(stages) = recorded.as_ref().and_then(|p| p.stages_line()).filter(|_| *schema_version >= 5) {
+                    self.line(&p.dim(&stages))?;
+                }
                 self.consensus = crate::session::fold::consensus_check(protocol, recorded.as_ref());
                 if let Some(note) = provider_note {
                     self.line(&p.dim(&format!("provider: {note}")))?;

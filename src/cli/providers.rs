@@ -92,6 +92,9 @@ pub fn run(args: ProvidersArgs) -> anyhow::Result<ExitCode> {
                 panel.protocol.kind.as_str(),
                 crate::panel::Panel::method_line(Some(&panel), panel.protocol.preset, &panel.departures())
             )?;
+            if let Some(stages) = panel.stages_line() {
+                writeln!(out, "{stages}")?;
+            }
             Ok(ExitCode::SUCCESS)
         }
     }

@@ -561,6 +561,15 @@ impl Panel {
             None => crate::preset::preset_line(preset, departures),
         }
     }
+    /// A bundled protocol's run as stages (`stages: evaluate → …`); none
+    /// for a written composition (its method line lists them) or a run
+    /// that is not a composition.
+    pub fn stages_line(&self) -> Option<String> {
+        if self.protocol.kind.takes_stages() {
+            return None;
+        }
+        self.protocol.composition().map(|c| format!("stages: {}", c.outline()))
+    }
     /// Settings that are valid but probably not what was meant: several
     /// votes (a protocol's `votes` setting) from a judge at temperature 0
     /// are copies of one verdict.

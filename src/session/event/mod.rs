@@ -25,9 +25,11 @@ pub use payload::{
 /// version 4 adds the protocol's `preset` and the run's `departures` from
 /// its paper to `session_started` (for an earlier log they are read from
 /// its recorded panel, whose settings then all took moot's defaults), and
-/// CollabEval's `criteria_checked`.
+/// CollabEval's `criteria_checked`; version 5 compositions (the
+/// `composition` protocol with its recorded `stage` list), the `verifier`
+/// role and the `verification` phase.
 /// Every earlier version still loads.
-pub const SCHEMA_VERSION: u32 = 4;
+pub const SCHEMA_VERSION: u32 = 5;
 
 fn first_schema_version() -> u32 {
     1
