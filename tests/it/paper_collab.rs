@@ -467,6 +467,13 @@ async fn under_the_paper_preset_the_final_judge_reads_the_first_evaluations_of_a
 const COLLABORATE: &str = "say briefly where you agree and where you disagree with the others";
 const DEBATE: &str = "defend your own evaluation, and point out where the others' scores and reasons are weak or wrong";
 
+/// CollabEval's paper preset with the debate ablation, scores mode.
+fn ablation_scores() -> ProtocolSection {
+    let mut ablation = ProtocolSection::paper(Protocol::CollabEval);
+    ablation.settings.insert("discussion".into(), SettingValue::Text("debate".into()));
+    ablation
+}
+
 #[test]
 fn the_debate_ablation_is_the_one_departure_and_its_bundled_panel_runs_it() {
     let mut ablation = ProtocolSection::paper(Protocol::CollabEval);
@@ -478,12 +485,12 @@ fn the_debate_ablation_is_the_one_departure_and_its_bundled_panel_runs_it() {
     let listed: Vec<String> = ablation.departures().iter().map(ToString::to_string).collect();
     assert_eq!(listed, ["discussion = \"debate\" (paper: \"collaborate\")"]);
 
+    // The bundled ablation is written as the stages of that preset (tests/it/compositions.rs checks they
+    // are the same), so it has no paper of its own to depart from.
     let bundled = Panel::bundled("summary-collab-debate").expect("bundled ablation panel");
-    assert_eq!(bundled.protocol.kind, Protocol::CollabEval);
-    assert_eq!(bundled.protocol.preset, Preset::Paper);
-    assert!(bundled.protocol.is("discussion", "debate"));
-    let listed: Vec<String> = bundled.departures().iter().map(ToString::to_string).collect();
-    assert_eq!(listed, ["discussion = \"debate\" (paper: \"collaborate\")"]);
+    assert_eq!(bundled.protocol.kind, Protocol::Composition);
+    assert_eq!(bundled.protocol.composition(), ablation_scores().composition());
+    assert!(bundled.departures().is_empty());
     assert_eq!(bundled.consensus.max_rounds, 3);
     let paper = Panel::bundled("summary-collab-paper").unwrap();
     assert_eq!(bundled.dimensions, paper.dimensions, "the paper panel's criteria");

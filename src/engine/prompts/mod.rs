@@ -39,5 +39,5 @@ pub use moderator::{
 pub(crate) use panel::rubric;
 pub use panel::{output_format, panel_system, render_item, scale_words, task_text};
 pub use partial::{justification_streaming, streaming_evaluation};
-pub use persona::{agent_named_in, persona, roster};
+pub use persona::{agent_named_in, judge_line, persona, roster};
 pub use schema::{JUSTIFICATION_MAX, evaluation_schema, score_schema};

@@ -87,6 +87,19 @@ pub fn agent_named_in(user_message: &str) -> Option<&str> {
         .find_map(|rest| rest.split_once(", a member of").map(|(head, _)| head.split(',').next().unwrap_or(head)))
 }
 
+/// Who the judge is, when the panel gives it a persona.
+pub fn judge_line(judge: &AgentSpec) -> String {
+    let mut s = format!("You are {}", judge.name);
+    if !judge.role.trim().is_empty() {
+        let _ = write!(s, ", {}", judge.role.trim());
+    }
+    s.push('.');
+    if !judge.perspective.trim().is_empty() {
+        let _ = write!(s, " What you care about: {}", judge.perspective.trim());
+    }
+    s
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -10,10 +10,12 @@
 //! on a stage's kind.
 
 mod aggregate;
+mod assess;
 mod discuss;
 mod evaluate;
 mod journey;
 mod judge;
+mod review;
 mod score;
 mod steps;
 mod verify;
@@ -21,9 +23,7 @@ mod verify;
 use futures::future::join_all;
 
 pub(crate) use discuss::summary::summarize;
-pub(crate) use score::judge_line;
 pub use steps::{CachedSteps, REVIEW_AUTHOR, StepsCache};
-pub(crate) use steps::{start_scoring, write_steps};
 
 use super::runtime::Run;
 use crate::panel::composition::{Composition, Reach, Stage, StageKind, When};
@@ -32,6 +32,7 @@ use journey::Journey;
 /// Take the run through `composition`'s stages.
 pub(crate) async fn run(run: &Run, composition: &Composition) {
     let journey = Journey::default();
+    let mut assessed = Vec::new();
     let stages = &composition.stages;
     let mut i = 0;
     while i < stages.len() {
@@ -69,6 +70,17 @@ pub(crate) async fn run(run: &Run, composition: &Composition) {
                 journey.set_evaluated();
                 journey.scores_moved(run);
             }
+            StageKind::Assess => {
+                assessed = assess::run(run, stage).await;
+                journey.set_evaluated();
+                journey.scores_moved(run);
+            }
+            StageKind::Review => {
+                if let Some(how) = review::run(run, stage, &assessed).await {
+                    journey.set_scoring(how);
+                }
+                journey.scores_moved(run);
+            }
             StageKind::Discuss | StageKind::Judge | StageKind::Verify | StageKind::Aggregate => {
                 unreachable!("group stages and the aggregate are run above")
             }
@@ -90,7 +102,12 @@ async fn per_group(run: &Run, stages: &[Stage], group: &str, journey: &Journey) 
             StageKind::Discuss => discuss::run(run, stage, group, journey).await,
             StageKind::Judge => judge::run(run, group, journey).await,
             StageKind::Verify => verify::run(run, group, journey).await,
-            StageKind::Steps | StageKind::Evaluate | StageKind::Score | StageKind::Aggregate => {
+            StageKind::Steps
+            | StageKind::Evaluate
+            | StageKind::Score
+            | StageKind::Assess
+            | StageKind::Review
+            | StageKind::Aggregate => {
                 unreachable!("panel stages are run one at a time")
             }
         }

@@ -154,6 +154,7 @@ impl Stage {
             }
             StageKind::Judge => vec![Role::FinalJudge],
             StageKind::Verify => vec![Role::Verifier],
+            StageKind::Review => vec![Role::MetaEvaluator],
             StageKind::Aggregate if !self.is("synthesis", "none") => vec![Role::Aggregator],
             _ => Vec::new(),
         }
@@ -266,6 +267,7 @@ impl Composition {
         // scoring, or a discussion (each turn ends with the speaker's scores).
         let mut scored = false;
         let mut steps = false;
+        let mut assessed = false;
         for (i, s) in self.stages.iter().enumerate() {
             if s.when != When::Always && s.spec().reach == Reach::Panel {
                 say(
@@ -283,33 +285,47 @@ impl Composition {
                 }
                 StageKind::Steps if steps => say(i, "kind", "the evaluation steps are written once".into()),
                 StageKind::Steps => steps = true,
-                StageKind::Score if !steps => {
-                    say(i, "kind", "`score` follows the evaluation steps: put a `steps` stage before it".into())
-                }
-                StageKind::Evaluate | StageKind::Score if scored => say(
+                StageKind::Score | StageKind::Assess if !steps => say(
                     i,
                     "kind",
-                    "the members already have scores here: a first evaluation (`evaluate` or `score`) comes once, \
-                     before any discussion"
+                    format!("`{}` follows the evaluation steps: put a `steps` stage before it", s.kind.as_str()),
+                ),
+                StageKind::Evaluate | StageKind::Score | StageKind::Assess if scored => say(
+                    i,
+                    "kind",
+                    "the members already have scores here: a first evaluation (`evaluate`, `score` or `assess`) \
+                     comes once, before any discussion"
                         .into(),
+                ),
+                StageKind::Review if !assessed => say(
+                    i,
+                    "kind",
+                    "`review` reads each member's reasons per dimension: put an `assess` stage before it".into(),
                 ),
                 StageKind::Judge | StageKind::Verify | StageKind::Aggregate if !scored => say(
                     i,
                     "kind",
                     format!(
-                        "`{}` reads the members' scores: put `evaluate`, `score` or `discuss` before it",
+                        "`{}` reads the members' scores: put `evaluate`, `score`, `assess` or `discuss` before it",
                         s.kind.as_str()
                     ),
                 ),
                 StageKind::Discuss => discuss_problems(i, s, scored, &mut say),
                 _ => {}
             }
-            if matches!(s.kind, StageKind::Evaluate | StageKind::Score | StageKind::Discuss) {
+            if matches!(s.kind, StageKind::Evaluate | StageKind::Score | StageKind::Assess | StageKind::Discuss) {
                 scored = true;
             }
+            if s.kind == StageKind::Assess {
+                assessed = true;
+            }
         }
-        if steps && !self.has(StageKind::Score) {
-            say(0, "kind", "evaluation steps are written for a `score` stage: add one after `steps`".into());
+        if steps && !self.has(StageKind::Score) && !self.has(StageKind::Assess) {
+            say(
+                0,
+                "kind",
+                "evaluation steps are written for a `score` or `assess` stage: add one after `steps`".into(),
+            );
         }
         if self.stages[last].kind != StageKind::Aggregate {
             say(last, "kind", "the last stage of a composition is `aggregate`".into());

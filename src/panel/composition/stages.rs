@@ -12,6 +12,8 @@ pub enum StageKind {
     Steps,
     Evaluate,
     Score,
+    Assess,
+    Review,
     Discuss,
     Judge,
     Verify,
@@ -107,6 +109,34 @@ pub const SCORE: StageSpec = StageSpec {
             "the reply length of a scoring call",
         ),
     ],
+};
+
+pub const ASSESS: StageSpec = StageSpec {
+    kind: StageKind::Assess,
+    id: "assess",
+    about: "every member judges every dimension following its evaluation steps (a `steps` stage comes first), \
+            with its reasoning for each: a score, or a label for a dimension with `labels`; in one request, or \
+            one request per dimension in turn (SAGEval's evaluator)",
+    reach: Reach::Panel,
+    settings: &[setting(
+        "per_aspect",
+        SettingKind::Bool { default: false },
+        "each dimension in a request of its own, one after the other, instead of every dimension in one request",
+    )],
+};
+
+pub const REVIEW: StageSpec = StageSpec {
+    kind: StageKind::Review,
+    id: "review",
+    about: "a meta-evaluator reviews each member's assessment (an `assess` stage comes first): it rectifies the \
+            values it disagrees with, proposes better definitions and new aspects; a live run pauses for a person \
+            to accept or reject each change (SAGEval's SAGE)",
+    reach: Reach::Panel,
+    settings: &[setting(
+        "max_new_aspects",
+        SettingKind::Integer { min: 0, max: 10, default: 3 },
+        "new aspects the meta-evaluator may propose per item",
+    )],
 };
 
 pub const DISCUSS: StageSpec = StageSpec {
@@ -211,7 +241,7 @@ pub const AGGREGATE: StageSpec = StageSpec {
 };
 
 /// Every stage, in the order the docs list them.
-pub const ALL: &[&StageSpec] = &[&STEPS, &EVALUATE, &SCORE, &DISCUSS, &JUDGE, &VERIFY, &AGGREGATE];
+pub const ALL: &[&StageSpec] = &[&STEPS, &EVALUATE, &SCORE, &ASSESS, &REVIEW, &DISCUSS, &JUDGE, &VERIFY, &AGGREGATE];
 
 impl StageKind {
     pub fn spec(self) -> &'static StageSpec {
@@ -219,6 +249,8 @@ impl StageKind {
             StageKind::Steps => &STEPS,
             StageKind::Evaluate => &EVALUATE,
             StageKind::Score => &SCORE,
+            StageKind::Assess => &ASSESS,
+            StageKind::Review => &REVIEW,
             StageKind::Discuss => &DISCUSS,
             StageKind::Judge => &JUDGE,
             StageKind::Verify => &VERIFY,

@@ -398,9 +398,18 @@ impl ProtocolSection {
     /// What the live screen shows of the run.
     pub fn screen(&self) -> Screen {
         match self.written() {
+            Some(c) if c.has(StageKind::Review) => Screen::Review,
             Some(c) if c.has(StageKind::Steps) => Screen::Steps,
             Some(_) => Screen::Discussion,
             None => self.spec().screen,
+        }
+    }
+    /// What the run's results are, as the reports read them.
+    pub fn results(&self) -> Results {
+        match self.written() {
+            Some(c) if c.has(StageKind::Review) => Results::ReviewedScores,
+            Some(_) => Results::Scores,
+            None => self.spec().results,
         }
     }
     /// Whether judges follow evaluation steps (shown, editable before scoring).

@@ -31,5 +31,17 @@ pub(super) const SPEC: ProtocolSpec = ProtocolSpec {
     blind: false,
     stage_names: StageNames { initial: "evaluator", final_: "rectified" },
     only_when: &[],
-    compose: None,
+    compose: Some(compose),
 };
+
+/// Evaluation steps per dimension, every evaluator's assessment with them,
+/// the meta-evaluator's review (a person's decisions on it), the means of
+/// the rectified values.
+fn compose(p: &ProtocolSection) -> Option<Composition> {
+    Some(Composition::new(vec![
+        Stage::new(StageKind::Steps),
+        Stage::new(StageKind::Assess).with("per_aspect", p.flag("per_aspect")),
+        Stage::new(StageKind::Review).with("max_new_aspects", p.integer("max_new_aspects")),
+        Stage::new(StageKind::Aggregate),
+    ]))
+}

@@ -25,7 +25,10 @@ pub const ACTIONS: [Action; 4] = [Action::AcceptChange, Action::RejectChange, Ac
 /// Whether the session's protocol has this layout ([`Screen::Review`]); a
 /// protocol this build does not know has the usual panes.
 pub fn applies(app: &App) -> bool {
-    Protocol::parse(&app.view().protocol).is_some_and(|p| p.spec().screen == Screen::Review)
+    match app.view().panel.as_ref() {
+        Some(panel) => panel.protocol.screen() == Screen::Review,
+        None => Protocol::parse(&app.view().protocol).is_some_and(|p| p.spec().screen == Screen::Review),
+    }
 }
 
 /// Lay out the body: evaluators and SAGE side by side on top, the changes

@@ -11,8 +11,8 @@
 
 use std::fmt::Write;
 
+use crate::engine::prompts::judge_line;
 use crate::engine::prompts::task_text;
-use crate::engine::stages::judge_line;
 use crate::item::Item;
 use crate::panel::{AgentSpec, Panel};
 use crate::provider::ChatMessage;

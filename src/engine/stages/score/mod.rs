@@ -13,7 +13,6 @@ use std::collections::BTreeMap;
 use futures::future::join_all;
 
 use form::FormScore;
-pub(crate) use prompts::judge_line;
 
 use super::steps::start_scoring;
 use crate::engine::runtime::{Run, Spoken, TurnSpec};

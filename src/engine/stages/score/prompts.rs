@@ -1,25 +1,10 @@
 //! The scoring requests: one dimension, scored with its evaluation steps.
 
-use std::fmt::Write;
-
 use crate::engine::prompts::render_item;
 use crate::engine::stages::steps::prompts::{criterion, system};
 use crate::item::Item;
 use crate::panel::{AgentSpec, Dimension, Panel};
 use crate::provider::ChatMessage;
-
-/// Who the judge is, when the panel gives it a persona.
-pub(crate) fn judge_line(judge: &AgentSpec) -> String {
-    let mut s = format!("You are {}", judge.name);
-    if !judge.role.trim().is_empty() {
-        let _ = write!(s, ", {}", judge.role.trim());
-    }
-    s.push('.');
-    if !judge.perspective.trim().is_empty() {
-        let _ = write!(s, " What you care about: {}", judge.perspective.trim());
-    }
-    s
-}
 
 /// Asks `judge` to score the item on one dimension, following `steps`.
 /// `instructions` is the verdict's closing instruction. `score_first`: the
@@ -44,7 +29,7 @@ pub fn score_messages(
         ChatMessage::user(render_item(item)),
         ChatMessage::user(format!(
             "{}\nQuality to judge — {}\n\nEvaluation steps:\n{}\n\n{how} {instructions}",
-            judge_line(judge),
+            crate::engine::prompts::judge_line(judge),
             criterion(dimension),
             steps.trim(),
         )),

@@ -2,15 +2,16 @@
 //! rectified value, and adopting a proposed definition or aspect into a new
 //! panel file.
 
-use super::mean_overall;
 use crate::engine::review::Proposal;
 use crate::engine::runtime::Run;
-use crate::panel::{Dimension, Protocol, adopt};
+use crate::engine::stages::assess::verdicts::mean_overall;
+use crate::panel::composition::StageKind;
+use crate::panel::{Dimension, adopt};
 use crate::session::event::{EventKind, ProposalKind};
 
 impl Run {
     fn refuse_unless_sage(&self, command: &str, author: &str) -> bool {
-        if self.panel.protocol.kind == Protocol::SageEval {
+        if self.panel.protocol.composition().is_some_and(|c| c.has(StageKind::Review)) {
             return false;
         }
         let protocol = self.panel.protocol.kind.as_str();
