@@ -163,7 +163,7 @@ impl RunPlan {
     /// Read the panel and item and check the flags of `args`.
     pub fn new(args: &RunArgs) -> anyhow::Result<Self> {
         let panel = load_panel(args.panel.as_deref())?;
-        if args.blind && !panel.protocol.spec().blind {
+        if args.blind && !panel.protocol.blind() {
             bail!(
                 "--blind works with pairwise panels (it hides which system wrote which candidate); {} is {}",
                 panel.source_display(),

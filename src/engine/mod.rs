@@ -135,7 +135,7 @@ pub fn start(config: EngineConfig, log_path: &Path) -> anyhow::Result<Started> {
 fn unjudgeable(run: &Run) -> Option<String> {
     let item = run.item();
     let candidates = item.candidates.as_ref().map_or(0, Vec::len);
-    if run.panel.protocol.spec().results == crate::panel::Results::Pairs {
+    if run.panel.protocol.results() == crate::panel::Results::Pairs {
         return (candidates < 2).then(|| {
             format!("item \"{}\" has {candidates} candidate(s): pairwise judging compares two or more", item.id)
         });

@@ -575,10 +575,10 @@ impl Panel {
     /// are copies of one verdict.
     pub fn warnings(&self) -> Vec<String> {
         let mut out = Vec::new();
-        if self.protocol.spec().setting("votes").is_some() {
-            let votes = self.protocol.integer("votes");
+        let votes = self.protocol.pairs_option("votes").and_then(|v| v.parse::<i64>().ok());
+        if let Some(votes) = votes {
             // The paper's sampling (`sampling = "paper"`) puts every judge at temperature 0.
-            let paper = self.protocol.has("sampling", "paper");
+            let paper = self.protocol.pairs_option("sampling").as_deref() == Some("paper");
             let cold: Vec<&str> = self
                 .agents()
                 .filter(|(_, a)| paper || a.model.temperature.unwrap_or(self.generation.temperature) == 0.0)

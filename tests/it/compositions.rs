@@ -388,3 +388,65 @@ async fn a_composition_runs_over_a_dataset_and_its_run_is_reported() {
     assert!(rendered.contains("coherence"), "{rendered}");
     assert!(rendered.contains("\"items\":3") || rendered.contains("\"n\":3"), "three items reported: {rendered}");
 }
+
+/// A judge that always prefers the summary shown first: every pair flips
+/// under the swap rule, so every pair is a tie.
+fn first_shown(_: &RecordedRequest) -> Reply {
+    Reply::openai_stream(
+        &["The first reads better. {\"verdict\": \"A\", \"confidence\": \"high\", \"reasoning\": \"Clearer.\"}"],
+        Some((30, 10)),
+    )
+}
+
+/// Pairwise judging written as stages: `compare` (with its settings in the
+/// stage) then `aggregate`; the pairs are judged in both orders and decided
+/// by the swap rule, as the bundled `pairwise` protocol does.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_written_comparison_judges_both_orders_and_decides_by_the_swap_rule() {
+    let base = moot::panel::BUNDLED_PANELS.iter().find(|(s, _)| *s == "pairwise-summaries").unwrap().1;
+    let start = base.find("[protocol]").unwrap();
+    let end = base.find("[scale]").unwrap();
+    let text = format!(
+        "{}[protocol]\nkind = \"composition\"\n\n[[protocol.stage]]\nkind = \"compare\"\nvotes = 1\nswap = true\n\
+         pairing = \"all-pairs\"\n\n[[protocol.stage]]\nkind = \"aggregate\"\n\n{}",
+        &base[..start],
+        &base[end..]
+    );
+    let panel = Panel::from_toml_str(&text, "pairs.toml").unwrap();
+    assert!(panel.protocol.compares_pairs());
+    assert!(panel.protocol.blind(), "a comparison can be watched blind");
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("pairs.toml");
+    std::fs::write(&file, &text).unwrap();
+    let items = moot::item::BUNDLED_ITEMS.iter().find(|(s, _)| *s == "pairwise-summaries").unwrap().1;
+    let items_file = dir.path().join("pairs.jsonl");
+    std::fs::write(&items_file, items).unwrap();
+    let server = TestServer::with_handler(first_shown).await.unwrap();
+    let mut cmd = moot();
+    cmd.env("OPENAI_BASE_URL", server.base_url()).arg("run").arg(&file).arg("--item").arg(&items_file);
+    cmd.args(["--headless", "--provider", "openai", "--model", "judge", "--out"]).arg(dir.path().join("out"));
+    let output = run_to_end(cmd).await;
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "stdout:\n{stdout}\nstderr:\n{}", String::from_utf8_lossy(&output.stderr));
+    assert!(stdout.contains("no paper; stages: compare"), "{stdout}");
+    let events = read_log(&log_in(&dir.path().join("out"))).unwrap().events;
+    let verdicts = events.iter().filter(|e| matches!(e.kind, EventKind::PairVerdict { .. })).count();
+    let item = moot::item::load_items(&items_file).unwrap().items[0].clone();
+    let n = item.candidates.as_ref().map_or(0, Vec::len);
+    let judges = panel.agents().count();
+    assert_eq!(verdicts, judges * n * (n - 1) / 2 * 2, "every judge, every pair (all-pairs), both orders");
+    let decided: Vec<_> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::PairDecided { judge: None, winner, flip, .. } => Some((winner.clone(), *flip)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(decided.len(), n * (n - 1) / 2);
+    assert!(decided.iter().all(|(w, _)| w.is_none()), "a judge who always picks the first shown ties every pair");
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(&e.kind, EventKind::AggregationCompleted { method: Some(m), .. } if m == "pairwise"))
+    );
+}

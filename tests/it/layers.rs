@@ -285,7 +285,7 @@ fn modules_depend_on_their_own_layer_and_the_layers_below_only() {
         panic!("modules of one layer use each other: {}; one of them must depend on the other only", cycle.join(" → "));
     }
     // The check sees the code: the engine's runners are found, and so are known uses.
-    assert!(files.iter().any(|f| f.ends_with("engine/protocols/pairwise/mod.rs")));
+    assert!(files.iter().any(|f| f.ends_with("engine/stages/compare/mod.rs")));
     assert!(edges.get("tui").is_some_and(|t| t.contains("optimize")), "{edges:?}");
     assert!(edges.get("session").is_some_and(|t| t.contains("panel")), "{edges:?}");
 }

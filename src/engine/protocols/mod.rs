@@ -1,11 +1,9 @@
 //! Protocol runners for the runs that are not (yet) compositions of
-//! stages: pairwise judging, and the pairwise modes of CollabEval,
-//! ChatEval and the round-table. Every other run is its composition's,
+//! stages: the pairwise modes of CollabEval, ChatEval and the round-table. Every other run is its composition's,
 //! taken through the stages by [`stages::run`](crate::engine::stages::run).
 
 pub mod chat_eval;
 pub mod collab_eval;
-pub mod pairwise;
 pub mod round_table;
 
 use crate::panel::Protocol;
@@ -21,8 +19,7 @@ pub(crate) async fn run(run: &Run) {
         Protocol::CollabEval => collab_eval::run(run).await,
         Protocol::ChatEval => chat_eval::run(run).await,
         Protocol::RoundTable => round_table::run(run).await,
-        Protocol::Pairwise => pairwise::run(run).await,
-        Protocol::MajEval | Protocol::GEval | Protocol::SageEval | Protocol::Composition => {
+        Protocol::MajEval | Protocol::GEval | Protocol::SageEval | Protocol::Pairwise | Protocol::Composition => {
             run.fail(format!("{} has no stages for this run", run.panel.protocol.kind.as_str()));
         }
     }

@@ -11,6 +11,7 @@
 
 mod aggregate;
 mod assess;
+pub(crate) mod compare;
 mod discuss;
 mod evaluate;
 mod journey;
@@ -33,6 +34,7 @@ use journey::Journey;
 pub(crate) async fn run(run: &Run, composition: &Composition) {
     let journey = Journey::default();
     let mut assessed = Vec::new();
+    let mut compared = None;
     let stages = &composition.stages;
     let mut i = 0;
     while i < stages.len() {
@@ -41,7 +43,13 @@ pub(crate) async fn run(run: &Run, composition: &Composition) {
             return;
         }
         if stage.kind == StageKind::Aggregate {
-            aggregate::run(run, stage, &journey).await;
+            // Pairs compared are decided pair by pair; a comparison that
+            // could not start (the run has failed) has nothing to decide.
+            match (&compared, composition.has(StageKind::Compare)) {
+                (Some(compared), _) => compare::decide(run, compared),
+                (None, true) => {}
+                (None, false) => aggregate::run(run, stage, &journey).await,
+            }
             i += 1;
             continue;
         }
@@ -81,6 +89,7 @@ pub(crate) async fn run(run: &Run, composition: &Composition) {
                 }
                 journey.scores_moved(run);
             }
+            StageKind::Compare => compared = compare::run(run, stage).await,
             StageKind::Discuss | StageKind::Judge | StageKind::Verify | StageKind::Aggregate => {
                 unreachable!("group stages and the aggregate are run above")
             }
@@ -107,6 +116,7 @@ async fn per_group(run: &Run, stages: &[Stage], group: &str, journey: &Journey) 
             | StageKind::Score
             | StageKind::Assess
             | StageKind::Review
+            | StageKind::Compare
             | StageKind::Aggregate => {
                 unreachable!("panel stages are run one at a time")
             }

@@ -172,6 +172,17 @@ impl Stage {
         }
         s
     }
+    /// A setting's value as plain text (`3`, `true`, `all-pairs`).
+    pub fn plain(&self, key: &str) -> String {
+        match self.value(key) {
+            SettingValue::Text(t) => t,
+            other => other.to_string(),
+        }
+    }
+    /// A text or choice setting's value (panics like [`Self::integer`]).
+    pub fn text(&self, key: &str) -> String {
+        self.choice(key)
+    }
     /// Whether the stage checks a group's consensus and ends on it.
     pub fn stops_on_consensus(&self) -> bool {
         self.kind == StageKind::Discuss && !self.is("stop", "none")
@@ -263,6 +274,18 @@ impl Composition {
             return out;
         }
         let last = self.stages.len() - 1;
+        if let Some(at) = self.stages.iter().position(|s| s.kind == StageKind::Compare)
+            && self.stages.len() != 2
+        {
+            say(
+                at,
+                "kind",
+                "`compare` judges pairs of candidates, not scores: a composition with it is `compare` then \
+                 `aggregate`, and nothing else"
+                    .into(),
+            );
+            return out;
+        }
         // Whether the members have scores by a stage: an evaluation, a
         // scoring, or a discussion (each turn ends with the speaker's scores).
         let mut scored = false;
@@ -302,6 +325,7 @@ impl Composition {
                     "kind",
                     "`review` reads each member's reasons per dimension: put an `assess` stage before it".into(),
                 ),
+                StageKind::Aggregate if self.has(StageKind::Compare) => {}
                 StageKind::Judge | StageKind::Verify | StageKind::Aggregate if !scored => say(
                     i,
                     "kind",

@@ -3,7 +3,10 @@
 //! types and defaults). The panel checker, `moot providers` and the docs read
 //! these declarations; the engine's `stages` folder runs them.
 
-use crate::panel::protocol::{Paper, SettingKind, SettingSpec};
+use crate::panel::protocol::pairwise::{
+    PAIRING, PER_CRITERION, PROMPT, REFERENCE, REPLY_TOKENS, SAMPLING, SWAP, VOTES,
+};
+use crate::panel::protocol::{CANDIDATE_NAME, Paper, SettingKind, SettingSpec};
 
 /// The stages a composition is made of.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
@@ -17,6 +20,7 @@ pub enum StageKind {
     Discuss,
     Judge,
     Verify,
+    Compare,
     Aggregate,
 }
 
@@ -218,6 +222,31 @@ pub const VERIFY: StageSpec = StageSpec {
     settings: &[],
 };
 
+/// A pairwise setting as the `compare` stage takes it: moot's own, no paper's.
+const fn any(spec: SettingSpec) -> SettingSpec {
+    SettingSpec { paper: Paper::Any, ..spec }
+}
+
+pub const COMPARE: StageSpec = StageSpec {
+    kind: StageKind::Compare,
+    id: "compare",
+    about: "every member judges each pair of the item's candidates (A, B or tie), in both orders and several \
+            votes as set, with bias controls; the aggregate then decides each pair by the swap rule and the \
+            members' majority, and ranks the candidates",
+    reach: Reach::Panel,
+    settings: &[
+        any(VOTES),
+        any(SWAP),
+        any(PAIRING),
+        any(REFERENCE),
+        any(PER_CRITERION),
+        CANDIDATE_NAME,
+        any(REPLY_TOKENS),
+        any(PROMPT),
+        any(SAMPLING),
+    ],
+};
+
 pub const AGGREGATE: StageSpec = StageSpec {
     kind: StageKind::Aggregate,
     id: "aggregate",
@@ -241,7 +270,8 @@ pub const AGGREGATE: StageSpec = StageSpec {
 };
 
 /// Every stage, in the order the docs list them.
-pub const ALL: &[&StageSpec] = &[&STEPS, &EVALUATE, &SCORE, &ASSESS, &REVIEW, &DISCUSS, &JUDGE, &VERIFY, &AGGREGATE];
+pub const ALL: &[&StageSpec] =
+    &[&STEPS, &EVALUATE, &SCORE, &ASSESS, &REVIEW, &DISCUSS, &JUDGE, &VERIFY, &COMPARE, &AGGREGATE];
 
 impl StageKind {
     pub fn spec(self) -> &'static StageSpec {
@@ -254,6 +284,7 @@ impl StageKind {
             StageKind::Discuss => &DISCUSS,
             StageKind::Judge => &JUDGE,
             StageKind::Verify => &VERIFY,
+            StageKind::Compare => &COMPARE,
             StageKind::Aggregate => &AGGREGATE,
         }
     }

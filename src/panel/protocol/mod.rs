@@ -24,7 +24,7 @@ use crate::roles::Role;
 /// `protocols/mod.rs`).
 macro_rules! catalogue {
     ($($variant:ident => $module:ident),* $(,)?) => {
-        $(mod $module;)*
+        $(pub(crate) mod $module;)*
 
         /// Judging protocols moot runs.
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -240,7 +240,7 @@ pub(super) const HISTORY: SettingSpec = SettingSpec {
 };
 
 /// `candidate_name`, which protocols with a pairwise mode declare.
-pub(super) const CANDIDATE_NAME: SettingSpec = SettingSpec {
+pub(crate) const CANDIDATE_NAME: SettingSpec = SettingSpec {
     key: "candidate_name",
     kind: SettingKind::Text { default: "Summary" },
     about: "what the agents call two candidates they compare: \"Summary A\" and \"Summary B\"",
@@ -398,6 +398,7 @@ impl ProtocolSection {
     /// What the live screen shows of the run.
     pub fn screen(&self) -> Screen {
         match self.written() {
+            Some(c) if c.has(StageKind::Compare) => Screen::Pairs,
             Some(c) if c.has(StageKind::Review) => Screen::Review,
             Some(c) if c.has(StageKind::Steps) => Screen::Steps,
             Some(_) => Screen::Discussion,
@@ -407,9 +408,27 @@ impl ProtocolSection {
     /// What the run's results are, as the reports read them.
     pub fn results(&self) -> Results {
         match self.written() {
+            Some(c) if c.has(StageKind::Compare) => Results::Pairs,
             Some(c) if c.has(StageKind::Review) => Results::ReviewedScores,
             Some(_) => Results::Scores,
             None => self.spec().results,
+        }
+    }
+    /// Whether a person can watch a run blind (`moot run --blind`).
+    pub fn blind(&self) -> bool {
+        match self.written() {
+            Some(c) => c.has(StageKind::Compare),
+            None => self.spec().blind,
+        }
+    }
+    /// A setting of the run's comparison of pairs: its `compare` stage's,
+    /// else the protocol's own (the pairwise modes declare
+    /// `candidate_name`), else `None`.
+    pub fn pairs_option(&self, key: &str) -> Option<String> {
+        let compare = self.composition().and_then(|c| c.of(StageKind::Compare).next().cloned());
+        match compare {
+            Some(stage) if stage.spec().setting(key).is_some() => Some(stage.plain(key)),
+            _ => self.option(key),
         }
     }
     /// Whether judges follow evaluation steps (shown, editable before scoring).
@@ -513,6 +532,9 @@ impl ProtocolSection {
     /// tie) rather than rating its content: as its [`Results`] declare, in
     /// this run's `mode`.
     pub fn compares_pairs(&self) -> bool {
+        if self.kind.takes_stages() {
+            return self.stages.iter().any(|s| s.kind == StageKind::Compare);
+        }
         match self.spec().results {
             Results::Pairs => true,
             Results::ScoresOrPairs => self.is("mode", "pairwise"),

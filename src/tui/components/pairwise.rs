@@ -81,7 +81,7 @@ pub fn layout(f: &mut Frame, app: &mut App, body: Rect, draw_pane: fn(&mut Frame
 /// pairing (the comparisons seen so far may be fewer while turns start).
 fn expected_pairs(v: &SessionView) -> usize {
     let n = v.item.as_ref().and_then(|i| i.candidates.as_ref()).map_or(0, Vec::len);
-    let planned = match v.panel.as_ref().map(|p| p.protocol.choice("pairing")).as_deref() {
+    let planned = match v.panel.as_ref().and_then(|p| p.protocol.pairs_option("pairing")).as_deref() {
         Some("all-pairs") => n * n.saturating_sub(1) / 2,
         _ => n.saturating_sub(1),
     };
@@ -90,7 +90,8 @@ fn expected_pairs(v: &SessionView) -> usize {
 
 /// What the judges call a candidate ("Summary").
 fn noun(v: &SessionView) -> String {
-    let n = v.panel.as_ref().map(|p| p.protocol.text("candidate_name").trim().to_string()).unwrap_or_default();
+    let n = v.panel.as_ref().and_then(|p| p.protocol.pairs_option("candidate_name")).unwrap_or_default();
+    let n = n.trim().to_string();
     if n.is_empty() { "Summary".into() } else { n }
 }
 

@@ -11,8 +11,8 @@ use futures::future::join_all;
 use super::{Strategy, discuss, independent_first, plan};
 use crate::engine::discussion::turns::Ask;
 use crate::engine::labels::{self, GroupOutcome, Pair, Talk, Until};
-use crate::engine::protocols::pairwise::prompts::render_pair;
 use crate::engine::runtime::Run;
+use crate::engine::stages::compare::prompts::render_pair;
 
 pub(super) async fn run(run: &Run) {
     let Some(cands) = run.item().candidates.clone() else { return };

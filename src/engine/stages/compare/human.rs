@@ -19,7 +19,7 @@ use super::{panel_event, publish};
 use crate::engine::pairs::PairwiseState;
 use crate::engine::pairs::combine::Preference;
 use crate::engine::runtime::Run;
-use crate::panel::Protocol;
+use crate::panel::Results;
 use crate::session::event::EventKind;
 
 /// Which pair a command names, and what it prefers.
@@ -31,7 +31,7 @@ struct Target {
 
 impl Run {
     fn pair_target(&self, command: &str, first: &str, second: &str, author: &str) -> Option<Target> {
-        if self.panel.protocol != Protocol::Pairwise {
+        if self.panel.protocol.results() != Results::Pairs {
             let protocol = self.panel.protocol.kind.as_str();
             self.reject(command, format!("{protocol} compares no pairs: {command} works in pairwise runs"), author);
             return None;

@@ -1,6 +1,7 @@
-//! Pairwise judging with bias controls (after MASA's recommendations): a
-//! judge sees two candidates as "Summary A" and "Summary B" and says `A`,
-//! `B` or `tie`.
+//! `compare`: pairwise judging with bias controls (after MASA's
+//! recommendations): a judge sees two candidates as "Summary A" and
+//! "Summary B" and says `A`, `B` or `tie`. The stage runs the comparisons;
+//! the `aggregate` stage decides each pair from them ([`decide`]).
 //!
 //! - [`label`](crate::engine::pairs::label): the label verdict (what a judge's reply must end with, its
 //!   JSON schema for the local model, and how a reply is read; a reply that
@@ -14,7 +15,7 @@
 //!   (n−1 comparisons) or all pairs (n(n−1)/2), with a ranking from win
 //!   rates.
 //! - [`prompts`]: one judge's request for one order of one pair, under the
-//!   baseline or the enhanced instructions (the panel's `prompt`). With
+//!   baseline or the enhanced instructions (the stage's `prompt`). With
 //!   `sampling = "paper"` the judges sample as the paper's evaluators
 //!   (temperature 0, top_p 0.1), whatever the panel's `[generation]` says.
 //!
@@ -42,6 +43,7 @@ use crate::engine::runtime::{Run, Spoken, TurnSpec};
 use crate::engine::trim::Prompt;
 use crate::engine::verdict::Verdict;
 use crate::item::Candidate;
+use crate::panel::composition::Stage;
 use crate::provider::ProviderError;
 use crate::session::event::{EventKind, Phase, Role};
 use crate::session::pairwise::{PairRef, RankEntry};
@@ -59,11 +61,23 @@ struct Job {
     vote: u32,
 }
 
-pub(crate) async fn run(run: &Run) {
-    let Some(cands) = run.item().candidates.clone() else { return };
-    let Some(pairs) = pairs_of(run, &cands) else { return };
-    let votes = u32::try_from(run.panel.protocol.integer("votes")).unwrap_or(1).max(1);
-    let swap = run.panel.protocol.flag("swap");
+/// The comparisons of an item's pairs, for the aggregate to decide.
+pub(crate) struct Compared {
+    cands: Vec<Candidate>,
+    pairs: Vec<(usize, usize)>,
+    jobs: Vec<Job>,
+    labels: Vec<Option<Label>>,
+    votes: u32,
+    swap: bool,
+}
+
+/// Every judge compares every pair, in each order and vote, all at once.
+/// `None` when the item has no pairs to compare (the run has failed).
+pub(crate) async fn run(run: &Run, stage: &Stage) -> Option<Compared> {
+    let cands = run.item().candidates.clone()?;
+    let pairs = pairs_of(run, stage, &cands)?;
+    let votes = u32::try_from(stage.integer("votes")).unwrap_or(1).max(1);
+    let swap = stage.flag("swap");
     let judges = run.state().agents.len();
 
     let blind = run.config.blind;
@@ -103,22 +117,27 @@ pub(crate) async fn run(run: &Run) {
             })
         })
         .collect();
-    let keys: Vec<String> = if run.panel.protocol.flag("per_criterion") {
+    let keys: Vec<String> = if stage.flag("per_criterion") {
         run.panel.dimensions.iter().map(|d| d.key.clone()).collect()
     } else {
         Vec::new()
     };
     let verdict = LabelVerdict::new(&keys);
-    let labels = join_all(jobs.iter().map(|&job| judge_one(run, &verdict, &cands, pairs[job.pair], job))).await;
-    if run.quit.is_cancelled() {
-        return;
-    }
+    let labels = join_all(jobs.iter().map(|&job| judge_one(run, stage, &verdict, &cands, pairs[job.pair], job))).await;
+    Some(Compared { cands, pairs, jobs, labels, votes, swap })
+}
 
+/// Each judge's decision on each pair (votes per order by majority, then
+/// the swap rule), the panel's, and the result with its ranking.
+pub(crate) fn decide(run: &Run, compared: &Compared) {
+    let Compared { cands, pairs, jobs, labels, votes, swap } = compared;
+    let (votes, swap) = (*votes, *swap);
+    let judges = run.state().agents.len();
     run.emit(EventKind::PhaseStarted { phase: Phase::Aggregation, group: None, round: None });
     let names: Vec<String> = run.state().agents.iter().map(|a| a.name.clone()).collect();
     let votes_of = |judge: usize, pair: usize, swapped: bool| -> Vec<Option<Label>> {
         jobs.iter()
-            .zip(&labels)
+            .zip(labels)
             .filter(|(j, _)| j.judge == judge && j.pair == pair && j.swapped == swapped)
             .map(|(_, l)| *l)
             .collect()
@@ -198,11 +217,11 @@ fn panel_event(pw: &PairwiseState, p: usize) -> EventKind {
 
 /// The pairs to compare, by the panel's `pairing` and `reference`; fails the
 /// run (and returns `None`) when the reference names no candidate.
-fn pairs_of(run: &Run, cands: &[Candidate]) -> Option<Vec<(usize, usize)>> {
-    let pairing = match run.panel.protocol.choice("pairing").as_str() {
+fn pairs_of(run: &Run, stage: &Stage, cands: &[Candidate]) -> Option<Vec<(usize, usize)>> {
+    let pairing = match stage.choice("pairing").as_str() {
         "all-pairs" => Pairing::AllPairs,
         _ => {
-            let reference = run.panel.protocol.text("reference");
+            let reference = stage.text("reference");
             let reference = reference.trim();
             if reference.is_empty() {
                 Pairing::Reference(0)
@@ -225,6 +244,7 @@ fn pairs_of(run: &Run, cands: &[Candidate]) -> Option<Vec<(usize, usize)>> {
 /// One judge's verdict on one order of a pair: `None` when it could not be read.
 async fn judge_one(
     run: &Run,
+    stage: &Stage,
     verdict: &LabelVerdict<'_>,
     cands: &[Candidate],
     (i, k): (usize, usize),
@@ -239,7 +259,7 @@ async fn judge_one(
         (a.name.clone(), a.group.clone(), a.spec.clone())
     };
     // The paper's sampling replaces the panel's temperature and top_p.
-    let paper_sampling = run.panel.protocol.is("sampling", "paper");
+    let paper_sampling = stage.is("sampling", "paper");
     let (temperature, top_p) = if paper_sampling {
         (Some(PAPER_SAMPLING.0), Some(PAPER_SAMPLING.1))
     } else {
@@ -247,7 +267,7 @@ async fn judge_one(
     };
     let binding = run.config.bindings.for_agent(&name).clone();
     let binding = if paper_sampling { binding.with_top_p(top_p) } else { binding };
-    let noun = run.panel.protocol.text("candidate_name").trim().to_string();
+    let noun = stage.text("candidate_name").trim().to_string();
     let noun = if noun.is_empty() { "Summary".to_string() } else { noun };
     let (a, b) = if job.swapped { (&cands[k], &cands[i]) } else { (&cands[i], &cands[k]) };
     let messages = prompts::compare_messages(
@@ -257,9 +277,9 @@ async fn judge_one(
         &noun,
         (&a.text, &b.text),
         &verdict.instructions(),
-        prompts::Guidance::of(&run.panel),
+        prompts::Guidance::of(stage.is("prompt", "enhanced")),
     );
-    let reply_tokens = u32::try_from(run.panel.protocol.integer("reply_tokens")).unwrap_or(256);
+    let reply_tokens = u32::try_from(stage.integer("reply_tokens")).unwrap_or(256);
     let pair = PairRef { first: cands[i].id.clone(), second: cands[k].id.clone(), swapped: job.swapped };
     let turn = TurnSpec {
         participant: &name,

@@ -68,8 +68,9 @@ pub enum Guidance {
 
 impl Guidance {
     /// The panel's `prompt` setting.
-    pub fn of(panel: &Panel) -> Self {
-        if panel.protocol.is("prompt", "enhanced") { Guidance::Enhanced } else { Guidance::Baseline }
+    /// The enhanced instructions, or the baseline's.
+    pub fn of(enhanced: bool) -> Self {
+        if enhanced { Guidance::Enhanced } else { Guidance::Baseline }
     }
 }
 
