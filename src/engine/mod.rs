@@ -28,7 +28,6 @@ pub mod vote;
 pub mod weighted;
 
 mod commands;
-pub mod protocols;
 mod runtime;
 pub mod stages;
 
@@ -77,7 +76,7 @@ pub async fn run(config: EngineConfig, recorder: Recorder, mut commands: Unbound
         if let Some(why) = unjudgeable(&run) {
             run.fail(why);
         } else {
-            protocols::run(&run).await;
+            stages::run_protocol(&run).await;
         }
         if linger && !run.quit.is_cancelled() {
             run.quit.cancelled().await;

@@ -4,7 +4,7 @@
 //! items and statistics at the bottom. A module may use its own layer (if
 //! the layer's modules use each other one way only) and the layers below,
 //! never a layer above. Inside the engine, its sub-modules (`engine/<name>`,
-//! and each runner folder `engine/protocols/<name>`) use each other one way
+//! and each stage folder `engine/stages/<name>`) use each other one way
 //! only too; a folder's `mod.rs` sits above the modules of its folder.
 //! Checked on the `crate::…`, `super::…` and `self::…` paths each source
 //! file names.
@@ -192,15 +192,14 @@ fn engine_uses(text: &str, module: &[String]) -> Vec<Vec<String>> {
 }
 
 /// The engine's sub-module an absolute path lies in: `runtime` for
-/// `engine::runtime::…`, `protocols/sage_eval` for a runner,
-/// `stages/discuss` for a stage, and `engine`, `protocols` or `stages` for
-/// what the folders' `mod.rs` define.
+/// `engine::runtime::…`, `stages/discuss` for a stage, and `engine` or
+/// `stages` for what the folders' `mod.rs` define.
 fn engine_node(path: &[String], engine: &BTreeSet<String>, runners: &BTreeSet<String>) -> Option<String> {
     if path.first().is_none_or(|m| m != "engine") {
         return None;
     }
     match path.get(1) {
-        Some(p) if p == "protocols" || p == "stages" => Some(match path.get(2) {
+        Some(p) if p == "stages" => Some(match path.get(2) {
             Some(r) if runners.contains(&format!("{p}/{r}")) => format!("{p}/{r}"),
             _ => p.clone(),
         }),
@@ -219,13 +218,9 @@ fn children(dir: &Path) -> BTreeSet<String> {
         .collect()
 }
 
-/// The protocols' runners and the stages, as `protocols/pairwise`, `stages/discuss`.
+/// The stages' folders and files, as `stages/discuss`.
 fn runners(src: &Path) -> BTreeSet<String> {
-    let mut out = BTreeSet::new();
-    for folder in ["protocols", "stages"] {
-        out.extend(children(&src.join("engine").join(folder)).into_iter().map(|r| format!("{folder}/{r}")));
-    }
-    out
+    children(&src.join("engine/stages")).into_iter().map(|r| format!("stages/{r}")).collect()
 }
 
 /// The uses between the engine's sub-modules, with a use found for each.
@@ -315,24 +310,23 @@ fn the_scan_reads_grouped_and_inline_paths() {
 
 #[test]
 fn the_engine_scan_resolves_super_self_and_nested_groups() {
-    let module: Vec<String> = ["engine", "protocols", "g_eval", "cache"].map(String::from).to_vec();
+    let module: Vec<String> = ["engine", "stages", "steps", "cache"].map(String::from).to_vec();
     let text = "use super::super::{labels, turns::{self, Ask}};\nuse self::inner::X;\n\
                 // crate::engine::trim in a comment\nfn f() { super::prompts::go(); crate::engine::verdict::V::x(); }";
     let paths: BTreeSet<String> = engine_uses(text, &module).iter().map(|p| p.join("::")).collect();
     let expected = [
-        "engine::protocols::labels",
-        "engine::protocols::turns",
-        "engine::protocols::turns::Ask",
-        "engine::protocols::g_eval::cache::inner::X",
-        "engine::protocols::g_eval::prompts::go",
+        "engine::stages::labels",
+        "engine::stages::turns",
+        "engine::stages::turns::Ask",
+        "engine::stages::steps::cache::inner::X",
+        "engine::stages::steps::prompts::go",
         "engine::verdict::V::x",
     ];
     assert_eq!(paths, expected.into_iter().map(String::from).collect());
-    let engine: BTreeSet<String> = ["protocols", "verdict"].map(String::from).into();
-    let runners: BTreeSet<String> = ["protocols/g_eval", "stages/discuss"].map(String::from).into();
+    let engine: BTreeSet<String> = ["stages", "verdict"].map(String::from).into();
+    let runners: BTreeSet<String> = ["stages/steps", "stages/discuss"].map(String::from).into();
     let node = |p: &str| engine_node(&p.split("::").map(String::from).collect::<Vec<_>>(), &engine, &runners);
-    assert_eq!(node("engine::protocols::g_eval::prompts::go").as_deref(), Some("protocols/g_eval"));
-    assert_eq!(node("engine::protocols::run").as_deref(), Some("protocols"));
+    assert_eq!(node("engine::stages::steps::prompts::go").as_deref(), Some("stages/steps"));
     assert_eq!(node("engine::stages::discuss::summary::go").as_deref(), Some("stages/discuss"));
     assert_eq!(node("engine::stages::run").as_deref(), Some("stages"));
     assert_eq!(node("engine::verdict::V").as_deref(), Some("verdict"));

@@ -1,9 +1,9 @@
-//! Only a protocol's own folders decide by its name: its declaration in
-//! `src/panel/protocol/` and its runner in `src/engine/protocols/` (whose
-//! `mod.rs` holds the one dispatch to the runners). Everything else — the
-//! runtime, the screens, the reports — reads what a protocol declares in its
-//! `ProtocolSpec` or what its settings say, so a new protocol states each of
-//! those properties instead of silently taking a `_ =>` default.
+//! Only a protocol's own folder decides by its name: its declaration in
+//! `src/panel/protocol/` (which builds its run as stages). Everything else
+//! — the engine's stages, the runtime, the screens, the reports — reads
+//! what a protocol declares in its `ProtocolSpec`, what its stages are or
+//! what its settings say, so a new protocol states each of those properties
+//! instead of silently taking a `_ =>` default.
 //!
 //! Checked on the code of every other source file (its test modules, the
 //! test kit and comments left out): no `Protocol::<Variant>` path, and no
@@ -17,7 +17,7 @@ use std::path::Path;
 use super::layers::rust_files;
 
 /// Folders where deciding by a protocol's name is the point.
-const OWN: &[&str] = &["panel/protocol", "engine/protocols", "testkit"];
+const OWN: &[&str] = &["panel/protocol", "testkit"];
 
 /// The protocols' variants and names, as the catalogue and the declaration
 /// files give them (`MajEval`, `maj-eval`).

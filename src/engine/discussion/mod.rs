@@ -57,6 +57,10 @@ pub(crate) trait Floor: Sync {
     fn end_of_round(&mut self, _run: &Run, _group: &str, _round: u32) -> bool {
         true
     }
+    /// Whether the group came to agree (an agreement ends the discussion).
+    fn agreed(&self) -> bool {
+        false
+    }
 }
 
 /// How the next speaker of a group is chosen.
@@ -93,9 +97,6 @@ impl Order {
             last: None,
             turns: 0,
         }
-    }
-    pub fn rounds(run: &Run, group: &str) -> Self {
-        Self::rounds_of(run, group, run.panel.consensus.max_rounds, true)
     }
     /// `max_rounds` rounds, shuffled (seeded) or in the panel's order.
     pub fn rounds_of(run: &Run, group: &str, max_rounds: u32, shuffle: bool) -> Self {

@@ -305,6 +305,9 @@ impl Floor for Talk<'_> {
         let shared = prompts::shared_so_far(t.panel, shared, &t.speaker.name, t.round, so_far);
         vec![self.pair.system(t.panel), ChatMessage::user(shared)]
     }
+    fn agreed(&self) -> bool {
+        self.agreed.is_some()
+    }
     fn end_of_round(&mut self, run: &Run, group: &str, round: u32) -> bool {
         if self.until == Until::AllRounds {
             return true;

@@ -23,18 +23,41 @@ mod verify;
 
 use futures::future::join_all;
 
-pub(crate) use discuss::summary::summarize;
 pub use steps::{CachedSteps, REVIEW_AUTHOR, StepsCache};
 
 use super::runtime::Run;
+use crate::engine::labels::{self, Pair};
 use crate::panel::composition::{Composition, Reach, Stage, StageKind, When};
 use journey::Journey;
+
+/// Run the panel's protocol to its end: the stages its declaration builds
+/// from its settings, or those the panel wrote.
+pub(crate) async fn run_protocol(run: &Run) {
+    match run.panel.protocol.composition() {
+        Some(composition) => self::run(run, &composition).await,
+        None => run.fail(format!("{} has no stages for this run", run.panel.protocol.kind.as_str())),
+    }
+}
 
 /// Take the run through `composition`'s stages.
 pub(crate) async fn run(run: &Run, composition: &Composition) {
     let journey = Journey::default();
     let mut assessed = Vec::new();
     let mut compared = None;
+    // A run that discusses a pair of candidates (the pairwise modes of the
+    // discussions) asks every stage for label verdicts on it.
+    let cands = run.item().candidates.clone().unwrap_or_default();
+    let by_labels = run.panel.protocol.compares_pairs() && !composition.has(StageKind::Compare);
+    let pair = if by_labels {
+        match Pair::of(run, &cands) {
+            Some(pair) => Some(pair),
+            // The engine refuses such an item before the run starts.
+            None => return,
+        }
+    } else {
+        None
+    };
+    let pair = pair.as_ref();
     let stages = &composition.stages;
     let mut i = 0;
     while i < stages.len() {
@@ -48,7 +71,7 @@ pub(crate) async fn run(run: &Run, composition: &Composition) {
             match (&compared, composition.has(StageKind::Compare)) {
                 (Some(compared), _) => compare::decide(run, compared),
                 (None, true) => {}
-                (None, false) => aggregate::run(run, stage, &journey).await,
+                (None, false) => aggregate::run(run, stage, &journey, pair).await,
             }
             i += 1;
             continue;
@@ -60,14 +83,14 @@ pub(crate) async fn run(run: &Run, composition: &Composition) {
         if stage.spec().reach == Reach::Group {
             let end = stages[i..].iter().position(|s| s.spec().reach != Reach::Group).map_or(stages.len(), |n| i + n);
             let segment = &stages[i..end];
-            join_all(run.panel.groups.iter().map(|g| per_group(run, segment, &g.name, &journey))).await;
+            join_all(run.panel.groups.iter().map(|g| per_group(run, segment, &g.name, &journey, pair))).await;
             i = end;
             continue;
         }
         match stage.kind {
             StageKind::Steps => steps::run(run, stage).await,
             StageKind::Evaluate => {
-                evaluate::run(run, stage).await;
+                evaluate::run(run, stage, pair).await;
                 journey.set_evaluated();
                 journey.scores_moved(run);
             }
@@ -99,17 +122,17 @@ pub(crate) async fn run(run: &Run, composition: &Composition) {
 }
 
 /// One group through a run of group stages.
-async fn per_group(run: &Run, stages: &[Stage], group: &str, journey: &Journey) {
+async fn per_group(run: &Run, stages: &[Stage], group: &str, journey: &Journey, pair: Option<&Pair<'_>>) {
     for stage in stages {
         if run.stop.is_cancelled() {
             return;
         }
-        if !holds(run, stage.when, group, journey) {
+        if !holds(run, stage.when, group, journey, pair.is_some()) {
             continue;
         }
         match stage.kind {
-            StageKind::Discuss => discuss::run(run, stage, group, journey).await,
-            StageKind::Judge => judge::run(run, group, journey).await,
+            StageKind::Discuss => discuss::run(run, stage, group, journey, pair).await,
+            StageKind::Judge => judge::run(run, group, journey, pair).await,
             StageKind::Verify => verify::run(run, group, journey).await,
             StageKind::Steps
             | StageKind::Evaluate
@@ -125,8 +148,9 @@ async fn per_group(run: &Run, stages: &[Stage], group: &str, journey: &Journey) 
 }
 
 /// Whether `when` holds for `group`: its latest consensus check (made now,
-/// by the panel's rule, where none was).
-fn holds(run: &Run, when: When, group: &str, journey: &Journey) -> bool {
+/// by the panel's rule, or on labels the same label from everyone, where
+/// none was).
+fn holds(run: &Run, when: When, group: &str, journey: &Journey, by_labels: bool) -> bool {
     if when == When::Always {
         return true;
     }
@@ -134,7 +158,8 @@ fn holds(run: &Run, when: When, group: &str, journey: &Journey) -> bool {
     let agreed = match known {
         Some(a) => a,
         None => {
-            let a = run.check_consensus(group, None);
+            let a =
+                if by_labels { labels::check(run, group, None).is_some() } else { run.check_consensus(group, None) };
             journey.group(group).agreed = Some(a);
             a
         }

@@ -59,12 +59,9 @@ pub(super) const SPEC: ProtocolSpec = ProtocolSpec {
 
 /// First evaluations (unless the first round is the debate's), then `turns`
 /// rounds of discussion one by one in the panel's order, or simultaneous
-/// (with a summarizer after each); the means of the last evaluations. The
-/// pairwise mode is its own runner.
+/// (with a summarizer after each); the means of the last evaluations. In the
+/// pairwise mode the same stages give label verdicts on the pair.
 fn compose(p: &ProtocolSection) -> Option<Composition> {
-    if p.compares_pairs() {
-        return None;
-    }
     let mut stages = Vec::new();
     if p.is("first_round", "independent") {
         stages.push(Stage::new(StageKind::Evaluate).with("confidence", false));

@@ -63,21 +63,19 @@ pub(super) const SPEC: ProtocolSpec = ProtocolSpec {
 /// First evaluations with confidence; shuffled rounds of collaboration (or
 /// of argument: the debate ablation) until consensus or a round that moves
 /// nobody; a final judge for a group still apart (per criterion: inside the
-/// discussion, for each criterion that does not agree); the means. The
-/// pairwise mode is its own runner.
+/// discussion, for each criterion that does not agree); the means. In the
+/// pairwise mode the same stages give label verdicts on the pair, and the
+/// consensus is the same label from everyone.
 fn compose(p: &ProtocolSection) -> Option<Composition> {
-    if p.compares_pairs() {
-        return None;
+    let pairs = p.compares_pairs();
+    let per_criterion = !pairs && p.is("scope", "per-criterion");
+    let mut discuss = Stage::new(StageKind::Discuss)
+        .with("talk", if p.is("discussion", "debate") { "argue" } else { "collaborate" })
+        .with("stop", "consensus-or-unchanged");
+    if !pairs {
+        discuss = discuss.with("agreement", p.choice("consensus")).with("scope", p.choice("scope"));
     }
-    let per_criterion = p.is("scope", "per-criterion");
-    let mut stages = vec![
-        Stage::new(StageKind::Evaluate),
-        Stage::new(StageKind::Discuss)
-            .with("talk", if p.is("discussion", "debate") { "argue" } else { "collaborate" })
-            .with("stop", "consensus-or-unchanged")
-            .with("agreement", p.choice("consensus"))
-            .with("scope", p.choice("scope")),
-    ];
+    let mut stages = vec![Stage::new(StageKind::Evaluate), discuss];
     if !per_criterion {
         stages.push(Stage::new(StageKind::Judge).when(When::NoConsensus));
     }

@@ -61,11 +61,9 @@ pub(super) const SPEC: ProtocolSpec = ProtocolSpec {
 
 /// First evaluations (unless the rounds start in sequence, each agent
 /// reviewing the one before), shuffled rounds until all agree, and the
-/// result by `result`. The pairwise mode is its own runner.
+/// result by `result`. In the pairwise
+/// mode the same stages give label verdicts on the pair.
 fn compose(p: &ProtocolSection) -> Option<Composition> {
-    if p.compares_pairs() {
-        return None;
-    }
     let sequential = p.is("start", "sequential");
     let mut stages = Vec::new();
     if !sequential {

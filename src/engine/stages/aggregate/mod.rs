@@ -6,19 +6,25 @@
 mod synthesis;
 
 use super::journey::{GroupPath, Journey};
+use crate::engine::labels::{self, GroupOutcome, Pair};
 use crate::engine::runtime::Run;
 use crate::engine::vote::GroupRule;
 use crate::panel::composition::Stage;
 use crate::session::event::{EventKind, Phase};
 
-pub(super) async fn run(run: &Run, stage: &Stage, journey: &Journey) {
+pub(super) async fn run(run: &Run, stage: &Stage, journey: &Journey, pair: Option<&Pair<'_>>) {
     for g in &run.panel.groups {
         if !journey.group(&g.name).finals_recorded {
             journey.record_finals(run, &g.name);
         }
     }
-    run.emit(EventKind::PhaseStarted { phase: Phase::Aggregation, group: None, round: None });
     let rule = GroupRule::named(&stage.choice("rule"));
+    if let Some(pair) = pair {
+        let outcomes: Vec<GroupOutcome> =
+            run.panel.groups.iter().map(|g| pair_outcome(run, &g.name, rule, &journey.group(&g.name), pair)).collect();
+        return labels::publish_result(run, pair, &outcomes);
+    }
+    run.emit(EventKind::PhaseStarted { phase: Phase::Aggregation, group: None, round: None });
     let synthesis = stage.choice("synthesis");
     let has_any = {
         let st = run.state();
@@ -95,4 +101,61 @@ fn account(run: &Run, group: &str, rule: GroupRule, path: &GroupPath, scoring: O
         return (method, format!("{group}: no result: no readable evaluation."));
     }
     (method, note)
+}
+
+/// A group's decision on the pair: the label everyone agreed on, the final
+/// judge's, or the vote of the members' latest labels by the rule (a
+/// confidence-weighted vote, else the majority).
+fn pair_outcome(run: &Run, group: &str, rule: GroupRule, path: &GroupPath, pair: &Pair<'_>) -> GroupOutcome {
+    let words = |l| pair.label_words(l);
+    let latest = labels::snapshot(run, group);
+    let same = {
+        let mut given = latest.values();
+        let first = given.next().copied().flatten();
+        first.filter(|_| latest.values().all(|l| *l == first))
+    };
+    let judged = || labels::label_of(run.state().judged.get(group));
+    let (label, how) = match rule {
+        GroupRule::ConfidenceWeighted => {
+            (labels::weighted(run, group), "the verdict with the most confidence behind it")
+        }
+        _ => (labels::majority(run, group), "majority of the last verdicts"),
+    };
+    let no_result = format!("{group}: no result: no evaluator gave a readable verdict.");
+    match (path.settled, path.agreed, path.judged) {
+        (true, Some(true), _) if same.is_some() => {
+            let method = if rule == GroupRule::Mean { "consensus" } else { rule.method() };
+            GroupOutcome { label: same, method, note: format!("{group}: every agent agreed: {}.", words(same)) }
+        }
+        (_, _, Some(true)) if judged().is_some() => {
+            let l = judged();
+            let note = format!("{group}: no agreement; the final judge decided: {}.", words(l));
+            GroupOutcome { label: l, method: "final_judge", note }
+        }
+        _ if label.is_none() => GroupOutcome { label, method: rule_method(rule), note: no_result },
+        (_, _, Some(false)) => GroupOutcome {
+            label,
+            method: "majority",
+            note: format!(
+                "{group}: no agreement and no final judgment; majority of the latest verdicts: {}.",
+                words(label)
+            ),
+        },
+        (true, ..) => GroupOutcome {
+            label,
+            method: rule_method(rule),
+            note: format!("{group}: no agreement within the rounds; {how}: {}.", words(label)),
+        },
+        (false, ..) => GroupOutcome {
+            label,
+            method: rule_method(rule),
+            note: format!("{group}: majority of each agent's last verdict: {}.", words(label)),
+        },
+    }
+}
+
+/// The method a vote of labels by `rule` is recorded with (the mean of
+/// labels is their majority).
+fn rule_method(rule: GroupRule) -> &'static str {
+    if rule == GroupRule::Mean { "majority" } else { rule.method() }
 }

@@ -12,6 +12,7 @@
 //! gives it its prompts and its stop rule.
 
 mod criteria;
+mod pairs;
 pub(crate) mod summary;
 
 use std::collections::BTreeMap;
@@ -20,6 +21,7 @@ use super::journey::Journey;
 use crate::engine::consensus::{self, ConsensusOutcome};
 use crate::engine::discussion::turns::{self, Ask};
 use crate::engine::discussion::{self, Floor, Order, Turn};
+use crate::engine::labels::Pair;
 use crate::engine::prompts::{self, HistoryEntry};
 use crate::engine::runtime::{Run, eval_scores};
 use crate::panel::ConsensusRule;
@@ -127,8 +129,12 @@ fn snapshot(run: &Run, group: &str, keys: &[String]) -> BTreeMap<String, Scores>
         .collect()
 }
 
-/// The group's talk, to its end; its finals are recorded after it.
-pub(super) async fn run(run: &Run, stage: &Stage, group: &str, journey: &Journey) {
+/// The group's talk, to its end; its finals are recorded after it. On a
+/// pair, the talk is of labels ([`pairs`]).
+pub(super) async fn run(run: &Run, stage: &Stage, group: &str, journey: &Journey, pair: Option<&Pair<'_>>) {
+    if let Some(pair) = pair {
+        return pairs::run(run, stage, group, journey, pair).await;
+    }
     let talk = Talk::of(stage);
     let agreement = Agreement::of(run, stage);
     let stops = stage.stops_on_consensus();
@@ -164,7 +170,8 @@ pub(super) async fn run(run: &Run, stage: &Stage, group: &str, journey: &Journey
         floor.reached = agreed;
     }
     if !floor.reached {
-        talk_to_end(run, stage, group, &mut floor).await;
+        let subject = run.item().content.clone();
+        talk_to_end(run, stage, group, &mut floor, &subject).await;
     }
     journey.record_finals(run, group);
     if stops {
@@ -182,22 +189,22 @@ fn rounds(run: &Run, stage: &Stage) -> u32 {
     }
 }
 
-/// The turns in the stage's order until it runs out or the floor ends it.
-async fn talk_to_end(run: &Run, stage: &Stage, group: &str, floor: &mut Speaking<'_>) {
+/// The turns in the stage's order until it runs out or the floor ends it;
+/// `subject` is what the summarizer is told is under evaluation.
+async fn talk_to_end<F: Floor>(run: &Run, stage: &Stage, group: &str, floor: &mut F, subject: &str) {
     let max = rounds(run, stage);
     match stage.choice("order").as_str() {
         "moderated" => discussion::discuss(run, group, floor, Order::moderated(run, group)).await,
-        "simultaneous" if floor.summarized => {
-            let subject = run.item().content.clone();
+        "simultaneous" if stage.flag("summarizer") => {
             for round in 1..=max {
                 if ended(run) {
                     break;
                 }
                 discussion::discuss(run, group, floor, Order::simultaneous(round, round)).await;
-                if ended(run) || floor.reached {
+                if ended(run) || floor.agreed() {
                     break;
                 }
-                summary::summarize(run, group, round, &subject).await;
+                summary::summarize(run, group, round, subject).await;
             }
         }
         "simultaneous" => discussion::discuss(run, group, floor, Order::simultaneous(1, max)).await,
@@ -231,6 +238,9 @@ struct Speaking<'a> {
 }
 
 impl Floor for Speaking<'_> {
+    fn agreed(&self) -> bool {
+        self.reached
+    }
     fn phase(&self) -> Phase {
         if self.talk == Talk::Debate { Phase::Debate } else { Phase::Discussion }
     }
