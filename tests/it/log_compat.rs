@@ -176,3 +176,34 @@ fn every_recorded_log_loads_replays_and_reports_as_before() {
     }
     insta::assert_snapshot!(digest);
 }
+
+/// The recorded runs of the bundled compositions (`sessions/examples/compositions/`,
+/// real runs of the embedded model, log version 5): each loads, folds to a
+/// completed run with a result, prints its stages with `moot sessions show`
+/// and reads into a report.
+#[test]
+fn the_composition_examples_load_replay_and_report() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("sessions/examples/compositions");
+    for name in ["summary-geval-verified", "summary-collab-debate"] {
+        let path = dir.join(format!("{name}.jsonl"));
+        let loaded = parse_log(&std::fs::read(&path).unwrap());
+        assert!(loaded.warnings().is_empty(), "{name}: {:?}", loaded.warnings());
+        let view = SessionView::from_events(&loaded.events);
+        assert_eq!(view.schema_version, 5, "{name}");
+        assert_eq!(view.protocol, "composition", "{name}");
+        assert_eq!(view.state, RunState::Ended(EndStatus::Completed), "{name}");
+        assert!(view.aggregate.as_ref().is_some_and(|a| !a.scores.is_empty()), "{name}: a result");
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_moot"))
+            .env("NO_COLOR", "1")
+            .args(["sessions", "show"])
+            .arg(&path)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{name}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(text.contains("no paper; stages: "), "{name}: {text}");
+        let report = load_records(std::slice::from_ref(&path), 1);
+        assert!(report.problems.is_empty(), "{name}: {:?}", report.problems);
+        assert_eq!(report.records.len(), 1);
+    }
+}
