@@ -16,15 +16,19 @@ pub fn draw(f: &mut Frame, area: Rect, app: &mut App) {
     let focused = app.focus == Focus::Moderator;
     let v = &app.vm.session;
     // Protocols that speak in rounds count rounds; a moderated debate counts turns.
-    let (collab, max, policy) = match &v.panel {
-        Some(p) => match p.protocol.speaking_order() {
-            SpeakingOrder::Rounds { rounds, how } => (true, i64::from(rounds.unwrap_or(p.consensus.max_rounds)), how),
-            SpeakingOrder::Moderated | SpeakingOrder::Independent => {
-                (false, i64::from(p.moderator.max_turns), p.moderator.policy.as_str().to_string())
-            }
-        },
-        None => (false, 0, String::new()),
+    let order = v.panel.as_ref().map(|p| p.protocol.speaking_order());
+    let (collab, max, policy) = match (&v.panel, &order) {
+        (Some(p), Some(SpeakingOrder::Rounds { rounds, how })) => {
+            (true, i64::from(rounds.unwrap_or(p.consensus.max_rounds)), how.clone())
+        }
+        (Some(p), Some(SpeakingOrder::Moderated)) => {
+            (false, i64::from(p.moderator.max_turns), p.moderator.policy.as_str().to_string())
+        }
+        // A run without a discussion (a composition of other stages): nobody takes the floor.
+        (Some(_), Some(SpeakingOrder::Independent)) => (false, 0, "no discussion".to_string()),
+        _ => (false, 0, String::new()),
     };
+    let independent = order == Some(SpeakingOrder::Independent);
     let unit = if collab { "round" } else { "turn" };
     let block = pane(Line::from(Span::styled(format!(" Moderator · {policy} "), theme.accent())), focused, &theme);
     let mut lines: Vec<Line> = Vec::new();
@@ -35,7 +39,11 @@ pub fn draw(f: &mut Frame, area: Rect, app: &mut App) {
         lines.push(Line::from(vec![
             Span::styled(g.name.clone(), if active { theme.speaking() } else { theme.accent() }),
             Span::styled(
-                format!("  {phase} · {unit} {} of {max}", if collab { g.round.unwrap_or(0) } else { g.debate_turns }),
+                if independent {
+                    format!("  {phase}")
+                } else {
+                    format!("  {phase} · {unit} {} of {max}", if collab { g.round.unwrap_or(0) } else { g.debate_turns })
+                },
                 theme.muted(),
             ),
         ]));
