@@ -25,6 +25,19 @@ async fn run_to_end(mut cmd: Command) -> Output {
     tokio::task::spawn_blocking(move || cmd.output().expect("run moot")).await.unwrap()
 }
 
+/// `moot run PANEL ARGS --headless` against `server` (as the `openai`
+/// provider), its log in `out`; the transcript printed, after checking the
+/// run succeeded.
+async fn headless(server: &TestServer, panel: &std::ffi::OsStr, args: &[&std::ffi::OsStr], out: &Path) -> String {
+    let mut cmd = moot();
+    cmd.env("OPENAI_BASE_URL", server.base_url()).arg("run").arg(panel).args(args);
+    cmd.args(["--headless", "--provider", "openai", "--model", "judge", "--out"]).arg(out);
+    let output = run_to_end(cmd).await;
+    let stdout = String::from_utf8_lossy(&output.stdout).to_string();
+    assert!(output.status.success(), "stdout:\n{stdout}\nstderr:\n{}", String::from_utf8_lossy(&output.stderr));
+    stdout
+}
+
 fn log_in(dir: &Path) -> PathBuf {
     std::fs::read_dir(dir)
         .unwrap()
@@ -75,13 +88,7 @@ fn verified_reply(r: &RecordedRequest) -> Reply {
 async fn g_eval_judges_with_a_verifier_run_headless_and_the_verified_majority_is_the_result() {
     let server = TestServer::with_handler(verified_reply).await.unwrap();
     let out = tempfile::tempdir().unwrap();
-    let mut cmd = moot();
-    cmd.env("OPENAI_BASE_URL", server.base_url())
-        .args(["run", "summary-geval-verified", "--headless", "--provider", "openai", "--model", "judge", "--out"])
-        .arg(out.path());
-    let output = run_to_end(cmd).await;
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(output.status.success(), "stdout:\n{stdout}\nstderr:\n{}", String::from_utf8_lossy(&output.stderr));
+    let stdout = headless(&server, "summary-geval-verified".as_ref(), &[], out.path()).await;
     assert!(stdout.contains("no paper; stages: steps → score → verify → aggregate (rule \"majority\")"), "{stdout}");
 
     let log = log_in(out.path());
@@ -183,13 +190,7 @@ fn the_bundled_debate_ablation_is_the_stages_collab_eval_builds_for_its_paper_pr
 async fn the_debate_ablation_runs_headless_and_judges_the_criterion_that_stays_apart() {
     let server = TestServer::with_handler(debate_reply).await.unwrap();
     let out = tempfile::tempdir().unwrap();
-    let mut cmd = moot();
-    cmd.env("OPENAI_BASE_URL", server.base_url())
-        .args(["run", "summary-collab-debate", "--headless", "--provider", "openai", "--model", "judge", "--out"])
-        .arg(out.path());
-    let output = run_to_end(cmd).await;
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(output.status.success(), "stdout:\n{stdout}\nstderr:\n{}", String::from_utf8_lossy(&output.stderr));
+    let stdout = headless(&server, "summary-collab-debate".as_ref(), &[], out.path()).await;
     assert!(stdout.contains("talk \"argue\""), "the header lists the stages: {stdout}");
     let events = read_log(&log_in(out.path())).unwrap().events;
     // The turns of the discussion asked the evaluators to argue (the ablation's request).
@@ -422,12 +423,8 @@ async fn a_written_comparison_judges_both_orders_and_decides_by_the_swap_rule() 
     let items_file = dir.path().join("pairs.jsonl");
     std::fs::write(&items_file, items).unwrap();
     let server = TestServer::with_handler(first_shown).await.unwrap();
-    let mut cmd = moot();
-    cmd.env("OPENAI_BASE_URL", server.base_url()).arg("run").arg(&file).arg("--item").arg(&items_file);
-    cmd.args(["--headless", "--provider", "openai", "--model", "judge", "--out"]).arg(dir.path().join("out"));
-    let output = run_to_end(cmd).await;
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(output.status.success(), "stdout:\n{stdout}\nstderr:\n{}", String::from_utf8_lossy(&output.stderr));
+    let args = ["--item".as_ref(), items_file.as_os_str()];
+    let stdout = headless(&server, file.as_os_str(), &args, &dir.path().join("out")).await;
     assert!(stdout.contains("no paper; stages: compare"), "{stdout}");
     let events = read_log(&log_in(&dir.path().join("out"))).unwrap().events;
     let verdicts = events.iter().filter(|e| matches!(e.kind, EventKind::PairVerdict { .. })).count();
