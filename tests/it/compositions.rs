@@ -323,23 +323,22 @@ fn a_composition_is_written_to_the_log_and_read_back_the_same() {
     assert!(back.protocol.uses_steps());
 }
 
-/// The bundled composition in a real terminal: its stages in the
-/// transcript, the verifier's turns, the result; `q` then `y` leaves.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn g_eval_judges_with_a_verifier_run_live_in_a_terminal() {
-    let server = TestServer::with_handler(verified_reply).await.unwrap();
+/// `moot run PANEL` against `server` in an 80×24 pseudo-terminal, until
+/// the panel's result is in its log; then `q` and `y` leave, and the log is
+/// returned.
+async fn live(server: &TestServer, panel: &str, wait_for: &str) -> Vec<moot::session::Event> {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("sessions");
     let mut cmd = portable_pty::CommandBuilder::new(env!("CARGO_BIN_EXE_moot"));
-    cmd.args(["run", "summary-geval-verified", "--provider", "openai", "--model", "judge", "--out"]);
+    cmd.args(["run", panel, "--provider", "openai", "--model", "judge", "--out"]);
     cmd.arg(&out);
     cmd.cwd(tmp.path());
     cmd.env("OPENAI_BASE_URL", server.base_url());
     cmd.env("OPENAI_API_KEY", "sk-test");
     cmd.env("TERM", "xterm-256color");
-    let term = crate::tui_pty::Moot::spawn(cmd);
+    let mut term = crate::tui_pty::Moot::spawn(cmd);
     let screen = term.screen();
-    screen.wait_for("Judges", Duration::from_secs(30));
+    screen.wait_for(wait_for, Duration::from_secs(30));
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
     let events = loop {
         let done = std::fs::read_dir(&out).ok().and_then(|mut d| d.next()).map(|e| e.unwrap().path()).and_then(|p| {
@@ -355,14 +354,30 @@ async fn g_eval_judges_with_a_verifier_run_live_in_a_terminal() {
         assert!(std::time::Instant::now() < deadline, "no result; screen:\n{}", screen.text());
         std::thread::sleep(Duration::from_millis(50));
     };
-    assert!(events.iter().any(|e| matches!(&e.kind, EventKind::TurnStarted { role: Role::Verifier, .. })));
     screen.wait_for("DONE", Duration::from_secs(10));
-    let mut term = term;
     term.send("q");
     std::thread::sleep(Duration::from_millis(200));
     term.send("y");
     let status = term.wait_exit(Duration::from_secs(15));
     assert!(status.success(), "exit status {status:?}");
+    events
+}
+
+/// The bundled compositions in a real terminal: each runs to its result
+/// (the verifier's turns; the final judge of the debate ablation), and `q`
+/// then `y` leaves.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g_eval_judges_with_a_verifier_run_live_in_a_terminal() {
+    let server = TestServer::with_handler(verified_reply).await.unwrap();
+    let events = live(&server, "summary-geval-verified", "Judges").await;
+    assert!(events.iter().any(|e| matches!(&e.kind, EventKind::TurnStarted { role: Role::Verifier, .. })));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_debate_ablation_runs_live_in_a_terminal() {
+    let server = TestServer::with_handler(debate_reply).await.unwrap();
+    let events = live(&server, "summary-collab-debate", "Reviewers").await;
+    assert!(events.iter().any(|e| matches!(&e.kind, EventKind::TurnStarted { role: Role::FinalJudge, .. })));
 }
 
 /// `moot eval` runs the composition over a dataset, and `moot report` reads

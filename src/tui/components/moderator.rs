@@ -42,7 +42,10 @@ pub fn draw(f: &mut Frame, area: Rect, app: &mut App) {
                 if independent {
                     format!("  {phase}")
                 } else {
-                    format!("  {phase} · {unit} {} of {max}", if collab { g.round.unwrap_or(0) } else { g.debate_turns })
+                    format!(
+                        "  {phase} · {unit} {} of {max}",
+                        if collab { g.round.unwrap_or(0) } else { g.debate_turns }
+                    )
                 },
                 theme.muted(),
             ),
