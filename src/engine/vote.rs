@@ -1,7 +1,6 @@
-//! How a group's result combines its members' last scores, as the
-//! protocol's declaration says (`ProtocolSpec::group_result`): the plain
-//! mean, confidence-weighted, or the rule its `result` setting names (the
-//! round-table).
+//! How a group's result combines its members' last scores, as the run's
+//! `aggregate` stage says (its `rule`): the plain mean,
+//! confidence-weighted, or the majority (the round-table's `result`).
 //!
 //! The majority over scores, per key (each dimension and `overall`): the
 //! score the most members gave (a plurality: on a 1–5 scale more than half
@@ -11,7 +10,7 @@
 //! middle ones for an even count). Members without a score for a key are
 //! left out of that key.
 
-use crate::panel::{GroupResult, ProtocolSection};
+use crate::panel::ProtocolSection;
 use crate::session::event::{Evaluation, Scores};
 
 /// How a group's members' scores (and labels) combine into its result.
@@ -25,12 +24,7 @@ pub(crate) enum GroupRule {
 impl GroupRule {
     /// The rule of a run of `protocol`.
     pub(crate) fn of(protocol: &ProtocolSection) -> Self {
-        match protocol.spec().group_result {
-            GroupResult::Mean => GroupRule::Mean,
-            GroupResult::ConfidenceWeighted => GroupRule::ConfidenceWeighted,
-            GroupResult::Setting => Self::named(&protocol.choice("result")),
-            GroupResult::Composition => Self::named(&protocol.aggregate_rule().unwrap_or_default()),
-        }
+        Self::named(&protocol.aggregate_rule().unwrap_or_default())
     }
     /// The rule a setting names (`majority`, `confidence-weighted`; else the mean).
     pub(crate) fn named(name: &str) -> Self {

@@ -18,8 +18,8 @@ mod protocol;
 pub use check::line_col;
 use protocol::ProtocolFile;
 pub use protocol::{
-    ConsensusCheck, Departure, GroupResult, Paper, Preset, Protocol, ProtocolSection, ProtocolSpec, Results,
-    RoundLimit, Screen, SettingKind, SettingSpec, SettingValue, SpeakerOrder, SpeakingOrder, StageNames,
+    ConsensusCheck, Departure, Paper, Preset, Protocol, ProtocolSection, ProtocolSpec, Results, Screen, SettingKind,
+    SettingSpec, SettingValue, SpeakingOrder, StageNames,
 };
 
 /// How the next speaker in a debate is chosen.

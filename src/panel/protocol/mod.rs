@@ -57,22 +57,6 @@ catalogue! {
     Composition => composition,
 }
 
-/// How a protocol orders its speakers and how long they speak (what the
-/// screens show about the next one, and what the moderator pane counts).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SpeakerOrder {
-    /// A moderator (an LLM or a policy) picks each next speaker, for up to
-    /// the panel's `[moderator] max_turns` debate turns.
-    Moderated,
-    /// Rounds in a seeded shuffled order, up to `rounds` of them.
-    ShuffledRounds { rounds: RoundLimit },
-    /// Nobody takes the floor: each judge works alone.
-    Independent,
-    /// Rounds in a fixed order, or all at once, as the choice setting
-    /// `strategy` names, up to the integer setting `rounds` of them.
-    Rounds { strategy: &'static str, rounds: &'static str },
-}
-
 /// How a run's speakers take the floor, as the screens show it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SpeakingOrder {
@@ -83,15 +67,6 @@ pub enum SpeakingOrder {
     /// Rounds, up to `rounds` of them (`None`: the panel's `[consensus]
     /// max_rounds`); `how` they go, in words ("shuffled rounds").
     Rounds { rounds: Option<u32>, how: String },
-}
-
-/// Where a protocol that speaks in rounds reads how many it may take.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RoundLimit {
-    /// The panel's `[consensus] max_rounds`.
-    Consensus,
-    /// The protocol's integer setting of this name.
-    Setting(&'static str),
 }
 
 /// What the live screen shows of a run.
@@ -139,20 +114,6 @@ pub enum Results {
     /// Scores, or a decision per pair when the run's `mode` setting is
     /// `pairwise`.
     ScoresOrPairs,
-}
-
-/// How a group's result combines its members' last scores (and labels).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum GroupResult {
-    /// The plain mean.
-    Mean,
-    /// Each member's scores (and labels) weighed by its confidence.
-    ConfidenceWeighted,
-    /// As the run's `result` setting names it (`confidence-weighted` or
-    /// `majority`).
-    Setting,
-    /// As the composition's `aggregate` stage's `rule` names it.
-    Composition,
 }
 
 /// What exports and reports call the `initial` and `final` stages of an
@@ -279,20 +240,8 @@ pub struct ProtocolSpec {
     /// Roles besides the agents, each bindable in the panel.
     pub roles: &'static [Role],
     pub settings: &'static [SettingSpec],
-    pub order: SpeakerOrder,
-    /// Judges follow per-dimension evaluation steps (shown, editable before scoring).
-    pub uses_steps: bool,
-    /// How a group's result combines its members' scores.
-    pub group_result: GroupResult,
-    /// The panes of the live screen.
-    pub screen: Screen,
-    /// What its consensus check means.
-    pub consensus: ConsensusCheck,
     /// What its results are (scores, pairwise decisions, reviewed scores).
     pub results: Results,
-    /// Whether a person can watch a run blind (`moot run --blind`): which
-    /// system wrote which candidate stays hidden until they decide.
-    pub blind: bool,
     /// What exports and reports call its `initial` and `final` stages.
     pub stage_names: StageNames,
     /// Settings that only apply when another setting has a value, as
@@ -395,31 +344,35 @@ impl ProtocolSection {
             _ => self.spec().roles.to_vec(),
         }
     }
-    /// What the live screen shows of the run.
+    /// What the live screen shows of the run: the pairs with a comparison,
+    /// the review with a meta-evaluator, the steps with evaluation steps,
+    /// else the discussion.
     pub fn screen(&self) -> Screen {
-        match self.written() {
-            Some(c) if c.has(StageKind::Compare) => Screen::Pairs,
-            Some(c) if c.has(StageKind::Review) => Screen::Review,
-            Some(c) if c.has(StageKind::Steps) => Screen::Steps,
-            Some(_) => Screen::Discussion,
-            None => self.spec().screen,
+        let c = self.composition().unwrap_or_default();
+        if c.has(StageKind::Compare) {
+            Screen::Pairs
+        } else if c.has(StageKind::Review) {
+            Screen::Review
+        } else if c.has(StageKind::Steps) {
+            Screen::Steps
+        } else {
+            Screen::Discussion
         }
     }
     /// What the run's results are, as the reports read them.
     pub fn results(&self) -> Results {
-        match self.written() {
-            Some(c) if c.has(StageKind::Compare) => Results::Pairs,
-            Some(c) if c.has(StageKind::Review) => Results::ReviewedScores,
-            Some(_) => Results::Scores,
-            None => self.spec().results,
+        let c = self.composition().unwrap_or_default();
+        if c.has(StageKind::Compare) {
+            Results::Pairs
+        } else if c.has(StageKind::Review) {
+            Results::ReviewedScores
+        } else {
+            Results::Scores
         }
     }
-    /// Whether a person can watch a run blind (`moot run --blind`).
+    /// Whether a person can watch a run blind (`moot run --blind`): one that compares pairs.
     pub fn blind(&self) -> bool {
-        match self.written() {
-            Some(c) => c.has(StageKind::Compare),
-            None => self.spec().blind,
-        }
+        self.composition().is_some_and(|c| c.has(StageKind::Compare))
     }
     /// A setting of the run's comparison of pairs: its `compare` stage's,
     /// else the protocol's own (the pairwise modes declare
@@ -433,47 +386,32 @@ impl ProtocolSection {
     }
     /// Whether judges follow evaluation steps (shown, editable before scoring).
     pub fn uses_steps(&self) -> bool {
-        match self.written() {
-            Some(c) => c.has(StageKind::Steps),
-            None => self.spec().uses_steps,
-        }
+        self.composition().is_some_and(|c| c.has(StageKind::Steps))
     }
-    /// What the run's consensus check means.
+    /// What the run's consensus check means: a discussion that stops on
+    /// consensus ends on it; a debate only reports it.
     pub fn consensus_check(&self) -> ConsensusCheck {
-        match self.written() {
-            Some(c) if c.stages.iter().any(Stage::stops_on_consensus) => ConsensusCheck::Stops,
-            Some(c) if c.of(StageKind::Discuss).any(|d| d.is("talk", "debate")) => ConsensusCheck::Reports,
-            Some(_) => ConsensusCheck::None,
-            None => self.spec().consensus,
+        let c = self.composition().unwrap_or_default();
+        if c.stages.iter().any(Stage::stops_on_consensus) {
+            ConsensusCheck::Stops
+        } else if c.of(StageKind::Discuss).any(|d| d.is("talk", "debate")) {
+            ConsensusCheck::Reports
+        } else {
+            ConsensusCheck::None
         }
     }
     /// How the run's speakers take the floor (the moderator pane, and
-    /// whether a person may pick or veto one).
+    /// whether a person may pick or veto one): its first discussion's order.
     pub fn speaking_order(&self) -> SpeakingOrder {
-        let Some(c) = self.written() else {
-            return match self.spec().order {
-                SpeakerOrder::Moderated => SpeakingOrder::Moderated,
-                SpeakerOrder::Independent => SpeakingOrder::Independent,
-                SpeakerOrder::ShuffledRounds { rounds: RoundLimit::Consensus } => {
-                    SpeakingOrder::Rounds { rounds: None, how: "shuffled rounds".into() }
-                }
-                SpeakerOrder::ShuffledRounds { rounds: RoundLimit::Setting(key) } => SpeakingOrder::Rounds {
-                    rounds: u32::try_from(self.integer(key)).ok(),
-                    how: "shuffled rounds".into(),
-                },
-                SpeakerOrder::Rounds { strategy, rounds } => SpeakingOrder::Rounds {
-                    rounds: u32::try_from(self.integer(rounds)).ok(),
-                    how: self.choice(strategy).replace('-', " "),
-                },
-            };
-        };
-        match c.discussion() {
+        let discussion = self.composition().and_then(|c| c.discussion().cloned());
+        match discussion {
             None => SpeakingOrder::Independent,
             Some(d) if d.is("order", "moderated") => SpeakingOrder::Moderated,
             Some(d) => {
-                let how = match (d.choice("order").as_str(), d.choice("shuffle").as_str()) {
-                    ("simultaneous", _) => "simultaneous rounds",
-                    (_, "none") => "rounds in the panel's order",
+                let how = match (d.choice("order").as_str(), d.choice("shuffle").as_str(), d.flag("summarizer")) {
+                    ("simultaneous", _, true) => "simultaneous summarizer",
+                    ("simultaneous", _, false) => "simultaneous",
+                    (_, "none", _) => "one by one",
                     _ => "shuffled rounds",
                 };
                 let rounds = u32::try_from(d.integer("rounds")).ok().filter(|r| *r > 0);
@@ -481,14 +419,10 @@ impl ProtocolSection {
             }
         }
     }
-    /// The `rule` of a written composition's aggregate stage.
+    /// The `rule` of the run's aggregate stage (`mean`, `majority`, `confidence-weighted`).
     pub fn aggregate_rule(&self) -> Option<String> {
-        let last = self.stages.last().filter(|s| s.kind == StageKind::Aggregate)?;
-        Some(last.choice("rule"))
-    }
-    /// A written composition (not a bundled protocol's).
-    fn written(&self) -> Option<Composition> {
-        (self.kind == Protocol::Composition).then(|| Composition::new(self.stages.clone()))
+        let c = self.composition()?;
+        Some(c.aggregate()?.choice("rule"))
     }
     /// The section of `kind` under the `paper` preset.
     pub fn paper(kind: Protocol) -> Self {

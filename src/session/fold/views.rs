@@ -287,7 +287,9 @@ pub struct StepsView {
 pub fn consensus_check(protocol: &str, panel: Option<&crate::panel::Panel>) -> Option<crate::panel::ConsensusCheck> {
     match panel {
         Some(p) => Some(p.protocol.consensus_check()),
-        None => crate::panel::Protocol::parse(protocol).map(|p| p.spec().consensus),
+        None => {
+            crate::panel::Protocol::parse(protocol).map(|p| crate::panel::ProtocolSection::new(p).consensus_check())
+        }
     }
 }
 

@@ -27,8 +27,8 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
                 k.retain(|(_, d)| !matches!(d.as_str(), "comment" | "override" | "speaker" | "stop"));
             }
             let v = app.view();
-            if let Some(spec) = v.panel.as_ref().map(|p| p.protocol.spec()) {
-                if spec.order == crate::panel::SpeakerOrder::Independent {
+            if let Some(protocol) = v.panel.as_ref().map(|p| &p.protocol) {
+                if protocol.speaking_order() == crate::panel::SpeakingOrder::Independent {
                     k.retain(|(_, d)| d != "speaker");
                 }
                 if super::pairwise::applies(app) {
@@ -36,7 +36,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
                     k.splice(0..0, pair_keys(app));
                 }
                 let before_scoring = v.phase.is_none_or(|p| p == crate::session::event::Phase::Steps);
-                if spec.uses_steps
+                if protocol.uses_steps()
                     && before_scoring
                     && app.is_live()
                     && let Some(key) = app.env.config.keymap.key_for(app.mode(), Action::EditSteps)

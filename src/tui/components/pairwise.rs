@@ -39,7 +39,11 @@ pub const ACTIONS: [Action; 7] = [
 /// Whether the session's protocol has this layout ([`Screen::Pairs`]); a
 /// protocol this build does not know has the usual panes.
 pub fn applies(app: &App) -> bool {
-    Protocol::parse(&app.view().protocol).is_some_and(|p| p.spec().screen == Screen::Pairs)
+    match app.view().panel.as_ref() {
+        Some(panel) => panel.protocol.screen() == Screen::Pairs,
+        None => Protocol::parse(&app.view().protocol)
+            .is_some_and(|p| crate::panel::ProtocolSection::new(p).screen() == Screen::Pairs),
+    }
 }
 
 /// Whether the session's results are pairwise decisions (the pairwise

@@ -27,7 +27,8 @@ pub const ACTIONS: [Action; 4] = [Action::AcceptChange, Action::RejectChange, Ac
 pub fn applies(app: &App) -> bool {
     match app.view().panel.as_ref() {
         Some(panel) => panel.protocol.screen() == Screen::Review,
-        None => Protocol::parse(&app.view().protocol).is_some_and(|p| p.spec().screen == Screen::Review),
+        None => Protocol::parse(&app.view().protocol)
+            .is_some_and(|p| crate::panel::ProtocolSection::new(p).screen() == Screen::Review),
     }
 }
 
