@@ -114,7 +114,7 @@ impl Run {
                         .iter()
                         .filter(|a| a.group == g)
                         .filter_map(|a| if human { a.progress.latest.as_ref() } else { a.own.as_ref() });
-                    match GroupRule::of(&self.panel.protocol) {
+                    match self.rule {
                         GroupRule::ConfidenceWeighted => confidence_weighted_scores(evs, &self.keys),
                         GroupRule::Majority => majority_scores(evs, &self.keys),
                         GroupRule::Mean => mean_scores(evs, &self.keys),
@@ -147,7 +147,7 @@ impl Run {
             Some(g) => match st.judged.get(g) {
                 Some(ev) => ev.labels.clone(),
                 None => {
-                    let weighted = GroupRule::of(&self.panel.protocol) == GroupRule::ConfidenceWeighted;
+                    let weighted = self.rule == GroupRule::ConfidenceWeighted;
                     weighted_labels(
                         st.agents
                             .iter()

@@ -134,7 +134,7 @@ pub fn start(config: EngineConfig, log_path: &Path) -> anyhow::Result<Started> {
 fn unjudgeable(run: &Run) -> Option<String> {
     let item = run.item();
     let candidates = item.candidates.as_ref().map_or(0, Vec::len);
-    if run.panel.protocol.results() == crate::panel::Results::Pairs {
+    if run.composition.as_ref().is_some_and(|c| c.has(crate::panel::composition::StageKind::Compare)) {
         return (candidates < 2).then(|| {
             format!("item \"{}\" has {candidates} candidate(s): pairwise judging compares two or more", item.id)
         });

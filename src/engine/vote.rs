@@ -10,7 +10,9 @@
 //! middle ones for an even count). Members without a score for a key are
 //! left out of that key.
 
+#[cfg(test)]
 use crate::panel::ProtocolSection;
+use crate::panel::composition::Composition;
 use crate::session::event::{Evaluation, Scores};
 
 /// How a group's members' scores (and labels) combine into its result.
@@ -23,8 +25,13 @@ pub(crate) enum GroupRule {
 
 impl GroupRule {
     /// The rule of a run of `protocol`.
+    #[cfg(test)]
     pub(crate) fn of(protocol: &ProtocolSection) -> Self {
-        Self::named(&protocol.aggregate_rule().unwrap_or_default())
+        Self::of_stages(protocol.composition().as_ref())
+    }
+    /// The rule of a run's stages: its aggregate stage's `rule`.
+    pub(crate) fn of_stages(composition: Option<&Composition>) -> Self {
+        Self::named(&composition.and_then(Composition::aggregate).map(|a| a.choice("rule")).unwrap_or_default())
     }
     /// The rule a setting names (`majority`, `confidence-weighted`; else the mean).
     pub(crate) fn named(name: &str) -> Self {

@@ -568,7 +568,9 @@ impl Panel {
         if self.protocol.kind.takes_stages() {
             return None;
         }
-        self.protocol.composition().map(|c| format!("stages: {}", c.outline()))
+        let c = self.protocol.composition()?;
+        let on_pair = self.protocol.compares_pairs() && !c.has(composition::StageKind::Compare);
+        Some(format!("stages: {}{}", c.outline(), if on_pair { ", on the item's pair (label verdicts)" } else { "" }))
     }
     /// Settings that are valid but probably not what was meant: several
     /// votes (a protocol's `votes` setting) from a judge at temperature 0

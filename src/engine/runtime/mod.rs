@@ -251,6 +251,10 @@ pub(crate) struct Run {
     pub quit: CancellationToken,
     /// Dimension keys, then `overall` where the panel has one ([`Panel::score_keys`]).
     pub keys: Vec<String>,
+    /// The run's stages, built once from the panel (`None`: it has none, and fails).
+    pub composition: Option<crate::panel::composition::Composition>,
+    /// How a group's members' scores combine: the rule of the run's aggregate stage.
+    pub rule: crate::engine::vote::GroupRule,
     quoted: Vec<String>,
 }
 
@@ -270,6 +274,8 @@ impl Run {
             .collect();
         let histories = panel.groups.iter().map(|g| (g.name.clone(), Vec::new())).collect();
         let keys = panel.score_keys();
+        let composition = panel.protocol.composition();
+        let rule = crate::engine::vote::GroupRule::of_stages(composition.as_ref());
         let item = &config.item;
         let quoted = [Some(&item.content), item.context.as_ref(), item.reference.as_ref()]
             .into_iter()
@@ -290,6 +296,8 @@ impl Run {
             stop: CancellationToken::new(),
             quit: CancellationToken::new(),
             keys,
+            composition,
+            rule,
             quoted,
             config,
         }

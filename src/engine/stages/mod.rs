@@ -33,8 +33,8 @@ use journey::Journey;
 /// Run the panel's protocol to its end: the stages its declaration builds
 /// from its settings, or those the panel wrote.
 pub(crate) async fn run_protocol(run: &Run) {
-    match run.panel.protocol.composition() {
-        Some(composition) => self::run(run, &composition).await,
+    match &run.composition {
+        Some(composition) => self::run(run, composition).await,
         None => run.fail(format!("{} has no stages for this run", run.panel.protocol.kind.as_str())),
     }
 }
