@@ -29,6 +29,8 @@ pub struct PanelInfo {
     /// The panel compares candidates in pairs (the `pairwise` protocol, or
     /// CollabEval's pairwise mode): its results are decisions, not scores.
     pub pairwise: bool,
+    /// A meta-evaluator reviewed the scores (a `review` stage: SAGEval's).
+    pub reviewed: bool,
     /// Dimension keys in panel order, then `overall`.
     pub keys: Vec<String>,
     /// Group names in panel order.
@@ -403,7 +405,20 @@ fn panel_info(panel: &serde_json::Value, protocol: &str, agents: &[crate::sessio
     }
     let scale = panel.get("scale").and_then(|s| Some((s.get("min")?.as_f64()?, s.get("max")?.as_f64()?)));
     let pairwise = super::pairwise::record::compares_pairs(protocol, panel);
-    PanelInfo { name, protocol: protocol.to_string(), pairwise, keys, groups, scale }
+    let reviewed = reviews(protocol, panel);
+    PanelInfo { name, protocol: protocol.to_string(), pairwise, reviewed, keys, groups, scale }
+}
+
+/// Whether a session's run had a meta-evaluator review its scores: from its
+/// recorded panel's stages, else its protocol's by name; a protocol this
+/// build does not know has no review to read.
+fn reviews(protocol: &str, panel: &serde_json::Value) -> bool {
+    use serde::Deserialize;
+    let section = panel
+        .get("protocol")
+        .and_then(|p| crate::panel::ProtocolSection::deserialize(p).ok())
+        .or_else(|| crate::panel::Protocol::parse(protocol).map(crate::panel::ProtocolSection::new));
+    section.is_some_and(|s| s.results() == crate::panel::Results::ReviewedScores)
 }
 
 /// Logs read, and what could not be read.

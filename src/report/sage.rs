@@ -47,14 +47,10 @@ fn row(panel: &str, dimension: &str, metric: &str, value: usize, n: usize) -> Ro
 
 /// Counts of the meta-evaluator's changes and proposals over `records` (one
 /// panel's sessions); `n` is the number of sessions it reviewed: those of a
-/// protocol whose results are reviewed scores. Nothing for other protocols,
+/// run whose scores a meta-evaluator reviewed (a `review` stage). Nothing for other runs,
 /// nor for one this build does not know (it has no review to count).
 pub fn rows(panel: &str, records: &[ItemRecord]) -> Vec<Row> {
-    let reviews = |protocol: &str| {
-        crate::panel::Protocol::parse(protocol)
-            .is_some_and(|p| p.spec().results == crate::panel::Results::ReviewedScores)
-    };
-    let reviewed: Vec<&ItemRecord> = records.iter().filter(|r| reviews(&r.panel.protocol)).collect();
+    let reviewed: Vec<&ItemRecord> = records.iter().filter(|r| r.panel.reviewed).collect();
     if reviewed.is_empty() {
         return Vec::new();
     }

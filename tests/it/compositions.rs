@@ -462,3 +462,42 @@ async fn a_written_comparison_judges_both_orders_and_decides_by_the_swap_rule() 
             .any(|e| matches!(&e.kind, EventKind::AggregationCompleted { method: Some(m), .. } if m == "pairwise"))
     );
 }
+
+/// SAGEval's stages written in a panel: the meta-evaluator's review runs,
+/// its changes are recorded, and the report counts them as SAGEval's.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_written_review_is_recorded_and_reported_as_sagevals() {
+    let base = moot::panel::BUNDLED_PANELS.iter().find(|(s, _)| *s == "survey-sage").unwrap().1;
+    let (start, end) = (base.find("[protocol]").unwrap(), base.find("[scale]").unwrap());
+    let text = format!(
+        "{}[protocol]\nkind = \"composition\"\n\n[[protocol.stage]]\nkind = \"steps\"\n\n[[protocol.stage]]\nkind = \
+         \"assess\"\n\n[[protocol.stage]]\nkind = \"review\"\nmax_new_aspects = 1\n\n[[protocol.stage]]\nkind = \
+         \"aggregate\"\n\n{}",
+        &base[..start],
+        &base[end..]
+    );
+    let panel = Panel::from_toml_str(&text, "sage.toml").unwrap();
+    assert_eq!(panel.protocol.roles(), [Role::MetaEvaluator]);
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("sage.toml");
+    std::fs::write(&file, &text).unwrap();
+    let items = moot::item::BUNDLED_ITEMS.iter().find(|(s, _)| *s == "survey-sage").unwrap().1;
+    let items_file = dir.path().join("surveys.jsonl");
+    std::fs::write(&items_file, items.lines().next().unwrap()).unwrap();
+    let server = TestServer::with_handler(crate::tui_pty::sage_reply).await.unwrap();
+    let out = dir.path().join("out");
+    let args = ["--item".as_ref(), items_file.as_os_str()];
+    let stdout = headless(&server, file.as_os_str(), &args, &out).await;
+    assert!(stdout.contains("stages: steps → assess → review"), "{stdout}");
+    let events = read_log(&log_in(&out)).unwrap().events;
+    assert!(events.iter().any(|e| matches!(e.kind, EventKind::EvaluationRevised { .. })), "the review changed a value");
+    let mut cmd = moot();
+    cmd.args(["report", "--bootstrap", "0"]).arg(&out);
+    let report = run_to_end(cmd).await;
+    let table = String::from_utf8_lossy(&report.stdout);
+    assert!(report.status.success(), "{table}{}", String::from_utf8_lossy(&report.stderr));
+    assert!(
+        table.contains("SAGE's changes (1 items reviewed)"),
+        "the report counts the meta-evaluator's changes:\n{table}"
+    );
+}

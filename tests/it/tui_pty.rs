@@ -248,7 +248,7 @@ const EVALUATOR: &str = "Mostly fine.\n{\"accuracy\": {\"reason\": \"Fits the pr
 const REVIEW: &str = "Question 6 is cut off.\n{\"review\": {\"accuracy\": {\"verdict\": \"rectify\", \"score\": 2, \
      \"reason\": \"Question 6 is cut off.\"}}, \"definitions\": [], \"new_aspects\": []}";
 
-fn sage_reply(req: &RecordedRequest) -> Reply {
+pub(crate) fn sage_reply(req: &RecordedRequest) -> Reply {
     let body = req.body_text();
     let text = if body.contains("Before any text is scored") {
         "1. Read the questions.\n2. Judge them."
