@@ -160,11 +160,17 @@ impl Stage {
         }
     }
     /// The stage as the run's header names it: `discuss (talk "argue",
-    /// order "rounds") if no-consensus`, with the settings given.
+    /// order "rounds") if no-consensus`, with the settings that are not
+    /// the stage's defaults.
     pub fn outline(&self) -> String {
         let mut s = self.kind.as_str().to_string();
-        if !self.settings.is_empty() {
-            let given: Vec<String> = self.settings.iter().map(|(k, v)| format!("{k} {v}")).collect();
+        let given: Vec<String> = self
+            .settings
+            .iter()
+            .filter(|(k, v)| self.spec().setting(k).is_none_or(|spec| spec.default_value() != **v))
+            .map(|(k, v)| format!("{k} {v}"))
+            .collect();
+        if !given.is_empty() {
             s.push_str(&format!(" ({})", given.join(", ")));
         }
         if self.when != When::Always {

@@ -44,6 +44,11 @@ impl SessionView {
                     text: Panel::method_line(self.panel.as_ref(), self.preset, &self.departures),
                     human: false,
                 });
+                // Then its stages (logs written before runs were stages do not say how they were composed).
+                if let Some(stages) = self.panel.as_ref().and_then(Panel::stages_line).filter(|_| *schema_version >= 5)
+                {
+                    self.timeline.push(TimelineEntry::Note { text: stages, human: false });
+                }
                 self.panel_json = panel.clone();
                 self.item = Some(item.clone());
                 self.seed = *seed;
