@@ -332,26 +332,25 @@ impl App {
         v
     }
 
-    /// The panes besides the agents', in order: what the protocol's screen
-    /// shows (a moderator and consensus for debates, steps and scores
-    /// beside independent judges), then the result and the transcript.
+    /// The panes besides the agents', in order: those the run's stages
+    /// bring (a moderator and consensus for a discussion, steps and scores
+    /// beside independent judges; see `components::stages`), then the
+    /// result and the transcript. A session whose stages cannot be read (a
+    /// protocol this build does not know) shows a discussion's.
     pub fn side_panes(&self) -> Vec<Focus> {
-        use crate::panel::Screen;
-        let screen = self.view().panel.as_ref().map(|p| p.protocol.screen());
-        let mut v = match screen {
-            Some(Screen::Steps) => vec![Focus::Steps, Focus::Scores],
-            // A summary, where the run has one, takes the consensus check's place.
-            Some(Screen::Discussion) if crate::tui::components::summary::applies(self) => {
-                vec![Focus::Moderator, Focus::Summary]
+        let composition = self.view().panel.as_ref().and_then(|p| p.protocol.composition());
+        let mut v: Vec<Focus> = Vec::new();
+        match composition {
+            Some(c) => {
+                for f in c.stages.iter().flat_map(crate::tui::components::stages::panes) {
+                    if !v.contains(&f) {
+                        v.push(f);
+                    }
+                }
             }
-            Some(Screen::Discussion | Screen::Review | Screen::Pairs) | None => {
-                vec![Focus::Moderator, Focus::Consensus]
-            }
-        };
-        v.extend([Focus::Aggregator, Focus::Transcript]);
-        if sage::applies(self) {
-            v.retain(|f| *f != Focus::Moderator);
+            None => v.extend([Focus::Moderator, Focus::Consensus]),
         }
+        v.extend([Focus::Aggregator, Focus::Transcript]);
         v
     }
 

@@ -11,6 +11,7 @@ pub mod header;
 pub mod moderator;
 pub mod pairwise;
 pub mod sage;
+pub mod stages;
 pub mod summary;
 pub mod transcript;
 
