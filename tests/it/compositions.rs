@@ -288,7 +288,10 @@ fn a_written_composition_is_checked_with_its_file_line_and_field() {
 
     let stages = "[[protocol.stage]]\nkind = \"evaluate\"\n\n[[protocol.stage]]\nkind = \"discus\"\n";
     let message = problem(stages);
-    assert!(message.contains("unknown stage \"discus\" (did you mean \"discuss\"?)"), "{message}");
+    assert!(
+        message.contains("protocol.stage[1].kind: unknown stage \"discus\" (did you mean \"discuss\"?)"),
+        "{message}"
+    );
 
     let stages = "[[protocol.stage]]\nkind = \"evaluate\"\nwhen = \"no-consensus\"\n\n[[protocol.stage]]\nkind = \
                   \"aggregate\"\n";

@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 
 pub use stages::{Reach, StageKind, StageSpec};
 
-use super::protocol::{SettingKind, SettingSpec, SettingValue};
+use super::protocol::{SettingSpec, SettingValue};
 use crate::roles::Role;
 
 /// When a stage that works on each group runs for a group.
@@ -50,15 +50,6 @@ impl<'de> Deserialize<'de> for StageKind {
 }
 
 impl When {
-    pub const NAMES: [&'static str; 3] = ["always", "no-consensus", "consensus"];
-    pub fn parse(s: &str) -> Option<Self> {
-        match s {
-            "always" => Some(When::Always),
-            "no-consensus" => Some(When::NoConsensus),
-            "consensus" => Some(When::Consensus),
-            _ => None,
-        }
-    }
     pub fn as_str(self) -> &'static str {
         match self {
             When::Always => "always",
@@ -410,11 +401,6 @@ fn discuss_problems(i: usize, s: &Stage, scored: bool, say: &mut impl FnMut(usiz
     }
 }
 
-/// The setting kinds a stage's settings may take (for the checker's messages).
-pub fn setting_kind(kind: StageKind, key: &str) -> Option<SettingKind> {
-    kind.spec().setting(key).map(|s| s.kind)
-}
-
 impl StageSpec {
     pub fn setting(&self, key: &str) -> Option<&SettingSpec> {
         self.settings.iter().find(|s| s.key == key)
@@ -444,22 +430,8 @@ impl<'de> Deserialize<'de> for StageFile {
                 let mut settings = BTreeMap::new();
                 while let Some(key) = map.next_key::<String>()? {
                     match key.as_str() {
-                        "kind" => {
-                            let name: String = map.next_value()?;
-                            kind = Some(StageKind::parse(&name).ok_or_else(|| {
-                                de::Error::custom(crate::panel::check::unknown_name(
-                                    "stage",
-                                    &name,
-                                    &StageKind::names(),
-                                ))
-                            })?);
-                        }
-                        "when" => {
-                            let name: String = map.next_value()?;
-                            when = When::parse(&name).ok_or_else(|| {
-                                de::Error::custom(crate::panel::check::unknown_name("condition", &name, &When::NAMES))
-                            })?;
-                        }
+                        "kind" => kind = Some(map.next_value()?),
+                        "when" => when = map.next_value()?,
                         _ => {
                             settings.insert(key, map.next_value::<crate::panel::protocol::AnySetting>()?.0);
                         }

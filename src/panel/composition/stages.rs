@@ -291,9 +291,6 @@ impl StageKind {
     pub fn as_str(self) -> &'static str {
         self.spec().id
     }
-    pub fn parse(s: &str) -> Option<Self> {
-        ALL.iter().find(|spec| spec.id == s).map(|spec| spec.kind)
-    }
     pub fn names() -> Vec<&'static str> {
         ALL.iter().map(|s| s.id).collect()
     }

@@ -323,10 +323,6 @@ impl ProtocolSection {
     pub fn new(kind: Protocol) -> Self {
         Self { kind, preset: Preset::Moot, settings: BTreeMap::new(), stages: Vec::new() }
     }
-    /// A written composition of `stages`.
-    pub fn composed(stages: Vec<Stage>) -> Self {
-        Self { stages, ..Self::new(Protocol::Composition) }
-    }
     /// The run as stages: a written composition's, or those a bundled
     /// protocol builds from its settings; `None` for a run that its
     /// protocol's own runner makes (SAGEval, pairwise judging and the
