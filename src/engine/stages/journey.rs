@@ -31,13 +31,17 @@ pub(crate) struct Journey {
     groups: Mutex<BTreeMap<String, GroupPath>>,
     /// A first evaluation has run (a discussion can check consensus before its first round).
     evaluated: Mutex<bool>,
-    /// How the scoring stage came to its scores, for the aggregate's account.
-    scoring: Mutex<Option<String>>,
+    /// How the scores came about (the scoring's draws, the review's
+    /// changes), for the aggregate's account.
+    account: Mutex<Option<String>>,
 }
 
 impl Journey {
+    /// A group's path, locked (a new group's starts empty).
     pub fn group(&self, group: &str) -> GroupPathGuard<'_> {
-        GroupPathGuard { map: self.groups.lock().unwrap_or_else(|e| e.into_inner()), key: group.to_string() }
+        let mut map = self.groups.lock().unwrap_or_else(|e| e.into_inner());
+        map.entry(group.to_string()).or_default();
+        GroupPathGuard { map, key: group.to_string() }
     }
     pub fn evaluated(&self) -> bool {
         *self.evaluated.lock().unwrap_or_else(|e| e.into_inner())
@@ -45,11 +49,11 @@ impl Journey {
     pub fn set_evaluated(&self) {
         *self.evaluated.lock().unwrap_or_else(|e| e.into_inner()) = true;
     }
-    pub fn scoring(&self) -> Option<String> {
-        self.scoring.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    pub fn account(&self) -> Option<String> {
+        self.account.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
-    pub fn set_scoring(&self, how: String) {
-        *self.scoring.lock().unwrap_or_else(|e| e.into_inner()) = Some(how);
+    pub fn set_account(&self, how: String) {
+        *self.account.lock().unwrap_or_else(|e| e.into_inner()) = Some(how);
     }
     /// Every group's final evaluations must be recorded again (a stage moved them).
     pub fn scores_moved(&self, run: &Run) {
@@ -73,13 +77,12 @@ pub(crate) struct GroupPathGuard<'a> {
 impl std::ops::Deref for GroupPathGuard<'_> {
     type Target = GroupPath;
     fn deref(&self) -> &GroupPath {
-        static NONE: std::sync::OnceLock<GroupPath> = std::sync::OnceLock::new();
-        self.map.get(&self.key).unwrap_or_else(|| NONE.get_or_init(GroupPath::default))
+        &self.map[&self.key]
     }
 }
 
 impl std::ops::DerefMut for GroupPathGuard<'_> {
     fn deref_mut(&mut self) -> &mut GroupPath {
-        self.map.entry(self.key.clone()).or_default()
+        self.map.get_mut(&self.key).expect("`Journey::group` made the entry")
     }
 }

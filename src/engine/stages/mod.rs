@@ -96,7 +96,7 @@ pub(crate) async fn run(run: &Run, composition: &Composition) {
             }
             StageKind::Score => {
                 if let Some(how) = score::run(run, stage).await {
-                    journey.set_scoring(how);
+                    journey.set_account(how);
                 }
                 journey.set_evaluated();
                 journey.scores_moved(run);
@@ -108,7 +108,7 @@ pub(crate) async fn run(run: &Run, composition: &Composition) {
             }
             StageKind::Review => {
                 if let Some(how) = review::run(run, stage, &assessed).await {
-                    journey.set_scoring(how);
+                    journey.set_account(how);
                 }
                 journey.scores_moved(run);
             }

@@ -35,7 +35,7 @@ pub(super) async fn run(run: &Run, stage: &Stage, journey: &Journey, pair: Optio
     let mut methods = Vec::new();
     for g in &run.panel.groups {
         let path = journey.group(&g.name).clone();
-        let (method, note) = account(run, &g.name, rule, &path, journey.scoring().as_deref());
+        let (method, note) = account(run, &g.name, rule, &path, journey.account().as_deref());
         let feedback = match synthesis.as_str() {
             "per-group" => {
                 let text = if has_any { synthesis::of_group(run, &g.name).await } else { String::new() };
