@@ -274,6 +274,16 @@ pub fn write_table_with(report: &Report, out: &mut impl Write, paint: Paint, opt
                 if sources.is_empty() { "none".to_string() } else { sources.join(", ") }
             )?;
         }
+        if panel.rater_items > 0 && !panel.pairwise {
+            writeln!(
+                out,
+                "{}",
+                paint.dim(&format!(
+                    "{} items rated by named raters (human_raters): the agreement table uses the mean of each item's raters",
+                    panel.rater_items
+                ))
+            )?;
+        }
         if !panel.unrated_keys.is_empty() && panel.rated_items > 0 {
             writeln!(out, "{}", paint.dim(&format!("not rated by humans: {}", panel.unrated_keys.join(", "))))?;
         }

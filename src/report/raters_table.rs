@@ -27,14 +27,6 @@ pub(crate) fn write_table(
     }
     writeln!(out)?;
     writeln!(out, "{}", paint.bold(&format!("Human raters ({})", panel.raters.join(", "))))?;
-    writeln!(
-        out,
-        "{}",
-        paint.dim(&format!(
-            "{} items rated by named raters; the agreement table above uses, per item, the mean of its raters",
-            panel.rater_items
-        ))
-    )?;
     let find = |key: &str, metric: &str, raters: Option<&[String]>| {
         rows.iter()
             .copied()
