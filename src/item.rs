@@ -54,6 +54,18 @@ impl Item {
     }
 }
 
+impl Item {
+    /// The human score of `dimension`: the `human` value, else the mean of
+    /// the `human_raters` who scored it; none when nobody did.
+    pub fn human_value(&self, dimension: &str) -> Option<f64> {
+        if let Some(h) = &self.human {
+            return h.get(dimension).copied();
+        }
+        let vals: Vec<f64> = self.human_raters.values().filter_map(|s| s.get(dimension).copied()).collect();
+        (!vals.is_empty()).then(|| vals.iter().sum::<f64>() / vals.len() as f64)
+    }
+}
+
 // ---------------------------------------------------------------------------
 // Loading
 // ---------------------------------------------------------------------------
@@ -760,6 +772,12 @@ mod tests {
             file.skipped[0].to_string(),
             "line 3: item \"b\": `human_raters.bob.grammar` is not a number: \"five\""
         );
+        let mut two = Item::new("m", "x");
+        two.human_raters.insert("ann".into(), BTreeMap::from([("grammar".into(), 4.0)]));
+        two.human_raters.insert("bob".into(), BTreeMap::from([("grammar".into(), 1.0), ("fluency".into(), 3.0)]));
+        assert_eq!(two.human_value("grammar"), Some(2.5), "the mean of the raters who scored it");
+        assert_eq!(two.human_value("fluency"), Some(3.0));
+        assert_eq!(two.human_value("style"), None);
         let both = "id,content,human.grammar,human_raters.ann.grammar\na,x,4,3\n";
         let err = parse_items_str(both, ItemFormat::Csv, "both.csv").expect_err("both");
         assert!(err.to_string().contains("both `human` and `human_raters`"), "{err}");
