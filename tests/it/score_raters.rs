@@ -209,12 +209,30 @@ async fn the_report_has_a_human_raters_section() {
     let mut reader = csv::Reader::from_reader(csv.as_slice());
     assert_eq!(reader.headers().unwrap().iter().collect::<Vec<_>>(), CSV_COLUMNS);
     let (ci, mi, vi) = (14, 4, 5);
-    let found = reader
-        .records()
-        .flatten()
-        .find(|rec| rec[mi] == *"raters_cohen_kappa_quadratic" && rec[ci] == *"ann;cal")
-        .unwrap();
+    let records: Vec<csv::StringRecord> = reader.records().flatten().collect();
+    let found = records.iter().find(|rec| rec[mi] == *"raters_cohen_kappa_quadratic" && &rec[ci] == "ann;cal").unwrap();
     close(found[vi].parse().ok(), &e["pairs"][1]["value"], "CSV κ ann;cal");
+    // Every row of the section, in CSV and JSON, carries the row's own value.
+    let section: Vec<&Row> = r.rows.iter().filter(|x| x.metric.starts_with("raters_")).collect();
+    let csv_rows: Vec<&csv::StringRecord> = records.iter().filter(|rec| rec[mi].starts_with("raters_")).collect();
+    assert_eq!(section.len(), csv_rows.len());
+    let mut json = Vec::new();
+    format::write_json(&r, &mut json).unwrap();
+    let json: Vec<Value> = serde_json::from_slice(&json).unwrap();
+    let json_rows: Vec<&Value> = json.iter().filter(|x| x["metric"].as_str().unwrap().starts_with("raters_")).collect();
+    assert_eq!(section.len(), json_rows.len());
+    for ((row, rec), js) in section.iter().zip(&csv_rows).zip(&json_rows) {
+        let raters = row.raters.as_ref().map(|v| v.join(";")).unwrap_or_default();
+        assert_eq!((&rec[mi], &rec[ci]), (row.metric.as_str(), raters.as_str()));
+        assert_eq!(rec[vi].parse::<f64>().ok(), row.value, "CSV {}", row.metric);
+        // serde_json reads floats to within an ulp.
+        let same = match (js["value"].as_f64(), row.value) {
+            (Some(a), Some(b)) => (a - b).abs() < 1e-12,
+            (a, b) => a.is_none() && b.is_none(),
+        };
+        assert!(same, "JSON {}: {} vs {:?}", row.metric, js["value"], row.value);
+        assert_eq!(js["n"].as_u64(), row.n.map(|n| n as u64), "JSON {}", row.metric);
+    }
 }
 
 #[tokio::test]
