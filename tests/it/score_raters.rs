@@ -65,6 +65,9 @@ fn score_rater_statistics_match_the_references() {
             let col = |r: usize| ratings.iter().map(|row| row[r]).collect::<Vec<_>>();
             let k = pair_kappa_quadratic(&col(a), &col(b), Some(&levels), 3).unwrap();
             assert_eq!(k.n as u64, p["n"].as_u64().unwrap(), "{name}: pair {a} {b}");
+            if let Some(why) = p["undefined"].as_str() {
+                assert_eq!(k.kappa.clone().unwrap_err().reason, why, "{name}: κ {a} {b}");
+            }
             close(k.kappa.ok(), &p["value"], &format!("{name}: κ {a} {b}"));
         }
         for (truth, metric) in [(item_means(&ratings), "raters_mean"), (item_pluralities(&ratings), "raters_majority")]
@@ -85,6 +88,9 @@ fn score_rater_statistics_match_the_references() {
             let want = &e[format!("loo_{kname}")];
             for (h, w) in loo.held_out.iter().zip(want["held_out"].as_array().unwrap()) {
                 assert_eq!(h.n as u64, w["n"].as_u64().unwrap());
+                if let Some(why) = w["rater_undefined"].as_str() {
+                    assert_eq!(h.rater.clone().unwrap_err().reason, why, "{name}/loo rater {kname}");
+                }
                 close(h.rater.clone().ok(), &w["rater"], &format!("{name}/loo rater {kname}"));
                 close(h.judge.clone().ok(), &w["judge"], &format!("{name}/loo judge {kname}"));
             }
