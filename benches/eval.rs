@@ -88,6 +88,7 @@ fn bench(c: &mut Criterion) {
             context: None,
             reference: None,
             human: None,
+            human_raters: Default::default(),
             candidates: None,
             human_labels: Vec::new(),
         })

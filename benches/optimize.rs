@@ -32,6 +32,7 @@ fn examples() -> Vec<Example> {
                     context: Some(format!("Question {i}: what is the {topic} like?")),
                     reference: Some(format!("The {topic} is {word}.")),
                     human: None,
+                    human_raters: Default::default(),
                     candidates: None,
                     human_labels: Vec::new(),
                 },

@@ -87,6 +87,7 @@ fn write_log(path: &Path, panel: &Panel, index: u64) {
         context: Some("Mila found a tiny snail on the garden wall after the rain.".into()),
         reference: None,
         human: Some(keys.iter().enumerate().map(|(i, k)| (k.clone(), human_rating(index, i))).collect()),
+        human_raters: Default::default(),
         candidates: None,
         human_labels: Vec::new(),
     };
@@ -229,6 +230,7 @@ fn write_pairwise_log(path: &Path, panel: &Panel, index: u64) {
         context: Some("The town council voted 7 to 2 on Tuesday to close the Elm Street library branch.".into()),
         reference: None,
         human: None,
+        human_raters: Default::default(),
         candidates: Some(
             ids.iter()
                 .map(|id| moot::item::Candidate { id: (*id).into(), text: format!("Summary by {id} of the vote.") })

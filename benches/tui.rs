@@ -45,6 +45,7 @@ fn events(agents: usize, turns: u64) -> Vec<Event> {
             context: None,
             reference: None,
             human: None,
+            human_raters: Default::default(),
             candidates: None,
             human_labels: Vec::new(),
         },

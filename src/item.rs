@@ -26,6 +26,10 @@ pub struct Item {
     /// Human ratings by dimension key.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub human: Option<BTreeMap<String, f64>>,
+    /// Several people's ratings: by rater name, then by dimension key. An
+    /// item has these or `human`, not both.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub human_raters: BTreeMap<String, BTreeMap<String, f64>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub candidates: Option<Vec<Candidate>>,
     /// Pairwise: people's verdicts, one per rater: `A` (the first
@@ -43,9 +47,22 @@ impl Item {
             context: None,
             reference: None,
             human: None,
+            human_raters: BTreeMap::new(),
             candidates: None,
             human_labels: Vec::new(),
         }
+    }
+}
+
+impl Item {
+    /// The human score of `dimension`: the `human` value, else the mean of
+    /// the `human_raters` who scored it; none when nobody did.
+    pub fn human_value(&self, dimension: &str) -> Option<f64> {
+        if let Some(h) = &self.human {
+            return h.get(dimension).copied();
+        }
+        let vals: Vec<f64> = self.human_raters.values().filter_map(|s| s.get(dimension).copied()).collect();
+        (!vals.is_empty()).then(|| vals.iter().sum::<f64>() / vals.len() as f64)
     }
 }
 
@@ -448,29 +465,12 @@ fn item_from_json(v: &serde_json::Value) -> Result<Item, String> {
     let reference = optional_string(obj, "reference").map_err(with_id)?;
     let human = match obj.get("human") {
         None | Some(serde_json::Value::Null) => None,
-        Some(serde_json::Value::Object(m)) => {
-            let mut human = BTreeMap::new();
-            for (dim, score) in m {
-                match score {
-                    serde_json::Value::Null => {}
-                    serde_json::Value::Number(n) => {
-                        let x = n
-                            .as_f64()
-                            .filter(|x| x.is_finite())
-                            .ok_or_else(|| with_id(format!("`human.{dim}` is not a usable number")))?;
-                        human.insert(dim.clone(), x);
-                    }
-                    other => {
-                        return Err(with_id(format!("`human.{dim}` must be a number, found {}", json_type(other))));
-                    }
-                }
-            }
-            Some(human)
-        }
-        Some(other) => {
-            return Err(with_id(format!("`human` must be an object, found {}", json_type(other))));
-        }
+        Some(v) => Some(scores_from_json(v, "human").map_err(with_id)?),
     };
+    let human_raters = human_raters(obj).map_err(with_id)?;
+    if human.is_some() && !human_raters.is_empty() {
+        return Err(with_id("has both `human` and `human_raters`; give one of them".into()));
+    }
     let candidates = match obj.get("candidates") {
         None | Some(serde_json::Value::Null) => None,
         Some(serde_json::Value::Array(list)) => {
@@ -506,7 +506,54 @@ fn item_from_json(v: &serde_json::Value) -> Result<Item, String> {
         }
     };
     let human_labels = human_labels(obj, candidates.as_deref()).map_err(with_id)?;
-    Ok(Item { id, content, context, reference, human, candidates, human_labels })
+    Ok(Item { id, content, context, reference, human, human_raters, candidates, human_labels })
+}
+
+/// Scores by dimension key from a JSON object; `field` names it in messages.
+fn scores_from_json(v: &serde_json::Value, field: &str) -> Result<BTreeMap<String, f64>, String> {
+    let m = v.as_object().ok_or_else(|| format!("`{field}` must be an object, found {}", json_type(v)))?;
+    let mut scores = BTreeMap::new();
+    for (dim, score) in m {
+        match score {
+            serde_json::Value::Null => {}
+            serde_json::Value::Number(n) => {
+                let x = n
+                    .as_f64()
+                    .filter(|x| x.is_finite())
+                    .ok_or_else(|| format!("`{field}.{dim}` is not a usable number"))?;
+                scores.insert(dim.clone(), x);
+            }
+            other => return Err(format!("`{field}.{dim}` must be a number, found {}", json_type(other))),
+        }
+    }
+    Ok(scores)
+}
+
+/// `human_raters`: `{"rater": {"dim": score, …}, …}`. A rater with no
+/// score is left out.
+fn human_raters(
+    obj: &serde_json::Map<String, serde_json::Value>,
+) -> Result<BTreeMap<String, BTreeMap<String, f64>>, String> {
+    let mut out = BTreeMap::new();
+    match obj.get("human_raters") {
+        None | Some(serde_json::Value::Null) => {}
+        Some(serde_json::Value::Object(raters)) => {
+            for (rater, scores) in raters {
+                if rater.trim().is_empty() {
+                    return Err("`human_raters` has a rater with an empty name".into());
+                }
+                if scores.is_null() {
+                    continue;
+                }
+                let scores = scores_from_json(scores, &format!("human_raters.{rater}"))?;
+                if !scores.is_empty() {
+                    out.insert(rater.clone(), scores);
+                }
+            }
+        }
+        Some(other) => return Err(format!("`human_raters` must be an object, found {}", json_type(other))),
+    }
+    Ok(out)
 }
 
 /// What a CSV column holds.
@@ -516,6 +563,8 @@ enum Column {
     Context,
     Reference,
     Human(String),
+    /// `human_raters.<rater>.<dimension>`.
+    Rater(String, String),
     Candidate(String),
     Ignored,
 }
@@ -536,7 +585,14 @@ impl Column {
             "context" => Column::Context,
             "reference" => Column::Reference,
             _ => {
-                if let Some(dim) = suffix("human") {
+                if let Some(rest) = name.strip_prefix("human_raters.") {
+                    match rest.split_once('.') {
+                        Some((rater, dim)) if !rater.is_empty() && !dim.is_empty() => {
+                            Column::Rater(rater.to_string(), dim.to_string())
+                        }
+                        _ => Column::Ignored,
+                    }
+                } else if let Some(dim) = suffix("human") {
                     Column::Human(dim)
                 } else if let Some(id) = suffix("candidate") {
                     Column::Candidate(id)
@@ -589,6 +645,7 @@ fn parse_csv(text: &str, source: &str, collector: &mut Collector) -> Result<(), 
 fn item_from_csv(columns: &[Column], record: &csv::StringRecord) -> Result<Item, String> {
     let (mut id, mut content, mut context, mut reference) = (None, None, None, None);
     let mut human = BTreeMap::new();
+    let mut raters: BTreeMap<String, BTreeMap<String, f64>> = BTreeMap::new();
     let mut candidates = Vec::new();
     let mut bad_score = None;
     for (column, cell) in columns.iter().zip(record.iter()) {
@@ -606,6 +663,15 @@ fn item_from_csv(columns: &[Column], record: &csv::StringRecord) -> Result<Item,
                     bad_score.get_or_insert_with(|| format!("human score for `{dim}` is not a number: \"{cell}\""));
                 }
             },
+            Column::Rater(rater, dim) if present => match cell.trim().parse::<f64>() {
+                Ok(x) if x.is_finite() => {
+                    raters.entry(rater.clone()).or_default().insert(dim.clone(), x);
+                }
+                _ => {
+                    bad_score
+                        .get_or_insert_with(|| format!("`human_raters.{rater}.{dim}` is not a number: \"{cell}\""));
+                }
+            },
             Column::Candidate(cid) if present => candidates.push(Candidate { id: cid.clone(), text: cell.to_string() }),
             _ => {}
         }
@@ -615,12 +681,16 @@ fn item_from_csv(columns: &[Column], record: &csv::StringRecord) -> Result<Item,
     if let Some(e) = bad_score {
         return Err(format!("item \"{id}\": {e}"));
     }
+    if !human.is_empty() && !raters.is_empty() {
+        return Err(format!("item \"{id}\": has both `human` and `human_raters` scores; give one of them"));
+    }
     Ok(Item {
         id,
         content,
         context,
         reference,
         human: (!human.is_empty()).then_some(human),
+        human_raters: raters,
         candidates: (!candidates.is_empty()).then_some(candidates),
         human_labels: Vec::new(),
     })
@@ -648,6 +718,10 @@ mod tests {
         assert!(matches!(Column::from_header(" human_answer_relevancy "), Column::Human(d) if d == "answer_relevancy"));
         assert!(matches!(Column::from_header("candidate_b"), Column::Candidate(c) if c == "b"));
         assert!(matches!(Column::from_header("human"), Column::Ignored));
+        assert!(
+            matches!(Column::from_header("human_raters.ann.grammar"), Column::Rater(r, d) if r == "ann" && d == "grammar")
+        );
+        assert!(matches!(Column::from_header("human_raters.ann"), Column::Ignored));
         assert!(matches!(Column::from_header("human_"), Column::Ignored));
         assert!(matches!(Column::from_header("ID"), Column::Ignored));
     }
@@ -669,5 +743,43 @@ mod tests {
         let one = "{\"id\": \"x\", \"candidates\": [{\"id\": \"s\", \"text\": \"t\"}]}\n";
         let err = parse_items_str(one, ItemFormat::Jsonl, "one.jsonl").expect_err("one candidate is not a pair");
         assert!(format!("{err:?}").contains("missing `content`"), "{err:?}");
+    }
+
+    #[test]
+    fn several_raters_in_json_and_csv() {
+        let text = concat!(
+            "{\"id\": \"a\", \"content\": \"x\", \"human_raters\": {\"ann\": {\"grammar\": 4}, \"bob\": {\"grammar\": 2, \"fluency\": null}}}\n",
+            "{\"id\": \"b\", \"content\": \"x\", \"human\": {\"grammar\": 4}, \"human_raters\": {\"ann\": {\"grammar\": 4}}}\n",
+            "{\"id\": \"c\", \"content\": \"x\", \"human_raters\": {\"ann\": {\"grammar\": \"high\"}}}\n",
+            "{\"id\": \"d\", \"content\": \"x\", \"human_raters\": [4, 2]}\n",
+        );
+        let file = parse_items_str(text, ItemFormat::Jsonl, "r.jsonl").expect("items");
+        assert_eq!(file.items.len(), 1);
+        let raters = &file.items[0].human_raters;
+        assert_eq!(raters["ann"]["grammar"], 4.0);
+        assert_eq!(raters["bob"].len(), 1, "a null score is left out");
+        assert_eq!(file.items[0].human, None, "the raters are not averaged into `human`");
+        let msgs: Vec<String> = file.skipped.iter().map(ToString::to_string).collect();
+        assert_eq!(msgs[0], "line 2: item \"b\": has both `human` and `human_raters`; give one of them");
+        assert_eq!(msgs[1], "line 3: item \"c\": `human_raters.ann.grammar` must be a number, found a string");
+        assert_eq!(msgs[2], "line 4: item \"d\": `human_raters` must be an object, found an array");
+
+        let csv = "id,content,human_raters.ann.grammar,human_raters.bob.grammar\na,x,4,\nb,y,3,five\n";
+        let file = parse_items_str(csv, ItemFormat::Csv, "r.csv").expect("items");
+        assert_eq!(file.items[0].human_raters.len(), 1, "an empty cell is not a rating");
+        assert_eq!(file.items[0].human_raters["ann"]["grammar"], 4.0);
+        assert_eq!(
+            file.skipped[0].to_string(),
+            "line 3: item \"b\": `human_raters.bob.grammar` is not a number: \"five\""
+        );
+        let mut two = Item::new("m", "x");
+        two.human_raters.insert("ann".into(), BTreeMap::from([("grammar".into(), 4.0)]));
+        two.human_raters.insert("bob".into(), BTreeMap::from([("grammar".into(), 1.0), ("fluency".into(), 3.0)]));
+        assert_eq!(two.human_value("grammar"), Some(2.5), "the mean of the raters who scored it");
+        assert_eq!(two.human_value("fluency"), Some(3.0));
+        assert_eq!(two.human_value("style"), None);
+        let both = "id,content,human.grammar,human_raters.ann.grammar\na,x,4,3\n";
+        let err = parse_items_str(both, ItemFormat::Csv, "both.csv").expect_err("both");
+        assert!(err.to_string().contains("both `human` and `human_raters`"), "{err}");
     }
 }

@@ -101,10 +101,16 @@ pub fn examples(
     let mut out = Vec::new();
     let mut skipped = Vec::new();
     for item in items {
-        match item.human.as_ref().and_then(|h| h.get(dimension)).copied() {
+        // Several raters: the label is the mean of those who scored the dimension.
+        let field = if item.human.is_none() && !item.human_raters.is_empty() {
+            format!("the mean of human_raters' {dimension}")
+        } else {
+            format!("human.{dimension}")
+        };
+        match item.human_value(dimension) {
             Some(label) if panel.scale.contains(label) => out.push(Example { item, label }),
             Some(label) => bail!(
-                "{source}: item {}: human.{dimension} = {label} is outside the panel's scale {} to {}",
+                "{source}: item {}: {field} = {label} is outside the panel's scale {} to {}",
                 item.id,
                 panel.scale.min,
                 panel.scale.max

@@ -33,7 +33,7 @@ pub fn write_json(report: &Report, out: &mut impl Write) -> io::Result<()> {
 }
 
 /// The CSV columns, in order.
-pub const CSV_COLUMNS: [&str; 14] = [
+pub const CSV_COLUMNS: [&str; 15] = [
     "panel",
     "dimension",
     "group",
@@ -48,6 +48,7 @@ pub const CSV_COLUMNS: [&str; 14] = [
     "sources",
     "agent",
     "system",
+    "raters",
 ];
 
 /// Write the rows as CSV with a header.
@@ -77,6 +78,7 @@ pub fn write_csv(report: &Report, out: &mut impl Write) -> io::Result<()> {
             &sources,
             r.agent.as_deref().unwrap_or(""),
             r.system.as_deref().unwrap_or(""),
+            &r.raters.as_ref().map(|r| r.join(";")).unwrap_or_default(),
         ])
         .map_err(io::Error::other)?;
     }
@@ -272,6 +274,16 @@ pub fn write_table_with(report: &Report, out: &mut impl Write, paint: Paint, opt
                 if sources.is_empty() { "none".to_string() } else { sources.join(", ") }
             )?;
         }
+        if panel.rater_items > 0 && !panel.pairwise {
+            writeln!(
+                out,
+                "{}",
+                paint.dim(&format!(
+                    "{} items rated by named raters (human_raters): the agreement table uses the mean of each item's raters",
+                    panel.rater_items
+                ))
+            )?;
+        }
         if !panel.unrated_keys.is_empty() && panel.rated_items > 0 {
             writeln!(out, "{}", paint.dim(&format!("not rated by humans: {}", panel.unrated_keys.join(", "))))?;
         }
@@ -433,6 +445,8 @@ pub fn write_table_with(report: &Report, out: &mut impl Write, paint: Paint, opt
                 }
             }
         }
+
+        super::raters_table::write_table(panel, &rows, out, paint, &mut notes)?;
 
         // Pairwise decisions.
         let label_rows: Vec<&&Row> = rows.iter().filter(|r| r.dimension.as_deref() == Some("label")).collect();

@@ -121,8 +121,11 @@ pub struct ItemRecord {
     pub aggregate: Option<Vals>,
     /// Panel-wide result with overrides.
     pub adjusted: Option<Vals>,
-    /// Ratings in the item's `human` field.
+    /// Ratings in the item's `human` field; for an item with several
+    /// raters (`human_raters`), per key the mean of the raters who gave one.
     pub human_item: Vals,
+    /// Each rater's ratings of the item (`human_raters`), by rater name.
+    pub human_raters: Vec<(String, Vals)>,
     /// Ratings entered during the session (`human_rating` events; later ones win per key).
     pub human_session: Vals,
     pub effort: Effort,
@@ -132,6 +135,16 @@ pub struct ItemRecord {
     pub sage: crate::session::sage::SageView,
     /// Pairwise sessions: the candidates, human labels and decisions.
     pub pairwise: Option<super::pairwise::PairwiseRecord>,
+}
+
+/// Per key, the mean of the raters who gave a value (none where nobody did).
+fn raters_mean(info: &PanelInfo, raters: &[(String, Vals)]) -> Vals {
+    (0..info.keys.len())
+        .map(|k| {
+            let vals: Vec<f64> = raters.iter().filter_map(|(_, v)| v[k]).collect();
+            (!vals.is_empty()).then(|| vals.iter().sum::<f64>() / vals.len() as f64)
+        })
+        .collect()
 }
 
 /// Shares one [`PanelInfo`] among the sessions of the same panel.
@@ -265,9 +278,11 @@ pub fn read_record(path: &Path, bytes: &[u8], cache: &PanelCache) -> Result<Item
                     weighted: None,
                 });
             }
+            let human_raters: Vec<(String, Vals)> =
+                item.human_raters.iter().map(|(name, s)| (name.clone(), info.vals_of_scores(s, None))).collect();
             let human_item = match &item.human {
                 Some(h) => info.vals_of_scores(h, None),
-                None => info.empty_vals(),
+                None => raters_mean(&info, &human_raters),
             };
             let ng = info.groups.len();
             group_rounds = vec![0; ng];
@@ -284,6 +299,7 @@ pub fn read_record(path: &Path, bytes: &[u8], cache: &PanelCache) -> Result<Item
                 adjusted: None,
                 human_session: info.empty_vals(),
                 human_item,
+                human_raters,
                 effort: Effort { group_turns: vec![0; ng], group_tokens: vec![0; ng], ..Effort::default() },
                 bad_lines: 0,
                 sage: Default::default(),

@@ -4,7 +4,8 @@
 //! [`load`] folds each log into the few numbers a report needs, [`human`]
 //! reads a ratings file, [`build`] joins them and computes every statistic
 //! with [`crate::stats`], [`format`] prints tables, CSV and JSON, and
-//! [`plot`] draws SVG charts.
+//! [`plot`] draws SVG charts; [`raters_table`] prints the section on
+//! several named human raters.
 
 pub mod build;
 pub mod format;
@@ -12,6 +13,7 @@ pub mod human;
 pub mod load;
 pub mod pairwise;
 pub mod plot;
+pub mod raters_table;
 pub mod sage;
 
 pub use build::{PanelSummary, Report, ReportOptions, Row, Stage, build_report};

@@ -42,6 +42,7 @@ fn row(panel: &str, dimension: &str, metric: &str, value: usize, n: usize) -> Ro
         undefined_reason: None,
         sources: None,
         system: None,
+        raters: None,
     }
 }
 

@@ -19,6 +19,9 @@
 //!   flips), agreement with at least one human rater.
 //! - [`raters`]: several raters: majority label, κ between raters (Light's
 //!   κ), leave-one-rater-out agreement, bootstrap of win rates over items.
+//! - [`score_raters`]: several raters on scores: each item's plurality
+//!   score, quadratic-weighted κ between two raters, leave-one-rater-out
+//!   correlations.
 //! - [`scale`]: exact accuracy, gap ratios, over- and under-rating ratios.
 //! - [`auc`]: ROC AUC for binary truth.
 //! - [`descriptive`]: mean, population standard deviation, median.
@@ -34,6 +37,7 @@ pub mod pairwise;
 pub mod position;
 pub mod raters;
 pub mod scale;
+pub mod score_raters;
 
 pub use agreement::{
     Confusion, KappaWeights, agreement_rate, cohen_kappa, cohen_kappa_quadratic, confusion, kappa_of_counts,

@@ -89,6 +89,7 @@ pub fn item() -> Item {
         context: Some("A fox lived by the river. When the storm came, the fox ran to its den.".into()),
         reference: None,
         human: None,
+        human_raters: Default::default(),
         candidates: None,
         human_labels: Vec::new(),
     }

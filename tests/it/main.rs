@@ -45,6 +45,7 @@ mod provider_limits;
 mod provider_openai;
 mod report_fixtures;
 mod sage_eval;
+mod score_raters;
 mod session_stages;
 mod stats_fixtures;
 mod structured_output;

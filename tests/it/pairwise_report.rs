@@ -346,12 +346,13 @@ async fn report_over_engine_logs() {
     ] {
         assert!(table.contains(needle), "missing {needle:?} in:\n{table}");
     }
+    assert!(!table.contains("Human raters"), "pairwise labels have their own rater rows:\n{table}");
     // CSV carries the system column.
     let mut csv = Vec::new();
     moot::report::format::write_csv(&r, &mut csv).unwrap();
     let csv = String::from_utf8(csv).unwrap();
-    assert!(csv.lines().next().unwrap().ends_with(",agent,system"));
-    assert!(csv.lines().any(|l| l.contains(",pairwise_win_rate,0.75,") && l.ends_with(",lead")), "{csv}");
+    assert!(csv.lines().next().unwrap().ends_with(",agent,system,raters"));
+    assert!(csv.lines().any(|l| l.contains(",pairwise_win_rate,0.75,") && l.ends_with(",lead,")), "{csv}");
 }
 
 #[tokio::test]

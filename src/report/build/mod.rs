@@ -4,6 +4,7 @@
 
 mod bootstrap;
 mod panel;
+mod raters;
 mod rows;
 
 use std::collections::BTreeMap;
@@ -80,6 +81,10 @@ pub struct Row {
     /// Pairwise: the system (candidate id) a row is about; null otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub system: Option<String>,
+    /// "Human raters" rows: the pair of raters a κ is about, or the rater
+    /// held out; null for rows about all the raters.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub raters: Option<Vec<String>>,
 }
 
 impl Row {
@@ -105,6 +110,7 @@ impl Row {
             undefined_reason: None,
             sources: None,
             system: None,
+            raters: None,
         }
     }
 
@@ -178,6 +184,11 @@ pub struct PanelSummary {
     pub human_sources: BTreeMap<String, usize>,
     /// Keys nobody rated (no correlation rows for them).
     pub unrated_keys: Vec<String>,
+    /// Items rated by named raters (`human_raters`), whose value per key is
+    /// the mean of their raters.
+    pub rater_items: usize,
+    /// The raters' names, sorted.
+    pub raters: Vec<String>,
 }
 
 /// How one key's scores spread over the scale, for charts.

@@ -117,8 +117,12 @@ impl PanelReport {
             rated_items,
             human_sources: sources,
             unrated_keys,
+            rater_items: records.iter().filter(|r| !r.human_raters.is_empty()).count(),
+            raters: Vec::new(),
         };
-        PanelReport { info, records, truth, summary }
+        let mut panel = PanelReport { info, records, truth, summary };
+        panel.summary.raters = panel.rater_names();
+        panel
     }
 
     /// A stage's value of key `k` for one session: for a group (or all agents) the mean

@@ -123,6 +123,7 @@ impl PanelReport {
             }
         }
 
+        self.rater_rows(rows);
         self.label_rows(&panel, rows, jobs);
         self.effort_rows(&panel, opts, rows);
     }
