@@ -1,5 +1,11 @@
 //! Items to evaluate, read from JSONL, JSON or CSV files (see `docs/items.md`).
 
+mod csv;
+mod json;
+
+use csv::parse_csv;
+use json::{item_from_json, json_array_element_offsets, json_message, json_type, line_of};
+
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -73,31 +79,31 @@ impl Item {
 /// Items compiled into the binary: `(file stem, JSONL text)`. Each bundled
 /// panel has items with the same stem.
 pub const BUNDLED_ITEMS: &[(&str, &str)] = &[
-    ("storybook-qa", include_str!("../assets/items/storybook-qa.jsonl")),
+    ("storybook-qa", include_str!("../../assets/items/storybook-qa.jsonl")),
     // MAJ-EVAL's paper preset judges the sample panel's items.
-    ("storybook-qa-paper", include_str!("../assets/items/storybook-qa.jsonl")),
-    ("summary-collab", include_str!("../assets/items/summary-collab.jsonl")),
-    ("summary-collab-paper", include_str!("../assets/items/summary-collab.jsonl")),
-    ("summary-collab-debate", include_str!("../assets/items/summary-collab.jsonl")),
+    ("storybook-qa-paper", include_str!("../../assets/items/storybook-qa.jsonl")),
+    ("summary-collab", include_str!("../../assets/items/summary-collab.jsonl")),
+    ("summary-collab-paper", include_str!("../../assets/items/summary-collab.jsonl")),
+    ("summary-collab-debate", include_str!("../../assets/items/summary-collab.jsonl")),
     // G-Eval's single judge scores the same summaries.
-    ("summary-geval", include_str!("../assets/items/summary-collab.jsonl")),
-    ("summary-geval-paper", include_str!("../assets/items/summary-collab.jsonl")),
-    ("summary-geval-verified", include_str!("../assets/items/summary-collab.jsonl")),
-    ("summary-chateval", include_str!("../assets/items/summary-collab.jsonl")),
-    ("summary-roundtable", include_str!("../assets/items/summary-collab.jsonl")),
-    ("survey-sage", include_str!("../assets/items/surveys.jsonl")),
-    ("survey-sage-paper", include_str!("../assets/items/surveys.jsonl")),
-    ("pairwise-summaries", include_str!("../assets/items/pairwise-summaries.jsonl")),
+    ("summary-geval", include_str!("../../assets/items/summary-collab.jsonl")),
+    ("summary-geval-paper", include_str!("../../assets/items/summary-collab.jsonl")),
+    ("summary-geval-verified", include_str!("../../assets/items/summary-collab.jsonl")),
+    ("summary-chateval", include_str!("../../assets/items/summary-collab.jsonl")),
+    ("summary-roundtable", include_str!("../../assets/items/summary-collab.jsonl")),
+    ("survey-sage", include_str!("../../assets/items/surveys.jsonl")),
+    ("survey-sage-paper", include_str!("../../assets/items/surveys.jsonl")),
+    ("pairwise-summaries", include_str!("../../assets/items/pairwise-summaries.jsonl")),
     // The paper preset judges the same pairs.
-    ("pairwise-summaries-paper", include_str!("../assets/items/pairwise-summaries.jsonl")),
+    ("pairwise-summaries-paper", include_str!("../../assets/items/pairwise-summaries.jsonl")),
     // CollabEval's pairwise mode discusses the same pairs (those of two candidates).
-    ("pairwise-collab", include_str!("../assets/items/pairwise-summaries.jsonl")),
+    ("pairwise-collab", include_str!("../../assets/items/pairwise-summaries.jsonl")),
     // The paper presets of ChatEval and the round-table judge the same
     // summaries, and their pairwise modes the same pairs.
-    ("summary-chateval-paper", include_str!("../assets/items/summary-collab.jsonl")),
-    ("summary-roundtable-paper", include_str!("../assets/items/summary-collab.jsonl")),
-    ("pairwise-chateval", include_str!("../assets/items/pairwise-summaries.jsonl")),
-    ("pairwise-roundtable", include_str!("../assets/items/pairwise-summaries.jsonl")),
+    ("summary-chateval-paper", include_str!("../../assets/items/summary-collab.jsonl")),
+    ("summary-roundtable-paper", include_str!("../../assets/items/summary-collab.jsonl")),
+    ("pairwise-chateval", include_str!("../../assets/items/pairwise-summaries.jsonl")),
+    ("pairwise-roundtable", include_str!("../../assets/items/pairwise-summaries.jsonl")),
 ];
 
 /// Prefix of [`ItemsFile::source`] for bundled items (`bundled:storybook-qa`).
@@ -322,382 +328,9 @@ impl Collector {
     }
 }
 
-/// serde_json's message without its trailing "at line L column C".
-fn json_message(e: &serde_json::Error) -> String {
-    let text = e.to_string();
-    match text.rfind(" at line ") {
-        Some(i) => text[..i].to_string(),
-        None => text,
-    }
-}
-
-fn json_type(v: &serde_json::Value) -> &'static str {
-    match v {
-        serde_json::Value::Null => "null",
-        serde_json::Value::Bool(_) => "a boolean",
-        serde_json::Value::Number(_) => "a number",
-        serde_json::Value::String(_) => "a string",
-        serde_json::Value::Array(_) => "an array",
-        serde_json::Value::Object(_) => "an object",
-    }
-}
-
-fn line_of(text: &str, at: usize) -> usize {
-    text.as_bytes()[..at.min(text.len())].iter().filter(|&&b| b == b'\n').count() + 1
-}
-
-/// Byte offsets where the elements of the top-level JSON array in `text`
-/// start. `text` must be valid JSON.
-fn json_array_element_offsets(text: &str) -> Vec<usize> {
-    let mut starts = Vec::new();
-    let (mut depth, mut in_string, mut escaped, mut expecting) = (0usize, false, false, false);
-    for (i, b) in text.bytes().enumerate() {
-        if in_string {
-            match b {
-                _ if escaped => escaped = false,
-                b'\\' => escaped = true,
-                b'"' => in_string = false,
-                _ => {}
-            }
-            continue;
-        }
-        if b.is_ascii_whitespace() {
-            continue;
-        }
-        if depth == 1 && expecting && b != b']' {
-            starts.push(i);
-            expecting = false;
-        }
-        match b {
-            b'"' => in_string = true,
-            b'[' | b'{' => {
-                depth += 1;
-                if depth == 1 {
-                    expecting = true;
-                }
-            }
-            b']' | b'}' => depth = depth.saturating_sub(1),
-            b',' if depth == 1 => expecting = true,
-            _ => {}
-        }
-    }
-    starts
-}
-
-/// An id from a JSON string or integer.
-fn id_from_json(v: &serde_json::Value, field: &str) -> Result<String, String> {
-    match v {
-        serde_json::Value::String(s) if !s.trim().is_empty() => Ok(s.clone()),
-        serde_json::Value::String(_) => Err(format!("`{field}` is empty")),
-        serde_json::Value::Number(n) if n.is_i64() || n.is_u64() => Ok(n.to_string()),
-        other => Err(format!("`{field}` must be a string or an integer, found {}", json_type(other))),
-    }
-}
-
-fn optional_string(obj: &serde_json::Map<String, serde_json::Value>, key: &str) -> Result<Option<String>, String> {
-    match obj.get(key) {
-        None | Some(serde_json::Value::Null) => Ok(None),
-        Some(serde_json::Value::String(s)) => Ok(Some(s.clone())),
-        Some(other) => Err(format!("`{key}` must be a string, found {}", json_type(other))),
-    }
-}
-
-/// `human_label` (one rater) or `human_labels` (several): each `A`, `B`,
-/// `tie` or the id of one of the item's candidates.
-fn human_labels(
-    obj: &serde_json::Map<String, serde_json::Value>,
-    candidates: Option<&[Candidate]>,
-) -> Result<Vec<String>, String> {
-    let mut out = Vec::new();
-    let mut take = |field: String, v: &serde_json::Value| -> Result<(), String> {
-        let s = v.as_str().ok_or_else(|| format!("`{field}` must be a string, found {}", json_type(v)))?.trim();
-        let known = matches!(s.to_ascii_lowercase().as_str(), "a" | "b" | "tie")
-            || candidates.is_some_and(|c| c.iter().any(|c| c.id == s));
-        if !known {
-            return Err(format!("`{field}`: \"{s}\" is not A, B, tie or the id of one of the item's candidates"));
-        }
-        out.push(s.to_string());
-        Ok(())
-    };
-    match obj.get("human_label") {
-        None | Some(serde_json::Value::Null) => {}
-        Some(v) => take("human_label".into(), v)?,
-    }
-    match obj.get("human_labels") {
-        None | Some(serde_json::Value::Null) => {}
-        Some(serde_json::Value::Array(list)) => {
-            for (i, v) in list.iter().enumerate() {
-                take(format!("human_labels[{i}]"), v)?;
-            }
-        }
-        Some(other) => return Err(format!("`human_labels` must be an array of strings, found {}", json_type(other))),
-    }
-    Ok(out)
-}
-
-/// Builds an item from one JSON value, or says what is wrong with it.
-fn item_from_json(v: &serde_json::Value) -> Result<Item, String> {
-    let obj = v.as_object().ok_or_else(|| format!("expected an item object, found {}", json_type(v)))?;
-    let id = match obj.get("id") {
-        None | Some(serde_json::Value::Null) => return Err("missing `id`".into()),
-        Some(v) => id_from_json(v, "id")?,
-    };
-    let content = match obj.get("content") {
-        // Pairwise items carry their texts in `candidates` instead.
-        None | Some(serde_json::Value::Null)
-            if obj.get("candidates").and_then(|c| c.as_array()).is_some_and(|c| c.len() >= 2) =>
-        {
-            String::new()
-        }
-        None | Some(serde_json::Value::Null) => {
-            return Err(format!("item \"{id}\": missing `content`"));
-        }
-        Some(serde_json::Value::String(s)) if s.trim().is_empty() => {
-            return Err(format!("item \"{id}\": `content` is empty"));
-        }
-        Some(serde_json::Value::String(s)) => s.clone(),
-        Some(other) => {
-            return Err(format!("item \"{id}\": `content` must be a string, found {}", json_type(other)));
-        }
-    };
-    let with_id = |e: String| format!("item \"{id}\": {e}");
-    let context = optional_string(obj, "context").map_err(with_id)?;
-    let reference = optional_string(obj, "reference").map_err(with_id)?;
-    let human = match obj.get("human") {
-        None | Some(serde_json::Value::Null) => None,
-        Some(v) => Some(scores_from_json(v, "human").map_err(with_id)?),
-    };
-    let human_raters = human_raters(obj).map_err(with_id)?;
-    if human.is_some() && !human_raters.is_empty() {
-        return Err(with_id("has both `human` and `human_raters`; give one of them".into()));
-    }
-    let candidates = match obj.get("candidates") {
-        None | Some(serde_json::Value::Null) => None,
-        Some(serde_json::Value::Array(list)) => {
-            let mut candidates = Vec::with_capacity(list.len());
-            for (i, c) in list.iter().enumerate() {
-                let c = c
-                    .as_object()
-                    .ok_or_else(|| with_id(format!("`candidates[{i}]` must be an object, found {}", json_type(c))))?;
-                let cid = match c.get("id") {
-                    None | Some(serde_json::Value::Null) => {
-                        return Err(with_id(format!("`candidates[{i}]`: missing `id`")));
-                    }
-                    Some(v) => id_from_json(v, &format!("candidates[{i}].id")).map_err(with_id)?,
-                };
-                let text = match c.get("text") {
-                    Some(serde_json::Value::String(s)) => s.clone(),
-                    None | Some(serde_json::Value::Null) => {
-                        return Err(with_id(format!("`candidates[{i}]`: missing `text`")));
-                    }
-                    Some(other) => {
-                        return Err(with_id(format!(
-                            "`candidates[{i}].text` must be a string, found {}",
-                            json_type(other)
-                        )));
-                    }
-                };
-                candidates.push(Candidate { id: cid, text });
-            }
-            Some(candidates)
-        }
-        Some(other) => {
-            return Err(with_id(format!("`candidates` must be an array, found {}", json_type(other))));
-        }
-    };
-    let human_labels = human_labels(obj, candidates.as_deref()).map_err(with_id)?;
-    Ok(Item { id, content, context, reference, human, human_raters, candidates, human_labels })
-}
-
-/// Scores by dimension key from a JSON object; `field` names it in messages.
-fn scores_from_json(v: &serde_json::Value, field: &str) -> Result<BTreeMap<String, f64>, String> {
-    let m = v.as_object().ok_or_else(|| format!("`{field}` must be an object, found {}", json_type(v)))?;
-    let mut scores = BTreeMap::new();
-    for (dim, score) in m {
-        match score {
-            serde_json::Value::Null => {}
-            serde_json::Value::Number(n) => {
-                let x = n
-                    .as_f64()
-                    .filter(|x| x.is_finite())
-                    .ok_or_else(|| format!("`{field}.{dim}` is not a usable number"))?;
-                scores.insert(dim.clone(), x);
-            }
-            other => return Err(format!("`{field}.{dim}` must be a number, found {}", json_type(other))),
-        }
-    }
-    Ok(scores)
-}
-
-/// `human_raters`: `{"rater": {"dim": score, …}, …}`. A rater with no
-/// score is left out.
-fn human_raters(
-    obj: &serde_json::Map<String, serde_json::Value>,
-) -> Result<BTreeMap<String, BTreeMap<String, f64>>, String> {
-    let mut out = BTreeMap::new();
-    match obj.get("human_raters") {
-        None | Some(serde_json::Value::Null) => {}
-        Some(serde_json::Value::Object(raters)) => {
-            for (rater, scores) in raters {
-                if rater.trim().is_empty() {
-                    return Err("`human_raters` has a rater with an empty name".into());
-                }
-                if scores.is_null() {
-                    continue;
-                }
-                let scores = scores_from_json(scores, &format!("human_raters.{rater}"))?;
-                if !scores.is_empty() {
-                    out.insert(rater.clone(), scores);
-                }
-            }
-        }
-        Some(other) => return Err(format!("`human_raters` must be an object, found {}", json_type(other))),
-    }
-    Ok(out)
-}
-
-/// What a CSV column holds.
-enum Column {
-    Id,
-    Content,
-    Context,
-    Reference,
-    Human(String),
-    /// `human_raters.<rater>.<dimension>`.
-    Rater(String, String),
-    Candidate(String),
-    Ignored,
-}
-
-impl Column {
-    fn from_header(name: &str) -> Column {
-        let name = name.trim();
-        let suffix = |prefix: &str| {
-            [".", "_"]
-                .iter()
-                .find_map(|sep| name.strip_prefix(&format!("{prefix}{sep}")))
-                .filter(|rest| !rest.is_empty())
-                .map(str::to_string)
-        };
-        match name {
-            "id" => Column::Id,
-            "content" => Column::Content,
-            "context" => Column::Context,
-            "reference" => Column::Reference,
-            _ => {
-                if let Some(rest) = name.strip_prefix("human_raters.") {
-                    match rest.split_once('.') {
-                        Some((rater, dim)) if !rater.is_empty() && !dim.is_empty() => {
-                            Column::Rater(rater.to_string(), dim.to_string())
-                        }
-                        _ => Column::Ignored,
-                    }
-                } else if let Some(dim) = suffix("human") {
-                    Column::Human(dim)
-                } else if let Some(id) = suffix("candidate") {
-                    Column::Candidate(id)
-                } else {
-                    Column::Ignored
-                }
-            }
-        }
-    }
-}
-
-fn parse_csv(text: &str, source: &str, collector: &mut Collector) -> Result<(), ItemsError> {
-    let malformed =
-        |line: usize, message: String| ItemsError::Malformed { file: source.to_string(), line, column: 1, message };
-    let mut reader = csv::ReaderBuilder::new().flexible(true).has_headers(true).from_reader(text.as_bytes());
-    let headers = reader.headers().map_err(|e| malformed(1, format!("cannot read the CSV header: {e}")))?.clone();
-    let columns: Vec<Column> = headers.iter().map(Column::from_header).collect();
-    for required in ["id", "content"] {
-        if !headers.iter().any(|h| h.trim() == required) {
-            let found = headers.iter().collect::<Vec<_>>().join(", ");
-            return Err(malformed(1, format!("the CSV header has no `{required}` column (columns: {found})")));
-        }
-    }
-    for record in reader.records() {
-        let record = match record {
-            Ok(r) => r,
-            Err(e) => {
-                let line = e.position().map_or(0, |p| p.line() as usize);
-                if matches!(e.kind(), csv::ErrorKind::Io(_)) {
-                    return Err(malformed(line, format!("cannot read CSV: {e}")));
-                }
-                collector.push(line, Err(format!("malformed CSV row: {e}")));
-                continue;
-            }
-        };
-        let line = record.position().map_or(0, |p| p.line() as usize);
-        if record.iter().all(|cell| cell.trim().is_empty()) {
-            continue;
-        }
-        let entry = if record.len() != headers.len() {
-            Err(format!("row has {} fields, the header has {}", record.len(), headers.len()))
-        } else {
-            item_from_csv(&columns, &record)
-        };
-        collector.push(line, entry);
-    }
-    Ok(())
-}
-
-fn item_from_csv(columns: &[Column], record: &csv::StringRecord) -> Result<Item, String> {
-    let (mut id, mut content, mut context, mut reference) = (None, None, None, None);
-    let mut human = BTreeMap::new();
-    let mut raters: BTreeMap<String, BTreeMap<String, f64>> = BTreeMap::new();
-    let mut candidates = Vec::new();
-    let mut bad_score = None;
-    for (column, cell) in columns.iter().zip(record.iter()) {
-        let present = !cell.trim().is_empty();
-        match column {
-            Column::Id if present => id = Some(cell.trim().to_string()),
-            Column::Content if present => content = Some(cell.to_string()),
-            Column::Context if present => context = Some(cell.to_string()),
-            Column::Reference if present => reference = Some(cell.to_string()),
-            Column::Human(dim) if present => match cell.trim().parse::<f64>() {
-                Ok(x) if x.is_finite() => {
-                    human.insert(dim.clone(), x);
-                }
-                _ => {
-                    bad_score.get_or_insert_with(|| format!("human score for `{dim}` is not a number: \"{cell}\""));
-                }
-            },
-            Column::Rater(rater, dim) if present => match cell.trim().parse::<f64>() {
-                Ok(x) if x.is_finite() => {
-                    raters.entry(rater.clone()).or_default().insert(dim.clone(), x);
-                }
-                _ => {
-                    bad_score
-                        .get_or_insert_with(|| format!("`human_raters.{rater}.{dim}` is not a number: \"{cell}\""));
-                }
-            },
-            Column::Candidate(cid) if present => candidates.push(Candidate { id: cid.clone(), text: cell.to_string() }),
-            _ => {}
-        }
-    }
-    let id = id.ok_or("missing `id`")?;
-    let content = content.ok_or_else(|| format!("item \"{id}\": missing `content`"))?;
-    if let Some(e) = bad_score {
-        return Err(format!("item \"{id}\": {e}"));
-    }
-    if !human.is_empty() && !raters.is_empty() {
-        return Err(format!("item \"{id}\": has both `human` and `human_raters` scores; give one of them"));
-    }
-    Ok(Item {
-        id,
-        content,
-        context,
-        reference,
-        human: (!human.is_empty()).then_some(human),
-        human_raters: raters,
-        candidates: (!candidates.is_empty()).then_some(candidates),
-        human_labels: Vec::new(),
-    })
-}
-
 #[cfg(test)]
 mod tests {
+    use super::csv::Column;
     use super::*;
 
     #[test]
@@ -736,7 +369,7 @@ mod tests {
     }
     #[test]
     fn pairwise_items_need_no_content() {
-        let text = include_str!("../assets/items/pairwise-summaries.jsonl");
+        let text = include_str!("../../assets/items/pairwise-summaries.jsonl");
         let file = parse_items_str(text, ItemFormat::Jsonl, "pairwise-summaries.jsonl").expect("items");
         assert_eq!(file.items.len(), 10, "{:?}", file.skipped);
         assert!(file.items.iter().all(|i| i.candidates.as_ref().is_some_and(|c| c.len() >= 2)));
