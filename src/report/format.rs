@@ -487,6 +487,7 @@ pub fn write_table_with(report: &Report, out: &mut impl Write, paint: Paint, opt
                 ("turns_per_item", "turns"),
                 ("debate_turns_per_item", "debate turns"),
                 ("rounds_per_item", "rounds"),
+                ("rounds_with_first_per_item", "rounds counting the first evaluations"),
                 ("calls_per_item", "calls"),
                 ("tokens_per_item", "tokens"),
             ] {

@@ -91,6 +91,12 @@ pub struct Effort {
     pub debate_turns: u32,
     /// Discussion rounds (mean over the groups that had rounds), if any.
     pub rounds: Option<f64>,
+    /// Rounds as CollabEval counts them: the first evaluations are round 1
+    /// and each discussion round adds one, so a group settled by its first
+    /// evaluations took one round (mean over every group); only for a run
+    /// whose first evaluations were checked for consensus and that talks
+    /// in rounds (not a moderated debate).
+    pub rounds_with_first: Option<f64>,
     /// Model calls.
     pub calls: u64,
     pub usage: Usage,
@@ -226,6 +232,10 @@ pub fn read_record(path: &Path, bytes: &[u8], cache: &PanelCache) -> Result<Item
     let mut turns: HashMap<u64, TurnInfo> = HashMap::new();
     let mut agent_index: HashMap<String, usize> = HashMap::new();
     let mut group_rounds: Vec<u32> = Vec::new();
+    // Whether the first evaluations were checked for consensus (round 0),
+    // and whether a moderated debate (turns, not rounds) followed.
+    let mut first_checked = false;
+    let mut debated = false;
     let mut running_usage = Usage::default();
     let mut running_calls = 0u64;
     let mut ended_usage: Option<(Usage, u64)> = None;
@@ -340,6 +350,8 @@ pub fn read_record(path: &Path, bytes: &[u8], cache: &PanelCache) -> Result<Item
                     group_rounds[g] = group_rounds[g].max(*round);
                 }
             }
+            EventKind::ConsensusChecked { round: Some(0), .. } => first_checked = true,
+            EventKind::PhaseStarted { phase: Phase::Debate, .. } => debated = true,
             EventKind::ScoreOverridden { .. } => r.effort.overrides += 1,
             EventKind::HumanRating { scores, .. } => {
                 let vals = r.panel.vals_of_scores(scores, None);
@@ -369,6 +381,8 @@ pub fn read_record(path: &Path, bytes: &[u8], cache: &PanelCache) -> Result<Item
     r.effort.calls = calls;
     let with_rounds: Vec<f64> = group_rounds.iter().filter(|&&n| n > 0).map(|&n| f64::from(n)).collect();
     r.effort.rounds = (!with_rounds.is_empty()).then(|| with_rounds.iter().sum::<f64>() / with_rounds.len() as f64);
+    r.effort.rounds_with_first = (first_checked && !debated && !group_rounds.is_empty())
+        .then(|| group_rounds.iter().map(|&n| f64::from(n) + 1.0).sum::<f64>() / group_rounds.len() as f64);
     r.bad_lines = bad_lines;
     Ok(r)
 }

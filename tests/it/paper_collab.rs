@@ -562,3 +562,38 @@ async fn under_the_debate_ablation_the_evaluators_argue_and_the_final_judge_stil
     let turns = discussion_turns(provider.requests());
     assert!(!turns.is_empty() && turns.iter().all(|t| t.contains(COLLABORATE) && !t.contains(DEBATE)), "{turns:?}");
 }
+
+/// The report counts rounds as CollabEval does (the first evaluations are
+/// round 1, and a group they settle took one round) beside moot's count
+/// (discussion rounds of the groups that had any): one group agrees at once,
+/// the other after one round of discussion.
+#[tokio::test]
+async fn the_report_counts_rounds_with_the_first_evaluations_as_collab_eval_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.jsonl");
+    let p = panel(Protocol::CollabEval, &[("Quick", &["Ann", "Bea"]), ("Slow", &["Cal", "Dee"])]);
+    let provider = scripted(|req: &ChatRequest, _| {
+        let last = req.messages.last().map(|m| m.content.as_str()).unwrap_or("");
+        let who = moot::engine::prompts::agent_named_in(last).unwrap_or_default();
+        // Cal differs from Dee in the first evaluations and agrees in round 1.
+        let text = if who == "Cal" && round_of(req).is_none() { evaluation(2, 2, 2) } else { evaluation(4, 4, 4) };
+        ScriptedReply::Text(text)
+    });
+    let s = Session::start(config(p, provider), Some(moot::session::SessionWriter::create(&path).unwrap()));
+    let (events, outcome) = s.finish().await;
+    assert_eq!(outcome.status, EndStatus::Completed, "{:?}", outcome.error);
+    let discussed: Vec<(String, u32)> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::PhaseStarted { phase: Phase::Discussion, group: Some(g), round: Some(r) } => {
+                Some((g.clone(), *r))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(discussed, [("Slow".to_string(), 1)], "only the slow group discussed, one round");
+    let report = moot::report::load_records(std::slice::from_ref(&path), 1);
+    let effort = &report.records[0].effort;
+    assert_eq!(effort.rounds, Some(1.0), "moot's count: the one group with rounds had one");
+    assert_eq!(effort.rounds_with_first, Some(1.5), "CollabEval's: (1 + 2) / 2");
+}

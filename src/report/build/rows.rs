@@ -233,6 +233,13 @@ impl PanelReport {
         let rounds = mean(&|r| r.effort.rounds);
         let rounds = if rounds.1 == 0 { (Err(Undefined::new("the protocol recorded no rounds")), 0) } else { rounds };
         push(None, "rounds_per_item", rounds);
+        let first = mean(&|r| r.effort.rounds_with_first);
+        let first = if first.1 == 0 {
+            (Err(Undefined::new("no run checked its first evaluations for consensus")), 0)
+        } else {
+            first
+        };
+        push(None, "rounds_with_first_per_item", first);
         push(None, "calls_per_item", mean(&|r| Some(r.effort.calls as f64)));
         push(None, "input_tokens_per_item", mean(&|r| Some(r.effort.usage.input_tokens as f64)));
         push(None, "output_tokens_per_item", mean(&|r| Some(r.effort.usage.output_tokens as f64)));
