@@ -125,6 +125,9 @@ pub struct TieConfusion {
     pub truth_tie: usize,
     /// …of which the judge picked a winner.
     pub truth_tie_judge_winner: usize,
+    /// Items the judge decided otherwise than the truth (a tie for a
+    /// winner, a winner for a tie, or the other winner).
+    pub misjudged: usize,
 }
 
 impl TieConfusion {
@@ -139,6 +142,20 @@ impl TieConfusion {
     pub fn tie_as_winner_rate(&self) -> StatResult<f64> {
         ratio(self.truth_tie_judge_winner, self.truth_tie, "truth has no ties")
     }
+
+    /// CollabEval's GT_Win_Pred_Tie ratio: among all misjudged items, the
+    /// share where the truth names a winner and the judge said tie
+    /// (`gt_win_pred_tie_ratio`). Undefined when nothing was misjudged.
+    pub fn gt_win_pred_tie_ratio(&self) -> StatResult<f64> {
+        ratio(self.truth_winner_judge_tie, self.misjudged, "the judge misjudged nothing")
+    }
+
+    /// CollabEval's GT_Tie_Pred_Win ratio: among all misjudged items, the
+    /// share where the truth is a tie and the judge picked a winner
+    /// (`gt_tie_pred_win_ratio`). Undefined when nothing was misjudged.
+    pub fn gt_tie_pred_win_ratio(&self) -> StatResult<f64> {
+        ratio(self.truth_tie_judge_winner, self.misjudged, "the judge misjudged nothing")
+    }
 }
 
 /// Tie confusions of `judge` against `truth`. Undefined when the lengths differ.
@@ -146,6 +163,7 @@ pub fn tie_confusion(truth: &[Preference], judge: &[Preference]) -> StatResult<T
     check_same_len(truth.len(), judge.len())?;
     let mut c = TieConfusion::default();
     for (t, j) in truth.iter().zip(judge) {
+        c.misjudged += usize::from(t != j);
         if t.has_winner() {
             c.truth_winner += 1;
             c.truth_winner_judge_tie += usize::from(!j.has_winner());
@@ -184,6 +202,17 @@ mod tests {
         assert_eq!(c.truth_winner_judge_tie, 2);
         assert_eq!(c.truth_tie, 2);
         assert_eq!(c.truth_tie_judge_winner, 1);
+        // Misjudged: A→tie, tie→A and B→tie (3 of 6); two of them a winner called a tie, one a tie given a winner.
+        assert_eq!(c.misjudged, 3);
+        assert_eq!(c.gt_win_pred_tie_ratio().unwrap(), 2.0 / 3.0);
+        assert_eq!(c.gt_tie_pred_win_ratio().unwrap(), 1.0 / 3.0);
+        // A swapped winner is misjudged but neither kind: the ratios need not sum to 1.
+        let s = tie_confusion(&[A, A, Tie], &[B, Tie, A]).unwrap();
+        assert_eq!(
+            (s.misjudged, s.gt_win_pred_tie_ratio().unwrap(), s.gt_tie_pred_win_ratio().unwrap()),
+            (3, 1.0 / 3.0, 1.0 / 3.0)
+        );
+        assert!(tie_confusion(&[A, Tie], &[A, Tie]).unwrap().gt_win_pred_tie_ratio().is_err());
         assert_eq!(c.winner_as_tie_rate().unwrap(), 0.5);
         assert_eq!(c.tie_as_winner_rate().unwrap(), 0.5);
         let no_ties = tie_confusion(&[A, B], &[A, A]).unwrap();

@@ -199,7 +199,10 @@ impl PanelReport {
                     push("cohen_kappa_quadratic", confusion.and_then(|c| c.kappa(KappaWeights::Quadratic))),
                 ];
                 push("tie_confusion_winner_as_tie", tc.clone().and_then(|t| t.winner_as_tie_rate()));
-                push("tie_confusion_tie_as_winner", tc.and_then(|t| t.tie_as_winner_rate()));
+                push("tie_confusion_tie_as_winner", tc.clone().and_then(|t| t.tie_as_winner_rate()));
+                // CollabEval's ratios: the same two errors over all misjudged comparisons.
+                push("gt_win_pred_tie_ratio", tc.clone().and_then(|t| t.gt_win_pred_tie_ratio()));
+                push("gt_tie_pred_win_ratio", tc.and_then(|t| t.gt_tie_pred_win_ratio()));
                 if agreement.iter().any(Option::is_some) {
                     // Categories in the order A, tie, B, as for the point estimates.
                     let rank = |p: &Preference| match p {

@@ -443,9 +443,15 @@ impl Ctx<'_> {
         rows.push(self.row(at, "cohen_kappa").set(few(stats::cohen_kappa(&truth, &judge))).with_n(n, dropped));
         let tc = tie_confusion(&truth, &judge);
         let winner_as_tie = tc.clone().and_then(|t| t.winner_as_tie_rate());
-        let tie_as_winner = tc.and_then(|t| t.tie_as_winner_rate());
+        let tie_as_winner = tc.clone().and_then(|t| t.tie_as_winner_rate());
         rows.push(self.row(at, "tie_confusion_winner_as_tie").set(few(winner_as_tie)).with_n(n, dropped));
         rows.push(self.row(at, "tie_confusion_tie_as_winner").set(few(tie_as_winner)).with_n(n, dropped));
+        // CollabEval's ratios: the same two errors over all misjudged comparisons.
+        let misjudged = tc.as_ref().map_or(0, |t| t.misjudged);
+        let gt_win_pred_tie = tc.clone().and_then(|t| t.gt_win_pred_tie_ratio());
+        let gt_tie_pred_win = tc.and_then(|t| t.gt_tie_pred_win_ratio());
+        rows.push(self.row(at, "gt_win_pred_tie_ratio").set(few(gt_win_pred_tie)).with_n(misjudged, None));
+        rows.push(self.row(at, "gt_tie_pred_win_ratio").set(few(gt_tie_pred_win)).with_n(misjudged, None));
         let all_said: Vec<Option<Preference>> = rated.iter().map(|&i| said[i]).collect();
         let all_labels: Vec<Vec<Preference>> = rated.iter().map(|&i| self.labels(i)).collect();
         let loo = leave_one_rater_out(&all_said, &all_labels);
