@@ -14,6 +14,7 @@
 use crate::panel::ProtocolSection;
 use crate::panel::composition::Composition;
 use crate::session::event::{Evaluation, Scores};
+use crate::stats::score_raters::plurality_score;
 
 /// How a group's members' scores (and labels) combine into its result.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,28 +58,11 @@ pub(crate) fn majority_scores<'a>(evaluations: impl IntoIterator<Item = &'a Eval
     let mut out = Scores::new();
     for k in keys {
         let values: Vec<f64> = evs.iter().filter_map(|e| e.score(k)).filter(|v| v.is_finite()).collect();
-        if let Some(v) = majority_value(&values) {
+        if let Some(v) = plurality_score(&values) {
             out.insert(k.clone(), v);
         }
     }
     out
-}
-
-/// The value given most often; the median of all on a shared most.
-pub(crate) fn majority_value(values: &[f64]) -> Option<f64> {
-    let same = |a: f64, b: f64| (a - b).abs() < 1e-9;
-    let votes = |v: f64| values.iter().filter(|w| same(**w, v)).count();
-    let most = values.iter().map(|v| votes(*v)).max()?;
-    let mut tops: Vec<f64> = values.iter().copied().filter(|v| votes(*v) == most).collect();
-    tops.sort_by(f64::total_cmp);
-    tops.dedup_by(|a, b| same(*a, *b));
-    if tops.len() == 1 {
-        return Some(tops[0]);
-    }
-    let mut sorted = values.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    let n = sorted.len();
-    Some(if n % 2 == 1 { sorted[n / 2] } else { (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0 })
 }
 
 #[cfg(test)]
@@ -87,12 +71,12 @@ mod tests {
 
     #[test]
     fn the_most_given_score_wins_and_a_shared_most_takes_the_median() {
-        assert_eq!(majority_value(&[]), None);
-        assert_eq!(majority_value(&[4.0]), Some(4.0));
-        assert_eq!(majority_value(&[5.0, 2.0, 2.0]), Some(2.0), "two of three");
-        assert_eq!(majority_value(&[3.0, 3.0, 4.0, 5.0]), Some(3.0), "a plurality without more than half");
-        assert_eq!(majority_value(&[2.0, 2.0, 5.0, 5.0]), Some(3.5), "a tie: the median");
-        assert_eq!(majority_value(&[1.0, 4.0, 5.0]), Some(4.0), "nobody agrees: the median");
+        assert_eq!(plurality_score(&[]), None);
+        assert_eq!(plurality_score(&[4.0]), Some(4.0));
+        assert_eq!(plurality_score(&[5.0, 2.0, 2.0]), Some(2.0), "two of three");
+        assert_eq!(plurality_score(&[3.0, 3.0, 4.0, 5.0]), Some(3.0), "a plurality without more than half");
+        assert_eq!(plurality_score(&[2.0, 2.0, 5.0, 5.0]), Some(3.5), "a tie: the median");
+        assert_eq!(plurality_score(&[1.0, 4.0, 5.0]), Some(4.0), "nobody agrees: the median");
     }
 
     #[test]

@@ -9,7 +9,8 @@
 use super::{Confusion, CorrelationKind, KappaWeights, StatResult, Undefined, check_same_len};
 
 /// The score given most often; when several scores share the most votes,
-/// the median of all the scores. None without scores.
+/// the median of all the scores. None without scores. (A group's majority
+/// result, `engine::vote`, is this too.)
 pub fn plurality_score(values: &[f64]) -> Option<f64> {
     let same = |a: f64, b: f64| (a - b).abs() < 1e-9;
     let votes = |v: f64| values.iter().filter(|w| same(**w, v)).count();
