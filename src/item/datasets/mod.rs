@@ -309,10 +309,14 @@ pub(super) fn rater_of(file: &SourceFile) -> String {
         .to_string()
 }
 
+/// One entry of a JSON dataset: the line it starts on, and its value or
+/// why it is not JSON.
+pub(super) type JsonEntry = (usize, Result<Value, String>);
+
 /// The entries of a JSON array (with the line each starts on) or of a JSON
 /// Lines file (a line that is not JSON is an entry in error). A file that
 /// starts like an array but is not valid JSON is an error for the whole file.
-pub(super) fn json_entries(text: &str, file: &str) -> Result<Vec<(usize, Result<Value, String>)>, ItemsError> {
+pub(super) fn json_entries(text: &str, file: &str) -> Result<Vec<JsonEntry>, ItemsError> {
     let trimmed = text.trim_start();
     if trimmed.starts_with('[') {
         let value: Value = serde_json::from_str(text).map_err(|e| ItemsError::Malformed {
