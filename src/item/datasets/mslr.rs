@@ -196,7 +196,6 @@ fn read_row(row: &TsvRow, at: &[usize], header_len: usize) -> Result<Rated, Stri
 }
 
 fn parse(files: &[SourceFile], source: &str) -> Result<ItemsFile, ItemsError> {
-    let several = files.len() > 1;
     let mut collector = Collector::default();
     // Item id → its place among the collector's items.
     let mut seen: BTreeMap<String, usize> = BTreeMap::new();
@@ -205,7 +204,8 @@ fn parse(files: &[SourceFile], source: &str) -> Result<ItemsFile, ItemsError> {
         let Some((header, rows)) = rows.split_first() else { continue };
         let at = header_positions(&header.cells, &COLUMNS, &file.name)?;
         let rater = rater_of(file);
-        let in_file = |m: String| if several { format!("{}: {m}", file.name) } else { m };
+        // Messages name the sheet when the source is more than it (a folder, a bundled slice).
+        let in_file = |m: String| if file.name != source { format!("{}: {m}", file.name) } else { m };
         // Ids this file has rated, with their line: a rater rates an item once.
         let mut own: BTreeMap<String, usize> = BTreeMap::new();
         for row in rows {

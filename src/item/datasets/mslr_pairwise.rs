@@ -92,7 +92,6 @@ fn read_row(row: &TsvRow, at: &[usize], columns: &[(&str, &str)], header_len: us
 }
 
 fn parse(files: &[SourceFile], source: &str) -> Result<ItemsFile, ItemsError> {
-    let several = files.len() > 1;
     let mut collector = Collector::default();
     // (review, systems in order) → the item's place among the collector's items.
     let mut seen: BTreeMap<(String, String, String), usize> = BTreeMap::new();
@@ -102,7 +101,8 @@ fn parse(files: &[SourceFile], source: &str) -> Result<ItemsFile, ItemsError> {
         let question = header.cells.iter().find(|h| h.trim().starts_with(QUESTION)).map_or(QUESTION, |h| h.trim());
         let columns: Vec<(&str, &str)> = LEAD.iter().map(|c| (*c, "")).chain([(question, "the answer")]).collect();
         let at = header_positions(&header.cells, &columns, &file.name)?;
-        let in_file = |m: String| if several { format!("{}: {m}", file.name) } else { m };
+        // Messages name the sheet when the source is more than it (a folder, a bundled slice).
+        let in_file = |m: String| if file.name != source { format!("{}: {m}", file.name) } else { m };
         let mut own: BTreeMap<(String, String, String), usize> = BTreeMap::new();
         for row in rows {
             let pair = match read_row(row, &at, &columns, header.cells.len()) {
@@ -187,7 +187,7 @@ mod tests {
         let text = format!(
             "{HEADER}\nCD1\tT\tS1\ta\tS2\tb\tC\t\nCD2\tT\tS1\n\tT\tS1\ta\tS2\tb\tA\t\nCD3\tT\tS1\ta\tS1\tb\tA\t\nCD4\tT\tS1\ta\tS2\tb\tA\tfine\n"
         );
-        let file = parse(&[SourceFile::new("s - A5 - Sheet1.tsv", text)], "s.tsv").expect("one good row");
+        let file = parse(&[SourceFile::new("s - A5 - Sheet1.tsv", text)], "s - A5 - Sheet1.tsv").expect("one good row");
         assert_eq!(file.items.len(), 1);
         let msgs: Vec<String> = file.skipped.iter().map(ToString::to_string).collect();
         assert_eq!(
