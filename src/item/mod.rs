@@ -326,9 +326,13 @@ pub fn resolve_items_as(arg: &str, format: Option<&str>) -> Result<ItemsFile, It
     let chosen = format.map(Format::from_name).transpose()?;
     let name = arg.strip_prefix(BUNDLED_PREFIX).unwrap_or(arg);
     let stem = name.strip_suffix(".jsonl").unwrap_or(name);
-    if let Some((stem, text)) = BUNDLED_ITEMS.iter().find(|(s, _)| *s == stem)
-        && matches!(chosen, None | Some(Format::Items(ItemFormat::Jsonl)))
-    {
+    if let Some((stem, text)) = BUNDLED_ITEMS.iter().find(|(s, _)| *s == stem) {
+        if !matches!(chosen, None | Some(Format::Items(ItemFormat::Jsonl))) {
+            return Err(ItemsError::Unusable {
+                path: PathBuf::from(arg),
+                message: format!("the bundled items {stem} are moot's own JSONL; leave out --format"),
+            });
+        }
         return parse_items_str(text, ItemFormat::Jsonl, &format!("{BUNDLED_PREFIX}{stem}"));
     }
     if let Some(b) = datasets::bundled(name) {

@@ -346,6 +346,9 @@ fn format_names_and_folders_are_checked() {
     );
     let err = item::resolve_items_as("mslr-cochrane", Some("stsb")).expect_err("wrong format");
     assert!(err.to_string().contains("the bundled slice mslr-cochrane is in the mslr format, not stsb"), "{err}");
+    let err = item::resolve_items_as("storybook-qa", Some("mslr")).expect_err("JSONL");
+    assert!(err.to_string().contains("the bundled items storybook-qa are moot's own JSONL"), "{err}");
+    assert_eq!(item::resolve_items_as("storybook-qa", Some("jsonl")).expect("JSONL").items.len(), 10);
 
     let tmp = tempfile::tempdir().unwrap();
     std::fs::write(tmp.path().join(A1), sheet(A1)).unwrap();
