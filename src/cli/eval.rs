@@ -74,7 +74,7 @@ fn default_out(panel_name: &str) -> PathBuf {
 
 pub fn run(args: EvalArgs) -> anyhow::Result<ExitCode> {
     let mut panel = load_panel(Some(&args.panel))?;
-    let file = crate::item::resolve_items(&args.data)?;
+    let file = crate::item::resolve_items_as(&args.data, args.format.as_deref())?;
     for problem in &file.skipped {
         eprintln!("moot eval: {}: {problem} (skipped)", file.source);
     }
@@ -181,9 +181,10 @@ async fn run_async(config: EvalConfig, args: EvalArgs) -> anyhow::Result<ExitCod
     signals.abort();
     let Some(result) = result else {
         eprintln!(
-            "moot eval: quit; unfinished logs are kept and run again with: moot eval {} --data {} --out {} --resume",
+            "moot eval: quit; unfinished logs are kept and run again with: moot eval {} --data {}{} --out {} --resume",
             args.panel,
             args.data,
+            format_flag(&args),
             dir.display()
         );
         return Ok(ExitCode::from(130));
@@ -200,6 +201,11 @@ async fn run_async(config: EvalConfig, args: EvalArgs) -> anyhow::Result<ExitCod
     } else {
         ExitCode::from(1)
     })
+}
+
+/// ` --format NAME` when the run was given one, for the commands it prints.
+fn format_flag(args: &EvalArgs) -> String {
+    args.format.as_deref().map(|f| format!(" --format {f}")).unwrap_or_default()
 }
 
 fn print_summary(s: &EvalSummary, args: &EvalArgs) {
@@ -240,9 +246,10 @@ fn print_summary(s: &EvalSummary, args: &EvalArgs) {
     }
     if !s.failures.is_empty() || c.not_started > 0 {
         eprintln!(
-            "moot eval: to run the rest: moot eval {} --data {} --out {} --resume",
+            "moot eval: to run the rest: moot eval {} --data {}{} --out {} --resume",
             args.panel,
             args.data,
+            format_flag(args),
             s.dir.display()
         );
     }

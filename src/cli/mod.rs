@@ -113,6 +113,11 @@ impl ModelArgs {
     }
 }
 
+/// A `--format` name of items (moot's own or a dataset's), lower-cased.
+fn items_format(s: &str) -> Result<String, String> {
+    crate::item::Format::from_name(s).map(|_| s.trim().to_ascii_lowercase()).map_err(|e| e.to_string())
+}
+
 /// A positive, finite amount (a cost limit).
 fn positive_amount(s: &str) -> Result<f64, String> {
     match s.trim().parse::<f64>() {
@@ -204,9 +209,18 @@ fn model_command(command: ModelCommand) -> anyhow::Result<ExitCode> {
 pub struct EvalArgs {
     /// Panel file, or the name of a bundled panel (storybook-qa, summary-collab).
     pub panel: String,
-    /// Items file (JSONL, JSON or CSV), or the name of bundled items.
+    /// Items file (JSONL, JSON or CSV), a dataset's own file or folder (see --format), or the name
+    /// of bundled items (storybook-qa, mslr-cochrane, summeval, …).
     #[arg(long)]
     pub data: String,
+    /// Format of --data: jsonl, json or csv (moot's own items), or a public dataset in the files
+    /// its authors distribute: mslr (MSLR-Cochrane facet sheets; a folder merges the annotators),
+    /// mslr-pairwise, summeval (G-Eval's summeval.json), summeval-annotations (SummEval's
+    /// per-expert JSONL), topical-chat, mt-bench (human judgments), stsb (GLUE or original STS-B).
+    /// Without it a known dataset is recognised by its header or keys, else the extension
+    /// decides. docs/datasets.md has each mapping.
+    #[arg(long, value_name = "NAME", value_parser = items_format)]
+    pub format: Option<String>,
     /// Items running at once (providers apply their own limits on top).
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub concurrency: u32,

@@ -1,6 +1,8 @@
-//! Items to evaluate, read from JSONL, JSON or CSV files (see `docs/items.md`).
+//! Items to evaluate, read from JSONL, JSON or CSV files (see `docs/items.md`),
+//! or from public datasets in their own formats (`datasets`, docs/datasets.md).
 
 mod csv;
+pub mod datasets;
 mod json;
 
 use csv::parse_csv;
@@ -124,6 +126,16 @@ pub enum ItemFormat {
 }
 
 impl ItemFormat {
+    /// The format `--format` names (`jsonl`, `json`, `csv`).
+    pub fn from_name(name: &str) -> Option<Self> {
+        match name.trim().to_ascii_lowercase().as_str() {
+            "jsonl" | "ndjson" => Some(ItemFormat::Jsonl),
+            "json" => Some(ItemFormat::Json),
+            "csv" => Some(ItemFormat::Csv),
+            _ => None,
+        }
+    }
+
     /// The format for a file name's extension, if it is a known one.
     pub fn from_path(path: &Path) -> Option<Self> {
         let ext = path.extension()?.to_str()?.to_ascii_lowercase();
@@ -169,9 +181,21 @@ pub enum ItemsError {
         #[source]
         error: std::io::Error,
     },
-    /// The extension is not one of the known formats.
-    #[error("{}: unknown items format; use a .jsonl, .json or .csv file", path.display())]
+    /// The extension is not one of the known formats, and the content is
+    /// not a known dataset's.
+    #[error(
+        "{}: unknown items format; use a .jsonl, .json or .csv file, or a dataset's own file with --format ({})",
+        path.display(),
+        datasets::names().join(", ")
+    )]
     UnknownFormat { path: PathBuf },
+    /// `--format` names no format.
+    #[error("unknown format \"{name}\"; known formats: {}", format_names().join(", "))]
+    UnknownFormatName { name: String },
+    /// A folder or bundled slice that cannot be read as asked (no dataset
+    /// in the folder, several formats, the wrong `--format`).
+    #[error("{}: {message}", path.display())]
+    Unusable { path: PathBuf, message: String },
     /// The whole file is unreadable in its format (JSON syntax, CSV header…).
     #[error("{file}:{line}:{column}: {message}")]
     Malformed { file: String, line: usize, column: usize, message: String },
@@ -208,38 +232,131 @@ impl ItemsFile {
         })
     }
 
-    /// Bundled items by file stem (`storybook-qa`).
+    /// Bundled items by name: a JSONL sample (`storybook-qa`) or a dataset
+    /// slice in its own format (`mslr-cochrane`).
     pub fn bundled(name: &str) -> Option<ItemsFile> {
-        let (stem, text) = BUNDLED_ITEMS.iter().find(|(stem, _)| *stem == name)?;
-        parse_items_str(text, ItemFormat::Jsonl, &format!("{BUNDLED_PREFIX}{stem}")).ok()
+        if let Some((stem, text)) = BUNDLED_ITEMS.iter().find(|(stem, _)| *stem == name) {
+            return parse_items_str(text, ItemFormat::Jsonl, &format!("{BUNDLED_PREFIX}{stem}")).ok();
+        }
+        datasets::bundled(name)?.load().ok()
     }
 }
 
-/// Reads an items file; the format comes from the extension (`.jsonl`,
-/// `.ndjson`, `.json`, `.csv`). Malformed entries are skipped and listed in
+/// What `--format` chooses: one of moot's own formats or a dataset's.
+#[derive(Debug, Clone, Copy)]
+pub enum Format {
+    Items(ItemFormat),
+    Dataset(&'static datasets::DatasetFormat),
+}
+
+impl Format {
+    /// The format called `name`, or an error listing the known ones.
+    pub fn from_name(name: &str) -> Result<Format, ItemsError> {
+        if let Some(f) = ItemFormat::from_name(name) {
+            return Ok(Format::Items(f));
+        }
+        datasets::format(name)
+            .map(Format::Dataset)
+            .ok_or_else(|| ItemsError::UnknownFormatName { name: name.to_string() })
+    }
+}
+
+/// Every name `--format` takes: moot's own formats, then the datasets'.
+pub fn format_names() -> Vec<&'static str> {
+    let mut names = vec!["jsonl", "json", "csv"];
+    names.extend(datasets::names());
+    names
+}
+
+/// Reads an items file or a dataset folder. A file in a known dataset's
+/// format (recognised by its header or keys) is read as that dataset;
+/// otherwise the format comes from the extension (`.jsonl`, `.ndjson`,
+/// `.json`, `.csv`). Malformed entries are skipped and listed in
 /// [`ItemsFile::skipped`]; it is an error only when no item is left.
 pub fn load_items(path: &Path) -> Result<ItemsFile, ItemsError> {
-    let format = ItemFormat::from_path(path).ok_or_else(|| ItemsError::UnknownFormat { path: path.to_path_buf() })?;
-    let text = std::fs::read_to_string(path).map_err(|error| ItemsError::Read { path: path.to_path_buf(), error })?;
-    parse_items_str(&text, format, &path.display().to_string())
+    load_items_as(path, None)
 }
 
-/// Items from a command-line argument: an existing file, or the name of
-/// bundled items (`storybook-qa` or `bundled:storybook-qa`).
-pub fn resolve_items(arg: &str) -> Result<ItemsFile, ItemsError> {
-    let path = Path::new(arg);
-    if path.is_file() {
-        return load_items(path);
+/// [`load_items`] in the format `--format` names, if one does.
+pub fn load_items_as(path: &Path, format: Option<&str>) -> Result<ItemsFile, ItemsError> {
+    let format = format.map(Format::from_name).transpose()?;
+    if path.is_dir() {
+        return match format {
+            Some(Format::Items(_)) => Err(ItemsError::Unusable {
+                path: path.to_path_buf(),
+                message: "moot's own items (.jsonl, .json, .csv) are read from a file, not a folder".into(),
+            }),
+            Some(Format::Dataset(f)) => datasets::load_folder(path, Some(f)),
+            None => datasets::load_folder(path, None),
+        };
     }
+    if format.is_none() && !path.exists() && ItemFormat::from_path(path).is_none() {
+        return Err(ItemsError::UnknownFormat { path: path.to_path_buf() });
+    }
+    let text = std::fs::read_to_string(path).map_err(|error| ItemsError::Read { path: path.to_path_buf(), error })?;
+    let source = path.display().to_string();
+    let format = match format {
+        Some(f) => f,
+        None => match datasets::detect(&text) {
+            Some(f) => Format::Dataset(f),
+            None => Format::Items(
+                ItemFormat::from_path(path).ok_or_else(|| ItemsError::UnknownFormat { path: path.to_path_buf() })?,
+            ),
+        },
+    };
+    match format {
+        Format::Items(f) => parse_items_str(&text, f, &source),
+        Format::Dataset(f) => datasets::parse(f, &[datasets::SourceFile::new(source.clone(), text)], &source),
+    }
+}
+
+/// Items from a command-line argument: an existing file or folder, or the
+/// name of bundled items (`storybook-qa` or `bundled:storybook-qa`, or a
+/// bundled dataset slice such as `mslr-cochrane`).
+pub fn resolve_items(arg: &str) -> Result<ItemsFile, ItemsError> {
+    resolve_items_as(arg, None)
+}
+
+/// [`resolve_items`] in the format `--format` names, if one does.
+pub fn resolve_items_as(arg: &str, format: Option<&str>) -> Result<ItemsFile, ItemsError> {
+    let path = Path::new(arg);
+    if path.is_file() || path.is_dir() {
+        return load_items_as(path, format);
+    }
+    let chosen = format.map(Format::from_name).transpose()?;
     let name = arg.strip_prefix(BUNDLED_PREFIX).unwrap_or(arg);
-    let name = name.strip_suffix(".jsonl").unwrap_or(name);
-    if let Some((stem, text)) = BUNDLED_ITEMS.iter().find(|(stem, _)| *stem == name) {
+    let stem = name.strip_suffix(".jsonl").unwrap_or(name);
+    if let Some((stem, text)) = BUNDLED_ITEMS.iter().find(|(s, _)| *s == stem) {
+        if !matches!(chosen, None | Some(Format::Items(ItemFormat::Jsonl))) {
+            return Err(ItemsError::Unusable {
+                path: PathBuf::from(arg),
+                message: format!("the bundled items {stem} are moot's own JSONL; leave out --format"),
+            });
+        }
         return parse_items_str(text, ItemFormat::Jsonl, &format!("{BUNDLED_PREFIX}{stem}"));
     }
-    if arg.contains(std::path::MAIN_SEPARATOR) || arg.contains('/') || path.extension().is_some() {
-        return load_items(path);
+    if let Some(b) = datasets::bundled(name) {
+        return match chosen {
+            Some(Format::Dataset(f)) if f.name != b.format => Err(ItemsError::Unusable {
+                path: PathBuf::from(arg),
+                message: format!("the bundled slice {} is in the {} format, not {}", b.name, b.format, f.name),
+            }),
+            Some(Format::Items(_)) => Err(ItemsError::Unusable {
+                path: PathBuf::from(arg),
+                message: format!("the bundled slice {} is in the {} format", b.name, b.format),
+            }),
+            _ => b.load(),
+        };
     }
-    let bundled = BUNDLED_ITEMS.iter().map(|(stem, _)| *stem).collect::<Vec<_>>().join(", ");
+    if arg.contains(std::path::MAIN_SEPARATOR) || arg.contains('/') || path.extension().is_some() {
+        return load_items_as(path, format);
+    }
+    let bundled = BUNDLED_ITEMS
+        .iter()
+        .map(|(stem, _)| *stem)
+        .chain(datasets::BUNDLED_DATASETS.iter().map(|b| b.name))
+        .collect::<Vec<_>>()
+        .join(", ");
     Err(ItemsError::NotFound { name: arg.to_string(), bundled })
 }
 

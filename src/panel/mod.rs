@@ -658,6 +658,14 @@ pub const BUNDLED_PANELS: &[(&str, &str)] = &[
     ("pairwise-roundtable", include_str!("../../assets/panels/pairwise-roundtable.toml")),
     // Compositions of stages written in the panel (docs/panels.md).
     ("summary-geval-verified", include_str!("../../assets/panels/summary-geval-verified.toml")),
+    // Public datasets in their own formats, with bundled slices of the same
+    // names (docs/datasets.md).
+    ("mslr-cochrane", include_str!("../../assets/panels/mslr-cochrane.toml")),
+    ("mslr-pairwise", include_str!("../../assets/panels/mslr-pairwise.toml")),
+    ("summeval", include_str!("../../assets/panels/summeval.toml")),
+    ("topical-chat", include_str!("../../assets/panels/topical-chat.toml")),
+    ("mt-bench", include_str!("../../assets/panels/mt-bench.toml")),
+    ("stsb", include_str!("../../assets/panels/stsb.toml")),
 ];
 
 /// Prefix of [`Panel::source`] for bundled panels (`bundled:storybook-qa`);

@@ -4,7 +4,7 @@
 //! corpus input through them under `cargo test` (see docs/testing.md).
 
 use crate::engine::parse::{ParseSpec, parse_reply, says_no_more_comments};
-use crate::item::{ItemFormat, parse_items_str};
+use crate::item::{ItemFormat, datasets, parse_items_str};
 use crate::panel::{Dimension, Panel, Scale};
 use crate::provider::sse::SseParser;
 use crate::session::fold::SessionView;
@@ -76,10 +76,15 @@ pub fn panel(data: &[u8]) {
     }
 }
 
-/// An items file in each of its formats.
+/// An items file in each of its formats, moot's own and the datasets'.
 pub fn items(data: &[u8]) {
     let Ok(text) = std::str::from_utf8(data) else { return };
     for format in [ItemFormat::Jsonl, ItemFormat::Json, ItemFormat::Csv] {
         let _ = parse_items_str(text, format, "fuzz");
+    }
+    let _ = datasets::detect(text);
+    let files = [datasets::SourceFile::new("fuzz - A1.tsv", text)];
+    for format in datasets::FORMATS {
+        let _ = datasets::parse(format, &files, "fuzz");
     }
 }

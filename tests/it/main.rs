@@ -16,6 +16,7 @@ mod cli_headless;
 mod collab_pairwise;
 mod compositions;
 mod context_fit;
+mod datasets;
 mod engine_protocols;
 mod eval_cli;
 mod fuzz_corpus;

@@ -626,7 +626,11 @@ fn item_formats_come_from_the_extension() {
     assert_eq!(ItemFormat::from_path(Path::new("b.json")), Some(ItemFormat::Json));
     assert_eq!(ItemFormat::from_path(Path::new("b.csv")), Some(ItemFormat::Csv));
     let err = item::load_items(Path::new("notes.txt")).expect_err("unknown");
-    assert_eq!(err.to_string(), "notes.txt: unknown items format; use a .jsonl, .json or .csv file");
+    assert_eq!(
+        err.to_string(),
+        "notes.txt: unknown items format; use a .jsonl, .json or .csv file, or a dataset's own file with --format \
+         (mslr, mslr-pairwise, summeval, summeval-annotations, topical-chat, mt-bench, stsb)"
+    );
     assert!(matches!(item::load_items(Path::new("gone.jsonl")), Err(ItemsError::Read { .. })));
 }
 
