@@ -285,6 +285,10 @@ pub struct ReportArgs {
     /// Write SVG charts into this folder.
     #[arg(long)]
     pub plot: Option<PathBuf>,
+    /// Print a paper's table as this run fills it, with the paper's figures beside moot's:
+    /// maj-eval, collab-eval, sage-eval, masa, prompt-opt (NAME:TABLE for one of its tables).
+    #[arg(long, value_name = "NAME")]
+    pub paper: Option<String>,
     /// Price of a million input tokens (default: the run folder's, or MOOT_PRICE_INPUT).
     #[arg(long, env = "MOOT_PRICE_INPUT")]
     pub price_input: Option<f64>,

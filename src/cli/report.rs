@@ -12,6 +12,8 @@ use crate::report::{ReportOptions, build_report, collect_logs, load_human_file, 
 
 pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
     let format: Format = args.format.parse().map_err(anyhow::Error::msg)?;
+    // A wrong paper name is known before any log is read.
+    let paper = args.paper.as_deref().map(crate::report::paper::load).transpose()?;
     let files = collect_logs(&args.paths)?;
     if files.is_empty() {
         anyhow::bail!("no session logs (*.jsonl) in {}", describe(&args.paths));
@@ -43,15 +45,33 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
     let report = build_report(loaded.records, human.as_ref(), &options);
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
-    let written = match format {
-        Format::Table => format::write_table_with(
-            &report,
-            &mut out,
-            Paint::for_stream(std::io::stdout().is_terminal()),
-            format::TableOptions { agents: args.agents },
-        ),
-        Format::Csv => format::write_csv(&report, &mut out),
-        Format::Json => format::write_json(&report, &mut out),
+    let written = if let Some(spec) = &paper {
+        let filled = crate::report::paper::fill(spec, &report);
+        if filled.tables.is_empty() {
+            anyhow::bail!(
+                "no table of {} can be filled from {}:\n  {}",
+                spec.name,
+                describe(&args.paths),
+                filled.unfilled.join("\n  ")
+            );
+        }
+        use crate::report::paper::render;
+        match format {
+            Format::Table => render::write_table(&filled, &mut out, Paint::for_stream(std::io::stdout().is_terminal())),
+            Format::Csv => render::write_csv(&filled, &mut out),
+            Format::Json => render::write_json(&filled, &mut out),
+        }
+    } else {
+        match format {
+            Format::Table => format::write_table_with(
+                &report,
+                &mut out,
+                Paint::for_stream(std::io::stdout().is_terminal()),
+                format::TableOptions { agents: args.agents },
+            ),
+            Format::Csv => format::write_csv(&report, &mut out),
+            Format::Json => format::write_json(&report, &mut out),
+        }
     };
     match written.and_then(|()| out.flush()) {
         Ok(()) => {}

@@ -105,6 +105,11 @@ impl Footnotes {
         };
         format!("—[{}]", i + 1)
     }
+
+    /// The reasons, in the order of their marks.
+    pub(crate) fn reasons(&self) -> &[String] {
+        &self.reasons
+    }
 }
 
 pub(crate) fn pad(s: &str, width: usize) -> String {

@@ -37,6 +37,9 @@ pub struct PanelInfo {
     pub groups: Vec<String>,
     /// Scale bounds, when the panel records them.
     pub scale: Option<(f64, f64)>,
+    /// The models the agents talked to (`provider/model`), in order of
+    /// first appearance: runs of one panel with other models are another panel.
+    pub models: Vec<String>,
 }
 
 impl PanelInfo {
@@ -436,7 +439,14 @@ fn panel_info(panel: &serde_json::Value, protocol: &str, agents: &[crate::sessio
     let scale = panel.get("scale").and_then(|s| Some((s.get("min")?.as_f64()?, s.get("max")?.as_f64()?)));
     let pairwise = super::pairwise::record::compares_pairs(protocol, panel);
     let reviewed = reviews(protocol, panel);
-    PanelInfo { name, protocol: protocol.to_string(), pairwise, reviewed, keys, groups, scale }
+    let mut models: Vec<String> = Vec::new();
+    for a in agents {
+        let m = format!("{}/{}", a.provider, a.model);
+        if !models.contains(&m) {
+            models.push(m);
+        }
+    }
+    PanelInfo { name, protocol: protocol.to_string(), pairwise, reviewed, keys, groups, scale, models }
 }
 
 /// Whether a session's run had a meta-evaluator review its scores: from its

@@ -12,6 +12,7 @@ pub mod format;
 pub mod human;
 pub mod load;
 pub mod pairwise;
+pub mod paper;
 pub mod plot;
 pub mod raters_table;
 pub mod sage;

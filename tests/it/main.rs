@@ -37,6 +37,7 @@ mod paper_collab;
 mod paper_geval;
 mod paper_maj_eval;
 mod paper_pairwise;
+mod paper_tables;
 mod personas;
 mod personas_cli;
 mod protocol_names;

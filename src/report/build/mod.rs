@@ -172,6 +172,8 @@ pub struct PanelSummary {
     pub pairwise: bool,
     pub keys: Vec<String>,
     pub groups: Vec<String>,
+    /// The models its agents talked to (`provider/model`).
+    pub models: Vec<String>,
     /// Logs read, by how they ended.
     pub logs: BTreeMap<String, usize>,
     /// Sessions used (completed and stopped, one per item).

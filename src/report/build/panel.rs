@@ -111,6 +111,7 @@ impl PanelReport {
                     && records.iter().all(|r| r.pairwise.as_ref().is_some_and(|p| !p.pairs.is_empty()))),
             keys: info.keys.clone(),
             groups: info.groups.clone(),
+            models: info.models.clone(),
             logs,
             sessions: records.len(),
             duplicates,
