@@ -192,6 +192,13 @@ fn read_row(row: &TsvRow, at: &[usize], header_len: usize) -> Result<Rated, Stri
     if let Some(v) = agree(st_t, st_g) {
         scores.insert("evidence_strength".into(), v);
     }
+    // MAJ-EVAL's "overall quality": the four dimensions on the 0-2 scale
+    // (an agreement counts 2), averaged; only where the rater gave all four.
+    let four = ["fluency", "pio_consistency", "effect_direction", "evidence_strength"];
+    if four.iter().all(|k| scores.contains_key(*k)) {
+        let sum = scores["fluency"] + scores["pio_consistency"] + 2.0 * scores["effect_direction"] + 2.0 * scores["evidence_strength"];
+        scores.insert("overall".into(), sum / 4.0);
+    }
     Ok(Rated { id, target: get(2).to_string(), generated: get(3).to_string(), scores })
 }
 
@@ -282,6 +289,7 @@ mod tests {
         assert_eq!(s["pio_consistency"], 1.0);
         assert_eq!(s["effect_direction"], 1.0);
         assert_eq!(s["evidence_strength"], 0.0);
+        assert_eq!(s["overall"], (2.0 + 1.0 + 2.0 + 0.0) / 4.0, "the four on the 0-2 scale, averaged");
         assert_eq!(item.human, None);
     }
 
