@@ -5,8 +5,10 @@
 //! reads a ratings file, [`build`] joins them and computes every statistic
 //! with [`crate::stats`], [`format`] prints tables, CSV and JSON, and
 //! [`plot`] draws SVG charts; [`raters_table`] prints the section on
-//! several named human raters.
+//! several named human raters, [`binary_table`] the one on binary human
+//! values.
 
+pub mod binary_table;
 pub mod build;
 pub mod format;
 pub mod human;

@@ -2,9 +2,11 @@
 //! stage, group and dimension, and every statistic (all computed by
 //! [`crate::stats`]).
 
+mod binary;
 mod bootstrap;
 mod panel;
 mod raters;
+mod rouge;
 mod rows;
 
 use std::collections::BTreeMap;
@@ -37,9 +39,13 @@ pub enum Stage {
     /// The agents' probability-weighted final scores (mean per group and
     /// panel), where the provider returned log-probabilities.
     Weighted,
+    /// Not a judge: ROUGE-L F1 of each item's content against its
+    /// `reference`, a lexical baseline (panel-wide rows only).
+    RougeL,
 }
 
 impl Stage {
+    /// The judges' stages (not [`Stage::RougeL`]).
     pub const ALL: [Stage; 5] = [Stage::Initial, Stage::Final, Stage::Aggregate, Stage::HumanAdjusted, Stage::Weighted];
     pub fn as_str(self) -> &'static str {
         match self {
@@ -48,6 +54,7 @@ impl Stage {
             Stage::Aggregate => "aggregate",
             Stage::HumanAdjusted => "human_adjusted",
             Stage::Weighted => "weighted",
+            Stage::RougeL => "rouge_l",
         }
     }
 }
@@ -85,6 +92,10 @@ pub struct Row {
     /// held out; null for rows about all the raters.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub raters: Option<Vec<String>>,
+    /// `agreement_difference` rows: the other panel (the row's value is the
+    /// row's panel minus this one); null otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub versus: Option<String>,
 }
 
 impl Row {
@@ -111,6 +122,7 @@ impl Row {
             sources: None,
             system: None,
             raters: None,
+            versus: None,
         }
     }
 
