@@ -14,6 +14,7 @@
 //! the pairs a person settled (such rows count them in `sources.human`).
 //! Every metric and its method is listed in `docs/report.md`.
 
+mod masa;
 pub mod record;
 pub mod table;
 pub mod truth;
@@ -267,6 +268,7 @@ pub fn rows(
         out.extend(ctx.win_rows(&at, &said).into_iter().map(mark));
         if units.iter().any(|u| !u.humans.is_empty()) {
             out.extend(ctx.human_rows(&at, &said).into_iter().map(mark));
+            out.extend(ctx.masa_rows(&at, &said, d).into_iter().map(mark));
         }
         if let Decider::Judge(j) = d {
             let orders: Vec<Option<(Preference, Preference)>> =
@@ -282,6 +284,9 @@ pub fn rows(
         out.extend(ctx.bias_rows(&At { agent: None, group: None, stage: None }, &orders, &calls));
     }
     out.extend(ctx.rater_rows(raters.len(), sources));
+    if units.iter().any(|u| !u.humans.is_empty()) {
+        out.extend(ctx.consensus_rows());
+    }
     out
 }
 
