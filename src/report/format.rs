@@ -475,6 +475,9 @@ pub fn write_table_with(report: &Report, out: &mut impl Write, paint: Paint, opt
             super::pairwise::table::write_table(report, &pairwise_rows, out, paint, &mut notes)?;
         }
 
+        let own: Vec<&Row> = report.rows.iter().filter(|r| r.panel == panel.name).collect();
+        super::versus_table::write_table(&own, out, paint, &mut notes)?;
+
         let sage_rows: Vec<&Row> = rows.iter().copied().filter(|r| r.metric.starts_with("sage_")).collect();
         super::sage::write_table(&sage_rows, &panel.keys, out, paint)?;
 

@@ -30,6 +30,8 @@ pub(super) enum Job {
     },
     /// ROC AUC and detection metrics of binary human values.
     Binary(super::binary::BinaryJob),
+    /// A paired difference of two panels' Spearman ρ.
+    Difference(super::versus::DifferenceJob),
 }
 
 /// A value on an integer scale: rounded to the nearest level, clamped.
@@ -43,6 +45,7 @@ impl Job {
         match self {
             Job::Paired(job) => job.run(opts),
             Job::Binary(job) => job.run(opts),
+            Job::Difference(job) => job.run(opts),
             Job::Shares { codes, rows } => {
                 let Ok(cells) = PairedCells::new(codes, codes) else { return Vec::new() };
                 let levels = cells.x_levels().to_vec();

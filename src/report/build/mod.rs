@@ -8,6 +8,7 @@ mod panel;
 mod raters;
 mod rouge;
 mod rows;
+mod versus;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -254,6 +255,7 @@ pub fn build_report(records: Vec<ItemRecord>, human: Option<&HumanFile>, opts: &
     let mut jobs: Vec<Job> = Vec::new();
     let mut used_file_ids = std::collections::HashSet::new();
     let mut name_counts: BTreeMap<String, usize> = BTreeMap::new();
+    let mut digests: Vec<versus::Digest> = Vec::new();
     for (info, records) in by_panel {
         let count = name_counts.entry(info.name.clone()).or_default();
         *count += 1;
@@ -262,13 +264,16 @@ pub fn build_report(records: Vec<ItemRecord>, human: Option<&HumanFile>, opts: &
         let mut panel = PanelReport::new(name, info, records, human, &mut used_file_ids);
         if panel.summary.pairwise {
             // Pairwise judges give decisions, not scores: no score statistics.
-            let pairwise = super::pairwise::rows(&panel.summary.name, &panel.records, human, opts, &mut report.notes);
+            let (pairwise, judged) =
+                super::pairwise::rows(&panel.summary.name, &panel.records, human, opts, &mut report.notes);
             report.rows.extend(pairwise);
+            digests.push(versus::Digest::of_pairs(&panel.summary.name, judged));
             panel.effort_rows(&panel.summary.name.clone(), opts, &mut report.rows);
             report.panels.push(panel.summary);
             continue;
         }
         panel.rows(opts, &mut report.rows, &mut jobs);
+        digests.push(versus::Digest::of_scores(&panel));
         report.rows.extend(sage_rows);
         report.distributions.extend(panel.distributions());
         report.panels.push(panel.summary);
@@ -279,6 +284,7 @@ pub fn build_report(records: Vec<ItemRecord>, human: Option<&HumanFile>, opts: &
             report.notes.push(format!("{}: {unknown} rated ids match no session read", h.source));
         }
     }
+    versus::versus_rows(&digests, opts, &mut report.rows, &mut jobs);
     run_bootstraps(&mut report.rows, jobs, opts);
     report
 }
