@@ -65,8 +65,9 @@ pub(super) fn binary_rows(
         defined.then(|| rows.len() - 1)
     };
     slots[0] = push("roc_auc", roc_auc(&truth, &pairs.y), rows);
-    // ROUGE-L is a ranking, never a detection, even where it is 0 or 1.
-    let detects = at.stage != Stage::RougeL && pairs.y.iter().all(|&v| v == negative || v == positive);
+    // ROUGE-L is a ranking, never a detection, even where it is 0 or 1;
+    // without pairs nothing says the judge's values are binary.
+    let detects = at.stage != Stage::RougeL && n > 0 && pairs.y.iter().all(|&v| v == negative || v == positive);
     if detects {
         let said: Vec<bool> = pairs.y.iter().map(|&v| v == positive).collect();
         let values = match BinaryCounts::new(&truth, &said) {

@@ -15,6 +15,7 @@
 //! Every metric and its method is listed in `docs/report.md`.
 
 mod masa;
+mod masa_table;
 pub mod record;
 pub mod table;
 pub mod truth;
