@@ -27,12 +27,16 @@ pub(super) struct Digest {
 }
 
 enum Kind {
-    /// Per item id: the human values and the panel-wide aggregate, by key.
-    Scores { keys: Vec<String>, items: HashMap<String, (Vec<Option<f64>>, Vec<Option<f64>>)> },
-    /// Per (item, pair in a fixed order): the panel's decision and the
-    /// people's majority, in that order.
-    Pairs(HashMap<(String, String, String), (Option<Preference>, Option<Preference>)>),
+    Scores { keys: Vec<String>, items: Items },
+    Pairs(Pairs),
 }
+
+/// Per item id: the human values and the panel-wide aggregate, by key.
+type Items = HashMap<String, (Vec<Option<f64>>, Vec<Option<f64>>)>;
+
+/// Per (item, pair in a fixed order): the panel's decision and the
+/// people's majority, in that order.
+type Pairs = HashMap<(String, String, String), (Option<Preference>, Option<Preference>)>;
 
 impl Digest {
     pub(super) fn of_scores(panel: &PanelReport) -> Self {
@@ -88,8 +92,6 @@ pub(super) fn versus_rows(digests: &[Digest], opts: &ReportOptions, rows: &mut V
     }
 }
 
-type Items = HashMap<String, (Vec<Option<f64>>, Vec<Option<f64>>)>;
-
 fn row(a: &Digest, b: &Digest, dimension: &str) -> Row {
     let mut r = Row::new(&a.name, Some(dimension), None, Some(Stage::Aggregate), METRIC);
     r.versus = Some(b.name.clone());
@@ -142,14 +144,7 @@ fn score_rows(
 
 /// The panels' agreement with the raters' majority, A minus B, on the
 /// comparisons both decided that have labels (the majority as A has it).
-fn pair_row(
-    a: &Digest,
-    b: &Digest,
-    pa: &HashMap<(String, String, String), (Option<Preference>, Option<Preference>)>,
-    pb: &HashMap<(String, String, String), (Option<Preference>, Option<Preference>)>,
-    opts: &ReportOptions,
-    rows: &mut Vec<Row>,
-) {
+fn pair_row(a: &Digest, b: &Digest, pa: &Pairs, pb: &Pairs, opts: &ReportOptions, rows: &mut Vec<Row>) {
     let common: Vec<_> = pa.keys().filter(|k| pb.contains_key(*k)).collect();
     if common.is_empty() {
         return;
