@@ -13,7 +13,7 @@ use super::panel::PanelReport;
 use super::{MIN_PAIRS, ReportOptions, Row, Stage};
 use crate::report::pairwise::{DIMENSION, Judged};
 use crate::stats::paired::{
-    PairedHits, bootstrap_correlation_difference, bootstrap_ratio_difference, correlation_difference, ratio_difference,
+    PairedHits, bootstrap_ratio_difference, bootstrap_spearman_difference, correlation_difference, ratio_difference,
 };
 use crate::stats::{self, CorrelationKind, Preference, StatResult, Undefined};
 
@@ -189,16 +189,7 @@ pub(super) struct DifferenceJob {
 
 impl DifferenceJob {
     pub(super) fn run(&self, opts: &ReportOptions) -> Vec<(usize, StatResult<stats::BootstrapCi>)> {
-        let kind = CorrelationKind::Spearman;
-        let ci = bootstrap_correlation_difference(
-            kind,
-            &self.truth,
-            &self.a,
-            &self.b,
-            opts.bootstrap,
-            opts.seed,
-            opts.level,
-        );
+        let ci = bootstrap_spearman_difference(&self.truth, &self.a, &self.b, opts.bootstrap, opts.seed, opts.level);
         vec![(self.row, ci)]
     }
 }
