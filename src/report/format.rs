@@ -33,7 +33,7 @@ pub fn write_json(report: &Report, out: &mut impl Write) -> io::Result<()> {
 }
 
 /// The CSV columns, in order.
-pub const CSV_COLUMNS: [&str; 15] = [
+pub const CSV_COLUMNS: [&str; 16] = [
     "panel",
     "dimension",
     "group",
@@ -49,6 +49,7 @@ pub const CSV_COLUMNS: [&str; 15] = [
     "agent",
     "system",
     "raters",
+    "versus",
 ];
 
 /// Write the rows as CSV with a header.
@@ -79,6 +80,7 @@ pub fn write_csv(report: &Report, out: &mut impl Write) -> io::Result<()> {
             r.agent.as_deref().unwrap_or(""),
             r.system.as_deref().unwrap_or(""),
             &r.raters.as_ref().map(|r| r.join(";")).unwrap_or_default(),
+            r.versus.as_deref().unwrap_or(""),
         ])
         .map_err(io::Error::other)?;
     }
@@ -340,7 +342,9 @@ pub fn write_table_with(report: &Report, out: &mut impl Write, paint: Paint, opt
                     std::iter::once(None).chain(panel.groups.iter().map(|g| Some(g.as_str()))).collect();
                 for g in groups {
                     let mut first_group = true;
-                    for stage in Stage::ALL {
+                    // ROUGE-L against the reference, where items have one, with the panel-wide stages.
+                    let rouge = g.is_none().then_some(Stage::RougeL);
+                    for stage in Stage::ALL.into_iter().chain(rouge) {
                         let Some(p) = get(key, g, stage, "pearson") else { continue };
                         let delta = if stage == Stage::Final {
                             match (get(key, g, Stage::Initial, "pearson").and_then(|r| r.value), p.value) {
@@ -451,6 +455,7 @@ pub fn write_table_with(report: &Report, out: &mut impl Write, paint: Paint, opt
             }
         }
 
+        super::binary_table::write_table(panel, &rows, out, paint, &mut notes)?;
         super::raters_table::write_table(panel, &rows, out, paint, &mut notes)?;
 
         // Pairwise decisions.
@@ -474,6 +479,9 @@ pub fn write_table_with(report: &Report, out: &mut impl Write, paint: Paint, opt
         if !pairwise_rows.is_empty() {
             super::pairwise::table::write_table(report, &pairwise_rows, out, paint, &mut notes)?;
         }
+
+        let own: Vec<&Row> = report.rows.iter().filter(|r| r.panel == panel.name).collect();
+        super::versus_table::write_table(&own, out, paint, &mut notes)?;
 
         let sage_rows: Vec<&Row> = rows.iter().copied().filter(|r| r.metric.starts_with("sage_")).collect();
         super::sage::write_table(&sage_rows, &panel.keys, out, paint)?;

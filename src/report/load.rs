@@ -144,6 +144,9 @@ pub struct ItemRecord {
     pub sage: crate::session::sage::SageView,
     /// Pairwise sessions: the candidates, human labels and decisions.
     pub pairwise: Option<super::pairwise::PairwiseRecord>,
+    /// ROUGE-L F1 of the item's content against its `reference`, where the
+    /// item has one (a lexical baseline beside the judges).
+    pub rouge_l: Option<f64>,
 }
 
 /// Per key, the mean of the raters who gave a value (none where nobody did).
@@ -317,6 +320,7 @@ pub fn read_record(path: &Path, bytes: &[u8], cache: &PanelCache) -> Result<Item
                 bad_lines: 0,
                 sage: Default::default(),
                 pairwise: None,
+                rouge_l: item.reference.as_deref().map(|r| crate::stats::rouge::rouge_l_f1(r, &item.content)),
                 panel: info,
             });
             continue;

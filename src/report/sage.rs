@@ -43,6 +43,7 @@ fn row(panel: &str, dimension: &str, metric: &str, value: usize, n: usize) -> Ro
         sources: None,
         system: None,
         raters: None,
+        versus: None,
     }
 }
 

@@ -24,25 +24,37 @@
 //!   correlations.
 //! - [`scale`]: exact accuracy, gap ratios, over- and under-rating ratios.
 //! - [`auc`]: ROC AUC for binary truth.
+//! - [`binary`]: binary detection (MASA's table): accuracy, macro precision,
+//!   sensitivity and F1, the positive class's specificity.
+//! - [`consensus`]: a decision against every and at least k raters; the
+//!   raters' unanimity and consensus of at least k.
+//! - [`paired`]: the difference of two judges on the same items, with a
+//!   paired bootstrap interval.
+//! - [`rouge`]: ROUGE-L F1 of a text against a reference.
 //! - [`descriptive`]: mean, population standard deviation, median.
 
 pub mod agreement;
 pub mod auc;
+pub mod binary;
 pub mod bootstrap;
 pub mod cells;
+pub mod consensus;
 pub mod correlation;
 pub mod descriptive;
 pub mod krippendorff;
+pub mod paired;
 pub mod pairwise;
 pub mod position;
 pub mod raters;
+pub mod rouge;
 pub mod scale;
 pub mod score_raters;
 
 pub use agreement::{
     Confusion, KappaWeights, agreement_rate, cohen_kappa, cohen_kappa_quadratic, confusion, kappa_of_counts,
 };
-pub use auc::roc_auc;
+pub use auc::{roc_auc, roc_auc_of_counts};
+pub use binary::BinaryCounts;
 pub use bootstrap::{BootstrapCi, bootstrap_ci, bootstrap_ci_single};
 pub use cells::{PairedCells, Resampling, Weighted, bootstrap_cells, bootstrap_cells_with};
 pub use correlation::{CompletePairs, Correlation, CorrelationKind, complete_pairs, kendall_tau_b, pearson, spearman};

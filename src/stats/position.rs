@@ -52,14 +52,21 @@ fn swapped(p: Preference) -> Preference {
     }
 }
 
+/// Whether a comparison's verdict changed when the order was swapped: the
+/// second order's verdict (position labels) does not name the same
+/// candidate as the first's (a win↔tie or an A↔B flip, as
+/// [`position_bias`] counts them).
+pub fn order_changed(first: Preference, second: Preference) -> bool {
+    first != swapped(second)
+}
+
 /// Position bias over comparisons: `first[i]` is the verdict of comparison
 /// i in its first order, `second[i]` in the swapped order (position labels).
 pub fn position_bias(first: &[Preference], second: &[Preference]) -> StatResult<PositionBias> {
     check_same_len(first.len(), second.len())?;
     let mut out = PositionBias::default();
     for (&p, &q) in first.iter().zip(second) {
-        let q = swapped(q);
-        if p == q {
+        if !order_changed(p, q) {
             out.consistent += 1;
         } else if p == Preference::Tie || q == Preference::Tie {
             out.win_tie_flips += 1;
@@ -108,6 +115,8 @@ mod tests {
         assert_eq!(b, PositionBias { consistent: 2, win_tie_flips: 2, opposite_flips: 1 });
         assert!((b.rate().unwrap() - 0.6).abs() < 1e-12);
         assert!(position_bias(&[], &[]).unwrap().rate().is_err());
+        assert!(!order_changed(A, B) && !order_changed(Tie, Tie));
+        assert!(order_changed(A, A) && order_changed(A, Tie) && order_changed(Tie, B));
         assert!(position_bias(&[A], &[]).is_err());
     }
 

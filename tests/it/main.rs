@@ -36,6 +36,7 @@ mod paper_chateval;
 mod paper_collab;
 mod paper_geval;
 mod paper_maj_eval;
+mod paper_metrics;
 mod paper_pairwise;
 mod paper_tables;
 mod personas;

@@ -351,8 +351,8 @@ async fn report_over_engine_logs() {
     let mut csv = Vec::new();
     moot::report::format::write_csv(&r, &mut csv).unwrap();
     let csv = String::from_utf8(csv).unwrap();
-    assert!(csv.lines().next().unwrap().ends_with(",agent,system,raters"));
-    assert!(csv.lines().any(|l| l.contains(",pairwise_win_rate,0.75,") && l.ends_with(",lead,")), "{csv}");
+    assert!(csv.lines().next().unwrap().ends_with(",agent,system,raters,versus"));
+    assert!(csv.lines().any(|l| l.contains(",pairwise_win_rate,0.75,") && l.ends_with(",lead,,")), "{csv}");
 }
 
 #[tokio::test]

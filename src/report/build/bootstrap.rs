@@ -28,6 +28,10 @@ pub(super) enum Job {
         codes: Vec<f64>,
         rows: [Option<usize>; 3],
     },
+    /// ROC AUC and detection metrics of binary human values.
+    Binary(super::binary::BinaryJob),
+    /// A paired difference of two panels' Spearman ρ.
+    Difference(super::versus::DifferenceJob),
 }
 
 /// A value on an integer scale: rounded to the nearest level, clamped.
@@ -40,6 +44,8 @@ impl Job {
     fn run(&self, opts: &ReportOptions) -> Vec<(usize, StatResult<stats::BootstrapCi>)> {
         match self {
             Job::Paired(job) => job.run(opts),
+            Job::Binary(job) => job.run(opts),
+            Job::Difference(job) => job.run(opts),
             Job::Shares { codes, rows } => {
                 let Ok(cells) = PairedCells::new(codes, codes) else { return Vec::new() };
                 let levels = cells.x_levels().to_vec();
@@ -108,7 +114,7 @@ impl PairedJob {
 }
 
 /// Pairs each wanted row with its interval.
-fn collect(
+pub(super) fn collect(
     rows: &[Option<usize>],
     cis: StatResult<Vec<StatResult<stats::BootstrapCi>>>,
 ) -> Vec<(usize, StatResult<stats::BootstrapCi>)> {

@@ -2,10 +2,13 @@
 //! stage, group and dimension, and every statistic (all computed by
 //! [`crate::stats`]).
 
+mod binary;
 mod bootstrap;
 mod panel;
 mod raters;
+mod rouge;
 mod rows;
+mod versus;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -37,9 +40,13 @@ pub enum Stage {
     /// The agents' probability-weighted final scores (mean per group and
     /// panel), where the provider returned log-probabilities.
     Weighted,
+    /// Not a judge: ROUGE-L F1 of each item's content against its
+    /// `reference`, a lexical baseline (panel-wide rows only).
+    RougeL,
 }
 
 impl Stage {
+    /// The judges' stages (not [`Stage::RougeL`]).
     pub const ALL: [Stage; 5] = [Stage::Initial, Stage::Final, Stage::Aggregate, Stage::HumanAdjusted, Stage::Weighted];
     pub fn as_str(self) -> &'static str {
         match self {
@@ -48,6 +55,7 @@ impl Stage {
             Stage::Aggregate => "aggregate",
             Stage::HumanAdjusted => "human_adjusted",
             Stage::Weighted => "weighted",
+            Stage::RougeL => "rouge_l",
         }
     }
 }
@@ -85,6 +93,10 @@ pub struct Row {
     /// held out; null for rows about all the raters.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub raters: Option<Vec<String>>,
+    /// `agreement_difference` rows: the other panel (the row's value is the
+    /// row's panel minus this one); null otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub versus: Option<String>,
 }
 
 impl Row {
@@ -111,6 +123,7 @@ impl Row {
             sources: None,
             system: None,
             raters: None,
+            versus: None,
         }
     }
 
@@ -244,6 +257,7 @@ pub fn build_report(records: Vec<ItemRecord>, human: Option<&HumanFile>, opts: &
     let mut jobs: Vec<Job> = Vec::new();
     let mut used_file_ids = std::collections::HashSet::new();
     let mut name_counts: BTreeMap<String, usize> = BTreeMap::new();
+    let mut digests: Vec<versus::Digest> = Vec::new();
     for (info, records) in by_panel {
         let count = name_counts.entry(info.name.clone()).or_default();
         *count += 1;
@@ -252,13 +266,16 @@ pub fn build_report(records: Vec<ItemRecord>, human: Option<&HumanFile>, opts: &
         let mut panel = PanelReport::new(name, info, records, human, &mut used_file_ids);
         if panel.summary.pairwise {
             // Pairwise judges give decisions, not scores: no score statistics.
-            let pairwise = super::pairwise::rows(&panel.summary.name, &panel.records, human, opts, &mut report.notes);
+            let (pairwise, judged) =
+                super::pairwise::rows(&panel.summary.name, &panel.records, human, opts, &mut report.notes);
             report.rows.extend(pairwise);
+            digests.push(versus::Digest::of_pairs(&panel.summary.name, judged));
             panel.effort_rows(&panel.summary.name.clone(), opts, &mut report.rows);
             report.panels.push(panel.summary);
             continue;
         }
         panel.rows(opts, &mut report.rows, &mut jobs);
+        digests.push(versus::Digest::of_scores(&panel));
         report.rows.extend(sage_rows);
         report.distributions.extend(panel.distributions());
         report.panels.push(panel.summary);
@@ -269,6 +286,7 @@ pub fn build_report(records: Vec<ItemRecord>, human: Option<&HumanFile>, opts: &
             report.notes.push(format!("{}: {unknown} rated ids match no session read", h.source));
         }
     }
+    versus::versus_rows(&digests, opts, &mut report.rows, &mut jobs);
     run_bootstraps(&mut report.rows, jobs, opts);
     report
 }

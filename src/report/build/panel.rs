@@ -150,6 +150,7 @@ impl PanelReport {
                 None => r.adjusted.as_ref()?[k],
             },
             Stage::Weighted => from_agents(|a| a.weighted.as_ref()),
+            Stage::RougeL => r.rouge_l,
         }
     }
 

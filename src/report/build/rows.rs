@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 
+use super::binary::{binary_levels, binary_rows};
 use super::bootstrap::{Job, PairedJob, preference_code, to_level};
 use super::panel::PanelReport;
 use super::{MIN_PAIRS, ReportOptions, Row, Stage, majority};
@@ -45,6 +46,7 @@ impl PanelReport {
             if human.iter().all(Option::is_none) {
                 continue;
             }
+            let binary = binary_levels(&human);
             for g in self.groups() {
                 let group = self.group_name(g).map(str::to_string);
                 for &stage in &stages {
@@ -52,6 +54,9 @@ impl PanelReport {
                         self.records.iter().map(|r| self.stage_value(r, g, stage, k)).collect();
                     let at = Target { panel: &panel, key, group: group.as_deref(), agent: None, stage };
                     agreement_rows(&at, &human, &judge, integer, rows, jobs);
+                    if let Some(levels) = binary {
+                        binary_rows(&at, &human, &judge, levels, rows, jobs);
+                    }
                 }
             }
             // Each agent's own scores.
@@ -76,6 +81,8 @@ impl PanelReport {
                 }
             }
         }
+
+        self.rouge_rows(&panel, rows, jobs);
 
         // Agreement among the agents of each group (and of the whole panel).
         for (k, key) in self.info.keys.iter().enumerate() {
@@ -272,23 +279,23 @@ impl PanelReport {
 }
 
 /// Where a set of agreement rows belongs.
-struct Target<'a> {
-    panel: &'a str,
-    key: &'a str,
-    group: Option<&'a str>,
-    agent: Option<&'a str>,
-    stage: Stage,
+pub(super) struct Target<'a> {
+    pub(super) panel: &'a str,
+    pub(super) key: &'a str,
+    pub(super) group: Option<&'a str>,
+    pub(super) agent: Option<&'a str>,
+    pub(super) stage: Stage,
 }
 
 impl Target<'_> {
-    fn row(&self, metric: &str) -> Row {
+    pub(super) fn row(&self, metric: &str) -> Row {
         Row::new(self.panel, Some(self.key), self.group, Some(self.stage), metric).for_agent(self.agent)
     }
 }
 
 /// Correlations with the humans and, on an integer scale, accuracy, gap
 /// ratios and κ; their intervals are queued as one job.
-fn agreement_rows(
+pub(super) fn agreement_rows(
     at: &Target<'_>,
     human: &[Option<f64>],
     judge: &[Option<f64>],

@@ -14,6 +14,8 @@
 //! the pairs a person settled (such rows count them in `sources.human`).
 //! Every metric and its method is listed in `docs/report.md`.
 
+mod masa;
+mod masa_table;
 pub mod record;
 pub mod table;
 pub mod truth;
@@ -81,20 +83,32 @@ fn label_pref(l: crate::session::pairwise::Label) -> Preference {
     }
 }
 
+/// The panel's decision on one comparison and the people's majority (none
+/// without labels), for comparing two panels on the same comparisons.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Judged {
+    pub item: String,
+    /// The pair as the log has it; decisions are in its orientation.
+    pub first: String,
+    pub second: String,
+    pub decision: Option<Preference>,
+    pub truth: Option<Preference>,
+}
+
 /// The pairwise rows of one panel's sessions (one per item), or none when
-/// no session has pairwise decisions. Problems with people's labels go to
-/// `notes`.
+/// no session has pairwise decisions, and the panel's decision on each
+/// comparison. Problems with people's labels go to `notes`.
 pub fn rows(
     panel: &str,
     records: &[ItemRecord],
     human: Option<&HumanFile>,
     opts: &ReportOptions,
     notes: &mut Vec<String>,
-) -> Vec<Row> {
+) -> (Vec<Row>, Vec<Judged>) {
     let sessions: Vec<(&ItemRecord, &PairwiseRecord)> =
         records.iter().filter_map(|r| Some((r, r.pairwise.as_ref()?))).collect();
     if sessions.is_empty() {
-        return Vec::new();
+        return (Vec::new(), Vec::new());
     }
     let mut judges: Vec<(String, Option<String>)> = Vec::new();
     let mut raters: Vec<String> = Vec::new();
@@ -267,6 +281,7 @@ pub fn rows(
         out.extend(ctx.win_rows(&at, &said).into_iter().map(mark));
         if units.iter().any(|u| !u.humans.is_empty()) {
             out.extend(ctx.human_rows(&at, &said).into_iter().map(mark));
+            out.extend(ctx.masa_rows(&at, &said, d).into_iter().map(mark));
         }
         if let Decider::Judge(j) = d {
             let orders: Vec<Option<(Preference, Preference)>> =
@@ -282,7 +297,21 @@ pub fn rows(
         out.extend(ctx.bias_rows(&At { agent: None, group: None, stage: None }, &orders, &calls));
     }
     out.extend(ctx.rater_rows(raters.len(), sources));
-    out
+    if units.iter().any(|u| !u.humans.is_empty()) {
+        out.extend(ctx.consensus_rows());
+    }
+    let judged = units
+        .iter()
+        .enumerate()
+        .map(|(i, u)| Judged {
+            item: sessions[u.item].0.item_id.clone(),
+            first: u.first.clone(),
+            second: u.second.clone(),
+            decision: u.panel,
+            truth: majority(&ctx.labels(i)),
+        })
+        .collect();
+    (out, judged)
 }
 
 fn stage_of(d: Decider) -> Option<Stage> {

@@ -22,7 +22,7 @@ fn count(rows: &[&Row], who: &str, system: Option<&str>, metric: &str) -> Option
     find(rows, who, system, metric).and_then(|r| r.value)
 }
 
-fn find<'a>(rows: &[&'a Row], who: &str, system: Option<&str>, metric: &str) -> Option<&'a Row> {
+pub(super) fn find<'a>(rows: &[&'a Row], who: &str, system: Option<&str>, metric: &str) -> Option<&'a Row> {
     rows.iter().copied().find(|r| r.metric == metric && r.system.as_deref() == system && decider(r) == who)
 }
 
@@ -214,5 +214,6 @@ pub(crate) fn write_table(
             "win→tie: share of comparisons where people have a winner and the decision is a tie; tie→win: the reverse"
         )
     )?;
+    super::masa_table::write_table(rows, &deciders, out, paint, notes)?;
     Ok(())
 }
