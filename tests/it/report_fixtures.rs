@@ -191,7 +191,14 @@ fn agreement_and_agent_rows_carry_intervals() {
     assert!(report.rows.iter().filter(|r| r.metric == "gap_ratio_1").all(|r| r.ci_low.is_none()));
     let agent_rows: Vec<_> = report.rows.iter().filter(|r| r.agent.is_some()).collect();
     assert!(agent_rows.iter().any(|r| r.ci_low.is_some()));
-    assert!(agent_rows.iter().all(|r| ["pearson", "spearman", "kendall_tau_b"].contains(&r.metric.as_str())));
+    // An agent's own rows: correlations, and the integer scale's statistics.
+    assert!(agent_rows.iter().any(|r| r.metric == "accuracy" && r.ci_low.is_some()));
+    assert!(agent_rows.iter().all(|r| {
+        ["pearson", "spearman", "kendall_tau_b", "accuracy", "cohen_kappa", "cohen_kappa_quadratic"]
+            .contains(&r.metric.as_str())
+            || r.metric.starts_with("gap_ratio_")
+            || r.metric.ends_with("_rating_ratio")
+    }));
 }
 
 #[test]

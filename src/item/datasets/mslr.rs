@@ -196,7 +196,10 @@ fn read_row(row: &TsvRow, at: &[usize], header_len: usize) -> Result<Rated, Stri
     // (an agreement counts 2), averaged; only where the rater gave all four.
     let four = ["fluency", "pio_consistency", "effect_direction", "evidence_strength"];
     if four.iter().all(|k| scores.contains_key(*k)) {
-        let sum = scores["fluency"] + scores["pio_consistency"] + 2.0 * scores["effect_direction"] + 2.0 * scores["evidence_strength"];
+        let sum = scores["fluency"]
+            + scores["pio_consistency"]
+            + 2.0 * scores["effect_direction"]
+            + 2.0 * scores["evidence_strength"];
         scores.insert("overall".into(), sum / 4.0);
     }
     Ok(Rated { id, target: get(2).to_string(), generated: get(3).to_string(), scores })

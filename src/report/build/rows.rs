@@ -77,7 +77,9 @@ impl PanelReport {
                         .collect();
                     let group = self.info.groups.get(*g).map(String::as_str);
                     let at = Target { panel: &panel, key, group, agent: Some(name), stage };
-                    agreement_rows(&at, &human, &judge, None, rows, jobs);
+                    // On an integer scale, accuracy and the gap ratios too:
+                    // CollabEval's single-judge rows are an agent's first scores.
+                    agreement_rows(&at, &human, &judge, integer, rows, jobs);
                 }
             }
         }

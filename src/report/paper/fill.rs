@@ -297,7 +297,7 @@ fn cell(report: &Report, at: &Who<'_>, r: &RowSpec, b: &BlockSpec, s: &StatSpec)
         return Cell::paper_only(None);
     }
     let (dimension, stage, at) = if s.panel_wide {
-        (None, None, Who { panel: at.panel, group: None, agent: None })
+        (s.dimension.as_deref(), None, Who { panel: at.panel, group: None, agent: None })
     } else {
         (Some(s.dimension.as_deref().unwrap_or(&b.key)), stage, Who { ..*at })
     };
@@ -308,6 +308,7 @@ fn cell(report: &Report, at: &Who<'_>, r: &RowSpec, b: &BlockSpec, s: &StatSpec)
     };
     c.n = row.n;
     c.undefined_reason = row.undefined_reason.clone();
+    c.versus = row.versus.clone();
     let mut value = row.value;
     let (mut lo, mut hi) = (row.ci_low, row.ci_high);
     if let Some(minus) = &s.minus {

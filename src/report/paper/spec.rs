@@ -88,7 +88,8 @@ pub struct StatSpec {
     /// Show as a percentage (the report's value times 100).
     #[serde(default)]
     pub percent: bool,
-    /// The report's row is about the whole panel, not a dimension (effort).
+    /// The report's row is about the whole panel, without a stage (effort,
+    /// the raters' consensus): its dimension is `dimension`, else none.
     #[serde(default)]
     pub panel_wide: bool,
     /// The report's row's dimension, when it is not the block's (pairwise: `pairwise`).
