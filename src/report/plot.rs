@@ -1,6 +1,8 @@
-//! SVG charts of a report (`--plot DIR`): for each panel and rated
-//! dimension, the correlation with humans before and after the debate per
-//! group; for each dimension, how human and judge scores spread over the scale.
+//! SVG charts of a report (`--plot DIR`), the figures the papers draw: for
+//! each panel and rated dimension, Spearman's ρ with humans before and after
+//! the debate per group (MAJ-EVAL's figure 4); for each dimension, how human
+//! and judge scores spread over the scale (for a reviewed panel, the
+//! evaluator's scores beside the rectified ones: SAGEval's figure 3).
 
 use std::path::{Path, PathBuf};
 
@@ -58,7 +60,7 @@ pub fn write_plots(report: &Report, dir: &Path) -> Result<Vec<PathBuf>, PlotErro
                             && r.group.as_deref() == g
                             && r.agent.is_none()
                             && r.stage == Some(stage)
-                            && r.metric == "pearson"
+                            && r.metric == "spearman"
                     })
                     .and_then(|r| r.value)
             };
@@ -70,13 +72,13 @@ pub fn write_plots(report: &Report, dir: &Path) -> Result<Vec<PathBuf>, PlotErro
                 continue;
             }
             let path = dir.join(format!("{}-{}-correlation.svg", slug(&panel.name), slug(key)));
-            correlation_chart(&path, &format!("{} — {key}: Pearson r with humans", panel.name), &points)
+            correlation_chart(&path, &format!("{} — {key}: Spearman ρ with humans", panel.name), &points)
                 .map_err(|message| PlotError::Draw { path: path.clone(), message })?;
             written.push(path);
         }
     }
     for d in &report.distributions {
-        if d.human.iter().chain(&d.final_).chain(&d.aggregate).all(|&c| c == 0) {
+        if d.human.iter().chain(&d.initial).chain(&d.final_).chain(&d.aggregate).all(|&c| c == 0) {
             continue;
         }
         let path = dir.join(format!("{}-{}-distribution.svg", slug(&d.panel), slug(&d.key)));
@@ -110,7 +112,7 @@ fn correlation_chart(path: &Path, title: &str, points: &[(String, Option<f64>, O
                 String::new()
             }
         })
-        .y_desc("Pearson r")
+        .y_desc("Spearman ρ")
         .draw()
         .map_err(|e| e.to_string())?;
     chart
@@ -150,11 +152,19 @@ fn distribution_chart(path: &Path, d: &Distribution) -> Result<(), String> {
     let root = SVGBackend::new(path, (720, 420)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| e.to_string())?;
     let nb = d.bins.len();
-    let series: [(&str, &Vec<usize>, RGBColor); 3] = [
-        ("human", &d.human, HUMAN),
-        ("final (mean of agents)", &d.final_, FINAL),
-        ("aggregate", &d.aggregate, AGGREGATE),
-    ];
+    let series: [(&str, &Vec<usize>, RGBColor); 3] = if d.reviewed {
+        [
+            ("human", &d.human, HUMAN),
+            ("evaluator", &d.initial, INITIAL),
+            ("rectified (meta-evaluator)", &d.final_, FINAL),
+        ]
+    } else {
+        [
+            ("human", &d.human, HUMAN),
+            ("final (mean of agents)", &d.final_, FINAL),
+            ("aggregate", &d.aggregate, AGGREGATE),
+        ]
+    };
     let top = series.iter().flat_map(|s| s.1.iter()).copied().max().unwrap_or(1).max(1);
     let mut chart = ChartBuilder::on(&root)
         .caption(format!("{} — {}: score distribution", d.panel, d.key), ("sans-serif", 18))

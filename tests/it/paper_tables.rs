@@ -131,3 +131,22 @@ async fn a_paper_the_run_cannot_fill_says_what_it_needs() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(!o.status.success() && err.contains("known: maj-eval, collab-eval"), "{err}");
 }
+
+/// `--plot` draws the papers' figures: for a SAGEval session, the
+/// evaluator's score distribution beside the rectified one (SAGEval's
+/// figure 3); correlation charts are in Spearman's ρ (MAJ-EVAL's figure 4).
+#[tokio::test(flavor = "multi_thread")]
+async fn plots_draw_the_evaluator_beside_the_rectified_scores() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = Path::new(env!("CARGO_MANIFEST_DIR")).join("sessions/examples/sage-eval.jsonl");
+    let mut cmd = moot();
+    cmd.args(["report", "--bootstrap", "0", "--format", "csv", "--plot"]).arg(dir.path()).arg(&log);
+    let o = run_to_end(cmd).await;
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let svgs: Vec<std::path::PathBuf> = std::fs::read_dir(dir.path()).unwrap().flatten().map(|e| e.path()).collect();
+    let dist =
+        svgs.iter().find(|p| p.to_string_lossy().ends_with("-distribution.svg")).unwrap_or_else(|| panic!("{svgs:?}"));
+    let svg = std::fs::read_to_string(dist).unwrap();
+    assert!(svg.contains("evaluator") && svg.contains("rectified (meta-evaluator)"), "{svg}");
+    assert!(!svg.contains("aggregate"), "the reviewed panel's chart is not the debate's");
+}

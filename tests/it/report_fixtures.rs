@@ -271,7 +271,7 @@ fn the_binary_writes_json_and_charts() {
     assert!(svgs.iter().any(|f| f.to_string_lossy() == "fixture-panel-clarity-correlation.svg"), "{svgs:?}");
     assert!(svgs.iter().any(|f| f.to_string_lossy().ends_with("-distribution.svg")), "{svgs:?}");
     let svg = std::fs::read_to_string(dir.path().join("fixture-panel-clarity-correlation.svg")).unwrap();
-    assert!(svg.starts_with("<svg") && svg.contains("initial (phase 1)"), "{svg}");
+    assert!(svg.starts_with("<svg") && svg.contains("initial (phase 1)") && svg.contains("Spearman ρ"), "{svg}");
 }
 
 #[test]

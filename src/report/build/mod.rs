@@ -218,6 +218,9 @@ pub struct Distribution {
     pub initial: Vec<usize>,
     pub final_: Vec<usize>,
     pub aggregate: Vec<usize>,
+    /// A meta-evaluator reviewed the scores (SAGEval): `initial` is the
+    /// evaluator's, `final_` the rectified ones.
+    pub reviewed: bool,
 }
 
 /// A whole report.

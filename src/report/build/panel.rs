@@ -187,6 +187,7 @@ impl PanelReport {
                 initial: count(&mut self.records.iter().map(|r| self.stage_value(r, None, Stage::Initial, k))),
                 final_: count(&mut self.records.iter().map(|r| self.stage_value(r, None, Stage::Final, k))),
                 aggregate: count(&mut self.records.iter().map(|r| self.stage_value(r, None, Stage::Aggregate, k))),
+                reviewed: self.info.reviewed,
             })
             .collect()
     }
