@@ -7,6 +7,11 @@
 //! JSONL: one object per line, `{"id": …, "grammar": 4, …}` or
 //! `{"id": …, "human": {"grammar": 4}}`, with an optional `label`.
 //!
+//! Scores may come one row per rater: a row with a `rater` (or `annotator`)
+//! gives that person's scores of the item, kept apart from the others' (the
+//! item's value per dimension is then the mean of its raters, as for an
+//! item's `human_raters`).
+//!
 //! Pairwise labels may come one row per rater and pair: an optional `rater`
 //! names the person, and `first` and `second` (or `pair`: `x vs y`, `x,y`;
 //! in JSONL also an array) the pair the label is about, in the order its
@@ -23,6 +28,8 @@ use crate::stats::Preference;
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct HumanEntry {
     pub scores: Scores,
+    /// Scores of named raters (rows with a `rater`), by rater.
+    pub raters: std::collections::BTreeMap<String, Scores>,
     /// The last `A`/`B`/`tie` label of the id (label-dimension protocols).
     pub label: Option<Preference>,
     /// Every pairwise label of the id, in file order.
@@ -169,9 +176,19 @@ pub fn parse_csv(text: &str, source: String) -> Result<HumanFile, String> {
                 }
             }
         }
+        by_rater(&mut entry, rater);
         merge(&mut out, id, entry, line);
     }
     Ok(out)
+}
+
+/// A row that names its rater gives that rater's scores.
+fn by_rater(entry: &mut HumanEntry, rater: Option<String>) {
+    if let Some(r) = rater
+        && !entry.scores.is_empty()
+    {
+        entry.raters.insert(r, std::mem::take(&mut entry.scores));
+    }
 }
 
 /// Parse JSON-lines ratings text.
@@ -254,6 +271,7 @@ pub fn parse_jsonl(text: &str, source: String) -> Result<HumanFile, String> {
         if let Some(l) = obj.get("label").filter(|_| obj.get("human").is_some()).and_then(|v| v.as_str()) {
             add_label(&mut entry, l.trim(), pair.clone(), rater.clone(), line);
         }
+        by_rater(&mut entry, rater);
         merge(&mut out, &id, entry, line);
     }
     Ok(out)
@@ -278,6 +296,14 @@ fn merge(out: &mut HumanFile, id: &str, entry: HumanEntry, line: usize) {
         out.problems.push(format!("line {line}: id \"{id}\" appears again; its values replace the earlier ones"));
     }
     slot.scores.extend(entry.scores);
+    for (rater, scores) in entry.raters {
+        let mine = slot.raters.entry(rater.clone()).or_default();
+        if scores.keys().any(|k| mine.contains_key(k)) {
+            out.problems
+                .push(format!("line {line}: id \"{id}\" rated again by {rater}; the values replace the earlier ones"));
+        }
+        mine.extend(scores);
+    }
     if entry.label.is_some() {
         slot.label = entry.label;
     }
@@ -330,6 +356,22 @@ mod tests {
         assert_eq!(p1[0].pair, Some(("y".into(), "x".into())));
         assert_eq!(p1[0].rater.as_deref(), Some("3"));
         assert_eq!(p1[1].pair, Some(("x".into(), "y".into())));
+    }
+
+    #[test]
+    fn scores_of_named_raters_are_kept_apart() {
+        let text = "id,rater,grammar,fluency\nq1,ann,4,3\nq1,bob,2,\nq1,ann,5,\nq2,,3,3\n";
+        let f = parse_csv(text, "r.csv".into()).expect("parse");
+        let q1 = &f.ratings["q1"];
+        assert!(q1.scores.is_empty(), "a rater's row is not the item's own value");
+        assert_eq!(q1.raters["ann"], Scores::from([("grammar".into(), 5.0), ("fluency".into(), 3.0)]));
+        assert_eq!(q1.raters["bob"], Scores::from([("grammar".into(), 2.0)]));
+        assert_eq!(f.ratings["q2"].scores, Scores::from([("grammar".into(), 3.0), ("fluency".into(), 3.0)]));
+        assert_eq!(f.problems, ["line 4: id \"q1\" rated again by ann; the values replace the earlier ones"]);
+        let j = "{\"id\":\"q1\",\"rater\":\"cal\",\"grammar\":1}\n{\"id\":\"q1\",\"annotator\":\"dee\",\"human\":{\"grammar\":2}}\n";
+        let f = parse_jsonl(j, "r.jsonl".into()).expect("parse");
+        assert_eq!(f.ratings["q1"].raters.len(), 2);
+        assert_eq!(f.ratings["q1"].raters["dee"]["grammar"], 2.0);
     }
 
     #[test]

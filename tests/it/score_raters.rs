@@ -272,3 +272,48 @@ async fn moot_report_prints_the_section() {
         .unwrap();
     close(pair["value"].as_f64(), &expected()["report"]["pairs"][0]["value"], "JSON κ ann bob");
 }
+
+/// The same raters given in a `--human` file, one row per rater and item,
+/// instead of in the items: every "Human raters" row is the same; renaming
+/// a rater in the file shows the file's raters replace the items'.
+#[tokio::test]
+async fn raters_in_a_human_file_are_kept_apart_as_in_the_items() {
+    let tmp = tempfile::tempdir().unwrap();
+    write_logs(tmp.path()).await;
+    let files = collect_logs(&[tmp.path().to_path_buf()]).unwrap();
+    let opts = ReportOptions { bootstrap: 0, ..ReportOptions::default() };
+    let items = load_items(&fixtures().join("items.jsonl")).unwrap();
+    let csv = |rename: Option<(&str, &str)>| {
+        let mut text = String::from("id,rater,grammar,relevance\n");
+        for it in &items.items {
+            for (rater, s) in &it.human_raters {
+                let name = match rename {
+                    Some((from, to)) if from == rater => to,
+                    _ => rater.as_str(),
+                };
+                let cell = |k: &str| s.get(k).map(|v| v.to_string()).unwrap_or_default();
+                text.push_str(&format!("{},{name},{},{}\n", it.id, cell("grammar"), cell("relevance")));
+            }
+        }
+        text
+    };
+    let with = |text: String| {
+        let file = moot::report::human::parse_csv(&text, "ratings.csv".into()).unwrap();
+        assert!(file.problems.is_empty(), "{:?}", file.problems);
+        build_report(load_records(&files, 2).records, Some(&file), &opts)
+    };
+    let raters_rows = |r: &Report| -> Vec<(String, Option<Vec<String>>, Option<f64>)> {
+        r.rows
+            .iter()
+            .filter(|x| x.metric.starts_with("raters_") || x.metric.starts_with("loo_"))
+            .map(|x| (x.metric.clone(), x.raters.clone(), x.value))
+            .collect()
+    };
+    let from_items = report_of(tmp.path());
+    let from_file = with(csv(None));
+    assert!(!raters_rows(&from_items).is_empty());
+    assert_eq!(raters_rows(&from_file), raters_rows(&from_items));
+    assert_eq!(from_file.panels[0].raters, ["ann", "bob", "cal"]);
+    let renamed = with(csv(Some(("ann", "ada"))));
+    assert_eq!(renamed.panels[0].raters, ["ada", "bob", "cal"], "the file's raters, not the items'");
+}

@@ -68,7 +68,7 @@ impl PanelReport {
         let mut truth = Vec::with_capacity(records.len());
         let mut per_key_rated = vec![0usize; info.keys.len()];
         let mut rated_items = 0;
-        for r in &records {
+        for r in records.iter_mut() {
             let mut vals: Vec<Option<f64>> = vec![None; info.keys.len()];
             let mut from: Vec<Option<&'static str>> = vec![None; info.keys.len()];
             for (source, layer) in [(SOURCE_ITEM, &r.human_item), (SOURCE_SESSION, &r.human_session)] {
@@ -82,6 +82,18 @@ impl PanelReport {
             let mut label = None;
             if let Some(entry) = human.and_then(|h| h.ratings.get(&r.item_id)) {
                 used_file_ids.insert(r.item_id.clone());
+                // Named raters of the file replace the item's: their mean is the value.
+                if !entry.raters.is_empty() {
+                    r.human_raters =
+                        entry.raters.iter().map(|(name, s)| (name.clone(), info.vals_of_scores(s, None))).collect();
+                    for k in 0..info.keys.len() {
+                        let given: Vec<f64> = r.human_raters.iter().filter_map(|(_, v)| v[k]).collect();
+                        if !given.is_empty() {
+                            vals[k] = Some(given.iter().sum::<f64>() / given.len() as f64);
+                            from[k] = Some(SOURCE_FILE);
+                        }
+                    }
+                }
                 for (k, v) in &entry.scores {
                     if let Some(i) = info.key_index(k) {
                         vals[i] = Some(*v);
