@@ -150,3 +150,52 @@ async fn plots_draw_the_evaluator_beside_the_rectified_scores() {
     assert!(svg.contains("evaluator") && svg.contains("rectified (meta-evaluator)"), "{svg}");
     assert!(!svg.contains("aggregate"), "the reviewed panel's chart is not the debate's");
 }
+
+/// The judge on model `a` always prefers the summary shown first (every
+/// pair flips under the swap: a tie); on model `b`, the second.
+fn by_model(req: &RecordedRequest) -> Reply {
+    let body: serde_json::Value = serde_json::from_slice(&req.body).unwrap_or_default();
+    let verdict = if body["model"] == "a" { "A" } else { "B" };
+    let text = format!("{{\"verdict\": \"{verdict}\", \"confidence\": \"high\", \"reasoning\": \"Reads better.\"}}");
+    Reply::openai_stream(&[&text], Some((30, 10)))
+}
+
+/// MASA's prompt comparison: the same pairs judged on two models are two
+/// panels (the panel's name, then `#2`), and the `prompts` table gives the
+/// difference in agreement with its paired interval, naming the other
+/// panel — the report's `agreement_difference` row, in percent.
+#[tokio::test(flavor = "multi_thread")]
+async fn masa_compares_two_judges_on_the_same_pairs() {
+    let server = TestServer::with_handler(by_model).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    for model in ["a", "b"] {
+        let mut cmd = moot();
+        cmd.env("OPENAI_BASE_URL", server.base_url())
+            .args(["eval", "pairwise-summaries-paper", "--data", "pairwise-summaries", "--limit", "5"])
+            .args(["--provider", "openai", "--model", model, "--out"])
+            .arg(dir.path().join(model));
+        let o = run_to_end(cmd).await;
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+    let mut cmd = moot();
+    cmd.args(["report", "--bootstrap", "300", "--format", "json"]).arg(dir.path().join("a")).arg(dir.path().join("b"));
+    let rows: Vec<serde_json::Value> = serde_json::from_slice(&run_to_end(cmd).await.stdout).expect("report json");
+    let diff = rows.iter().find(|r| r["metric"] == "agreement_difference").expect("a difference row");
+    let mut cmd = moot();
+    cmd.args(["report", "--bootstrap", "300", "--format", "json", "--paper", "masa:prompts"])
+        .arg(dir.path().join("a"))
+        .arg(dir.path().join("b"));
+    let o = run_to_end(cmd).await;
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let json: serde_json::Value = serde_json::from_slice(&o.stdout).expect("paper json");
+    let lines = json["tables"][0]["lines"].as_array().expect("lines");
+    let first = &lines[0];
+    assert_eq!(first["models"][0], "openai/a");
+    let cell = &first["cells"][0][0];
+    assert_eq!(cell["versus"], diff["versus"], "{cell}");
+    assert!(diff["versus"].as_str().is_some_and(|v| v.ends_with("#2")), "{diff}");
+    let close =
+        |a: &serde_json::Value, b: &serde_json::Value| (a.as_f64().unwrap() - 100.0 * b.as_f64().unwrap()).abs() < 1e-9;
+    assert!(close(&cell["value"], &diff["value"]) && close(&cell["ci_low"], &diff["ci_low"]), "{cell} vs {diff}");
+    assert_eq!(cell["paper"], 3.12);
+}

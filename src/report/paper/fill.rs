@@ -105,7 +105,7 @@ pub fn fill(spec: &PaperSpec, report: &Report) -> PaperReport {
     };
     for t in &spec.tables {
         let panels: Vec<&PanelSummary> = report.panels.iter().filter(|p| applies(t, p)).collect();
-        if panels.is_empty() {
+        if panels.is_empty() || panels.len() < t.min_panels {
             out.unfilled.push(format!("{} ({}): {}", t.id, t.caption, needs(t)));
             continue;
         }
@@ -128,11 +128,12 @@ fn protocol_fits(r: &RowSpec, p: &PanelSummary) -> bool {
 /// What a panel needs for `t` to apply.
 fn needs(t: &TableSpec) -> String {
     let mut parts = Vec::new();
-    match t.pairwise {
-        Some(true) => parts.push("a pairwise panel".to_string()),
-        Some(false) => parts.push("a panel of scores".to_string()),
-        None => parts.push("a panel".to_string()),
-    }
+    let (one, many) = match t.pairwise {
+        Some(true) => ("a pairwise panel", "pairwise panels"),
+        Some(false) => ("a panel of scores", "panels of scores"),
+        None => ("a panel", "panels"),
+    };
+    parts.push(if t.min_panels > 1 { format!("{} {many} on the same items", t.min_panels) } else { one.to_string() });
     if !t.keys.is_empty() {
         parts.push(format!("with the keys {}", t.keys.join(", ")));
     }
@@ -303,7 +304,7 @@ fn cell(report: &Report, at: &Who<'_>, r: &RowSpec, b: &BlockSpec, s: &StatSpec)
     };
     let mut c = Cell::paper_only(None);
     let Some(row) = find(report, &at, dimension, stage, &s.metric) else {
-        c.undefined_reason = Some("not in the report".into());
+        c.undefined_reason = Some(s.missing.clone().unwrap_or_else(|| "not in the report".into()));
         return c;
     };
     c.n = row.n;

@@ -47,6 +47,9 @@ pub struct TableSpec {
     /// Only pairwise panels (`true`) or only score panels (`false`).
     #[serde(default)]
     pub pairwise: Option<bool>,
+    /// Panels the table needs at least (a difference between two needs 2).
+    #[serde(default = "one")]
+    pub min_panels: usize,
     /// The table's column groups, one per dimension (empty: every key of the panel).
     #[serde(default)]
     pub blocks: Vec<BlockSpec>,
@@ -95,6 +98,14 @@ pub struct StatSpec {
     /// The report's row's dimension, when it is not the block's (pairwise: `pairwise`).
     #[serde(default)]
     pub dimension: Option<String>,
+    /// Why a line has no such row, said instead of "not in the report"
+    /// (a statistic only some lines have).
+    #[serde(default)]
+    pub missing: Option<String>,
+}
+
+fn one() -> usize {
+    1
 }
 
 /// Which lines of a run one row of the paper becomes.
