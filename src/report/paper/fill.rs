@@ -195,6 +195,7 @@ fn fill_table(t: &TableSpec, panels: &[&PanelSummary], report: &Report) -> Paper
                 let label = match (&group, &agent) {
                     (Some(g), _) => format!("{}{g}", indent(&r.label)),
                     (_, Some(a)) => format!("{}{a}", indent(&r.label)),
+                    _ if r.label.contains("{panel}") => r.label.replace("{panel}", &p.name),
                     _ if panels.len() > 1 || r.protocols.len() > 1 => format!("{} ({})", r.label, p.name),
                     _ => r.label.clone(),
                 };
