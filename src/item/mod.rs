@@ -321,7 +321,15 @@ pub fn resolve_items(arg: &str) -> Result<ItemsFile, ItemsError> {
 pub fn resolve_items_as(arg: &str, format: Option<&str>) -> Result<ItemsFile, ItemsError> {
     let path = Path::new(arg);
     if path.is_file() || path.is_dir() {
-        return load_items_as(path, format);
+        let bundled = BUNDLED_ITEMS.iter().any(|(s, _)| *s == arg) || datasets::bundled(arg).is_some();
+        return load_items_as(path, format).map_err(|e| match e {
+            // A folder in the working directory shadows bundled items of its name.
+            ItemsError::Unusable { path, message } if bundled && path.is_dir() => ItemsError::Unusable {
+                path,
+                message: format!("{message} (for the bundled items of that name, write {BUNDLED_PREFIX}{arg})"),
+            },
+            e => e,
+        });
     }
     let chosen = format.map(Format::from_name).transpose()?;
     let name = arg.strip_prefix(BUNDLED_PREFIX).unwrap_or(arg);

@@ -487,3 +487,22 @@ async fn every_bundled_set_runs_end_to_end_and_reports_its_people() {
         }
     }
 }
+
+/// A folder in the working directory named like a bundled set (a run
+/// folder `moot eval … --out summeval` leaves) is read as the folder; when
+/// it holds no dataset, the message says how to ask for the bundled set.
+#[test]
+fn a_folder_named_like_a_bundled_set_says_how_to_reach_the_set() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("summeval")).unwrap();
+    std::fs::write(dir.path().join("summeval").join("run.json"), "{}").unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_moot"))
+        .current_dir(dir.path())
+        .env("OPENAI_BASE_URL", "http://127.0.0.1:9")
+        .args(["eval", "summeval", "--data", "summeval", "--provider", "openai"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(err.contains("write bundled:summeval"), "{err}");
+}
