@@ -377,7 +377,10 @@ impl SessionView {
                 };
                 match group {
                     Some(g) => self.group_mut(g).aggregate = Some(view),
-                    None => self.aggregate = Some(view),
+                    None => {
+                        self.aggregate = Some(view);
+                        self.result_t.get_or_insert(event.t);
+                    }
                 }
                 self.timeline.push(TimelineEntry::Aggregate { group: group.clone() });
             }
