@@ -338,3 +338,23 @@ async fn a_session_without_any_readable_evaluation_fails_and_says_why() {
         other => panic!("last event is {other:?}"),
     }
 }
+
+#[test]
+fn run_and_eval_help_list_every_bundled_panel_with_its_title() {
+    let names: Vec<&str> = moot::panel::Panel::bundled_names().collect();
+    assert!(names.len() > 20, "{names:?}");
+    for command in ["run", "eval"] {
+        for flag in ["--help", "-h"] {
+            let out = moot().args([command, flag]).output().unwrap();
+            assert!(out.status.success());
+            let help = String::from_utf8_lossy(&out.stdout);
+            let listed = help.split("Bundled panels").nth(1).unwrap_or_else(|| panic!("{command} {flag}:\n{help}"));
+            for name in &names {
+                let title = moot::panel::Panel::bundled(name).expect("bundled").name;
+                let row = listed.lines().find(|l| l.split_whitespace().next() == Some(name));
+                let row = row.unwrap_or_else(|| panic!("`{command} {flag}` lists {name}:\n{help}"));
+                assert!(row.trim_end().ends_with(&title), "{name}'s title {title:?}: {row}");
+            }
+        }
+    }
+}
