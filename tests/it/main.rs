@@ -41,6 +41,7 @@ mod paper_pairwise;
 mod paper_tables;
 mod personas;
 mod personas_cli;
+mod prompt_blinding;
 mod protocol_names;
 mod provider_anthropic;
 mod provider_cache;
