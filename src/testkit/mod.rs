@@ -344,7 +344,7 @@ pub fn value_for_schema(key: &str, schema: &serde_json::Value, seed: u64) -> ser
             let (lo, hi) = (bound("minimum").unwrap_or(0.0), bound("maximum").unwrap_or(1.0));
             json!(lo + (hi - lo) * ((seed % 5) as f64 + 1.0) / 6.0)
         }
-        Some("boolean") => json!(seed % 2 == 0),
+        Some("boolean") => json!(seed.is_multiple_of(2)),
         _ if key == "speech" => {
             json!("I have read the item carefully. The answer is right, but the wording needs care.")
         }
@@ -354,6 +354,44 @@ pub fn value_for_schema(key: &str, schema: &serde_json::Value, seed: u64) -> ser
             json!(text.chars().take(most).collect::<String>())
         }
     }
+}
+
+/// A verdict that follows `schema` as a server constrained to it writes
+/// it: one JSON object, its `speech` first when the schema asks for one (as
+/// moot's schemas put it), the numbers and choices drawn from `seed`.
+pub fn schema_json(schema: &serde_json::Value, seed: u64) -> String {
+    let mut verdict = value_for_schema("", schema, seed);
+    match verdict.as_object_mut().and_then(|o| o.remove("speech").map(|s| (s, o.is_empty()))) {
+        Some((speech, true)) => format!("{{\"speech\": {speech}}}"),
+        Some((speech, false)) => format!("{{\"speech\": {speech}, {}", &verdict.to_string()[1..]),
+        None => verdict.to_string(),
+    }
+}
+
+/// What a reply that is not a verdict says (evaluation steps, a summary, a synthesis).
+const PROSE_REPLY: &str = "1. Read the text and its source.\n2. Check each claim against the source.\n3. Weigh what matters most to the reader.";
+
+/// A seed drawn from some bytes (FNV-1a).
+fn seed_of(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(*b)).wrapping_mul(0x100_0000_01b3)) >> 7
+}
+
+/// The text moot's HTTP providers make of a structured-output server's
+/// answer ([`schema_reply`]) to `request`: a verdict's speech, then the rest
+/// of its object; a request without a schema gets prose. For scripted
+/// providers, so that in-process runs read replies as such a server's.
+pub fn structured_text(request: &crate::provider::ChatRequest) -> String {
+    use crate::provider::structured::{SpeechSplitter, speech_schema};
+    let Some(schema) = &request.response_schema else { return PROSE_REPLY.to_string() };
+    // The schema the server is sent: the speech first, where the request wants one.
+    let sent = speech_schema(schema, request.max_tokens, request.prose_first)
+        .and_then(|s| serde_json::from_str(&s).ok())
+        .unwrap_or_else(|| (**schema).clone());
+    let text: String = request.messages.iter().map(|m| m.content.as_str()).collect();
+    let mut split = SpeechSplitter::new();
+    let mut out = split.push(&schema_json(&sent, seed_of(text.as_bytes())));
+    out.push_str(&split.finish());
+    out
 }
 
 /// A server that answers in structured output, as an OpenAI-compatible one
@@ -366,23 +404,9 @@ pub fn value_for_schema(key: &str, schema: &serde_json::Value, seed: u64) -> ser
 pub fn schema_reply(request: &crate::testkit::server::RecordedRequest) -> crate::testkit::server::Reply {
     use crate::testkit::server::{Reply, openai};
     let body = request.body_json().unwrap_or_default();
-    let seed =
-        request.body.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(*b)).wrapping_mul(0x100_0000_01b3));
     let text = match body.pointer("/response_format/json_schema/schema") {
-        Some(schema) => {
-            let mut verdict = value_for_schema("", schema, seed >> 7);
-            // The speech comes first, as the schema lists it.
-            match verdict.as_object_mut().and_then(|o| o.remove("speech").map(|s| (s, o.is_empty()))) {
-                Some((speech, true)) => format!("{{\"speech\": {speech}}}"),
-                Some((speech, false)) => format!("{{\"speech\": {speech}, {}", &verdict.to_string()[1..]),
-                None => verdict.to_string(),
-            }
-        }
-        None => {
-            "1. Read the text and its source.\n2. Check each claim against the source.\n3. Weigh what matters most \
-                 to the reader."
-                .to_string()
-        }
+        Some(schema) => schema_json(schema, seed_of(&request.body)),
+        None => PROSE_REPLY.to_string(),
     };
     let chars: Vec<char> = text.chars().collect();
     let mut out = Reply::sse().event(&openai::role_chunk());

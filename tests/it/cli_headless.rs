@@ -61,7 +61,7 @@ async fn a_headless_run_prints_a_transcript_and_writes_the_log() {
     for needle in [
         "── initial ──",
         "── debate · ",
-        "» next in ",
+        "» Teachers: Ms. Okafor picked by policy: ",
         "≈ Teachers, round 0: scores ",
         "synthesis:",
         "RESULT",
