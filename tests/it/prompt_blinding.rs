@@ -33,14 +33,7 @@ fn write_item(dir: &Path) -> std::path::PathBuf {
 }
 
 fn moot(server: &TestServer, cache: &Path) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_moot"));
-    c.env_remove("OPENAI_API_KEY")
-        .env_remove("ANTHROPIC_API_KEY")
-        .env("NO_COLOR", "1")
-        .env("MOOT_USER", "tester")
-        .env("MOOT_CACHE_DIR", cache)
-        .env("OPENAI_BASE_URL", server.base_url());
-    c
+    crate::support::moot_at(&server.base_url(), cache)
 }
 
 #[tokio::test(flavor = "multi_thread")]
