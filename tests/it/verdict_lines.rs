@@ -159,3 +159,41 @@ async fn structured_verdicts_on_screen() {
         insta::assert_snapshot!(format!("structured_{panel}_transcript_120x60"), t.backend().to_string());
     }
 }
+
+/// The transcript keeps what it drew between frames, and a pair's verdict
+/// comes after its turn's end: drawn after every event as a live screen is,
+/// it ends as the screen drawn once from the same events, the verdicts'
+/// lines in place.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_live_transcript_gets_each_pair_verdict_after_its_turn() {
+    let events = scripted_run("pairwise-summaries").await;
+    let draw = |app: &mut App| {
+        let mut t = Terminal::new(TestBackend::new(120, 60)).unwrap();
+        t.draw(|f| live::draw(f, app)).unwrap();
+        t.backend().to_string()
+    };
+    let (h, _rx) = moot::engine::EngineHandle::channel();
+    let mut live_app = App::live(Env::test(), h);
+    live_app.now = None;
+    live_app.on_key(KeyEvent::new(KeyCode::Char('t'), KeyModifiers::NONE));
+    let mut between = 0;
+    for (i, e) in events.iter().enumerate() {
+        live_app.on_session_event(e);
+        let drawn = draw(&mut live_app);
+        // Between a turn's end and its verdict the words show, without the object.
+        if matches!(e.kind, EventKind::TurnCompleted { .. })
+            && matches!(events.get(i + 1).map(|n| &n.kind), Some(EventKind::PairVerdict { .. }))
+        {
+            assert_no_json("a live transcript", &drawn);
+            between += 1;
+        }
+    }
+    assert!(between > 0, "some turn ended before its verdict was recorded");
+    let mut fresh = App::loaded(Env::test(), &events);
+    fresh.on_key(KeyEvent::new(KeyCode::Char('t'), KeyModifiers::NONE));
+    let (got, want) = (draw(&mut live_app), draw(&mut fresh));
+    // The transcript's rows; the header and the footer's keys differ between a live and a loaded session.
+    let rows = |s: &str| s.lines().skip(2).filter(|l| l.contains('┃')).map(str::to_string).collect::<Vec<_>>();
+    assert_eq!(rows(&got), rows(&want));
+    assert!(got.contains("verdict B (sys-short)"), "{got}");
+}
