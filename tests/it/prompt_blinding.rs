@@ -58,6 +58,12 @@ async fn no_request_of_any_bundled_panel_names_the_item_or_its_systems() {
         assert!(requests.len() > seen, "{panel} sent requests");
         let bodies: Vec<String> = requests[seen..].iter().map(|r| r.body_text()).collect();
         assert!(bodies.iter().any(|b| b.contains("=== ITEM ")), "{panel}: the judges see the item fenced");
+        // Every request fences the item alike, so that their prompts share
+        // their prefix (the embedded model reads it once and reuses it).
+        let mut marks: Vec<&str> =
+            bodies.iter().filter_map(|b| b.split("=== ITEM ").nth(1)).map(|m| m.get(..8).unwrap_or(m)).collect();
+        marks.dedup();
+        assert_eq!(marks.len(), 1, "{panel}: {marks:?}");
         for body in &bodies {
             for secret in [ITEM_ID, CANDIDATES[0], CANDIDATES[1], "zq7"] {
                 assert!(!body.contains(secret), "{panel}: a request names {secret:?}:\n{body}");
