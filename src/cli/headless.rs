@@ -4,18 +4,19 @@
 //! Several turns may stream at once (independent evaluations run
 //! concurrently); one of them is shown live and the others are buffered and
 //! shown, in start order, as soon as the live one ends — so every agent's
-//! words still appear as a continuous block. An agent's reply shows its
-//! words, not the JSON evaluation it ends with: the line after it gives the
-//! scores.
+//! words still appear as a continuous block. A judge's reply shows its
+//! words, not the JSON verdict it ends with: the line after it gives the
+//! verdict, whatever its kind, as the screens do (`crate::tui::words`).
 
 use std::collections::{HashMap, VecDeque};
 use std::io::{self, Write};
 
 use crate::engine::prompts::{fmt_num, reply_words};
-use crate::session::event::{
-    EndStatus, Evaluation, Event, EventKind, OverrideTarget, Phase, Role, SelectedBy, TurnKind,
+use crate::session::event::{EndStatus, Evaluation, Event, EventKind, OverrideTarget, Phase, Role, TurnKind};
+use crate::session::pairwise::PairRef;
+use crate::tui::words::{
+    Part, Stress, asks_verdict, evaluation_parts, joined, pair_parts, pick_line, reply_shown, steps_lines,
 };
-use crate::session::pairwise::{Label, PairRef};
 
 pub use crate::paint::Paint;
 
@@ -33,9 +34,9 @@ struct TurnBuf {
     text: String,
     /// Lines to print after the text, once the turn ended.
     footer: Option<String>,
-    /// The reply ends with a JSON evaluation, which is not printed: the
-    /// footer shows its scores.
-    evaluates: bool,
+    /// The reply ends with a JSON verdict, which is not printed: the footer
+    /// shows it.
+    asks: bool,
     /// The reply so far, as streamed.
     raw: String,
     /// Its words taken for printing so far.
@@ -49,9 +50,9 @@ struct TurnBuf {
 
 impl TurnBuf {
     /// What a delta adds to the printed words: for a reply that ends with
-    /// an evaluation, only its prose (see [`reply_words`]).
+    /// a verdict, only its prose (see [`reply_words`]).
     fn add(&mut self, delta: &str) -> String {
-        if !self.evaluates {
+        if !self.asks {
             return delta.to_string();
         }
         self.raw.push_str(delta);
@@ -62,19 +63,13 @@ impl TurnBuf {
     }
 
     /// The rest of the words of the complete reply `text`: what was not
-    /// printed yet. A reply that was only its evaluation shows its
-    /// justification.
-    fn rest(&self, text: &str, evaluation: Option<&Evaluation>) -> String {
-        if !self.evaluates {
+    /// printed yet ([`reply_shown`]; `read`: what its verdict holds to show
+    /// for a reply that was nothing else).
+    fn rest(&self, text: &str, read: Option<&str>) -> String {
+        if !self.asks {
             return String::new();
         }
-        let mut words = reply_words(text, true, evaluation.is_some());
-        if words.is_empty()
-            && let Some(ev) = evaluation
-        {
-            words = ev.justification.trim();
-        }
-        words.strip_prefix(self.words.as_str()).unwrap_or("").to_string()
+        reply_shown(text, true, true, read).strip_prefix(self.words.as_str()).unwrap_or("").to_string()
     }
 
     /// Forget a failed attempt: the next one streams from the start.
@@ -137,33 +132,17 @@ impl<W: Write> Transcript<W> {
         writeln!(self.out, "{s}")
     }
 
+    /// A verdict's line, its decision in bold and its notices in yellow.
+    fn styled(&self, parts: &[Part]) -> String {
+        joined(parts, |part| match part.stress {
+            Stress::Plain => part.text.clone(),
+            Stress::Decision => self.paint.bold(&part.text),
+            Stress::Notice => self.paint.yellow(&part.text),
+        })
+    }
+
     fn scores(&self, ev: &Evaluation) -> String {
-        let mut parts: Vec<String> = Vec::new();
-        if let Some(label) = &ev.label {
-            parts.push(self.paint.bold(&format!("verdict {label}")));
-        }
-        let keys: Vec<&String> = if self.dimension_order.is_empty() {
-            ev.scores.keys().collect()
-        } else {
-            self.dimension_order.iter().collect()
-        };
-        for k in keys {
-            if let Some(v) = ev.scores.get(k) {
-                match ev.weighted_scores.as_ref().and_then(|w| w.get(k)) {
-                    Some(w) => parts.push(format!("{k} {} (weighted {w:.2})", fmt_num(*v))),
-                    None => parts.push(format!("{k} {}", fmt_num(*v))),
-                }
-            } else if let Some(l) = ev.labels.get(k) {
-                parts.push(format!("{k} {l}"));
-            }
-        }
-        if let Some(o) = ev.overall {
-            parts.push(self.paint.bold(&format!("overall {}", fmt_num(o))));
-        }
-        if let Some(c) = ev.confidence {
-            parts.push(format!("confidence {c:.2}"));
-        }
-        parts.join(" · ")
+        self.styled(&evaluation_parts(&self.dimension_order, ev, None, false))
     }
 
     fn flush_live(&mut self) -> io::Result<()> {
@@ -215,6 +194,19 @@ impl<W: Write> Transcript<W> {
             }
             Ok(())
         }
+    }
+
+    /// End a turn whose reply is complete: print the rest of its words
+    /// (`read`: what its verdict holds, see [`TurnBuf::rest`]), then `footer`.
+    fn finish_words(&mut self, turn: u64, text: &str, read: Option<&str>, footer: String) -> io::Result<()> {
+        let Some(b) = self.turns.get(&turn) else { return self.end_turn(turn, Some(text), footer) };
+        let rest = b.rest(text, read);
+        let shown = if b.asks { format!("{}{rest}", b.words) } else { text.to_string() };
+        if self.live == Some(turn) && !rest.is_empty() {
+            write!(self.out, "{rest}")?;
+            self.mid_line = !rest.ends_with('\n');
+        }
+        self.end_turn(turn, Some(&shown), footer)
     }
 
     /// Render one event.
@@ -282,13 +274,7 @@ impl<W: Write> Transcript<W> {
                 self.line(&p.bold(&format!("── {label} ──")))?;
             }
             EventKind::SpeakerSelected { group, agent, by, reason, fallback, .. } => {
-                let who = match by {
-                    SelectedBy::Moderator => "moderator",
-                    SelectedBy::Policy => "policy",
-                    SelectedBy::Human => "HUMAN",
-                };
-                let fb = fallback.as_ref().map(|f| format!(" [fallback: {f}]")).unwrap_or_default();
-                self.line(&p.magenta(&format!("» next in {group}: {agent} ({who}: {reason}){fb}")))?;
+                self.line(&p.magenta(&format!("» {}", pick_line(group, agent, *by, reason, fallback.as_deref()))))?;
             }
             EventKind::TurnStarted { turn, kind: TurnKind::Select, .. } => {
                 self.hidden.insert(*turn);
@@ -313,8 +299,8 @@ impl<W: Write> Transcript<W> {
                 if let Some(w) = what {
                     header.push_str(&p.dim(&format!(" — {w}")));
                 }
-                let evaluates = matches!(role, Role::Agent | Role::FinalJudge | Role::MetaEvaluator);
-                self.turns.insert(*turn, TurnBuf { header, evaluates, pair: pair.clone(), ..Default::default() });
+                let asks = asks_verdict(*role, *kind, *phase);
+                self.turns.insert(*turn, TurnBuf { header, asks, pair: pair.clone(), ..Default::default() });
                 self.queue.push_back(Block::Turn(*turn));
                 self.flush_live()?;
             }
@@ -344,18 +330,16 @@ impl<W: Write> Transcript<W> {
             } => {
                 let mut footer = match (evaluation, parse_error) {
                     (Some(ev), _) => {
-                        let done = if ev.done { p.yellow(" · NO MORE COMMENTS") } else { String::new() };
                         let salvaged = ev
                             .salvaged
                             .as_ref()
                             .map(|why| p.yellow(&format!(" · salvaged: {why}")))
                             .unwrap_or_default();
-                        format!("  {} {}{done}{salvaged}", p.green("✓"), self.scores(ev))
+                        format!("  {} {}{salvaged}", p.green("✓"), self.scores(ev))
                     }
                     (None, Some(err)) => format!("  {} {}", p.red("✗ no readable evaluation:"), err),
                     (None, None) => String::new(),
                 };
-                let rest = self.turns.get(turn).map(|b| b.rest(text, evaluation.as_ref())).unwrap_or_default();
                 let est = if usage.estimated { "~" } else { "" };
                 let cache = match (*cached, *truncated) {
                     (true, _) => ", cached",
@@ -371,19 +355,13 @@ impl<W: Write> Transcript<W> {
                 } else {
                     footer = format!("{footer}\n{stats}");
                 }
-                let text = match self.turns.get(turn) {
-                    Some(b) if b.evaluates => format!("{}{rest}", b.words),
-                    _ => text.clone(),
-                };
-                if self.live == Some(*turn) && !rest.is_empty() {
-                    write!(self.out, "{rest}")?;
-                    self.mid_line = !rest.ends_with('\n');
-                }
+                // A pair's verdict follows the turn: its words and its line wait for it.
                 if let Some(b) = self.turns.get_mut(turn).filter(|b| b.pair.is_some() && parse_error.is_none()) {
-                    b.pending = Some((text, footer));
+                    b.pending = Some((text.clone(), footer));
                     return Ok(());
                 }
-                self.end_turn(*turn, Some(&text), footer)?;
+                let read = parse_error.is_none().then(|| evaluation.as_ref().map_or("", |e| e.justification.as_str()));
+                self.finish_words(*turn, text, read, footer)?;
             }
             EventKind::TurnFailed { turn, agent, error, attempt, will_retry, retry_in_ms } => {
                 let msg = if *will_retry {
@@ -471,14 +449,10 @@ impl<W: Write> Transcript<W> {
                 let human = matches!(event.kind, EventKind::RevisionDecided { .. } | EventKind::ProposalAdopted { .. });
                 self.line(&if human { p.cyan(&line) } else { p.magenta(&line) })?;
             }
-            EventKind::EvaluationSteps { dimension, steps, source, author, .. } => {
-                let by = match (source, author) {
-                    (_, Some(a)) => format!("{}, {a}", source.as_str()),
-                    (_, None) => source.as_str().to_string(),
-                };
-                self.line(&p.bold(&format!("Evaluation steps · {dimension} ({by})")))?;
-                for l in steps.lines().filter(|l| !l.trim().is_empty()) {
-                    self.line(&format!("  {}", l.trim_end()))?;
+            EventKind::EvaluationSteps { dimension, steps, source, author, turn } => {
+                let lines = steps_lines(dimension, steps, *source, author.as_deref(), *turn);
+                for (i, l) in lines.iter().enumerate() {
+                    self.line(&if i == 0 { p.bold(l) } else { l.clone() })?;
                 }
             }
             EventKind::HistoryTrimmed { .. } => {
@@ -486,16 +460,17 @@ impl<W: Write> Transcript<W> {
                     self.line(&p.dim(&format!("  ✂ {}", view.summary())))?;
                 }
             }
-            EventKind::PairVerdict { turn, first, second, swapped, label, confidence, .. } => {
-                let who = match (label, swapped) {
-                    (Label::Tie, _) => "tie".to_string(),
-                    (Label::A, false) | (Label::B, true) => format!("{} → {first}", label.as_str()),
-                    (Label::A, true) | (Label::B, false) => format!("{} → {second}", label.as_str()),
-                };
-                let sure = confidence.map(|c| format!(" · confidence {c}")).unwrap_or_default();
-                let line = format!("  {} verdict {who}{sure}", p.green("✓"));
+            EventKind::PairVerdict { turn, first, second, swapped, label, criteria, confidence, reasoning, .. } => {
+                let pair = PairRef { first: first.clone(), second: second.clone(), swapped: *swapped };
+                let line = format!(
+                    "  {} {}",
+                    p.green("✓"),
+                    self.styled(&pair_parts(&pair, *label, criteria, *confidence, false))
+                );
                 match self.turns.get_mut(turn).and_then(|b| b.pending.take()) {
-                    Some((text, stats)) => self.end_turn(*turn, Some(&text), format!("{line}\n{stats}"))?,
+                    Some((text, stats)) => {
+                        self.finish_words(*turn, &text, Some(reasoning), format!("{line}\n{stats}"))?
+                    }
                     None => self.line(&line)?,
                 }
             }

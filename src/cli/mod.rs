@@ -25,6 +25,22 @@ const ENVIRONMENT: &str = "Environment:
   MOOT_LOG           log filter, e.g. warn (default), moot=debug
   MOOT_LOG_FILE      log file (default moot.log in the state directory, ~/.local/state/moot on Linux)";
 
+/// The end of `run --help` and `eval --help`: every bundled panel with its
+/// title, from the panels compiled into the binary.
+fn bundled_panels_help() -> &'static str {
+    static HELP: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+        use std::fmt::Write;
+        let panels: Vec<(&str, String)> = crate::panel::Panel::bundled_titles().collect();
+        let width = panels.iter().map(|(stem, _)| stem.len()).max().unwrap_or(0);
+        let mut s = String::from("Bundled panels (PANEL may name one; docs/panels.md):");
+        for (stem, title) in panels {
+            let _ = write!(s, "\n  {stem:<width$}  {title}");
+        }
+        s
+    });
+    &HELP
+}
+
 /// Panels of LLM judges that evaluate generated text by debating — watch them, steer them, measure them.
 #[derive(Debug, Parser)]
 #[command(name = "moot", version, about, long_about = None, after_help = ENVIRONMENT)]
@@ -144,8 +160,9 @@ impl BudgetArgs {
 }
 
 #[derive(Debug, Args, Default)]
+#[command(after_help = bundled_panels_help())]
 pub struct RunArgs {
-    /// Panel file, or the name of a bundled panel (storybook-qa, summary-collab).
+    /// Panel file, or the name of a bundled panel (listed below).
     pub panel: Option<String>,
     /// Items file (JSONL, JSON or CSV).
     #[arg(long)]
@@ -206,8 +223,9 @@ fn model_command(command: ModelCommand) -> anyhow::Result<ExitCode> {
 }
 
 #[derive(Debug, Args)]
+#[command(after_help = bundled_panels_help())]
 pub struct EvalArgs {
-    /// Panel file, or the name of a bundled panel (storybook-qa, summary-collab).
+    /// Panel file, or the name of a bundled panel (listed below).
     pub panel: String,
     /// Items file (JSONL, JSON or CSV), a dataset's own file or folder (see --format), or the name
     /// of bundled items (storybook-qa, mslr-cochrane, summeval, …).

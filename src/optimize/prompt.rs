@@ -48,14 +48,15 @@ impl JudgePrompt {
     pub fn with_examples(&self, shots: &[(&crate::item::Item, f64)], dimension: &str) -> Self {
         use std::fmt::Write;
         let mut examples = self.examples.trim().to_string();
-        for (item, label) in shots {
+        // Numbered, never named by id: a judge's prompt names no item.
+        for (n, (item, label)) in shots.iter().enumerate() {
             if !examples.is_empty() {
                 examples.push_str("\n\n");
             }
             let _ = write!(
                 examples,
                 "Example {} (people's `{dimension}`: {}):",
-                item.id,
+                n + 1,
                 crate::engine::prompts::fmt_num(*label)
             );
             for (name, text) in [("Context", item.context.as_deref()), ("Reference", item.reference.as_deref())] {

@@ -668,6 +668,17 @@ pub const BUNDLED_PANELS: &[(&str, &str)] = &[
     ("stsb", include_str!("../../assets/panels/stsb.toml")),
 ];
 
+/// The top-level `name = "…"` of a panel's TOML: its line, before the
+/// first table, read as TOML on its own.
+fn top_level_name(text: &str) -> Option<String> {
+    let line = text
+        .lines()
+        .take_while(|l| !l.trim_start().starts_with('['))
+        .find(|l| l.split('=').next().is_some_and(|k| k.trim() == "name"))?;
+    let table: toml::Table = toml::from_str(line).ok()?;
+    table.get("name")?.as_str().map(str::to_string)
+}
+
 /// Prefix of [`Panel::source`] for bundled panels (`bundled:storybook-qa`);
 /// [`Panel::resolve`] accepts it too.
 pub const BUNDLED_PREFIX: &str = "bundled:";
@@ -747,6 +758,13 @@ impl Panel {
     /// Names of the bundled panels.
     pub fn bundled_names() -> impl Iterator<Item = &'static str> {
         BUNDLED_PANELS.iter().map(|(stem, _)| *stem)
+    }
+
+    /// The bundled panels' names with their titles (the panels' `name`),
+    /// read without loading the panels: each title is the top-level `name`
+    /// line of the panel's TOML (empty when it has none that reads).
+    pub fn bundled_titles() -> impl Iterator<Item = (&'static str, String)> {
+        BUNDLED_PANELS.iter().map(|(stem, text)| (*stem, top_level_name(text).unwrap_or_default()))
     }
 
     /// A panel from a command-line argument: an existing file, or the name of

@@ -315,6 +315,12 @@ impl PairwiseView {
         self.turns.get(&turn).map(|&(i, swapped)| (&self.comparisons[i], swapped))
     }
 
+    /// The verdict read from a turn's reply, once recorded.
+    pub fn verdict_of(&self, turn: u64) -> Option<&VerdictView> {
+        let (c, _) = self.of_turn(turn)?;
+        c.verdicts.iter().find(|v| v.turn == turn)
+    }
+
     pub fn apply(&mut self, kind: &crate::session::EventKind) {
         use crate::session::EventKind;
         match kind {

@@ -313,3 +313,105 @@ pub fn judge_reply(
         .event(&crate::testkit::server::openai::usage_chunk(400, 60))
         .event("[DONE]")
 }
+
+/// A value that follows `schema` (the subset moot's verdicts use: objects,
+/// arrays, strings with an `enum` or a `maxLength`, integers and numbers
+/// with bounds). `seed` varies the numbers and the choices among an enum's
+/// values, so that judges asked differently answer differently.
+pub fn value_for_schema(key: &str, schema: &serde_json::Value, seed: u64) -> serde_json::Value {
+    use serde_json::{Value, json};
+    let bound = |k: &str| schema.get(k).and_then(Value::as_f64);
+    if let Some(options) = schema.get("enum").and_then(Value::as_array).filter(|o| !o.is_empty()) {
+        return options[seed as usize % options.len()].clone();
+    }
+    match schema.get("type").and_then(Value::as_str) {
+        Some("object") => {
+            let props = schema.get("properties").and_then(Value::as_object).cloned().unwrap_or_default();
+            let fields =
+                props.iter().enumerate().map(|(i, (k, p))| (k.clone(), value_for_schema(k, p, seed / 3 + i as u64)));
+            Value::Object(fields.collect())
+        }
+        Some("array") => {
+            let most = schema.get("maxItems").and_then(Value::as_u64).unwrap_or(1).min(1);
+            let item = schema.get("items").cloned().unwrap_or_default();
+            Value::Array((0..most).map(|_| value_for_schema(key, &item, seed)).collect())
+        }
+        Some("integer") => {
+            let (lo, hi) = (bound("minimum").unwrap_or(1.0) as i64, bound("maximum").unwrap_or(5.0) as i64);
+            json!(lo + (seed as i64).rem_euclid(hi - lo + 1))
+        }
+        Some("number") => {
+            let (lo, hi) = (bound("minimum").unwrap_or(0.0), bound("maximum").unwrap_or(1.0));
+            json!(lo + (hi - lo) * ((seed % 5) as f64 + 1.0) / 6.0)
+        }
+        Some("boolean") => json!(seed.is_multiple_of(2)),
+        _ if key == "speech" => {
+            json!("I have read the item carefully. The answer is right, but the wording needs care.")
+        }
+        _ => {
+            let text = format!("The {} holds for this item.", key.replace('_', " "));
+            let most = schema.get("maxLength").and_then(Value::as_u64).unwrap_or(200) as usize;
+            json!(text.chars().take(most).collect::<String>())
+        }
+    }
+}
+
+/// A verdict that follows `schema` as a server constrained to it writes
+/// it: one JSON object, its `speech` first when the schema asks for one (as
+/// moot's schemas put it), the numbers and choices drawn from `seed`.
+pub fn schema_json(schema: &serde_json::Value, seed: u64) -> String {
+    let mut verdict = value_for_schema("", schema, seed);
+    match verdict.as_object_mut().and_then(|o| o.remove("speech").map(|s| (s, o.is_empty()))) {
+        Some((speech, true)) => format!("{{\"speech\": {speech}}}"),
+        Some((speech, false)) => format!("{{\"speech\": {speech}, {}", &verdict.to_string()[1..]),
+        None => verdict.to_string(),
+    }
+}
+
+/// What a reply that is not a verdict says (evaluation steps, a summary, a synthesis).
+const PROSE_REPLY: &str = "1. Read the text and its source.\n2. Check each claim against the source.\n3. Weigh what matters most to the reader.";
+
+/// A seed drawn from some bytes (FNV-1a).
+fn seed_of(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(*b)).wrapping_mul(0x100_0000_01b3)) >> 7
+}
+
+/// The text moot's HTTP providers make of a structured-output server's
+/// answer ([`schema_reply`]) to `request`: a verdict's speech, then the rest
+/// of its object; a request without a schema gets prose. For scripted
+/// providers, so that in-process runs read replies as such a server's.
+pub fn structured_text(request: &crate::provider::ChatRequest) -> String {
+    use crate::provider::structured::{SpeechSplitter, speech_schema};
+    let Some(schema) = &request.response_schema else { return PROSE_REPLY.to_string() };
+    // The schema the server is sent: the speech first, where the request wants one.
+    let sent = speech_schema(schema, request.max_tokens, request.prose_first)
+        .and_then(|s| serde_json::from_str(&s).ok())
+        .unwrap_or_else(|| (**schema).clone());
+    let text: String = request.messages.iter().map(|m| m.content.as_str()).collect();
+    let mut split = SpeechSplitter::new();
+    let mut out = split.push(&schema_json(&sent, seed_of(text.as_bytes())));
+    out.push_str(&split.finish());
+    out
+}
+
+/// A server that answers in structured output, as an OpenAI-compatible one
+/// that honours `response_format` does: a request that sends a JSON schema
+/// gets one JSON object that follows it (with its `speech` first, when the
+/// schema asks for one, as moot's schemas put it), the numbers and choices
+/// drawn from a hash of the request; every other request (evaluation steps,
+/// a summary, a synthesis) gets a few lines of prose. Streamed in small
+/// chunks, with token usage.
+pub fn schema_reply(request: &crate::testkit::server::RecordedRequest) -> crate::testkit::server::Reply {
+    use crate::testkit::server::{Reply, openai};
+    let body = request.body_json().unwrap_or_default();
+    let text = match body.pointer("/response_format/json_schema/schema") {
+        Some(schema) => schema_json(schema, seed_of(&request.body)),
+        None => PROSE_REPLY.to_string(),
+    };
+    let chars: Vec<char> = text.chars().collect();
+    let mut out = Reply::sse().event(&openai::role_chunk());
+    for c in chars.chunks(17) {
+        out = out.event(&openai::content_chunk(&c.iter().collect::<String>()));
+    }
+    out.event(&openai::finish_chunk("stop")).event(&openai::usage_chunk(300, 40)).event("[DONE]")
+}

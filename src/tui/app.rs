@@ -264,7 +264,7 @@ impl App {
 
     /// The wall clock moved (live runs show elapsed time).
     pub fn tick(&mut self, now: DateTime<Utc>) {
-        if self.now.is_some() && !self.view().state.is_ended() && self.view().state != RunState::Paused {
+        if self.now.is_some() && !self.view().is_done() && self.view().state != RunState::Paused {
             self.now = Some(now);
             self.dirty = true;
         }

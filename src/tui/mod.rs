@@ -94,9 +94,8 @@ pub async fn run_app(tui: &mut Tui, app: &mut App, mut events: Option<UnboundedR
             consider(last_frame.map(|t| t + FRAME));
         }
         consider(app.replay_due());
-        let ticking = app.now.is_some()
-            && !app.view().state.is_ended()
-            && app.view().state == crate::session::fold::RunState::Running;
+        let ticking =
+            app.now.is_some() && !app.view().is_done() && app.view().state == crate::session::fold::RunState::Running;
         if ticking {
             consider(Some(next_tick));
         }

@@ -69,6 +69,7 @@ pub fn entry_text(v: &SessionView, e: &TimelineEntry) -> String {
         }
         TimelineEntry::Rejected { command, reason } => format!("{command} {reason}"),
         TimelineEntry::Note { text, .. } => text.clone(),
+        TimelineEntry::Steps { dimension, steps } => format!("{dimension} {}", steps.steps),
         _ => String::new(),
     }
 }

@@ -322,6 +322,8 @@ mod tests {
             cached: false,
             truncated: false,
             started: chrono::Utc::now(),
+            pair: None,
+            pair_verdict: None,
             revision: 0,
         }
     }

@@ -61,7 +61,7 @@ async fn a_headless_run_prints_a_transcript_and_writes_the_log() {
     for needle in [
         "── initial ──",
         "── debate · ",
-        "» next in ",
+        "» Teachers: Ms. Okafor picked by policy: ",
         "≈ Teachers, round 0: scores ",
         "synthesis:",
         "RESULT",
@@ -336,5 +336,25 @@ async fn a_session_without_any_readable_evaluation_fails_and_says_why() {
             assert_eq!(error.as_deref(), panel.1.as_deref());
         }
         other => panic!("last event is {other:?}"),
+    }
+}
+
+#[test]
+fn run_and_eval_help_list_every_bundled_panel_with_its_title() {
+    let names: Vec<&str> = moot::panel::Panel::bundled_names().collect();
+    assert!(names.len() > 20, "{names:?}");
+    for command in ["run", "eval"] {
+        for flag in ["--help", "-h"] {
+            let out = moot().args([command, flag]).output().unwrap();
+            assert!(out.status.success());
+            let help = String::from_utf8_lossy(&out.stdout);
+            let listed = help.split("Bundled panels").nth(1).unwrap_or_else(|| panic!("{command} {flag}:\n{help}"));
+            for name in &names {
+                let title = moot::panel::Panel::bundled(name).expect("bundled").name;
+                let row = listed.lines().find(|l| l.split_whitespace().next() == Some(name));
+                let row = row.unwrap_or_else(|| panic!("`{command} {flag}` lists {name}:\n{help}"));
+                assert!(row.trim_end().ends_with(&title), "{name}'s title {title:?}: {row}");
+            }
+        }
     }
 }

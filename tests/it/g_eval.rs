@@ -287,7 +287,7 @@ async fn the_report_compares_weighted_scores_with_human_ratings() {
         if body.contains("write the evaluation steps") {
             return Reply::openai_stream(&["1. Read."], None);
         }
-        let n: u32 = body.split("ITEM w-").nth(1).and_then(|s| s.get(..1)).and_then(|d| d.parse().ok()).unwrap_or(3);
+        let n: u32 = body.split("(sample w-").nth(1).and_then(|s| s.get(..1)).and_then(|d| d.parse().ok()).unwrap_or(3);
         let key = if body.contains("Quality to judge — Grammar") { "grammar" } else { "relevance" };
         let tok = |t: String, lp: f64, top: serde_json::Value| serde_json::json!({"token": t, "logprob": lp, "top_logprobs": top});
         let chunk = |content: &str, lp: serde_json::Value| {
@@ -315,6 +315,8 @@ async fn the_report_compares_weighted_scores_with_human_ratings() {
         let provider = Arc::new(OpenAiProvider::new(config).unwrap());
         let mut it = item();
         it.id = format!("w-{n}");
+        // The judges never see an id: the content says which sample it is.
+        it.content = format!("{}\n(sample w-{n})", it.content);
         it.human = Some([("grammar".to_string(), f64::from(n))].into_iter().collect());
         let mut c = EngineConfig::new(Arc::new(g_panel(1)), it, Bindings::uniform(Binding::new(provider, "m")));
         c.retry.max_attempts = 1;

@@ -7,6 +7,19 @@
 mod support {
     pub use moot::testkit::engine::*;
     pub use moot::testkit::optimize;
+
+    /// The `moot` binary asking the OpenAI-compatible server at `base_url`,
+    /// with caches of its own under `cache`, no colours and no keys.
+    pub fn moot_at(base_url: &str, cache: &std::path::Path) -> std::process::Command {
+        let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_moot"));
+        c.env_remove("OPENAI_API_KEY")
+            .env_remove("ANTHROPIC_API_KEY")
+            .env("NO_COLOR", "1")
+            .env("MOOT_USER", "tester")
+            .env("MOOT_CACHE_DIR", cache)
+            .env("OPENAI_BASE_URL", base_url);
+        c
+    }
 }
 
 mod bench_cli;
@@ -41,6 +54,7 @@ mod paper_pairwise;
 mod paper_tables;
 mod personas;
 mod personas_cli;
+mod prompt_blinding;
 mod protocol_names;
 mod provider_anthropic;
 mod provider_cache;
@@ -61,3 +75,4 @@ mod tui_personas;
 mod tui_pty;
 mod tui_sage;
 mod tui_screens;
+mod verdict_lines;

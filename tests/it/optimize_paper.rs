@@ -10,6 +10,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::Command;
 
+use moot::engine::prompts::fence_mark;
 use moot::optimize::log::{OptKind, OptRecorder};
 use moot::optimize::view::OptView;
 use moot::optimize::{ClusterBy, Condition, Design, Objective, OptEvent, OptStatus, Split, optimize};
@@ -74,8 +75,13 @@ async fn the_test_split_scores_the_chosen_prompt_apart_from_the_selection() {
         })
         .unwrap();
     assert_eq!(few_shot.1, 13);
-    for pick in &view.iterations[0].picks {
-        assert!(few_shot.0.examples.contains(&format!("Example {} (people's `match`:", pick.id)), "{}", pick.id);
+    let all = examples();
+    for (n, pick) in view.iterations[0].picks.iter().enumerate() {
+        let e = all.iter().find(|e| e.item.id == pick.id).unwrap();
+        let shot = format!("Example {} (people's `match`: {}):", n + 1, e.label);
+        let at = few_shot.0.examples.find(&shot).unwrap_or_else(|| panic!("{shot}\n{}", few_shot.0.examples));
+        let text = format!("\nText: {}", e.item.content.trim());
+        assert!(few_shot.0.examples[at..].contains(&text), "{}: {}", pick.id, few_shot.0.examples);
     }
 }
 
@@ -142,7 +148,7 @@ fn answer(req: &RecordedRequest) -> Reply {
     // The item is the last one named in the request (few-shot examples come first).
     let label = examples()
         .iter()
-        .filter_map(|e| all.rfind(&format!("=== ITEM {} ", e.item.id)).map(|at| (at, e.label)))
+        .filter_map(|e| all.rfind(&format!("=== ITEM {} ", fence_mark(&e.item))).map(|at| (at, e.label)))
         .max_by_key(|(at, _)| *at)
         .map_or(0.0, |(_, l)| l);
     let score = if all.contains(PHRASE) { label } else { 1.0 - label };

@@ -481,6 +481,25 @@ fn bundled_items_load_and_match_their_panels() {
 }
 
 #[test]
+fn the_sample_opens_with_a_flawed_pair_and_ranges_from_poor_to_good() {
+    let panel = moot::cli::run::load_panel(None).unwrap();
+    let default = moot::cli::run::load_item(&panel, &moot::cli::RunArgs::default()).unwrap();
+    let qa = ItemsFile::bundled("storybook-qa").unwrap();
+    assert_eq!(default, qa.items[0], "`moot run` opens with the sample's first item");
+    // Something to argue about: the people rated it well on some dimensions
+    // and poorly on another, not the same everywhere.
+    let human = default.human.as_ref().expect("the default item is rated");
+    let (low, high) = human.values().fold((f64::MAX, f64::MIN), |(l, h), v| (l.min(*v), h.max(*v)));
+    assert!(low <= 2.0 && high == 5.0, "{} ratings {human:?}", default.id);
+    // Across the items, every dimension runs from poor (1 or 2) to good (5).
+    for key in panel.dimension_keys() {
+        let scores: Vec<f64> = qa.items.iter().filter_map(|i| i.human.as_ref()?.get(&key).copied()).collect();
+        let (min, max) = scores.iter().fold((f64::MAX, f64::MIN), |(l, h), v| (l.min(*v), h.max(*v)));
+        assert!(min <= 2.0 && max == 5.0, "{key}: {scores:?}");
+    }
+}
+
+#[test]
 fn jsonl_malformed_line_is_skipped_and_reported() {
     let file = item::load_items(&fixture("items/bad-line3.jsonl")).expect("three good lines");
     let ids: Vec<&str> = file.items.iter().map(|i| i.id.as_str()).collect();

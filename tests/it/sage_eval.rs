@@ -384,7 +384,7 @@ async fn the_meta_evaluators_scores_are_weighted_and_the_weighted_stage_keeps_wh
                 ("}}", &[]),
             ]);
         }
-        let n: u32 = body.split("ITEM w-").nth(1).and_then(|s| s.get(..1)).and_then(|d| d.parse().ok()).unwrap_or(3);
+        let n: u32 = body.split("(sample w-").nth(1).and_then(|s| s.get(..1)).and_then(|d| d.parse().ok()).unwrap_or(3);
         let (n, above) = (n.to_string(), (n + 1).to_string());
         pieces_reply(&[
             ("{\"review\": {\"grammar\": {\"verdict\": \"keep\", \"score\": ", &[]),
@@ -412,6 +412,8 @@ async fn the_meta_evaluators_scores_are_weighted_and_the_weighted_stage_keeps_wh
         let provider = Arc::new(OpenAiProvider::new(config).unwrap());
         let mut it = item();
         it.id = format!("w-{n}");
+        // The judges never see an id: the content says which sample it is.
+        it.content = format!("{}\n(sample w-{n})", it.content);
         it.human = Some([("relevance".to_string(), f64::from(n))].into_iter().collect());
         let p = panel(Protocol::SageEval, &[("Evaluator", &["Ann"])]);
         let mut c = EngineConfig::new(Arc::new(p), it, Bindings::uniform(Binding::new(provider, "m")));

@@ -773,3 +773,80 @@ fn backspace_on_an_empty_command_line_closes_it_and_can_be_rebound() {
     let help = app.env.config.keymap.help(moot::tui::keymap::Mode::CommandLine);
     assert!(help.contains(&("ctrl-w".to_string(), "close the line when it is empty")), "{help:?}");
 }
+
+/// The header's clock (`MM:SS`), read from a drawn screen.
+fn header_clock(app: &mut App) -> String {
+    let s = screen_text(&render(app, 160, 48));
+    let line = s.lines().find(|l| l.contains("phase ")).expect("the header's second line");
+    let at = line.find("·  ").expect("the clock follows the phase") + "·  ".len();
+    line[at..at + 5].to_string()
+}
+
+#[test]
+fn the_clock_stops_at_the_result_live_and_in_replay() {
+    use chrono::Duration;
+    let events = example("maj-eval-two-groups");
+    let result = events
+        .iter()
+        .position(|e| matches!(&e.kind, EventKind::AggregationCompleted { group: None, .. }))
+        .expect("a panel-wide result");
+    let start = events[0].t;
+    // The result comes 3 min 20 s after the start; the session then stays
+    // open for overrides, a person rates the item 20 minutes later and closes
+    // it 25 minutes after the result.
+    let mut run: Vec<Event> = events[..=result].to_vec();
+    run[result].t = start + Duration::seconds(200);
+    let result_t = run[result].t;
+    let later = |seq: u64, minutes: i64, kind: EventKind| Event { seq, t: result_t + Duration::minutes(minutes), kind };
+    let rating = later(
+        run.len() as u64,
+        20,
+        EventKind::HumanRating { scores: [("grammar".to_string(), 4.0)].into(), author: "tester".into() },
+    );
+    let ended = match &events.last().unwrap().kind {
+        EventKind::SessionEnded { status, usage, .. } => later(
+            run.len() as u64 + 1,
+            25,
+            EventKind::SessionEnded {
+                status: *status,
+                error: None,
+                reason: None,
+                usage: usage.clone(),
+                duration_ms: (result_t + Duration::minutes(25) - start).num_milliseconds() as u64,
+            },
+        ),
+        other => panic!("the example ends with {other:?}"),
+    };
+
+    // Live: the wall clock counts while the debate runs…
+    let before = result - 1;
+    let (mut app, _rx) = live_app(&run[..before]);
+    app.now = Some(start);
+    app.tick(start + Duration::seconds(90));
+    assert_eq!(header_clock(&mut app), "01:30", "the clock runs during the debate");
+    // …and stops at the result, however long the session stays open.
+    app.on_session_event(&run[before]);
+    app.on_session_event(&run[result]);
+    app.tick(result_t + Duration::minutes(10));
+    assert_eq!(header_clock(&mut app), "03:20", "the clock stopped at the result");
+    app.on_session_event(&rating);
+    app.tick(result_t + Duration::minutes(22));
+    assert_eq!(header_clock(&mut app), "03:20");
+    app.on_session_event(&ended);
+    assert_eq!(header_clock(&mut app), "03:20", "closing the session does not move it");
+
+    // A replay and a loaded session show the same: the events after the
+    // result (the rating, the end 25 minutes later) do not count.
+    let mut all = run.clone();
+    all.extend([rating, ended]);
+    let mut loaded = App::loaded(Env::test(), &all);
+    assert_eq!(header_clock(&mut loaded), "03:20");
+    let mut replay = App::replay(Env::test(), all.clone(), 1.0);
+    replay.on_key(code(KeyCode::End));
+    assert_eq!(replay.view().events, all.len() as u64, "the replay is at its end");
+    assert_eq!(header_clock(&mut replay), "03:20");
+    // Before its result a replay shows the log's time so far.
+    let mut early = App::loaded(Env::test(), &run[..before]);
+    let so_far = (run[before - 1].t - start).num_seconds();
+    assert_eq!(header_clock(&mut early), format!("{:02}:{:02}", so_far / 60, so_far % 60));
+}

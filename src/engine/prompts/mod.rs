@@ -37,7 +37,7 @@ pub use moderator::{
     ScoresRow, is_moderator_request, moderator_format, moderator_messages, moderator_retry, scores_table,
 };
 pub(crate) use panel::rubric;
-pub use panel::{output_format, panel_system, render_item, scale_words, task_text};
+pub use panel::{fence_mark, output_format, panel_system, render_item, scale_words, task_text};
 pub use partial::{justification_streaming, streaming_evaluation};
 pub use persona::{agent_named_in, judge_line, persona, roster};
 pub use schema::{JUSTIFICATION_MAX, evaluation_schema, score_schema};

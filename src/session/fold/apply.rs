@@ -98,7 +98,7 @@ impl SessionView {
                 self.group_mut(group).picks.push(pick.clone());
                 self.timeline.push(TimelineEntry::Pick { group: group.clone(), pick });
             }
-            EventKind::TurnStarted { turn, agent, group, phase, round, role, kind, dimension, .. } => {
+            EventKind::TurnStarted { turn, agent, group, phase, round, role, kind, dimension, pair } => {
                 let idx = self.turns.len();
                 self.turns.push(TurnView {
                     id: *turn,
@@ -120,6 +120,8 @@ impl SessionView {
                     cached: false,
                     truncated: false,
                     started: event.t,
+                    pair: pair.clone(),
+                    pair_verdict: None,
                     revision: 0,
                 });
                 self.turn_index.insert(*turn, idx);
@@ -248,6 +250,7 @@ impl SessionView {
             }
             EventKind::EvaluationSteps { dimension, steps, source, author, turn } => {
                 let view = StepsView { steps: steps.clone(), source: *source, author: author.clone(), turn: *turn };
+                self.timeline.push(TimelineEntry::Steps { dimension: dimension.clone(), steps: view.clone() });
                 self.steps.insert(dimension.clone(), view);
             }
             EventKind::EvaluationRevised { .. }
@@ -255,8 +258,15 @@ impl SessionView {
             | EventKind::AspectProposed { .. }
             | EventKind::RevisionDecided { .. }
             | EventKind::ProposalAdopted { .. } => self.apply_sage(&event.kind),
-            // Kept by `self.pairwise`.
-            EventKind::PairVerdict { .. } | EventKind::PairDecided { .. } | EventKind::BlindOrder { .. } => {}
+            // Kept by `self.pairwise`; a verdict is what its turn's reply said.
+            EventKind::PairVerdict { turn, .. } => {
+                let verdict = self.pairwise.verdict_of(*turn).cloned();
+                if let Some(t) = self.turn_index.get(turn).map(|&i| &mut self.turns[i]) {
+                    t.pair_verdict = verdict;
+                    t.revision += 1;
+                }
+            }
+            EventKind::PairDecided { .. } | EventKind::BlindOrder { .. } => {}
             // Kept by `self.pairwise`; a person's part shows in the transcript too.
             EventKind::PairSettled { .. }
             | EventKind::PairVoted { .. }
@@ -377,7 +387,10 @@ impl SessionView {
                 };
                 match group {
                     Some(g) => self.group_mut(g).aggregate = Some(view),
-                    None => self.aggregate = Some(view),
+                    None => {
+                        self.aggregate = Some(view);
+                        self.result_t.get_or_insert(event.t);
+                    }
                 }
                 self.timeline.push(TimelineEntry::Aggregate { group: group.clone() });
             }

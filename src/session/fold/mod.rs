@@ -113,6 +113,9 @@ pub struct SessionView {
     pub end_error: Option<String>,
     pub end_reason: Option<String>,
     pub duration_ms: Option<u64>,
+    /// When the panel-wide result came in: the run is done there, though a
+    /// live session stays open for overrides until it is closed.
+    pub result_t: Option<DateTime<Utc>>,
     /// Events applied.
     pub events: u64,
     /// Last `seq` applied.
@@ -177,15 +180,23 @@ impl SessionView {
         self.turns.iter().rev().find(|t| t.state == TurnState::Streaming)
     }
 
-    /// Elapsed time from the first to the last event applied.
+    /// Elapsed time of the run: from its start to its result, or (without
+    /// a result) to its end or the last event applied. The time a session
+    /// stayed open for overrides after its result does not count.
     pub fn elapsed_ms(&self) -> u64 {
-        if let Some(d) = self.duration_ms {
-            return d;
+        let since_start = |t: DateTime<Utc>| self.started.map_or(0, |a| (t - a).num_milliseconds().max(0) as u64);
+        match (self.result_t, self.duration_ms, self.last_t) {
+            (Some(r), _, _) => since_start(r),
+            (None, Some(d), _) => d,
+            (None, None, Some(b)) => since_start(b),
+            (None, None, None) => 0,
         }
-        match (self.started, self.last_t) {
-            (Some(a), Some(b)) => (b - a).num_milliseconds().max(0) as u64,
-            _ => 0,
-        }
+    }
+
+    /// Whether the run is over as far as its clock goes: it has its result
+    /// or it ended.
+    pub fn is_done(&self) -> bool {
+        self.result_t.is_some() || self.state.is_ended()
     }
 
     fn group_mut(&mut self, name: &str) -> &mut GroupView {

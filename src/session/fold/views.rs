@@ -37,7 +37,13 @@ pub struct TurnView {
     /// The reply stopped at its token limit.
     pub truncated: bool,
     pub started: DateTime<Utc>,
-    /// Bumped on every change to `text`; lets views cache wrapped lines.
+    /// Pairwise: the pair the turn compares, in the order it showed them.
+    pub pair: Option<crate::session::pairwise::PairRef>,
+    /// Pairwise: the verdict read from the reply (`pair_verdict`, which
+    /// follows the turn's end).
+    pub pair_verdict: Option<crate::session::pairwise::VerdictView>,
+    /// Bumped on every change to `text` or to what was read from it; lets
+    /// views cache wrapped lines.
     pub revision: u64,
 }
 
@@ -261,6 +267,11 @@ pub enum TimelineEntry {
     },
     /// A request was shortened to fit the model's context.
     Trimmed(TrimView),
+    /// A dimension's evaluation steps were set (G-Eval), as they were then.
+    Steps {
+        dimension: String,
+        steps: StepsView,
+    },
     /// A revision, proposal or decision (SAGEval), as one line; `human` when a person made it.
     Note {
         text: String,

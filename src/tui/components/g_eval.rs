@@ -14,19 +14,8 @@ use super::{clip, pane};
 use crate::session::event::{Phase, StepsSource};
 use crate::session::fold::{RunState, SessionView, TurnState};
 use crate::tui::app::{App, Focus, fmt_score};
+use crate::tui::words::steps_origin;
 use crate::tui::wrap::wrap;
-
-/// Where a dimension's steps came from, for the pane.
-fn origin(source: StepsSource, author: Option<&str>, turn: Option<u64>) -> String {
-    match (source, author, turn) {
-        (StepsSource::Human, Some(a), _) => format!("edited by {a}"),
-        (StepsSource::Cache, Some(a), _) => format!("kept from an earlier run, edited by {a}"),
-        (StepsSource::Cache, None, _) => "kept from an earlier run".into(),
-        (StepsSource::Generated, _, Some(t)) => format!("written by the judge, turn {t}"),
-        (StepsSource::Panel, _, _) => "from the panel".into(),
-        (source, _, _) => source.as_str().into(),
-    }
-}
 
 pub fn steps(f: &mut Frame, area: Rect, app: &mut App) {
     let theme = app.env.theme().clone();
@@ -52,7 +41,7 @@ pub fn steps(f: &mut Frame, area: Rect, app: &mut App) {
         let (status, style) = match v.steps.get(&d.key) {
             Some(s) => {
                 let st = if s.source == StepsSource::Human { theme.human() } else { theme.muted() };
-                (origin(s.source, s.author.as_deref(), s.turn), st)
+                (steps_origin(s.source, s.author.as_deref(), s.turn), st)
             }
             None if writing.contains(&d.key.as_str()) => ("being written…".into(), theme.speaking()),
             None => ("none yet".into(), theme.muted()),

@@ -21,11 +21,12 @@ fn clock(ms: u64) -> String {
     }
 }
 
-/// Elapsed time: the wall clock for a live run, the log otherwise.
+/// Elapsed time: the wall clock for a live run until its result, the log
+/// otherwise (it stops at the result, see [`SessionView::elapsed_ms`]).
 pub fn elapsed_ms(app: &App) -> u64 {
     let v = app.view();
     match (app.now, v.started) {
-        (Some(now), Some(start)) if !v.state.is_ended() && v.state != RunState::Paused => {
+        (Some(now), Some(start)) if !v.is_done() && v.state != RunState::Paused => {
             (now - start).num_milliseconds().max(v.elapsed_ms() as i64) as u64
         }
         _ => v.elapsed_ms(),

@@ -20,10 +20,11 @@ use super::pane;
 use crate::engine::Command;
 use crate::panel::{Protocol, Screen};
 use crate::session::fold::{SessionView, TurnState};
-use crate::session::pairwise::{ComparisonView, Flip, Label, PairwiseView, RankEntry, win_rate};
+use crate::session::pairwise::{ComparisonView, Flip, PairRef, PairwiseView, RankEntry, win_rate};
 use crate::tui::action::Action;
 use crate::tui::app::{App, Focus, Pick};
 use crate::tui::theme::Theme;
+use crate::tui::words::{Stress, pair_parts};
 
 /// The actions of this screen part, listed in the help only for pairwise sessions.
 pub const ACTIONS: [Action; 7] = [
@@ -176,14 +177,6 @@ pub fn candidates(f: &mut Frame, area: Rect, app: &mut App) {
     f.render_widget(Paragraph::new(right_lines).wrap(Wrap { trim: false }).scroll((top, 0)), r_inner);
 }
 
-fn label_text(l: Label, shown: (&str, &str)) -> String {
-    match l {
-        Label::A => format!("A → {}", shown.0),
-        Label::B => format!("B → {}", shown.1),
-        Label::Tie => "tie".into(),
-    }
-}
-
 fn flip_spans(flip: Option<Flip>, theme: &Theme) -> Vec<Span<'static>> {
     let why = match flip {
         Some(Flip::Opposite) => "each order prefers its A",
@@ -324,9 +317,13 @@ pub fn verdict_lines(
                 let mut spans = vec![Span::styled(tag, theme.muted())];
                 match (verdict, t.state) {
                     (Some(x), _) => {
-                        spans.push(Span::styled(label_text(x.label, shown), theme.done()));
-                        if let Some(conf) = x.confidence {
-                            spans.push(Span::styled(format!(" · {conf}"), theme.muted()));
+                        let pair = PairRef { first: c.first.clone(), second: c.second.clone(), swapped };
+                        for (k, part) in
+                            pair_parts(&pair, x.label, &x.criteria, x.confidence, true).into_iter().enumerate()
+                        {
+                            let style = if part.stress == Stress::Decision { theme.done() } else { theme.muted() };
+                            let sep = if k == 0 { "" } else { " · " };
+                            spans.push(Span::styled(format!("{sep}{}", part.text), style));
                         }
                         if reasons && !x.reasoning.is_empty() {
                             spans.push(Span::styled(format!(" — {}", x.reasoning), theme.text()));
@@ -334,7 +331,7 @@ pub fn verdict_lines(
                     }
                     (None, TurnState::Streaming) => {
                         let tail: String = {
-                            let flat = t.text.split_whitespace().collect::<Vec<_>>().join(" ");
+                            let flat = crate::tui::words::shown(t).split_whitespace().collect::<Vec<_>>().join(" ");
                             let n = flat.chars().count();
                             flat.chars().skip(n.saturating_sub(40)).collect()
                         };

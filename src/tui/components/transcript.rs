@@ -1,7 +1,8 @@
 //! The transcript: the whole debate in order, with phase and round markers,
 //! human comments and overrides inline. A turn shows its words (without the
-//! JSON evaluation a reply ends with) and then its scores on a line of their
-//! own, with what moved since the agent's previous turn.
+//! JSON verdict a reply ends with) and then its verdict on a line of its
+//! own (see [`crate::tui::words`]): its scores, with what moved since the
+//! agent's previous turn, or its verdict on a pair.
 //!
 //! Each entry's lines are built once and kept (see [`TranscriptCache`]); a
 //! streaming turn is rebuilt from its wrap cache, which re-wraps only its
@@ -15,12 +16,12 @@ use ratatui::style::Modifier;
 use ratatui::text::{Line, Span};
 
 use super::pane;
-use crate::session::event::{OverrideTarget, SelectedBy};
+use crate::session::event::{OverrideTarget, SelectedBy, StepsSource};
 use crate::session::fold::{SessionView, TimelineEntry, TurnState};
-use crate::tui::app::{App, Focus, by_label, fmt_score};
+use crate::tui::app::{App, Focus, fmt_score};
 use crate::tui::theme::Theme;
 use crate::tui::view::CachedEntry;
-use crate::tui::words::{previous_evaluation, score_line, shown_scores};
+use crate::tui::words::{pick_line, plain, steps_lines, turn_verdict};
 use crate::tui::wrap::{WrapCache, wrap};
 
 fn entry_key(v: &SessionView, e: &TimelineEntry) -> u64 {
@@ -92,13 +93,9 @@ fn build(v: &SessionView, e: &TimelineEntry, width: u16, theme: &Theme, wraps: &
             for l in wraps.lines(t, inner) {
                 out.push(Line::from(Span::styled(format!("  {}", l.text), theme.text())));
             }
-            // The turn's scores, on a line of their own.
-            if let Some(ev) = shown_scores(t, v.panel.as_ref()) {
-                let mut line = score_line(&v.dimension_keys(), &ev, previous_evaluation(v, *i), false);
-                if ev.done {
-                    line.push_str(" · NO MORE COMMENTS");
-                }
-                for l in wrap(&line, inner as usize) {
+            // The turn's verdict, on a line of its own.
+            if let Some(parts) = turn_verdict(v, *i) {
+                for l in wrap(&plain(&parts), inner as usize) {
                     out.push(Line::from(Span::styled(format!("  {}", l.text), theme.accent())));
                 }
             }
@@ -106,8 +103,8 @@ fn build(v: &SessionView, e: &TimelineEntry, width: u16, theme: &Theme, wraps: &
         }
         TimelineEntry::Pick { group, pick } => {
             let style = if pick.by == SelectedBy::Human { theme.human() } else { theme.muted() };
-            let reason = if pick.reason.is_empty() { String::new() } else { format!(": {}", pick.reason) };
-            wrapped("", &format!("→ {group}: {} picked by {}{reason}", pick.agent, by_label(pick.by)), style)
+            let line = pick_line(group, &pick.agent, pick.by, &pick.reason, pick.fallback.as_deref());
+            wrapped("→ ", &line, style)
         }
         TimelineEntry::Comment { text, author, group } => {
             let to = group.as_ref().map(|g| format!(" to {g}")).unwrap_or_default();
@@ -133,6 +130,11 @@ fn build(v: &SessionView, e: &TimelineEntry, width: u16, theme: &Theme, wraps: &
             wrapped("", &format!("★ {author} rated: {}", s.join(", ")), theme.human())
         }
         TimelineEntry::Control { what, author } => wrapped("", &format!("■ {what} by {author}"), theme.human()),
+        TimelineEntry::Steps { dimension, steps: s } => {
+            let style = if s.source == StepsSource::Human { theme.human() } else { theme.muted() };
+            let lines = steps_lines(dimension, &s.steps, s.source, s.author.as_deref(), s.turn);
+            lines.iter().flat_map(|l| wrapped("", l, style)).collect()
+        }
         TimelineEntry::Note { text, human } => wrapped("", text, if *human { theme.human() } else { theme.muted() }),
         TimelineEntry::Trimmed(t) => wrapped("", &format!("✂ {}", t.summary()), theme.muted()),
         TimelineEntry::Rejected { command, reason } => {
@@ -212,9 +214,15 @@ fn build(v: &SessionView, e: &TimelineEntry, width: u16, theme: &Theme, wraps: &
 /// the last entry).
 fn settled(v: &SessionView, e: &TimelineEntry, last: bool) -> bool {
     match e {
-        TimelineEntry::Turn(i) => {
-            v.turns.get(*i).is_some_and(|t| t.state != TurnState::Streaming && !v.pairwise.hides_turn(t.id))
-        }
+        TimelineEntry::Turn(i) => v.turns.get(*i).is_some_and(|t| {
+            // A pair's verdict is recorded after its turn ends (its key changes then).
+            let verdict_due = t.pair.is_some()
+                && t.pair_verdict.is_none()
+                && t.state == TurnState::Completed
+                && t.parse_error.is_none()
+                && !v.state.is_ended();
+            t.state != TurnState::Streaming && !v.pairwise.hides_turn(t.id) && !verdict_due
+        }),
         _ => !last,
     }
 }
