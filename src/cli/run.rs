@@ -237,12 +237,35 @@ pub fn unpriced_providers(registry: &Registry, panel: &Panel, models: &ModelArgs
     names
 }
 
+/// Where some participant judges on the embedded model's default tier
+/// (no model named by the panel, the config or `--model`) while the larger
+/// one exists: say so, with the flag that picks it.
+fn better_judge_hint(registry: &Registry, panel: &Panel, models: &ModelArgs) -> Option<String> {
+    let on_default = bindings::choices(registry, panel, models.provider.as_deref(), models.model.as_deref())
+        .into_iter()
+        .filter(|c| c.participant != Participant::Default)
+        .any(|c| {
+            let config = registry.config();
+            let local = config.kind_of(&c.provider) == Some(crate::config::ProviderKind::Local);
+            let pc = config.providers.get(&c.provider);
+            let named = !c.model.is_empty() || pc.is_some_and(|pc| pc.model.is_some() || pc.model_path.is_some());
+            local && !named
+        });
+    (on_default && crate::model::default_model() == crate::model::DEFAULT_MODEL).then(|| {
+        format!("a better judge: --model {} (about half the speed)", crate::model::BETTER_MODEL)
+    })
+}
+
 /// The note on the chosen provider shown in the header (and the headless
 /// transcript) and recorded in the log, with a warning when `--max-cost` is
 /// set but some provider has no prices (its calls would count as free, so
 /// the limit might never be reached).
 pub fn provider_note(registry: &Registry, panel: &Panel, models: &ModelArgs, max_cost: bool) -> String {
     let mut note = registry.default_reason.clone();
+    if let Some(hint) = better_judge_hint(registry, panel, models) {
+        note.push_str("; ");
+        note.push_str(&hint);
+    }
     for warning in panel.warnings() {
         note.push_str("; warning: ");
         note.push_str(&warning);
@@ -297,4 +320,32 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let (config, dir) = plan.bind(&args.models, None)?;
     let outcome = runtime.block_on(run_headless(config, dir, args.json))?;
     Ok(report_outcome(&outcome))
+}
+
+#[cfg(test)]
+mod better_judge_tests {
+    use super::*;
+
+    fn registry(vars: &'static [(&'static str, &'static str)]) -> Registry {
+        Registry::with_env(move |k| vars.iter().find(|(n, _)| *n == k).map(|(_, v)| v.to_string()))
+    }
+
+    /// On the embedded default tier the note names the larger one; with a
+    /// model named, or another provider, it says nothing of it.
+    #[test]
+    fn the_note_offers_the_larger_tier_only_on_the_default_one() {
+        let panel = crate::panel::Panel::bundled("storybook-qa").expect("panel");
+        let local = registry(&[]);
+        let hint = format!("a better judge: --model {}", crate::model::BETTER_MODEL);
+        let note = provider_note(&local, &panel, &ModelArgs::default(), false);
+        if crate::model::default_model() == crate::model::DEFAULT_MODEL {
+            assert!(note.contains(&hint), "{note}");
+        } else {
+            assert!(!note.contains(&hint), "the larger tier is already the default here: {note}");
+        }
+        let named = ModelArgs { model: Some("smollm2-135m".into()), ..ModelArgs::default() };
+        assert!(!provider_note(&local, &panel, &named, false).contains(&hint));
+        let server = registry(&[("OPENAI_BASE_URL", "http://127.0.0.1:1/v1")]);
+        assert!(!provider_note(&server, &panel, &ModelArgs::default(), false).contains(&hint));
+    }
 }

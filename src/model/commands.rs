@@ -10,7 +10,7 @@ use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use super::fetch::cached_sha256;
 use super::{
-    DEFAULT_MODEL, FetchProgress, FetchStage, KNOWN_MODELS, MODEL_DIR_ENV, ModelError, ModelSpec, ProgressSink,
+    FetchProgress, FetchStage, KNOWN_MODELS, MODEL_DIR_ENV, ModelError, ModelSpec, ProgressSink,
     ensure_model, installed_path, model_dir, model_file, resolve_model,
 };
 
@@ -99,7 +99,7 @@ pub fn format_progress(model: &str, p: &FetchProgress) -> String {
 /// `moot model pull [NAME]`: fetches a model (the default without a name),
 /// with a progress line on stderr, and prints its path on stdout.
 pub fn cmd_pull(name: Option<&str>) -> anyhow::Result<()> {
-    let path = ensure_with_progress(&resolve_model(name.unwrap_or(DEFAULT_MODEL)))?;
+    let path = ensure_with_progress(&resolve_model(name.unwrap_or("")))?;
     println!("{}", path.display());
     Ok(())
 }
@@ -221,7 +221,7 @@ pub fn cmd_status() -> anyhow::Result<()> {
 
 /// `moot model path [NAME]`: prints the path of an installed model.
 pub fn cmd_path(name: Option<&str>) -> anyhow::Result<()> {
-    let spec = resolve_model(name.unwrap_or(DEFAULT_MODEL));
+    let spec = resolve_model(name.unwrap_or(""));
     match installed_path(&spec) {
         Some(path) => {
             println!("{}", path.display());
