@@ -21,6 +21,7 @@ pub mod pairs;
 pub mod parse;
 pub mod prompts;
 pub mod recorder;
+pub mod repeats;
 mod review;
 pub mod trim;
 pub(crate) mod verdict;

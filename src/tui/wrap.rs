@@ -321,6 +321,7 @@ mod tests {
             last_error: None,
             cached: false,
             truncated: false,
+            repeats: None,
             started: chrono::Utc::now(),
             revision: 0,
         }

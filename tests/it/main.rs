@@ -46,6 +46,7 @@ mod provider_anthropic;
 mod provider_cache;
 mod provider_limits;
 mod provider_openai;
+mod repeated_speeches;
 mod report_fixtures;
 mod sage_eval;
 mod score_raters;

@@ -11,8 +11,10 @@
 //!   members, of a group's moderator, and of the aggregator and final judge;
 //! - `ahead.rs` and `partial.rs`: a request's beginning while a speech still
 //!   streams, read from a reply whose JSON is not complete yet;
-//! - `format.rs`: numbers and scores as text (the screens use it too).
+//! - `format.rs`: numbers and scores as text (the screens use it too);
+//! - `again.rs`: the note that asks a speaker again after a repeated speech.
 
+mod again;
 mod ahead;
 mod closing;
 mod format;
@@ -24,6 +26,7 @@ mod partial;
 mod persona;
 mod schema;
 
+pub use again::redraw_note;
 pub use ahead::{debate_ahead, discussion_ahead};
 pub(crate) use ahead::{shared_so_far, with_placeholder};
 pub use closing::{AGGREGATOR_OPENING, aggregator_messages, final_judge_messages, group_synthesis_messages};

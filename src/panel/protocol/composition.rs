@@ -18,6 +18,7 @@ pub(super) const SPEC: ProtocolSpec = ProtocolSpec {
         SettingSpec { paper: Paper::Any, ..TURNS },
         SettingSpec { paper: Paper::Any, ..FIRST_FEEDBACK },
         SettingSpec { paper: Paper::Any, ..HISTORY },
+        SettingSpec { paper: Paper::Any, ..REPEATS },
     ],
     results: Results::Scores,
     stage_names: STAGES,

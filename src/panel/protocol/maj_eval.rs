@@ -17,6 +17,7 @@ pub(super) const SPEC: ProtocolSpec = ProtocolSpec {
         FIRST_FEEDBACK,
         AGGREGATION,
         HISTORY,
+        REPEATS,
     ],
     results: Results::Scores,
     stage_names: STAGES,

@@ -102,6 +102,10 @@ pub enum EventKind {
         /// finish reason was `length` or `max_tokens`.
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         truncated: bool,
+        /// The reply repeats an earlier speech of its discussion (the rule
+        /// of `engine::repeats`): the member who said it first.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        repeats: Option<String>,
     },
     TurnFailed {
         turn: u64,

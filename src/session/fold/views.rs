@@ -36,6 +36,9 @@ pub struct TurnView {
     pub cached: bool,
     /// The reply stopped at its token limit.
     pub truncated: bool,
+    /// The member whose earlier speech the reply repeats (see
+    /// `engine::repeats`).
+    pub repeats: Option<String>,
     pub started: DateTime<Utc>,
     /// Bumped on every change to `text`; lets views cache wrapped lines.
     pub revision: u64,
