@@ -20,6 +20,7 @@ pub mod outcome;
 pub mod pairs;
 pub mod parse;
 pub mod prompts;
+pub mod reasons;
 pub mod recorder;
 pub mod repeats;
 mod review;

@@ -25,6 +25,7 @@ mod layers;
 mod local_context;
 mod local_model;
 mod log_compat;
+mod moderator_reasons;
 mod optimize;
 mod optimize_cli;
 mod optimize_paper;

@@ -301,5 +301,6 @@ pub(crate) fn announce(
         reason,
         raw,
         fallback,
+        reason_replaced: None,
     });
 }

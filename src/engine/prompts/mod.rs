@@ -37,7 +37,8 @@ pub(crate) use members::DISCUSSION_HEADING;
 pub use members::{addressee, debate_messages, discussion_messages, initial_messages, opening_words, repair_message};
 pub(crate) use members::{debates, full_first_feedback};
 pub use moderator::{
-    ScoresRow, is_moderator_request, moderator_format, moderator_messages, moderator_retry, scores_table,
+    ScoresRow, is_moderator_request, last_to_speak, moderator_format, moderator_messages, moderator_retry, score_row,
+    scores_table,
 };
 pub(crate) use panel::rubric;
 pub use panel::{output_format, panel_system, render_item, scale_words, task_text};

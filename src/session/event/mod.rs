@@ -27,8 +27,8 @@ pub use payload::{
 /// its recorded panel, whose settings then all took moot's defaults), and
 /// CollabEval's `criteria_checked`; version 5 compositions (the
 /// `composition` protocol with its recorded `stage` list), the `verifier`
-/// role and the `verification` phase; version 6 the `redraw` turn kind and
-/// `turn_completed.repeats`.
+/// role and the `verification` phase; version 6 the `redraw` turn kind,
+/// `turn_completed.repeats` and `speaker_selected.reason_replaced`.
 /// Every earlier version still loads.
 pub const SCHEMA_VERSION: u32 = 6;
 

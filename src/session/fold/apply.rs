@@ -434,5 +434,6 @@ pub fn logged_departures(schema_version: u32, departures: &[Departure], panel: O
 }
 
 /// Settings added with a log version, and that version: a run written
-/// before it kept repeated speeches as said, as their paper value does.
-const SINCE_VERSION: [(&str, u32); 1] = [("repeats", 6)];
+/// before it kept repeated speeches as said and took the moderator's reasons
+/// as given, as their paper values do.
+const SINCE_VERSION: [(&str, u32); 2] = [("repeats", 6), ("reasons", 6)];
