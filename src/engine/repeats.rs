@@ -148,7 +148,8 @@ mod tests {
             w("Dana, I asked: so Pebble could find its family. No, one-word answers must count. It fits the page.");
         assert!(repeats(&longer, &first));
         // Eight words are the least that can repeat.
-        assert!(repeats(&w("Dana, I agree with you about the den."), &w("Rafael, I agree with you about the den.")));
+        let agree = |name: &str| w(&format!("{name}, I agree with you about the den here."));
+        assert!(repeats(&agree("Dana"), &agree("Rafael")));
         assert!(!repeats(&w("Dana, I agree with you."), &w("Rafael, I agree with you.")), "too short to count");
         assert!(!repeats(&[], &first));
     }

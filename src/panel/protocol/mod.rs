@@ -750,9 +750,13 @@ mod tests {
     fn a_setting_that_does_not_apply_in_the_runs_mode_is_no_departure() {
         let mut collab = ProtocolSection::new(Protocol::CollabEval);
         let listed = |s: &ProtocolSection| s.departures().into_iter().map(|d| d.setting).collect::<Vec<_>>();
-        assert_eq!(listed(&collab), ["consensus", "scope", "history"]);
+        assert_eq!(listed(&collab), ["consensus", "scope", "history", "repeats"]);
         collab.settings.insert("mode".into(), SettingValue::Text("pairwise".into()));
-        assert_eq!(listed(&collab), ["history"], "the consensus rule of the scores mode does not apply to pairs");
+        assert_eq!(
+            listed(&collab),
+            ["history", "repeats"],
+            "the consensus rule of the scores mode does not apply to pairs"
+        );
         let chat = ProtocolSection::paper(Protocol::ChatEval);
         assert!(listed(&chat).is_empty());
     }
