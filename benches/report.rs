@@ -157,6 +157,7 @@ fn write_log(path: &Path, panel: &Panel, index: u64) {
                     cached: false,
                     done: false,
                     truncated: false,
+                    repeats: None,
                 },
             );
         };
@@ -312,6 +313,7 @@ fn write_pairwise_log(path: &Path, panel: &Panel, index: u64) {
                     cached: false,
                     done: false,
                     truncated: false,
+                    repeats: None,
                 });
                 if !broken {
                     orders[usize::from(swapped)] = Some(label);

@@ -87,6 +87,7 @@ fn events(agents: usize, turns: u64) -> Vec<Event> {
             cached: false,
             done: false,
             truncated: false,
+            repeats: None,
         });
     }
     out
@@ -150,6 +151,7 @@ fn bench(c: &mut Criterion) {
                     cached: false,
                     done: false,
                     truncated: true,
+                    repeats: None,
                 };
                 app.on_session_event(&Event { seq, t, kind });
                 seq += 1;

@@ -286,6 +286,7 @@ impl<W: Write> Transcript<W> {
                 }
                 let what = match (kind, phase) {
                     (TurnKind::Repair, _) => Some("repair request".to_string()),
+                    (TurnKind::Redraw, _) => Some("asked again: the draft repeated an earlier speech".to_string()),
                     (TurnKind::Select, _) => Some("choosing the next speaker".to_string()),
                     (_, Phase::Initial) => Some("first evaluation".to_string()),
                     (_, Phase::Discussion) => round.map(|r| format!("round {r}")),
@@ -326,6 +327,7 @@ impl<W: Write> Transcript<W> {
                 latency_ms,
                 cached,
                 truncated,
+                repeats,
                 ..
             } => {
                 let mut footer = match (evaluation, parse_error) {
@@ -346,8 +348,9 @@ impl<W: Write> Transcript<W> {
                     (false, true) => ", cut at the reply limit",
                     (false, false) => "",
                 };
+                let repeated = repeats.as_ref().map(|first| format!(", repeats {first}")).unwrap_or_default();
                 let stats = p.dim(&format!(
-                    "  [{est}{} in / {est}{} out tokens, {} ms{cache}]",
+                    "  [{est}{} in / {est}{} out tokens, {} ms{cache}{repeated}]",
                     usage.input_tokens, usage.output_tokens, latency_ms
                 ));
                 if footer.is_empty() {

@@ -10,6 +10,7 @@
 //! file, the line and the field. See `docs/providers.md` for the reference.
 
 pub mod registry;
+pub mod repetition;
 
 use crate::provider::structured::StructuredOutput;
 use std::collections::BTreeMap;
@@ -126,6 +127,9 @@ pub struct ProviderConfig {
     /// generates more slowly; see docs/local-model.md).
     #[serde(default)]
     pub flash_attention: Option<bool>,
+    /// For `local`: how prose is kept from repeating (a table of its own).
+    #[serde(default)]
+    pub repetition: Option<repetition::RepetitionConfig>,
     /// For HTTP providers: the context window of the served model in tokens
     /// (prompt and reply together); long discussions are shortened to fit.
     #[serde(default, deserialize_with = "positive_u32")]

@@ -48,7 +48,7 @@ pub enum RegistryError {
 pub const KINDS: &[&str] = &["openai", "anthropic", "local"];
 
 /// What the embedded model needs from the configuration.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct LocalSpec {
     /// A model name (resolved and downloaded by the model manager) or a path to a GGUF file.
     pub model: Option<String>,
@@ -62,6 +62,8 @@ pub struct LocalSpec {
     pub context_size: Option<u32>,
     /// llama.cpp's flash attention; none lets the backend choose (off).
     pub flash_attention: Option<bool>,
+    /// How prose is kept from repeating; keys left out keep their defaults.
+    pub repetition: Option<super::repetition::RepetitionConfig>,
 }
 
 /// One setting of a provider and where its value came from.
@@ -247,6 +249,7 @@ impl Registry {
                     parallel: pc.parallel.map(NonZeroUsize::get),
                     context_size: pc.context_size,
                     flash_attention: pc.flash_attention,
+                    repetition: pc.repetition.clone(),
                 };
                 (build_local(name, &spec, self.progress.as_ref())?, None)
             }
@@ -394,6 +397,11 @@ impl Registry {
                 c.flash_attention.map_or("off".into(), |on| if on { "on" } else { "off" }.into()),
                 origin(c.flash_attention.is_some()),
             );
+            #[cfg(feature = "local")]
+            {
+                let r = c.repetition.clone().unwrap_or_default();
+                push("repetition", repetition_line(&r.apply(Default::default())), origin(c.repetition.is_some()));
+            }
         }
         if kind != ProviderKind::Local {
             let known = if kind == ProviderKind::Anthropic {
@@ -460,6 +468,24 @@ fn default_provider(config: &Config, env: &dyn Fn(&str) -> Option<String>) -> (S
     }
 }
 
+/// The repetition settings in one line, as `moot providers` shows them.
+#[cfg(feature = "local")]
+fn repetition_line(r: &crate::provider::local::Repetition) -> String {
+    let penalties = format!(
+        "penalties {} over the reply's last {} tokens (frequency {}, presence {})",
+        r.repeat_penalty, r.repeat_last_n, r.frequency_penalty, r.presence_penalty
+    );
+    let dry = if r.dry_on() {
+        format!(
+            "DRY {} × {}^(run − {}) over the last {} tokens, breakers {:?}",
+            r.dry_multiplier, r.dry_base, r.dry_allowed_length, r.dry_last_n, r.dry_breakers
+        )
+    } else {
+        "DRY off".to_string()
+    };
+    format!("{penalties}; {dry}")
+}
+
 /// Build the embedded model's provider from what the configuration says.
 #[cfg(feature = "local")]
 pub fn build_local(
@@ -477,6 +503,9 @@ pub fn build_local(
     config.parallel = spec.parallel;
     config.context_size = spec.context_size;
     config.flash_attention = spec.flash_attention.unwrap_or(false);
+    if let Some(r) = &spec.repetition {
+        config.repetition = r.apply(config.repetition);
+    }
     crate::provider::local::LocalProvider::new(config)
         .map(|p| Arc::new(p) as Arc<dyn Provider>)
         .map_err(|e| build_error(e.to_string()))

@@ -15,6 +15,7 @@ use serde_json::json;
 use super::moderator::{Pick, parse_moderator_reply};
 use super::parse::{ParseSpec, parse_reply, says_no_more_comments};
 use super::prompts;
+use super::reasons::{self, TableFacts};
 use crate::engine::weighted::weighted_scores;
 use crate::panel::{Dimension, Panel, Scale};
 use crate::provider::{ChatMessage, Completion};
@@ -209,6 +210,10 @@ impl Verdict for Text<'_> {
 pub(crate) struct SpeakerPick<'a> {
     pub eligible: &'a [&'a str],
     pub all: &'a [&'a str],
+    /// What the request's scores table showed, when the reason is checked
+    /// against it (see [`reasons::check`]): a reason that fails is read as
+    /// an error beginning with [`reasons::MISMATCH`].
+    pub facts: Option<&'a TableFacts>,
 }
 
 impl Verdict for SpeakerPick<'_> {
@@ -232,6 +237,9 @@ impl Verdict for SpeakerPick<'_> {
     }
     fn read(&self, completion: &Completion) -> Result<SpeakerChoice, String> {
         let pick = parse_moderator_reply(&completion.text, self.eligible, self.all)?;
+        if let Some(facts) = self.facts {
+            reasons::check(&pick.reason, facts).map_err(|why| format!("{}{why}", reasons::MISMATCH))?;
+        }
         Ok(SpeakerChoice { pick, raw: completion.text.clone() })
     }
     fn repair(&self, error: &str) -> ChatMessage {

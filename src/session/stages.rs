@@ -395,6 +395,7 @@ mod tests {
                 cached: false,
                 done: false,
                 truncated: false,
+                repeats: None,
             },
         ]
     }

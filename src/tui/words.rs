@@ -272,7 +272,8 @@ pub fn previous_evaluation(view: &SessionView, index: usize) -> Option<&Evaluati
 }
 
 /// What a turn was for, for its heading: the phase, the dimension it is
-/// about, the round (a draw, when scoring) and whether it was a repair request.
+/// about, the round (a draw, when scoring) and whether it was a repair
+/// request or a speech asked for again.
 pub fn turn_label(t: &TurnView) -> String {
     let mut s = t.phase.as_str().replace('_', " ");
     if let Some(d) = &t.dimension {
@@ -283,8 +284,10 @@ pub fn turn_label(t: &TurnView) -> String {
         (Some(r), _) => s.push_str(&format!(" r{r}")),
         (None, _) => {}
     }
-    if t.kind == TurnKind::Repair {
-        s.push_str(" (repair)");
+    match t.kind {
+        TurnKind::Repair => s.push_str(" (repair)"),
+        TurnKind::Redraw => s.push_str(" (asked again)"),
+        _ => {}
     }
     s
 }
@@ -313,6 +316,7 @@ mod tests {
             last_error: None,
             cached: false,
             truncated: false,
+            repeats: None,
             started: chrono::Utc::now(),
             pair: None,
             pair_verdict: None,

@@ -321,6 +321,7 @@ mod tests {
             last_error: None,
             cached: false,
             truncated: false,
+            repeats: None,
             started: chrono::Utc::now(),
             pair: None,
             pair_verdict: None,

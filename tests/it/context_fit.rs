@@ -46,7 +46,10 @@ fn judge(req: &ChatRequest, _: usize) -> ScriptedReply {
 }
 
 fn run_config(provider: Arc<dyn moot::provider::Provider>) -> moot::engine::EngineConfig {
-    let p = panel(Protocol::CollabEval, &[("Evaluators", &["Ann", "Bea", "Cal"])]);
+    let mut p = panel(Protocol::CollabEval, &[("Evaluators", &["Ann", "Bea", "Cal"])]);
+    // The scripted speeches repeat each other word for word: kept as said,
+    // so that the requests are the ones this test measures.
+    p.protocol.settings.insert("repeats".into(), moot::panel::SettingValue::Text("keep".into()));
     let mut c = config(p, Arc::new(ScriptedProvider::new(judge)));
     c.bindings = Bindings::uniform(Binding::new(provider, "scripted"));
     c

@@ -98,7 +98,8 @@ fn the_paper_preset_sets_same_score_per_criterion_and_moot_lists_them_as_departu
         [
             "consensus = \"panel\" (paper: \"same\")",
             "scope = \"all\" (paper: \"per-criterion\")",
-            "history = \"window\" (paper: \"whole\")"
+            "history = \"window\" (paper: \"whole\")",
+            "repeats = \"redraw\" (paper: \"keep\")",
         ]
     );
     let paper = ProtocolSection::paper(Protocol::CollabEval);

@@ -90,7 +90,10 @@ async fn under_the_paper_preset_each_agent_has_its_own_persona_and_sees_nobody_e
         EventKind::SessionStarted { preset, departures, .. } => {
             assert_eq!(*preset, Preset::Moot);
             let names: Vec<&str> = departures.iter().map(|d| d.setting.as_str()).collect();
-            assert_eq!(names, ["personas", "stance", "turns", "first_feedback", "aggregation", "history"]);
+            assert_eq!(
+                names,
+                ["personas", "stance", "turns", "first_feedback", "aggregation", "history", "repeats", "reasons"]
+            );
         }
         other => panic!("{other:?}"),
     }

@@ -15,7 +15,8 @@ use rand_chacha::ChaCha8Rng;
 
 use super::pairs::label::DiscussedLabel;
 use super::prompts::HistoryEntry;
-use super::runtime::{Run, Spoken};
+use super::repeats::Earlier;
+use super::runtime::{RepeatCheck, Run, Spoken};
 use super::trim::Prompt;
 use crate::item::Item;
 use crate::panel::{AgentSpec, ModeratorPolicy, Panel};
@@ -190,7 +191,7 @@ pub(crate) async fn discuss<F: Floor>(run: &Run, group: &str, floor: &mut F, mut
         let build = |h: &[HistoryEntry]| floor.messages(&turn, h);
         let ahead = |so_far: &str| floor.ahead(&turn, &history, so_far);
         let prompt = Prompt::discussion(&run.panel, &history, &build).opening(floor.opening(&turn, &history));
-        let spoken = speak(run, floor, index, round, prompt, Some(&ahead)).await;
+        let spoken = speak(run, floor, index, round, prompt, Some(&ahead), &history).await;
         if let Order::Moderated { last, .. } = &mut order {
             *last = Some(name.clone());
         }
@@ -217,7 +218,8 @@ pub(crate) async fn discuss<F: Floor>(run: &Run, group: &str, floor: &mut F, mut
     }
 }
 
-/// A speaker's turn, asking for the floor's verdict.
+/// A speaker's turn, asking for the floor's verdict: a speech checked
+/// against the group's `history` before it (see [`crate::engine::repeats`]).
 async fn speak<F: Floor>(
     run: &Run,
     floor: &F,
@@ -225,11 +227,26 @@ async fn speak<F: Floor>(
     round: Option<u32>,
     prompt: Prompt<'_>,
     ahead: Option<crate::engine::runtime::ReadAhead<'_>>,
+    history: &[HistoryEntry],
 ) -> Spoken {
+    let names: Vec<String> = {
+        let st = run.state();
+        st.group_agents(&st.agents[index].group).into_iter().map(|i| st.agents[i].name.clone()).collect()
+    };
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    let earlier = Earlier::of(history, &names);
+    let check = Some(RepeatCheck { earlier: &earlier, redraw: redraws(&run.panel) });
+    let (phase, stop) = (floor.phase(), &run.stop);
     match floor.label_verdict() {
-        Some(v) => run.agent_verdict_turn(v, index, floor.phase(), round, prompt, &run.stop, ahead).await,
-        None => run.agent_turn(index, floor.phase(), round, prompt, &run.stop, ahead).await,
+        Some(v) => run.agent_verdict_turn(v, index, phase, round, prompt, stop, ahead, check).await,
+        None => run.agent_verdict_turn(&run.panel_scores(), index, phase, round, prompt, stop, ahead, check).await,
     }
+}
+
+/// Whether a speech that repeats an earlier one is asked for once more
+/// (the protocol's `repeats` setting); it is recorded as repeating either way.
+fn redraws(panel: &Panel) -> bool {
+    !panel.protocol.has("repeats", "keep")
 }
 
 /// Whether a speaker's result moved from `before` to `now`.
@@ -284,5 +301,6 @@ pub(crate) fn announce(
         reason,
         raw,
         fallback,
+        reason_replaced: None,
     });
 }

@@ -7,11 +7,12 @@ use rand_chacha::ChaCha8Rng;
 use super::announce;
 use crate::engine::moderator::{self, SpeakerCandidate};
 use crate::engine::prompts::{self, HistoryEntry};
+use crate::engine::reasons::{self, TableFacts};
 use crate::engine::runtime::{Run, Spoken, TurnSpec};
 use crate::engine::trim::Prompt;
 use crate::engine::verdict::SpeakerPick;
 use crate::panel::ModeratorPolicy;
-use crate::session::event::{Phase, Role, SelectedBy};
+use crate::session::event::{EventKind, Phase, Role, SelectedBy};
 
 /// Who speaks next: a person's pick, else the moderator policy.
 pub(super) async fn choose(
@@ -124,7 +125,9 @@ fn policy_pick(
     moderator::pick(policy, &candidates, &run.keys, last, turn_index, rng).map(|p| (p.agent, p.reason))
 }
 
-/// Ask the LLM moderator; re-ask once with the reason a reply failed, then fall back to `disagreement`.
+/// Ask the LLM moderator; re-ask once with the reason a reply failed (no
+/// usable name, or, under `reasons = "checked"`, a reason that claims what
+/// the scores table does not show), then fall back to `disagreement`.
 async fn llm_moderator(
     run: &Run,
     group: &str,
@@ -134,14 +137,14 @@ async fn llm_moderator(
     turn_index: u32,
     veto_note: &str,
 ) -> Option<usize> {
-    let (names, all, table, history) = {
+    let (names, all, table, facts, history) = {
         let st = run.state();
         let names: Vec<String> = eligible.iter().map(|&i| st.agents[i].name.clone()).collect();
-        let all: Vec<String> = st.group_agents(group).into_iter().map(|i| st.agents[i].name.clone()).collect();
-        let rows: Vec<prompts::ScoresRow<'_>> = st
-            .group_agents(group)
-            .into_iter()
-            .map(|i| {
+        let members = st.group_agents(group);
+        let all: Vec<String> = members.iter().map(|&i| st.agents[i].name.clone()).collect();
+        let rows: Vec<prompts::ScoresRow<'_>> = members
+            .iter()
+            .map(|&i| {
                 let a = &st.agents[i];
                 prompts::ScoresRow {
                     agent: &a.name,
@@ -152,7 +155,14 @@ async fn llm_moderator(
             })
             .collect();
         let table = prompts::scores_table(&run.panel, &rows);
-        (names, all, table, st.histories[group].clone())
+        let history = st.histories[group].clone();
+        let facts = TableFacts {
+            group: group.to_string(),
+            rows: rows.iter().map(|r| (r.agent.to_string(), prompts::score_row(&run.panel, r.latest))).collect(),
+            last: prompts::last_to_speak(&history).map(str::to_string),
+            outsiders: st.agents.iter().filter(|a| a.group != group).map(|a| a.name.clone()).collect(),
+        };
+        (names, all, table, facts, history)
     };
     let refs: Vec<&str> = names.iter().map(String::as_str).collect();
     let build = |h: &[HistoryEntry]| prompts::moderator_messages(&run.panel, group, run.item(), h, &table, &refs);
@@ -161,7 +171,8 @@ async fn llm_moderator(
     let turn = TurnSpec::of_role(run, Role::Moderator, &binding, Some(group), Phase::Debate, &run.stop);
     // A pick is a name and a sentence.
     let turn = TurnSpec { sampling: (turn.sampling.0, turn.sampling.1.min(200)), ..turn };
-    let verdict = SpeakerPick { eligible: &refs, all: &all_refs };
+    let checked = !run.panel.protocol.has("reasons", "as-given");
+    let verdict = SpeakerPick { eligible: &refs, all: &all_refs, facts: checked.then_some(&facts) };
     // Asked once more with the reason when a reply names nobody who may speak.
     let (failure, raw) =
         match run.verdict_turn(&verdict, turn, Prompt::discussion(&run.panel, &history, &build), None).await {
@@ -178,14 +189,19 @@ async fn llm_moderator(
         };
     let (name, reason) = policy_pick(run, ModeratorPolicy::Disagreement, eligible, rng, last, turn_index)?;
     let index = run.state().agent_index(&name)?;
-    announce(
-        run,
-        group,
-        &name,
-        SelectedBy::Policy,
-        format!("moderator reply unusable ({failure}); {reason}{veto_note}"),
+    let replaced = reasons::mismatch(&failure).map(str::to_string);
+    let why = match &replaced {
+        Some(claim) => format!("the moderator's reason did not match its scores table ({claim})"),
+        None => format!("moderator reply unusable ({failure})"),
+    };
+    run.emit(EventKind::SpeakerSelected {
+        group: group.to_string(),
+        agent: name,
+        by: SelectedBy::Policy,
+        reason: format!("{why}; {reason}{veto_note}"),
         raw,
-        Some(ModeratorPolicy::Disagreement.as_str().to_string()),
-    );
+        fallback: Some(ModeratorPolicy::Disagreement.as_str().to_string()),
+        reason_replaced: replaced,
+    });
     Some(index)
 }

@@ -109,7 +109,7 @@ pub(crate) async fn first_verdicts(run: &Run, pair: &Pair<'_>) {
             ChatMessage::user(turn),
         ];
         let spoken =
-            run.agent_verdict_turn(&VERDICT, i, Phase::Initial, None, Prompt::fixed(messages), &run.stop, None);
+            run.agent_verdict_turn(&VERDICT, i, Phase::Initial, None, Prompt::fixed(messages), &run.stop, None, None);
         Some(spoken.await)
     });
     record_firsts(run, join_all(calls).await);

@@ -11,8 +11,10 @@
 //!   members, of a group's moderator, and of the aggregator and final judge;
 //! - `ahead.rs` and `partial.rs`: a request's beginning while a speech still
 //!   streams, read from a reply whose JSON is not complete yet;
-//! - `format.rs`: numbers and scores as text (the screens use it too).
+//! - `format.rs`: numbers and scores as text (the screens use it too);
+//! - `again.rs`: the note that asks a speaker again after a repeated speech.
 
+mod again;
 mod ahead;
 mod closing;
 mod format;
@@ -24,6 +26,7 @@ mod partial;
 mod persona;
 mod schema;
 
+pub use again::redraw_note;
 pub use ahead::{debate_ahead, discussion_ahead};
 pub(crate) use ahead::{shared_so_far, with_placeholder};
 pub use closing::{AGGREGATOR_OPENING, aggregator_messages, final_judge_messages, group_synthesis_messages};
@@ -34,7 +37,8 @@ pub(crate) use members::DISCUSSION_HEADING;
 pub use members::{addressee, debate_messages, discussion_messages, initial_messages, opening_words, repair_message};
 pub(crate) use members::{debates, full_first_feedback};
 pub use moderator::{
-    ScoresRow, is_moderator_request, moderator_format, moderator_messages, moderator_retry, scores_table,
+    ScoresRow, is_moderator_request, last_to_speak, moderator_format, moderator_messages, moderator_retry, score_row,
+    scores_table,
 };
 pub(crate) use panel::rubric;
 pub use panel::{fence_mark, output_format, panel_system, render_item, scale_words, task_text};

@@ -44,15 +44,7 @@ pub fn scores_table(panel: &Panel, rows: &[ScoresRow<'_>]) -> String {
     let mut s = String::from("Current scores:\n");
     let mut distinct = std::collections::BTreeSet::new();
     for row in rows {
-        let scores = match row.latest {
-            Some(ev) => score_keys(panel)
-                .iter()
-                .map(|k| ev.score(k))
-                .map(|v| v.map(fmt_num).unwrap_or_else(|| "-".into()))
-                .collect::<Vec<_>>()
-                .join(", "),
-            None => "none yet".into(),
-        };
+        let scores = score_row(panel, row.latest).unwrap_or_else(|| "none yet".into());
         let status = if row.finished { ", finished" } else { "" };
         let _ = writeln!(s, "- {}: {scores} ({} turns{status})", row.agent, row.turns);
         distinct.insert(row.latest.is_some().then_some(scores));
@@ -61,6 +53,19 @@ pub fn scores_table(panel: &Panel, rows: &[ScoresRow<'_>]) -> String {
         let _ = writeln!(s, "{SCORES_AGREE}");
     }
     s
+}
+
+/// A member's scores as the table shows them (`4, 3, 4`; `-` for a key
+/// without a score); `None` before its first evaluation.
+pub fn score_row(panel: &Panel, latest: Option<&Evaluation>) -> Option<String> {
+    let ev = latest?;
+    let keys = score_keys(panel);
+    Some(keys.iter().map(|k| ev.score(k).map(fmt_num).unwrap_or_else(|| "-".into())).collect::<Vec<_>>().join(", "))
+}
+
+/// Who the moderator's request says spoke last: the latest speech's speaker.
+pub fn last_to_speak(history: &[HistoryEntry]) -> Option<&str> {
+    last_speaker(history, "")
 }
 
 /// Messages asking the moderator who should speak next. They begin like the
@@ -74,7 +79,7 @@ pub fn moderator_messages(
     table: &str,
     eligible: &[&str],
 ) -> Vec<ChatMessage> {
-    let last = match last_speaker(history, "") {
+    let last = match last_to_speak(history) {
         Some(last) => format!("{last} spoke last. "),
         None => String::new(),
     };

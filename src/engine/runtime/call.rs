@@ -83,7 +83,7 @@ impl Run {
             max_tokens: fitted.max_tokens,
             temperature: spec.turn.sampling.0,
             top_p: spec.turn.binding.top_p.or(self.panel.generation.top_p),
-            seed: Some(self.config.seed),
+            seed: Some(request_seed(self.config.seed, spec.kind)),
             response_schema: spec.schema,
             top_logprobs: spec.top_logprobs,
             prose_first: spec.prose_first,
@@ -166,7 +166,9 @@ impl Run {
     }
 
     /// Record the end of a turn. `done`: the reply said it has nothing more
-    /// to add (recorded also when no evaluation could be read from it).
+    /// to add (recorded also when no evaluation could be read from it);
+    /// `repeats`: the member whose earlier speech it repeats (see
+    /// [`crate::engine::repeats`]).
     #[allow(clippy::too_many_arguments)]
     pub fn complete_turn(
         &self,
@@ -179,6 +181,7 @@ impl Run {
         parse_error: Option<String>,
         latency_ms: u64,
         done: bool,
+        repeats: Option<String>,
     ) {
         let group = self.turn_groups.lock().unwrap_or_else(|e| e.into_inner()).remove(&turn);
         if role == Role::Agent
@@ -203,6 +206,7 @@ impl Run {
             cached: completion.cached,
             done,
             truncated: matches!(completion.finish_reason.as_deref(), Some("length" | "max_tokens")),
+            repeats,
         });
         let run_spent = self.config.run_budget.as_ref().and_then(|b| b.add(&completion.usage));
         if let Some(reason) = self.config.budget.exceeded(&used).or(run_spent) {
@@ -240,5 +244,16 @@ impl Run {
         }
         let s = self.panel.role_model(role);
         (Some(s.temperature.unwrap_or(g.temperature)), s.max_tokens.unwrap_or(g.max_tokens))
+    }
+}
+
+/// The seed a request carries: the run's, or for a speech asked for again
+/// (a [`TurnKind::Redraw`]) another one drawn from it, so that a provider
+/// that honours seeds does not draw the same words again.
+pub(crate) fn request_seed(seed: u64, kind: TurnKind) -> u64 {
+    match kind {
+        // A fixed odd constant (the 64-bit golden ratio): every seed maps to another.
+        TurnKind::Redraw => seed.wrapping_add(0x9E37_79B9_7F4A_7C15),
+        _ => seed,
     }
 }

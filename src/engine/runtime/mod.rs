@@ -3,7 +3,10 @@
 
 mod call;
 mod end;
+mod redraw;
 mod turns;
+
+pub(crate) use redraw::RepeatCheck;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::AtomicU64;

@@ -4,6 +4,7 @@
 
 use tokio_util::sync::CancellationToken;
 
+use super::redraw::{RepeatCheck, Reply, evaluation_of};
 use super::{CallSpec, ReadAhead, Run, Spoken, TurnSpec};
 use crate::engine::trim::Prompt;
 use crate::engine::verdict::{PanelScores, Verdict};
@@ -47,6 +48,23 @@ impl Run {
         messages: Prompt<'_>,
         ahead: Option<ReadAhead<'_>>,
     ) -> Spoken<V::Output> {
+        self.reply(verdict, turn, verdict.kind(), messages, ahead, None).await.spoken
+    }
+
+    /// One request of a turn (of `kind`) asking for `verdict`, read, with
+    /// one repair request when the reply cannot be read. With `check`, a
+    /// reply that repeats one of the group's earlier contributions is
+    /// recorded as such, and when it is to be asked for again it is not
+    /// repaired.
+    pub(super) async fn reply<V: Verdict>(
+        &self,
+        verdict: &V,
+        turn: TurnSpec<'_>,
+        kind: TurnKind,
+        messages: Prompt<'_>,
+        ahead: Option<ReadAhead<'_>>,
+        check: Option<RepeatCheck<'_>>,
+    ) -> Reply<V::Output> {
         let TurnSpec { participant, role, cancel, .. } = turn;
         let schema = verdict.shared_schema();
         // A repair asks for the object alone.
@@ -60,53 +78,52 @@ impl Run {
             ahead,
         };
         // Read a reply and record its turn; `done` carries a NO MORE COMMENTS said earlier in this turn.
-        let settle = |turn, kind, c: &Completion, latency, done: bool| match verdict.read(c) {
+        let settle = |turn, kind, c: &Completion, latency, done: bool, repeats: Option<String>| match verdict.read(c) {
             Ok(out) => {
                 let mut ev = verdict.evaluation(&out);
                 if let Some(ev) = ev.as_mut() {
                     ev.done = done || verdict.says_done(&c.text);
                 }
                 let said = ev.as_ref().is_some_and(|e| e.done);
-                self.complete_turn(turn, participant, role, kind, c, ev, None, latency, said);
+                self.complete_turn(turn, participant, role, kind, c, ev, None, latency, said, repeats);
                 Ok(out)
             }
             Err(err) => {
                 let said = verdict.says_done(&c.text);
-                self.complete_turn(turn, participant, role, kind, c, None, Some(err.clone()), latency, said);
+                self.complete_turn(turn, participant, role, kind, c, None, Some(err.clone()), latency, said, repeats);
                 Err(err)
             }
         };
         let (turn, result, latency) =
-            self.call(spec(verdict.kind(), messages.clone(), ahead, verdict.prose_first(turn.phase))).await;
+            self.call(spec(kind, messages.clone(), ahead, verdict.prose_first(turn.phase))).await;
         let completion = match result {
             Ok(c) => c,
-            Err(e) => return Spoken::Failed(e),
+            Err(e) => return Reply { spoken: Spoken::Failed(e), repeats: None },
         };
         let done = verdict.says_done(&completion.text);
-        let error = match settle(turn, verdict.kind(), &completion, latency, false) {
-            Ok(evaluation) => return Spoken::Evaluated { evaluation, text: completion.text, turn },
+        let repeats = check.and_then(|c| c.earlier.repeated_by(&completion.text)).map(str::to_string);
+        let error = match settle(turn, kind, &completion, latency, false, repeats.clone()) {
+            Ok(evaluation) => {
+                return Reply { spoken: Spoken::Evaluated { evaluation, text: completion.text, turn }, repeats };
+            }
             Err(err) => err,
         };
-        if cancel.is_cancelled() {
-            return Spoken::Unparsed { text: completion.text, done, error };
+        let unparsed = |text, error| Spoken::Unparsed { text, done, error };
+        // A reply asked for again is not repaired first.
+        if cancel.is_cancelled() || repeats.is_some() && check.is_some_and(|c| c.redraw) && !done {
+            return Reply { spoken: unparsed(completion.text, error), repeats };
         }
         // The reply stays whole after the (perhaps shortened) request it answered.
         let repair = messages.then([ChatMessage::assistant(completion.text.clone()), verdict.repair(&error)]);
         let (turn2, result2, latency2) = self.call(spec(verdict.repair_kind(), repair, None, false)).await;
-        let c2 = match result2 {
-            Ok(c) => c,
-            Err(e) => {
-                return Spoken::Unparsed {
-                    text: completion.text,
-                    done,
-                    error: format!("{error}; asking again failed: {e}"),
-                };
-            }
+        let spoken = match result2 {
+            Err(e) => unparsed(completion.text, format!("{error}; asking again failed: {e}")),
+            Ok(c2) => match settle(turn2, verdict.repair_kind(), &c2, latency2, done, None) {
+                Ok(evaluation) => Spoken::Evaluated { evaluation, text: completion.text, turn: turn2 },
+                Err(again) => unparsed(completion.text, again),
+            },
         };
-        match settle(turn2, verdict.repair_kind(), &c2, latency2, done) {
-            Ok(evaluation) => Spoken::Evaluated { evaluation, text: completion.text, turn: turn2 },
-            Err(again) => Spoken::Unparsed { text: completion.text, done, error: again },
-        }
+        Reply { spoken, repeats }
     }
 
     /// An agent's turn in any phase, asking for the panel's scores.
@@ -119,11 +136,13 @@ impl Run {
         cancel: &CancellationToken,
         ahead: Option<ReadAhead<'_>>,
     ) -> Spoken {
-        self.agent_verdict_turn(&self.panel_scores(), index, phase, round, messages, cancel, ahead).await
+        self.agent_verdict_turn(&self.panel_scores(), index, phase, round, messages, cancel, ahead, None).await
     }
 
     /// An agent's turn asking for `verdict`, whose evaluation (the verdict
     /// as [`Verdict::evaluation`] records it) becomes the agent's latest.
+    /// With `check`, a speech checked against its discussion (see
+    /// [`RepeatCheck`]).
     #[allow(clippy::too_many_arguments)]
     pub async fn agent_verdict_turn<V: Verdict>(
         &self,
@@ -134,6 +153,7 @@ impl Run {
         messages: Prompt<'_>,
         cancel: &CancellationToken,
         ahead: Option<ReadAhead<'_>>,
+        check: Option<RepeatCheck<'_>>,
     ) -> Spoken {
         let (name, group, spec) = {
             let st = self.state();
@@ -154,13 +174,9 @@ impl Run {
             dimension: None,
             pair: None,
         };
-        let out = match self.verdict_turn(verdict, turn, messages, ahead).await {
-            Spoken::Evaluated { evaluation, text, turn } => match verdict.evaluation(&evaluation) {
-                Some(evaluation) => Spoken::Evaluated { evaluation, text, turn },
-                None => Spoken::Unparsed { text, done: false, error: "the verdict records no evaluation".into() },
-            },
-            Spoken::Unparsed { text, done, error } => Spoken::Unparsed { text, done, error },
-            Spoken::Failed(e) => Spoken::Failed(e),
+        let out = match check {
+            Some(check) => self.speech(verdict, turn, messages, ahead, check).await,
+            None => evaluation_of(verdict, self.verdict_turn(verdict, turn, messages, ahead).await),
         };
         let mut st = self.state();
         let a = &mut st.agents[index];

@@ -4,7 +4,7 @@
 //! own settings are those of the prompts every discussion shares. It has no
 //! paper, so nothing it does is a departure from one.
 
-use super::maj_eval::{FIRST_FEEDBACK, PERSONAS, STANCE, TURNS};
+use super::maj_eval::{FIRST_FEEDBACK, PERSONAS, REASONS, STANCE, TURNS};
 use super::*;
 
 pub(super) const SPEC: ProtocolSpec = ProtocolSpec {
@@ -18,6 +18,8 @@ pub(super) const SPEC: ProtocolSpec = ProtocolSpec {
         SettingSpec { paper: Paper::Any, ..TURNS },
         SettingSpec { paper: Paper::Any, ..FIRST_FEEDBACK },
         SettingSpec { paper: Paper::Any, ..HISTORY },
+        SettingSpec { paper: Paper::Any, ..REPEATS },
+        SettingSpec { paper: Paper::Any, ..REASONS },
     ],
     results: Results::Scores,
     stage_names: STAGES,

@@ -17,6 +17,8 @@ pub(super) const SPEC: ProtocolSpec = ProtocolSpec {
         FIRST_FEEDBACK,
         AGGREGATION,
         HISTORY,
+        REPEATS,
+        REASONS,
     ],
     results: Results::Scores,
     stage_names: STAGES,
@@ -47,6 +49,16 @@ pub(super) const TURNS: SettingSpec = SettingSpec {
         about: "free: a debate turn agrees, disagrees or adds nuance as the speaker sees fit, at any length; \
                 answer-last: it begins \"<last speaker>, I …\", answers that speaker, in two to four sentences",
         paper: Paper::Text("free"),
+    };
+
+pub(super) const REASONS: SettingSpec = SettingSpec {
+        key: "reasons",
+        kind: SettingKind::Choice { options: &["checked", "as-given"], default: "checked" },
+        about: "checked: an LLM moderator's reason is checked against its scores table (who spoke last, scores \
+                said to differ, members of the group); one that claims what the table does not show is asked \
+                again once with the correction, then replaced by the disagreement policy's choice; as-given: \
+                the moderator's choice stands whatever its reason says",
+        paper: Paper::Text("as-given"),
     };
 
 pub(super) const FIRST_FEEDBACK: SettingSpec = SettingSpec {

@@ -200,6 +200,18 @@ pub(super) const HISTORY: SettingSpec = SettingSpec {
     paper: Paper::Text("whole"),
 };
 
+/// `repeats`, which protocols with a discussion declare: what becomes of a
+/// speech that repeats an earlier one (read by `engine::discussion`; the
+/// rule is `engine::repeats`).
+pub(super) const REPEATS: SettingSpec = SettingSpec {
+    key: "repeats",
+    kind: SettingKind::Choice { options: &["redraw", "keep"], default: "redraw" },
+    about: "redraw: a speech that repeats an earlier one of its group (eight words or more, half of its four-word \
+            runs in one earlier contribution) is asked for once more, with a note and another seed, and kept \
+            marked if it still repeats; keep: it is kept as said, marked",
+    paper: Paper::Text("keep"),
+};
+
 /// `candidate_name`, which protocols with a pairwise mode declare.
 pub(crate) const CANDIDATE_NAME: SettingSpec = SettingSpec {
     key: "candidate_name",
@@ -738,9 +750,13 @@ mod tests {
     fn a_setting_that_does_not_apply_in_the_runs_mode_is_no_departure() {
         let mut collab = ProtocolSection::new(Protocol::CollabEval);
         let listed = |s: &ProtocolSection| s.departures().into_iter().map(|d| d.setting).collect::<Vec<_>>();
-        assert_eq!(listed(&collab), ["consensus", "scope", "history"]);
+        assert_eq!(listed(&collab), ["consensus", "scope", "history", "repeats"]);
         collab.settings.insert("mode".into(), SettingValue::Text("pairwise".into()));
-        assert_eq!(listed(&collab), ["history"], "the consensus rule of the scores mode does not apply to pairs");
+        assert_eq!(
+            listed(&collab),
+            ["history", "repeats"],
+            "the consensus rule of the scores mode does not apply to pairs"
+        );
         let chat = ProtocolSection::paper(Protocol::ChatEval);
         assert!(listed(&chat).is_empty());
     }

@@ -46,6 +46,7 @@ pub(super) const SPEC: ProtocolSpec = ProtocolSpec {
         },
         CANDIDATE_NAME,
         HISTORY,
+        REPEATS,
     ],
     results: Results::ScoresOrPairs,
     stage_names: STAGES,

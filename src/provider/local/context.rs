@@ -33,6 +33,10 @@ pub(super) struct ModelContext<'a, 'm> {
     pub(super) order: u64,
     /// Tokens left of its reply's head start (see [`HEAD_START`]).
     pub(super) early: u32,
+    /// How prose is kept from repeating (see [`Repetition`]).
+    pub(super) repetition: Repetition,
+    /// The engine's DRY sampler, built for its first prose and kept.
+    pub(super) dry: Option<LlamaSampler>,
 }
 
 /// llama.cpp's `LLAMA_FLASH_ATTN_TYPE_ENABLED` and `_DISABLED` (the enum
@@ -258,6 +262,8 @@ impl<'a, 'm> ModelContext<'a, 'm> {
             copy_pending: false,
             order: 0,
             early: 0,
+            repetition: setup.repetition.clone(),
+            dry: None,
         }
     }
 
@@ -394,7 +400,13 @@ impl<'a, 'm> ModelContext<'a, 'm> {
             Some(schema) => request.max_tokens.saturating_sub(json_reserve(schema)),
             None => request.max_tokens,
         };
-        let mut sampling = Sampling::new(self.model, request);
+        // A reply that writes prose needs DRY (the JSON object alone does not).
+        let writes_prose = grammar.is_none() || request.prose_first;
+        if writes_prose && self.dry.is_none() {
+            self.dry = self.repetition.dry(self.model);
+        }
+        let dry = if writes_prose { self.dry.take() } else { None };
+        let mut sampling = Sampling::new(self.model, request, tokens, &self.repetition, dry);
         let mut state = GenState { logits, generated: 0 };
         let mut logprobs = Vec::new();
         if let Some(words) = &prompt.opening {
@@ -437,6 +449,7 @@ impl<'a, 'm> ModelContext<'a, 'm> {
                 out.push_str("\n```");
             }
         }
+        self.dry = sampling.dry.take().or(self.dry.take());
         let text = out.finish();
         Ok(Completion {
             text,

@@ -5,7 +5,8 @@
 //! context the engines share, and the rounds in which their decodes go
 //! together), `context.rs` (an engine, [`ModelContext`], with its sequences
 //! of the shared context), `chat.rs` (chat templates and tokenizing),
-//! `sampling.rs`, `grammar.rs` (JSON schema to GBNF) and `prose.rs` (where
+//! `sampling.rs` and `repetition.rs` (how tokens are drawn, and prose kept
+//! from repeating), `grammar.rs` (JSON schema to GBNF) and `prose.rs` (where
 //! prose ends).
 //!
 //! One model instance serves the whole process. A worker thread owns the
@@ -59,6 +60,7 @@ mod chat;
 mod context;
 mod grammar;
 mod prose;
+mod repetition;
 mod sampling;
 mod schedule;
 mod shared;
@@ -66,6 +68,7 @@ mod worker;
 
 use chat::*;
 use context::*;
+pub use repetition::Repetition;
 use sampling::*;
 use shared::{HEAD_START, Item, Kind, SharedContext};
 use worker::*;
@@ -139,7 +142,7 @@ pub const LLAMA_LOG_ENV: &str = "MOOT_LLAMA_LOG";
 const PROMPT_CHUNK: usize = 256;
 
 /// How a [`LocalProvider`] is set up.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct LocalConfig {
     /// The GGUF file.
     pub model_path: PathBuf,
@@ -162,6 +165,8 @@ pub struct LocalConfig {
     /// 2-core CPU machine it made generation after a 1,200-token prompt
     /// 1.7–2.4 times slower (docs/local-model.md, *Flash attention*).
     pub flash_attention: bool,
+    /// How prose is kept from repeating itself and its prompt.
+    pub repetition: Repetition,
 }
 
 impl LocalConfig {
@@ -179,6 +184,7 @@ impl LocalConfig {
             state_dir: None,
             parallel: None,
             flash_attention: false,
+            repetition: Repetition::default(),
         }
     }
 }

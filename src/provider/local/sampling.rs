@@ -6,21 +6,33 @@ use super::*;
 /// the next one whatever it is.
 pub(super) const REFUSALS_MAX: usize = 32;
 
-/// The sampler chains of one request: prose gets a mild repetition penalty,
-/// the JSON object none (it would push scores away from numbers the prose
-/// mentioned).
+/// The samplers of one request. Prose goes through the repetition
+/// penalties, then DRY (see [`Repetition`]), then `prose`'s choice; the JSON
+/// object through `json`'s choice alone (a penalty would push scores away
+/// from numbers the prose mentioned, and fight the grammar).
 pub(super) struct Sampling {
+    pub(super) penalties: LlamaSampler,
+    /// The engine's DRY sampler, primed with the prompt (given back after the request).
+    pub(super) dry: Option<LlamaSampler>,
     pub(super) prose: LlamaSampler,
     pub(super) json: LlamaSampler,
 }
 
 impl Sampling {
-    pub(super) fn new(model: &LlamaModel, request: &ChatRequest) -> Self {
+    /// The samplers of `request`, whose prompt is `prompt`; `dry` is the
+    /// engine's DRY sampler, if DRY is on.
+    pub(super) fn new(
+        model: &LlamaModel,
+        request: &ChatRequest,
+        prompt: &[LlamaToken],
+        repetition: &Repetition,
+        mut dry: Option<LlamaSampler>,
+    ) -> Self {
         let temperature = request.temperature.unwrap_or(0.0);
         // The request's nucleus, else the chain's own 0.95; greedy decoding
         // (temperature 0) has no nucleus to narrow.
         let top_p = request.top_p.unwrap_or(0.95);
-        let seed = request.seed.map(|s| (s ^ (s >> 32)) as u32).unwrap_or_else(rand::random);
+        let seed = request.seed.map(|s| draw_seed(s, prompt)).unwrap_or_else(rand::random);
         let pick = |seed: u32| {
             if temperature > 0.0 {
                 vec![
@@ -34,9 +46,32 @@ impl Sampling {
                 vec![LlamaSampler::greedy()]
             }
         };
-        let mut prose = vec![LlamaSampler::penalties(model.n_vocab(), 64, 1.1, 0.0, 0.0)];
-        prose.extend(pick(seed));
-        Self { prose: LlamaSampler::chain_simple(prose), json: LlamaSampler::chain_simple(pick(seed.wrapping_add(1))) }
+        if let Some(dry) = dry.as_mut() {
+            repetition.prime(dry, prompt);
+        }
+        Self {
+            penalties: repetition.penalties(model),
+            dry,
+            prose: LlamaSampler::chain_simple(pick(seed)),
+            json: LlamaSampler::chain_simple(pick(seed.wrapping_add(1))),
+        }
+    }
+
+    /// The repetition penalties and DRY applied to prose's candidates.
+    fn discourage(&mut self, candidates: &mut LlamaTokenDataArray) {
+        candidates.apply_sampler(&mut self.penalties);
+        if let Some(dry) = self.dry.as_mut() {
+            candidates.apply_sampler(dry);
+        }
+    }
+
+    /// Takes `token` as the next prose token.
+    fn accept_prose(&mut self, token: LlamaToken) {
+        self.penalties.accept(token);
+        if let Some(dry) = self.dry.as_mut() {
+            dry.accept(token);
+        }
+        self.prose.accept(token);
     }
 
     /// Picks the next prose token among those `allowed` accepts: a token the
@@ -48,6 +83,7 @@ impl Sampling {
         allowed: impl Fn(LlamaToken) -> bool,
     ) -> Result<LlamaToken, ProviderError> {
         let mut candidates = candidates(logits);
+        self.discourage(&mut candidates);
         let mut token = None;
         for _ in 0..REFUSALS_MAX {
             let mut drawn = candidates.clone();
@@ -64,51 +100,59 @@ impl Sampling {
             }
         }
         let token = token.ok_or_else(|| server_error("the sampler selected no token"))?;
-        self.prose.accept(token);
+        self.accept_prose(token);
         Ok(token)
     }
 
-    /// Picks the next token. With a grammar, the unconstrained choice is kept
-    /// when the grammar accepts it (cheap), otherwise the grammar filters the
-    /// whole vocabulary first.
+    /// Picks the next token: prose without a grammar, the JSON object with
+    /// one. With a grammar, the unconstrained choice is kept when the grammar
+    /// accepts it (cheap), otherwise the grammar filters the whole
+    /// vocabulary first.
     pub(super) fn pick(
         &mut self,
         logits: &[f32],
         grammar: Option<&mut LlamaSampler>,
     ) -> Result<LlamaToken, ProviderError> {
         let mut candidates = candidates(logits);
-        let chain = if grammar.is_some() { &mut self.json } else { &mut self.prose };
-        let token = match grammar {
+        let Some(grammar) = grammar else {
+            self.discourage(&mut candidates);
+            candidates.apply_sampler(&mut self.prose);
+            let token = candidates.selected_token().ok_or_else(|| server_error("the sampler selected no token"))?;
+            self.accept_prose(token);
+            return Ok(token);
+        };
+        let chain = &mut self.json;
+        let mut free = candidates.clone();
+        free.apply_sampler(chain);
+        let accepted = free.selected_token().filter(|&t| {
+            let mut single = LlamaTokenDataArray::new(vec![LlamaTokenData::new(t, 1.0, 0.0)], false);
+            single.apply_sampler(grammar);
+            single.data.first().is_some_and(|d| d.logit().is_finite())
+        });
+        let token = match accepted {
+            Some(t) => Some(t),
             None => {
+                candidates.apply_sampler(grammar);
                 candidates.apply_sampler(chain);
                 candidates.selected_token()
             }
-            Some(grammar) => {
-                let mut free = candidates.clone();
-                free.apply_sampler(chain);
-                let accepted = free.selected_token().filter(|&t| {
-                    let mut single = LlamaTokenDataArray::new(vec![LlamaTokenData::new(t, 1.0, 0.0)], false);
-                    single.apply_sampler(grammar);
-                    single.data.first().is_some_and(|d| d.logit().is_finite())
-                });
-                let token = match accepted {
-                    Some(t) => Some(t),
-                    None => {
-                        candidates.apply_sampler(grammar);
-                        candidates.apply_sampler(chain);
-                        candidates.selected_token()
-                    }
-                };
-                if let Some(t) = token {
-                    grammar.accept(t);
-                }
-                token
-            }
         };
         let token = token.ok_or_else(|| server_error("the sampler selected no token"))?;
+        grammar.accept(token);
         chain.accept(token);
         Ok(token)
     }
+}
+
+/// The seed of a request's draws: its `seed` mixed with its prompt, so that
+/// requests that carry the same seed (every request of a run does) draw
+/// different random numbers, and the same request the same ones.
+pub(super) fn draw_seed(seed: u64, prompt: &[LlamaToken]) -> u32 {
+    // FNV-1a over the prompt's tokens, then folded to 32 bits.
+    let mixed = prompt
+        .iter()
+        .fold(seed ^ 0xcbf2_9ce4_8422_2325, |h, t| (h ^ u64::from(t.0.unsigned_abs())).wrapping_mul(0x0100_0000_01b3));
+    (mixed ^ (mixed >> 32)) as u32
 }
 
 impl Sampling {

@@ -85,6 +85,7 @@ impl Worker {
             threads: (threads, threads_batch),
             parallel,
             flash_attention: config.flash_attention,
+            repetition: config.repetition.clone(),
             states: config
                 .state_dir
                 .clone()
@@ -112,6 +113,8 @@ pub(super) struct Setup {
     pub(super) parallel: usize,
     /// llama.cpp's flash attention (see [`LocalConfig::flash_attention`]).
     pub(super) flash_attention: bool,
+    /// How prose is kept from repeating (see [`LocalConfig::repetition`]).
+    pub(super) repetition: Repetition,
     pub(super) states: Option<PromptStates>,
 }
 

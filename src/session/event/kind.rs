@@ -60,6 +60,11 @@ pub enum EventKind {
         /// Set when the moderator's reply was unusable and a policy chose instead.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         fallback: Option<String>,
+        /// Set when the policy chose because the moderator's reason claimed
+        /// what its scores table does not show, even when asked again (the
+        /// rule of `engine::reasons`): what it claimed and what the table shows.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason_replaced: Option<String>,
     },
     TurnStarted {
         turn: u64,
@@ -102,6 +107,10 @@ pub enum EventKind {
         /// finish reason was `length` or `max_tokens`.
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         truncated: bool,
+        /// The reply repeats an earlier speech of its discussion (the rule
+        /// of `engine::repeats`): the member who said it first.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        repeats: Option<String>,
     },
     TurnFailed {
         turn: u64,

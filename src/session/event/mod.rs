@@ -27,9 +27,10 @@ pub use payload::{
 /// its recorded panel, whose settings then all took moot's defaults), and
 /// CollabEval's `criteria_checked`; version 5 compositions (the
 /// `composition` protocol with its recorded `stage` list), the `verifier`
-/// role and the `verification` phase.
+/// role and the `verification` phase; version 6 the `redraw` turn kind,
+/// `turn_completed.repeats` and `speaker_selected.reason_replaced`.
 /// Every earlier version still loads.
-pub const SCHEMA_VERSION: u32 = 5;
+pub const SCHEMA_VERSION: u32 = 6;
 
 fn first_schema_version() -> u32 {
     1
@@ -96,6 +97,9 @@ pub enum TurnKind {
     Speak,
     /// A second request after a reply that could not be parsed.
     Repair,
+    /// A speech asked for once more because it repeated an earlier one of
+    /// its discussion (see `turn_completed`'s `repeats`).
+    Redraw,
     /// A moderator call choosing the next speaker.
     Select,
     /// A synthesis or decisive judgment.

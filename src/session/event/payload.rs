@@ -103,11 +103,16 @@ pub struct UsageTotals {
 }
 
 impl UsageTotals {
-    /// Add one call's usage. Repair requests are counted apart from the role's
-    /// own calls (`by_role["repair"]`), so their cost is visible.
+    /// Add one call's usage. Repair requests and speeches asked for again
+    /// are counted apart from the role's own calls (`by_role["repair"]`,
+    /// `by_role["redraw"]`), so their cost is visible.
     pub fn record(&mut self, role: Role, kind: TurnKind, agent: &str, usage: &Usage) {
         self.total.add(usage);
-        let bucket = if kind == TurnKind::Repair { "repair" } else { role.as_str() };
+        let bucket = match kind {
+            TurnKind::Repair => "repair",
+            TurnKind::Redraw => "redraw",
+            _ => role.as_str(),
+        };
         self.by_role.entry(bucket.to_string()).or_default().add(usage);
         self.by_agent.entry(agent.to_string()).or_default().add(usage);
         self.calls += 1;

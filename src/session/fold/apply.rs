@@ -119,6 +119,7 @@ impl SessionView {
                     last_error: None,
                     cached: false,
                     truncated: false,
+                    repeats: None,
                     started: event.t,
                     pair: pair.clone(),
                     pair_verdict: None,
@@ -162,6 +163,7 @@ impl SessionView {
                 cached,
                 done,
                 truncated,
+                repeats,
             } => {
                 self.waiting.remove(turn);
                 let Some(&i) = self.turn_index.get(turn) else { return };
@@ -176,6 +178,7 @@ impl SessionView {
                     t.latency_ms = Some(*latency_ms);
                     t.cached = *cached;
                     t.truncated = *truncated;
+                    t.repeats = repeats.clone();
                     (t.phase, t.kind)
                 };
                 let turn_id = *turn;
@@ -431,7 +434,19 @@ impl SessionView {
 /// The departures from its paper a session started with: as its
 /// `session_started` lists them, or, for a log written before version 4
 /// (which did not list them), as its recorded panel gives them: its
-/// settings then all took the defaults of the time, the `moot` preset's.
+/// settings then all took the defaults of the time, the `moot` preset's,
+/// except the settings added since, whose paper values describe what such
+/// a run did (see [`SINCE_VERSION`]).
 pub fn logged_departures(schema_version: u32, departures: &[Departure], panel: Option<&Panel>) -> Vec<Departure> {
-    if schema_version >= 4 { departures.to_vec() } else { panel.map(Panel::departures).unwrap_or_default() }
+    if schema_version >= 4 {
+        return departures.to_vec();
+    }
+    let mut listed = panel.map(Panel::departures).unwrap_or_default();
+    listed.retain(|d| SINCE_VERSION.iter().all(|&(setting, since)| d.setting != setting || schema_version >= since));
+    listed
 }
+
+/// Settings added with a log version, and that version: a run written
+/// before it kept repeated speeches as said and took the moderator's reasons
+/// as given, as their paper values do.
+const SINCE_VERSION: [(&str, u32); 2] = [("repeats", 6), ("reasons", 6)];

@@ -36,6 +36,9 @@ pub struct TurnView {
     pub cached: bool,
     /// The reply stopped at its token limit.
     pub truncated: bool,
+    /// The member whose earlier speech the reply repeats (see
+    /// `engine::repeats`).
+    pub repeats: Option<String>,
     pub started: DateTime<Utc>,
     /// Pairwise: the pair the turn compares, in the order it showed them.
     pub pair: Option<crate::session::pairwise::PairRef>,

@@ -128,6 +128,9 @@ pub fn draw(f: &mut Frame, area: Rect, app: &mut App, idx: usize) {
         if let Some(why) = t.evaluation.as_ref().and_then(|e| e.salvaged.as_ref()) {
             label.push_str(&format!("· salvaged: {} ", clip(why, 40)));
         }
+        if let Some(first) = &t.repeats {
+            label.push_str(&format!("· ↻ repeats {} ", clip(first, 20)));
+        }
         rows.push(Line::from(Span::styled(label, theme.muted())));
         rows.extend(vm.wrap.lines(t, width).iter().map(|l| Line::from(Span::styled(l.text.clone(), theme.text()))));
         rows.extend(pane.turn(k).scores.iter().map(|l| Line::from(Span::styled(l.clone(), theme.accent()))));

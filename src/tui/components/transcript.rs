@@ -78,6 +78,9 @@ fn build(v: &SessionView, e: &TimelineEntry, width: u16, theme: &Theme, wraps: &
                     if t.truncated {
                         head.push(Span::styled("  cut at the reply limit", theme.muted()));
                     }
+                    if let Some(first) = &t.repeats {
+                        head.push(Span::styled(format!("  ↻ repeats {first}"), theme.muted()));
+                    }
                 }
             }
             if v.pairwise.hides_turn(t.id) {

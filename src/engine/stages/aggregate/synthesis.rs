@@ -117,6 +117,7 @@ async fn synthesis(run: &Run, group: Option<&str>, messages: Prompt<'_>) -> Stri
                 None,
                 latency,
                 false,
+                None,
             );
             c.text.trim().to_string()
         }

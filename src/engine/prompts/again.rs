@@ -1,0 +1,26 @@
+//! What a speaker is told when its speech is asked for once more because it
+//! repeated an earlier one (see `engine::repeats`).
+
+use crate::provider::ChatMessage;
+
+/// The note sent after a speech that repeated what `first` (the member who
+/// said it first; perhaps the `speaker`) had said: the request is sent
+/// again with this note after it.
+pub fn redraw_note(first: &str, speaker: &str) -> ChatMessage {
+    let whose = if first == speaker { "what you said before".to_string() } else { format!("what {first} said") };
+    ChatMessage::user(format!(
+        "Your draft of this turn repeated {whose}, nearly word for word. Write the turn again in your own words: \
+         answer a point someone made, or add one nobody has made, without repeating earlier turns."
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_note_names_who_said_it_first() {
+        assert!(redraw_note("Dana", "Rafael").content.contains("repeated what Dana said"));
+        assert!(redraw_note("Dana", "Dana").content.contains("repeated what you said before"));
+    }
+}

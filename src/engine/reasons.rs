@@ -1,0 +1,309 @@
+//! Whether an LLM moderator's reason claims what its scores table does not
+//! show. Three kinds of claim are checked, sentence by sentence (a
+//! sentence ends at `.`, `!`, `?` or `;`, not at the dot of a title such as
+//! "Dr."); names match whole words, without case, with or without a title
+//! ("Haddad" for "Dr. Haddad"):
+//!
+//! 1. **Who spoke last.** A sentence says someone [`SPOKE_LAST`] ("spoke
+//!    last", "last to speak", …): the member named nearest before those
+//!    words must be the one the request said spoke last. It fails when
+//!    another member spoke last, or nobody has spoken yet. A sentence that
+//!    names nobody before the words is not checked.
+//! 2. **Scores that differ.** A sentence says members disagree
+//!    ([`DISAGREE`]), or says something about scores (it holds "score",
+//!    "rated" or "rating") with a word of difference ([`DIFFER`]), and no
+//!    negation ("no", "not", "nobody", "none", "never", "n't", …) comes
+//!    before that word in its clause: it fails when every member with
+//!    scores has the same scores, or when the two or more members it names
+//!    all have the same scores.
+//! 3. **Members of the group.** The reason names a member of another group
+//!    of the panel.
+//!
+//! Anything else (what a member argued, who has spoken least) is not
+//! checked: the table does not show it.
+
+/// Words that say who spoke last; not followed by "time", "round" or
+/// "turn" ("spoke last time" says something else).
+pub const SPOKE_LAST: [&str; 6] =
+    ["spoke last", "spoken last", "last to speak", "just spoke", "spoke most recently", "spoke just before"];
+
+/// Words (or their beginnings) that say members disagree.
+pub const DISAGREE: [&str; 1] = ["disagree"];
+
+/// Words (or their beginnings) that say scores differ, in a sentence about scores.
+pub const DIFFER: [&str; 9] =
+    ["differ", "diverg", "outlier", "furthest", "farthest", "higher", "lower", "highest", "lowest"];
+
+const NEGATIONS: [&str; 9] = ["no", "not", "nobody", "nobody's", "none", "never", "neither", "nor", "without"];
+
+const TITLES: [&str; 6] = ["dr", "ms", "mr", "mrs", "prof", "st"];
+
+/// How an error from [`SpeakerPick`](crate::engine::verdict::SpeakerPick)
+/// begins when the moderator's reason failed [`check`].
+pub const MISMATCH: &str = "its reason does not match the scores table: ";
+
+/// What a reason claimed that the table does not show, when `error` (a
+/// moderator reply's) says so.
+pub fn mismatch(error: &str) -> Option<&str> {
+    error.strip_prefix(MISMATCH)
+}
+
+/// What the moderator's request showed.
+#[derive(Debug, Clone, Default)]
+pub struct TableFacts {
+    /// The group's name.
+    pub group: String,
+    /// Every member of the group, with its scores as the table shows them
+    /// (`None`: none yet).
+    pub rows: Vec<(String, Option<String>)>,
+    /// Who the request said spoke last.
+    pub last: Option<String>,
+    /// The members of the panel's other groups.
+    pub outsiders: Vec<String>,
+}
+
+/// `Ok` when `reason` claims nothing the table contradicts; otherwise what
+/// it claims and what the table shows, to send back to the moderator.
+pub fn check(reason: &str, facts: &TableFacts) -> Result<(), String> {
+    let text = reason.to_lowercase().replace('’', "'");
+    if let Some(name) = facts.outsiders.iter().find(|n| !mentions(&text, n).is_empty()) {
+        return Err(format!("it names {name}, who is not in the {} group", facts.group));
+    }
+    for sentence in sentences(&text) {
+        spoke_last(sentence, facts)?;
+        differ(sentence, facts)?;
+    }
+    Ok(())
+}
+
+/// Claim 1 in one sentence.
+fn spoke_last(sentence: &str, facts: &TableFacts) -> Result<(), String> {
+    for phrase in SPOKE_LAST {
+        for (at, _) in sentence.match_indices(phrase) {
+            let after = sentence[at + phrase.len()..].split_whitespace().next().unwrap_or("");
+            if ["time", "round", "turn", "time,", "round,", "turn,"].contains(&after) {
+                continue;
+            }
+            let before = &sentence[..at];
+            let subject = facts
+                .rows
+                .iter()
+                .filter_map(|(name, _)| mentions(before, name).last().map(|&p| (p, name)))
+                .max_by_key(|&(p, _)| p)
+                .map(|(_, name)| name);
+            let Some(subject) = subject else { continue };
+            match &facts.last {
+                Some(last) if last == subject => {}
+                Some(last) => return Err(format!("it says {subject} spoke last, but {last} spoke last")),
+                None => return Err(format!("it says {subject} spoke last, but nobody has spoken yet")),
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Claim 2 in one sentence.
+fn differ(sentence: &str, facts: &TableFacts) -> Result<(), String> {
+    let words = words(sentence);
+    let about_scores = words.iter().any(|w| w.starts_with("score") || *w == "rated" || w.starts_with("rating"));
+    let mut clause_start = 0;
+    let mut claim = false;
+    for (i, (word, ends_clause)) in words_with_clauses(sentence).iter().enumerate() {
+        let differs =
+            DISAGREE.iter().any(|d| word.starts_with(d)) || about_scores && DIFFER.iter().any(|d| word.starts_with(d));
+        if differs && !words[clause_start..i].iter().any(|w| NEGATIONS.contains(w) || w.ends_with("n't")) {
+            claim = true;
+            break;
+        }
+        if *ends_clause {
+            clause_start = i + 1;
+        }
+    }
+    if !claim {
+        return Ok(());
+    }
+    let scored: Vec<(&str, &str)> =
+        facts.rows.iter().filter_map(|(n, s)| s.as_deref().map(|s| (n.as_str(), s))).collect();
+    let named: Vec<(&str, &str)> = scored.iter().copied().filter(|(n, _)| !mentions(sentence, n).is_empty()).collect();
+    let same = |rows: &[(&str, &str)]| rows.len() > 1 && rows.iter().all(|(_, s)| *s == rows[0].1);
+    if named.len() > 1 {
+        if same(&named) {
+            let who: Vec<&str> = named.iter().map(|(n, _)| *n).collect();
+            return Err(format!("it says scores differ, but {} have the same scores ({})", join_and(&who), named[0].1));
+        }
+    } else if same(&scored) {
+        return Err(format!("it says scores differ, but nobody's scores differ (all are {})", scored[0].1));
+    }
+    Ok(())
+}
+
+/// "A, B and C".
+fn join_and(names: &[&str]) -> String {
+    match names {
+        [] => String::new(),
+        [one] => one.to_string(),
+        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
+    }
+}
+
+/// Where `name` occurs in the lower-cased `text` as whole words, whole or
+/// without its title: the byte offsets of its starts.
+fn mentions(text: &str, name: &str) -> Vec<usize> {
+    let name = name.to_lowercase();
+    let mut forms = vec![name.clone()];
+    if let Some((title, rest)) = name.split_once(' ')
+        && TITLES.contains(&title.trim_end_matches('.'))
+    {
+        forms.push(rest.trim().to_string());
+    }
+    let mut out = Vec::new();
+    for form in forms.iter().filter(|f| !f.is_empty()) {
+        for (i, m) in text.match_indices(form.as_str()) {
+            let before = text[..i].chars().next_back();
+            let after = text[i + m.len()..].chars().next();
+            if !before.is_some_and(char::is_alphanumeric) && !after.is_some_and(char::is_alphanumeric) {
+                out.push(i);
+            }
+        }
+    }
+    out.sort_unstable();
+    out
+}
+
+/// The sentences of the lower-cased `text`: split after `.`, `!`, `?` or
+/// `;` followed by a blank or the end, except the dot of a title.
+fn sentences(text: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    let chars: Vec<(usize, char)> = text.char_indices().collect();
+    for (k, &(i, c)) in chars.iter().enumerate() {
+        if !matches!(c, '.' | '!' | '?' | ';') {
+            continue;
+        }
+        if chars.get(k + 1).is_some_and(|&(_, n)| !n.is_whitespace()) {
+            continue;
+        }
+        let word = text[start..i].rsplit(|c: char| !c.is_alphanumeric()).next().unwrap_or("");
+        if c == '.' && TITLES.contains(&word) {
+            continue;
+        }
+        out.push(&text[start..i]);
+        start = i + c.len_utf8();
+    }
+    out.push(&text[start..]);
+    out.into_iter().map(str::trim).filter(|s| !s.is_empty()).collect()
+}
+
+/// The words of a lower-cased sentence (letters, digits, apostrophes).
+fn words(sentence: &str) -> Vec<&str> {
+    words_with_clauses(sentence).into_iter().map(|(w, _)| w).collect()
+}
+
+/// Each word, and whether a clause ends after it (a comma, colon or dash).
+fn words_with_clauses(sentence: &str) -> Vec<(&str, bool)> {
+    let mut out: Vec<(&str, bool)> = Vec::new();
+    let mut start = None;
+    for (i, c) in sentence.char_indices() {
+        let inside = c.is_alphanumeric() || c == '\'' || c == '’';
+        match (inside, start) {
+            (true, None) => start = Some(i),
+            (false, Some(s)) => {
+                out.push((&sentence[s..i], false));
+                start = None;
+            }
+            _ => {}
+        }
+        if matches!(c, ',' | ':' | '—' | '(' | ')')
+            && let Some(last) = out.last_mut()
+        {
+            last.1 = true;
+        }
+    }
+    if let Some(s) = start {
+        out.push((&sentence[s..], false));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn facts(rows: &[(&str, Option<&str>)], last: Option<&str>) -> TableFacts {
+        TableFacts {
+            group: "Teachers".into(),
+            rows: rows.iter().map(|(n, s)| (n.to_string(), s.map(str::to_string))).collect(),
+            last: last.map(str::to_string),
+            outsiders: vec!["Dana".into(), "Dr. Haddad".into()],
+        }
+    }
+
+    const SAME: &str = "5, 5, 5, 5, 5";
+
+    #[test]
+    fn who_spoke_last_must_be_who_the_table_says() {
+        let f = facts(
+            &[("Ms. Okafor", Some(SAME)), ("Mr. Lindqvist", Some(SAME)), ("Ms. Ito", Some(SAME))],
+            Some("Ms. Okafor"),
+        );
+        let err = check("Ms. Ito spoke last, and it aligns with Mr. Lindqvist's expertise.", &f).unwrap_err();
+        assert_eq!(err, "it says Ms. Ito spoke last, but Ms. Okafor spoke last");
+        assert!(check("Ito is the member who spoke last.", &f).is_err(), "a name without its title");
+        assert!(check("Mr. Lindqvist should answer Ms. Okafor, who spoke last.", &f).is_ok());
+        assert!(check("Since Okafor just spoke, Ms. Ito answers her.", &f).is_ok());
+        assert!(check("Someone spoke last; Ms. Ito answers.", &f).is_ok(), "nobody named before the words");
+        assert!(check("Ms. Ito spoke last time about pacing.", &f).is_ok(), "not a claim about the last turn");
+        let fresh = facts(&[("Ms. Okafor", None), ("Ms. Ito", None)], None);
+        assert_eq!(
+            check("Ms. Ito is the agent who spoke last.", &fresh).unwrap_err(),
+            "it says Ms. Ito spoke last, but nobody has spoken yet"
+        );
+    }
+
+    #[test]
+    fn scores_said_to_differ_must_differ_in_the_table() {
+        let all_same = facts(&[("Dana", Some(SAME)), ("Rafael", Some(SAME)), ("Amara", None)], None);
+        let mut f = all_same.clone();
+        f.outsiders.clear();
+        let err = check("Dana is the agent whose scores differ most.", &f).unwrap_err();
+        assert_eq!(err, "it says scores differ, but nobody's scores differ (all are 5, 5, 5, 5, 5)");
+        assert!(check("Rafael disagrees with Amara on the wording.", &f).is_err(), "a disagreement");
+        assert!(check("Nobody's scores differ, so Amara, who has spoken least, goes next.", &f).is_ok());
+        assert!(check("The scores do not differ; Rafael has not answered yet.", &f).is_ok());
+        assert!(check("Amara brings a different view of the story.", &f).is_ok(), "not about scores");
+        assert!(check("Rafael scored the lowest, indicating he has spoken the least.", &f).is_err());
+        assert!(check("Rafael, whose point nobody answered, goes next.", &f).is_ok());
+        // Two members named: their own rows decide.
+        let split = facts(
+            &[("Ms. Okafor", Some(SAME)), ("Mr. Lindqvist", Some(SAME)), ("Ms. Ito", Some("4, 5, 5, 5, 5"))],
+            None,
+        );
+        assert_eq!(
+            check("Ms. Okafor's scores differ from Mr. Lindqvist's.", &split).unwrap_err(),
+            "it says scores differ, but Ms. Okafor and Mr. Lindqvist have the same scores (5, 5, 5, 5, 5)"
+        );
+        assert!(check("Ms. Ito's grammar score is lower than the others'.", &split).is_ok());
+        assert!(check("Ms. Ito disagrees with Ms. Okafor.", &split).is_ok());
+        assert!(check("Ms. Okafor rated it higher than Ms. Ito.", &split).is_ok());
+    }
+
+    #[test]
+    fn members_of_other_groups_are_not_in_the_debate() {
+        let f = facts(&[("Ms. Okafor", Some(SAME)), ("Ms. Ito", Some(SAME))], Some("Ms. Ito"));
+        assert_eq!(
+            check("Dana raised a point about bedtime.", &f).unwrap_err(),
+            "it names Dana, who is not in the Teachers group"
+        );
+        assert!(check("Haddad would disagree.", &f).is_err());
+        assert!(check("Ms. Okafor should answer Ms. Ito's point about pacing.", &f).is_ok());
+    }
+
+    #[test]
+    fn sentences_end_after_a_mark_but_not_after_a_title() {
+        assert_eq!(
+            sentences("ms. ito spoke. dr. haddad agrees; fine!"),
+            ["ms. ito spoke", "dr. haddad agrees", "fine"]
+        );
+        assert_eq!(sentences("the score is 4.5 here"), ["the score is 4.5 here"]);
+    }
+}
