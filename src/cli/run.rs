@@ -251,9 +251,8 @@ fn better_judge_hint(registry: &Registry, panel: &Panel, models: &ModelArgs) -> 
             let named = !c.model.is_empty() || pc.is_some_and(|pc| pc.model.is_some() || pc.model_path.is_some());
             local && !named
         });
-    (on_default && crate::model::default_model() == crate::model::DEFAULT_MODEL).then(|| {
-        format!("a better judge: --model {} (about half the speed)", crate::model::BETTER_MODEL)
-    })
+    (on_default && crate::model::default_model() == crate::model::DEFAULT_MODEL)
+        .then(|| format!("a better judge: --model {} (about half the speed)", crate::model::BETTER_MODEL))
 }
 
 /// The note on the chosen provider shown in the header (and the headless

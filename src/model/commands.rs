@@ -10,8 +10,8 @@ use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use super::fetch::cached_sha256;
 use super::{
-    FetchProgress, FetchStage, KNOWN_MODELS, MODEL_DIR_ENV, ModelError, ModelSpec, ProgressSink,
-    ensure_model, installed_path, model_dir, model_file, resolve_model,
+    FetchProgress, FetchStage, KNOWN_MODELS, MODEL_DIR_ENV, ModelError, ModelSpec, ProgressSink, ensure_model,
+    installed_path, model_dir, model_file, resolve_model,
 };
 
 /// One line of `moot model status`.

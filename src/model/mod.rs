@@ -48,7 +48,11 @@ pub const BIG_MACHINE_MEMORY: u64 = 16 << 30;
 /// The default model for a machine of `cores` cores and `memory` bytes
 /// (unknown memory counts as small).
 pub fn default_for(cores: usize, memory: Option<u64>) -> &'static str {
-    if cores >= BIG_MACHINE_CORES && memory.is_some_and(|m| m >= BIG_MACHINE_MEMORY) { BETTER_MODEL } else { DEFAULT_MODEL }
+    if cores >= BIG_MACHINE_CORES && memory.is_some_and(|m| m >= BIG_MACHINE_MEMORY) {
+        BETTER_MODEL
+    } else {
+        DEFAULT_MODEL
+    }
 }
 
 /// The default model for this machine (see [`default_for`]).
