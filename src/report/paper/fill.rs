@@ -156,16 +156,7 @@ fn fill_table(t: &TableSpec, panels: &[&PanelSummary], report: &Report) -> Paper
     let mut lines = Vec::new();
     for r in &t.rows {
         if r.paper_only {
-            let cells = blocks.iter().map(|b| paper_cells(r, b, t.statistics.len())).collect();
-            lines.push(Line {
-                label: r.label.clone(),
-                panel: None,
-                group: None,
-                agent: None,
-                models: Vec::new(),
-                paper_model: r.paper_model.clone(),
-                cells,
-            });
+            lines.push(paper_line(r, r.label.clone(), &blocks, t.statistics.len()));
             continue;
         }
         let mut fitting: Vec<&&PanelSummary> = panels.iter().filter(|p| protocol_fits(r, p)).collect();
@@ -174,16 +165,7 @@ fn fill_table(t: &TableSpec, panels: &[&PanelSummary], report: &Report) -> Paper
             fitting.truncate(1);
         }
         if fitting.is_empty() && r.each == Each::Panel {
-            let cells = blocks.iter().map(|b| paper_cells(r, b, t.statistics.len())).collect();
-            lines.push(Line {
-                label: format!("{} (not in this report)", r.label),
-                panel: None,
-                group: None,
-                agent: None,
-                models: Vec::new(),
-                paper_model: r.paper_model.clone(),
-                cells,
-            });
+            lines.push(paper_line(r, format!("{} (not in this report)", r.label), &blocks, t.statistics.len()));
         }
         for p in fitting {
             let who: Vec<(Option<String>, Option<String>)> = match r.each {
@@ -244,6 +226,19 @@ fn fill_table(t: &TableSpec, panels: &[&PanelSummary], report: &Report) -> Paper
 /// The leading spaces of a label (sub-lines are indented under their row).
 fn indent(label: &str) -> &str {
     &label[..label.len() - label.trim_start().len()]
+}
+
+/// A line of the paper's figures alone.
+fn paper_line(r: &RowSpec, label: String, blocks: &[BlockSpec], stats: usize) -> Line {
+    Line {
+        label,
+        panel: None,
+        group: None,
+        agent: None,
+        models: Vec::new(),
+        paper_model: r.paper_model.clone(),
+        cells: blocks.iter().map(|b| paper_cells(r, b, stats)).collect(),
+    }
 }
 
 fn paper_cells(r: &RowSpec, b: &BlockSpec, stats: usize) -> Vec<Cell> {
