@@ -93,7 +93,6 @@ fn at_least_one<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error
 
 #[cfg(test)]
 mod tests {
-    use super::*;
     use crate::config::Config;
     use std::path::Path;
 
@@ -116,6 +115,7 @@ mod tests {
     #[cfg(feature = "local")]
     #[test]
     fn keys_left_out_keep_their_defaults() {
+        use super::RepetitionConfig;
         let base = crate::provider::local::Repetition::default();
         let set = RepetitionConfig { dry_multiplier: Some(0.5), ..Default::default() }.apply(base.clone());
         assert_eq!(set.dry_multiplier, 0.5);

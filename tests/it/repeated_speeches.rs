@@ -5,6 +5,7 @@
 
 use crate::support;
 
+use moot::cli::headless::{Paint, Transcript};
 use moot::panel::{Protocol, SettingValue};
 use moot::provider::ChatRequest;
 use moot::session::event::{EndStatus, Role, TurnKind};
@@ -127,10 +128,17 @@ async fn a_speech_that_still_repeats_is_kept_and_marked_after_one_more_try() {
     for t in &turns[1..] {
         assert_eq!(t.3.as_deref(), Some(first.as_str()), "{t:?}");
     }
-    // The kept speech is marked in the view.
+    // The kept speech is marked in the view, and the transcript says so.
     let view = SessionView::from_events(&events);
     let kept = view.turns.iter().filter(|t| t.kind == Redraw && t.repeats.is_some()).count();
     assert_eq!(kept, 2);
+    let mut out = Transcript::new(Vec::new(), Paint::for_stream(false));
+    for e in &events {
+        out.event(e).unwrap();
+    }
+    let text = String::from_utf8(out.into_inner()).unwrap();
+    assert_eq!(text.matches("asked again: the draft repeated an earlier speech").count(), 2, "{text}");
+    assert_eq!(text.matches(&format!(", repeats {first}]")).count(), 4, "{text}");
 }
 
 #[tokio::test]
