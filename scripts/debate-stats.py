@@ -16,7 +16,18 @@ discussion turn of an agent it tells:
 - whether the agent finished with it (said NO MORE COMMENTS).
 
 It also counts the moderator's picks: chosen by the LLM moderator with a
-reason, by the policy (a single candidate, a fallback), or by a person.
+reason (which passed moot's check against its scores table, perhaps when
+asked again), by the policy (a single candidate, a fallback), among them
+the picks whose reason still did not match the table when asked again
+(`reason_replaced`), or by a person.
+
+And how many speeches are distinct: the speeches that stand (a draft
+that repeated an earlier speech and was asked for again does not stand;
+the speech asked for again does) without a `repeats` mark, moot's rule
+in `src/engine/repeats.rs`; and, as a plainer check, how many of all the
+agents' replies with words (first evaluations and standing speeches
+with prose before their JSON) have words that no earlier reply of the
+session had word for word.
 Prints one line per log and the totals; `--json` prints them as JSON.
 """
 
@@ -71,7 +82,10 @@ def stats(path):
     started = {}  # turn -> turn_started event
     latest = {}  # agent -> latest evaluation
     s = {"turns": 0, "changed": 0, "named": 0, "prose_first": 0, "finished": 0, "picks_llm": 0, "picks_policy": 0,
-         "picks_human": 0, "fallbacks": 0, "duration_s": None, "status": None}
+         "picks_human": 0, "fallbacks": 0, "reasons_replaced": 0, "speeches": 0, "distinct_speeches": 0,
+         "replies": 0, "distinct_replies": 0, "duration_s": None, "status": None}
+    debate = []  # (agent, kind, repeats) of every debate turn, in order
+    seen_words = set()
     with open(path, encoding="utf-8") as f:
         for line in f:
             line = line.strip()
@@ -93,13 +107,24 @@ def stats(path):
                 s["picks_llm" if by == "moderator" else "picks_human" if by == "human" else "picks_policy"] += 1
                 if e.get("fallback"):
                     s["fallbacks"] += 1
+                if e.get("reason_replaced"):
+                    s["reasons_replaced"] += 1
             elif kind == "turn_completed":
                 t = started.get(e["turn"], {})
                 agent = e.get("agent")
                 ev = e.get("evaluation")
                 if t.get("role", "agent") != "agent":
                     continue
-                if t.get("phase") in ("debate", "discussion") and t.get("kind", "speak") == "speak":
+                kind_of_turn = t.get("kind", "speak")
+                if t.get("phase") in ("debate", "discussion") and kind_of_turn in ("speak", "redraw"):
+                    debate.append((agent, kind_of_turn, e.get("repeats"), words_of(e.get("text", ""))))
+                elif kind_of_turn == "speak" and words_of(e.get("text", "")):
+                    s["replies"] += 1
+                    w = " ".join(words_of(e["text"]).lower().split())
+                    if w not in seen_words:
+                        s["distinct_replies"] += 1
+                    seen_words.add(w)
+                if t.get("phase") in ("debate", "discussion") and kind_of_turn == "speak":
                     s["turns"] += 1
                     if changed(latest.get(agent), ev):
                         s["changed"] += 1
@@ -114,6 +139,18 @@ def stats(path):
                 if ev is not None:
                     latest[agent] = ev
             elif kind == "session_ended":
+                standing = [d for i, d in enumerate(debate)
+                            if not (d[1] == "speak" and d[2] and
+                                    next((n[1] for n in debate[i + 1:] if n[0] == d[0]), None) == "redraw")]
+                for agent, _, repeats, words in standing:
+                    s["speeches"] += 1
+                    if not repeats:
+                        s["distinct_speeches"] += 1
+                    w = " ".join(words.lower().split())
+                    if w:
+                        s["replies"] += 1
+                        s["distinct_replies"] += w not in seen_words
+                    seen_words.add(w)
                 s["duration_s"] = e.get("duration_ms", 0) / 1000
                 s["status"] = e.get("status")
     return s
@@ -129,7 +166,9 @@ def line(label, s):
             f"named another member {pct(s['named'], s['turns'])}, prose first {pct(s['prose_first'], s['turns'])}, "
             f"finished {pct(s['finished'], s['turns'])}; "
             f"picks: moderator {s['picks_llm']}, policy {s['picks_policy']} (fallbacks {s['fallbacks']}), "
-            f"human {s['picks_human']}")
+            f"human {s['picks_human']}; reasons replaced {s['reasons_replaced']}; "
+            f"distinct speeches {pct(s['distinct_speeches'], s['speeches'])}, "
+            f"distinct replies {pct(s['distinct_replies'], s['replies'])}")
 
 
 def main(argv):
@@ -140,7 +179,8 @@ def main(argv):
         return 2
     all_stats = {p: stats(p) for p in paths}
     total = {k: 0 for k in ("turns", "changed", "named", "prose_first", "finished", "picks_llm", "picks_policy", "picks_human",
-                            "fallbacks")}
+                            "fallbacks", "reasons_replaced", "speeches", "distinct_speeches", "replies",
+                            "distinct_replies")}
     for s in all_stats.values():
         for k in total:
             total[k] += s[k]

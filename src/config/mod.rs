@@ -130,6 +130,10 @@ pub struct ProviderConfig {
     /// For `local`: how prose is kept from repeating (a table of its own).
     #[serde(default)]
     pub repetition: Option<repetition::RepetitionConfig>,
+    /// For `local`: the model's layers on a GPU, `"auto"` (the default) or
+    /// a number (0: the CPU alone); see docs/local-model.md, *GPU offload*.
+    #[serde(default, deserialize_with = "gpu_layers")]
+    pub gpu_layers: Option<GpuLayers>,
     /// For HTTP providers: the context window of the served model in tokens
     /// (prompt and reply together); long discussions are shortened to fit.
     #[serde(default, deserialize_with = "positive_u32")]
@@ -318,6 +322,49 @@ fn env_var_name<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Er
         ));
     }
     Ok(Some(s))
+}
+
+/// `gpu_layers`: automatic, or a number of layers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GpuLayers {
+    Auto,
+    Count(u32),
+}
+
+impl GpuLayers {
+    /// The number, `None` for automatic.
+    pub fn count(self) -> Option<u32> {
+        match self {
+            GpuLayers::Auto => None,
+            GpuLayers::Count(n) => Some(n),
+        }
+    }
+}
+
+impl Serialize for GpuLayers {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            GpuLayers::Auto => s.serialize_str("auto"),
+            GpuLayers::Count(n) => s.serialize_u32(*n),
+        }
+    }
+}
+
+fn gpu_layers<'de, D: Deserializer<'de>>(d: D) -> Result<Option<GpuLayers>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Raw {
+        Count(i64),
+        Text(String),
+    }
+    let wanted = "\"auto\" or a number of layers, 0 or more";
+    match Raw::deserialize(d)? {
+        Raw::Text(t) if t == "auto" => Ok(Some(GpuLayers::Auto)),
+        Raw::Count(n) => u32::try_from(n)
+            .map(|n| Some(GpuLayers::Count(n)))
+            .map_err(|_| serde::de::Error::custom(format!("expected {wanted}, found {n}"))),
+        Raw::Text(t) => Err(serde::de::Error::custom(format!("expected {wanted}, found \"{t}\""))),
+    }
 }
 
 fn positive_u32<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {

@@ -64,6 +64,8 @@ pub struct LocalSpec {
     pub flash_attention: Option<bool>,
     /// How prose is kept from repeating; keys left out keep their defaults.
     pub repetition: Option<super::repetition::RepetitionConfig>,
+    /// Layers on a GPU; none (or auto) lets the backend choose.
+    pub gpu_layers: Option<super::GpuLayers>,
 }
 
 /// One setting of a provider and where its value came from.
@@ -250,6 +252,7 @@ impl Registry {
                     context_size: pc.context_size,
                     flash_attention: pc.flash_attention,
                     repetition: pc.repetition.clone(),
+                    gpu_layers: pc.gpu_layers,
                 };
                 (build_local(name, &spec, self.progress.as_ref())?, None)
             }
@@ -401,6 +404,7 @@ impl Registry {
             {
                 let r = c.repetition.clone().unwrap_or_default();
                 push("repetition", repetition_line(&r.apply(Default::default())), origin(c.repetition.is_some()));
+                push("gpu_layers", gpu_line(c), origin(c.gpu_layers.is_some()));
             }
         }
         if kind != ProviderKind::Local {
@@ -506,9 +510,31 @@ pub fn build_local(
     if let Some(r) = &spec.repetition {
         config.repetition = r.apply(config.repetition);
     }
+    config.gpu_layers = spec.gpu_layers.and_then(super::GpuLayers::count);
     crate::provider::local::LocalProvider::new(config)
         .map(|p| Arc::new(p) as Arc<dyn Provider>)
         .map_err(|e| build_error(e.to_string()))
+}
+
+/// `gpu_layers` and what it means on this machine now: where a model the
+/// size of the one configured (or of the default, when none or not yet
+/// fetched) would run.
+#[cfg(feature = "local")]
+fn gpu_line(c: &ProviderConfig) -> String {
+    use crate::provider::local::gpu;
+    let setting = c.gpu_layers.and_then(super::GpuLayers::count);
+    let shown = setting.map_or("auto".to_string(), |n| n.to_string());
+    let model = match (&c.model_path, &c.model) {
+        (Some(p), _) => crate::model::resolve_model(&p.display().to_string()),
+        (None, m) => crate::model::resolve_model(m.as_deref().unwrap_or("")),
+    };
+    let bytes = model.size_hint().unwrap_or(0);
+    let offload = gpu::plan(setting, bytes, &gpu::gpus());
+    match offload.gpu {
+        Some(g) if offload.layers == gpu::ALL_LAYERS => format!("{shown}: every layer on {g}"),
+        Some(g) => format!("{shown}: {} layers on {g}", offload.layers),
+        None => format!("{shown}: the CPU ({})", offload.why),
+    }
 }
 
 /// Build the embedded model's provider: unavailable in builds without the `local` feature.

@@ -18,14 +18,29 @@
 //!    all have the same scores.
 //! 3. **Members of the group.** The reason names a member of another group
 //!    of the panel.
+//! 4. **Which way scores differ.** A sentence about scores says a member's
+//!    are high or low ([`HIGH`], [`LOW`]; not negated): the first member it
+//!    names is compared, on the dimension the sentence names (else on the
+//!    mean of the row), with the other members it names (else with every
+//!    other member with scores). "High" fails when that member is at or
+//!    below all of them and below one; "low" when at or above all and above
+//!    one.
 //!
 //! Anything else (what a member argued, who has spoken least) is not
 //! checked: the table does not show it.
 
 /// Words that say who spoke last; not followed by "time", "round" or
 /// "turn" ("spoke last time" says something else).
-pub const SPOKE_LAST: [&str; 6] =
-    ["spoke last", "spoken last", "last to speak", "just spoke", "spoke most recently", "spoke just before"];
+pub const SPOKE_LAST: [&str; 8] = [
+    "spoke last",
+    "spoken last",
+    "speaks last",
+    "last to speak",
+    "just spoke",
+    "spoke most recently",
+    "spoke just before",
+    "was the last speaker",
+];
 
 /// Words (or their beginnings) that say members disagree.
 pub const DISAGREE: [&str; 1] = ["disagree"];
@@ -33,6 +48,12 @@ pub const DISAGREE: [&str; 1] = ["disagree"];
 /// Words (or their beginnings) that say scores differ, in a sentence about scores.
 pub const DIFFER: [&str; 9] =
     ["differ", "diverg", "outlier", "furthest", "farthest", "higher", "lower", "highest", "lowest"];
+
+/// Words (whole) that say a member's scores are high.
+pub const HIGH: [&str; 3] = ["high", "higher", "highest"];
+
+/// Words (whole) that say a member's scores are low.
+pub const LOW: [&str; 3] = ["low", "lower", "lowest"];
 
 const NEGATIONS: [&str; 9] = ["no", "not", "nobody", "nobody's", "none", "never", "neither", "nor", "without"];
 
@@ -56,6 +77,8 @@ pub struct TableFacts {
     /// Every member of the group, with its scores as the table shows them
     /// (`None`: none yet).
     pub rows: Vec<(String, Option<String>)>,
+    /// The table's columns, in the rows' order (score keys).
+    pub keys: Vec<String>,
     /// Who the request said spoke last.
     pub last: Option<String>,
     /// The members of the panel's other groups.
@@ -72,6 +95,7 @@ pub fn check(reason: &str, facts: &TableFacts) -> Result<(), String> {
     for sentence in sentences(&text) {
         spoke_last(sentence, facts)?;
         differ(sentence, facts)?;
+        direction(sentence, facts)?;
     }
     Ok(())
 }
@@ -135,6 +159,76 @@ fn differ(sentence: &str, facts: &TableFacts) -> Result<(), String> {
         return Err(format!("it says scores differ, but nobody's scores differ (all are {})", scored[0].1));
     }
     Ok(())
+}
+
+/// Claim 4 in one sentence.
+fn direction(sentence: &str, facts: &TableFacts) -> Result<(), String> {
+    let words = words(sentence);
+    if !words.iter().any(|w| w.starts_with("score") || *w == "scored" || *w == "rated" || w.starts_with("rating")) {
+        return Ok(());
+    }
+    let mut clause_start = 0;
+    let mut high = None;
+    for (i, (word, ends_clause)) in words_with_clauses(sentence).iter().enumerate() {
+        let way = if HIGH.contains(word) {
+            Some(true)
+        } else if LOW.contains(word) {
+            Some(false)
+        } else {
+            None
+        };
+        if way.is_some() && !words[clause_start..i].iter().any(|w| NEGATIONS.contains(w) || w.ends_with("n't")) {
+            high = way;
+            break;
+        }
+        if *ends_clause {
+            clause_start = i + 1;
+        }
+    }
+    let Some(high) = high else { return Ok(()) };
+    // The column the sentence names, else the row's mean.
+    let column = facts.keys.iter().position(|k| {
+        let k = k.to_lowercase();
+        sentence.contains(&k) || sentence.contains(&k.replace('_', " "))
+    });
+    let value = |row: &str| -> Option<f64> {
+        let cells: Vec<Option<f64>> = row.split(',').map(|c| c.trim().parse::<f64>().ok()).collect();
+        match column {
+            Some(c) => cells.get(c).copied().flatten(),
+            None => {
+                let known: Vec<f64> = cells.into_iter().flatten().collect();
+                (!known.is_empty()).then(|| known.iter().sum::<f64>() / known.len() as f64)
+            }
+        }
+    };
+    let mut named: Vec<(usize, &str, f64)> = facts
+        .rows
+        .iter()
+        .filter_map(|(n, s)| Some((mentions(sentence, n).first().copied()?, n.as_str(), value(s.as_deref()?)?)))
+        .collect();
+    named.sort_by_key(|&(at, ..)| at);
+    let Some(&(_, subject, own)) = named.first() else { return Ok(()) };
+    let others: Vec<f64> = if named.len() > 1 {
+        named[1..].iter().map(|&(.., v)| v).collect()
+    } else {
+        facts.rows.iter().filter(|(n, _)| n != subject).filter_map(|(_, s)| value(s.as_deref()?)).collect()
+    };
+    let (Some(lo), Some(hi)) = (others.iter().copied().reduce(f64::min), others.iter().copied().reduce(f64::max)) else {
+        return Ok(());
+    };
+    let on = column.map(|c| format!(" on {}", facts.keys[c])).unwrap_or_default();
+    let range = if lo == hi { fmt(lo) } else { format!("{}–{}", fmt(lo), fmt(hi)) };
+    if high && own <= lo && own < hi {
+        return Err(format!("it says {subject}'s scores are high{on}, but they are {} against {range}", fmt(own)));
+    }
+    if !high && own >= hi && own > lo {
+        return Err(format!("it says {subject}'s scores are low{on}, but they are {} against {range}", fmt(own)));
+    }
+    Ok(())
+}
+
+fn fmt(v: f64) -> String {
+    if v.fract() == 0.0 { format!("{v:.0}") } else { format!("{v:.1}") }
 }
 
 /// "A, B and C".
@@ -233,6 +327,9 @@ mod tests {
         TableFacts {
             group: "Teachers".into(),
             rows: rows.iter().map(|(n, s)| (n.to_string(), s.map(str::to_string))).collect(),
+            keys: ["grammar", "answer_relevancy", "contextual_consistency", "educational_appropriateness", "overall"]
+                .map(String::from)
+                .to_vec(),
             last: last.map(str::to_string),
             outsiders: vec!["Dana".into(), "Dr. Haddad".into()],
         }
@@ -285,6 +382,37 @@ mod tests {
         assert!(check("Ms. Ito's grammar score is lower than the others'.", &split).is_ok());
         assert!(check("Ms. Ito disagrees with Ms. Okafor.", &split).is_ok());
         assert!(check("Ms. Okafor rated it higher than Ms. Ito.", &split).is_ok());
+    }
+
+    #[test]
+    fn scores_said_to_be_high_or_low_must_be_so() {
+        let mut f = facts(
+            &[
+                ("Dr. Haddad", Some(SAME)),
+                ("Dr. Mensah", Some("4, 4, 5, 4, 4")),
+                ("Dr. Kowalski", Some("5, 5, 5, 5, 5")),
+                ("Ms. Ito", Some("1, 4, 3, 5, 3")),
+            ],
+            None,
+        );
+        f.outsiders.clear();
+        assert_eq!(
+            check("Dr. Haddad's current scores are very low, so he needs a nuanced view.", &f).unwrap_err(),
+            "it says Dr. Haddad's scores are low, but they are 5 against 3.2–5"
+        );
+        assert_eq!(
+            check("Ms. Ito's score is the highest among the agents.", &f).unwrap_err(),
+            "it says Ms. Ito's scores are high, but they are 3.2 against 4.2–5"
+        );
+        assert!(check("Dr. Mensah's scores are lower than Dr. Haddad's.", &f).is_ok());
+        assert!(check("Dr. Haddad scored higher than Dr. Mensah.", &f).is_ok());
+        assert!(check("Ms. Ito's grammar score is the lowest.", &f).is_ok(), "on the column named");
+        assert!(
+            check("Ms. Ito's educational appropriateness score is low.", &f).is_err(),
+            "5 on that column, the highest"
+        );
+        assert!(check("Ms. Ito's score is not low.", &f).is_ok(), "negated");
+        assert!(check("Ms. Ito has a high opinion of the story.", &f).is_ok(), "not about scores");
     }
 
     #[test]

@@ -106,6 +106,16 @@ impl Earlier {
         Self { names: names.iter().map(|n| n.to_string()).collect(), said }
     }
 
+    /// The group's members.
+    pub fn names(&self) -> &[String] {
+        &self.names
+    }
+
+    /// The contributions' words, one text each (what a speech may not copy).
+    pub fn texts(&self) -> Vec<String> {
+        self.said.iter().map(|(_, words)| words.join(" ")).collect()
+    }
+
     /// Who made the earliest contribution that `reply` repeats, if any.
     pub fn repeated_by(&self, reply: &str) -> Option<&str> {
         let names: Vec<&str> = self.names.iter().map(String::as_str).collect();

@@ -159,6 +159,14 @@ pub enum ModelSpec {
 }
 
 impl ModelSpec {
+    /// Its size in bytes: the pinned size of a known model, a file's on disk.
+    pub fn size_hint(&self) -> Option<u64> {
+        match self {
+            ModelSpec::Known(known) => Some(known.size),
+            ModelSpec::File(path) => std::fs::metadata(path).ok().map(|m| m.len()),
+        }
+    }
+
     /// Display name: the known name, or the file name without extension.
     pub fn name(&self) -> String {
         match self {

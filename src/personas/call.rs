@@ -129,6 +129,7 @@ impl Ctx {
                 top_logprobs: None,
                 prose_first: true,
                 opening: None,
+                no_copy: None,
             };
             let result = self.stream(call, &request).await;
             let completion = match result {

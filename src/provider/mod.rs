@@ -94,7 +94,7 @@ pub struct ChatRequest {
     /// A JSON schema the reply's evaluation must follow, for backends that can
     /// constrain their output (the local model). Others ignore it. Shared:
     /// a run asks every turn of a kind for the same schema.
-    #[serde(serialize_with = "shared_value")]
+    #[serde(serialize_with = "shared")]
     pub response_schema: Option<std::sync::Arc<serde_json::Value>>,
     /// Ask for the log-probabilities of the reply's tokens with this many
     /// alternatives each (probability-weighted scores). Providers that cannot
@@ -114,14 +114,29 @@ pub struct ChatRequest {
     /// the prompt only. They are part of the reply's text.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub opening: Option<String>,
+    /// What the reply's prose may not copy (a debate speech: the earlier
+    /// contributions of its discussion): the embedded model refuses, as it
+    /// writes, a word that would copy a run of them ([`NoCopy`]); other
+    /// providers ignore it.
+    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "shared")]
+    pub no_copy: Option<std::sync::Arc<NoCopy>>,
+}
+
+/// Texts a reply may not copy, texts it may quote all the same (the
+/// item's), and names it may repeat (the members', the dimensions').
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct NoCopy {
+    pub avoid: Vec<String>,
+    pub quotable: Vec<String>,
+    pub names: Vec<String>,
 }
 
 fn is_true(b: &bool) -> bool {
     *b
 }
 
-/// A shared JSON value, written as the value.
-fn shared_value<S: serde::Serializer>(v: &Option<std::sync::Arc<serde_json::Value>>, s: S) -> Result<S::Ok, S::Error> {
+/// A shared value, written as the value.
+fn shared<T: Serialize, S: serde::Serializer>(v: &Option<std::sync::Arc<T>>, s: S) -> Result<S::Ok, S::Error> {
     serde::Serialize::serialize(&v.as_deref(), s)
 }
 
@@ -138,6 +153,7 @@ impl ChatRequest {
             top_logprobs: None,
             prose_first: true,
             opening: None,
+            no_copy: None,
         }
     }
 }

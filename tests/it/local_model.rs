@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use moot::model::{ensure_model, format_progress, resolve_model};
 use moot::provider::local::{LocalConfig, LocalProvider};
-use moot::provider::{ChatMessage, ChatRequest, Provider, ProviderError};
+use moot::provider::{ChatMessage, ChatRequest, NoCopy, Provider, ProviderError};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -634,4 +634,64 @@ async fn read_ahead_attempt() -> Result<(), String> {
         return Err(format!("the request read {} tokens of its own", after_read - before_read));
     }
     Ok(())
+}
+
+/// A reply told what it may not copy writes no run of five words of it, but
+/// may quote the item; asked to repeat the text, it has to find other words.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reply_does_not_copy_what_it_is_told_not_to() {
+    let Some(provider) = tiny_provider() else { return };
+    let earlier = "I think the answer is too short for a child and it misses why the snail went home.";
+    let item = "Mila carried the snail back to the wall so it could find its family.";
+    let mut request = ChatRequest::new(vec![
+        ChatMessage::system("You sit on a panel judging answers for children. Reply in one short paragraph."),
+        ChatMessage::user(format!(
+            "Story: {item}\nDana said: \"{earlier}\"\nRepeat exactly what Dana said, then quote the story."
+        )),
+    ]);
+    request.max_tokens = 80;
+    request.temperature = Some(0.0);
+    let plain = complete(&provider, request.clone()).await.text;
+    request.no_copy = Some(std::sync::Arc::new(NoCopy {
+        avoid: vec![earlier.into()],
+        quotable: vec![item.into()],
+        names: vec!["Dana".into()],
+    }));
+    let guarded = complete(&provider, request).await.text;
+    eprintln!("without the guard: {plain:?}\nwith it: {guarded:?}");
+    let words = |t: &str| -> Vec<String> {
+        t.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(str::to_lowercase).collect()
+    };
+    let runs = |t: &str| -> std::collections::HashSet<Vec<String>> { words(t).windows(5).map(<[String]>::to_vec).collect() };
+    let (avoided, reply) = (runs(earlier), runs(&guarded));
+    let copied: Vec<_> = reply.intersection(&avoided).filter(|r| !runs(item).contains(*r)).collect();
+    assert!(copied.is_empty(), "copied {copied:?} in {guarded:?}");
+    assert!(words(&guarded).len() >= 5, "it still says something: {guarded:?}");
+}
+
+/// Where llama.cpp finds a GPU (a build with `--features cuda` or
+/// `vulkan` on a machine that has one), the model's layers go to it by
+/// default and a reply comes back; elsewhere the test says why it is skipped.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn layers_go_to_the_gpu_where_there_is_one() {
+    use moot::provider::local::gpu;
+    let gpus = gpu::gpus();
+    if gpus.is_empty() {
+        let why = if gpu::BUILT_WITH_GPU { "llama.cpp found none" } else { "this build has no GPU backend" };
+        eprintln!("skipped: no GPU ({why})");
+        return;
+    }
+    if tiny_provider().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let provider = own_tiny_provider(&dir);
+    let shown = provider.model_info().gpu.clone();
+    eprintln!("GPUs: {gpus:?}\nthe model: {shown}");
+    let best = gpus.iter().max_by_key(|g| g.free).unwrap();
+    assert!(shown.starts_with(&best.name) && shown.contains(": all "), "{shown}");
+    let mut request = ChatRequest::new(vec![ChatMessage::user("Say hello.")]);
+    request.max_tokens = 8;
+    request.temperature = Some(0.0);
+    assert!(!complete(&provider, request).await.text.is_empty());
 }

@@ -173,3 +173,38 @@ async fn distinct_speeches_are_never_asked_again() {
     assert_eq!(turns.len(), 3);
     assert!(turns.iter().all(|t| t.2 == TurnKind::Speak && t.3.is_none()), "{turns:?}");
 }
+
+/// A debate speech's request says what it may not copy (the group's earlier
+/// contributions and its own instructions), what it may quote (the item)
+/// and the names it may repeat; a first evaluation's does not, nor does any
+/// request under `repeats = "keep"`.
+#[tokio::test]
+async fn a_speech_request_says_what_it_may_not_copy() {
+    let provider = scripted(parrot(true));
+    let (_, outcome) = Session::start(config(one_group(), provider.clone()), None).finish().await;
+    assert_eq!(outcome.status, EndStatus::Completed, "{:?}", outcome.error);
+    let requests = provider.requests();
+    for r in requests.iter().filter(|r| !is_debate(r) && !asked_again(r)) {
+        assert!(r.no_copy.is_none(), "only speeches are guarded");
+    }
+    let speeches: Vec<&ChatRequest> = requests.iter().filter(|r| is_debate(r) && !asked_again(r)).collect();
+    assert_eq!(speeches.len(), 3);
+    let last = speeches[2].no_copy.as_ref().expect("a speech's request is guarded");
+    assert!(last.avoid.iter().any(|t| t.contains("names the wall where pebble hid")), "an earlier speech: {last:?}");
+    assert!(
+        last.avoid.iter().any(|t| t == &speeches[2].messages[0].content),
+        "its instructions (the system prompt)"
+    );
+    assert!(!last.avoid.iter().any(|t| t == &speeches[2].messages[1].content), "not the item and discussion");
+    let item = support::item();
+    assert!(last.quotable.contains(&item.content));
+    for name in ["Ann", "Bea", "Cal", "grammar"] {
+        assert!(last.names.iter().any(|n| n == name), "{name}: {:?}", last.names);
+    }
+    // Under "keep", nothing is guarded.
+    let provider = scripted(parrot(true));
+    let mut p = one_group();
+    p.protocol.settings.insert("repeats".into(), SettingValue::Text("keep".into()));
+    Session::start(config(p, provider.clone()), None).finish().await;
+    assert!(provider.requests().iter().all(|r| r.no_copy.is_none()));
+}

@@ -235,7 +235,8 @@ async fn speak<F: Floor>(
     };
     let names: Vec<&str> = names.iter().map(String::as_str).collect();
     let earlier = Earlier::of(history, &names);
-    let check = Some(RepeatCheck { earlier: &earlier, redraw: redraws(&run.panel) });
+    let redraw = redraws(&run.panel);
+    let check = Some(RepeatCheck { earlier: &earlier, redraw, guard: redraw });
     let (phase, stop) = (floor.phase(), &run.stop);
     match floor.label_verdict() {
         Some(v) => run.agent_verdict_turn(v, index, phase, round, prompt, stop, ahead, check).await,

@@ -159,6 +159,7 @@ async fn llm_moderator(
         let facts = TableFacts {
             group: group.to_string(),
             rows: rows.iter().map(|r| (r.agent.to_string(), prompts::score_row(&run.panel, r.latest))).collect(),
+            keys: run.panel.score_keys(),
             last: prompts::last_to_speak(&history).map(str::to_string),
             outsiders: st.agents.iter().filter(|a| a.group != group).map(|a| a.name.clone()).collect(),
         };

@@ -88,6 +88,8 @@ impl Run {
             top_logprobs: spec.top_logprobs,
             prose_first: spec.prose_first,
             opening,
+            // A repair asks for the object alone: no prose to guard.
+            no_copy: spec.no_copy.filter(|_| spec.prose_first),
         };
         let (tx, mut rx) = mpsc::unbounded_channel::<String>();
         let ahead = spec.ahead.map(|next| (next, self.read_ahead_providers()));

@@ -230,6 +230,8 @@ pub(crate) struct CallSpec<'a> {
     /// What the group's next request will start with, given this reply so
     /// far: the run hints it to the providers as the reply streams.
     pub ahead: Option<ReadAhead<'a>>,
+    /// What the reply may not copy (see [`ChatRequest::no_copy`](crate::provider::ChatRequest::no_copy)).
+    pub no_copy: Option<Arc<crate::provider::NoCopy>>,
 }
 
 /// The messages a group's next request will start with, given the reply

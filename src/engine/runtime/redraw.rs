@@ -18,6 +18,9 @@ pub(crate) struct RepeatCheck<'a> {
     /// Whether a speech that repeats one is asked for once more (the
     /// protocol's `repeats` setting); either way it is recorded.
     pub redraw: bool,
+    /// Whether the request says what the speech may not copy (the same
+    /// setting: see [`crate::provider::NoCopy`]).
+    pub guard: bool,
 }
 
 /// A reply as read, and the member whose earlier speech it repeats.

@@ -3,13 +3,14 @@
 //! readable verdict.
 
 use tokio_util::sync::CancellationToken;
+use std::sync::Arc;
 
 use super::redraw::{RepeatCheck, Reply, evaluation_of};
 use super::{CallSpec, ReadAhead, Run, Spoken, TurnSpec};
 use crate::engine::trim::Prompt;
 use crate::engine::verdict::{PanelScores, Verdict};
 use crate::provider::binding::Binding;
-use crate::provider::{ChatMessage, Completion};
+use crate::provider::{ChatMessage, Completion, NoCopy};
 use crate::session::event::{Phase, Role, TurnKind};
 
 impl Run {
@@ -67,6 +68,21 @@ impl Run {
     ) -> Reply<V::Output> {
         let TurnSpec { participant, role, cancel, .. } = turn;
         let schema = verdict.shared_schema();
+        let no_copy = check.filter(|c| c.guard).map(|c| {
+            let item = self.item();
+            let quotable = [Some(&item.content), item.context.as_ref()].into_iter().flatten().cloned().collect();
+            Arc::new(NoCopy {
+                avoid: c.earlier.texts().into_iter().chain(instructions(&messages)).collect(),
+                quotable,
+                names: c
+                    .earlier
+                    .names()
+                    .iter()
+                    .cloned()
+                    .chain(self.panel.dimensions.iter().flat_map(|d| [d.key.clone(), d.name.clone()]))
+                    .collect(),
+            })
+        });
         // A repair asks for the object alone.
         let spec = |kind, messages, ahead, prose_first| CallSpec {
             turn,
@@ -76,6 +92,7 @@ impl Run {
             top_logprobs: verdict.top_logprobs(),
             prose_first,
             ahead,
+            no_copy: no_copy.clone(),
         };
         // Read a reply and record its turn; `done` carries a NO MORE COMMENTS said earlier in this turn.
         let settle = |turn, kind, c: &Completion, latency, done: bool, repeats: Option<String>| match verdict.read(c) {
@@ -193,4 +210,17 @@ impl Run {
         }
         out
     }
+}
+
+/// The instructions of a speech's request, which the speech should not echo
+/// either: every message but the first user message (the item and the
+/// discussion, which [`RepeatCheck`]'s contributions and the item cover).
+fn instructions(messages: &Prompt<'_>) -> Vec<String> {
+    let mut users = 0;
+    messages
+        .messages()
+        .into_iter()
+        .filter(|m| m.role != crate::provider::ChatRole::User || { users += 1; users > 1 })
+        .map(|m| m.content)
+        .collect()
 }

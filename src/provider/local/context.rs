@@ -221,6 +221,7 @@ pub(super) fn new_context<'m>(
         threads,
         threads_batch,
         parallel: engines,
+        gpu: String::new(),
     };
     Ok((ctx, seq_capacity, info))
 }
@@ -417,7 +418,8 @@ impl<'a, 'm> ModelContext<'a, 'm> {
         let mut finish = if grammar.is_some() && !request.prose_first {
             Finish::Stop
         } else {
-            self.generate_prose(job, &mut sampling, &mut state, budget, grammar.is_some(), &mut out)?
+            let guard = request.no_copy.as_ref().and_then(|n| CopyGuard::new(&n.avoid, &n.quotable, &n.names));
+            self.generate_prose(job, &mut sampling, &mut state, budget, grammar.is_some(), guard.as_ref(), &mut out)?
         };
         if let Some(grammar) = grammar {
             // Start the object on a line of its own.
@@ -746,9 +748,11 @@ impl<'a, 'm> ModelContext<'a, 'm> {
         state: &mut GenState,
         budget: u32,
         json_follows: bool,
+        guard: Option<&CopyGuard>,
         out: &mut Output,
     ) -> Result<Finish, ProviderError> {
         let mut produced = 0u32;
+        let vocab = self.model.vocab();
         loop {
             if job.cancel.is_cancelled() || job.reply.is_closed() {
                 return Err(ProviderError::Cancelled);
@@ -759,15 +763,20 @@ impl<'a, 'm> ModelContext<'a, 'm> {
             if !self.room_left() {
                 return Ok(Finish::Length);
             }
-            let token = if json_follows && !prose_is_enough(produced, out.text()) {
+            let text = out.text();
+            let copies = |t: LlamaToken| guard.is_some_and(|g| g.refuses(text, &String::from_utf8_lossy(&vocab.token_to_piece(t, false, None))));
+            let token = if json_follows && !prose_is_enough(produced, text) {
                 // Too little prose yet: the reply may neither end nor turn to
                 // its JSON object here, nor break its first sentence's line.
-                let vocab = self.model.vocab();
-                let text = out.text();
                 sampling.pick_where(&state.logits, |t| {
                     let piece = vocab.token_to_piece(t, false, None);
-                    !vocab.is_eog(t) && !ends_prose(text, &piece) && !breaks_first_sentence(produced, text, &piece)
+                    !vocab.is_eog(t)
+                        && !ends_prose(text, &piece)
+                        && !breaks_first_sentence(produced, text, &piece)
+                        && !copies(t)
                 })?
+            } else if guard.is_some() {
+                sampling.pick_where(&state.logits, |t| !copies(t))?
             } else {
                 sampling.pick(&state.logits, None)?
             };

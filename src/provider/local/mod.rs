@@ -58,6 +58,8 @@ use super::logprobs::{TokenLogprob, TopLogprob};
 
 mod chat;
 mod context;
+mod copying;
+pub mod gpu;
 mod grammar;
 mod prose;
 mod repetition;
@@ -68,6 +70,7 @@ mod worker;
 
 use chat::*;
 use context::*;
+use copying::CopyGuard;
 pub use repetition::Repetition;
 use sampling::*;
 use shared::{HEAD_START, Item, Kind, SharedContext};
@@ -167,6 +170,8 @@ pub struct LocalConfig {
     pub flash_attention: bool,
     /// How prose is kept from repeating itself and its prompt.
     pub repetition: Repetition,
+    /// Layers on a GPU (`gpu_layers`); `None`: automatic ([`gpu::plan`]).
+    pub gpu_layers: Option<u32>,
 }
 
 impl LocalConfig {
@@ -185,6 +190,7 @@ impl LocalConfig {
             parallel: None,
             flash_attention: false,
             repetition: Repetition::default(),
+            gpu_layers: None,
         }
     }
 }
@@ -236,6 +242,8 @@ pub struct LocalModelInfo {
     pub threads_batch: usize,
     /// Engines started: requests served at once.
     pub parallel: usize,
+    /// Where the layers run ([`gpu::describe`]).
+    pub gpu: String,
 }
 
 /// The embedded llama.cpp backend. Cheap to clone; clones share the worker.

@@ -86,6 +86,7 @@ impl Worker {
             parallel,
             flash_attention: config.flash_attention,
             repetition: config.repetition.clone(),
+            gpu_layers: config.gpu_layers,
             states: config
                 .state_dir
                 .clone()
@@ -115,6 +116,8 @@ pub(super) struct Setup {
     pub(super) flash_attention: bool,
     /// How prose is kept from repeating (see [`LocalConfig::repetition`]).
     pub(super) repetition: Repetition,
+    /// `gpu_layers` (`None`: automatic).
+    pub(super) gpu_layers: Option<u32>,
     pub(super) states: Option<PromptStates>,
 }
 
@@ -126,11 +129,14 @@ pub(super) fn worker_main(
 ) {
     let loaded = (|| {
         let backend = backend()?;
-        let model = LlamaModel::load_from_file(backend, &setup.path, &LlamaModelParams::default())
+        let bytes = std::fs::metadata(&setup.path).map(|m| m.len()).unwrap_or(0);
+        let offload = gpu::plan(setup.gpu_layers, bytes, &gpu::gpus());
+        let params = LlamaModelParams::default().with_n_gpu_layers(offload.layers);
+        let model = LlamaModel::load_from_file(backend, &setup.path, &params)
             .map_err(|e| ProviderError::Config(format!("cannot load {} as a GGUF model: {e}", setup.path.display())))?;
-        Ok::<_, ProviderError>((backend, model))
+        Ok::<_, ProviderError>((backend, model, offload))
     })();
-    let (backend, model) = match loaded {
+    let (backend, model, offload) = match loaded {
         Ok(loaded) => loaded,
         Err(e) => {
             let _ = ready.send(Err(e));
@@ -146,7 +152,7 @@ pub(super) fn worker_main(
     };
     // One context for all engines; with less memory than it needs, fewer engines.
     let mut engines_wanted = setup.parallel.max(1);
-    let (ctx, seq_capacity, info) = loop {
+    let (ctx, seq_capacity, mut info) = loop {
         match new_context(backend, &chat, setup, engines_wanted) {
             Ok(made) => break made,
             Err(e) if engines_wanted == 1 => {
@@ -162,6 +168,7 @@ pub(super) fn worker_main(
             }
         }
     };
+    info.gpu = gpu::describe(&offload, model.n_layer());
     let shared = SharedContext::new(ctx, batch_capacity(engines_wanted));
     let handoffs = Handoffs::new(engines_wanted);
     let engines: Vec<ModelContext<'_, '_>> = (0..engines_wanted)

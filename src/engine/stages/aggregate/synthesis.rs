@@ -103,6 +103,7 @@ async fn synthesis(run: &Run, group: Option<&str>, messages: Prompt<'_>) -> Stri
         top_logprobs: None,
         prose_first: true,
         ahead: None,
+        no_copy: None,
     };
     let (turn, result, latency) = run.call(spec).await;
     match result {
