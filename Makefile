@@ -2,7 +2,7 @@
 # to build; `make deps` installs them with apt-get when they are missing.
 
 CARGO ?= cargo
-.PHONY: deps build run test model bench
+.PHONY: deps build build-vulkan build-cuda run test model bench
 
 # Build tools for llama.cpp: cmake compiles it, libclang generates its Rust
 # bindings. scripts/build-deps.sh says what is missing and installs it.
@@ -11,6 +11,16 @@ deps:
 
 build: deps
 	$(CARGO) build --release
+
+# The model's layers on a GPU (docs/local-model.md, GPU offload): Vulkan
+# needs libvulkan-dev, glslc and spirv-headers (installed with apt-get when
+# missing); CUDA needs the CUDA toolkit, which you install yourself.
+build-vulkan:
+	@bash scripts/build-deps.sh install --vulkan
+	$(CARGO) build --release --features vulkan
+
+build-cuda: deps
+	$(CARGO) build --release --features cuda
 
 # Runs the bundled sample panel; the default model is fetched on first use.
 run: deps

@@ -3,9 +3,13 @@
 # from the system: cmake compiles llama.cpp, and libclang lets bindgen
 # generate its Rust bindings.
 #
-#   scripts/build-deps.sh check [--root DIR]   print the missing Debian packages, one a line;
-#                                             exit 0 when none is missing, 1 otherwise
-#   scripts/build-deps.sh install              install what is missing with apt-get, saying so
+#   scripts/build-deps.sh check [--root DIR] [--vulkan]   print the missing Debian packages, one a line;
+#                                                        exit 0 when none is missing, 1 otherwise
+#   scripts/build-deps.sh install [--vulkan]              install what is missing with apt-get, saying so
+#
+# --vulkan adds what llama.cpp's Vulkan backend (`--features vulkan`) needs:
+# the Vulkan headers and loader (libvulkan-dev), the shader compiler glslc
+# and the SPIR-V headers (spirv-headers).
 #
 # libclang is looked for the way bindgen (clang-sys) looks for it: a file named
 # libclang.so, libclang-<N>.so, libclang.so.<N> or libclang-<N>.so.<N> in the
@@ -15,11 +19,13 @@
 set -euo pipefail
 
 root=""
+vulkan=""
 cmd="${1:-check}"
 shift || true
 while [ $# -gt 0 ]; do
 	case "$1" in
 		--root) root="${2%/}"; shift 2 ;;
+		--vulkan) vulkan=1; shift ;;
 		*) echo "build-deps.sh: unknown argument '$1'" >&2; exit 2 ;;
 	esac
 done
@@ -64,9 +70,22 @@ has_cmake() {
 	fi
 }
 
+has_file() {
+	local f
+	for f in "$@"; do
+		[ -e "$root$f" ] && return 0
+	done
+	return 1
+}
+
 missing() {
 	has_cmake || echo cmake
 	has_libclang || echo libclang-dev
+	if [ -n "$vulkan" ]; then
+		has_file /usr/include/vulkan/vulkan.hpp || echo libvulkan-dev
+		has_file /usr/bin/glslc /usr/local/bin/glslc || echo glslc
+		has_file /usr/include/spirv/unified1/spirv.hpp || echo spirv-headers
+	fi
 	return 0
 }
 
@@ -91,7 +110,7 @@ case "$cmd" in
 		fi
 		sudo=""
 		[ "$(id -u)" -eq 0 ] || sudo="sudo"
-		echo "Installing $out with apt-get: cmake builds llama.cpp, libclang generates its Rust bindings."
+		echo "Installing $out with apt-get: cmake builds llama.cpp, libclang generates its Rust bindings${vulkan:+, the Vulkan packages build its GPU backend}."
 		# shellcheck disable=SC2086
 		$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq $out
 		still="$(missing | tr '\n' ' ')"
@@ -101,7 +120,7 @@ case "$cmd" in
 		fi
 		;;
 	*)
-		echo "usage: scripts/build-deps.sh check [--root DIR] | install" >&2
+		echo "usage: scripts/build-deps.sh check [--root DIR] [--vulkan] | install [--vulkan]" >&2
 		exit 2
 		;;
 esac

@@ -15,7 +15,8 @@ discussion turn of an agent it tells:
 - whether the reply starts with prose (not with `{` or a code fence);
 - whether the agent finished with it (said NO MORE COMMENTS).
 
-It also counts the moderator's picks: chosen by the LLM moderator with a
+It also counts the moderator's replies, those whose reason did not match
+its scores table (moot asks again once; `parse_error`), and its picks: chosen by the LLM moderator with a
 reason (which passed moot's check against its scores table, perhaps when
 asked again), by the policy (a single candidate, a fallback), among them
 the picks whose reason still did not match the table when asked again
@@ -82,7 +83,7 @@ def stats(path):
     started = {}  # turn -> turn_started event
     latest = {}  # agent -> latest evaluation
     s = {"turns": 0, "changed": 0, "named": 0, "prose_first": 0, "finished": 0, "picks_llm": 0, "picks_policy": 0,
-         "picks_human": 0, "fallbacks": 0, "reasons_replaced": 0, "speeches": 0, "distinct_speeches": 0,
+         "picks_human": 0, "fallbacks": 0, "reasons_replaced": 0, "moderator_replies": 0, "reasons_mismatched": 0, "speeches": 0, "distinct_speeches": 0,
          "replies": 0, "distinct_replies": 0, "duration_s": None, "status": None}
     debate = []  # (agent, kind, repeats) of every debate turn, in order
     seen_words = set()
@@ -113,6 +114,9 @@ def stats(path):
                 t = started.get(e["turn"], {})
                 agent = e.get("agent")
                 ev = e.get("evaluation")
+                if t.get("role") == "moderator":
+                    s["moderator_replies"] += 1
+                    s["reasons_mismatched"] += "does not match" in (e.get("parse_error") or "")
                 if t.get("role", "agent") != "agent":
                     continue
                 kind_of_turn = t.get("kind", "speak")
@@ -166,7 +170,8 @@ def line(label, s):
             f"named another member {pct(s['named'], s['turns'])}, prose first {pct(s['prose_first'], s['turns'])}, "
             f"finished {pct(s['finished'], s['turns'])}; "
             f"picks: moderator {s['picks_llm']}, policy {s['picks_policy']} (fallbacks {s['fallbacks']}), "
-            f"human {s['picks_human']}; reasons replaced {s['reasons_replaced']}; "
+            f"human {s['picks_human']}; moderator replies {s['moderator_replies']}, reasons not matching the table "
+            f"{s['reasons_mismatched']} (re-asked), replaced by the policy {s['reasons_replaced']}; "
             f"distinct speeches {pct(s['distinct_speeches'], s['speeches'])}, "
             f"distinct replies {pct(s['distinct_replies'], s['replies'])}")
 
@@ -179,7 +184,7 @@ def main(argv):
         return 2
     all_stats = {p: stats(p) for p in paths}
     total = {k: 0 for k in ("turns", "changed", "named", "prose_first", "finished", "picks_llm", "picks_policy", "picks_human",
-                            "fallbacks", "reasons_replaced", "speeches", "distinct_speeches", "replies",
+                            "fallbacks", "reasons_replaced", "moderator_replies", "reasons_mismatched", "speeches", "distinct_speeches", "replies",
                             "distinct_replies")}
     for s in all_stats.values():
         for k in total:

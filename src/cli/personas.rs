@@ -62,7 +62,7 @@ pub struct PersonasArgs {
     /// Provider: openai, anthropic, local, or a name from moot.toml.
     #[arg(long)]
     pub provider: Option<String>,
-    /// Model (for the local provider: a known model or a GGUF path).
+    /// Model (for the local provider: a known model or a GGUF path; default there: qwen2.5-coder-1.5b, the larger tier, unless moot.toml sets one).
     #[arg(long)]
     pub model: Option<String>,
     /// Seed for providers that accept one.
@@ -111,6 +111,21 @@ fn task_text(args: &PersonasArgs) -> anyhow::Result<String> {
         bail!("--task is empty");
     }
     Ok(task.trim().to_string())
+}
+
+/// The model a build uses: `--model`, else the provider's own setting;
+/// on the embedded model with none set, the larger tier
+/// ([`crate::model::BETTER_MODEL`]): a build reads long documents and
+/// quotes them, which the small default does poorly, and writes little, so
+/// the larger tier's slower generation costs little.
+fn persona_model(args: &PersonasArgs, registry: &Registry, provider: &str) -> String {
+    if let Some(m) = &args.model {
+        return m.clone();
+    }
+    let config = registry.config();
+    let local = config.kind_of(provider) == Some(crate::config::ProviderKind::Local);
+    let set = config.providers.get(provider).is_some_and(|pc| pc.model.is_some() || pc.model_path.is_some());
+    if local && !set { crate::model::BETTER_MODEL.to_string() } else { String::new() }
 }
 
 /// The documents, read before any model is loaded: a missing or unreadable file is named at once.
@@ -191,7 +206,7 @@ pub fn run(args: PersonasArgs) -> anyhow::Result<ExitCode> {
         registry.set_cache(Some(ResponseCache::new(ResponseCache::default_dir())));
     }
     let provider_name = args.provider.clone().unwrap_or_else(|| registry.default_name().to_string());
-    let model_name = args.model.clone().unwrap_or_default();
+    let model_name = persona_model(&args, &registry, &provider_name);
     let prices = registry.config().providers.get(&provider_name).and_then(|pc| pc.prices());
     let log_path = args.log.clone().unwrap_or_else(|| default_log_path(&args.out));
     let build_options = Options {
@@ -314,7 +329,7 @@ fn review_log(args: &PersonasArgs, log: &Path, options: PanelOptions) -> anyhow:
     let docs = log_documents(&state);
     let mut registry = Registry::from_env()?;
     let provider_name = args.provider.clone().unwrap_or_else(|| registry.default_name().to_string());
-    let model_name = args.model.clone().unwrap_or_default();
+    let model_name = persona_model(&args, &registry, &provider_name);
     let provider = registry.get(&provider_name, &model_name, "moot personas")?;
     let mut model = Model::new(provider, model_name);
     model.seed = args.seed;
@@ -477,5 +492,37 @@ impl Printer {
             ),
             _ => return None,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: PersonasArgs,
+    }
+
+    fn args(extra: &[&str]) -> PersonasArgs {
+        let mut argv = vec!["moot-personas", "--sample", "--out", "x.toml"];
+        argv.extend_from_slice(extra);
+        Cli::parse_from(argv).args
+    }
+
+    #[test]
+    fn a_build_on_the_embedded_model_uses_the_larger_tier_unless_told() {
+        let no_env = Registry::with_env(|_| None);
+        assert_eq!(persona_model(&args(&[]), &no_env, "local"), crate::model::BETTER_MODEL);
+        assert_eq!(persona_model(&args(&["--model", "smollm2-135m"]), &no_env, "local"), "smollm2-135m");
+        // A model set for the provider in moot.toml is kept.
+        let text = "[providers.local]\nkind = \"local\"\nmodel = \"qwen2.5-coder-0.5b\"\n";
+        let config = crate::config::Config::parse(text, Path::new("moot.toml")).unwrap();
+        assert_eq!(persona_model(&args(&[]), &Registry::with_config(config, |_| None), "local"), "");
+        // Another provider keeps its own default.
+        let server = Registry::with_env(|k| (k == "OPENAI_BASE_URL").then(|| "http://127.0.0.1:1/v1".to_string()));
+        assert_eq!(persona_model(&args(&[]), &server, "openai"), "");
     }
 }

@@ -336,7 +336,7 @@ impl Registry {
         let default_model = match kind {
             ProviderKind::Openai => openai::DEFAULT_MODEL.to_string(),
             ProviderKind::Anthropic => anthropic::DEFAULT_MODEL.to_string(),
-            ProviderKind::Local => "the bundled default model".to_string(),
+            ProviderKind::Local => format!("{} (this machine's default)", crate::model::default_model()),
         };
         match (&c.model_path, &c.model) {
             (Some(p), _) if kind == ProviderKind::Local => push("model", p.display().to_string(), from_file()),

@@ -128,8 +128,9 @@ impl Ctx {
                 response_schema: verdict.shared_schema(),
                 top_logprobs: None,
                 prose_first: true,
-                opening: None,
-                no_copy: None,
+                // A repair asks for the object alone.
+                opening: super::prompts::opening(step).filter(|_| !repair).map(str::to_string),
+                no_copy: Some(Arc::new(super::prompts::no_copy(&messages))),
             };
             let result = self.stream(call, &request).await;
             let completion = match result {

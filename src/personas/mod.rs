@@ -264,11 +264,56 @@ pub async fn consolidate(ctx: &Ctx, stakeholders: &[Stakeholder]) -> Result<Vec<
             return Err(format!("consolidation failed: {error}"));
         }
     };
-    let groups = groups_from(raw);
+    let mut groups = groups_from(raw);
+    keep_ungrouped(&mut groups, stakeholders);
     let used: BTreeSet<&String> = groups.iter().flat_map(|g| &g.perspectives).flat_map(|p| &p.sources).collect();
     let left_out = pids.iter().filter(|id| !used.contains(id)).cloned().collect();
     ctx.log.emit(BuildEventKind::GroupsFormed { groups: groups.clone(), left_out });
     Ok(groups)
+}
+
+/// Evidence-backed views a model's consolidation forgot are kept: a
+/// perspective no group lists joins, unmerged, the group its stakeholder
+/// is a member of (or whose perspectives use its stakeholder's others);
+/// a stakeholder in no group at all keeps its perspectives as a group of
+/// its own.
+fn keep_ungrouped(groups: &mut Vec<Group>, stakeholders: &[Stakeholder]) {
+    for s in stakeholders {
+        let used: BTreeSet<String> = groups.iter().flat_map(|g| &g.perspectives).flat_map(|p| &p.sources).cloned().collect();
+        let forgotten: Vec<&Perspective> = s.perspectives.iter().filter(|p| !used.contains(&p.id)).collect();
+        if forgotten.is_empty() {
+            continue;
+        }
+        let home = groups.iter().position(|g| {
+            g.members.contains(&s.id)
+                || g.perspectives.iter().flat_map(|p| &p.sources).any(|id| s.perspectives.iter().any(|x| &x.id == id))
+        });
+        if let Some(h) = home {
+            let g = &mut groups[h];
+            for p in forgotten {
+                let id = format!("{}.P{}", g.id, g.perspectives.len() + 1);
+                g.perspectives.push(GroupPerspective { id, text: p.text.clone(), sources: vec![p.id.clone()] });
+            }
+            if !g.members.contains(&s.id) {
+                g.members.push(s.id.clone());
+            }
+            continue;
+        }
+        let id = format!("G{}", groups.len() + 1);
+        let perspectives = s
+            .perspectives
+            .iter()
+            .enumerate()
+            .map(|(k, p)| GroupPerspective { id: format!("{id}.P{}", k + 1), text: p.text.clone(), sources: vec![p.id.clone()] })
+            .collect();
+        groups.push(Group {
+            id,
+            name: s.name.clone(),
+            description: s.characteristics.clone(),
+            members: vec![s.id.clone()],
+            perspectives,
+        });
+    }
 }
 
 fn groups_from(raw: Vec<RawGroup>) -> Vec<Group> {
@@ -350,4 +395,53 @@ pub fn num(n: u64) -> String {
         out.push(c);
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::personas::verify::QuoteCheck;
+
+    fn stakeholder(id: &str, name: &str, views: usize) -> Stakeholder {
+        Stakeholder {
+            id: id.into(),
+            doc: 0,
+            name: name.into(),
+            characteristics: format!("{name} of the study."),
+            perspectives: (1..=views)
+                .map(|k| Perspective {
+                    id: format!("{id}.P{k}"),
+                    text: format!("view {k}"),
+                    evidence: "a quote".into(),
+                    check: QuoteCheck { found: true, similarity: 1.0, paragraph: None, span: None },
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn a_stakeholder_consolidation_forgot_becomes_a_group_of_its_own() {
+        let all = [
+            stakeholder("D1.S1", "Teachers", 2),
+            stakeholder("D2.S1", "Parents", 0),
+            stakeholder("D3.S1", "Researchers", 2),
+        ];
+        let mut groups = vec![Group {
+            id: "G1".into(),
+            name: "Teachers".into(),
+            description: String::new(),
+            members: vec!["D1.S1".into()],
+            perspectives: vec![GroupPerspective { id: "G1.P1".into(), text: "short".into(), sources: vec!["D1.S1.P1".into()] }],
+        }];
+        keep_ungrouped(&mut groups, &all);
+        assert_eq!(groups.len(), 2, "the researchers kept as a group, the parents (no views) not");
+        let teachers: Vec<(&str, &str)> =
+            groups[0].perspectives.iter().map(|p| (p.id.as_str(), p.sources[0].as_str())).collect();
+        assert_eq!(teachers, [("G1.P1", "D1.S1.P1"), ("G1.P2", "D1.S1.P2")], "the forgotten view joins its group");
+        let g = &groups[1];
+        assert_eq!((g.id.as_str(), g.name.as_str(), g.members.clone()), ("G2", "Researchers", vec!["D3.S1".to_string()]));
+        let sources: Vec<&str> = g.perspectives.iter().map(|p| p.sources[0].as_str()).collect();
+        assert_eq!(sources, ["D3.S1.P1", "D3.S1.P2"]);
+        assert_eq!(g.perspectives[1].id, "G2.P2");
+    }
 }

@@ -1,12 +1,45 @@
 //! The builder's requests: what each step asks the model.
 
 use super::docs::{Chunk, Document};
+use super::log::Step;
 use super::state::{Group, GroupPerspective, Stakeholder};
-use crate::provider::ChatMessage;
+use crate::provider::{ChatMessage, NoCopy};
 
 const SYSTEM: &str = "You help researchers set up a panel of evaluators for generated text. \
 You read the material you are given carefully, report only what it supports, and answer in the JSON \
 format you are asked for.";
+
+/// The first words of a step's reply, for the embedded model (other
+/// providers ignore them): its words before the JSON object then start on
+/// the task instead of restating the instructions, which small models did
+/// before answering that a document held nobody relevant.
+pub fn opening(step: Step) -> Option<&'static str> {
+    match step {
+        Step::Extract => Some("The people this text describes are"),
+        Step::Consolidate => Some("By their roles, these stakeholders fall into"),
+        Step::Persona => None,
+    }
+}
+
+/// What a builder's reply may not copy into its words before the JSON
+/// object: its instructions (small models echoed them, then answered
+/// with an empty list); it may quote the evaluation task and the document
+/// (between `<<<` and `>>>`).
+pub fn no_copy(messages: &[ChatMessage]) -> NoCopy {
+    let mut quotable = Vec::new();
+    for m in messages {
+        let text = m.content.as_str();
+        if let Some(task) = text.strip_prefix("Evaluation task:\n") {
+            quotable.push(task.split("\n\n").next().unwrap_or("").to_string());
+        }
+        if let (Some(start), Some(end)) = (text.find("<<<\n"), text.rfind("\n>>>")) {
+            if start + 4 <= end {
+                quotable.push(text[start + 4..end].to_string());
+            }
+        }
+    }
+    NoCopy { avoid: messages.iter().map(|m| m.content.clone()).collect(), quotable, names: Vec::new() }
+}
 
 /// Ask for the stakeholders of one part of a document.
 pub fn extract(task: &str, doc: &Document, chunk: &Chunk<'_>, parts: usize, instructions: &str) -> Vec<ChatMessage> {
@@ -84,4 +117,23 @@ background, work), perspective (what they look for when judging, in their own te
         text = perspective.text,
     );
     vec![ChatMessage::system(SYSTEM), ChatMessage::user(user)]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_reply_may_quote_the_task_and_document_but_not_echo_the_instructions() {
+        let messages = vec![
+            ChatMessage::system(SYSTEM),
+            ChatMessage::user(
+                "Evaluation task:\nJudge QA pairs for children\n\nDocument: a.md\n<<<\nTeachers read aloud daily.\n>>>\n\nList the stakeholders.",
+            ),
+        ];
+        let n = no_copy(&messages);
+        assert_eq!(n.quotable, ["Judge QA pairs for children", "Teachers read aloud daily."]);
+        assert_eq!(n.avoid.len(), 2);
+        assert!(n.avoid[1].contains("List the stakeholders."));
+    }
 }

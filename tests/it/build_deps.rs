@@ -67,3 +67,32 @@ fn cmake_is_missing_without_its_program() {
     let root = layout(&["usr/lib/llvm-14/lib/libclang-14.so.1"], false);
     assert_eq!(check(root.path()), (1, vec!["cmake".to_string()]));
 }
+
+#[test]
+fn vulkan_adds_its_three_packages_only_when_asked() {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/build-deps.sh");
+    let run = |root: &Path| {
+        let out = Command::new("bash")
+            .arg(&script)
+            .args(["check", "--vulkan", "--root"])
+            .arg(root)
+            .env_remove("LIBCLANG_PATH")
+            .output()
+            .expect("bash runs");
+        let missing: Vec<String> = String::from_utf8_lossy(&out.stdout).lines().map(str::to_string).collect();
+        (out.status.code().unwrap_or(-1), missing)
+    };
+    let root = layout(&["usr/lib/llvm-16/lib/libclang.so"], true);
+    assert_eq!(check(root.path()), (0, vec![]), "not asked");
+    assert_eq!(run(root.path()), (1, ["libvulkan-dev", "glslc", "spirv-headers"].map(String::from).to_vec()));
+    let root = layout(
+        &[
+            "usr/lib/llvm-16/lib/libclang.so",
+            "usr/include/vulkan/vulkan.hpp",
+            "usr/bin/glslc",
+            "usr/include/spirv/unified1/spirv.hpp",
+        ],
+        true,
+    );
+    assert_eq!(run(root.path()), (0, vec![]));
+}

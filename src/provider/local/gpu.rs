@@ -74,7 +74,7 @@ pub fn plan(setting: Option<u32>, model_bytes: u64, gpus: &[Gpu]) -> Offload {
         return cpu(if BUILT_WITH_GPU {
             "no GPU found".to_string()
         } else {
-            "this build has no GPU backend (build with --features cuda or --features vulkan)".to_string()
+            "this build has no GPU backend: build with --features cuda or --features vulkan".to_string()
         });
     };
     match setting {
