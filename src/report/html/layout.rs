@@ -19,7 +19,7 @@ table{border-collapse:collapse;margin:.4rem 0;font-variant-numeric:tabular-nums}
 details{margin:.3rem 0}summary{cursor:pointer;color:var(--accent)}
 .text{white-space:pre-wrap;overflow-wrap:anywhere;font-family:ui-monospace,"SF Mono",Menlo,Consolas,monospace;font-size:.88rem;background:var(--panel);padding:.5rem .7rem;border-radius:4px;margin:.3rem 0}
 pre.table{overflow-x:auto;font-size:.8rem;background:var(--panel);padding:.6rem;border-radius:4px}
-.entry{border-left:3px solid var(--line);padding:.25rem .8rem;margin:.5rem 0}
+.entry{border-left:3px solid var(--line);padding:.25rem .8rem;margin:.5rem 0;content-visibility:auto;contain-intrinsic-size:auto 5rem}
 .entry.turn{border-left-color:var(--accent)}.entry.human{border-left-color:var(--human);background:var(--human-bg)}
 .entry .who{font-weight:600}.entry .what{color:var(--muted)}
 .badge{display:inline-block;font-size:.75rem;padding:0 .4rem;border-radius:3px;border:1px solid var(--line);color:var(--muted);margin-left:.3rem}
