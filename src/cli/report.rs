@@ -156,7 +156,7 @@ fn html_items(records: &[ItemRecord]) -> Vec<(ItemEntry, PathBuf)> {
                 .panel
                 .keys
                 .iter()
-                .zip(result.map(|v| v.iter().copied().collect::<Vec<_>>()).unwrap_or_default())
+                .zip(result.map(|v| v.to_vec()).unwrap_or_default())
                 .filter_map(|(k, v)| v.map(|v| (k.clone(), v)))
                 .collect();
             let entry = ItemEntry {
