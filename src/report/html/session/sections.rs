@@ -77,7 +77,11 @@ pub fn consensus(h: &mut Html, v: &SessionView) {
             .iter()
             .map(|c| {
                 let mut row = vec![
-                    c.round.map(|r| r.to_string()).unwrap_or_else(|| "first".into()),
+                    match c.round {
+                        Some(0) => "first evaluations".into(),
+                        Some(r) => r.to_string(),
+                        None => String::new(),
+                    },
                     consensus_words(check, c.reached, &c.rule),
                 ];
                 row.extend(keys.iter().map(|k| c.spread.get(k).map(|x| score(*x)).unwrap_or_default()));

@@ -81,8 +81,10 @@ pub fn transcript(h: &mut Html, v: &SessionView) {
                 if let Some(g) = group {
                     s = format!("group {g}: {s}");
                 }
-                if let Some(r) = round {
-                    s.push_str(&format!(" after round {r}"));
+                match round {
+                    Some(0) => s.push_str(" after the first evaluations"),
+                    Some(r) => s.push_str(&format!(" after round {r}")),
+                    None => {}
                 }
                 h.text(&s);
                 if let Some(c) = view.filter(|c| !c.spread.is_empty()) {
