@@ -764,9 +764,7 @@ impl<'a, 'm> ModelContext<'a, 'm> {
                 return Ok(Finish::Length);
             }
             let text = out.text();
-            let copies = |t: LlamaToken| {
-                guard.is_some_and(|g| g.refuses(text, &String::from_utf8_lossy(&vocab.token_to_piece(t, false, None))))
-            };
+            let copies = |t: LlamaToken| guard.is_some_and(|g| g.refuses(text, &String::from_utf8_lossy(&vocab.token_to_piece(t, false, None))));
             let token = if json_follows && !prose_is_enough(produced, text) {
                 // Too little prose yet: the reply may neither end nor turn to
                 // its JSON object here, nor break its first sentence's line.
