@@ -37,3 +37,17 @@ model: deps
 
 bench: deps
 	$(CARGO) bench --bench local
+
+# A headless Chromium for the browser tests of the HTML pages
+# (tests/it/html_export.rs skips them, saying so, without one): Debian's
+# package, about 100 MB more. Not a dependency of `test`.
+.PHONY: browser
+browser:
+	@if command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 \
+		|| command -v google-chrome >/dev/null 2>&1; then \
+		echo "browser: a Chromium is already installed"; \
+	else \
+		echo "browser: installing chromium with apt-get"; \
+		if [ "$$(id -u)" = 0 ]; then sudo=""; else sudo="sudo"; fi; \
+		$$sudo apt-get update && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y --no-install-recommends chromium; \
+	fi

@@ -287,9 +287,14 @@ pub struct ReportArgs {
     /// Human ratings keyed by item id (CSV or JSONL); they override ratings in the items and sessions.
     #[arg(long)]
     pub human: Option<PathBuf>,
-    /// Output format: table, csv or json.
+    /// Output format: table, csv, json or html (one self-contained page; see docs/html.md).
     #[arg(long, default_value = "table")]
     pub format: String,
+    /// Write the output here instead of to stdout; with `--format html`, a
+    /// folder (index.html, and each item's session page under sessions/) when
+    /// it ends in `/` or is an existing folder.
+    #[arg(long, value_name = "FILE|DIR")]
+    pub out: Option<PathBuf>,
     /// Bootstrap resamples for the 95% confidence intervals (0: no intervals).
     #[arg(long, default_value_t = 10_000)]
     pub bootstrap: usize,
@@ -331,7 +336,8 @@ pub enum SessionsCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Export a session's scores as CSV or JSON: per agent `initial`, `final`
+    /// Export a session's scores as CSV or JSON, or the whole session as one
+    /// self-contained HTML page (`--format html`). The rows: per agent `initial`, `final`
     /// and `human_adjusted`, per group and for the panel `aggregate` and
     /// `human_adjusted`. `initial`, `final` and `aggregate` are the judges'
     /// own values; `human_adjusted` has the values people set, named with
@@ -339,9 +345,14 @@ pub enum SessionsCommand {
     /// says why in `no_result`. See docs/session-log.md.
     Export {
         session: String,
-        /// `json` (an array of rows) or `csv` (one column per dimension, then `overall`, `set_by`, `no_result`).
+        /// `json` (an array of rows), `csv` (one column per dimension, then
+        /// `overall`, `set_by`, `no_result`) or `html` (the whole session as
+        /// one self-contained page; see docs/html.md).
         #[arg(long, default_value = "json")]
         format: String,
+        /// Write to this file instead of stdout.
+        #[arg(long, value_name = "FILE")]
+        out: Option<PathBuf>,
     },
 }
 

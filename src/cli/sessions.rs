@@ -19,7 +19,7 @@ pub fn run(command: SessionsCommand) -> anyhow::Result<ExitCode> {
     match command {
         SessionsCommand::List { dir } => list(&dir.unwrap_or_else(default_sessions_dir)),
         SessionsCommand::Show { session, json } => show(&session, json),
-        SessionsCommand::Export { session, format } => export(&session, &format),
+        SessionsCommand::Export { session, format, out } => export(&session, &format, out.as_deref()),
     }
 }
 
@@ -211,16 +211,34 @@ fn set_by_cell(set_by: &BTreeMap<String, String>) -> String {
     set_by.iter().map(|(k, who)| format!("{k}={who}")).collect::<Vec<_>>().join(";")
 }
 
-fn export(arg: &str, format: &str) -> anyhow::Result<ExitCode> {
-    if !matches!(format, "json" | "csv") {
-        bail!("--format: unknown format \"{format}\"; valid: json, csv");
+/// Where an export goes: a file (`--out`), else stdout.
+fn output(out: Option<&Path>) -> anyhow::Result<Box<dyn Write>> {
+    Ok(match out {
+        Some(p) => Box::new(std::io::BufWriter::new(
+            std::fs::File::create(p).with_context(|| format!("cannot write {}", p.display()))?,
+        )),
+        None => Box::new(std::io::stdout().lock()),
+    })
+}
+
+fn export(arg: &str, format: &str, out_path: Option<&Path>) -> anyhow::Result<ExitCode> {
+    if !matches!(format, "json" | "csv" | "html") {
+        bail!("--format: unknown format \"{format}\"; valid: json, csv, html");
     }
     let path = resolve_session(arg)?;
     let v = load_view(&path)?;
+    let mut out = output(out_path)?;
+    if format == "html" {
+        out.write_all(crate::report::html::session_page(&v).as_bytes())?;
+        out.flush()?;
+        if let Some(p) = out_path {
+            eprintln!("moot: {} written", p.display());
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
     let keys = v.score_keys();
     let rows = export_rows(&v);
     let item = v.item.as_ref().map(|i| i.id.clone()).unwrap_or_default();
-    let mut out = std::io::stdout().lock();
     if format == "json" {
         let arr: Vec<serde_json::Value> = rows
             .iter()

@@ -12,6 +12,8 @@ pub enum Format {
     Table,
     Csv,
     Json,
+    /// One self-contained page (see [`crate::report::html`]).
+    Html,
 }
 
 impl std::str::FromStr for Format {
@@ -21,7 +23,8 @@ impl std::str::FromStr for Format {
             "table" => Ok(Format::Table),
             "csv" => Ok(Format::Csv),
             "json" => Ok(Format::Json),
-            other => Err(format!("unknown format \"{other}\"; valid: table, csv, json")),
+            "html" => Ok(Format::Html),
+            other => Err(format!("unknown format \"{other}\"; valid: table, csv, json, html")),
         }
     }
 }

@@ -11,6 +11,7 @@
 pub mod binary_table;
 pub mod build;
 pub mod format;
+pub mod html;
 pub mod human;
 pub mod load;
 pub mod pairwise;

@@ -42,10 +42,31 @@ const FINAL: RGBColor = RGBColor(0x1f, 0x6f, 0xb2);
 const HUMAN: RGBColor = RGBColor(0xd9, 0x7a, 0x1e);
 const AGGREGATE: RGBColor = RGBColor(0x2e, 0x8b, 0x57);
 
+/// One chart of a report: its file name under `--plot DIR`, its title and
+/// the SVG document.
+#[derive(Debug, Clone)]
+pub struct Chart {
+    pub file_name: String,
+    pub title: String,
+    pub svg: String,
+}
+
 /// Write every chart of `report` into `dir` (created if needed); returns the files written.
 pub fn write_plots(report: &Report, dir: &Path) -> Result<Vec<PathBuf>, PlotError> {
     std::fs::create_dir_all(dir).map_err(|error| PlotError::Io { path: dir.to_path_buf(), error })?;
     let mut written = Vec::new();
+    for c in charts(report)? {
+        let path = dir.join(&c.file_name);
+        std::fs::write(&path, c.svg).map_err(|error| PlotError::Io { path: path.clone(), error })?;
+        written.push(path);
+    }
+    Ok(written)
+}
+
+/// Every chart of `report`, drawn in memory (the files of `--plot`, the
+/// figures of the HTML report).
+pub fn charts(report: &Report) -> Result<Vec<Chart>, PlotError> {
+    let mut out = Vec::new();
     for panel in &report.panels {
         let groups: Vec<Option<&str>> =
             std::iter::once(None).chain(panel.groups.iter().map(|g| Some(g.as_str()))).collect();
@@ -71,25 +92,29 @@ pub fn write_plots(report: &Report, dir: &Path) -> Result<Vec<PathBuf>, PlotErro
             if points.iter().all(|(_, a, b)| a.is_none() && b.is_none()) {
                 continue;
             }
-            let path = dir.join(format!("{}-{}-correlation.svg", slug(&panel.name), slug(key)));
-            correlation_chart(&path, &format!("{} — {key}: Spearman ρ with humans", panel.name), &points)
-                .map_err(|message| PlotError::Draw { path: path.clone(), message })?;
-            written.push(path);
+            let file_name = format!("{}-{}-correlation.svg", slug(&panel.name), slug(key));
+            let title = format!("{} — {key}: Spearman ρ with humans", panel.name);
+            let svg = correlation_chart(&title, &points)
+                .map_err(|message| PlotError::Draw { path: PathBuf::from(&file_name), message })?;
+            out.push(Chart { file_name, title, svg });
         }
     }
     for d in &report.distributions {
         if d.human.iter().chain(&d.initial).chain(&d.final_).chain(&d.aggregate).all(|&c| c == 0) {
             continue;
         }
-        let path = dir.join(format!("{}-{}-distribution.svg", slug(&d.panel), slug(&d.key)));
-        distribution_chart(&path, d).map_err(|message| PlotError::Draw { path: path.clone(), message })?;
-        written.push(path);
+        let file_name = format!("{}-{}-distribution.svg", slug(&d.panel), slug(&d.key));
+        let title = format!("{} — {}: score distribution", d.panel, d.key);
+        let svg = distribution_chart(&title, d)
+            .map_err(|message| PlotError::Draw { path: PathBuf::from(&file_name), message })?;
+        out.push(Chart { file_name, title, svg });
     }
-    Ok(written)
+    Ok(out)
 }
 
-fn correlation_chart(path: &Path, title: &str, points: &[(String, Option<f64>, Option<f64>)]) -> Result<(), String> {
-    let root = SVGBackend::new(path, (160 + 120 * points.len() as u32, 420)).into_drawing_area();
+fn correlation_chart(title: &str, points: &[(String, Option<f64>, Option<f64>)]) -> Result<String, String> {
+    let mut svg = String::new();
+    let root = SVGBackend::with_string(&mut svg, (160 + 120 * points.len() as u32, 420)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| e.to_string())?;
     let n = points.len();
     let mut chart = ChartBuilder::on(&root)
@@ -145,11 +170,15 @@ fn correlation_chart(path: &Path, title: &str, points: &[(String, Option<f64>, O
         .position(SeriesLabelPosition::LowerRight)
         .draw()
         .map_err(|e| e.to_string())?;
-    root.present().map_err(|e| e.to_string())
+    root.present().map_err(|e| e.to_string())?;
+    drop(chart);
+    drop(root);
+    Ok(svg)
 }
 
-fn distribution_chart(path: &Path, d: &Distribution) -> Result<(), String> {
-    let root = SVGBackend::new(path, (720, 420)).into_drawing_area();
+fn distribution_chart(title: &str, d: &Distribution) -> Result<String, String> {
+    let mut svg = String::new();
+    let root = SVGBackend::with_string(&mut svg, (720, 420)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| e.to_string())?;
     let nb = d.bins.len();
     let series: [(&str, &Vec<usize>, RGBColor); 3] = if d.reviewed {
@@ -167,7 +196,7 @@ fn distribution_chart(path: &Path, d: &Distribution) -> Result<(), String> {
     };
     let top = series.iter().flat_map(|s| s.1.iter()).copied().max().unwrap_or(1).max(1);
     let mut chart = ChartBuilder::on(&root)
-        .caption(format!("{} — {}: score distribution", d.panel, d.key), ("sans-serif", 18))
+        .caption(title, ("sans-serif", 18))
         .margin(12)
         .x_label_area_size(36)
         .y_label_area_size(48)
@@ -210,7 +239,10 @@ fn distribution_chart(path: &Path, d: &Distribution) -> Result<(), String> {
         .position(SeriesLabelPosition::UpperLeft)
         .draw()
         .map_err(|e| e.to_string())?;
-    root.present().map_err(|e| e.to_string())
+    root.present().map_err(|e| e.to_string())?;
+    drop(chart);
+    drop(root);
+    Ok(svg)
 }
 
 #[cfg(test)]

@@ -34,6 +34,7 @@ mod engine_protocols;
 mod eval_cli;
 mod fuzz_corpus;
 mod g_eval;
+mod html_export;
 mod layers;
 mod local_context;
 mod local_model;
