@@ -329,7 +329,7 @@ fn review_log(args: &PersonasArgs, log: &Path, options: PanelOptions) -> anyhow:
     let docs = log_documents(&state);
     let mut registry = Registry::from_env()?;
     let provider_name = args.provider.clone().unwrap_or_else(|| registry.default_name().to_string());
-    let model_name = persona_model(&args, &registry, &provider_name);
+    let model_name = persona_model(args, &registry, &provider_name);
     let provider = registry.get(&provider_name, &model_name, "moot personas")?;
     let mut model = Model::new(provider, model_name);
     model.seed = args.seed;

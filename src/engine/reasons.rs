@@ -213,7 +213,8 @@ fn direction(sentence: &str, facts: &TableFacts) -> Result<(), String> {
     } else {
         facts.rows.iter().filter(|(n, _)| n != subject).filter_map(|(_, s)| value(s.as_deref()?)).collect()
     };
-    let (Some(lo), Some(hi)) = (others.iter().copied().reduce(f64::min), others.iter().copied().reduce(f64::max)) else {
+    let (Some(lo), Some(hi)) = (others.iter().copied().reduce(f64::min), others.iter().copied().reduce(f64::max))
+    else {
         return Ok(());
     };
     let on = column.map(|c| format!(" on {}", facts.keys[c])).unwrap_or_default();

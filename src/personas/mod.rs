@@ -69,7 +69,7 @@ const PERSPECTIVES_PER_DOC: u64 = 6;
 /// request counted exactly as it will be sent (conservatively), a
 /// consolidation and [`PERSPECTIVES_PER_DOC`] personas a document guessed.
 pub fn estimate(task: &str, docs: &[Document], chunk_chars: usize, max_tokens: u32) -> Estimate {
-    let instructions = Stakeholders.instructions();
+    let instructions = Stakeholders::default().instructions();
     let mut e = Estimate::default();
     for d in docs {
         let chunks = docs::chunks(d, chunk_chars);
@@ -199,7 +199,7 @@ pub async fn extract(ctx: &Ctx, doc_index: usize, doc: &Document, chunk_chars: u
         },
     });
     let index = verify::Index::new(doc);
-    let instructions = Stakeholders.instructions();
+    let instructions = Stakeholders::default().instructions();
     let mut out: Vec<Stakeholder> = Vec::new();
     for chunk in &chunks {
         if ctx.cancel.is_cancelled() {
@@ -211,7 +211,8 @@ pub async fn extract(ctx: &Ctx, doc_index: usize, doc: &Document, chunk_chars: u
             doc.name.clone()
         };
         let messages = prompts::extract(&ctx.task, doc, chunk, chunks.len(), &instructions);
-        match ctx.ask(Step::Extract, &about, messages, &Stakeholders).await {
+        let verdict = Stakeholders { quotes: docs::sentences(chunk) };
+        match ctx.ask(Step::Extract, &about, messages, &verdict).await {
             Ok(raw) => {
                 let mut found = Vec::new();
                 for r in raw {
@@ -279,7 +280,8 @@ pub async fn consolidate(ctx: &Ctx, stakeholders: &[Stakeholder]) -> Result<Vec<
 /// its own.
 fn keep_ungrouped(groups: &mut Vec<Group>, stakeholders: &[Stakeholder]) {
     for s in stakeholders {
-        let used: BTreeSet<String> = groups.iter().flat_map(|g| &g.perspectives).flat_map(|p| &p.sources).cloned().collect();
+        let used: BTreeSet<String> =
+            groups.iter().flat_map(|g| &g.perspectives).flat_map(|p| &p.sources).cloned().collect();
         let forgotten: Vec<&Perspective> = s.perspectives.iter().filter(|p| !used.contains(&p.id)).collect();
         if forgotten.is_empty() {
             continue;
@@ -304,7 +306,11 @@ fn keep_ungrouped(groups: &mut Vec<Group>, stakeholders: &[Stakeholder]) {
             .perspectives
             .iter()
             .enumerate()
-            .map(|(k, p)| GroupPerspective { id: format!("{id}.P{}", k + 1), text: p.text.clone(), sources: vec![p.id.clone()] })
+            .map(|(k, p)| GroupPerspective {
+                id: format!("{id}.P{}", k + 1),
+                text: p.text.clone(),
+                sources: vec![p.id.clone()],
+            })
             .collect();
         groups.push(Group {
             id,
@@ -431,7 +437,11 @@ mod tests {
             name: "Teachers".into(),
             description: String::new(),
             members: vec!["D1.S1".into()],
-            perspectives: vec![GroupPerspective { id: "G1.P1".into(), text: "short".into(), sources: vec!["D1.S1.P1".into()] }],
+            perspectives: vec![GroupPerspective {
+                id: "G1.P1".into(),
+                text: "short".into(),
+                sources: vec!["D1.S1.P1".into()],
+            }],
         }];
         keep_ungrouped(&mut groups, &all);
         assert_eq!(groups.len(), 2, "the researchers kept as a group, the parents (no views) not");
@@ -439,7 +449,10 @@ mod tests {
             groups[0].perspectives.iter().map(|p| (p.id.as_str(), p.sources[0].as_str())).collect();
         assert_eq!(teachers, [("G1.P1", "D1.S1.P1"), ("G1.P2", "D1.S1.P2")], "the forgotten view joins its group");
         let g = &groups[1];
-        assert_eq!((g.id.as_str(), g.name.as_str(), g.members.clone()), ("G2", "Researchers", vec!["D3.S1".to_string()]));
+        assert_eq!(
+            (g.id.as_str(), g.name.as_str(), g.members.clone()),
+            ("G2", "Researchers", vec!["D3.S1".to_string()])
+        );
         let sources: Vec<&str> = g.perspectives.iter().map(|p| p.sources[0].as_str()).collect();
         assert_eq!(sources, ["D3.S1.P1", "D3.S1.P2"]);
         assert_eq!(g.perspectives[1].id, "G2.P2");

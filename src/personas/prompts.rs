@@ -32,10 +32,10 @@ pub fn no_copy(messages: &[ChatMessage]) -> NoCopy {
         if let Some(task) = text.strip_prefix("Evaluation task:\n") {
             quotable.push(task.split("\n\n").next().unwrap_or("").to_string());
         }
-        if let (Some(start), Some(end)) = (text.find("<<<\n"), text.rfind("\n>>>")) {
-            if start + 4 <= end {
-                quotable.push(text[start + 4..end].to_string());
-            }
+        if let (Some(start), Some(end)) = (text.find("<<<\n"), text.rfind("\n>>>"))
+            && start + 4 <= end
+        {
+            quotable.push(text[start + 4..end].to_string());
         }
     }
     NoCopy { avoid: messages.iter().map(|m| m.content.clone()).collect(), quotable, names: Vec::new() }

@@ -68,7 +68,13 @@ pub struct RawStakeholder {
 }
 
 /// The stakeholders of one part of a document; an empty list is an answer.
-pub struct Stakeholders;
+/// With `quotes` (the part's sentences), each evidence must be one of them,
+/// copied whole: a grammar (or a server's structured output) holds the
+/// model to them, so a quote cannot be reworded or invented.
+#[derive(Debug, Clone, Default)]
+pub struct Stakeholders {
+    pub quotes: Vec<String>,
+}
 
 impl Verdict for Stakeholders {
     type Output = Vec<RawStakeholder>;
@@ -78,9 +84,11 @@ impl Verdict for Stakeholders {
             .into()
     }
     fn schema(&self) -> Option<Value> {
+        let evidence =
+            if self.quotes.is_empty() { text(FIELD_MAX) } else { json!({"type": "string", "enum": self.quotes}) };
         let perspective = json!({
             "type": "object",
-            "properties": {"perspective": text(FIELD_MAX), "evidence": text(FIELD_MAX)},
+            "properties": {"perspective": text(FIELD_MAX), "evidence": evidence},
             "required": ["perspective", "evidence"],
             "additionalProperties": false
         });
@@ -292,13 +300,17 @@ mod tests {
 
     #[test]
     fn stakeholders_read_and_empty_list_is_an_answer() {
-        let ok = Stakeholders.read(&reply(
+        let ok = Stakeholders::default().read(&reply(
             "Here.\n{\"stakeholders\": [{\"name\": \"Teachers\", \"characteristics\": \"Teach.\", \"perspectives\": [{\"perspective\": \"Clear\", \"evidence\": \"q\"}]}]}",
         ));
         assert_eq!(ok.unwrap()[0].perspectives, vec![("Clear".to_string(), "q".to_string())]);
-        assert!(Stakeholders.read(&reply("{\"stakeholders\": []}")).unwrap().is_empty());
-        assert!(Stakeholders.read(&reply("No JSON at all")).is_err());
-        let e = Stakeholders
+        assert!(Stakeholders::default().read(&reply("{\"stakeholders\": []}")).unwrap().is_empty());
+        assert!(Stakeholders::default().read(&reply("No JSON at all")).is_err());
+        let held = Stakeholders { quotes: vec!["Teachers read aloud daily.".into()] }.schema().unwrap();
+        let evidence = &held["properties"]["stakeholders"]["items"]["properties"]["perspectives"]["items"]["properties"]
+            ["evidence"];
+        assert_eq!(evidence["enum"], json!(["Teachers read aloud daily."]));
+        let e = Stakeholders::default()
             .read(&reply("{\"stakeholders\": [{\"name\": \"T\", \"characteristics\": \"c\", \"perspectives\": [{\"perspective\": \"p\"}]}]}"))
             .unwrap_err();
         assert_eq!(e, "stakeholder 1, perspective 1: \"evidence\" is missing");
@@ -325,7 +337,7 @@ mod tests {
     fn the_embedded_model_has_a_grammar_for_every_answer() {
         let s: BTreeSet<String> = ["D1.S1".to_string()].into();
         let p: BTreeSet<String> = ["D1.S1.P1".to_string()].into();
-        for schema in [Stakeholders.schema(), Groups { stakeholder_ids: &s, perspective_ids: &p }.schema()] {
+        for schema in [Stakeholders::default().schema(), Groups { stakeholder_ids: &s, perspective_ids: &p }.schema()] {
             let schema = schema.expect("a schema");
             assert!(crate::provider::local::schema_to_gbnf(&schema).is_some(), "{schema}");
         }

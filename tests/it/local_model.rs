@@ -662,7 +662,8 @@ async fn a_reply_does_not_copy_what_it_is_told_not_to() {
     let words = |t: &str| -> Vec<String> {
         t.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(str::to_lowercase).collect()
     };
-    let runs = |t: &str| -> std::collections::HashSet<Vec<String>> { words(t).windows(5).map(<[String]>::to_vec).collect() };
+    let runs =
+        |t: &str| -> std::collections::HashSet<Vec<String>> { words(t).windows(5).map(<[String]>::to_vec).collect() };
     let (avoided, reply) = (runs(earlier), runs(&guarded));
     let copied: Vec<_> = reply.intersection(&avoided).filter(|r| !runs(item).contains(*r)).collect();
     assert!(copied.is_empty(), "copied {copied:?} in {guarded:?}");

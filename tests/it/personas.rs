@@ -327,7 +327,7 @@ fn missing_and_unreadable_documents_are_named() {
 }
 
 #[tokio::test]
-async fn perspectives_no_group_took_up_are_named_and_members_are_listed_once() {
+async fn perspectives_no_group_took_up_are_kept_and_members_are_listed_once() {
     let provider = scripted(|req, call| {
         if user_text(req).contains("Put stakeholders that play the same") {
             return r#"{"groups": [{"name": "Parents", "description": "Parents.", "members": ["D2.S1", "D2.S1"],
@@ -338,6 +338,14 @@ async fn perspectives_no_group_took_up_are_named_and_members_are_listed_once() {
     });
     let (_, state, result) = run_build(provider, &three_docs(), &Options::default()).await;
     assert_eq!(result, Ok(()));
-    assert_eq!(state.left_out, ["D1.S1.P1", "D1.S1.P2", "D2.S1.P2"]);
+    // Nothing is left out: the parents' forgotten view joins their group,
+    // and the teachers, in no group, become a group of their own.
+    assert!(state.left_out.is_empty(), "{:?}", state.left_out);
     assert_eq!(state.groups[0].members, ["D2.S1"]);
+    let sources =
+        |g: usize| -> Vec<String> { state.groups[g].perspectives.iter().map(|p| p.sources.join("+")).collect() };
+    assert_eq!(sources(0), ["D2.S1.P1", "D2.S1.P2"]);
+    assert_eq!(state.groups.len(), 2);
+    assert_eq!(state.groups[1].members, ["D1.S1"]);
+    assert_eq!(sources(1), ["D1.S1.P1", "D1.S1.P2"]);
 }

@@ -191,10 +191,7 @@ async fn a_speech_request_says_what_it_may_not_copy() {
     assert_eq!(speeches.len(), 3);
     let last = speeches[2].no_copy.as_ref().expect("a speech's request is guarded");
     assert!(last.avoid.iter().any(|t| t.contains("names the wall where pebble hid")), "an earlier speech: {last:?}");
-    assert!(
-        last.avoid.iter().any(|t| t == &speeches[2].messages[0].content),
-        "its instructions (the system prompt)"
-    );
+    assert!(last.avoid.iter().any(|t| t == &speeches[2].messages[0].content), "its instructions (the system prompt)");
     assert!(!last.avoid.iter().any(|t| t == &speeches[2].messages[1].content), "not the item and discussion");
     let item = support::item();
     assert!(last.quotable.contains(&item.content));

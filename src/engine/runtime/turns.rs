@@ -2,8 +2,8 @@
 //! and its generic form, with one repair request when the reply has no
 //! readable verdict.
 
-use tokio_util::sync::CancellationToken;
 use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
 
 use super::redraw::{RepeatCheck, Reply, evaluation_of};
 use super::{CallSpec, ReadAhead, Run, Spoken, TurnSpec};
@@ -220,7 +220,12 @@ fn instructions(messages: &Prompt<'_>) -> Vec<String> {
     messages
         .messages()
         .into_iter()
-        .filter(|m| m.role != crate::provider::ChatRole::User || { users += 1; users > 1 })
+        .filter(|m| {
+            m.role != crate::provider::ChatRole::User || {
+                users += 1;
+                users > 1
+            }
+        })
         .map(|m| m.content)
         .collect()
 }

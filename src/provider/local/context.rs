@@ -419,7 +419,8 @@ impl<'a, 'm> ModelContext<'a, 'm> {
             Finish::Stop
         } else {
             let guard = request.no_copy.as_ref().and_then(|n| CopyGuard::new(&n.avoid, &n.quotable, &n.names));
-            self.generate_prose(job, &mut sampling, &mut state, budget, grammar.is_some(), guard.as_ref(), &mut out)?
+            let prose = Prose { budget, json_follows: grammar.is_some(), guard: guard.as_ref() };
+            self.generate_prose(job, &mut sampling, &mut state, prose, &mut out)?
         };
         if let Some(grammar) = grammar {
             // Start the object on a line of its own.
@@ -740,17 +741,17 @@ impl<'a, 'm> ModelContext<'a, 'm> {
     /// the model starts a JSON object, at the end of the budget or at its end
     /// of turn; but not before the prose is long enough (see
     /// [`prose_is_enough`]): until then, tokens that would end the turn or
-    /// start the object (or a code fence) are not drawn.
+    /// start the object (or a code fence) are not drawn. With a `guard`, no
+    /// token copies what the request said not to copy.
     pub(super) fn generate_prose(
         &mut self,
         job: &Job,
         sampling: &mut Sampling,
         state: &mut GenState,
-        budget: u32,
-        json_follows: bool,
-        guard: Option<&CopyGuard>,
+        prose: Prose<'_>,
         out: &mut Output,
     ) -> Result<Finish, ProviderError> {
+        let Prose { budget, json_follows, guard } = prose;
         let mut produced = 0u32;
         let vocab = self.model.vocab();
         loop {
@@ -764,7 +765,9 @@ impl<'a, 'm> ModelContext<'a, 'm> {
                 return Ok(Finish::Length);
             }
             let text = out.text();
-            let copies = |t: LlamaToken| guard.is_some_and(|g| g.refuses(text, &String::from_utf8_lossy(&vocab.token_to_piece(t, false, None))));
+            let copies = |t: LlamaToken| {
+                guard.is_some_and(|g| g.refuses(text, &String::from_utf8_lossy(&vocab.token_to_piece(t, false, None))))
+            };
             let token = if json_follows && !prose_is_enough(produced, text) {
                 // Too little prose yet: the reply may neither end nor turn to
                 // its JSON object here, nor break its first sentence's line.
@@ -920,6 +923,15 @@ impl<'a, 'm> ModelContext<'a, 'm> {
         LlamaSampler::grammar(self.model, &gbnf, "root")
             .map_err(|e| ProviderError::Config(format!("invalid grammar for the response schema: {e}")))
     }
+}
+
+/// How a reply's prose is written: its token budget, whether a JSON object
+/// follows it, and what it may not copy.
+#[derive(Clone, Copy)]
+pub(super) struct Prose<'a> {
+    pub(super) budget: u32,
+    pub(super) json_follows: bool,
+    pub(super) guard: Option<&'a CopyGuard>,
 }
 
 pub(super) struct GenState {

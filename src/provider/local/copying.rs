@@ -91,7 +91,12 @@ fn words(text: &str) -> Vec<String> {
 }
 
 fn alnum_prefix(piece: &str) -> String {
-    piece.trim_start_matches(|c: char| !c.is_alphanumeric()).chars().take_while(|c| c.is_alphanumeric()).collect::<String>().to_lowercase()
+    piece
+        .trim_start_matches(|c: char| !c.is_alphanumeric())
+        .chars()
+        .take_while(|c| c.is_alphanumeric())
+        .collect::<String>()
+        .to_lowercase()
 }
 
 #[cfg(test)]

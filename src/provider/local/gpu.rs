@@ -46,7 +46,12 @@ pub fn gpus() -> Vec<Gpu> {
     list_llama_ggml_backend_devices()
         .into_iter()
         .filter(|d| matches!(d.device_type, LlamaBackendDeviceType::Gpu | LlamaBackendDeviceType::IntegratedGpu))
-        .map(|d| Gpu { name: d.name, description: d.description, free: d.memory_free as u64, total: d.memory_total as u64 })
+        .map(|d| Gpu {
+            name: d.name,
+            description: d.description,
+            free: d.memory_free as u64,
+            total: d.memory_total as u64,
+        })
         .collect()
 }
 
@@ -83,11 +88,7 @@ pub fn plan(setting: Option<u32>, model_bytes: u64, gpus: &[Gpu]) -> Offload {
         None => {
             let need = model_bytes + model_bytes / 4 + HEADROOM;
             if best.free >= need {
-                Offload {
-                    layers: ALL_LAYERS,
-                    gpu: Some(best.label()),
-                    why: format!("auto: {} free", gib(best.free)),
-                }
+                Offload { layers: ALL_LAYERS, gpu: Some(best.label()), why: format!("auto: {} free", gib(best.free)) }
             } else {
                 cpu(format!(
                     "auto: {} has {} free, about {} needed (set gpu_layers to offload part)",
