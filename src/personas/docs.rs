@@ -74,42 +74,6 @@ pub struct Chunk<'a> {
     pub paragraphs: &'a [Paragraph],
 }
 
-/// A part's sentences, as a quote may take them: each paragraph split after
-/// `.`, `!` or `?` (a closing quotation mark kept with its sentence)
-/// followed by a space; sentences under 20 characters and repeats left out.
-pub fn sentences(chunk: &Chunk<'_>) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    for p in chunk.paragraphs {
-        let text = p.text.as_str();
-        let mut start = 0;
-        let chars: Vec<(usize, char)> = text.char_indices().collect();
-        for (k, &(i, c)) in chars.iter().enumerate() {
-            if !matches!(c, '.' | '!' | '?') {
-                continue;
-            }
-            let mut end = i + c.len_utf8();
-            let mut next = k + 1;
-            while let Some(&(j, q)) = chars.get(next).filter(|(_, q)| matches!(q, '"' | '\'' | '’' | '”' | ')')) {
-                end = j + q.len_utf8();
-                next += 1;
-            }
-            if chars.get(next).is_none_or(|&(_, n)| n.is_whitespace()) {
-                push_sentence(&mut out, &text[start..end]);
-                start = end;
-            }
-        }
-        push_sentence(&mut out, &text[start..]);
-    }
-    out
-}
-
-fn push_sentence(out: &mut Vec<String>, s: &str) {
-    let s = s.trim();
-    if s.chars().count() >= 20 && !out.iter().any(|o| o == s) {
-        out.push(s.to_string());
-    }
-}
-
 impl Chunk<'_> {
     pub fn text(&self) -> String {
         self.paragraphs.iter().map(|p| p.text.as_str()).collect::<Vec<_>>().join("\n\n")
@@ -283,30 +247,6 @@ pub fn chunks(doc: &Document, max_chars: usize) -> Vec<Chunk<'_>> {
 
 #[cfg(test)]
 mod tests {
-
-    #[test]
-    fn a_part_splits_into_the_sentences_a_quote_may_take() {
-        let paragraphs = vec![
-            Paragraph {
-                number: 1,
-                text: "One mother wrote: 'If a question sounds like a test, my son closes the book.' Most read at bedtime. \
-                       Dr. Ames asked why? Nobody knew what to say."
-                    .into(),
-            },
-            Paragraph { number: 2, text: "Most read at bedtime. Parents skip frightening questions".into() },
-        ];
-        let chunk = Chunk { index: 1, paragraphs: &paragraphs };
-        assert_eq!(
-            sentences(&chunk),
-            [
-                "One mother wrote: 'If a question sounds like a test, my son closes the book.'",
-                "Most read at bedtime.",
-                "Nobody knew what to say.",
-                "Parents skip frightening questions",
-            ]
-        );
-    }
-
     use super::*;
 
     fn doc(kind: DocKind, text: &str) -> Document {

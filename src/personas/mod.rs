@@ -69,7 +69,7 @@ const PERSPECTIVES_PER_DOC: u64 = 6;
 /// request counted exactly as it will be sent (conservatively), a
 /// consolidation and [`PERSPECTIVES_PER_DOC`] personas a document guessed.
 pub fn estimate(task: &str, docs: &[Document], chunk_chars: usize, max_tokens: u32) -> Estimate {
-    let instructions = Stakeholders::default().instructions();
+    let instructions = Stakeholders.instructions();
     let mut e = Estimate::default();
     for d in docs {
         let chunks = docs::chunks(d, chunk_chars);
@@ -199,7 +199,7 @@ pub async fn extract(ctx: &Ctx, doc_index: usize, doc: &Document, chunk_chars: u
         },
     });
     let index = verify::Index::new(doc);
-    let instructions = Stakeholders::default().instructions();
+    let instructions = Stakeholders.instructions();
     let mut out: Vec<Stakeholder> = Vec::new();
     for chunk in &chunks {
         if ctx.cancel.is_cancelled() {
@@ -211,8 +211,7 @@ pub async fn extract(ctx: &Ctx, doc_index: usize, doc: &Document, chunk_chars: u
             doc.name.clone()
         };
         let messages = prompts::extract(&ctx.task, doc, chunk, chunks.len(), &instructions);
-        let verdict = Stakeholders { quotes: docs::sentences(chunk) };
-        match ctx.ask(Step::Extract, &about, messages, &verdict).await {
+        match ctx.ask(Step::Extract, &about, messages, &Stakeholders).await {
             Ok(raw) => {
                 let mut found = Vec::new();
                 for r in raw {
@@ -253,6 +252,13 @@ pub async fn extract(ctx: &Ctx, doc_index: usize, doc: &Document, chunk_chars: u
 
 /// Group the stakeholders and merge their perspectives.
 pub async fn consolidate(ctx: &Ctx, stakeholders: &[Stakeholder]) -> Result<Vec<Group>, String> {
+    // One stakeholder (or none) has nothing to be grouped with.
+    if stakeholders.len() < 2 {
+        let mut groups = Vec::new();
+        keep_ungrouped(&mut groups, stakeholders);
+        ctx.log.emit(BuildEventKind::GroupsFormed { groups: groups.clone(), left_out: Vec::new() });
+        return Ok(groups);
+    }
     let sids: BTreeSet<String> = stakeholders.iter().map(|s| s.id.clone()).collect();
     let pids: BTreeSet<String> = stakeholders.iter().flat_map(|s| &s.perspectives).map(|p| p.id.clone()).collect();
     let verdict = Groups { stakeholder_ids: &sids, perspective_ids: &pids };
@@ -374,6 +380,10 @@ pub async fn write_persona(
     let about = format!("{} · {}", group.name, p.id);
     match ctx.ask(Step::Persona, &about, messages, &PersonaVerdict).await {
         Ok(mut persona) => {
+            // A name already used gives way to the one offered.
+            if taken.contains(&persona.name) {
+                persona.name = prompts::name_for(taken);
+            }
             let base = persona.name.clone();
             let mut n = 2;
             while taken.contains(&persona.name) {

@@ -83,6 +83,46 @@ use each at most once.\n\n{instructions}"
     vec![ChatMessage::system(SYSTEM), ChatMessage::user(user)]
 }
 
+/// Names offered to persona writers, one per persona in order: small models
+/// gave every persona of a build the same name.
+pub const NAMES: [&str; 24] = [
+    "Amina Okoye",
+    "Tomás Rivera",
+    "Ingrid Solberg",
+    "Kenji Watanabe",
+    "Priya Raman",
+    "Lucas Moreau",
+    "Fatima Haddad",
+    "Owen Gallagher",
+    "Mei Lin",
+    "Samuel Mensah",
+    "Elena Petrova",
+    "Diego Alvarez",
+    "Hana Novak",
+    "Yusuf Demir",
+    "Grace Whitfield",
+    "Arjun Mehta",
+    "Sofia Romano",
+    "Kwame Asante",
+    "Maja Lindgren",
+    "Rafael Costa",
+    "Leila Farahani",
+    "Noah Brennan",
+    "Aiko Sato",
+    "Zanele Dlamini",
+];
+
+/// The first name of [`NAMES`] whose first word no name in `taken` uses;
+/// past the list, `Judge N`.
+pub fn name_for(taken: &[String]) -> String {
+    let first = |n: &str| n.split_whitespace().next().unwrap_or("").to_lowercase();
+    let used: Vec<String> = taken.iter().map(|t| first(t)).collect();
+    NAMES
+        .iter()
+        .find(|n| !used.contains(&first(n)))
+        .map_or_else(|| format!("Judge {}", taken.len() + 1), |n| n.to_string())
+}
+
 /// Ask for one persona standing for one perspective of a group.
 pub fn persona(
     task: &str,
@@ -97,11 +137,11 @@ pub fn persona(
     } else {
         evidence.iter().map(|e| format!("- {e}")).collect::<Vec<_>>().join("\n")
     };
-    let avoid = if others.is_empty() {
-        String::new()
-    } else {
-        format!("\nNames already used in the panel (choose another): {}\n", others.join(", "))
-    };
+    let avoid = format!(
+        "\nCall this person {} (names already used in the panel: {}).\n",
+        name_for(others),
+        if others.is_empty() { "none".to_string() } else { others.join(", ") }
+    );
     let user = format!(
         "Evaluation task:\n{task}\n\n\
 Stakeholder group: {name} — {description}\n\
@@ -122,6 +162,14 @@ background, work), perspective (what they look for when judging, in their own te
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_persona_is_offered_a_name_whose_first_name_nobody_has() {
+        assert_eq!(name_for(&[]), "Amina Okoye");
+        assert_eq!(name_for(&["Amina Okoye".into(), "Tomás Bell".into()]), "Ingrid Solberg");
+        let all: Vec<String> = NAMES.iter().map(|n| n.to_string()).collect();
+        assert_eq!(name_for(&all), "Judge 25");
+    }
 
     #[test]
     fn a_reply_may_quote_the_task_and_document_but_not_echo_the_instructions() {

@@ -67,14 +67,22 @@ pub struct RawStakeholder {
     pub perspectives: Vec<(String, String)>,
 }
 
-/// The stakeholders of one part of a document; an empty list is an answer.
-/// With `quotes` (the part's sentences), each evidence must be one of them,
-/// copied whole: a grammar (or a server's structured output) holds the
-/// model to them, so a quote cannot be reworded or invented.
-#[derive(Debug, Clone, Default)]
-pub struct Stakeholders {
-    pub quotes: Vec<String>,
+/// Who the words before an extraction's object say the text describes,
+/// when they begin as its opening asks ("The people this text describes
+/// are teachers …") and do not deny it ("are not …", "are none"). An empty
+/// list after such words contradicts them: small models named the
+/// stakeholders, then answered with an empty list.
+fn names_people(text: &str) -> Option<String> {
+    let lead = crate::personas::prompts::opening(super::log::Step::Extract)?;
+    let rest = text.trim_start().strip_prefix(lead)?;
+    let words = rest.split(['.', ',', ';', ':', '\n']).next()?.trim();
+    let first = words.split_whitespace().next()?.to_lowercase();
+    let denies = ["no", "not", "none", "nobody", "neither", "unclear", "unknown"];
+    (!words.is_empty() && !denies.contains(&first.as_str())).then(|| format!("\"{words}\""))
 }
+
+/// The stakeholders of one part of a document; an empty list is an answer.
+pub struct Stakeholders;
 
 impl Verdict for Stakeholders {
     type Output = Vec<RawStakeholder>;
@@ -84,11 +92,9 @@ impl Verdict for Stakeholders {
             .into()
     }
     fn schema(&self) -> Option<Value> {
-        let evidence =
-            if self.quotes.is_empty() { text(FIELD_MAX) } else { json!({"type": "string", "enum": self.quotes}) };
         let perspective = json!({
             "type": "object",
-            "properties": {"perspective": text(FIELD_MAX), "evidence": evidence},
+            "properties": {"perspective": text(FIELD_MAX), "evidence": text(FIELD_MAX)},
             "required": ["perspective", "evidence"],
             "additionalProperties": false
         });
@@ -127,6 +133,14 @@ impl Verdict for Stakeholders {
                 return Err(format!("{what} ({name}) has no perspectives"));
             }
             out.push(RawStakeholder { name, characteristics, perspectives });
+        }
+        if out.is_empty()
+            && let Some(named) = names_people(&completion.text)
+        {
+            return Err(format!(
+                "the words before the object name {named}, but its list of stakeholders is empty: \
+                 list them with their perspectives and quotes, or say why none is relevant"
+            ));
         }
         Ok(out)
     }
@@ -223,19 +237,20 @@ impl Verdict for Groups<'_> {
                 let what = format!("{what} ({name}), perspective {}", j + 1);
                 let p = as_object(p, &what)?;
                 let text = field(p, "perspective", &what)?;
-                let sources = ids(p.get("sources").unwrap_or(&Value::Null), self.perspective_ids, &what)?;
-                if sources.is_empty() {
+                let listed = ids(p.get("sources").unwrap_or(&Value::Null), self.perspective_ids, &what)?;
+                if listed.is_empty() {
                     return Err(format!("{what} has no sources"));
                 }
-                for s in &sources {
-                    if !used.insert(s.clone()) {
-                        return Err(format!("{what}: \"{s}\" is used twice"));
-                    }
+                // A source listed again belongs where it was listed first; a
+                // perspective left with none is dropped (its view is kept
+                // where the source went).
+                let sources: Vec<String> = listed.into_iter().filter(|s| used.insert(s.clone())).collect();
+                if !sources.is_empty() {
+                    perspectives.push((text, sources));
                 }
-                perspectives.push((text, sources));
             }
             if perspectives.is_empty() {
-                return Err(format!("{what} ({name}) has no perspectives"));
+                continue;
             }
             out.push(RawGroup { name, description, members, perspectives });
         }
@@ -300,20 +315,31 @@ mod tests {
 
     #[test]
     fn stakeholders_read_and_empty_list_is_an_answer() {
-        let ok = Stakeholders::default().read(&reply(
+        let ok = Stakeholders.read(&reply(
             "Here.\n{\"stakeholders\": [{\"name\": \"Teachers\", \"characteristics\": \"Teach.\", \"perspectives\": [{\"perspective\": \"Clear\", \"evidence\": \"q\"}]}]}",
         ));
         assert_eq!(ok.unwrap()[0].perspectives, vec![("Clear".to_string(), "q".to_string())]);
-        assert!(Stakeholders::default().read(&reply("{\"stakeholders\": []}")).unwrap().is_empty());
-        assert!(Stakeholders::default().read(&reply("No JSON at all")).is_err());
-        let held = Stakeholders { quotes: vec!["Teachers read aloud daily.".into()] }.schema().unwrap();
-        let evidence = &held["properties"]["stakeholders"]["items"]["properties"]["perspectives"]["items"]["properties"]
-            ["evidence"];
-        assert_eq!(evidence["enum"], json!(["Teachers read aloud daily."]));
-        let e = Stakeholders::default()
+        assert!(Stakeholders.read(&reply("{\"stakeholders\": []}")).unwrap().is_empty());
+        assert!(Stakeholders.read(&reply("No JSON at all")).is_err());
+        let e = Stakeholders
             .read(&reply("{\"stakeholders\": [{\"name\": \"T\", \"characteristics\": \"c\", \"perspectives\": [{\"perspective\": \"p\"}]}]}"))
             .unwrap_err();
         assert_eq!(e, "stakeholder 1, perspective 1: \"evidence\" is missing");
+    }
+
+    #[test]
+    fn an_empty_list_after_words_that_name_people_is_read_again() {
+        let err = Stakeholders
+            .read(&reply("The people this text describes are teachers. They read aloud.\n{\"stakeholders\": []}"))
+            .unwrap_err();
+        assert!(err.starts_with("the words before the object name \"teachers\""), "{err}");
+        for fine in [
+            "The people this text describes are not relevant to the task.\n{\"stakeholders\": []}",
+            "The people this text describes are none of the roles asked for.\n{\"stakeholders\": []}",
+            "{\"stakeholders\": []}",
+        ] {
+            assert!(Stakeholders.read(&reply(fine)).unwrap().is_empty(), "{fine}");
+        }
     }
 
     #[test]
@@ -327,8 +353,15 @@ mod tests {
         assert_eq!(g[0].perspectives[0].1.len(), 2);
         let unknown = v.read(&reply("{\"groups\": [{\"name\": \"T\", \"members\": [], \"perspectives\": [{\"perspective\": \"x\", \"sources\": [\"D9.S1.P1\"]}]}]}"));
         assert!(unknown.unwrap_err().contains("unknown id \"D9.S1.P1\""));
-        let twice = v.read(&reply("{\"groups\": [{\"name\": \"T\", \"members\": [], \"perspectives\": [{\"perspective\": \"x\", \"sources\": [\"D1.S1.P1\"]}, {\"perspective\": \"y\", \"sources\": [\"D1.S1.P1\"]}]}]}"));
-        assert!(twice.unwrap_err().contains("used twice"));
+        // A source listed twice stays where it was listed first; the
+        // perspective and the group left without one are dropped.
+        let twice = v
+            .read(&reply("{\"groups\": [{\"name\": \"T\", \"members\": [], \"perspectives\": [{\"perspective\": \"x\", \"sources\": [\"D1.S1.P1\"]}, {\"perspective\": \"y\", \"sources\": [\"D1.S1.P1\", \"D1.S1.P2\"]}]}, {\"name\": \"U\", \"members\": [], \"perspectives\": [{\"perspective\": \"z\", \"sources\": [\"D1.S1.P2\"]}]}]}"))
+            .unwrap();
+        assert_eq!(twice.len(), 1);
+        let kept: Vec<(&str, Vec<String>)> =
+            twice[0].perspectives.iter().map(|(t, s)| (t.as_str(), s.clone())).collect();
+        assert_eq!(kept, [("x", vec!["D1.S1.P1".to_string()]), ("y", vec!["D1.S1.P2".to_string()])]);
         assert!(v.read(&reply("{\"groups\": []}")).is_err());
     }
 
@@ -337,7 +370,7 @@ mod tests {
     fn the_embedded_model_has_a_grammar_for_every_answer() {
         let s: BTreeSet<String> = ["D1.S1".to_string()].into();
         let p: BTreeSet<String> = ["D1.S1.P1".to_string()].into();
-        for schema in [Stakeholders::default().schema(), Groups { stakeholder_ids: &s, perspective_ids: &p }.schema()] {
+        for schema in [Stakeholders.schema(), Groups { stakeholder_ids: &s, perspective_ids: &p }.schema()] {
             let schema = schema.expect("a schema");
             assert!(crate::provider::local::schema_to_gbnf(&schema).is_some(), "{schema}");
         }

@@ -9,6 +9,13 @@
 //! window at least [`FUZZY_THRESHOLD`] similar counts as found, with that
 //! similarity. Anything less is not found, and is flagged, never kept
 //! silently.
+//!
+//! Small models often open a quote with words of their own ("The text
+//! states that all of them read aloud …"). A quote not found whole is
+//! checked again without its first words, one to [`LEAD_IN_MAX`] of them,
+//! keeping at least [`REST_MIN`] words: the most similar rest (the first
+//! found exactly ends the search) is the quote's check, its span the words
+//! the document holds.
 
 use std::collections::HashMap;
 
@@ -18,6 +25,12 @@ use super::docs::Document;
 
 /// Similarity from which a near match counts as found.
 pub const FUZZY_THRESHOLD: f64 = 0.85;
+
+/// The most words a quote's lead-in may have.
+pub const LEAD_IN_MAX: usize = 6;
+
+/// The fewest words left after a lead-in for the rest to count.
+pub const REST_MIN: usize = 6;
 
 /// Word windows compared character by character after the word-overlap pass.
 const CANDIDATES: usize = 8;
@@ -100,13 +113,31 @@ impl<'a> Index<'a> {
     /// Search for `quote`.
     pub fn check(&self, quote: &str) -> QuoteCheck {
         let q = normalise(quote);
+        let whole = self.check_words(&q);
+        if whole.found {
+            return whole;
+        }
+        let mut best = whole;
+        for lead in 1..=LEAD_IN_MAX {
+            if best.similarity >= 1.0 || q.len() < lead + REST_MIN {
+                break;
+            }
+            let rest = self.check_words(&q[lead..]);
+            if rest.similarity > best.similarity {
+                best = rest;
+            }
+        }
+        best
+    }
+
+    fn check_words(&self, q: &[String]) -> QuoteCheck {
         let n = q.len();
         if n == 0 || self.words.len() < n {
             return QuoteCheck::not_found();
         }
         // Word-overlap pass: how many of the quote's words each window holds.
         let mut need: HashMap<&str, i32> = HashMap::new();
-        for w in &q {
+        for w in q {
             *need.entry(w.as_str()).or_default() += 1;
         }
         let mut have: HashMap<&str, i32> = HashMap::new();
@@ -133,7 +164,7 @@ impl<'a> Index<'a> {
             }
             if i + 1 >= n {
                 let start = i + 1 - n;
-                if matched as usize == n && self.words[start..=i].iter().zip(&q).all(|(w, q)| w.norm == *q) {
+                if matched as usize == n && self.words[start..=i].iter().zip(q).all(|(w, q)| w.norm == *q) {
                     return self.located(start, n, 1.0);
                 }
                 if best.len() < CANDIDATES || matched > best.last().map_or(0, |b| b.0) {
@@ -198,6 +229,22 @@ mod tests {
             DocKind::Markdown,
             "Intro.\n\nOne teacher said: “I always stop and ask what happens next, because it keeps them guessing.”\n\nParents read at bedtime.",
         )
+    }
+
+    #[test]
+    fn a_quote_with_a_lead_in_of_the_models_own_is_found_without_it() {
+        let d = doc();
+        let index = Index::new(&d);
+        let c = index.check("The text states that one teacher said: I always stop and ask what happens next, because it keeps them guessing.");
+        assert!(c.found, "{c:?}");
+        let plain =
+            index.check("One teacher said: I always stop and ask what happens next, because it keeps them guessing.");
+        assert_eq!(c.paragraph, plain.paragraph, "the paragraph of the quote without its lead-in");
+        // A lead-in of more than six words, or a rest too short, is not taken off.
+        assert!(
+            !index.check("As the text in the second paragraph tells us plainly, teachers ask what happens next").found
+        );
+        assert!(!index.check("The text says parents read at bedtime").found);
     }
 
     #[test]

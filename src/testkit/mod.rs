@@ -147,10 +147,11 @@ pub fn builder_reply(req: &crate::provider::ChatRequest) -> String {
     if user.contains("Put stakeholders that play the same") {
         return builder_groups(user);
     }
+    // "Call this person X (names already used in the panel: A, B)."
     let taken = user
         .lines()
-        .find_map(|l| l.strip_prefix("Names already used in the panel (choose another): "))
-        .map_or(0, |l| l.split(", ").count());
+        .find_map(|l| l.split_once("(names already used in the panel: ").map(|(_, rest)| rest.trim_end_matches(").")))
+        .map_or(0, |l| if l == "none" { 0 } else { l.split(", ").count() });
     let perspective = user.lines().find_map(|l| l.strip_prefix("Perspective this judge stands for: ")).unwrap_or("");
     serde_json::json!({
         "name": format!("Judge {}", taken + 1),
