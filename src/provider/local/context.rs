@@ -765,9 +765,7 @@ impl<'a, 'm> ModelContext<'a, 'm> {
                 return Ok(Finish::Length);
             }
             let text = out.text();
-            let copies = |t: LlamaToken| {
-                guard.is_some_and(|g| g.refuses(text, &String::from_utf8_lossy(&vocab.token_to_piece(t, false, None))))
-            };
+            let copies = |piece: &[u8]| guard.is_some_and(|g| g.refuses(text, &String::from_utf8_lossy(piece)));
             let token = if json_follows && !prose_is_enough(produced, text) {
                 // Too little prose yet: the reply may neither end nor turn to
                 // its JSON object here, nor break its first sentence's line.
@@ -776,10 +774,10 @@ impl<'a, 'm> ModelContext<'a, 'm> {
                     !vocab.is_eog(t)
                         && !ends_prose(text, &piece)
                         && !breaks_first_sentence(produced, text, &piece)
-                        && !copies(t)
+                        && !copies(&piece)
                 })?
             } else if guard.is_some() {
-                sampling.pick_where(&state.logits, |t| !copies(t))?
+                sampling.pick_where(&state.logits, |t| !copies(&vocab.token_to_piece(t, false, None)))?
             } else {
                 sampling.pick(&state.logits, None)?
             };
