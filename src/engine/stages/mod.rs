@@ -16,7 +16,7 @@ mod discuss;
 mod evaluate;
 mod journey;
 mod judge;
-mod review;
+pub(crate) mod review;
 mod score;
 mod steps;
 mod verify;

@@ -1,0 +1,281 @@
+//! Resuming interrupted sessions, protocol by protocol: each runs once to
+//! its end, then its log is cut after every event (and once more with a
+//! torn last line), as a kill would leave it; each cut log is resumed, and
+//! the resumed session must end with the result of the uninterrupted one,
+//! with no turn recorded twice.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::support::*;
+use moot::engine::journal::Journal;
+use moot::engine::{self, Command, EngineConfig};
+use moot::panel::{ModeratorPolicy, Panel, Protocol, SettingValue};
+use moot::provider::ChatRequest;
+use moot::session::event::{OverrideTarget, Phase};
+use moot::session::{Event, EventKind, SessionWriter, parse_log};
+use moot::testkit::scripted::ScriptedReply;
+
+fn text(req: &ChatRequest) -> String {
+    req.messages.iter().map(|m| m.content.as_str()).collect::<Vec<_>>().join("\n")
+}
+
+fn is_steps(req: &ChatRequest) -> bool {
+    req.messages.len() == 2 && req.messages[1].content.contains("evaluation steps")
+}
+
+/// Answers each request by what it asks, never by when it comes.
+fn judge(req: &ChatRequest, _: usize) -> ScriptedReply {
+    let all = text(req);
+    if is_steps(req) {
+        return "1. Read the answer.\n2. Check it against the story.\n3. Score.".into();
+    }
+    if req.messages[0].content.contains("You are the meta-evaluator") {
+        return "Relevance is generous.\n{\"review\": {\"grammar\": {\"verdict\": \"keep\", \"score\": 4, \"reason\": \"\"}, \
+                \"relevance\": {\"verdict\": \"rectify\", \"score\": 3, \"reason\": \"Half the why.\"}}, \
+                \"definitions\": [], \"new_aspects\": []}"
+            .into();
+    }
+    if all.contains("--- SUMMARY A ---") {
+        let a = all.split("--- SUMMARY A ---\n").nth(1).and_then(|s| s.lines().next()).unwrap_or("");
+        let label = if a.starts_with("The council") { "A" } else { "B" };
+        return format!(
+            "They differ. {{\"verdict\": \"{label}\", \"confidence\": \"high\", \"reasoning\": \"As said.\"}}"
+        )
+        .into();
+    }
+    if let Some(rest) = all.rsplit("Quality to judge — ").next().filter(|_| all.contains("Quality to judge — ")) {
+        return if rest.starts_with("Grammar") {
+            "Clear.\n{\"grammar\": 4}"
+        } else {
+            "It answers.\n{\"relevance\": 2}"
+        }
+        .into();
+    }
+    if req.messages[0].content.contains("evaluator") && all.contains("\"reason\"") && all.contains("\"score\"") {
+        return "Fine.\n{\"grammar\": {\"reason\": \"No errors.\", \"score\": 4}, \
+                \"relevance\": {\"reason\": \"It answers.\", \"score\": 5}}"
+            .into();
+    }
+    match speaker(req).as_str() {
+        "aggregator" => "Teachers and parents differ on relevance.".into(),
+        "moderator" => {
+            let next = if all.contains("Dee") { "Dee" } else { "Bea" };
+            format!("{{\"next\": \"{next}\", \"reason\": \"{next} has said least.\"}}").into()
+        }
+        "Ann" => evaluation(4, 4, 4).into(),
+        "Bea" => evaluation(2, 3, 2).into(),
+        "Cal" => evaluation(5, 5, 5).into(),
+        "Dee" => evaluation(3, 2, 3).into(),
+        _ => evaluation(3, 3, 3).into(),
+    }
+}
+
+const GROUPS: &[(&str, &[&str])] = &[("Teachers", &["Ann", "Bea"]), ("Parents", &["Cal", "Dee"])];
+
+fn with(mut p: Panel, settings: &[(&str, SettingValue)]) -> Panel {
+    for (k, v) in settings {
+        p.protocol.settings.insert((*k).into(), v.clone());
+    }
+    p
+}
+
+fn pair_item() -> moot::item::Item {
+    let mut it = item();
+    it.id = "pair-x".into();
+    it.content = String::new();
+    it.context = Some("The town council voted 7 to 2 on Tuesday to close the Elm Street branch.".into());
+    it.candidates = Some(vec![
+        moot::item::Candidate { id: "sys-a".into(), text: "The council voted 7-2 to close the branch.".into() },
+        moot::item::Candidate { id: "sys-b".into(), text: "A library is closing.".into() },
+    ]);
+    it
+}
+
+/// Every protocol's configuration, built afresh for each run; each reply
+/// takes `delay` (time for a person's commands to land mid-run).
+fn case(name: &str, delay: Duration) -> EngineConfig {
+    let p = match name {
+        "maj-eval" => panel(Protocol::MajEval, GROUPS),
+        "maj-eval-llm" => {
+            let mut p = panel(Protocol::MajEval, GROUPS);
+            p.moderator.policy = ModeratorPolicy::Llm;
+            p
+        }
+        "collab-eval" => panel(Protocol::CollabEval, &[("Panel", &["Ann", "Bea", "Cal"])]),
+        "g-eval" => with(panel(Protocol::GEval, &[("Judge", &["Ann"])]), &[("samples", SettingValue::Integer(2))]),
+        "sage-eval" => panel(Protocol::SageEval, &[("Evaluator", &["Ann"])]),
+        "chat-eval" => with(
+            panel(Protocol::ChatEval, &[("Readers", &["Ann", "Bea", "Cal"])]),
+            &[("turns", SettingValue::Integer(2))],
+        ),
+        "round-table" => panel(Protocol::RoundTable, &[("Readers", &["Ann", "Bea", "Cal"])]),
+        "pairwise" => panel(Protocol::Pairwise, &[("Judges", &["Ann", "Bea"])]),
+        other => panic!("no case {other}"),
+    };
+    let mut c =
+        config(p, Arc::new(moot::testkit::scripted::ScriptedProvider::new(judge).with_delay(delay).with_chunk(4096)));
+    if name == "pairwise" {
+        c.item = pair_item();
+    }
+    c
+}
+
+/// Run a case to its end, with a person's comment, pick, veto, pause,
+/// resume and override on the way when `human`; its log's events.
+async fn whole(name: &str, path: &Path, human: bool) -> Vec<Event> {
+    let delay = if human { Duration::from_millis(15) } else { Duration::ZERO };
+    let mut s = Session::start(case(name, delay), Some(SessionWriter::create(path).unwrap()));
+    if human {
+        s.wait_for(|e| matches!(&e.kind, EventKind::PhaseStarted { phase: Phase::Debate, .. })).await;
+        let author = author();
+        s.send(Command::Comment { text: "Mind the young readers".into(), author: author.clone(), group: None });
+        s.send(Command::VetoSpeaker { agent: "Ann".into(), author: author.clone() });
+        s.send(Command::PickSpeaker { agent: "Dee".into(), author: author.clone() });
+        s.send(Command::Pause { author: author.clone() });
+        s.send(Command::Resume { author: author.clone() });
+        s.wait_for(|e| matches!(&e.kind, EventKind::FinalEvaluations { .. })).await;
+        s.send(Command::Override {
+            target: OverrideTarget::Agent { agent: "Bea".into() },
+            dimension: "grammar".into(),
+            value: 5.0,
+            reason: Some("too harsh".into()),
+            author,
+        });
+    }
+    let (_, outcome) = s.finish().await;
+    assert!(outcome.error.is_none(), "{name}: {:?}", outcome.error);
+    parse_log(&std::fs::read(path).unwrap()).events
+}
+
+/// Resume the log `bytes` (written at `path`) to its end; the log's events then.
+async fn resumed(name: &str, bytes: &[u8], path: &Path) -> Vec<Event> {
+    std::fs::write(path, bytes).unwrap();
+    let journal = Arc::new(Journal::new(parse_log(bytes).events).unwrap());
+    journal.unpause_at_end(&author());
+    let started = engine::resume(case(name, Duration::ZERO), journal, path).unwrap();
+    let engine::Started { mut events, handle, task, .. } = started;
+    let drain = async { while events.recv().await.is_some() {} };
+    let (outcome, ()) = tokio::time::timeout(Duration::from_secs(20), async { tokio::join!(task, drain) })
+        .await
+        .unwrap_or_else(|_| panic!("{name}: the resumed run did not end"));
+    drop(handle);
+    outcome.unwrap();
+    parse_log(&std::fs::read(path).unwrap()).events
+}
+
+/// What must not change: every result (groups' and the panel's, as last
+/// published), the final evaluations, the pairs' decisions and the end
+/// (without its duration: the tokens and calls of the whole session).
+fn result(events: &[Event]) -> serde_json::Value {
+    let mut results = std::collections::BTreeMap::new();
+    let mut rest = Vec::new();
+    for e in events {
+        match &e.kind {
+            EventKind::AggregationCompleted { group, .. } => {
+                results.insert(group.clone().unwrap_or_default(), serde_json::to_value(&e.kind).unwrap());
+            }
+            // Which turn an evaluation came from is left out: a turn asked
+            // again after an interruption has a number of its own.
+            EventKind::FinalEvaluations { group, evaluations, .. } => {
+                rest.push(serde_json::json!({ "group": group, "evaluations": evaluations }))
+            }
+            EventKind::PairDecided { .. } => rest.push(serde_json::to_value(&e.kind).unwrap()),
+            EventKind::SessionEnded { .. } => {
+                let mut v = serde_json::to_value(&e.kind).unwrap();
+                v.as_object_mut().unwrap().remove("duration_ms");
+                rest.push(v);
+            }
+            _ => {}
+        }
+    }
+    rest.sort_by_key(|v| v.to_string());
+    serde_json::json!({ "results": results, "rest": rest })
+}
+
+/// The log is one session: numbered without gaps, ended once, no turn
+/// started or completed twice, as many completed turns as the whole run's.
+fn check_record(name: &str, cut: &str, events: &[Event], completed: usize) {
+    for (i, e) in events.iter().enumerate() {
+        assert_eq!(e.seq, i as u64, "{name} {cut}: seq");
+    }
+    let ends = events.iter().filter(|e| matches!(e.kind, EventKind::SessionEnded { .. })).count();
+    assert_eq!(ends, 1, "{name} {cut}: one session_ended");
+    let mut started = std::collections::HashSet::new();
+    let mut done = std::collections::HashSet::new();
+    for e in events {
+        match &e.kind {
+            EventKind::TurnStarted { turn, .. } => assert!(started.insert(*turn), "{name} {cut}: turn {turn} twice"),
+            EventKind::TurnCompleted { turn, .. } => {
+                assert!(done.insert(*turn), "{name} {cut}: turn {turn} completed twice")
+            }
+            _ => {}
+        }
+    }
+    assert_eq!(done.len(), completed, "{name} {cut}: completed turns");
+}
+
+async fn every_cut(name: &str, human: bool) {
+    let dir = tempfile::tempdir().unwrap();
+    let whole_log = whole(name, &dir.path().join("whole.jsonl"), human).await;
+    let bytes = std::fs::read(dir.path().join("whole.jsonl")).unwrap();
+    let expected = result(&whole_log);
+    let completed = whole_log.iter().filter(|e| matches!(e.kind, EventKind::TurnCompleted { .. })).count();
+    let ends: Vec<usize> = bytes.iter().enumerate().filter(|(_, b)| **b == b'\n').map(|(i, _)| i + 1).collect();
+    assert_eq!(ends.len(), whole_log.len());
+    // After every event but the last (`session_ended`), and torn in the middle of the next line.
+    for (k, &end) in ends.iter().enumerate().take(ends.len() - 1) {
+        let next = ends[k + 1];
+        for (cut, upto) in [(format!("after event {k}"), end), (format!("torn after event {k}"), (end + next) / 2)] {
+            let path = dir.path().join(format!("cut-{k}-{}.jsonl", upto - end));
+            let log = resumed(name, &bytes[..upto], &path).await;
+            check_record(name, &cut, &log, completed);
+            assert_eq!(result(&log), expected, "{name} {cut}: the result differs from the uninterrupted run's");
+            assert!(
+                log[..=k].iter().zip(&whole_log).all(|(a, b)| a == b),
+                "{name} {cut}: the log's first lines were changed"
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn maj_eval_with_a_persons_commands_resumes_at_every_event() {
+    every_cut("maj-eval", true).await;
+}
+
+#[tokio::test]
+async fn maj_eval_with_the_llm_moderator_resumes_at_every_event() {
+    every_cut("maj-eval-llm", false).await;
+}
+
+#[tokio::test]
+async fn collab_eval_resumes_at_every_event() {
+    every_cut("collab-eval", false).await;
+}
+
+#[tokio::test]
+async fn g_eval_resumes_at_every_event() {
+    every_cut("g-eval", false).await;
+}
+
+#[tokio::test]
+async fn sage_eval_resumes_at_every_event() {
+    every_cut("sage-eval", false).await;
+}
+
+#[tokio::test]
+async fn chat_eval_resumes_at_every_event() {
+    every_cut("chat-eval", false).await;
+}
+
+#[tokio::test]
+async fn round_table_resumes_at_every_event() {
+    every_cut("round-table", false).await;
+}
+
+#[tokio::test]
+async fn pairwise_resumes_at_every_event() {
+    every_cut("pairwise", false).await;
+}
