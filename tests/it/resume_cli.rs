@@ -158,7 +158,7 @@ async fn a_live_run_killed_mid_debate_resumes_in_its_log_to_the_end() {
     };
     wait_log(&sessions, "a debate turn streaming", Duration::from_secs(60), debating);
     let pid = first.child.process_id().expect("a pid");
-    let killed = std::process::Command::new("kill").args(["-KILL", &pid.to_string()]).status().unwrap();
+    let killed = std::process::Command::new("kill").arg("-KILL").arg(pid.to_string()).status().unwrap();
     assert!(killed.success());
     first.wait_exit(Duration::from_secs(10));
     let path = the_log(&sessions).unwrap();
