@@ -448,7 +448,7 @@ impl<W: Write> Transcript<W> {
             EventKind::Stepped { author } => self.line(&p.yellow(&format!("⏯ one step by {author}")))?,
             EventKind::SpeakerRequested { group, agent, veto, author } => {
                 let what = if *veto { "vetoed" } else { "picked" };
-                self.line(&p.cyan(&format!("✎ {author} {what} {agent} as {group}'s next speaker")))?;
+                self.line(&p.cyan(&format!("✎ {author} {what} {agent} as the next speaker of {group}")))?;
             }
             EventKind::StopRequested { author } => self.line(&p.yellow(&format!("■ stop requested by {author}")))?,
             EventKind::CommandRejected { command, reason, .. } => {
