@@ -122,12 +122,21 @@ fn case(name: &str, delay: Duration) -> EngineConfig {
     c
 }
 
-/// Run a case to its end, with a person's comment, pick, veto, pause,
-/// resume and override on the way when `human`; its log's events.
-async fn whole(name: &str, path: &Path, human: bool) -> Vec<Event> {
-    let delay = if human { Duration::from_millis(15) } else { Duration::ZERO };
+/// What a person does in a whole run: nothing; a comment, a veto, a pick,
+/// a pause and a resume as the debates begin (`Early`); and then an
+/// override of an agent's score once a group's debate is over (`All`).
+#[derive(Clone, Copy, PartialEq)]
+enum Person {
+    Away,
+    Early,
+    All,
+}
+
+/// Run a case to its end with a person acting as `person` says; its log's events.
+async fn whole(name: &str, path: &Path, person: Person) -> Vec<Event> {
+    let delay = if person == Person::Away { Duration::ZERO } else { Duration::from_millis(15) };
     let mut s = Session::start(case(name, delay), Some(SessionWriter::create(path).unwrap()));
-    if human {
+    if person != Person::Away {
         s.wait_for(|e| matches!(&e.kind, EventKind::PhaseStarted { phase: Phase::Debate, .. })).await;
         let author = author();
         s.send(Command::Comment { text: "Mind the young readers".into(), author: author.clone(), group: None });
@@ -135,14 +144,16 @@ async fn whole(name: &str, path: &Path, human: bool) -> Vec<Event> {
         s.send(Command::PickSpeaker { agent: "Dee".into(), author: author.clone() });
         s.send(Command::Pause { author: author.clone() });
         s.send(Command::Resume { author: author.clone() });
-        s.wait_for(|e| matches!(&e.kind, EventKind::FinalEvaluations { .. })).await;
-        s.send(Command::Override {
-            target: OverrideTarget::Agent { agent: "Bea".into() },
-            dimension: "grammar".into(),
-            value: 5.0,
-            reason: Some("too harsh".into()),
-            author,
-        });
+        if person == Person::All {
+            s.wait_for(|e| matches!(&e.kind, EventKind::FinalEvaluations { .. })).await;
+            s.send(Command::Override {
+                target: OverrideTarget::Agent { agent: "Bea".into() },
+                dimension: "grammar".into(),
+                value: 5.0,
+                reason: Some("too harsh".into()),
+                author,
+            });
+        }
     }
     let (_, outcome) = s.finish().await;
     assert!(outcome.error.is_none(), "{name}: {:?}", outcome.error);
@@ -216,11 +227,46 @@ fn check_record(name: &str, cut: &str, events: &[Event], completed: usize) {
     assert_eq!(done.len(), completed, "{name} {cut}: completed turns");
 }
 
+/// Whether a person caused this event (the actions `whole` takes).
+fn by_a_person(kind: &EventKind) -> bool {
+    matches!(
+        kind,
+        EventKind::HumanComment { .. }
+            | EventKind::SpeakerRequested { .. }
+            | EventKind::Paused { .. }
+            | EventKind::Resumed { .. }
+            | EventKind::ScoreOverridden { .. }
+    )
+}
+
+/// Cut the log of a whole run after every event, resume each cut, and
+/// compare. With a person's actions, a log cut before the first of them
+/// must end as a run without them, one cut after the early ones (and
+/// before the override) as a run with those alone, one cut after the last
+/// as the whole run; a cut among the early ones is checked for its record
+/// only (the person would have to act again).
 async fn every_cut(name: &str, human: bool) {
     let dir = tempfile::tempdir().unwrap();
-    let whole_log = whole(name, &dir.path().join("whole.jsonl"), human).await;
+    let person = if human { Person::All } else { Person::Away };
+    let whole_log = whole(name, &dir.path().join("whole.jsonl"), person).await;
     let bytes = std::fs::read(dir.path().join("whole.jsonl")).unwrap();
     let expected = result(&whole_log);
+    let (alone, early) = if human {
+        let alone = result(&whole(name, &dir.path().join("alone.jsonl"), Person::Away).await);
+        (alone, result(&whole(name, &dir.path().join("early.jsonl"), Person::Early).await))
+    } else {
+        (expected.clone(), expected.clone())
+    };
+    let acts: Vec<usize> = whole_log.iter().enumerate().filter(|(_, e)| by_a_person(&e.kind)).map(|(i, _)| i).collect();
+    assert_eq!(acts.len(), if human { 6 } else { 0 }, "{name}: the person's actions are in the log");
+    let (first, early_done, last) = match acts.as_slice() {
+        [first, .., early_last, last] => (*first, *early_last, *last),
+        _ => (usize::MAX, usize::MAX, 0),
+    };
+    if human {
+        assert_ne!(alone, early, "{name}: the early actions change the result");
+        assert_ne!(early, expected, "{name}: the override changes the result");
+    }
     let completed = whole_log.iter().filter(|e| matches!(e.kind, EventKind::TurnCompleted { .. })).count();
     let ends: Vec<usize> = bytes.iter().enumerate().filter(|(_, b)| **b == b'\n').map(|(i, _)| i + 1).collect();
     assert_eq!(ends.len(), whole_log.len());
@@ -231,11 +277,22 @@ async fn every_cut(name: &str, human: bool) {
             let path = dir.path().join(format!("cut-{k}-{}.jsonl", upto - end));
             let log = resumed(name, &bytes[..upto], &path).await;
             check_record(name, &cut, &log, completed);
-            assert_eq!(result(&log), expected, "{name} {cut}: the result differs from the uninterrupted run's");
             assert!(
                 log[..=k].iter().zip(&whole_log).all(|(a, b)| a == b),
                 "{name} {cut}: the log's first lines were changed"
             );
+            let want = if k >= last {
+                Some(&expected)
+            } else if k >= early_done {
+                Some(&early)
+            } else if k < first {
+                Some(&alone)
+            } else {
+                None
+            };
+            if let Some(want) = want {
+                assert_eq!(&result(&log), want, "{name} {cut}: the result differs from the uninterrupted run's");
+            }
         }
     }
 }
