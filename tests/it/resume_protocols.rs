@@ -72,6 +72,16 @@ fn judge(req: &ChatRequest, _: usize) -> ScriptedReply {
     }
 }
 
+/// As [`judge`], but Cal has nothing more to say after his first
+/// evaluation: he never speaks again, so a person's override of his score
+/// stands in the result.
+fn judge_cal_done(req: &ChatRequest, call: usize) -> ScriptedReply {
+    match speaker(req).as_str() {
+        "Cal" => format!("NO MORE COMMENTS. {}", evaluation(5, 5, 5)).into(),
+        _ => judge(req, call),
+    }
+}
+
 const GROUPS: &[(&str, &[&str])] = &[("Teachers", &["Ann", "Bea"]), ("Parents", &["Cal", "Dee"])];
 
 fn with(mut p: Panel, settings: &[(&str, SettingValue)]) -> Panel {
@@ -97,7 +107,7 @@ fn pair_item() -> moot::item::Item {
 /// takes `delay` (time for a person's commands to land mid-run).
 fn case(name: &str, delay: Duration) -> EngineConfig {
     let p = match name {
-        "maj-eval" => panel(Protocol::MajEval, GROUPS),
+        "maj-eval" | "maj-eval-person" => panel(Protocol::MajEval, GROUPS),
         "maj-eval-llm" => {
             let mut p = panel(Protocol::MajEval, GROUPS);
             p.moderator.policy = ModeratorPolicy::Llm;
@@ -114,29 +124,28 @@ fn case(name: &str, delay: Duration) -> EngineConfig {
         "pairwise" => panel(Protocol::Pairwise, &[("Judges", &["Ann", "Bea"])]),
         other => panic!("no case {other}"),
     };
-    let mut c =
-        config(p, Arc::new(moot::testkit::scripted::ScriptedProvider::new(judge).with_delay(delay).with_chunk(4096)));
+    let responder = if name == "maj-eval-person" { judge_cal_done } else { judge };
+    let provider = moot::testkit::scripted::ScriptedProvider::new(responder).with_delay(delay).with_chunk(4096);
+    let mut c = config(p, Arc::new(provider));
     if name == "pairwise" {
         c.item = pair_item();
     }
     c
 }
 
-/// What a person does in a whole run: nothing; a comment, a veto, a pick,
-/// a pause and a resume as the debates begin (`Early`); and then an
-/// override of an agent's score once a group's debate is over (`All`).
+/// Whether a person acts in a whole run: as the debates begin, a comment,
+/// a veto, a pick, a pause, a resume and an override of Cal's score.
 #[derive(Clone, Copy, PartialEq)]
 enum Person {
     Away,
-    Early,
-    All,
+    Present,
 }
 
-/// Run a case to its end with a person acting as `person` says; its log's events.
+/// Run a case to its end, with the person's actions when `Present`; its log's events.
 async fn whole(name: &str, path: &Path, person: Person) -> Vec<Event> {
     let delay = if person == Person::Away { Duration::ZERO } else { Duration::from_millis(15) };
     let mut s = Session::start(case(name, delay), Some(SessionWriter::create(path).unwrap()));
-    if person != Person::Away {
+    if person == Person::Present {
         s.wait_for(|e| matches!(&e.kind, EventKind::PhaseStarted { phase: Phase::Debate, .. })).await;
         let author = author();
         s.send(Command::Comment { text: "Mind the young readers".into(), author: author.clone(), group: None });
@@ -144,16 +153,13 @@ async fn whole(name: &str, path: &Path, person: Person) -> Vec<Event> {
         s.send(Command::PickSpeaker { agent: "Dee".into(), author: author.clone() });
         s.send(Command::Pause { author: author.clone() });
         s.send(Command::Resume { author: author.clone() });
-        if person == Person::All {
-            s.wait_for(|e| matches!(&e.kind, EventKind::FinalEvaluations { .. })).await;
-            s.send(Command::Override {
-                target: OverrideTarget::Agent { agent: "Bea".into() },
-                dimension: "grammar".into(),
-                value: 5.0,
-                reason: Some("too harsh".into()),
-                author,
-            });
-        }
+        s.send(Command::Override {
+            target: OverrideTarget::Agent { agent: "Cal".into() },
+            dimension: "grammar".into(),
+            value: 2.0,
+            reason: Some("too kind".into()),
+            author,
+        });
     }
     let (_, outcome) = s.finish().await;
     assert!(outcome.error.is_none(), "{name}: {:?}", outcome.error);
@@ -240,32 +246,28 @@ fn by_a_person(kind: &EventKind) -> bool {
 }
 
 /// Cut the log of a whole run after every event, resume each cut, and
-/// compare. With a person's actions, a log cut before the first of them
-/// must end as a run without them, one cut after the early ones (and
-/// before the override) as a run with those alone, one cut after the last
-/// as the whole run; a cut among the early ones is checked for its record
-/// only (the person would have to act again).
-async fn every_cut(name: &str, human: bool) {
+/// compare with the whole run. With a person's actions, a log cut before
+/// the first of them must end as a run without them, one cut after the
+/// last of them as the whole run; a cut among them is checked for its
+/// record only (the person would have to act again).
+async fn every_cut(name: &str, person: Person) {
     let dir = tempfile::tempdir().unwrap();
-    let person = if human { Person::All } else { Person::Away };
     let whole_log = whole(name, &dir.path().join("whole.jsonl"), person).await;
     let bytes = std::fs::read(dir.path().join("whole.jsonl")).unwrap();
     let expected = result(&whole_log);
-    let (alone, early) = if human {
-        let alone = result(&whole(name, &dir.path().join("alone.jsonl"), Person::Away).await);
-        (alone, result(&whole(name, &dir.path().join("early.jsonl"), Person::Early).await))
-    } else {
-        (expected.clone(), expected.clone())
+    let alone = match person {
+        Person::Away => expected.clone(),
+        Person::Present => result(&whole(name, &dir.path().join("alone.jsonl"), Person::Away).await),
     };
     let acts: Vec<usize> = whole_log.iter().enumerate().filter(|(_, e)| by_a_person(&e.kind)).map(|(i, _)| i).collect();
-    assert_eq!(acts.len(), if human { 6 } else { 0 }, "{name}: the person's actions are in the log");
-    let (first, early_done, last) = match acts.as_slice() {
-        [first, .., early_last, last] => (*first, *early_last, *last),
-        _ => (usize::MAX, usize::MAX, 0),
+    let (first, last) = match acts.as_slice() {
+        [] => (usize::MAX, 0),
+        [first, .., last] => (*first, *last),
+        [one] => (*one, *one),
     };
-    if human {
-        assert_ne!(alone, early, "{name}: the early actions change the result");
-        assert_ne!(early, expected, "{name}: the override changes the result");
+    if person == Person::Present {
+        assert_eq!(acts.len(), 6, "{name}: the person's actions are in the log");
+        assert_ne!(alone, expected, "{name}: the person's actions change the result");
     }
     let completed = whole_log.iter().filter(|e| matches!(e.kind, EventKind::TurnCompleted { .. })).count();
     let ends: Vec<usize> = bytes.iter().enumerate().filter(|(_, b)| **b == b'\n').map(|(i, _)| i + 1).collect();
@@ -281,17 +283,10 @@ async fn every_cut(name: &str, human: bool) {
                 log[..=k].iter().zip(&whole_log).all(|(a, b)| a == b),
                 "{name} {cut}: the log's first lines were changed"
             );
-            let want = if k >= last {
-                Some(&expected)
-            } else if k >= early_done {
-                Some(&early)
+            if k >= last {
+                assert_eq!(result(&log), expected, "{name} {cut}: the result differs from the uninterrupted run's");
             } else if k < first {
-                Some(&alone)
-            } else {
-                None
-            };
-            if let Some(want) = want {
-                assert_eq!(&result(&log), want, "{name} {cut}: the result differs from the uninterrupted run's");
+                assert_eq!(result(&log), alone, "{name} {cut}: the result differs from a run without the person");
             }
         }
     }
@@ -299,40 +294,40 @@ async fn every_cut(name: &str, human: bool) {
 
 #[tokio::test]
 async fn maj_eval_with_a_persons_commands_resumes_at_every_event() {
-    every_cut("maj-eval", true).await;
+    every_cut("maj-eval-person", Person::Present).await;
 }
 
 #[tokio::test]
 async fn maj_eval_with_the_llm_moderator_resumes_at_every_event() {
-    every_cut("maj-eval-llm", false).await;
+    every_cut("maj-eval-llm", Person::Away).await;
 }
 
 #[tokio::test]
 async fn collab_eval_resumes_at_every_event() {
-    every_cut("collab-eval", false).await;
+    every_cut("collab-eval", Person::Away).await;
 }
 
 #[tokio::test]
 async fn g_eval_resumes_at_every_event() {
-    every_cut("g-eval", false).await;
+    every_cut("g-eval", Person::Away).await;
 }
 
 #[tokio::test]
 async fn sage_eval_resumes_at_every_event() {
-    every_cut("sage-eval", false).await;
+    every_cut("sage-eval", Person::Away).await;
 }
 
 #[tokio::test]
 async fn chat_eval_resumes_at_every_event() {
-    every_cut("chat-eval", false).await;
+    every_cut("chat-eval", Person::Away).await;
 }
 
 #[tokio::test]
 async fn round_table_resumes_at_every_event() {
-    every_cut("round-table", false).await;
+    every_cut("round-table", Person::Away).await;
 }
 
 #[tokio::test]
 async fn pairwise_resumes_at_every_event() {
-    every_cut("pairwise", false).await;
+    every_cut("pairwise", Person::Away).await;
 }

@@ -1,7 +1,6 @@
 //! A person's actions in a log, as the commands that made them.
 
-use crate::engine::command::Command;
-use crate::engine::stages::{REVIEW_AUTHOR as STEPS_REVIEW, review::REVIEW_AUTHOR};
+use crate::engine::command::{Command, SAGE_REVIEW_AUTHOR, STEPS_REVIEW_AUTHOR};
 use crate::session::event::{EventKind, StepsSource};
 
 /// The author of a stop the run made itself when a budget was spent.
@@ -29,7 +28,7 @@ pub(super) fn command_of(kind: &EventKind) -> Option<Command> {
         EventKind::SpeakerRequested { agent, veto: true, author: a, .. } => {
             Command::VetoSpeaker { agent: agent.clone(), author: author(a) }
         }
-        EventKind::Paused { author: a } if a != REVIEW_AUTHOR && a != STEPS_REVIEW => {
+        EventKind::Paused { author: a } if a != SAGE_REVIEW_AUTHOR && a != STEPS_REVIEW_AUTHOR => {
             Command::Pause { author: author(a) }
         }
         EventKind::Resumed { author: a } => Command::Resume { author: author(a) },

@@ -19,8 +19,6 @@
 //! the result it would have had without the interruption.
 
 mod human;
-#[cfg(test)]
-mod tests;
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Mutex;
@@ -408,3 +406,6 @@ impl Journal {
         })
     }
 }
+
+#[cfg(test)]
+mod tests;

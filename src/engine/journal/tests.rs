@@ -1,16 +1,18 @@
 use super::*;
-use crate::panel::Protocol;
 use crate::session::event::{Role, Usage};
-use crate::testkit::engine::{config, scripted};
-use crate::testkit::{evaluation, panel};
+use crate::testkit::evaluation;
 
 fn at(seq: u64, kind: EventKind) -> Event {
     Event { seq, t: chrono::Utc::now(), kind }
 }
 
+/// A log's first line: what resuming needs of it here is that it is one.
 fn started() -> EventKind {
-    let p = panel(Protocol::MajEval, &[("Teachers", &["Ann", "Bea"])]);
-    crate::engine::describe_session(&config(p, scripted(|_, _| "".into())))
+    serde_json::from_value(serde_json::json!({
+        "type": "session_started", "session_id": "s-1", "protocol": "maj-eval", "panel": {},
+        "item": {"id": "qa-test", "content": "An answer."}, "agents": [], "seed": 7, "moot_version": "0"
+    }))
+    .unwrap()
 }
 
 fn turn_started(turn: u64, agent: &str) -> EventKind {

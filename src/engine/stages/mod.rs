@@ -16,7 +16,7 @@ mod discuss;
 mod evaluate;
 mod journey;
 mod judge;
-pub(crate) mod review;
+mod review;
 mod score;
 mod steps;
 mod verify;
