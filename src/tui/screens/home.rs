@@ -290,3 +290,39 @@ impl Home {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+    use super::*;
+
+    fn key(c: char) -> TermEvent {
+        TermEvent::Key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE))
+    }
+
+    /// An ended session and the same one cut off: `r` resumes the cut one only.
+    #[test]
+    fn r_resumes_an_unfinished_session_and_refuses_an_ended_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let example = include_str!("../../../sessions/examples/g-eval.jsonl");
+        let cut: String = example.split_inclusive('\n').take(5).collect();
+        std::fs::write(dir.path().join("ended.jsonl"), example).unwrap();
+        std::fs::write(dir.path().join("cut.jsonl"), cut).unwrap();
+        let mut home = Home::new(Env::test(), vec![dir.path().to_path_buf()]);
+        let at = |home: &Home, name: &str| home.sessions.iter().position(|r| r.path.ends_with(name)).unwrap();
+        let (cut_at, ended_at) = (at(&home, "cut.jsonl"), at(&home, "ended.jsonl"));
+        assert_eq!(home.sessions[cut_at].status, UNFINISHED);
+        assert_ne!(home.sessions[ended_at].status, UNFINISHED);
+        assert!(home.env.config.keymap.footer(Mode::Home).iter().any(|(k, d)| k == "r" && *d == "resume"));
+
+        home.selected[0] = ended_at;
+        home.on_terminal_event(key('r'));
+        assert_eq!(home.choice, None);
+        assert!(home.message.as_deref().is_some_and(|m| m.contains("nothing to resume")), "{:?}", home.message);
+
+        home.selected[0] = cut_at;
+        home.on_terminal_event(key('r'));
+        assert_eq!(home.choice, Some(HomeChoice::Resume(dir.path().join("cut.jsonl"))));
+    }
+}
