@@ -10,12 +10,14 @@ use std::time::Duration;
 
 use crate::support::*;
 use moot::engine::journal::Journal;
-use moot::engine::{self, Command, EngineConfig};
+use moot::engine::{self, Binding, Bindings, Command, EngineConfig};
 use moot::panel::{ModeratorPolicy, Panel, Protocol, SettingValue};
 use moot::provider::ChatRequest;
+use moot::provider::openai::{OpenAiConfig, OpenAiProvider};
 use moot::session::event::{OverrideTarget, Phase};
 use moot::session::{Event, EventKind, SessionWriter, parse_log};
 use moot::testkit::scripted::ScriptedReply;
+use moot::testkit::server::{Reply, TestServer, openai};
 
 fn text(req: &ChatRequest) -> String {
     req.messages.iter().map(|m| m.content.as_str()).collect::<Vec<_>>().join("\n")
@@ -168,15 +170,20 @@ async fn whole(name: &str, path: &Path, person: Person) -> Vec<Event> {
 
 /// Resume the log `bytes` (written at `path`) to its end; the log's events then.
 async fn resumed(name: &str, bytes: &[u8], path: &Path) -> Vec<Event> {
+    resumed_with(case(name, Duration::ZERO), bytes, path).await
+}
+
+/// Resume the log `bytes` (written at `path`) as `config` to its end; the log's events then.
+async fn resumed_with(config: EngineConfig, bytes: &[u8], path: &Path) -> Vec<Event> {
     std::fs::write(path, bytes).unwrap();
     let journal = Arc::new(Journal::new(parse_log(bytes).events).unwrap());
     journal.unpause_at_end(&author());
-    let started = engine::resume(case(name, Duration::ZERO), journal, path).unwrap();
+    let started = engine::resume(config, journal, path).unwrap();
     let engine::Started { mut events, handle, task, .. } = started;
     let drain = async { while events.recv().await.is_some() {} };
     let (outcome, ()) = tokio::time::timeout(Duration::from_secs(20), async { tokio::join!(task, drain) })
         .await
-        .unwrap_or_else(|_| panic!("{name}: the resumed run did not end"));
+        .unwrap_or_else(|_| panic!("{}: the resumed run did not end", path.display()));
     drop(handle);
     outcome.unwrap();
     parse_log(&std::fs::read(path).unwrap()).events
@@ -330,4 +337,80 @@ async fn round_table_resumes_at_every_event() {
 #[tokio::test]
 async fn pairwise_resumes_at_every_event() {
     every_cut("pairwise", Person::Away).await;
+}
+
+/// A streamed G-Eval score whose score token carries `top_logprobs`, as an
+/// OpenAI-compatible server sends it when asked.
+fn weighted_reply(key: &str) -> Reply {
+    let tok = |t: &str, top: serde_json::Value| {
+        let logprob = if t == "4" { 0.6f64.ln() } else { -0.2 };
+        serde_json::json!({"token": t, "logprob": logprob, "top_logprobs": top})
+    };
+    let chunk = |content: &str, lp: Vec<serde_json::Value>| {
+        serde_json::json!({
+            "id": "c", "object": "chat.completion.chunk", "created": 0, "model": "m",
+            "choices": [{"index": 0, "delta": {"content": content}, "finish_reason": null,
+                         "logprobs": {"content": lp}}],
+        })
+        .to_string()
+    };
+    let top = serde_json::json!([
+        {"token": "4", "logprob": (0.6f64).ln()},
+        {"token": "3", "logprob": (0.3f64).ln()},
+        {"token": "x", "logprob": (0.1f64).ln()}
+    ]);
+    Reply::sse()
+        .event(&openai::role_chunk())
+        .event(&chunk("Good enough.\n", vec![tok("Good enough.\n", serde_json::json!([]))]))
+        .event(&chunk(&format!("{{\"{key}\": "), vec![tok(&format!("{{\"{key}\": "), serde_json::json!([]))]))
+        .event(&chunk("4", vec![tok("4", top)]))
+        .event(&chunk("}", vec![tok("}", serde_json::json!([]))]))
+        .event(&openai::finish_chunk("stop"))
+        .event("[DONE]")
+}
+
+/// G-Eval against a server that returns log-probabilities, five draws
+/// asked for: one draw with weights is enough. The replies the log answers
+/// carry no log-probabilities, so a resumed run takes the weighted scores
+/// the log recorded: it makes no draw the uninterrupted run did not make,
+/// and ends with its result.
+#[tokio::test]
+async fn weighted_scores_recorded_in_the_log_stand_after_resuming() {
+    let server = TestServer::start().await.expect("bind 127.0.0.1");
+    server.set_handler(|r| {
+        let body = r.body_text();
+        if body.to_lowercase().contains("write the evaluation steps") {
+            return Reply::openai_stream(&["1. Read."], None);
+        }
+        weighted_reply(if body.contains("Quality to judge — Grammar") { "grammar" } else { "relevance" })
+    });
+    let config = || {
+        let openai = OpenAiConfig {
+            name: "test".into(),
+            base_url: server.base_url(),
+            model: "m".into(),
+            ..OpenAiConfig::default()
+        };
+        let provider = Arc::new(OpenAiProvider::new(openai).unwrap());
+        let p = with(panel(Protocol::GEval, &[("Judge", &["Ann"])]), &[("samples", SettingValue::Integer(5))]);
+        let mut c = EngineConfig::new(Arc::new(p), item(), Bindings::uniform(Binding::new(provider, "m")));
+        c.retry.max_attempts = 1;
+        c
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("whole.jsonl");
+    let (_, outcome) = Session::start(config(), Some(SessionWriter::create(&path).unwrap())).finish().await;
+    assert!(outcome.error.is_none(), "{:?}", outcome.error);
+    let bytes = std::fs::read(&path).unwrap();
+    let whole_log = parse_log(&bytes).events;
+    let asked = server.request_count();
+    assert_eq!(asked, 2 + 2, "steps and one weighted draw per dimension");
+
+    // Cut after the first score: the other dimension's draw is all that is left to ask.
+    let scored = |e: &Event| matches!(&e.kind, EventKind::TurnCompleted { evaluation: Some(ev), .. } if ev.weighted_scores.is_some());
+    let k = whole_log.iter().position(scored).unwrap();
+    let end = bytes.split_inclusive(|b| *b == b'\n').take(k + 1).map(<[u8]>::len).sum();
+    let log = resumed_with(config(), &bytes[..end], &dir.path().join("cut.jsonl")).await;
+    assert_eq!(server.request_count() - asked, 1, "one more draw, not four more");
+    assert_eq!(result(&log), result(&whole_log));
 }
