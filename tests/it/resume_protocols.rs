@@ -414,3 +414,27 @@ async fn weighted_scores_recorded_in_the_log_stand_after_resuming() {
     assert_eq!(server.request_count() - asked, 1, "one more draw, not four more");
     assert_eq!(result(&log), result(&whole_log));
 }
+
+/// A log of version 1 (`sessions/examples/maj-eval-two-groups.jsonl`), cut
+/// in the middle of its debates: its panel is read back from the log, the
+/// run goes on in it, and every turn is started and completed once.
+#[tokio::test]
+async fn a_version_1_log_cut_mid_debate_resumes_from_its_recorded_panel() {
+    let example = include_bytes!("../../sessions/examples/maj-eval-two-groups.jsonl");
+    let events = parse_log(example).events;
+    let k = events.iter().position(|e| matches!(e.kind, EventKind::HumanComment { .. })).unwrap() + 2;
+    let end = example.split_inclusive(|b| *b == b'\n').take(k).map(<[u8]>::len).sum();
+    let recorded = Journal::new(events[..k].to_vec()).unwrap().recorded().unwrap();
+    assert_eq!(recorded.panel.groups.len(), 2, "the panel is read back from the log");
+    let mut c = config(recorded.panel, scripted(judge));
+    c.item = recorded.item;
+    c.seed = recorded.seed;
+    let dir = tempfile::tempdir().unwrap();
+    let log = resumed_with(c, &example[..end], &dir.path().join("cut.jsonl")).await;
+    assert_eq!(&log[..k], &events[..k], "the old lines stay");
+    let completed = log.iter().filter(|e| matches!(e.kind, EventKind::TurnCompleted { .. })).count();
+    check_record("maj-eval-two-groups", "mid-debate", &log, completed);
+    let Some(EventKind::SessionEnded { status, .. }) = log.last().map(|e| &e.kind) else { panic!("no end") };
+    assert_eq!(*status, moot::session::event::EndStatus::Completed);
+    assert!(log[k..].iter().any(|e| matches!(e.kind, EventKind::TurnAbandoned { .. })), "a turn was streaming");
+}
