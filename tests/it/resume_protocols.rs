@@ -14,7 +14,7 @@ use moot::engine::{self, Binding, Bindings, Command, EngineConfig};
 use moot::panel::{ModeratorPolicy, Panel, Protocol, SettingValue};
 use moot::provider::ChatRequest;
 use moot::provider::openai::{OpenAiConfig, OpenAiProvider};
-use moot::session::event::{OverrideTarget, Phase};
+use moot::session::event::{OverrideTarget, Phase, TurnKind};
 use moot::session::{Event, EventKind, SessionWriter, parse_log};
 use moot::testkit::scripted::ScriptedReply;
 use moot::testkit::server::{Reply, TestServer, openai};
@@ -437,4 +437,34 @@ async fn a_version_1_log_cut_mid_debate_resumes_from_its_recorded_panel() {
     let Some(EventKind::SessionEnded { status, .. }) = log.last().map(|e| &e.kind) else { panic!("no end") };
     assert_eq!(*status, moot::session::event::EndStatus::Completed);
     assert!(log[k..].iter().any(|e| matches!(e.kind, EventKind::TurnAbandoned { .. })), "a turn was streaming");
+}
+
+/// A session resumed, cut again after the turn asked again completed, and
+/// resumed once more: the turn abandoned the first time is answered by its
+/// redo in the log, not asked a third time, and the session ends as the
+/// whole run did.
+#[tokio::test]
+async fn a_session_resumed_twice_asks_an_abandoned_turn_once_more_only() {
+    let name = "maj-eval-llm";
+    let dir = tempfile::tempdir().unwrap();
+    let whole_log = whole(name, &dir.path().join("whole.jsonl"), Person::Away).await;
+    let bytes = std::fs::read(dir.path().join("whole.jsonl")).unwrap();
+    let completed = whole_log.iter().filter(|e| matches!(e.kind, EventKind::TurnCompleted { .. })).count();
+    // First cut: right after a debate turn started.
+    let k = whole_log
+        .iter()
+        .position(|e| matches!(&e.kind, EventKind::TurnStarted { phase: Phase::Debate, kind: TurnKind::Speak, .. }))
+        .unwrap();
+    let end = bytes.split_inclusive(|b| *b == b'\n').take(k + 1).map(<[u8]>::len).sum();
+    let once = resumed(name, &bytes[..end], &dir.path().join("once.jsonl")).await;
+    let abandoned = once.iter().position(|e| matches!(e.kind, EventKind::TurnAbandoned { .. })).unwrap();
+    // Second cut: right after the turn asked again completed.
+    let redone =
+        abandoned + once[abandoned..].iter().position(|e| matches!(e.kind, EventKind::TurnCompleted { .. })).unwrap();
+    let once_bytes = std::fs::read(dir.path().join("once.jsonl")).unwrap();
+    let end = once_bytes.split_inclusive(|b| *b == b'\n').take(redone + 1).map(<[u8]>::len).sum();
+    let twice = resumed(name, &once_bytes[..end], &dir.path().join("twice.jsonl")).await;
+    check_record(name, "resumed twice", &twice, completed);
+    assert_eq!(twice.iter().filter(|e| matches!(e.kind, EventKind::TurnAbandoned { .. })).count(), 1);
+    assert_eq!(result(&twice), result(&whole_log));
 }

@@ -50,6 +50,16 @@ pub(crate) enum Recorded {
     Failed { turn: u64, error: String, event: Box<EventKind> },
     /// The turn started and never ended: it is abandoned and asked again.
     Open { turn: u64, agent: String },
+    /// An earlier resumption abandoned the turn: the next call of its
+    /// identity in the log is the one that asked again.
+    Abandoned,
+}
+
+impl Recorded {
+    /// The log answers the call (it completed or failed).
+    fn answers(&self) -> bool {
+        matches!(self, Recorded::Completed { .. } | Recorded::Failed { .. })
+    }
 }
 
 /// The identity of a call: who makes it, where in the protocol, about what.
@@ -168,12 +178,10 @@ impl Journal {
                     Some(r) => r.clone(),
                     None => Recorded::Open { turn: *turn, agent: agent.clone() },
                 };
-                if !matches!(recorded, Recorded::Open { .. }) {
-                    inner.answers_left += 1;
-                }
-                let open = matches!(recorded, Recorded::Open { .. });
+                let answers = recorded.answers();
+                inner.answers_left += usize::from(answers);
                 inner.calls.entry(id.key()).or_default().push_back(recorded);
-                if open {
+                if !answers {
                     // The run will not start this turn again: nothing follows it.
                     continue;
                 }
@@ -227,8 +235,13 @@ impl Journal {
     /// The log's answer to a call of this identity, if it has one.
     pub(crate) fn take_call(&self, id: &CallId<'_>) -> Option<Recorded> {
         let mut inner = self.lock();
-        let recorded = inner.calls.get_mut(&id.key())?.pop_front()?;
-        if !matches!(recorded, Recorded::Open { .. }) {
+        let calls = inner.calls.get_mut(&id.key())?;
+        // A turn an earlier resumption abandoned was asked again as the next one.
+        while matches!(calls.front(), Some(Recorded::Abandoned)) {
+            calls.pop_front();
+        }
+        let recorded = calls.pop_front()?;
+        if recorded.answers() {
             inner.answers_left -= 1;
         }
         Some(recorded)
@@ -313,6 +326,7 @@ fn anchors(kind: &EventKind) -> bool {
             | EventKind::Waiting { .. }
             | EventKind::HistoryTrimmed { .. }
             | EventKind::TurnFailed { will_retry: true, .. }
+            | EventKind::TurnAbandoned { .. }
             | EventKind::CommandRejected { .. }
     ) && human::command_of(kind).is_none()
 }
@@ -332,6 +346,9 @@ fn closings(events: &[Event]) -> HashMap<u64, Recorded> {
                 };
                 let evaluation = evaluation.clone().map(Box::new);
                 out.insert(*turn, Recorded::Completed { turn: *turn, completion, latency_ms: *latency_ms, evaluation });
+            }
+            EventKind::TurnAbandoned { turn, .. } => {
+                out.insert(*turn, Recorded::Abandoned);
             }
             EventKind::TurnFailed { turn, error, will_retry: false, .. } => {
                 let event = Box::new(e.kind.clone());

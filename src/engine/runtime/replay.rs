@@ -33,7 +33,7 @@ impl Run {
             pair: spec.turn.pair,
         };
         match journal.take_call(&id) {
-            None => {
+            None | Some(Recorded::Abandoned) => {
                 self.settle_log().await;
                 None
             }
