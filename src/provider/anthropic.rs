@@ -206,7 +206,7 @@ impl AnthropicProvider {
             (Some(input), Some(output)) => Usage { input_tokens: input, output_tokens: output, ..Usage::default() },
             _ => estimate_usage(request, &state.text),
         };
-        Ok(Completion { text: state.text, usage, finish_reason: state.stop_reason, cached: false, logprobs: None })
+        Ok(Completion { text: state.text, usage, finish_reason: state.stop_reason, ..Completion::default() })
     }
 }
 

@@ -245,6 +245,7 @@ impl Provider for CachedProvider {
                 finish_reason: entry.finish_reason,
                 cached: true,
                 logprobs: entry.logprobs,
+                endpoint: None,
             });
         }
         // Tee the deltas: forward them as they come and keep them for the entry.

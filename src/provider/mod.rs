@@ -170,6 +170,9 @@ pub struct Completion {
     pub cached: bool,
     /// Per-token log-probabilities, from servers that return them.
     pub logprobs: Option<Vec<logprobs::TokenLogprob>>,
+    /// The endpoint of a pool that served the call; none for a provider
+    /// with one base URL.
+    pub endpoint: Option<String>,
 }
 
 /// Where a timeout struck.
@@ -351,5 +354,5 @@ pub fn conservative_prompt_tokens(messages: &[ChatMessage]) -> u64 {
 /// Estimated usage for a request and its reply, marked as an estimate.
 pub fn estimate_usage(request: &ChatRequest, reply: &str) -> Usage {
     let input: u64 = request.messages.iter().map(|m| estimate_tokens(&m.content) + 4).sum();
-    Usage { input_tokens: input, output_tokens: estimate_tokens(reply), estimated: true, cost: None }
+    Usage { input_tokens: input, output_tokens: estimate_tokens(reply), estimated: true, ..Usage::default() }
 }

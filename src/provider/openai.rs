@@ -310,7 +310,13 @@ impl OpenAiProvider {
             None => estimate_usage(request, &state.text),
         };
         let logprobs = (!state.logprobs.is_empty()).then_some(state.logprobs);
-        Ok(Completion { text: state.text, usage, finish_reason: state.finish_reason, cached: false, logprobs })
+        Ok(Completion {
+            text: state.text,
+            usage,
+            finish_reason: state.finish_reason,
+            logprobs,
+            ..Completion::default()
+        })
     }
 }
 
