@@ -30,6 +30,7 @@ use crate::provider::anthropic::{self, AnthropicConfig, AnthropicProvider};
 use crate::provider::cache::{CachedProvider, ResponseCache};
 use crate::provider::limiter::{self, LimitedProvider};
 use crate::provider::openai::{self, OpenAiConfig, OpenAiProvider};
+use crate::provider::pool::build::PoolSpec;
 use crate::provider::pricing::PricedProvider;
 use crate::provider::window::WindowedProvider;
 
@@ -224,8 +225,18 @@ impl Registry {
                     }
                     form => form,
                 };
-                let url = c.base_url.clone();
-                (Arc::new(OpenAiProvider::new(c).map_err(|e| build_error(e.to_string()))?), Some(url))
+                let urls = pc.urls().unwrap_or_else(|| super::pool::split_urls(&c.base_url));
+                if urls.len() > 1 {
+                    let make = |url: &str| {
+                        let c = OpenAiConfig { base_url: url.to_string(), ..c.clone() };
+                        OpenAiProvider::new(c).map(|p| Arc::new(p) as Arc<dyn Provider>)
+                    };
+                    (self.pool(name, "openai", &urls, &pc, c.api_key.as_deref(), make)?, None)
+                } else {
+                    c.base_url = urls.into_iter().next().unwrap_or(c.base_url);
+                    let url = c.base_url.clone();
+                    (Arc::new(OpenAiProvider::new(c).map_err(|e| build_error(e.to_string()))?), Some(url))
+                }
             }
             ProviderKind::Anthropic => {
                 let mut c = AnthropicConfig::from_lookup(|k| (self.env)(k));
@@ -239,8 +250,18 @@ impl Registry {
                     }
                     form => form,
                 };
-                let url = c.base_url.clone();
-                (Arc::new(AnthropicProvider::new(c).map_err(|e| build_error(e.to_string()))?), Some(url))
+                let urls = pc.urls().unwrap_or_else(|| super::pool::split_urls(&c.base_url));
+                if urls.len() > 1 {
+                    let make = |url: &str| {
+                        let c = AnthropicConfig { base_url: url.to_string(), ..c.clone() };
+                        AnthropicProvider::new(c).map(|p| Arc::new(p) as Arc<dyn Provider>)
+                    };
+                    (self.pool(name, "anthropic", &urls, &pc, c.api_key.as_deref(), make)?, None)
+                } else {
+                    c.base_url = urls.into_iter().next().unwrap_or(c.base_url);
+                    let url = c.base_url.clone();
+                    (Arc::new(AnthropicProvider::new(c).map_err(|e| build_error(e.to_string()))?), Some(url))
+                }
             }
             ProviderKind::Local => {
                 let configured = pc.model_path.as_ref().map(|p| p.display().to_string()).or_else(|| pc.model.clone());
@@ -263,8 +284,11 @@ impl Registry {
         {
             provider = Arc::new(WindowedProvider::new(provider, u64::from(n)));
         }
+        let pooled = provider.pool_status().is_some();
         // The embedded model queues its own work; limit it only when asked to.
-        if kind != ProviderKind::Local || pc.max_concurrency.is_some() || pc.requests_per_minute.is_some() {
+        // A pool limits each of its endpoints itself.
+        if !pooled && (kind != ProviderKind::Local || pc.max_concurrency.is_some() || pc.requests_per_minute.is_some())
+        {
             let key = format!("{}|{name}|{}", kind.as_str(), base_url.unwrap_or_default());
             provider = Arc::new(LimitedProvider::new(provider, limiter::shared(&key, pc.limits())));
         }
@@ -275,6 +299,30 @@ impl Registry {
             provider = Arc::new(CachedProvider::new(provider, cache.clone()));
         }
         Ok(provider)
+    }
+
+    /// The pool of a provider with several base URLs, `make` building each endpoint's backend.
+    fn pool(
+        &self,
+        name: &str,
+        kind: &str,
+        urls: &[String],
+        pc: &ProviderConfig,
+        api_key: Option<&str>,
+        make: impl Fn(&str) -> Result<Arc<dyn Provider>, crate::provider::ProviderError>,
+    ) -> Result<Arc<dyn Provider>, RegistryError> {
+        let spec = PoolSpec {
+            name,
+            kind,
+            urls,
+            limits: pc.limits(),
+            affinity: pc.affinity_on(),
+            health: pc.health_interval().map(|every| (every, pc.health_path())),
+            api_key,
+        };
+        let pool = crate::provider::pool::build::pool(&spec, make)
+            .map_err(|e| RegistryError::Build { name: name.into(), message: e.to_string() })?;
+        Ok(Arc::new(pool))
     }
 
     /// The API key of an HTTP provider: from `api_key_env` when configured
@@ -291,7 +339,7 @@ impl Registry {
                 }),
             };
         }
-        if pc.base_url.is_some() {
+        if pc.base_url.is_some() || pc.base_urls.is_some() {
             return Ok(None);
         }
         Ok(match kind {
@@ -316,15 +364,40 @@ impl Registry {
                 ProviderKind::Openai => ("OPENAI_BASE_URL", openai::DEFAULT_BASE_URL, "OPENAI_API_KEY"),
                 _ => ("ANTHROPIC_BASE_URL", anthropic::DEFAULT_BASE_URL, "ANTHROPIC_API_KEY"),
             };
-            match (&c.base_url, self.env_value(var_url)) {
-                (Some(u), _) => push("base_url", u.clone(), from_file()),
-                (None, Some(u)) => push("base_url", u, format!("environment {var_url}")),
-                (None, None) => push("base_url", default_url.into(), "built-in default".into()),
+            let urls = match (c.urls(), self.env_value(var_url)) {
+                (Some(u), _) => {
+                    let field = if c.base_urls.is_some() { "base_urls" } else { "base_url" };
+                    push(field, u.join(", "), from_file());
+                    u
+                }
+                (None, Some(u)) => {
+                    push("base_url", u.clone(), format!("environment {var_url}"));
+                    super::pool::split_urls(&u)
+                }
+                (None, None) => {
+                    push("base_url", default_url.into(), "built-in default".into());
+                    vec![default_url.to_string()]
+                }
+            };
+            if urls.len() > 1 {
+                let set = |v: bool| if v { from_file() } else { "built-in default".to_string() };
+                push(
+                    "pool",
+                    format!("{} endpoints; max_concurrency and requests_per_minute apply to each", urls.len()),
+                    "several base URLs".into(),
+                );
+                push("affinity", if c.affinity_on() { "on" } else { "off" }.into(), set(c.affinity.is_some()));
+                let checks = match c.health_interval() {
+                    Some(every) => format!("every {} s: GET {}", every.as_secs_f64(), c.health_path()),
+                    None => "off".into(),
+                };
+                push("health_check", checks, set(c.health_check_interval.is_some() || c.health_path.is_some()));
             }
-            let (var, from) = match (&c.api_key_env, &c.base_url) {
+            let own_url = c.base_url.is_some() || c.base_urls.is_some();
+            let (var, from) = match (&c.api_key_env, own_url) {
                 (Some(v), _) => (Some(v.clone()), from_file()),
-                (None, None) => (Some(var_key.to_string()), "built-in default".into()),
-                (None, Some(_)) => (None, "no api_key_env for this base_url".into()),
+                (None, false) => (Some(var_key.to_string()), "built-in default".into()),
+                (None, true) => (None, "no api_key_env for this base_url".into()),
             };
             let shown = match &var {
                 Some(v) if self.env_value(v).is_some() => format!("${v} (set)"),

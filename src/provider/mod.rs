@@ -14,6 +14,7 @@ pub mod limiter;
 pub mod local;
 pub mod logprobs;
 pub mod openai;
+pub mod pool;
 pub mod pricing;
 pub mod retry;
 pub mod sse;
@@ -170,8 +171,8 @@ pub struct Completion {
     pub cached: bool,
     /// Per-token log-probabilities, from servers that return them.
     pub logprobs: Option<Vec<logprobs::TokenLogprob>>,
-    /// The endpoint of a pool that served the call; none for a provider
-    /// with one base URL.
+    /// The endpoint of a pool that served the call (see [`pool`]); none for
+    /// a provider with one base URL.
     pub endpoint: Option<String>,
 }
 
@@ -312,6 +313,18 @@ pub trait Provider: Send + Sync {
     /// with now, for backends that have such forms (HTTP servers); `None`
     /// for the others (the embedded model always follows the schema).
     fn structured_output(&self) -> Option<structured::StructuredOutput> {
+        None
+    }
+
+    /// Where the endpoints of a pool stand (see [`pool`]); none for a
+    /// provider with one base URL. Wrappers pass it through.
+    fn pool_status(&self) -> Option<pool::PoolStatus> {
+        None
+    }
+
+    /// A pool's endpoints each checked now (one health check each), then
+    /// where they stand; none for a provider with one base URL.
+    async fn check_pool(&self) -> Option<pool::PoolStatus> {
         None
     }
 
