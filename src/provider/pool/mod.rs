@@ -7,14 +7,17 @@
 //!    apply to each endpoint, and 429s halve that endpoint's limit);
 //! 2. with affinity on, the endpoints that hold the request's longest
 //!    remembered prefix first (see [`affinity`]), so a debate's calls stay
-//!    where the server's prefix cache has them — unless every endpoint
-//!    holds that prefix and it covers less than half of the request
-//!    ([`MIN_SHARE`]: what every request shares, the system prompt), or the
-//!    endpoint is far busier than the least busy one (not fewer calls in
-//!    flight than the least busy's plus half its limit);
+//!    where the server's prefix cache has them — unless every endpoint that
+//!    has served calls holds that prefix (what every request shares, the
+//!    system prompt), or
+//!    the prefix covers less than half of the request ([`MIN_SHARE`]) and
+//!    the endpoint is far busier than the least busy one (not fewer calls
+//!    in flight than the least busy's plus half its limit);
 //! 3. then the fewest calls in flight (least outstanding requests).
 //!
-//! When every endpoint is busy the call waits for a free place. When every
+//! When every endpoint is busy the call waits for a free place; a call whose
+//! prefix covers at least half of it waits for a place on an endpoint that
+//! holds it, unless another endpoint is less than half busy. When every
 //! endpoint is down, calls try them all the same.
 //!
 //! **Failover.** A call that fails before any of its reply arrived (the
@@ -53,10 +56,10 @@ use health::HealthCheck;
 
 /// The most endpoints a pool may have.
 pub const MAX_ENDPOINTS: usize = 64;
-/// The share of a request its longest remembered prefix must cover for the
-/// endpoints holding it to count as its home when every endpoint holds it
-/// (as SGLang's router's cache threshold); a prefix only some hold is a home
-/// whatever its length.
+/// The share of a request its longest remembered prefix must cover for its
+/// holders to keep it while far busier than the least busy endpoint (as
+/// SGLang's router's cache threshold); a shorter match is worth less than
+/// the balance.
 pub const MIN_SHARE: f64 = 0.5;
 /// How often a call waiting for a free place looks again, besides being woken
 /// when a place frees (a pause a server asked for ends on its own).
@@ -281,20 +284,40 @@ impl PoolProvider {
         // The table stays locked until the choice is recorded, so that calls
         // placed at once (a group's first evaluations) see each other.
         let mut table = (p.settings.affinity && !prefixes.is_empty()).then(|| p.table());
-        let found = table.as_ref().map(|t| t.longest(prefixes));
-        let Match { holders, last, share } = found.unwrap_or(Match { holders: 0, last: None, share: 0.0 });
-        // A prefix every endpoint in reach holds, and that covers little of
-        // the request, is what every request shares (the system prompt): no home.
+        let found = table.as_ref().map_or(Match::NONE, |t| t.longest(prefixes));
+        let Match { holders, last, share, past_first } = found;
+        // A prefix that every endpoint in reach that has served calls holds
+        // is what every request shares (the system prompt): no endpoint is
+        // the better for it. While one endpoint alone has served (a run's
+        // first calls), a prefix past the system prompt is a home all the same.
         let reach = candidates.iter().fold(0u64, |m, &i| m | (1u64 << i));
-        let holders = if share >= MIN_SHARE || holders & reach != reach { holders } else { 0 };
-        // Holders first (the one the prefix went to last before the others),
-        // unless far busier than the least busy endpoint.
+        let served = table.as_ref().map_or(0, |t| t.served()) & reach;
+        let common = holders & served == served && (served.count_ones() >= 2 || !past_first);
+        let holders = if common { 0 } else { holders };
+        // Holders first (the one the prefix went to last before the others);
+        // for a short match, only while not far busier than the least busy endpoint.
         let least = candidates.iter().map(|&i| p.endpoints[i].limiter.in_flight()).min().unwrap_or(0);
         let preferred = |i: usize| {
             let e = &p.endpoints[i];
-            holders & (1u64 << i) != 0 && e.limiter.in_flight() < least + (e.limiter.current_limit() / 2).max(2)
+            holders & (1u64 << i) != 0
+                && (share >= MIN_SHARE || e.limiter.in_flight() < least + (e.limiter.current_limit() / 2).max(2))
         };
         candidates.sort_by_key(|&i| (!preferred(i), holders == 0 || last != Some(i)));
+        // A long match whose holders are all full waits for one of them (a
+        // server queues such calls anyway, and its cache has them), unless
+        // another endpoint is less than half busy.
+        let room = |i: usize| p.endpoints[i].limiter.in_flight() < p.endpoints[i].limiter.current_limit();
+        let held = |i: usize| holders & (1u64 << i) != 0;
+        if share >= MIN_SHARE
+            && holders & reach != 0
+            && !candidates.iter().any(|&i| held(i) && room(i))
+            && !candidates.iter().any(|&i| {
+                let e = &p.endpoints[i];
+                !held(i) && e.limiter.in_flight() < e.limiter.current_limit() / 2
+            })
+        {
+            return None;
+        }
         for i in candidates {
             if let Some(permit) = p.endpoints[i].limiter.try_acquire() {
                 let placement = match holders {
