@@ -289,3 +289,30 @@ async fn moot_providers_lists_each_endpoint_and_its_state() {
     assert!(down.contains("down: health check: connection refused"), "{text}");
     assert!(text.contains("2 endpoints; max_concurrency and requests_per_minute apply to each"), "{text}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn moot_eval_over_comma_separated_urls_reports_the_pool() {
+    let servers = [server(Duration::from_millis(5)).await, server(Duration::from_millis(5)).await];
+    let urls = format!("{},{}", servers[0].base_url(), servers[1].base_url());
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run").to_string_lossy().into_owned();
+    let args =
+        ["eval", PANEL, "--data", "tests/fixtures/eval/items.jsonl", "--provider", "openai", "--no-cache", "--out"]
+            .map(String::from)
+            .into_iter()
+            .chain([out]);
+    let output = tokio::task::spawn_blocking({
+        let cache = dir.path().join("cache");
+        move || crate::support::moot_at(&urls, &cache).args(args).output().unwrap()
+    })
+    .await
+    .unwrap();
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{err}");
+    let line = err.lines().find(|l| l.starts_with("moot eval: pool openai:")).unwrap_or_else(|| panic!("{err}"));
+    assert!(line.contains("over 2 endpoints (2 up now)") && line.contains("affinity:"), "{line}");
+    for s in &servers {
+        assert!(chat_calls(s) > 0, "both endpoints served calls");
+        assert!(line.contains(&s.base_url()), "{line}");
+    }
+}
