@@ -7,12 +7,16 @@
 //! `max_concurrency` and `requests_per_minute` apply to each endpoint.
 
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::{Deserialize, Deserializer};
 
+use super::registry::RegistryError;
 use super::{ConfigError, ProviderConfig, ProviderKind, line_of_table};
 use crate::provider::pool::MAX_ENDPOINTS;
+use crate::provider::pool::build::PoolSpec;
+use crate::provider::{Provider, ProviderError};
 
 /// Seconds between health checks when the table does not say.
 pub const DEFAULT_HEALTH_INTERVAL: f64 = 5.0;
@@ -40,6 +44,55 @@ impl ProviderConfig {
     pub fn health_path(&self) -> &str {
         self.health_path.as_deref().unwrap_or(DEFAULT_HEALTH_PATH)
     }
+}
+
+/// The pool of provider `name` over `urls`, `make` building each endpoint's backend.
+pub(super) fn build(
+    name: &str,
+    kind: &str,
+    urls: &[String],
+    pc: &ProviderConfig,
+    api_key: Option<&str>,
+    make: impl Fn(&str) -> Result<Arc<dyn Provider>, ProviderError>,
+) -> Result<Arc<dyn Provider>, RegistryError> {
+    let spec = PoolSpec {
+        name,
+        kind,
+        urls,
+        limits: pc.limits(),
+        affinity: pc.affinity_on(),
+        health: pc.health_interval().map(|every| (every, pc.health_path())),
+        api_key,
+    };
+    let pool = crate::provider::pool::build::pool(&spec, make)
+        .map_err(|e| RegistryError::Build { name: name.into(), message: e.to_string() })?;
+    Ok(Arc::new(pool))
+}
+
+/// A pool's rows for `moot providers`: field, value, where it came from
+/// (`from_file` names the config file). None for fewer than two URLs.
+pub(super) fn settings(
+    c: &ProviderConfig,
+    urls: usize,
+    from_file: &dyn Fn() -> String,
+) -> Vec<(&'static str, String, String)> {
+    if urls < 2 {
+        return Vec::new();
+    }
+    let set = |v: bool| if v { from_file() } else { "built-in default".to_string() };
+    let checks = match c.health_interval() {
+        Some(every) => format!("every {} s: GET {}", every.as_secs_f64(), c.health_path()),
+        None => "off".into(),
+    };
+    vec![
+        (
+            "pool",
+            format!("{urls} endpoints; max_concurrency and requests_per_minute apply to each"),
+            "several base URLs".into(),
+        ),
+        ("affinity", if c.affinity_on() { "on" } else { "off" }.into(), set(c.affinity.is_some())),
+        ("health_check", checks, set(c.health_check_interval.is_some() || c.health_path.is_some())),
+    ]
 }
 
 /// Several URLs from an environment variable (`OPENAI_BASE_URL=http://a/v1,http://b/v1`).

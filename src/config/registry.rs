@@ -30,7 +30,6 @@ use crate::provider::anthropic::{self, AnthropicConfig, AnthropicProvider};
 use crate::provider::cache::{CachedProvider, ResponseCache};
 use crate::provider::limiter::{self, LimitedProvider};
 use crate::provider::openai::{self, OpenAiConfig, OpenAiProvider};
-use crate::provider::pool::build::PoolSpec;
 use crate::provider::pricing::PricedProvider;
 use crate::provider::window::WindowedProvider;
 
@@ -231,7 +230,7 @@ impl Registry {
                         let c = OpenAiConfig { base_url: url.to_string(), ..c.clone() };
                         OpenAiProvider::new(c).map(|p| Arc::new(p) as Arc<dyn Provider>)
                     };
-                    (self.pool(name, "openai", &urls, &pc, c.api_key.as_deref(), make)?, None)
+                    (super::pool::build(name, "openai", &urls, &pc, c.api_key.as_deref(), make)?, None)
                 } else {
                     c.base_url = urls.into_iter().next().unwrap_or(c.base_url);
                     let url = c.base_url.clone();
@@ -256,7 +255,7 @@ impl Registry {
                         let c = AnthropicConfig { base_url: url.to_string(), ..c.clone() };
                         AnthropicProvider::new(c).map(|p| Arc::new(p) as Arc<dyn Provider>)
                     };
-                    (self.pool(name, "anthropic", &urls, &pc, c.api_key.as_deref(), make)?, None)
+                    (super::pool::build(name, "anthropic", &urls, &pc, c.api_key.as_deref(), make)?, None)
                 } else {
                     c.base_url = urls.into_iter().next().unwrap_or(c.base_url);
                     let url = c.base_url.clone();
@@ -299,30 +298,6 @@ impl Registry {
             provider = Arc::new(CachedProvider::new(provider, cache.clone()));
         }
         Ok(provider)
-    }
-
-    /// The pool of a provider with several base URLs, `make` building each endpoint's backend.
-    fn pool(
-        &self,
-        name: &str,
-        kind: &str,
-        urls: &[String],
-        pc: &ProviderConfig,
-        api_key: Option<&str>,
-        make: impl Fn(&str) -> Result<Arc<dyn Provider>, crate::provider::ProviderError>,
-    ) -> Result<Arc<dyn Provider>, RegistryError> {
-        let spec = PoolSpec {
-            name,
-            kind,
-            urls,
-            limits: pc.limits(),
-            affinity: pc.affinity_on(),
-            health: pc.health_interval().map(|every| (every, pc.health_path())),
-            api_key,
-        };
-        let pool = crate::provider::pool::build::pool(&spec, make)
-            .map_err(|e| RegistryError::Build { name: name.into(), message: e.to_string() })?;
-        Ok(Arc::new(pool))
     }
 
     /// The API key of an HTTP provider: from `api_key_env` when configured
@@ -379,19 +354,8 @@ impl Registry {
                     vec![default_url.to_string()]
                 }
             };
-            if urls.len() > 1 {
-                let set = |v: bool| if v { from_file() } else { "built-in default".to_string() };
-                push(
-                    "pool",
-                    format!("{} endpoints; max_concurrency and requests_per_minute apply to each", urls.len()),
-                    "several base URLs".into(),
-                );
-                push("affinity", if c.affinity_on() { "on" } else { "off" }.into(), set(c.affinity.is_some()));
-                let checks = match c.health_interval() {
-                    Some(every) => format!("every {} s: GET {}", every.as_secs_f64(), c.health_path()),
-                    None => "off".into(),
-                };
-                push("health_check", checks, set(c.health_check_interval.is_some() || c.health_path.is_some()));
+            for (field, value, from) in super::pool::settings(c, urls.len(), &from_file) {
+                push(field, value, from);
             }
             let own_url = c.base_url.is_some() || c.base_urls.is_some();
             let (var, from) = match (&c.api_key_env, own_url) {
