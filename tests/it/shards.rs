@@ -102,7 +102,16 @@ async fn two_shards_in_one_folder_one_killed_and_resumed_report_as_one_run() {
         .spawn()
         .unwrap();
     let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
-    while !shared.exists() || completed_logs(&shared).len() < 2 {
+    // Killed once two of its items have completed and another is running.
+    let running = |dir: &Path| {
+        std::fs::read_dir(dir).is_ok_and(|d| {
+            d.flatten().any(|e| {
+                let p = e.path();
+                p.extension().is_some_and(|x| x == "jsonl") && log_state(&p).ok() == Some(LogState::Incomplete)
+            })
+        })
+    };
+    while !shared.exists() || completed_logs(&shared).len() < 2 || !running(&shared) {
         assert!(tokio::time::Instant::now() < deadline, "shard 1 never completed an item");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
