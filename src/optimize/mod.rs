@@ -22,8 +22,10 @@ pub mod sample;
 pub mod score;
 pub mod view;
 
+mod journal;
 mod judge;
 pub mod output;
+pub mod resume;
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -95,6 +97,8 @@ pub struct Design {
     pub few_shot: bool,
     /// `paper` when the run took the paper's settings.
     pub preset: Option<String>,
+    /// The command line's options, recorded so that the run can be resumed.
+    pub options: Option<resume::RunOptions>,
 }
 
 /// An item field and each example's value of it (in the order of the examples).
@@ -196,12 +200,33 @@ struct Loop {
     cancel: CancellationToken,
     stop: Option<Option<u32>>,
     rollback: Option<u32>,
+    /// Resuming: the log that answers what it holds.
+    journal: Option<journal::Journal>,
 }
 
 const HUMAN: &str = "human";
 
 /// Run the loop to its end, recording every step.
 pub async fn optimize(config: OptimizeConfig, rec: OptRecorder, commands: UnboundedReceiver<OptCommand>) -> OptOutcome {
+    run_loop(config, rec, None, commands).await
+}
+
+/// Go on with an interrupted run: `rec` and `journal` come from
+/// [`OptRecorder::resume`] on its log, and `config` is the run's own (see
+/// [`resume::check`]). What the log holds is not asked again.
+pub async fn optimize_resumed(
+    config: OptimizeConfig,
+    (rec, journal): (OptRecorder, journal::Journal),
+    commands: UnboundedReceiver<OptCommand>,
+) -> OptOutcome {
+    run_loop(config, rec, Some(journal), commands).await
+}
+
+/// The training, held-out and test splits (example indices) and the
+/// training examples' clusters.
+type Parts = (Vec<usize>, Vec<usize>, Vec<usize>, Vec<usize>);
+
+fn prepare(config: &OptimizeConfig) -> Result<Parts, String> {
     let (train, holdout, test) =
         sample::split_three(config.examples.len(), config.holdout, config.design.test, config.seed);
     let clusters = match &config.design.cluster_by {
@@ -213,9 +238,25 @@ pub async fn optimize(config: OptimizeConfig, rec: OptRecorder, commands: Unboun
             let texts: Vec<String> = train.iter().map(|&i| example_text(&config.examples[i].item)).collect();
             sample::cluster(&texts, config.clusters, config.seed)
         }
-    };
-    let clusters = match clusters {
-        Ok(c) => c,
+    }?;
+    Ok((train, holdout, test, clusters))
+}
+
+/// The first event a run with `config` records (splits and clusters
+/// computed as the run computes them).
+pub fn opening(config: &OptimizeConfig) -> Result<OptKind, String> {
+    let (train, holdout, test, clusters) = prepare(config)?;
+    Ok(started_kind(config, &train, &holdout, &test, &clusters))
+}
+
+async fn run_loop(
+    config: OptimizeConfig,
+    rec: OptRecorder,
+    journal: Option<journal::Journal>,
+    commands: UnboundedReceiver<OptCommand>,
+) -> OptOutcome {
+    let (train, holdout, test, clusters) = match prepare(&config) {
+        Ok(parts) => parts,
         Err(e) => return failed_start(&config, &rec, e),
     };
     let mut lp = Loop {
@@ -236,6 +277,7 @@ pub async fn optimize(config: OptimizeConfig, rec: OptRecorder, commands: Unboun
         cancel: CancellationToken::new(),
         stop: None,
         rollback: None,
+        journal,
     };
     lp.started();
     let (status, reason, error) = lp.run().await;
@@ -278,44 +320,55 @@ fn failed_start(config: &OptimizeConfig, rec: &OptRecorder, error: String) -> Op
     }
 }
 
+/// The `optimize_started` event of a run with `config`.
+fn started_kind(
+    config: &OptimizeConfig,
+    train: &[usize],
+    holdout: &[usize],
+    test: &[usize],
+    clusters: &[usize],
+) -> OptKind {
+    let c = config;
+    let mut models = std::collections::BTreeMap::new();
+    let judge = c.panel.agents().next().map_or(&c.bindings.default, |(_, a)| c.bindings.for_agent(&a.name));
+    models.insert("judge".to_string(), judge.model_ref());
+    for role in Role::OPTIMIZE {
+        models.insert(role.as_str().to_string(), c.bindings.for_role(role).model_ref());
+    }
+    OptKind::OptimizeStarted {
+        run_id: c.run_id.clone(),
+        schema_version: log::OPTIMIZE_SCHEMA_VERSION,
+        moot_version: env!("CARGO_PKG_VERSION").to_string(),
+        panel: c.panel_arg.clone(),
+        data: c.data.clone(),
+        dimension: c.dimension.clone(),
+        scale_min: c.panel.scale.min,
+        scale_max: c.panel.scale.max,
+        objective: c.objective.as_str().to_string(),
+        threshold: c.threshold,
+        max_iter: c.max_iter,
+        seed: c.seed,
+        per_cluster: c.per_cluster,
+        train: train
+            .iter()
+            .zip(clusters)
+            .map(|(&i, &cluster)| log::ExampleRef { id: c.examples[i].item.id.clone(), cluster })
+            .collect(),
+        holdout: holdout.iter().map(|&i| c.examples[i].item.id.clone()).collect(),
+        models,
+        prompt: JudgePrompt::of(&c.panel),
+        review: c.review,
+        test: test.iter().map(|&i| c.examples[i].item.id.clone()).collect(),
+        cluster_by: c.design.cluster_by.as_ref().map(|b| b.field.clone()),
+        few_shot: c.design.few_shot,
+        preset: c.design.preset.clone(),
+        options: c.design.options.clone(),
+    }
+}
+
 impl Loop {
     fn started(&self) {
-        let c = &self.config;
-        let mut models = std::collections::BTreeMap::new();
-        let judge = c.panel.agents().next().map_or(&c.bindings.default, |(_, a)| c.bindings.for_agent(&a.name));
-        models.insert("judge".to_string(), judge.model_ref());
-        for role in Role::OPTIMIZE {
-            models.insert(role.as_str().to_string(), c.bindings.for_role(role).model_ref());
-        }
-        self.rec.emit(OptKind::OptimizeStarted {
-            run_id: c.run_id.clone(),
-            schema_version: log::OPTIMIZE_SCHEMA_VERSION,
-            moot_version: env!("CARGO_PKG_VERSION").to_string(),
-            panel: c.panel_arg.clone(),
-            data: c.data.clone(),
-            dimension: c.dimension.clone(),
-            scale_min: c.panel.scale.min,
-            scale_max: c.panel.scale.max,
-            objective: c.objective.as_str().to_string(),
-            threshold: c.threshold,
-            max_iter: c.max_iter,
-            seed: c.seed,
-            per_cluster: c.per_cluster,
-            train: self
-                .train
-                .iter()
-                .zip(&self.clusters)
-                .map(|(&i, &cluster)| log::ExampleRef { id: c.examples[i].item.id.clone(), cluster })
-                .collect(),
-            holdout: self.holdout.iter().map(|&i| c.examples[i].item.id.clone()).collect(),
-            models,
-            prompt: JudgePrompt::of(&c.panel),
-            review: c.review,
-            test: self.test.iter().map(|&i| c.examples[i].item.id.clone()).collect(),
-            cluster_by: c.design.cluster_by.as_ref().map(|b| b.field.clone()),
-            few_shot: c.design.few_shot,
-            preset: c.design.preset.clone(),
-        });
+        self.rec.emit(started_kind(&self.config, &self.train, &self.holdout, &self.test, &self.clusters));
     }
 
     async fn run(&mut self) -> (OptStatus, String, Option<String>) {
@@ -332,6 +385,7 @@ impl Loop {
                 return self.stopped(self.stop.unwrap_or(None));
             };
             let scored = self.score(iteration, &prompt, &picked_results, &picked);
+            self.drain();
             if let Some(stop) = self.stop {
                 return self.stopped(stop);
             }
@@ -358,7 +412,7 @@ impl Loop {
                 })
                 .collect();
             let messages = requests::feedback_messages(&self.config.panel, &prompt, &self.config.dimension, &judged);
-            let mut feedback = match self.ask(Role::Feedback, messages).await {
+            let mut feedback = match self.ask(iteration, Role::Feedback, messages).await {
                 Ok(text) => text,
                 Err(e) => return self.call_failed(iteration, Role::Feedback, e),
             };
@@ -378,7 +432,8 @@ impl Loop {
                     Next::Stop(choose) => return self.stopped(choose),
                 }
             }
-            let reply = match self.ask(Role::Rewriter, requests::rewrite_messages(&prompt, &feedback)).await {
+            let reply = match self.ask(iteration, Role::Rewriter, requests::rewrite_messages(&prompt, &feedback)).await
+            {
                 Ok(text) => text,
                 Err(e) => return self.call_failed(iteration, Role::Rewriter, e),
             };
@@ -468,7 +523,19 @@ impl Loop {
         picked
     }
 
-    async fn ask(&mut self, role: Role, messages: Vec<crate::provider::ChatMessage>) -> Result<String, String> {
+    async fn ask(
+        &mut self,
+        iteration: u32,
+        role: Role,
+        messages: Vec<crate::provider::ChatMessage>,
+    ) -> Result<String, String> {
+        if let Some(answer) = self.journal.as_ref().and_then(|j| j.reply(role, iteration)) {
+            self.drain();
+            if self.stop.is_some() {
+                return Err("stopped".into());
+            }
+            return answer;
+        }
         let panel = self.config.panel.clone();
         let binding = self.config.bindings.for_role(role).clone();
         let (retry, cancel) = (self.config.retry, self.cancel.clone());
@@ -535,8 +602,23 @@ impl Loop {
         }
     }
 
-    /// Apply the commands waiting now.
+    /// The next action of a person that the log holds, released by the
+    /// event it followed.
+    fn replayed(&self) -> Option<OptCommand> {
+        self.journal.as_ref().and_then(|j| j.next_command())
+    }
+
+    /// Whether the log went on past the review point the loop is at (where
+    /// a person went on without a recorded action).
+    fn log_went_on(&self) -> bool {
+        self.journal.as_ref().is_some_and(|j| j.ahead())
+    }
+
+    /// Apply the commands waiting now (the log's first).
     fn drain(&mut self) {
+        while let Some(cmd) = self.replayed() {
+            self.apply(Some(cmd));
+        }
         while let Ok(cmd) = self.commands.try_recv() {
             self.apply(Some(cmd));
         }
@@ -544,6 +626,9 @@ impl Loop {
 
     /// Wait for the next command (`None`: nobody can send one any more).
     async fn next_command(&mut self) -> Option<OptCommand> {
+        if let Some(cmd) = self.replayed() {
+            return Some(cmd);
+        }
         if !self.commands_open {
             return None;
         }
@@ -562,7 +647,12 @@ impl Loop {
             if let Some(to) = self.rollback.take() {
                 return Next::RollBack(to);
             }
-            match self.next_command().await {
+            let cmd = match self.replayed() {
+                Some(cmd) => Some(cmd),
+                None if self.log_went_on() => return Next::Go,
+                None => self.next_command().await,
+            };
+            match cmd {
                 // Nobody can answer any more: end with the best prompt.
                 None => return Next::Stop(None),
                 Some(OptCommand::Continue) => return Next::Go,
@@ -693,8 +783,10 @@ impl Loop {
         idx: &[usize],
         show: bool,
     ) -> Option<Option<f64>> {
-        let panel = Arc::new(prompt.apply(&self.config.panel));
-        let results = self.judge_many(panel, idx).await?;
+        let results = match self.logged_condition(condition, split, idx) {
+            Some(results) => results,
+            None => self.judge_many(Arc::new(prompt.apply(&self.config.panel)), idx).await?,
+        };
         let c = &self.config;
         let pairs: Vec<(Option<f64>, f64)> =
             idx.iter().zip(&results).map(|(&i, r)| (r.value, c.examples[i].label)).collect();
@@ -720,6 +812,17 @@ impl Loop {
                 .collect(),
         });
         Some(s.ok())
+    }
+
+    /// A condition's judgements as the log holds them, when it scored it
+    /// on these examples.
+    fn logged_condition(&self, condition: Condition, split: Split, idx: &[usize]) -> Option<Vec<judge::Judgement>> {
+        let rows = self.journal.as_ref()?.condition(condition, split)?;
+        let same =
+            rows.len() == idx.len() && rows.iter().zip(idx).all(|(r, &i)| r.id == self.config.examples[i].item.id);
+        same.then(|| {
+            rows.into_iter().map(|r| judge::Judgement { value: r.judge, error: r.error, reason: None }).collect()
+        })
     }
 
     fn finish(

@@ -1,0 +1,73 @@
+//! `moot optimize --resume RUN`: go on with an interrupted optimisation, with
+//! the options its log recorded, in the same log.
+
+use std::process::ExitCode;
+
+use anyhow::bail;
+
+use super::ModelArgs;
+use super::optimize::{Kept, OptimizeArgs, configure, launch};
+use crate::optimize::log::OptKind;
+use crate::optimize::resume::{differs, interrupted, log_path};
+
+pub fn run(args: OptimizeArgs) -> anyhow::Result<ExitCode> {
+    let run = args.resume.clone().unwrap_or_default();
+    if args.models.provider.is_some() || args.models.model.is_some() || args.models.moderator.is_some() {
+        bail!("--resume: the run goes on with the providers, models and moderator its log recorded; give none");
+    }
+    if args.models.seed.is_some() {
+        bail!("--resume: the run goes on with the seed its log recorded; give no --seed");
+    }
+    let log = log_path(&run)?;
+    let run = interrupted(&log)?;
+    if run.review == args.headless {
+        let (was, now) =
+            if run.review { ("on the live screen", "without --headless") } else { ("--headless", "with --headless") };
+        bail!("--resume: {} ran {was}, where its decisions were taken; resume it {now}", log.display());
+    }
+    let o = &run.options;
+    let first = run.events.first().map(|e| e.kind.clone());
+    let Some(OptKind::OptimizeStarted { panel, data, .. }) = first.clone() else {
+        bail!("{}: does not begin with optimize_started", log.display());
+    };
+    let again = OptimizeArgs {
+        panel: Some(o.panel.clone()),
+        data: Some(o.data.clone()),
+        resume: None,
+        threshold: o.threshold,
+        max_iter: o.max_iter,
+        holdout: o.holdout,
+        objective: o.objective.clone(),
+        dimension: o.dimension.clone(),
+        clusters: o.clusters,
+        cluster_by: o.cluster_by.clone(),
+        per_cluster: o.per_cluster,
+        test: o.test,
+        few_shot: o.few_shot,
+        judge_temperature: o.judge_temperature,
+        preset: o.preset.clone(),
+        concurrency: args.concurrency,
+        models: ModelArgs {
+            provider: o.provider.clone(),
+            model: o.model.clone(),
+            moderator: o.moderator.clone(),
+            seed: Some(o.seed),
+        },
+        out: Some(o.out.clone()),
+        output: Some(o.output.clone()),
+        headless: args.headless,
+        no_cache: args.no_cache || o.no_cache,
+        theme: args.theme.clone(),
+    };
+    let kept = Kept { run_id: run.run_id.clone(), panel_arg: panel, data, options: o.clone() };
+    let (config, _) = configure(&again, Some(&kept))?;
+    let now = crate::optimize::opening(&config).map_err(|e| anyhow::anyhow!("{}: {e}", log.display()))?;
+    if let Some(why) = first.as_ref().and_then(|f| differs(f, &now)) {
+        bail!("{}: cannot resume: {why}; the run read {} and {}", log.display(), o.panel, o.data);
+    }
+    if run.torn {
+        eprintln!("moot optimize: {}: ignored an incomplete last line", log.display());
+    }
+    eprintln!("moot optimize: resuming {} from {} events of {}", run.run_id, run.events.len(), log.display());
+    launch(config, log, &again, Some(run.events))
+}
