@@ -318,7 +318,6 @@ fn options_of(
     output: &std::path::Path,
 ) -> crate::optimize::resume::RunOptions {
     use crate::optimize::resume::absolute;
-    let path = |p: &std::path::Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
     crate::optimize::resume::RunOptions {
         panel: absolute(panel),
         data: absolute(data),
@@ -339,8 +338,9 @@ fn options_of(
         model: args.models.model.clone(),
         moderator: args.models.moderator.clone(),
         seed,
-        out: path(out),
-        output: path(output),
+        out: out.to_path_buf(),
+        output: output.to_path_buf(),
+        dir: std::env::current_dir().unwrap_or_default(),
         no_cache: args.no_cache,
     }
 }

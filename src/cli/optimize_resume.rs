@@ -26,6 +26,10 @@ pub fn run(args: OptimizeArgs) -> anyhow::Result<ExitCode> {
         bail!("--resume: {} ran {was}, where its decisions were taken; resume it {now}", log.display());
     }
     let o = &run.options;
+    // Relative paths (the run folder, the output panel) mean what they meant.
+    let log = std::path::absolute(&log)?;
+    std::env::set_current_dir(&o.dir)
+        .map_err(|e| anyhow::anyhow!("--resume: the run's folder {}: {e}", o.dir.display()))?;
     let first = run.events.first().map(|e| e.kind.clone());
     let Some(OptKind::OptimizeStarted { panel, data, .. }) = first.clone() else {
         bail!("{}: does not begin with optimize_started", log.display());

@@ -36,9 +36,11 @@ pub struct RunOptions {
     pub moderator: Option<String>,
     /// The seed the run used (given, the panel's or drawn).
     pub seed: u64,
-    /// The run folder and the panel file the result goes to.
+    /// The run folder and the panel file the result goes to, as the run
+    /// named them, and the folder it ran in (a resumed run goes on there).
     pub out: PathBuf,
     pub output: PathBuf,
+    pub dir: PathBuf,
     pub no_cache: bool,
 }
 
