@@ -180,9 +180,12 @@ impl Journal {
 
     /// Whether the log holds events the run has not emitted yet (so a review
     /// point the log went past was answered by going on).
+    /// Events of the log before the last one matched that are still not
+    /// matched never will be (the run will not emit them again).
     pub(super) fn ahead(&self) -> bool {
         let s = self.state();
-        s.matched.iter().zip(&s.old).any(|(m, e)| !m && !by_person(&e.kind))
+        let last = s.matched.iter().rposition(|&m| m).unwrap_or(0);
+        s.matched.iter().zip(&s.old).skip(last + 1).any(|(m, e)| !m && !by_person(&e.kind))
     }
 
     /// Whether a stop was released (judging not in the log is not started).

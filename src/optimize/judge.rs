@@ -156,7 +156,9 @@ impl Loop {
                     self.drain();
                     return (self.stops == stops).then_some(r);
                 }
-                cmd = self.commands.recv(), if self.commands_open => {
+                // Look again once the log is used up.
+                () = tokio::time::sleep(std::time::Duration::from_millis(200)), if self.log_went_on() => {}
+                cmd = self.commands.recv(), if self.commands_open && !self.log_went_on() => {
                     self.apply(cmd);
                     if self.stops > stops {
                         return None;

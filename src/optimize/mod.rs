@@ -544,7 +544,9 @@ impl Loop {
         loop {
             tokio::select! {
                 r = &mut call => return r,
-                cmd = self.commands.recv(), if self.commands_open => self.apply(cmd),
+                // Look again once the log is used up.
+                () = tokio::time::sleep(std::time::Duration::from_millis(200)), if self.log_went_on() => {}
+                cmd = self.commands.recv(), if self.commands_open && !self.log_went_on() => self.apply(cmd),
             }
         }
     }
@@ -618,6 +620,10 @@ impl Loop {
     fn drain(&mut self) {
         while let Some(cmd) = self.replayed() {
             self.apply(Some(cmd));
+        }
+        // A person's new commands wait until the log is used up.
+        if self.log_went_on() {
+            return;
         }
         while let Ok(cmd) = self.commands.try_recv() {
             self.apply(Some(cmd));

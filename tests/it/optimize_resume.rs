@@ -11,7 +11,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use moot::optimize::log::{OptEvent, OptKind, OptRecorder, read_log};
-use moot::optimize::{JudgePrompt, OptOutcome, OptimizeConfig, optimize, optimize_resumed};
+use moot::optimize::{JudgePrompt, OptCommand, OptOutcome, OptimizeConfig, optimize, optimize_resumed};
 use moot::testkit::scripted::{ScriptedProvider, ScriptedReply};
 use support::*;
 
@@ -166,6 +166,138 @@ async fn every_cut_of_a_log_resumes_to_the_uninterrupted_result_asking_nothing_t
             let expected =
                 [per_run * (whole_answered[0] - held[0]), whole_answered[1] - held[1], whole_answered[2] - held[2]];
             assert_eq!(resumed, expected, "{what}: requests (judge, feedback, rewrite)");
+        }
+    }
+}
+
+/// What the person does at each review point of the run reviewed on the
+/// screen: pins an example and rewrites the first feedback, accepts the first
+/// rewrite, goes on at the second feedback and rejects its rewrite, rolls
+/// back to iteration 2 at the third feedback.
+fn actions(kind: &OptKind, pin: &str) -> Vec<OptCommand> {
+    match kind {
+        OptKind::FeedbackWritten { iteration: 1, by, .. } if by == "feedback" => {
+            vec![OptCommand::Pin(pin.into()), OptCommand::EditFeedback("Paraphrases are right.".into())]
+        }
+        OptKind::RewriteProposed { iteration: 1, .. } => vec![OptCommand::Accept],
+        OptKind::FeedbackWritten { iteration: 2, by, .. } if by == "feedback" => vec![OptCommand::Continue],
+        OptKind::RewriteProposed { iteration: 2, .. } => vec![OptCommand::Reject],
+        OptKind::FeedbackWritten { iteration: 3, by, .. } if by == "feedback" => vec![OptCommand::RollBack(2)],
+        _ => Vec::new(),
+    }
+}
+
+/// Whether `kind` records `cmd` (so the log holds it and it is not given again).
+fn records(kind: &OptKind, cmd: &OptCommand) -> bool {
+    match (kind, cmd) {
+        (OptKind::ExamplePinned { id, .. }, OptCommand::Pin(p)) => id == p,
+        (OptKind::FeedbackWritten { by, .. }, OptCommand::EditFeedback(_)) => by == "human",
+        (OptKind::RewriteDecided { .. }, OptCommand::Accept | OptCommand::Reject) => true,
+        (OptKind::RolledBack { .. }, OptCommand::RollBack(_)) => true,
+        _ => false,
+    }
+}
+
+/// The person at the screen: answers every review point the run reaches that
+/// the log `old` did not answer, with what it did not record yet.
+fn person(
+    old: Vec<OptEvent>,
+    pin: String,
+    mut events: tokio::sync::mpsc::UnboundedReceiver<OptEvent>,
+    commands: tokio::sync::mpsc::UnboundedSender<OptCommand>,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        while let Some(e) = events.recv().await {
+            let at = old.iter().position(|o| o.seq == e.seq && o.kind == e.kind);
+            let after = at.map_or(&[][..], |i| &old[i + 1..]);
+            // The log went on past this point with the loop's own events: it was answered.
+            let answered = after.iter().any(|o| {
+                !matches!(o.kind, OptKind::ExamplePinned { .. })
+                    && !matches!(&o.kind, OptKind::FeedbackWritten { by, .. } if by == "human")
+                    || matches!(&o.kind, OptKind::FeedbackWritten { by, .. } if by == "human")
+            });
+            if at.is_some() && answered {
+                continue;
+            }
+            for cmd in actions(&e.kind, &pin) {
+                if !after.iter().any(|o| records(&o.kind, &cmd)) {
+                    let _ = commands.send(cmd);
+                }
+            }
+        }
+    })
+}
+
+async fn reviewed(log: &Path, old: Option<Vec<OptEvent>>) -> (OptOutcome, [usize; 3]) {
+    let p = steady(&examples());
+    let mut c = config(p.clone(), 4, true);
+    c.concurrency = 2;
+    let pin = opening_train(&c);
+    let (tx, events) = tokio::sync::mpsc::unbounded_channel();
+    let (commands, rx) = tokio::sync::mpsc::unbounded_channel();
+    let outcome = match old {
+        None => {
+            let who = person(Vec::new(), pin, events, commands);
+            let o = optimize(c, OptRecorder::new(Some(log), Some(tx)).unwrap(), rx).await;
+            who.abort();
+            o
+        }
+        Some(old) => {
+            let rec = OptRecorder::resume(log, old.clone(), Some(tx)).unwrap();
+            let who = person(old, pin, events, commands);
+            let o = optimize_resumed(c, rec, rx).await;
+            who.abort();
+            o
+        }
+    };
+    (outcome, counts(&p))
+}
+
+/// A training example of the run (the one the person pins).
+fn opening_train(c: &OptimizeConfig) -> String {
+    match moot::optimize::opening(c).unwrap() {
+        OptKind::OptimizeStarted { train, .. } => train.last().unwrap().id.clone(),
+        _ => unreachable!(),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reviewed_run_resumes_with_the_person_s_decisions_from_its_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let whole_log = dir.path().join("whole/optimize.jsonl");
+    let (whole, _) = reviewed(&whole_log, None).await;
+    let events = read_log(&whole_log).unwrap();
+    let kinds: Vec<&str> = events
+        .iter()
+        .map(|e| serde_json::to_value(&e.kind).unwrap()["type"].as_str().unwrap().to_string().leak() as &str)
+        .collect();
+    for t in ["example_pinned", "rolled_back", "rewrite_decided"] {
+        assert!(kinds.contains(&t), "{t} in {kinds:?}");
+    }
+    assert!(events.iter().any(|e| matches!(&e.kind, OptKind::FeedbackWritten { by, .. } if by == "human")));
+    assert_eq!(whole.iterations.len(), 4, "{whole:?}");
+    let text = std::fs::read_to_string(&whole_log).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let whole_answered = answered(&events);
+    for keep in 1..lines.len() {
+        for torn in [false, true] {
+            let what = format!("reviewed, cut after {keep} events{}", if torn { ", the next one torn" } else { "" });
+            let path = dir.path().join(format!("cut-{keep}-{torn}/optimize.jsonl"));
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            let mut cut: String = lines[..keep].iter().map(|l| format!("{l}\n")).collect();
+            if torn {
+                cut.push_str(&lines[keep][..lines[keep].len() / 2]);
+            }
+            std::fs::write(&path, &cut).unwrap();
+            let old = read_log(&path).unwrap();
+            let (outcome, asked) = tokio::time::timeout(std::time::Duration::from_secs(20), reviewed(&path, Some(old)))
+                .await
+                .unwrap_or_else(|_| panic!("{what}: the resumed run waits for nobody"));
+            same_outcome(&whole, &outcome, &what);
+            let after = read_log(&path).unwrap();
+            assert_eq!(story_diff(&after, &events), (vec![], vec![]), "{what}: the resumed log tells the same story");
+            let held = answered(&events[..keep]);
+            assert_eq!(asked[1..], [whole_answered[1] - held[1], whole_answered[2] - held[2]], "{what}");
         }
     }
 }
