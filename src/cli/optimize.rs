@@ -179,22 +179,16 @@ pub fn run(args: OptimizeArgs) -> anyhow::Result<ExitCode> {
     launch(config, log, &args, None)
 }
 
-/// What a resumed run keeps of the interrupted one.
-pub(super) struct Kept {
-    pub run_id: String,
-    /// `panel` and `data` as the log names them.
-    pub panel_arg: String,
-    pub data: String,
-    pub options: crate::optimize::resume::RunOptions,
-}
-
 /// The run's configuration and its log's path, from the command line (or,
 /// resuming, from the options the log recorded).
-pub(super) fn configure(args: &OptimizeArgs, kept: Option<&Kept>) -> anyhow::Result<(OptimizeConfig, PathBuf)> {
+pub(super) fn configure(
+    args: &OptimizeArgs,
+    kept: Option<&super::optimize_resume::Kept>,
+) -> anyhow::Result<(OptimizeConfig, PathBuf)> {
     let panel_arg = args.panel.clone().context("PANEL is required")?;
     let data = args.data.clone().context("--data is required")?;
     let mut panel = load_panel(Some(&panel_arg))?;
-    let settings = Settings::of(&args);
+    let settings = Settings::of(args);
     if !(args.holdout > 0.0 && args.holdout < 1.0) {
         bail!("--holdout: {} must be above 0 and below 1 (S is measured on the held-out split)", args.holdout);
     }
@@ -275,7 +269,7 @@ pub(super) fn configure(args: &OptimizeArgs, kept: Option<&Kept>) -> anyhow::Res
     }
     let options = match kept {
         Some(k) => k.options.clone(),
-        None => options_of(args, &panel_arg, &data, seed, &out, &output),
+        None => super::optimize_resume::options_of(args, &panel_arg, &data, seed, &out, &output),
     };
     let config = OptimizeConfig {
         run_id,
@@ -306,43 +300,6 @@ pub(super) fn configure(args: &OptimizeArgs, kept: Option<&Kept>) -> anyhow::Res
         },
     };
     Ok((config, out.join(LOG_FILE)))
-}
-
-/// The options to record: as given, with the seed and paths the run resolved.
-fn options_of(
-    args: &OptimizeArgs,
-    panel: &str,
-    data: &str,
-    seed: u64,
-    out: &std::path::Path,
-    output: &std::path::Path,
-) -> crate::optimize::resume::RunOptions {
-    use crate::optimize::resume::absolute;
-    crate::optimize::resume::RunOptions {
-        panel: absolute(panel),
-        data: absolute(data),
-        threshold: args.threshold,
-        max_iter: args.max_iter,
-        holdout: args.holdout,
-        objective: args.objective.clone(),
-        dimension: args.dimension.clone(),
-        clusters: args.clusters,
-        cluster_by: args.cluster_by.clone(),
-        per_cluster: args.per_cluster,
-        test: args.test,
-        few_shot: args.few_shot,
-        judge_temperature: args.judge_temperature,
-        preset: args.preset.clone(),
-        concurrency: args.concurrency,
-        provider: args.models.provider.clone(),
-        model: args.models.model.clone(),
-        moderator: args.models.moderator.clone(),
-        seed,
-        out: out.to_path_buf(),
-        output: output.to_path_buf(),
-        dir: std::env::current_dir().unwrap_or_default(),
-        no_cache: args.no_cache,
-    }
 }
 
 /// Run the loop (new, or going on with `resume`'s log events) on the screen or headless.

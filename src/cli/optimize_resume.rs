@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use anyhow::bail;
 
 use super::ModelArgs;
-use super::optimize::{Kept, OptimizeArgs, configure, launch};
+use super::optimize::{OptimizeArgs, configure, launch};
 use crate::optimize::log::OptKind;
 use crate::optimize::resume::{differs, interrupted, log_path};
 
@@ -74,4 +74,50 @@ pub fn run(args: OptimizeArgs) -> anyhow::Result<ExitCode> {
     }
     eprintln!("moot optimize: resuming {} from {} events of {}", run.run_id, run.events.len(), log.display());
     launch(config, log, &again, Some(run.events))
+}
+
+/// What a resumed run keeps of the interrupted one.
+pub(super) struct Kept {
+    pub run_id: String,
+    /// `panel` and `data` as the log names them.
+    pub panel_arg: String,
+    pub data: String,
+    pub options: crate::optimize::resume::RunOptions,
+}
+
+/// The options to record: as given, with the seed and paths the run resolved.
+pub(super) fn options_of(
+    args: &OptimizeArgs,
+    panel: &str,
+    data: &str,
+    seed: u64,
+    out: &std::path::Path,
+    output: &std::path::Path,
+) -> crate::optimize::resume::RunOptions {
+    use crate::optimize::resume::absolute;
+    crate::optimize::resume::RunOptions {
+        panel: absolute(panel),
+        data: absolute(data),
+        threshold: args.threshold,
+        max_iter: args.max_iter,
+        holdout: args.holdout,
+        objective: args.objective.clone(),
+        dimension: args.dimension.clone(),
+        clusters: args.clusters,
+        cluster_by: args.cluster_by.clone(),
+        per_cluster: args.per_cluster,
+        test: args.test,
+        few_shot: args.few_shot,
+        judge_temperature: args.judge_temperature,
+        preset: args.preset.clone(),
+        concurrency: args.concurrency,
+        provider: args.models.provider.clone(),
+        model: args.models.model.clone(),
+        moderator: args.models.moderator.clone(),
+        seed,
+        out: out.to_path_buf(),
+        output: output.to_path_buf(),
+        dir: std::env::current_dir().unwrap_or_default(),
+        no_cache: args.no_cache,
+    }
 }

@@ -210,12 +210,8 @@ fn person(
         while let Some(e) = events.recv().await {
             let at = old.iter().position(|o| o.seq == e.seq && o.kind == e.kind);
             let after = at.map_or(&[][..], |i| &old[i + 1..]);
-            // The log went on past this point with the loop's own events: it was answered.
-            let answered = after.iter().any(|o| {
-                !matches!(o.kind, OptKind::ExamplePinned { .. })
-                    && !matches!(&o.kind, OptKind::FeedbackWritten { by, .. } if by == "human")
-                    || matches!(&o.kind, OptKind::FeedbackWritten { by, .. } if by == "human")
-            });
+            // The log went on past this point (with more than a pin): it was answered.
+            let answered = after.iter().any(|o| !matches!(o.kind, OptKind::ExamplePinned { .. }));
             if at.is_some() && answered {
                 continue;
             }
