@@ -226,8 +226,7 @@ fn person(
 
 async fn reviewed(log: &Path, old: Option<Vec<OptEvent>>) -> (OptOutcome, [usize; 3]) {
     let p = steady(&examples());
-    let mut c = config(p.clone(), 4, true);
-    c.concurrency = 2;
+    let c = config(p.clone(), 4, true);
     let pin = opening_train(&c);
     let (tx, events) = tokio::sync::mpsc::unbounded_channel();
     let (commands, rx) = tokio::sync::mpsc::unbounded_channel();
@@ -276,7 +275,8 @@ async fn a_reviewed_run_resumes_with_the_person_s_decisions_from_its_log() {
     let lines: Vec<&str> = text.lines().collect();
     let whole_answered = answered(&events);
     for keep in 1..lines.len() {
-        for torn in [false, true] {
+        // Torn lines are read the same way at every cut (the test above); here every fourth.
+        for torn in [false, true].into_iter().filter(|&t| !t || keep % 4 == 0) {
             let what = format!("reviewed, cut after {keep} events{}", if torn { ", the next one torn" } else { "" });
             let path = dir.path().join(format!("cut-{keep}-{torn}/optimize.jsonl"));
             std::fs::create_dir_all(path.parent().unwrap()).unwrap();
