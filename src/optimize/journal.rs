@@ -188,9 +188,16 @@ impl Journal {
         s.matched.iter().zip(&s.old).skip(last + 1).any(|(m, e)| !m && !by_person(&e.kind))
     }
 
-    /// Whether a stop was released (judging not in the log is not started).
+    /// Whether a stop was released and not yet applied (judging not in the
+    /// log is not started meanwhile).
     pub(super) fn stopping(&self) -> bool {
         self.state().stopping
+    }
+
+    /// The released stop was applied: judging goes on as asked (the test
+    /// split's, after the loop).
+    pub(super) fn stopped(&self) {
+        self.state().stopping = false;
     }
 
     pub(super) fn judged(&self, iteration: u32, split: Split, id: &str) -> Option<Judgement> {

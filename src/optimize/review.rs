@@ -56,6 +56,9 @@ impl Loop {
                 }
             }
             OptCommand::Stop { choose } => {
+                if let Some(j) = &self.journal {
+                    j.stopped();
+                }
                 let choose = choose.filter(|i| self.results.iter().any(|r| r.iteration == *i));
                 if self.stop.is_none() {
                     self.rec.emit(OptKind::StopRequested { author: self.config.author.clone(), choose });

@@ -298,6 +298,45 @@ async fn a_reviewed_run_resumes_with_the_person_s_decisions_from_its_log() {
     }
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stop_the_log_holds_ends_the_resumed_run_as_it_ended_the_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("whole/optimize.jsonl");
+    let p = steady(&examples());
+    let (tx, mut events) = tokio::sync::mpsc::unbounded_channel::<OptEvent>();
+    let (commands, rx) = tokio::sync::mpsc::unbounded_channel();
+    // A person stops, choosing iteration 1, as the second iteration's judging begins.
+    let who = tokio::spawn(async move {
+        while let Some(e) = events.recv().await {
+            if matches!(e.kind, OptKind::ExamplesPicked { iteration: 2, .. }) {
+                let _ = commands.send(OptCommand::Stop { choose: Some(1) });
+            }
+        }
+    });
+    let whole = optimize(configured(p), OptRecorder::new(Some(&log), Some(tx)).unwrap(), rx).await;
+    who.abort();
+    assert_eq!(whole.status, moot::optimize::OptStatus::Stopped, "{whole:?}");
+    assert_eq!(whole.best, Some(1));
+    let events = read_log(&log).unwrap();
+    let text = std::fs::read_to_string(&log).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let stop = events.iter().position(|e| matches!(e.kind, OptKind::StopRequested { .. })).unwrap();
+    for keep in stop + 1..lines.len() {
+        let what = format!("stopped, cut after {keep} events");
+        let path = dir.path().join(format!("cut-{keep}/optimize.jsonl"));
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, lines[..keep].iter().map(|l| format!("{l}\n")).collect::<String>()).unwrap();
+        let (outcome, after, asked) = resume(&path).await;
+        same_outcome(&whole, &outcome, &what);
+        assert_eq!(story_diff(&after, &events), (vec![], vec![]), "{what}");
+        // Only the test split's conditions the cut log did not score are judged.
+        let held = answered(&events[..keep]);
+        let all = answered(&events);
+        assert_eq!(asked[1..], [0, 0], "{what}: no feedback or rewrite after the stop");
+        assert!(asked[0] <= all[0] - held[0], "{what}: {asked:?}");
+    }
+}
+
 mod cli {
     use std::path::Path;
     use std::process::Command;
