@@ -213,3 +213,63 @@ impl Journal {
         self.answers.conditions.iter().find(|(c, s, _)| *c == condition && *s == split).map(|(_, _, r)| r.clone())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::optimize::JudgePrompt;
+
+    fn event(seq: u64, kind: OptKind) -> OptEvent {
+        OptEvent { seq, t: chrono::Utc::now(), kind }
+    }
+
+    fn log() -> Vec<OptEvent> {
+        let feedback = |by: &str, text: &str| OptKind::FeedbackWritten {
+            iteration: 1,
+            text: text.into(),
+            by: by.into(),
+            author: (by == "human").then(|| "ann".into()),
+        };
+        vec![
+            event(0, OptKind::RolledBack { to: 9, author: "x".into() }),
+            event(1, feedback("feedback", "The model's.")),
+            event(2, OptKind::ExamplePinned { id: "a".into(), author: "ann".into() }),
+            event(3, feedback("human", "Ann's.")),
+            event(
+                4,
+                OptKind::RewriteProposed {
+                    iteration: 1,
+                    prompt: JudgePrompt { task: "T".into(), ..Default::default() },
+                },
+            ),
+            event(5, OptKind::CallFailed { iteration: 2, role: "feedback".into(), error: "HTTP 500".into() }),
+        ]
+    }
+
+    #[test]
+    fn replies_come_from_the_log_and_a_person_s_actions_after_the_event_they_followed() {
+        let j = Journal::new(log());
+        assert_eq!(j.next_seq(), 6);
+        assert_eq!(j.reply(Role::Feedback, 1), Some(Ok("The model's.".into())), "the model's, not the person's");
+        assert_eq!(
+            j.reply(Role::Rewriter, 1).unwrap().unwrap(),
+            "## Task\nT\n\n## Rubric\n\n\n## Guidance\n\n\n## Examples\n"
+        );
+        assert_eq!(j.reply(Role::Feedback, 2), Some(Err("HTTP 500".into())));
+        assert_eq!(j.reply(Role::Rewriter, 2), None);
+        assert!(j.next_command().is_none(), "nothing released before its event");
+        // The model's feedback is emitted again: the pin and the edit after it are released, in order.
+        let again = log()[1].kind.clone();
+        assert!(j.matches(&again));
+        assert_eq!(j.next_command(), Some(OptCommand::Pin("a".into())));
+        assert_eq!(j.next_command(), Some(OptCommand::EditFeedback("Ann's.".into())));
+        assert_eq!(j.next_command(), None);
+        assert!(j.ahead(), "the rewrite is still ahead");
+        // The person's events are matched whoever resumes.
+        assert!(j.matches(&OptKind::ExamplePinned { id: "a".into(), author: "bob".into() }));
+        assert!(!j.matches(&OptKind::ExamplePinned { id: "a".into(), author: "bob".into() }), "once only");
+        assert!(!j.matches(&OptKind::ExamplePinned { id: "b".into(), author: "ann".into() }));
+        assert!(j.matches(&log()[4].kind) && j.matches(&log()[5].kind));
+        assert!(!j.ahead(), "the log is used up");
+    }
+}

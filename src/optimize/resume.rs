@@ -162,6 +162,28 @@ mod tests {
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "{\"a\":1}\n");
     }
 
+    fn started(train: &[&str], guidance: &str) -> OptKind {
+        serde_json::from_value(serde_json::json!({
+            "type": "optimize_started", "run_id": "r", "schema_version": 2, "moot_version": "0.1.0",
+            "panel": "p.toml", "data": "d.jsonl", "dimension": "match", "scale_min": 0.0, "scale_max": 1.0,
+            "objective": "agreement", "threshold": 0.9, "max_iter": 2, "seed": 1, "per_cluster": 1,
+            "train": train.iter().map(|id| serde_json::json!({"id": id, "cluster": 0})).collect::<Vec<_>>(),
+            "holdout": ["h"], "models": {},
+            "prompt": {"task": "t", "rubric": "", "guidance": guidance, "examples": ""}, "review": false
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_changed_panel_or_data_file_is_named() {
+        let logged = started(&["a", "b"], "");
+        assert_eq!(differs(&logged, &started(&["a", "b"], "")), None);
+        let data = differs(&logged, &started(&["a", "c"], "")).unwrap();
+        assert!(data.contains("the labelled examples changed") && data.contains("`train`"), "{data}");
+        let panel = differs(&logged, &started(&["a", "b"], "Be lenient.")).unwrap();
+        assert!(panel.contains("judge text") && panel.contains("`prompt`"), "{panel}");
+    }
+
     #[test]
     fn a_missing_run_is_named() {
         let err = log_path("/nonexistent/optimize-x").unwrap_err().to_string();
