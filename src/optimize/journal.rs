@@ -151,8 +151,10 @@ impl Journal {
         let found = if matches!(kind, OptKind::OptimizeStarted { .. }) {
             s.old.first().filter(|_| !s.matched[0]).map(|_| 0)
         } else {
-            let kind = anonymous(kind);
-            (0..s.old.len()).find(|&i| !s.matched[i] && anonymous(&s.old[i].kind) == kind)
+            let same = |old: &OptKind| {
+                if by_person(kind) { by_person(old) && anonymous(old) == anonymous(kind) } else { old == kind }
+            };
+            (0..s.old.len()).find(|&i| !s.matched[i] && same(&s.old[i].kind))
         };
         let Some(i) = found else { return false };
         s.matched[i] = true;
