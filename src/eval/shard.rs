@@ -14,7 +14,6 @@
 //! unfinished logs to `attempts/`. `moot report DIR` reads every item log
 //! of the folder, whichever shard wrote it.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use super::EvalError;
@@ -52,30 +51,12 @@ pub fn shard_manifests(dir: &Path) -> Vec<(Shard, PathBuf)> {
 
 /// Read the manifest called `name` from `dir`; none when there is none.
 pub fn load(dir: &Path, name: &str) -> Result<Option<Manifest>, ManifestError> {
-    let path = dir.join(name);
-    let text = match std::fs::read_to_string(&path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(error) => return Err(ManifestError::Io { path, error }),
-    };
-    serde_json::from_str(&text).map(Some).map_err(|e| ManifestError::Unreadable { path, message: e.to_string() })
+    Manifest::load_named(dir, name)
 }
 
 /// Write the manifest called `name` atomically (a temporary file of its own, renamed over it).
 pub fn save(dir: &Path, name: &str, manifest: &Manifest) -> Result<(), ManifestError> {
-    if name == MANIFEST {
-        return manifest.save(dir);
-    }
-    let path = dir.join(name);
-    let tmp = dir.join(format!(".{name}.tmp"));
-    let io = |error| ManifestError::Io { path: path.clone(), error };
-    let mut text = serde_json::to_vec_pretty(manifest).map_err(|e| io(std::io::Error::other(e)))?;
-    text.push(b'\n');
-    let mut f = std::fs::File::create(&tmp).map_err(io)?;
-    f.write_all(&text).map_err(io)?;
-    f.sync_all().map_err(io)?;
-    drop(f);
-    std::fs::rename(&tmp, &path).map_err(io)
+    manifest.save_named(dir, name)
 }
 
 /// Whether a shard may write into `dir` beside what is there: not into a

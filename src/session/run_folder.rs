@@ -287,7 +287,13 @@ impl From<&ItemProblem> for BadItem {
 impl Manifest {
     /// Read `run.json` from a run folder.
     pub fn load(dir: &Path) -> Result<Option<Manifest>, ManifestError> {
-        let path = dir.join(MANIFEST);
+        Self::load_named(dir, MANIFEST)
+    }
+
+    /// Read the manifest file `name` of a run folder (`run.json`, or a
+    /// shard's); none when there is none.
+    pub fn load_named(dir: &Path, name: &str) -> Result<Option<Manifest>, ManifestError> {
+        let path = dir.join(name);
         let text = match std::fs::read_to_string(&path) {
             Ok(t) => t,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -298,8 +304,13 @@ impl Manifest {
 
     /// Write `run.json` atomically (a temporary file renamed over it).
     pub fn save(&self, dir: &Path) -> Result<(), ManifestError> {
-        let path = dir.join(MANIFEST);
-        let tmp = dir.join(format!(".{MANIFEST}.tmp"));
+        self.save_named(dir, MANIFEST)
+    }
+
+    /// Write the manifest file `name` (`run.json`, or a shard's) atomically.
+    pub fn save_named(&self, dir: &Path, name: &str) -> Result<(), ManifestError> {
+        let path = dir.join(name);
+        let tmp = dir.join(format!(".{name}.tmp"));
         let io = |error| ManifestError::Io { path: path.clone(), error };
         let mut text = serde_json::to_vec_pretty(self).map_err(|e| io(std::io::Error::other(e)))?;
         text.push(b'\n');
