@@ -147,6 +147,7 @@ fn show(arg: &str, json: bool) -> anyhow::Result<ExitCode> {
     for e in &log.events {
         t.event(e)?;
     }
+    t.finish()?;
     if !log.events.iter().any(|e| e.kind.type_name() == "session_ended") {
         drop(t);
         println!("\n(the session has no end: it is still running, or it was cut off)");

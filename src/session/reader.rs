@@ -19,6 +19,8 @@ pub struct LoadedLog {
     pub problems: Vec<LogProblem>,
     /// An unterminated last line that was ignored.
     pub torn: Option<LogProblem>,
+    /// Bytes of that line.
+    pub partial_tail: Option<usize>,
     /// Bytes of the complete lines: where a writer continuing the log
     /// appends, after dropping the torn line.
     pub complete_len: usize,
@@ -76,6 +78,7 @@ pub fn parse_log_at(file: &Path, bytes: &[u8]) -> LoadedLog {
         }
     }
     out.torn = torn.map(|(line_no, rest)| LogProblem::torn(file, line_no, rest.len()));
+    out.partial_tail = torn.map(|(_, rest)| rest.len());
     out.complete_len = bytes.len() - torn.map_or(0, |(_, rest)| rest.len());
     out
 }
