@@ -100,9 +100,10 @@ fn reply(fault: Fault, request: &RecordedRequest) -> Reply {
             &serde_json::json!({"error": {"message": "Rate limit reached", "type": "rate_limit_exceeded"}}),
         )
         .header("retry-after", "1"),
-        Fault::ServerError => {
-            Reply::json(500, &serde_json::json!({"error": {"message": "The server had an error", "type": "server_error"}}))
-        }
+        Fault::ServerError => Reply::json(
+            500,
+            &serde_json::json!({"error": {"message": "The server had an error", "type": "server_error"}}),
+        ),
         Fault::Cut => Reply::sse()
             .event(&openai::role_chunk())
             .delay(NORMAL_PAUSE)
@@ -110,7 +111,9 @@ fn reply(fault: Fault, request: &RecordedRequest) -> Reply {
             .delay(NORMAL_PAUSE)
             .write("data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\" caref")
             .cut(),
-        Fault::Garbage => Reply::sse().event(&openai::role_chunk()).event("<html>502 Bad Gateway</html>").event("[DONE]"),
+        Fault::Garbage => {
+            Reply::sse().event(&openai::role_chunk()).event("<html>502 Bad Gateway</html>").event("[DONE]")
+        }
     }
 }
 

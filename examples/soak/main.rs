@@ -110,10 +110,28 @@ async fn main() -> anyhow::Result<()> {
     for item in ITEMS {
         let dir = root.join(format!("baseline-{item}"));
         let b = baseline(&moot, &dir, item, args.seed, faults::Counts::default()).await?;
-        eprintln!("soak: baseline {item}: {} requests, {} turns, {:.1} s", b.requests, b.tally.turns(), b.duration.as_secs_f64());
-        anyhow::ensure!(b.tally.ended.as_deref() == Some("completed"), "the uninterrupted run of {item} did not complete");
+        eprintln!(
+            "soak: baseline {item}: {} requests, {} turns, {:.1} s",
+            b.requests,
+            b.tally.turns(),
+            b.duration.as_secs_f64()
+        );
+        anyhow::ensure!(
+            b.tally.ended.as_deref() == Some("completed"),
+            "the uninterrupted run of {item} did not complete"
+        );
         baselines.push(b);
     }
+    // The same item run again uninterrupted makes the same requests: the
+    // extra requests of a killed session are the kills' cost, not chance.
+    let again = baseline(&moot, &root.join("baseline-again"), ITEMS[0], args.seed, faults::Counts::default()).await?;
+    anyhow::ensure!(
+        again.requests == baselines[0].requests && again.tally.results == baselines[0].tally.results,
+        "two uninterrupted runs of {} differ: {} and {} requests",
+        ITEMS[0],
+        baselines[0].requests,
+        again.requests
+    );
     let baselines = Arc::new(baselines);
 
     let next = Arc::new(AtomicUsize::new(0));
@@ -164,9 +182,8 @@ fn command(moot: &Path, dir: &Path, server: &TestServer) -> tokio::process::Comm
 }
 
 fn start_args(item: &str, out: &Path) -> Vec<String> {
-    let mut a: Vec<String> = ["run", "storybook-qa", "--id", item, "--headless", "--provider", "openai"]
-        .map(String::from)
-        .to_vec();
+    let mut a: Vec<String> =
+        ["run", "storybook-qa", "--id", item, "--headless", "--provider", "openai"].map(String::from).to_vec();
     a.extend(["--model", "judge-model", "--no-cache", "--out"].map(String::from));
     a.push(out.display().to_string());
     a
@@ -216,7 +233,9 @@ async fn session(
             std::fs::remove_file(l)?;
         }
         let argv = match (&log, resume) {
-            (Some(log), true) => vec!["run".to_string(), "--resume".into(), log.display().to_string(), "--headless".into()],
+            (Some(log), true) => {
+                vec!["run".to_string(), "--resume".into(), log.display().to_string(), "--headless".into()]
+            }
             (Some(log), false) => {
                 let aside = dir.join("aside");
                 std::fs::create_dir_all(&aside)?;

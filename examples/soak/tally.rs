@@ -41,7 +41,8 @@ impl LogTally {
     /// Read the log at `path`.
     pub fn read(path: &Path) -> std::io::Result<Self> {
         let loaded = moot::session::read_log(path)?;
-        let mut t = LogTally { problems: loaded.problems.iter().map(ToString::to_string).collect(), ..Default::default() };
+        let mut t =
+            LogTally { problems: loaded.problems.iter().map(ToString::to_string).collect(), ..Default::default() };
         let text = std::fs::read_to_string(path)?;
         let lines: Vec<Value> =
             text[..loaded.complete_len].lines().filter_map(|l| serde_json::from_str(l).ok()).collect();

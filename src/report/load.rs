@@ -13,9 +13,9 @@ use std::sync::{Arc, Mutex};
 
 use chrono::{DateTime, Utc};
 
-use crate::session::{LogProblem, Stages};
 use crate::session::event::{Evaluation, EventKind, Phase, Role, Scores, TurnKind, Usage};
 use crate::session::run_folder::{self, LogState, Pricing};
+use crate::session::{LogProblem, Stages};
 use crate::stats::Preference;
 
 /// One value per key of [`PanelInfo::keys`] (`None` = no value).
@@ -191,7 +191,7 @@ pub enum LoadError {
     NotASession { path: PathBuf },
     /// The log's `session_started` line is there but cannot be read.
     #[error("{problem}")]
-    BadStart { problem: LogProblem },
+    BadStart { problem: Box<LogProblem> },
 }
 
 /// Session log files named by `paths`: files as given, folders' `*.jsonl`
@@ -372,7 +372,7 @@ pub fn read_record(path: &Path, bytes: &[u8], cache: &PanelCache) -> Result<Item
         }
     }
     let mut r = rec.ok_or_else(|| match bad_start {
-        Some(problem) => LoadError::BadStart { problem },
+        Some(problem) => LoadError::BadStart { problem: Box::new(problem) },
         None => LoadError::NotASession { path: path.to_path_buf() },
     })?;
     apply_stages(&mut r, &stages);

@@ -51,9 +51,12 @@ pub fn parse_event(file: &Path, line_no: usize, line: &[u8]) -> Result<Event, Lo
     serde_json::from_slice::<Event>(line).map_err(|e| super::problem::diagnose(file, line_no, line, &e))
 }
 
-/// The complete lines of a log with their 1-based numbers (blank lines
-/// skipped), and the unterminated last line when there is one.
-pub fn lines(bytes: &[u8]) -> (impl Iterator<Item = (usize, &[u8])>, Option<(usize, &[u8])>) {
+/// A line of a log and its 1-based number.
+pub type Line<'a> = (usize, &'a [u8]);
+
+/// The complete lines of a log with their numbers (blank lines skipped),
+/// and the unterminated last line when there is one.
+pub fn lines(bytes: &[u8]) -> (impl Iterator<Item = Line<'_>>, Option<Line<'_>>) {
     let end = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
     let (complete, rest) = bytes.split_at(end);
     let count = complete.iter().filter(|&&b| b == b'\n').count();
@@ -150,7 +153,10 @@ mod tests {
     fn the_envelope_fields_are_named_too() {
         let mut line = example("turn_completed");
         line["seq"] = json!(-1);
-        assert_eq!(problem_of(&line).to_string(), "logs/s.jsonl:3: turn_completed.seq: expected a whole number, 0 or more, found -1");
+        assert_eq!(
+            problem_of(&line).to_string(),
+            "logs/s.jsonl:3: turn_completed.seq: expected a whole number, 0 or more, found -1"
+        );
         line["seq"] = json!(7);
         line["t"] = json!("yesterday");
         let p = problem_of(&line);
@@ -201,7 +207,10 @@ mod tests {
         assert_eq!(log.problems[0].line, 3);
         assert_eq!(log.first_damage().map(|p| p.line), Some(3));
         let torn = log.torn.as_ref().unwrap();
-        assert_eq!(torn.to_string(), "a.jsonl:5: incomplete last line (9 bytes), ignored: the log was cut while being written");
+        assert_eq!(
+            torn.to_string(),
+            "a.jsonl:5: incomplete last line (9 bytes), ignored: the log was cut while being written"
+        );
         assert_eq!(log.complete_len, text.len() - 9);
         assert_eq!(log.warnings().len(), 2);
     }

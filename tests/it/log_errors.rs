@@ -118,11 +118,7 @@ fn write_case(case: &Case) -> (tempfile::TempDir, PathBuf) {
 
 fn stderr_line(out: &Output, case: &Case, expected: &str) {
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.lines().any(|l| l.contains(expected)),
-        "{}: no line of stderr says {expected:?}:\n{err}",
-        case.name
-    );
+    assert!(err.lines().any(|l| l.contains(expected)), "{}: no line of stderr says {expected:?}:\n{err}", case.name);
 }
 
 #[test]
@@ -165,7 +161,10 @@ fn a_log_with_no_readable_event_is_refused_with_its_first_problem() {
         let out = moot(dir.path()).args(args).output().unwrap();
         assert!(!out.status.success(), "{args:?}");
         let err = String::from_utf8_lossy(&out.stderr);
-        assert!(err.contains("the first problem: damaged.jsonl:1: not JSON at column 1: expected value"), "{args:?}: {err}");
+        assert!(
+            err.contains("the first problem: damaged.jsonl:1: not JSON at column 1: expected value"),
+            "{args:?}: {err}"
+        );
     }
 }
 

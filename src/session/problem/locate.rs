@@ -104,8 +104,7 @@ fn probe(v: &Value, path: &[Step], keep: usize, root: bool) -> Value {
 /// The path to the value a value error (`message`) is about.
 pub fn culprit(v: &Value, message: &str) -> Vec<Step> {
     let mut path = Vec::new();
-    loop {
-        let Some(node) = get(v, &path) else { break };
+    while let Some(node) = get(v, &path) {
         let kids = children(node, path.is_empty());
         // A node that fails with nothing in it is itself the culprit
         // (a map where a string belongs, an untagged value that fits no shape).

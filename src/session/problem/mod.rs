@@ -12,8 +12,8 @@
 mod locate;
 
 use std::fmt;
-use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::path::Path;
+use std::sync::{Arc, OnceLock};
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -24,11 +24,11 @@ use super::event::{Event, EventKind};
 #[derive(Debug, Clone, PartialEq)]
 pub struct LogProblem {
     /// The log file; empty when the bytes did not come from a file.
-    pub file: PathBuf,
+    pub file: Arc<Path>,
     /// 1-based line number.
     pub line: usize,
     /// The line's `type`, when it has a string one.
-    pub event_type: Option<String>,
+    pub event_type: Option<Box<str>>,
     /// The field inside the event, as `evaluation.scores.grammar` or
     /// `agents[1].model`; empty when the problem is the whole line.
     pub field: String,
@@ -59,7 +59,7 @@ pub enum What {
 impl LogProblem {
     /// A problem of the whole line at `file:line`.
     pub fn new(file: &Path, line: usize, what: What) -> Self {
-        Self { file: file.to_path_buf(), line, event_type: None, field: String::new(), what }
+        Self { file: Arc::from(file), line, event_type: None, field: String::new(), what }
     }
 
     /// An unterminated last line of `bytes` bytes.
@@ -75,7 +75,7 @@ impl LogProblem {
     /// `TYPE.FIELD.PATH`: the event type and the field, as far as they are known.
     pub fn location(&self) -> String {
         match (&self.event_type, self.field.is_empty()) {
-            (Some(t), true) => t.clone(),
+            (Some(t), true) => t.to_string(),
             (Some(t), false) if self.field.starts_with('[') => format!("{t}{}", self.field),
             (Some(t), false) => format!("{t}.{}", self.field),
             (None, false) => self.field.clone(),
@@ -147,12 +147,12 @@ pub fn diagnose(file: &Path, line_no: usize, line: &[u8], error: &serde_json::Er
         }
     };
     let known = known_types();
-    if !known.is_empty() && !known.iter().any(|k| *k == name) {
+    if !known.is_empty() && !known.contains(&name) {
         let suggestion = closest_type(&name);
         return at(What::UnknownType { name, suggestion });
     }
     let mut problem = at(What::Invalid { message: bare_message(error) });
-    problem.event_type = Some(name);
+    problem.event_type = Some(name.into());
     if let Err(e) = serde_path_to_error::deserialize::<_, Envelope>(&value) {
         let field = e.path().to_string();
         let message = e.into_inner().to_string();
