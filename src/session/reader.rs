@@ -135,6 +135,18 @@ mod tests {
     }
 
     #[test]
+    fn a_long_array_is_searched_by_halves() {
+        let mut line = example("session_started");
+        let agent = line["agents"][0].clone();
+        line["agents"] = Value::Array(vec![agent; 5000]);
+        line["agents"][3210]["name"] = json!(false);
+        let started = std::time::Instant::now();
+        let p = problem_of(&line);
+        assert_eq!(p.to_string(), "logs/s.jsonl:3: session_started.agents[3210].name: expected a string, found false");
+        assert!(started.elapsed() < std::time::Duration::from_secs(5), "{:?}", started.elapsed());
+    }
+
+    #[test]
     fn a_missing_field_is_named_where_it_belongs() {
         let mut line = example("session_started");
         line.as_object_mut().unwrap().remove("seed");

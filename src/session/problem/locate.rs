@@ -15,6 +15,9 @@ use super::super::event::Event;
 /// The fields every probe keeps: an event cannot be read without them.
 const PINNED: [&str; 3] = ["type", "seq", "t"];
 
+/// Objects tried for a missing field before it is put on the event.
+const MAX_MISSING_TRIES: usize = 64;
+
 /// One step into a JSON value.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Step {
@@ -111,11 +114,18 @@ pub fn culprit(v: &Value, message: &str) -> Vec<Step> {
         if kids.is_empty() || message_of(probe(v, &path, 0, true)).as_deref() == Some(message) {
             break;
         }
-        let next = (1..=kids.len()).find(|&keep| message_of(probe(v, &path, keep, true)).as_deref() == Some(message));
-        match next {
-            Some(keep) => path.push(kids[keep - 1].clone()),
-            None => break,
+        // Whether a prefix repeats the message only grows with its length:
+        // the shortest that does ends with the culprit.
+        let repeats = |keep: usize| message_of(probe(v, &path, keep, true)).as_deref() == Some(message);
+        let (mut lo, mut hi) = (1, kids.len());
+        if !repeats(hi) {
+            break;
         }
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if repeats(mid) { hi = mid } else { lo = mid + 1 }
+        }
+        path.push(kids[lo - 1].clone());
     }
     path
 }
@@ -126,11 +136,17 @@ pub fn culprit(v: &Value, message: &str) -> Vec<Step> {
 pub fn missing(v: &Value, name: &str) -> Vec<Step> {
     let original = message_of(v.clone());
     let mut stack = vec![Vec::new()];
+    let mut tried = 0;
     while let Some(path) = stack.pop() {
+        // A line with thousands of objects is not worth reading thousands of times.
+        if tried == MAX_MISSING_TRIES {
+            break;
+        }
         let Some(node) = get(v, &path) else { continue };
         if let Value::Object(m) = node
             && !m.contains_key(name)
         {
+            tried += 1;
             let mut filled = v.clone();
             if let Some(Value::Object(m)) = get_mut(&mut filled, &path) {
                 m.insert(name.to_string(), Value::from(0));
