@@ -9,7 +9,11 @@
 #
 # --vulkan adds what llama.cpp's Vulkan backend (`--features vulkan`) needs:
 # the Vulkan headers and loader (libvulkan-dev), the shader compiler glslc
-# and the SPIR-V headers (spirv-headers).
+# and the SPIR-V headers (spirv-headers). The headers must be 1.3.272 or
+# newer (VK_EXT_layer_settings, which llama.cpp's Vulkan backend uses):
+# older ones (Debian 12 ships 1.3.239) fail the build after minutes of
+# compiling, so they are reported here instead (exit 3: no package of
+# this system's can help).
 #
 # libclang is looked for the way bindgen (clang-sys) looks for it: a file named
 # libclang.so, libclang-<N>.so, libclang.so.<N> or libclang-<N>.so.<N> in the
@@ -78,6 +82,27 @@ has_file() {
 	return 1
 }
 
+# The Vulkan headers' VK_HEADER_VERSION, or nothing without the headers.
+vulkan_header_version() {
+	local h="$root/usr/include/vulkan/vulkan_core.h"
+	[ -f "$h" ] || return 0
+	sed -n 's/^#define VK_HEADER_VERSION \([0-9][0-9]*\).*/\1/p' "$h" | head -n 1
+}
+
+VULKAN_HEADERS_NEEDED=272
+
+# Says so on stderr and fails when the Vulkan headers are too old.
+vulkan_headers_new_enough() {
+	[ -n "$vulkan" ] || return 0
+	local v
+	v="$(vulkan_header_version)"
+	if [ -n "$v" ] && [ "$v" -lt "$VULKAN_HEADERS_NEEDED" ]; then
+		echo "build-deps.sh: the Vulkan headers here are version 1.3.$v; llama.cpp's Vulkan backend needs 1.3.$VULKAN_HEADERS_NEEDED or newer (VK_EXT_layer_settings). This system's packages are too old for it (Debian 12 ships 1.3.239; Debian 13 and Ubuntu 24.04 ship newer ones): build with --features cuda, or without a GPU backend." >&2
+		return 1
+	fi
+	return 0
+}
+
 missing() {
 	has_cmake || echo cmake
 	has_libclang || echo libclang-dev
@@ -92,15 +117,19 @@ missing() {
 case "$cmd" in
 	check)
 		out="$(missing)"
-		[ -z "$out" ] && exit 0
-		printf '%s\n' "$out"
-		exit 1
+		if [ -n "$out" ]; then
+			printf '%s\n' "$out"
+			exit 1
+		fi
+		vulkan_headers_new_enough || exit 3
+		exit 0
 		;;
 	install)
 		out="$(missing | tr '\n' ' ')"
 		out="${out% }"
 		if [ -z "$out" ]; then
-			echo "Build dependencies present (cmake, libclang)."
+			vulkan_headers_new_enough || exit 3
+			echo "Build dependencies present (cmake, libclang${vulkan:+, Vulkan})."
 			exit 0
 		fi
 		if ! command -v apt-get >/dev/null 2>&1; then
@@ -118,6 +147,7 @@ case "$cmd" in
 			echo "Still missing after apt-get: $still" >&2
 			exit 1
 		fi
+		vulkan_headers_new_enough || exit 3
 		;;
 	*)
 		echo "usage: scripts/build-deps.sh check [--root DIR] [--vulkan] | install [--vulkan]" >&2

@@ -398,6 +398,14 @@ impl<W: Write> Transcript<W> {
                     b.restart();
                 }
             }
+            EventKind::TurnAbandoned { turn, agent, reason } => {
+                let msg = p.yellow(&format!("  ↻ {agent}: turn {turn} abandoned: {reason}"));
+                if self.hidden.contains(turn) {
+                    self.line(&msg)?;
+                } else {
+                    self.end_turn(*turn, None, msg)?;
+                }
+            }
             EventKind::ConsensusChecked { group, round, spread, reached, rule, labels, .. } => {
                 let where_ = match (group, round) {
                     (Some(g), Some(r)) => format!("{g}, round {r}"),
@@ -450,6 +458,10 @@ impl<W: Write> Transcript<W> {
             EventKind::Paused { author } => self.line(&p.yellow(&format!("⏸ paused by {author}")))?,
             EventKind::Resumed { author } => self.line(&p.yellow(&format!("▶ resumed by {author}")))?,
             EventKind::Stepped { author } => self.line(&p.yellow(&format!("⏯ one step by {author}")))?,
+            EventKind::SpeakerRequested { group, agent, veto, author } => {
+                let what = if *veto { "vetoed" } else { "picked" };
+                self.line(&p.cyan(&format!("✎ {author} {what} {agent} as the next speaker of {group}")))?;
+            }
             EventKind::StopRequested { author } => self.line(&p.yellow(&format!("■ stop requested by {author}")))?,
             EventKind::CommandRejected { command, reason, .. } => {
                 self.line(&p.red(&format!("✗ {command} not applied: {reason}")))?;

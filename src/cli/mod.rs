@@ -9,6 +9,7 @@ pub mod optimize;
 pub mod personas;
 pub mod providers;
 pub mod report;
+pub mod resume;
 pub mod run;
 pub mod sessions;
 
@@ -164,6 +165,12 @@ impl BudgetArgs {
 pub struct RunArgs {
     /// Panel file, or the name of a bundled panel (listed below).
     pub panel: Option<String>,
+    /// Resume an interrupted session (its id, a unique prefix of it, or its
+    /// log's path): its panel, item and seed come from its log, the turns
+    /// it completed are taken from the log (no call is made again), turns
+    /// cut off are asked again, and it goes on in the same log.
+    #[arg(long, value_name = "SESSION", conflicts_with_all = ["panel", "item", "id", "content", "blind", "out", "seed", "moderator"])]
+    pub resume: Option<String>,
     /// Items file (JSONL, JSON or CSV).
     #[arg(long)]
     pub item: Option<PathBuf>,
@@ -435,10 +442,19 @@ fn home(theme: Option<&str>) -> anyhow::Result<ExitCode> {
         let models = ModelArgs::default();
         Ok(crate::tui::StartRun { title, bind: Box::new(move |sink| plan.bind(&models, Some(sink))) })
     };
+    let resume_one = |path: &std::path::Path| -> anyhow::Result<crate::tui::StartResume> {
+        let resumable = resume::Resumable::at(path)?;
+        let (path, journal) = (resumable.path.clone(), resumable.journal.clone());
+        let title = format!("resuming {}", path.display());
+        let bind = Box::new(move |_: crate::model::ProgressSink| {
+            resumable.bind(&ModelArgs::default(), false, crate::engine::Budget::default())
+        });
+        Ok(crate::tui::StartResume { title, path, journal, bind })
+    };
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     runtime.block_on(async {
         let mut tui = crate::tui::Tui::enter()?;
-        crate::tui::home(&mut tui, env, dirs, &build).await
+        crate::tui::home(&mut tui, env, dirs, &build, &resume_one).await
     })?;
     Ok(ExitCode::SUCCESS)
 }

@@ -79,13 +79,35 @@ fn bundled_items_for(panel: &Panel) -> Option<ItemsFile> {
 /// runs); a second Ctrl-C quits.
 pub async fn run_headless(config: EngineConfig, dir: PathBuf, json: bool) -> anyhow::Result<RunOutcome> {
     let path = dir.join(format!("{}.jsonl", config.session_id));
-    let engine::Started { events: mut rx, handle, task: engine } = engine::start(config, &path)?;
+    print_session(engine::start(config, &path)?, json).await
+}
+
+/// Print a started session's events as they happen (a transcript, or JSON
+/// lines), and on stderr when its log cannot be written and when it can again.
+pub async fn print_session(started: engine::Started, json: bool) -> anyhow::Result<RunOutcome> {
+    let engine::Started { events: mut rx, handle, task: engine } = started;
+    let mut log_status = handle.log_status().unwrap_or_else(|| tokio::sync::watch::channel(None).1);
     let interrupts = tokio::spawn(forward_interrupts(handle));
 
     let stdout = std::io::stdout();
     let paint = Paint::for_stream(stdout.is_terminal());
     let mut transcript = Transcript::new(stdout.lock(), paint);
-    while let Some(event) = rx.recv().await {
+    let mut status_open = true;
+    loop {
+        let event = tokio::select! {
+            event = rx.recv() => event,
+            changed = log_status.changed(), if status_open => {
+                match changed {
+                    Ok(()) => match log_status.borrow_and_update().clone() {
+                        Some(why) => eprintln!("moot: {why} — paused, retrying"),
+                        None => eprintln!("moot: the log is written again; going on"),
+                    },
+                    Err(_) => status_open = false,
+                }
+                continue;
+            }
+        };
+        let Some(event) = event else { break };
         if json {
             use std::io::Write;
             let mut out = std::io::stdout().lock();
@@ -102,7 +124,7 @@ pub async fn run_headless(config: EngineConfig, dir: PathBuf, json: bool) -> any
     Ok(outcome)
 }
 
-async fn forward_interrupts(handle: EngineHandle) {
+pub(crate) async fn forward_interrupts(handle: EngineHandle) {
     let author = crate::session::human_name();
     let ended = crate::signals::end_requested();
     tokio::pin!(ended);
@@ -284,7 +306,12 @@ pub fn provider_note(registry: &Registry, panel: &Panel, models: &ModelArgs, max
 }
 
 pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
+    if let Some(session) = &args.resume {
+        return super::resume::run(session, &args);
+    }
     let plan = RunPlan::new(&args)?;
+    // Before any model is loaded or called: the log must be writable.
+    crate::session::writer::check_dir(&plan.dir).map_err(anyhow::Error::msg)?;
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     if !args.headless {
         if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {

@@ -131,6 +131,32 @@ pub fn bind(
     Ok(b)
 }
 
+/// Bind the participants of a recorded session to the providers and models
+/// its log names (`session_started.agents` and `roles`), as a resumed run
+/// must: the same provider and model for everyone as when it began.
+pub fn bind_recorded(
+    registry: &mut Registry,
+    agents: &[crate::session::event::AgentInfo],
+    roles: &BTreeMap<String, crate::session::event::ModelRef>,
+) -> Result<Bindings, RegistryError> {
+    let mut bound = |provider: &str, model: &str, context: String| -> Result<Binding, RegistryError> {
+        Ok(Binding::new(registry.get(provider, model, &context)?, model.to_string()))
+    };
+    let first = agents.first().map(|a| (a.provider.clone(), a.model.clone()));
+    let (provider, model) = first.unwrap_or_else(|| (String::new(), String::new()));
+    let mut b = Bindings::uniform(bound(&provider, &model, "the recorded session's default".into())?);
+    for a in agents {
+        b.agents
+            .insert(a.name.clone(), bound(&a.provider, &a.model, format!("agent {} of the recorded session", a.name))?);
+    }
+    for (name, r) in roles {
+        if let Some(role) = Role::ALL.into_iter().find(|r| r.as_str() == name) {
+            b.roles.insert(role, bound(&r.provider, &r.model, format!("[{name}] of the recorded session"))?);
+        }
+    }
+    Ok(b)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

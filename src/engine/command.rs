@@ -2,6 +2,14 @@
 
 use crate::session::event::{OverrideTarget, Scores};
 
+/// The author of the pause after G-Eval's steps are written, for a person
+/// to review them: the engine's own pause, not a person's.
+pub const STEPS_REVIEW_AUTHOR: &str = "g-eval (review_steps)";
+
+/// The author of the pause after SAGEval's meta-evaluator, for a person to
+/// decide on its changes: the engine's own pause, not a person's.
+pub const SAGE_REVIEW_AUTHOR: &str = "sage-eval (review)";
+
 /// Something a person asks of a running session. Every command the engine
 /// accepts becomes an event in the session log.
 #[derive(Debug, Clone, PartialEq)]

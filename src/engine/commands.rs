@@ -87,7 +87,9 @@ impl Run {
                     return self.reject("speaker", format!("{agent} has finished and will not speak again"), &author);
                 }
                 let group = st.agents[i].group.clone();
-                st.pending_pick.insert(group, (agent, author));
+                st.pending_pick.insert(group.clone(), (agent.clone(), author.clone()));
+                drop(st);
+                self.emit(EventKind::SpeakerRequested { group, agent, veto: false, author });
             }
             Command::VetoSpeaker { agent, author } => {
                 let mut st = self.state();
@@ -97,7 +99,9 @@ impl Run {
                     return self.reject("veto", format!("no agent named \"{agent}\"; agents: {names}"), &author);
                 };
                 let group = st.agents[i].group.clone();
-                st.veto.insert(group, (agent, author));
+                st.veto.insert(group.clone(), (agent.clone(), author.clone()));
+                drop(st);
+                self.emit(EventKind::SpeakerRequested { group, agent, veto: true, author });
             }
             Command::Override { author, .. } if self.panel.protocol.compares_pairs() => {
                 self.reject("override", LABELS_NOT_SCORES.into(), &author)

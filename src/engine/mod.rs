@@ -14,6 +14,7 @@ pub mod config;
 pub mod consensus;
 mod discussion;
 mod initial;
+pub mod journal;
 mod labels;
 pub mod moderator;
 pub mod outcome;
@@ -53,13 +54,22 @@ use runtime::Run;
 #[derive(Debug, Clone)]
 pub struct EngineHandle {
     tx: UnboundedSender<Command>,
+    /// Why the session's log cannot be written now (see [`Self::log_status`]).
+    log_status: Option<tokio::sync::watch::Receiver<Option<String>>>,
 }
 
 impl EngineHandle {
     /// A handle and the receiver to pass to [`run`].
     pub fn channel() -> (Self, UnboundedReceiver<Command>) {
         let (tx, rx) = unbounded_channel();
-        (Self { tx }, rx)
+        (Self { tx, log_status: None }, rx)
+    }
+
+    /// For a session started by [`start`] or [`resume`]: why its log cannot
+    /// be written now (the session then waits, paused, and tries again),
+    /// `None` while it can.
+    pub fn log_status(&self) -> Option<tokio::sync::watch::Receiver<Option<String>>> {
+        self.log_status.clone()
     }
     /// Send a command; false when the engine has finished.
     pub fn send(&self, command: Command) -> bool {
@@ -71,6 +81,13 @@ impl EngineHandle {
 pub async fn run(config: EngineConfig, recorder: Recorder, mut commands: UnboundedReceiver<Command>) -> RunOutcome {
     let started = Instant::now();
     let linger = config.linger;
+    // A resumed run's old log gives back a person's actions as commands of its own.
+    let (replayed_tx, mut replayed) = unbounded_channel();
+    if let Some(journal) = recorder.journal() {
+        journal.connect(replayed_tx);
+    } else {
+        drop(replayed_tx);
+    }
     let run = Arc::new(Run::new(config, recorder));
     run.emit_session_started();
 
@@ -85,10 +102,15 @@ pub async fn run(config: EngineConfig, recorder: Recorder, mut commands: Unbound
         }
     };
     let mut commands_open = true;
+    let mut replayed_open = true;
     tokio::pin!(protocol);
     loop {
         tokio::select! {
             biased;
+            cmd = replayed.recv(), if replayed_open => match cmd {
+                Some(cmd) => run.apply_command(cmd),
+                None => replayed_open = false,
+            },
             cmd = commands.recv(), if commands_open => match cmd {
                 Some(cmd) => run.apply_command(cmd),
                 None => {
@@ -103,10 +125,37 @@ pub async fn run(config: EngineConfig, recorder: Recorder, mut commands: Unbound
         }
     }
     // Commands that arrived while the protocol was finishing.
+    if let Some(journal) = run.rec.journal() {
+        journal.release_rest();
+    }
+    while let Ok(cmd) = replayed.try_recv() {
+        run.apply_command(cmd);
+    }
     while let Ok(cmd) = commands.try_recv() {
         run.apply_command(cmd);
     }
-    run.finish(started.elapsed())
+    drain_writes(&run, &mut commands).await;
+    let outcome = run.finish(started.elapsed());
+    // The end is written too, unless the session is quit while it cannot be.
+    drain_writes(&run, &mut commands).await;
+    RunOutcome { error: outcome.error.or_else(|| run.rec.write_error()), ..outcome }
+}
+
+/// After the protocol: wait until every event is written (trying again
+/// while the log cannot be), unless a person quits.
+async fn drain_writes(run: &Run, commands: &mut UnboundedReceiver<Command>) {
+    let mut open = true;
+    while run.rec.blocked().is_some() && !run.quit.is_cancelled() {
+        tokio::select! {
+            () = tokio::time::sleep(runtime::WRITE_RETRY) => {}
+            cmd = commands.recv(), if open => match cmd {
+                Some(Command::Quit { .. }) => return,
+                Some(cmd) => run.apply_command(cmd),
+                None => open = false,
+            },
+        }
+        run.rec.retry();
+    }
 }
 
 /// A session started by [`start`]: its events as they are recorded, the
@@ -125,9 +174,30 @@ pub fn start(config: EngineConfig, log_path: &Path) -> anyhow::Result<Started> {
         .with_context(|| format!("cannot create the session log {}", log_path.display()))?;
     let (tx, events) = unbounded_channel();
     let recorder = Recorder::new(Some(writer), Some(tx));
-    let (handle, commands) = EngineHandle::channel();
+    Ok(spawn(config, recorder, events))
+}
+
+/// Resume the interrupted session whose log is at `log_path` (read into
+/// `journal`; see [`journal`]): `config` is its run as its `session_started`
+/// recorded it ([`journal::Journal::recorded`]). [`Started::events`] gives
+/// the old log's events first, then the new ones, which are appended to
+/// the same file.
+pub fn resume(config: EngineConfig, journal: Arc<journal::Journal>, log_path: &Path) -> anyhow::Result<Started> {
+    let writer = SessionWriter::reopen(log_path)
+        .with_context(|| format!("cannot open the session log {} to go on writing it", log_path.display()))?;
+    let (tx, events) = unbounded_channel();
+    for e in journal.events() {
+        let _ = tx.send(e.clone());
+    }
+    let recorder = Recorder::resuming(Some(writer), Some(tx), journal);
+    Ok(spawn(config, recorder, events))
+}
+
+fn spawn(config: EngineConfig, recorder: Recorder, events: UnboundedReceiver<crate::session::Event>) -> Started {
+    let (mut handle, commands) = EngineHandle::channel();
+    handle.log_status = Some(recorder.status());
     let task = tokio::spawn(run(config, recorder, commands));
-    Ok(Started { events, handle, task })
+    Started { events, handle, task }
 }
 
 /// Why the item cannot be judged by the panel's protocol: a protocol whose

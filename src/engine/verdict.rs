@@ -62,6 +62,10 @@ pub(crate) trait Verdict: Sync {
     fn repair_kind(&self) -> TurnKind {
         TurnKind::Repair
     }
+    /// A resumed session's reply answered from its log carries no
+    /// log-probabilities: put back what its turn recorded of them
+    /// (`recorded`: the turn's evaluation in the log).
+    fn restore(&self, _output: &mut Self::Output, _recorded: &Evaluation) {}
 }
 
 /// Scores on every dimension of the panel, `overall` (where the panel has one), a confidence and a
@@ -103,6 +107,9 @@ impl Verdict for PanelScores<'_> {
     }
     fn evaluation(&self, output: &Evaluation) -> Option<Evaluation> {
         Some(output.clone())
+    }
+    fn restore(&self, output: &mut Evaluation, recorded: &Evaluation) {
+        output.weighted_scores = recorded.weighted_scores.clone();
     }
     fn says_done(&self, text: &str) -> bool {
         says_no_more_comments(text, &self.spec())
@@ -168,6 +175,9 @@ impl Verdict for DimensionScore<'_> {
     }
     fn evaluation(&self, output: &Evaluation) -> Option<Evaluation> {
         Some(output.clone())
+    }
+    fn restore(&self, output: &mut Evaluation, recorded: &Evaluation) {
+        output.weighted_scores = recorded.weighted_scores.clone();
     }
 }
 

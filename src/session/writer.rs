@@ -13,6 +13,12 @@ pub struct SessionWriter {
     file: File,
     path: PathBuf,
     buf: Vec<u8>,
+    /// Bytes of complete lines in the file: a line whose write failed
+    /// half-way is cut back to this, so that writing it again leaves no torn line.
+    len: u64,
+    /// Tests: while set, every write fails as on a full disk.
+    #[cfg(any(test, feature = "testing"))]
+    full: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
 }
 
 impl SessionWriter {
@@ -23,14 +29,47 @@ impl SessionWriter {
             std::fs::create_dir_all(parent)?;
         }
         let file = OpenOptions::new().write(true).create_new(true).open(&path)?;
-        Ok(Self { file, path, buf: Vec::with_capacity(1024) })
+        Ok(Self::with(file, path, 0))
     }
 
     /// Open an existing log to append more events (e.g. a human rating after the run).
     pub fn append(path: impl AsRef<Path>) -> io::Result<Self> {
         let path = path.as_ref().to_path_buf();
         let file = OpenOptions::new().append(true).open(&path)?;
-        Ok(Self { file, path, buf: Vec::with_capacity(1024) })
+        let len = file.metadata()?.len();
+        Ok(Self::with(file, path, len))
+    }
+
+    /// Open the log of an interrupted session to go on writing it: an
+    /// unterminated last line (cut while being written) is removed first,
+    /// so the next event starts a line of its own.
+    pub fn reopen(path: impl AsRef<Path>) -> io::Result<Self> {
+        let path = path.as_ref().to_path_buf();
+        let bytes = std::fs::read(&path)?;
+        let complete = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1) as u64;
+        let file = OpenOptions::new().append(true).open(&path)?;
+        if complete < bytes.len() as u64 {
+            file.set_len(complete)?;
+        }
+        Ok(Self::with(file, path, complete))
+    }
+
+    fn with(file: File, path: PathBuf, len: u64) -> Self {
+        Self {
+            file,
+            path,
+            buf: Vec::with_capacity(1024),
+            len,
+            #[cfg(any(test, feature = "testing"))]
+            full: None,
+        }
+    }
+
+    /// Tests: writes fail as on a full disk while `full` is set.
+    #[cfg(any(test, feature = "testing"))]
+    pub fn simulate_full_disk(mut self, full: std::sync::Arc<std::sync::atomic::AtomicBool>) -> Self {
+        self.full = Some(full);
+        self
     }
 
     pub fn path(&self) -> &Path {
@@ -42,6 +81,92 @@ impl SessionWriter {
         self.buf.clear();
         serde_json::to_writer(&mut self.buf, event).map_err(io::Error::other)?;
         self.buf.push(b'\n');
-        self.file.write_all(&self.buf)
+        #[cfg(any(test, feature = "testing"))]
+        if self.full.as_ref().is_some_and(|f| f.load(std::sync::atomic::Ordering::SeqCst)) {
+            // ENOSPC, as the system reports a full disk.
+            return Err(io::Error::from_raw_os_error(28));
+        }
+        if let Err(e) = self.file.write_all(&self.buf) {
+            // Leave no part of the line behind: it is written again whole.
+            let _ = self.file.set_len(self.len);
+            return Err(e);
+        }
+        self.len += self.buf.len() as u64;
+        Ok(())
+    }
+}
+
+/// Check that session logs can be written in `dir` (creating it if needed)
+/// by writing and removing a probe file: the error names the folder and
+/// the system's reason.
+pub fn check_dir(dir: &Path) -> Result<(), String> {
+    let fail = |e: io::Error| format!("cannot write session logs in {}: {e}", dir.display());
+    std::fs::create_dir_all(dir).map_err(fail)?;
+    let probe = dir.join(format!(".moot-probe-{}", std::process::id()));
+    let written = OpenOptions::new().write(true).create(true).truncate(true).open(&probe).and_then(|mut f| {
+        f.write_all(b"probe\n")?;
+        f.sync_all()
+    });
+    let _ = std::fs::remove_file(&probe);
+    written.map_err(fail)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    use super::*;
+    use crate::session::event::EventKind;
+
+    fn event(seq: u64) -> Event {
+        Event { seq, t: chrono::Utc::now(), kind: EventKind::Paused { author: "ana".into() } }
+    }
+
+    fn seqs(path: &Path) -> Vec<u64> {
+        let log = crate::session::parse_log(&std::fs::read(path).unwrap());
+        assert!(log.partial_tail.is_none() && log.problems.is_empty(), "{:?}", log.warnings());
+        log.events.iter().map(|e| e.seq).collect()
+    }
+
+    #[test]
+    fn reopening_a_log_cut_mid_line_drops_the_torn_line_and_appends_whole_lines() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        let mut w = SessionWriter::create(&path).unwrap();
+        w.write(&event(0)).unwrap();
+        drop(w);
+        let mut bytes = std::fs::read(&path).unwrap();
+        bytes.extend_from_slice(b"{\"seq\":1,\"t\":\"20");
+        std::fs::write(&path, &bytes).unwrap();
+        let mut w = SessionWriter::reopen(&path).unwrap();
+        w.write(&event(1)).unwrap();
+        assert_eq!(seqs(&path), [0, 1]);
+    }
+
+    #[test]
+    fn a_line_that_could_not_be_written_is_written_whole_later() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        let full = Arc::new(AtomicBool::new(false));
+        let mut w = SessionWriter::create(&path).unwrap().simulate_full_disk(full.clone());
+        w.write(&event(0)).unwrap();
+        full.store(true, Ordering::SeqCst);
+        let err = w.write(&event(1)).unwrap_err();
+        assert_eq!(err.raw_os_error(), Some(28));
+        full.store(false, Ordering::SeqCst);
+        w.write(&event(1)).unwrap();
+        assert_eq!(seqs(&path), [0, 1]);
+    }
+
+    #[test]
+    fn a_folder_that_cannot_take_logs_is_named_with_the_reason() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("f"), "not a folder").unwrap();
+        let err = check_dir(&dir.path().join("f").join("s")).unwrap_err();
+        assert!(err.starts_with("cannot write session logs in ") && err.contains("os error"), "{err}");
+        let fine = dir.path().join("new");
+        check_dir(&fine).unwrap();
+        assert!(fine.read_dir().unwrap().next().is_none(), "the probe file is removed");
     }
 }

@@ -61,6 +61,8 @@ pub enum Action {
     JumpEnd,
     Open,
     NewRun,
+    /// The home screen: go on with an unfinished session (`moot run --resume`).
+    ResumeSession,
     Refresh,
     /// `moot optimize`: go on with the feedback as the model wrote it.
     ContinueLoop,
@@ -232,6 +234,7 @@ impl Action {
             Action::JumpEnd => "jump to the end",
             Action::Open => "open / replay",
             Action::NewRun => "new run from a panel",
+            Action::ResumeSession => "resume an unfinished session",
             Action::Refresh => "refresh",
             Action::ContinueLoop => "go on with the feedback as written",
             Action::EditFeedback => "edit the feedback before the rewrite",

@@ -168,6 +168,8 @@ pub struct App {
     pub sage_row: usize,
     /// The selected pair of a pairwise session (index into its comparisons).
     pub pair: usize,
+    /// Live: why the session log cannot be written now (the run waits, paused).
+    pub log_status: Option<tokio::sync::watch::Receiver<Option<String>>>,
 }
 
 impl App {
@@ -190,6 +192,7 @@ impl App {
             events_seen: 0,
             sage_row: 0,
             pair: 0,
+            log_status: None,
         }
     }
 
@@ -264,9 +267,30 @@ impl App {
 
     /// The wall clock moved (live runs show elapsed time).
     pub fn tick(&mut self, now: DateTime<Utc>) {
+        self.check_log_status();
         if self.now.is_some() && !self.view().is_done() && self.view().state != RunState::Paused {
             self.now = Some(now);
             self.dirty = true;
+        }
+    }
+
+    /// Say so when the session log cannot be written (the run waits, paused,
+    /// and tries again), and when it can again.
+    pub fn check_log_status(&mut self) {
+        let Some(rx) = self.log_status.as_mut() else { return };
+        let changed = rx.has_changed().unwrap_or(false);
+        let status = rx.borrow_and_update().clone();
+        match status {
+            // Said again after a key cleared it, for as long as it lasts.
+            Some(why) if changed || self.message.is_none() => {
+                self.error(format!("{why} — paused, retrying"));
+                self.dirty = true;
+            }
+            None if changed => {
+                self.info("the log is written again; the session goes on");
+                self.dirty = true;
+            }
+            _ => {}
         }
     }
 
@@ -562,6 +586,7 @@ impl App {
             // The home screen's, the optimisation screen's and the persona review's own actions.
             Action::Open
             | Action::NewRun
+            | Action::ResumeSession
             | Action::Refresh
             | Action::ContinueLoop
             | Action::EditFeedback

@@ -315,6 +315,7 @@ const REPLAY: &[(&str, Action, bool)] = &[
 const HOME: &[(&str, Action, bool)] = &[
     ("enter", Action::Open, true),
     ("n", Action::NewRun, true),
+    ("r", Action::ResumeSession, true),
     ("tab", Action::FocusNext, true),
     ("shift-tab", Action::FocusPrev, false),
     ("up", Action::ScrollUp, false),
@@ -663,6 +664,7 @@ fn short(a: Action) -> &'static str {
         Action::NextTurn => "next turn",
         Action::Open => "open",
         Action::NewRun => "new run",
+        Action::ResumeSession => "resume",
         Action::ContinueLoop => "go on",
         Action::EditFeedback => "edit feedback",
         Action::AcceptRewrite => "accept",

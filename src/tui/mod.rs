@@ -163,9 +163,27 @@ fn panic_text(p: &(dyn std::any::Any + Send)) -> String {
 pub async fn live(tui: &mut Tui, env: Env, mut config: EngineConfig, dir: &Path) -> anyhow::Result<RunOutcome> {
     let path = dir.join(format!("{}.jsonl", config.session_id));
     config.linger = true;
-    let engine::Started { events: rx, handle, task: engine } = engine::start(config, &path)?;
+    live_started(tui, env, engine::start(config, &path)?).await
+}
+
+/// Resume an interrupted session (see [`engine::resume`]) in the live
+/// screen: its log is shown as it was, then the run goes on in it.
+pub async fn live_resumed(
+    tui: &mut Tui,
+    env: Env,
+    mut config: EngineConfig,
+    journal: std::sync::Arc<engine::journal::Journal>,
+    path: &Path,
+) -> anyhow::Result<RunOutcome> {
+    config.linger = true;
+    live_started(tui, env, engine::resume(config, journal, path)?).await
+}
+
+async fn live_started(tui: &mut Tui, env: Env, started: engine::Started) -> anyhow::Result<RunOutcome> {
+    let engine::Started { events: rx, handle, task: engine } = started;
     let author = env.author.clone();
     let mut app = App::live(env, handle.clone());
+    app.log_status = handle.log_status();
     let result = AssertUnwindSafe(run_app(tui, &mut app, Some(rx))).catch_unwind().await;
     let failure = match result {
         Ok(Ok(())) => None,
@@ -276,8 +294,28 @@ pub struct StartRun {
 /// Checks a panel chosen on the home screen and plans its run.
 pub type RunBuilder<'a> = dyn Fn(&str) -> anyhow::Result<StartRun> + 'a;
 
-/// The home screen: browse sessions (Enter replays) and panels (`n` runs).
-pub async fn home(tui: &mut Tui, env: Env, dirs: Vec<PathBuf>, build: &RunBuilder<'_>) -> anyhow::Result<()> {
+/// An unfinished session the home screen can resume: its log, read, and
+/// the job that binds its recorded participants to their providers.
+pub struct StartResume {
+    pub title: String,
+    pub path: PathBuf,
+    pub journal: std::sync::Arc<engine::journal::Journal>,
+    #[allow(clippy::type_complexity)]
+    pub bind: Box<dyn FnOnce(crate::model::ProgressSink) -> anyhow::Result<EngineConfig> + Send>,
+}
+
+/// Reads an unfinished session's log chosen on the home screen and plans its resumption.
+pub type ResumeBuilder<'a> = dyn Fn(&Path) -> anyhow::Result<StartResume> + 'a;
+
+/// The home screen: browse sessions (Enter replays, `r` resumes an
+/// unfinished one) and panels (`n` runs).
+pub async fn home(
+    tui: &mut Tui,
+    env: Env,
+    dirs: Vec<PathBuf>,
+    build: &RunBuilder<'_>,
+    resume: &ResumeBuilder<'_>,
+) -> anyhow::Result<()> {
     let mut home = Home::new(env.clone(), dirs);
     loop {
         if home.dirty {
@@ -289,6 +327,25 @@ pub async fn home(tui: &mut Tui, env: Env, dirs: Vec<PathBuf>, build: &RunBuilde
             Some(HomeChoice::Replay(path)) => {
                 match load_events(&path) {
                     Ok(events) => replay(tui, env.clone(), events, 1.0).await?,
+                    Err(e) => home.message = Some(format!("{e:#}")),
+                }
+                home.refresh();
+                continue;
+            }
+            Some(HomeChoice::Resume(path)) => {
+                let prepared = match resume(path.as_path()) {
+                    Ok(start) => {
+                        let StartResume { title, path, journal, bind } = start;
+                        prepare(tui, &env, &title, bind).await.map(|c| c.map(|config| (config, path, journal)))
+                    }
+                    Err(e) => Err(e),
+                };
+                match prepared {
+                    Ok(Some((config, path, journal))) => {
+                        let outcome = live_resumed(tui, env.clone(), config, journal, &path).await?;
+                        home.message = outcome.log_path.map(|p| format!("session recorded: {}", p.display()));
+                    }
+                    Ok(None) => home.message = Some("stopped before the session went on; its log is as it was".into()),
                     Err(e) => home.message = Some(format!("{e:#}")),
                 }
                 home.refresh();

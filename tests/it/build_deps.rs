@@ -96,3 +96,37 @@ fn vulkan_adds_its_three_packages_only_when_asked() {
     );
     assert_eq!(run(root.path()), (0, vec![]));
 }
+
+#[test]
+fn vulkan_headers_older_than_llama_cpp_needs_are_reported_before_a_build() {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/build-deps.sh");
+    let with_headers = |version: u32| {
+        let root = layout(
+            &[
+                "usr/lib/llvm-16/lib/libclang.so",
+                "usr/include/vulkan/vulkan.hpp",
+                "usr/bin/glslc",
+                "usr/include/spirv/unified1/spirv.hpp",
+            ],
+            true,
+        );
+        std::fs::write(
+            root.path().join("usr/include/vulkan/vulkan_core.h"),
+            format!("// Version of this file\n#define VK_HEADER_VERSION {version}\n"),
+        )
+        .unwrap();
+        let out = Command::new("bash")
+            .arg(&script)
+            .args(["check", "--vulkan", "--root"])
+            .arg(root.path())
+            .env_remove("LIBCLANG_PATH")
+            .output()
+            .expect("bash runs");
+        (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+    let (code, said) = with_headers(239);
+    assert_eq!(code, 3, "{said}");
+    assert!(said.contains("1.3.239") && said.contains("1.3.272 or newer"), "{said}");
+    assert_eq!(with_headers(272), (0, String::new()));
+    assert_eq!(with_headers(309), (0, String::new()));
+}

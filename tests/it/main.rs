@@ -65,6 +65,8 @@ mod provider_limits;
 mod provider_openai;
 mod repeated_speeches;
 mod report_fixtures;
+mod resume_cli;
+mod resume_protocols;
 mod sage_eval;
 mod score_raters;
 mod session_stages;

@@ -19,21 +19,13 @@ impl Run {
     /// Make one model call as a turn: `turn_started`, deltas, a `turn_failed`
     /// per failed attempt. The caller records `turn_completed`.
     pub async fn call(&self, spec: CallSpec<'_>) -> (u64, Result<Completion, ProviderError>, u64) {
-        let turn = self.next_turn.fetch_add(1, Ordering::Relaxed);
-        if let Some(g) = spec.turn.group {
-            self.turn_groups.lock().unwrap_or_else(|e| e.into_inner()).insert(turn, g.to_string());
+        if let Some(journal) = self.rec.journal()
+            && let Some(answer) = self.answer_from_log(&journal, &spec).await
+        {
+            return answer;
         }
-        self.emit(EventKind::TurnStarted {
-            turn,
-            agent: spec.turn.participant.to_string(),
-            group: spec.turn.group.map(str::to_string),
-            phase: spec.turn.phase,
-            round: spec.turn.round,
-            role: spec.turn.role,
-            kind: spec.kind,
-            dimension: spec.turn.dimension.map(str::to_string),
-            pair: spec.turn.pair.cloned(),
-        });
+        let turn = self.next_turn.fetch_add(1, Ordering::Relaxed);
+        self.start_turn(turn, &spec);
         if let Some(reason) = spec.turn.binding.provider.queue_note() {
             self.emit(EventKind::Waiting { turn, reason });
         }
@@ -152,6 +144,24 @@ impl Run {
             });
         }
         (turn, result, started.elapsed().as_millis() as u64)
+    }
+
+    /// Record the start of turn `turn` of `spec`.
+    pub(super) fn start_turn(&self, turn: u64, spec: &CallSpec<'_>) {
+        if let Some(g) = spec.turn.group {
+            self.turn_groups.lock().unwrap_or_else(|e| e.into_inner()).insert(turn, g.to_string());
+        }
+        self.emit(EventKind::TurnStarted {
+            turn,
+            agent: spec.turn.participant.to_string(),
+            group: spec.turn.group.map(str::to_string),
+            phase: spec.turn.phase,
+            round: spec.turn.round,
+            role: spec.turn.role,
+            kind: spec.kind,
+            dimension: spec.turn.dimension.map(str::to_string),
+            pair: spec.turn.pair.cloned(),
+        });
     }
 
     /// The providers a group's next request may go to (agents' and the

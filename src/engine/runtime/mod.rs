@@ -4,9 +4,11 @@
 mod call;
 mod end;
 mod redraw;
+mod replay;
 mod turns;
 
 pub(crate) use redraw::RepeatCheck;
+pub(crate) use replay::WRITE_RETRY;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::AtomicU64;
@@ -248,6 +250,9 @@ pub(crate) struct Run {
     totals: Mutex<UsageTotals>,
     /// Turn → group, for usage totals by group.
     turn_groups: Mutex<HashMap<u64, String>>,
+    /// Resumed runs: turn → the evaluation its log recorded, for turns
+    /// answered from the log (see `logged_evaluation`).
+    from_log: Mutex<HashMap<u64, Evaluation>>,
     state: Mutex<State>,
     pub control: watch::Sender<Control>,
     /// Ends the debate (turns in flight are cancelled); aggregation still runs.
@@ -289,13 +294,15 @@ impl Run {
             .chain(item.candidates.iter().flatten().map(|c| c.text.clone()))
             .collect();
         let (control, _) = watch::channel(Control::default());
+        let first_turn = rec.journal().map_or(1, |j| j.next_turn());
         Self {
             retry: config.retry,
             panel,
             rec,
-            next_turn: AtomicU64::new(1),
+            next_turn: AtomicU64::new(first_turn),
             totals: Mutex::new(UsageTotals::default()),
             turn_groups: Mutex::new(HashMap::new()),
+            from_log: Mutex::new(HashMap::new()),
             state: Mutex::new(State { agents, histories, ..Default::default() }),
             control,
             stop: CancellationToken::new(),
@@ -340,8 +347,11 @@ impl Run {
         self.quoted.iter().map(String::as_str).collect()
     }
 
-    /// Wait at a safe point while paused. False when the debate is stopping.
+    /// Wait at a safe point while paused, or while the log cannot be
+    /// written. False when the debate is stopping.
     pub async fn gate(&self) -> bool {
+        self.yield_to_log().await;
+        self.wait_writable().await;
         let mut rx = self.control.subscribe();
         loop {
             if self.stop.is_cancelled() {
@@ -362,6 +372,10 @@ impl Run {
             });
             if proceed {
                 return true;
+            }
+            // Paused: a resumed run past its old log applies what is left of it first.
+            if self.settle_log().await {
+                continue;
             }
             tokio::select! {
                 r = rx.changed() => if r.is_err() { return false },

@@ -96,7 +96,10 @@ impl Run {
         };
         // Read a reply and record its turn; `done` carries a NO MORE COMMENTS said earlier in this turn.
         let settle = |turn, kind, c: &Completion, latency, done: bool, repeats: Option<String>| match verdict.read(c) {
-            Ok(out) => {
+            Ok(mut out) => {
+                if let Some(recorded) = self.logged_evaluation(turn) {
+                    verdict.restore(&mut out, &recorded);
+                }
                 let mut ev = verdict.evaluation(&out);
                 if let Some(ev) = ev.as_mut() {
                     ev.done = done || verdict.says_done(&c.text);

@@ -121,6 +121,14 @@ pub enum EventKind {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         retry_in_ms: Option<u64>,
     },
+    /// A turn that was streaming when its session was interrupted, closed
+    /// when the session was resumed (`moot run --resume`): its call is made
+    /// again as a new turn.
+    TurnAbandoned {
+        turn: u64,
+        agent: String,
+        reason: String,
+    },
     ConsensusChecked {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         group: Option<String>,
@@ -190,6 +198,15 @@ pub enum EventKind {
         author: String,
     },
     StopRequested {
+        author: String,
+    },
+    /// A person chose the next speaker of a debate (or, with `veto`,
+    /// refused the one chosen); it takes effect at the group's next pick.
+    SpeakerRequested {
+        group: String,
+        agent: String,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        veto: bool,
         author: String,
     },
     /// One more turn allowed while paused.
@@ -486,6 +503,8 @@ impl EventKind {
             EventKind::TurnDelta { .. } => "turn_delta",
             EventKind::TurnCompleted { .. } => "turn_completed",
             EventKind::TurnFailed { .. } => "turn_failed",
+            EventKind::TurnAbandoned { .. } => "turn_abandoned",
+            EventKind::SpeakerRequested { .. } => "speaker_requested",
             EventKind::ConsensusChecked { .. } => "consensus_checked",
             EventKind::CriteriaChecked { .. } => "criteria_checked",
             EventKind::FinalEvaluations { .. } => "final_evaluations",

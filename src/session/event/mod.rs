@@ -28,9 +28,11 @@ pub use payload::{
 /// CollabEval's `criteria_checked`; version 5 compositions (the
 /// `composition` protocol with its recorded `stage` list), the `verifier`
 /// role and the `verification` phase; version 6 the `redraw` turn kind,
-/// `turn_completed.repeats` and `speaker_selected.reason_replaced`.
+/// `turn_completed.repeats` and `speaker_selected.reason_replaced`;
+/// version 7 `turn_abandoned` (a resumed session's interrupted turns) and
+/// `speaker_requested` (a person's pick or veto, recorded when given).
 /// Every earlier version still loads.
-pub const SCHEMA_VERSION: u32 = 6;
+pub const SCHEMA_VERSION: u32 = 7;
 
 fn first_schema_version() -> u32 {
     1

@@ -211,6 +211,21 @@ impl SessionView {
                     }
                 }
             }
+            EventKind::TurnAbandoned { turn, agent, reason } => {
+                // An interrupted turn: closed, its words kept; the call is made again as a new turn.
+                if let Some(&i) = self.turn_index.get(turn) {
+                    let t = &mut self.turns[i];
+                    t.last_error = Some(reason.clone());
+                    t.revision += 1;
+                    t.state = TurnState::Failed;
+                }
+                if let Some(a) = self.agent_mut(agent)
+                    && a.current_turn == Some(*turn)
+                {
+                    a.current_turn = None;
+                    a.state = AgentState::Waiting;
+                }
+            }
             EventKind::ConsensusChecked { group, round, scores, spread, reached, rule, labels } => {
                 let view = ConsensusView {
                     round: *round,
@@ -346,6 +361,8 @@ impl SessionView {
             EventKind::Stepped { author } => {
                 self.timeline.push(TimelineEntry::Control { what: "step", author: author.clone() });
             }
+            // The pick or veto shows in the group's next `speaker_selected`.
+            EventKind::SpeakerRequested { .. } => {}
             EventKind::CommandRejected { command, reason, .. } => {
                 self.timeline.push(TimelineEntry::Rejected { command: command.clone(), reason: reason.clone() });
             }

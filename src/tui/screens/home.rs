@@ -25,6 +25,8 @@ pub struct SessionRow {
     pub protocol: String,
     pub status: String,
     pub overall: String,
+    /// The log has no end: the session can be resumed.
+    pub unfinished: bool,
 }
 
 /// One panel that can be run.
@@ -41,6 +43,8 @@ pub struct PanelRow {
 pub enum HomeChoice {
     Replay(PathBuf),
     Run(String),
+    /// Go on with an unfinished session (its log).
+    Resume(PathBuf),
     Quit,
 }
 
@@ -59,6 +63,9 @@ pub struct Home {
     pub dirty: bool,
 }
 
+/// The status shown for a session whose log has no end (`r` resumes it).
+pub const UNFINISHED: &str = "unfinished";
+
 fn session_row(path: &Path) -> Option<SessionRow> {
     let log = crate::session::read_log(path).ok()?;
     if log.events.is_empty() {
@@ -71,7 +78,8 @@ fn session_row(path: &Path) -> Option<SessionRow> {
         panel: v.panel.as_ref().map(|p| p.name.clone()).unwrap_or_default(),
         item: v.item.as_ref().map(|i| i.id.clone()).unwrap_or_default(),
         protocol: v.protocol.clone(),
-        status: if v.state.is_ended() { v.state.label().to_string() } else { "incomplete".into() },
+        status: if v.state.is_ended() { v.state.label().to_string() } else { UNFINISHED.into() },
+        unfinished: !v.state.is_ended(),
         overall: match v.aggregate.as_ref().and_then(|a| a.overall) {
             Some(o) => fmt_score(o),
             // A panel without an overall has nothing to show here.
@@ -178,6 +186,11 @@ impl Home {
                     self.choice = Some(HomeChoice::Run(p.arg.clone()));
                 }
             }
+            Action::ResumeSession => match self.sessions.get(self.selected[0]).filter(|_| self.focus == 0) {
+                Some(r) if r.unfinished => self.choice = Some(HomeChoice::Resume(r.path.clone())),
+                Some(r) => self.message = Some(format!("this session is {}: nothing to resume", r.status)),
+                None => self.message = Some("choose an unfinished session in the list to resume it".into()),
+            },
             Action::NewRun => match self.panels.get(self.selected[1]) {
                 Some(p) => self.choice = Some(HomeChoice::Run(p.arg.clone())),
                 None => self.message = Some("no panels found".into()),
@@ -275,5 +288,41 @@ impl Home {
             f.render_widget(ratatui::widgets::Clear, r);
             f.render_widget(Paragraph::new(lines).block(pane(Line::from(" Keys · home "), true, theme)), r);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+    use super::*;
+
+    fn key(c: char) -> TermEvent {
+        TermEvent::Key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE))
+    }
+
+    /// An ended session and the same one cut off: `r` resumes the cut one only.
+    #[test]
+    fn r_resumes_an_unfinished_session_and_refuses_an_ended_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let example = include_str!("../../../sessions/examples/g-eval.jsonl");
+        let cut: String = example.split_inclusive('\n').take(5).collect();
+        std::fs::write(dir.path().join("ended.jsonl"), example).unwrap();
+        std::fs::write(dir.path().join("cut.jsonl"), cut).unwrap();
+        let mut home = Home::new(Env::test(), vec![dir.path().to_path_buf()]);
+        let at = |home: &Home, name: &str| home.sessions.iter().position(|r| r.path.ends_with(name)).unwrap();
+        let (cut_at, ended_at) = (at(&home, "cut.jsonl"), at(&home, "ended.jsonl"));
+        assert_eq!(home.sessions[cut_at].status, UNFINISHED);
+        assert_ne!(home.sessions[ended_at].status, UNFINISHED);
+        assert!(home.env.config.keymap.footer(Mode::Home).iter().any(|(k, d)| k == "r" && *d == "resume"));
+
+        home.selected[0] = ended_at;
+        home.on_terminal_event(key('r'));
+        assert_eq!(home.choice, None);
+        assert!(home.message.as_deref().is_some_and(|m| m.contains("nothing to resume")), "{:?}", home.message);
+
+        home.selected[0] = cut_at;
+        home.on_terminal_event(key('r'));
+        assert_eq!(home.choice, Some(HomeChoice::Resume(dir.path().join("cut.jsonl"))));
     }
 }

@@ -221,6 +221,9 @@ impl Verdict for AspectScores<'_> {
             self.instructions()
         ))
     }
+    fn restore(&self, output: &mut Assessed, recorded: &Evaluation) {
+        output.evaluation.weighted_scores = recorded.weighted_scores.clone();
+    }
     fn evaluation(&self, output: &Assessed) -> Option<Evaluation> {
         Some(match self.so_far {
             Some(before) => merged(before, &output.evaluation, self.panel),
@@ -515,6 +518,9 @@ impl Verdict for ReviewVerdict<'_> {
         ))
     }
     /// The rectified evaluation, with the meta-evaluator's reasons.
+    fn restore(&self, output: &mut Review, recorded: &Evaluation) {
+        output.evaluation.weighted_scores = recorded.weighted_scores.clone();
+    }
     fn evaluation(&self, output: &Review) -> Option<Evaluation> {
         let mut ev = output.evaluation.clone();
         ev.justification =

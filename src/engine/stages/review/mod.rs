@@ -24,7 +24,7 @@ use crate::provider::ProviderError;
 use crate::session::event::{AspectValue, EventKind, Phase, ProposalKind, Role};
 
 /// The author of the pause after the meta-evaluator's review.
-pub const REVIEW_AUTHOR: &str = "sage-eval (review)";
+pub const REVIEW_AUTHOR: &str = crate::engine::command::SAGE_REVIEW_AUTHOR;
 
 /// Review every readable assessment, then (live, when something changed)
 /// pause for a person's decisions. Returns what the review came to, for the

@@ -39,6 +39,9 @@ impl Verdict for FormScore<'_> {
     fn evaluation(&self, output: &Evaluation) -> Option<Evaluation> {
         self.0.evaluation(output)
     }
+    fn restore(&self, output: &mut Evaluation, recorded: &Evaluation) {
+        self.0.restore(output, recorded)
+    }
     /// The object comes first: the embedded model writes it at once, and a
     /// server with structured output gets no speech field before it.
     fn prose_first(&self, _phase: Phase) -> bool {

@@ -20,7 +20,7 @@ use crate::provider::ProviderError;
 use crate::session::event::{EventKind, Phase, Role, StepsSource};
 
 /// The author of the pause that `review` asks for.
-pub const REVIEW_AUTHOR: &str = "g-eval (review_steps)";
+pub const REVIEW_AUTHOR: &str = crate::engine::command::STEPS_REVIEW_AUTHOR;
 
 /// Reply length of a steps turn at most.
 const STEPS_TOKENS: u32 = 320;
