@@ -221,7 +221,7 @@ mod tests {
         let torn = log.torn.as_ref().unwrap();
         assert_eq!(
             torn.to_string(),
-            "a.jsonl:5: incomplete last line (9 bytes), ignored: the log was cut while being written"
+            "a.jsonl:5: ignored an incomplete last line (9 bytes): the log was cut while being written"
         );
         assert_eq!(log.complete_len, text.len() - 9);
         assert_eq!(log.warnings().len(), 2);

@@ -2,13 +2,15 @@
 //! one: `FILE:LINE: TYPE.FIELD.PATH: expected …, found …`. Each case damages
 //! one line of a bundled example log (a wrong-typed field, a missing
 //! required field, an unknown event type, a line that is not JSON, a last
-//! line cut short) and runs `moot report`, `moot sessions show` and
-//! `moot replay` on it.
+//! line cut short) and runs `moot report`, `moot sessions show`,
+//! `moot replay` and `moot run --resume` on it.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::Duration;
 
+use moot::testkit::judge_reply;
+use moot::testkit::server::TestServer;
 use portable_pty::CommandBuilder;
 use serde_json::{Value, json};
 
@@ -95,7 +97,7 @@ fn cases() -> Vec<Case> {
         text: text[..cut].to_string(),
         line: count,
         message: format!(
-            "incomplete last line ({} bytes), ignored: the log was cut while being written",
+            "ignored an incomplete last line ({} bytes): the log was cut while being written",
             last.len() - last.len() / 2
         ),
     });
@@ -188,5 +190,30 @@ fn replay_names_the_damaged_line() {
         let text: String = screen.text().split_whitespace().collect::<Vec<_>>().join(" ");
         let expected = format!("damaged.jsonl:{}: {}", case.line, case.message);
         assert!(text.contains(&expected), "{}: {expected:?} not in:\n{}", case.name, screen.text());
+    }
+}
+
+/// `moot run --resume` reads the log with the same reader: it names the
+/// damaged line once, as the other commands do, and goes on.
+#[tokio::test(flavor = "multi_thread")]
+async fn resume_names_the_damaged_line() {
+    let server = TestServer::with_handler(|r| judge_reply(r, Duration::ZERO)).await.unwrap();
+    for case in cases() {
+        // A session to resume has no end: drop the `session_ended` line (the
+        // torn case has cut it already).
+        let text = match case.text.strip_suffix('\n') {
+            Some(whole) => format!("{}\n", whole.rsplit_once('\n').unwrap().0),
+            None => case.text.clone(),
+        };
+        let (dir, _) = write_case(&Case { text, name: case.name, line: case.line, message: case.message.clone() });
+        let mut cmd = moot(dir.path());
+        cmd.env("OPENAI_BASE_URL", server.base_url())
+            .env("MOOT_CACHE_DIR", dir.path().join("cache"))
+            .args(["run", "--resume", "damaged.jsonl", "--headless", "--provider", "openai", "--model", "judge-model"]);
+        let out = tokio::task::spawn_blocking(move || cmd.output().unwrap()).await.unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        let expected = format!("moot: damaged.jsonl:{}: {}", case.line, case.message);
+        assert!(err.lines().any(|l| l.starts_with(&expected)), "{}: no line of stderr starts {expected:?}:\n{err}", case.name);
+        assert!(!err.contains("panicked"), "{}: {err}", case.name);
     }
 }

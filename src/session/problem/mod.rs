@@ -99,7 +99,7 @@ impl LogProblem {
             What::Missing => format!("{at}expected a value, found none (the field is required)"),
             What::Invalid { message } => format!("{at}{message}"),
             What::Torn { bytes } => {
-                format!("incomplete last line ({bytes} bytes), ignored: the log was cut while being written")
+                format!("ignored an incomplete last line ({bytes} bytes): the log was cut while being written")
             }
         }
     }
