@@ -4,16 +4,17 @@
 //! final log and counts what the kills cost.
 //!
 //! ```sh
-//! cargo build --release --no-default-features          # the moot binary under test
-//! cargo run --release --no-default-features --example soak -- \
-//!     --sessions 200 --seed 1 --moot target/release/moot
+//! cargo build --bin moot --example soak      # the driver and the binary it kills
+//! target/debug/examples/soak --sessions 200 --seed 1
 //! ```
+//!
+//! `--moot PATH` kills another binary (a release build, say).
 //!
 //! Each session runs the bundled `storybook-qa` panel (three groups of
 //! three, a moderated debate per group, an aggregator) on one of its ten
 //! items, as `moot run storybook-qa --id ITEM --headless --provider openai`
 //! against its own `TestServer` (see `faults.rs` for the mix). The first
-//! process of a session is always killed; a resumed one is killed again
+//! process of a session is always set to be killed (it may end first); a resumed one is killed again
 //! with probability 1/2, at most `--max-kills` times. A kill lands after a
 //! uniform random delay up to the item's uninterrupted duration. An
 //! uninterrupted run of each item first gives the baseline: its requests,
@@ -342,7 +343,7 @@ fn print_report(
     println!("  turns lost                   {}", lost + unresolved + not_redone);
     println!("    completed turns missing vs. an uninterrupted run   {lost}");
     println!("    started, never resolved                            {unresolved}");
-    println!("    abandoned, never redone                            {not_redone}");
+    println!("    abandoned, never asked again                       {not_redone}");
     println!("  turns duplicated             {}", duplicated + extra_turns);
     println!("    a turn number completed twice                      {duplicated}");
     println!("    completed turns beyond an uninterrupted run        {extra_turns}");

@@ -27,7 +27,7 @@ pub struct LogTally {
     pub unresolved: u32,
     /// Turns marked abandoned (streaming at a kill, redone).
     pub abandoned: u32,
-    /// Abandoned turns whose identity never completed afterwards.
+    /// Abandoned turns never started again.
     pub abandoned_not_redone: u32,
     /// `seq` values that repeat or skip.
     pub seq_faults: u32,
@@ -64,6 +64,11 @@ impl LogTally {
             match e["type"].as_str().unwrap_or("") {
                 "turn_started" => {
                     let id = identity(e);
+                    // The redo of an abandoned turn (itself completed,
+                    // abandoned again and redone, or failed: its own line says).
+                    if let Some(p) = pending_redo.get_mut(&id).filter(|p| **p > 0) {
+                        *p -= 1;
+                    }
                     identity_of.insert(turn.unwrap_or(0), id);
                 }
                 "turn_completed" => {
@@ -72,9 +77,6 @@ impl LogTally {
                     *completions.entry(n).or_insert(0) += 1;
                     if let Some(id) = identity_of.get(&n) {
                         *t.completed.entry(id.clone()).or_insert(0) += 1;
-                        if let Some(p) = pending_redo.get_mut(id).filter(|p| **p > 0) {
-                            *p -= 1;
-                        }
                     }
                 }
                 "turn_failed" if e["will_retry"] == false => {

@@ -207,13 +207,24 @@ async fn resume_names_the_damaged_line() {
         };
         let (dir, _) = write_case(&Case { text, name: case.name, line: case.line, message: case.message.clone() });
         let mut cmd = moot(dir.path());
-        cmd.env("OPENAI_BASE_URL", server.base_url())
-            .env("MOOT_CACHE_DIR", dir.path().join("cache"))
-            .args(["run", "--resume", "damaged.jsonl", "--headless", "--provider", "openai", "--model", "judge-model"]);
+        cmd.env("OPENAI_BASE_URL", server.base_url()).env("MOOT_CACHE_DIR", dir.path().join("cache")).args([
+            "run",
+            "--resume",
+            "damaged.jsonl",
+            "--headless",
+            "--provider",
+            "openai",
+            "--model",
+            "judge-model",
+        ]);
         let out = tokio::task::spawn_blocking(move || cmd.output().unwrap()).await.unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
         let expected = format!("moot: damaged.jsonl:{}: {}", case.line, case.message);
-        assert!(err.lines().any(|l| l.starts_with(&expected)), "{}: no line of stderr starts {expected:?}:\n{err}", case.name);
+        assert!(
+            err.lines().any(|l| l.starts_with(&expected)),
+            "{}: no line of stderr starts {expected:?}:\n{err}",
+            case.name
+        );
         assert!(!err.contains("panicked"), "{}: {err}", case.name);
     }
 }
