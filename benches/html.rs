@@ -107,6 +107,7 @@ fn write_session(path: &Path) {
             done: false,
             truncated: false,
             repeats: None,
+            endpoint: None,
         });
         if turn % 12 == 11 {
             let scores = infos.iter().filter(|i| i.group == group).map(|i| (i.name.clone(), ev.scores.clone()));

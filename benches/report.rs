@@ -158,6 +158,7 @@ fn write_log(path: &Path, panel: &Panel, index: u64) {
                     done: false,
                     truncated: false,
                     repeats: None,
+                    endpoint: None,
                 },
             );
         };
@@ -314,6 +315,7 @@ fn write_pairwise_log(path: &Path, panel: &Panel, index: u64) {
                     done: false,
                     truncated: false,
                     repeats: None,
+                    endpoint: None,
                 });
                 if !broken {
                     orders[usize::from(swapped)] = Some(label);

@@ -88,6 +88,7 @@ fn events(agents: usize, turns: u64) -> Vec<Event> {
             done: false,
             truncated: false,
             repeats: None,
+            endpoint: None,
         });
     }
     out
@@ -152,6 +153,7 @@ fn bench(c: &mut Criterion) {
                     done: false,
                     truncated: true,
                     repeats: None,
+                    endpoint: None,
                 };
                 app.on_session_event(&Event { seq, t, kind });
                 seq += 1;

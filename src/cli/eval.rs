@@ -48,7 +48,8 @@ fn concurrency_notes(registry: &Registry, panel: &crate::panel::Panel, args: &Ev
             if kind == crate::config::ProviderKind::Local && pc.max_concurrency.is_none() {
                 return None;
             }
-            let limit = pc.limits().max_concurrency;
+            // A pool's limit is each endpoint's.
+            let limit = pc.limits().max_concurrency * pc.urls().map_or(1, |u| u.len());
             (limit < wanted).then(|| {
                 format!(
                     "provider {name} takes at most {limit} calls at once (max_concurrency in moot.toml); \
@@ -167,6 +168,7 @@ async fn run_async(config: EvalConfig, args: EvalArgs) -> anyhow::Result<ExitCod
         }
     });
     let dir = config.out.clone();
+    let bindings = config.bindings.clone();
     eprintln!("moot eval: run folder {}", dir.display());
     let stop_printer = CancellationToken::new();
     // The bar counts the items this invocation runs; resumed items are known only
@@ -191,6 +193,9 @@ async fn run_async(config: EvalConfig, args: EvalArgs) -> anyhow::Result<ExitCod
     };
     let summary = result?;
     print_summary(&summary, &args);
+    for pool in bindings.pools() {
+        eprintln!("moot eval: {}", pool.summary_line());
+    }
     for line in progress.pairwise().summary(PAIRWISE_RESAMPLES, 0) {
         eprintln!("moot eval: {line}");
     }
@@ -221,8 +226,14 @@ fn print_summary(s: &EvalSummary, args: &EvalArgs) {
         line.push_str(&format!("; {} bad lines in the data skipped", c.bad_items));
     }
     eprintln!("{line}");
+    // Servers that say how much of each prompt came from their prefix cache.
+    let cached = s
+        .usage
+        .cached_input_tokens
+        .map(|c| format!(", {} of it from the servers' prefix caches", progress::fmt_tokens(c)))
+        .unwrap_or_default();
     let mut totals = format!(
-        "moot eval: tokens this run {} (in {}, out {}); folder total {}",
+        "moot eval: tokens this run {} (in {}{cached}, out {}); folder total {}",
         progress::fmt_tokens(s.usage.total()),
         progress::fmt_tokens(s.usage.input_tokens),
         progress::fmt_tokens(s.usage.output_tokens),

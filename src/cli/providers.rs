@@ -84,8 +84,10 @@ pub fn run(args: ProvidersArgs) -> anyhow::Result<ExitCode> {
                 registry.set_default(p, format!("{p}: chosen with --provider"));
             }
             let choices = bindings::choices(&registry, &panel, args.provider.as_deref(), args.model.as_deref());
+            let pools = check_pools(&mut registry)?;
             let mut out = std::io::stdout().lock();
             write_overview(&mut out, &registry, &panel.name, &choices)?;
+            write_pools(&mut out, &pools)?;
             writeln!(
                 out,
                 "protocol {}: {}",
@@ -98,6 +100,41 @@ pub fn run(args: ProvidersArgs) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+/// The pools among the configured providers (and the default), each
+/// endpoint checked once now.
+fn check_pools(registry: &mut Registry) -> anyhow::Result<Vec<crate::provider::pool::PoolStatus>> {
+    let names = check_targets(registry);
+    let pooled: Vec<String> = names
+        .into_iter()
+        .filter(|n| registry.summary(n).is_ok_and(|s| s.settings.iter().any(|setting| setting.field == "pool")))
+        .collect();
+    if pooled.is_empty() {
+        return Ok(Vec::new());
+    }
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let mut pools = Vec::new();
+    for name in pooled {
+        match registry.get(&name, "", "moot providers") {
+            Ok(provider) => pools.extend(runtime.block_on(provider.check_pool())),
+            Err(e) => eprintln!("moot providers: {e}"),
+        }
+    }
+    Ok(pools)
+}
+
+/// Each pool's endpoints and their state.
+pub fn write_pools(out: &mut dyn Write, pools: &[crate::provider::pool::PoolStatus]) -> anyhow::Result<()> {
+    for pool in pools {
+        writeln!(out)?;
+        writeln!(out, "pool {} (affinity {}):", pool.name, if pool.affinity { "on" } else { "off" })?;
+        for e in &pool.endpoints {
+            let check = e.last_check.as_deref().unwrap_or("health checks off");
+            writeln!(out, "  {:40} {:24} limit {:3}  {check}", e.label, e.state, e.limit)?;
+        }
+    }
+    Ok(())
 }
 
 /// The providers `check` tries without names: configured ones and the default.

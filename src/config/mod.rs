@@ -9,6 +9,7 @@
 //! (an unknown field, a wrong type, a bad value) are errors that name the
 //! file, the line and the field. See `docs/providers.md` for the reference.
 
+pub mod pool;
 pub mod registry;
 pub mod repetition;
 
@@ -75,6 +76,18 @@ pub struct ProviderConfig {
     pub kind: Option<ProviderKind>,
     #[serde(default, deserialize_with = "http_url")]
     pub base_url: Option<String>,
+    /// For HTTP providers: several base URLs, one pool (see [`pool`]).
+    #[serde(default, deserialize_with = "pool::http_urls")]
+    pub base_urls: Option<Vec<String>>,
+    /// For a pool: keep calls that share a prefix on one endpoint (default on).
+    #[serde(default)]
+    pub affinity: Option<bool>,
+    /// For a pool: seconds between health checks of its endpoints (0: none; default 5).
+    #[serde(default, deserialize_with = "pool::interval")]
+    pub health_check_interval: Option<f64>,
+    /// For a pool: the path under each base URL a health check asks for (default `models`).
+    #[serde(default, deserialize_with = "pool::health_path")]
+    pub health_path: Option<String>,
     /// The name of the environment variable holding the key (never the key).
     #[serde(default, deserialize_with = "env_var_name")]
     pub api_key_env: Option<String>,
@@ -200,6 +213,9 @@ impl Config {
                 });
             }
         }
+        for (name, p) in &config.providers {
+            pool::check(text, path, name, p, config.kind_of(name))?;
+        }
         if let Some(d) = &config.default_provider
             && !config.providers.contains_key(d)
             && ProviderKind::from_builtin_name(d).is_none()
@@ -292,7 +308,7 @@ fn field_at(text: &str, line: usize) -> Option<String> {
     None
 }
 
-fn line_of_table(text: &str, name: &str) -> usize {
+pub(crate) fn line_of_table(text: &str, name: &str) -> usize {
     text.lines()
         .position(|l| {
             let t: String = l.chars().filter(|c| !c.is_whitespace()).collect();

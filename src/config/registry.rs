@@ -224,8 +224,18 @@ impl Registry {
                     }
                     form => form,
                 };
-                let url = c.base_url.clone();
-                (Arc::new(OpenAiProvider::new(c).map_err(|e| build_error(e.to_string()))?), Some(url))
+                let urls = pc.urls().unwrap_or_else(|| super::pool::split_urls(&c.base_url));
+                if urls.len() > 1 {
+                    let make = |url: &str| {
+                        let c = OpenAiConfig { base_url: url.to_string(), ..c.clone() };
+                        OpenAiProvider::new(c).map(|p| Arc::new(p) as Arc<dyn Provider>)
+                    };
+                    (super::pool::build(name, "openai", &urls, &pc, c.api_key.as_deref(), make)?, None)
+                } else {
+                    c.base_url = urls.into_iter().next().unwrap_or(c.base_url);
+                    let url = c.base_url.clone();
+                    (Arc::new(OpenAiProvider::new(c).map_err(|e| build_error(e.to_string()))?), Some(url))
+                }
             }
             ProviderKind::Anthropic => {
                 let mut c = AnthropicConfig::from_lookup(|k| (self.env)(k));
@@ -239,8 +249,18 @@ impl Registry {
                     }
                     form => form,
                 };
-                let url = c.base_url.clone();
-                (Arc::new(AnthropicProvider::new(c).map_err(|e| build_error(e.to_string()))?), Some(url))
+                let urls = pc.urls().unwrap_or_else(|| super::pool::split_urls(&c.base_url));
+                if urls.len() > 1 {
+                    let make = |url: &str| {
+                        let c = AnthropicConfig { base_url: url.to_string(), ..c.clone() };
+                        AnthropicProvider::new(c).map(|p| Arc::new(p) as Arc<dyn Provider>)
+                    };
+                    (super::pool::build(name, "anthropic", &urls, &pc, c.api_key.as_deref(), make)?, None)
+                } else {
+                    c.base_url = urls.into_iter().next().unwrap_or(c.base_url);
+                    let url = c.base_url.clone();
+                    (Arc::new(AnthropicProvider::new(c).map_err(|e| build_error(e.to_string()))?), Some(url))
+                }
             }
             ProviderKind::Local => {
                 let configured = pc.model_path.as_ref().map(|p| p.display().to_string()).or_else(|| pc.model.clone());
@@ -263,8 +283,11 @@ impl Registry {
         {
             provider = Arc::new(WindowedProvider::new(provider, u64::from(n)));
         }
+        let pooled = provider.pool_status().is_some();
         // The embedded model queues its own work; limit it only when asked to.
-        if kind != ProviderKind::Local || pc.max_concurrency.is_some() || pc.requests_per_minute.is_some() {
+        // A pool limits each of its endpoints itself.
+        if !pooled && (kind != ProviderKind::Local || pc.max_concurrency.is_some() || pc.requests_per_minute.is_some())
+        {
             let key = format!("{}|{name}|{}", kind.as_str(), base_url.unwrap_or_default());
             provider = Arc::new(LimitedProvider::new(provider, limiter::shared(&key, pc.limits())));
         }
@@ -291,7 +314,7 @@ impl Registry {
                 }),
             };
         }
-        if pc.base_url.is_some() {
+        if pc.base_url.is_some() || pc.base_urls.is_some() {
             return Ok(None);
         }
         Ok(match kind {
@@ -316,15 +339,29 @@ impl Registry {
                 ProviderKind::Openai => ("OPENAI_BASE_URL", openai::DEFAULT_BASE_URL, "OPENAI_API_KEY"),
                 _ => ("ANTHROPIC_BASE_URL", anthropic::DEFAULT_BASE_URL, "ANTHROPIC_API_KEY"),
             };
-            match (&c.base_url, self.env_value(var_url)) {
-                (Some(u), _) => push("base_url", u.clone(), from_file()),
-                (None, Some(u)) => push("base_url", u, format!("environment {var_url}")),
-                (None, None) => push("base_url", default_url.into(), "built-in default".into()),
+            let urls = match (c.urls(), self.env_value(var_url)) {
+                (Some(u), _) => {
+                    let field = if c.base_urls.is_some() { "base_urls" } else { "base_url" };
+                    push(field, u.join(", "), from_file());
+                    u
+                }
+                (None, Some(u)) => {
+                    push("base_url", u.clone(), format!("environment {var_url}"));
+                    super::pool::split_urls(&u)
+                }
+                (None, None) => {
+                    push("base_url", default_url.into(), "built-in default".into());
+                    vec![default_url.to_string()]
+                }
+            };
+            for (field, value, from) in super::pool::settings(c, urls.len(), &from_file) {
+                push(field, value, from);
             }
-            let (var, from) = match (&c.api_key_env, &c.base_url) {
+            let own_url = c.base_url.is_some() || c.base_urls.is_some();
+            let (var, from) = match (&c.api_key_env, own_url) {
                 (Some(v), _) => (Some(v.clone()), from_file()),
-                (None, None) => (Some(var_key.to_string()), "built-in default".into()),
-                (None, Some(_)) => (None, "no api_key_env for this base_url".into()),
+                (None, false) => (Some(var_key.to_string()), "built-in default".into()),
+                (None, true) => (None, "no api_key_env for this base_url".into()),
             };
             let shown = match &var {
                 Some(v) if self.env_value(v).is_some() => format!("${v} (set)"),

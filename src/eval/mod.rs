@@ -10,6 +10,7 @@
 
 pub mod pairwise;
 pub mod progress;
+pub mod shard;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -47,6 +48,8 @@ pub enum EvalError {
     PanelMismatch { dir: PathBuf, found: String, expected: String },
     #[error("no items to run: {0}")]
     NothingSelected(String),
+    #[error("{} cannot take this run: {why}", dir.display())]
+    ShardConflict { dir: PathBuf, why: String },
 }
 
 /// Everything a batch run needs.
@@ -159,8 +162,25 @@ pub async fn run_eval(
     }
 
     // The folder: new, or (with --resume) an earlier run of the same panel.
-    let previous = if dir.exists() { Manifest::load(&dir)? } else { None };
-    if !config.resume && (previous.is_some() || folder::holds_a_run(&dir)) {
+    // Shards of one run share a folder, each with a manifest of its own.
+    let shard = config.selection.shard;
+    let manifest_name = shard::manifest_name(shard);
+    shard::check_folder(&dir, shard, config.resume, &config.panel.name)?;
+    let previous = if dir.exists() { shard::load(&dir, &manifest_name)? } else { None };
+    // A shard's log names are those of the whole data file, whichever shard runs.
+    let stems = match shard {
+        Some(_) => {
+            let all: HashMap<&str, String> =
+                config.items.iter().map(|i| i.id.as_str()).zip(folder::log_stems(&config.items)).collect();
+            selected.iter().map(|i| all.get(i.id.as_str()).cloned().unwrap_or_else(|| i.id.clone())).collect()
+        }
+        None => folder::log_stems(&selected),
+    };
+    let holds_mine = match shard {
+        Some(_) => stems.iter().any(|s| dir.join(format!("{s}.jsonl")).exists()),
+        None => folder::holds_a_run(&dir),
+    };
+    if !config.resume && (previous.is_some() || holds_mine) {
         return Err(EvalError::FolderInUse { dir });
     }
     if let Some(prev) = &previous
@@ -174,7 +194,6 @@ pub async fn run_eval(
     }
     std::fs::create_dir_all(&dir).map_err(io(&dir))?;
 
-    let stems = folder::log_stems(&selected);
     let mut entries = previous.as_ref().map(|p| p.items.clone()).unwrap_or_default();
     let mut counts = Counts { items: selected.len(), bad_items: config.bad_items.len(), ..Counts::default() };
     let mut to_run: Vec<usize> = Vec::new();
@@ -232,7 +251,7 @@ pub async fn run_eval(
         ran: 0,
         interrupted: false,
     });
-    manifest.save(&dir)?;
+    shard::save(&dir, &manifest_name, &manifest)?;
 
     let progress = progress.unwrap_or_else(|| Arc::new(Progress::new(to_run.len(), config.pricing)));
     progress.set_total(to_run.len());
@@ -296,7 +315,7 @@ pub async fn run_eval(
         inv.ran = ran;
         inv.interrupted = interrupted;
     }
-    manifest.save(&dir)?;
+    shard::save(&dir, &manifest_name, &manifest)?;
     Ok(EvalSummary { dir, counts, totals, usage, failures, interrupted, moved_aside, budget_reached })
 }
 

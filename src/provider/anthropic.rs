@@ -203,10 +203,16 @@ impl AnthropicProvider {
         http::stream_sse(builder, &self.config.timeouts, "message_stop", |event| state.handle(&event, deltas)).await?;
         state.finish(deltas);
         let usage = match (state.input_tokens, state.output_tokens) {
-            (Some(input), Some(output)) => Usage { input_tokens: input, output_tokens: output, ..Usage::default() },
+            // Anthropic counts cached prompt tokens apart; moot's input counts the whole prompt.
+            (Some(input), Some(output)) => Usage {
+                input_tokens: input + state.cache_read.unwrap_or(0) + state.cache_write.unwrap_or(0),
+                output_tokens: output,
+                cached_input_tokens: state.cache_read,
+                ..Usage::default()
+            },
             _ => estimate_usage(request, &state.text),
         };
-        Ok(Completion { text: state.text, usage, finish_reason: state.stop_reason, cached: false, logprobs: None })
+        Ok(Completion { text: state.text, usage, finish_reason: state.stop_reason, ..Completion::default() })
     }
 }
 
@@ -337,6 +343,9 @@ struct WireDelta {
 struct WireUsage {
     input_tokens: Option<u64>,
     output_tokens: Option<u64>,
+    /// Prompt tokens read from the prompt cache, and written to it: not in `input_tokens`.
+    cache_read_input_tokens: Option<u64>,
+    cache_creation_input_tokens: Option<u64>,
 }
 
 #[derive(Default)]
@@ -345,6 +354,8 @@ struct StreamState {
     stop_reason: Option<String>,
     input_tokens: Option<u64>,
     output_tokens: Option<u64>,
+    cache_read: Option<u64>,
+    cache_write: Option<u64>,
     /// For a forced verdict tool call: turns its input JSON into the speech, then the verdict.
     splitter: Option<SpeechSplitter>,
 }
@@ -379,6 +390,8 @@ impl StreamState {
                 if let Some(usage) = wire.message.and_then(|m| m.usage) {
                     self.input_tokens = usage.input_tokens.or(self.input_tokens);
                     self.output_tokens = usage.output_tokens.or(self.output_tokens);
+                    self.cache_read = usage.cache_read_input_tokens.or(self.cache_read);
+                    self.cache_write = usage.cache_creation_input_tokens.or(self.cache_write);
                 }
             }
             "content_block_delta" => match wire.delta {
@@ -495,6 +508,15 @@ mod tests {
         assert!(rx.try_recv().is_err());
         assert_eq!((s.input_tokens, s.output_tokens), (Some(12), Some(7)));
         assert_eq!(s.stop_reason.as_deref(), Some("end_turn"));
+    }
+
+    #[test]
+    fn cache_reads_are_recorded() {
+        let (tx, _rx) = mpsc::unbounded_channel();
+        let mut s = StreamState::default();
+        let start = r#"{"type":"message_start","message":{"usage":{"input_tokens":20,"output_tokens":1,"cache_read_input_tokens":1800,"cache_creation_input_tokens":0}}}"#;
+        s.handle(&ev("message_start", start), &tx).unwrap();
+        assert_eq!((s.input_tokens, s.cache_read, s.cache_write), (Some(20), Some(1800), Some(0)));
     }
 
     #[test]

@@ -63,4 +63,15 @@ impl Bindings {
     pub fn for_role(&self, role: Role) -> &Binding {
         self.roles.get(&role).unwrap_or(&self.default)
     }
+
+    /// Where the pools among these providers stand (each provider once).
+    pub fn pools(&self) -> Vec<super::pool::PoolStatus> {
+        let mut seen: Vec<&Arc<dyn Provider>> = Vec::new();
+        for b in std::iter::once(&self.default).chain(self.agents.values()).chain(self.roles.values()) {
+            if !seen.iter().any(|p| Arc::ptr_eq(p, &b.provider)) {
+                seen.push(&b.provider);
+            }
+        }
+        seen.iter().filter_map(|p| p.pool_status()).collect()
+    }
 }

@@ -219,6 +219,14 @@ impl Provider for CachedProvider {
         self.inner.structured_output()
     }
 
+    fn pool_status(&self) -> Option<super::pool::PoolStatus> {
+        self.inner.pool_status()
+    }
+
+    async fn check_pool(&self) -> Option<super::pool::PoolStatus> {
+        self.inner.check_pool().await
+    }
+
     async fn count_tokens(&self, model: &str, messages: &[ChatMessage]) -> Result<u64, ProviderError> {
         self.inner.count_tokens(model, messages).await
     }
@@ -245,6 +253,7 @@ impl Provider for CachedProvider {
                 finish_reason: entry.finish_reason,
                 cached: true,
                 logprobs: entry.logprobs,
+                endpoint: None,
             });
         }
         // Tee the deltas: forward them as they come and keep them for the entry.

@@ -136,6 +136,28 @@ impl Limiter {
         self.lock().rate_limited
     }
 
+    /// A place now, when one is free and nothing asks to wait (a pause the
+    /// server asked for, the request rate); none otherwise. A pool of
+    /// endpoints asks each of its limiters in turn.
+    pub fn try_acquire(&self) -> Option<Permit<'_>> {
+        let mut st = self.lock();
+        let now = Instant::now();
+        while st.starts.front().is_some_and(|t| now.duration_since(*t) >= WINDOW) {
+            st.starts.pop_front();
+        }
+        if st.paused_until.is_some_and(|until| until > now) || st.in_flight >= st.limit {
+            return None;
+        }
+        if let Some(rpm) = self.settings.requests_per_minute {
+            if st.starts.len() >= rpm.max(1) as usize {
+                return None;
+            }
+            st.starts.push_back(now);
+        }
+        st.in_flight += 1;
+        Some(Permit { limiter: self })
+    }
+
     /// Wait for a place; [`ProviderError::Cancelled`] when `cancel` fires first.
     pub async fn acquire(&self, cancel: &CancellationToken) -> Result<Permit<'_>, ProviderError> {
         loop {
@@ -270,6 +292,14 @@ impl Provider for LimitedProvider {
         self.inner.structured_output()
     }
 
+    fn pool_status(&self) -> Option<super::pool::PoolStatus> {
+        self.inner.pool_status()
+    }
+
+    async fn check_pool(&self) -> Option<super::pool::PoolStatus> {
+        self.inner.check_pool().await
+    }
+
     async fn count_tokens(&self, model: &str, messages: &[ChatMessage]) -> Result<u64, ProviderError> {
         self.inner.count_tokens(model, messages).await
     }
@@ -383,6 +413,20 @@ mod tests {
         let cancelled = CancellationToken::new();
         cancelled.cancel();
         assert!(matches!(l.acquire(&cancelled).await, Err(ProviderError::Cancelled)));
+    }
+
+    #[tokio::test]
+    async fn try_acquire_takes_a_free_place_or_none() {
+        let l = Limiter::new(LimitSettings { max_concurrency: 2, requests_per_minute: None, recovery: Duration::ZERO });
+        let a = l.try_acquire().expect("a free place");
+        let b = l.try_acquire().expect("a second place");
+        assert!(l.try_acquire().is_none(), "both places taken");
+        drop(a);
+        assert_eq!(l.in_flight(), 1);
+        let _c = l.try_acquire().expect("a place freed");
+        drop(b);
+        l.on_rate_limited(Some(Duration::from_secs(30)));
+        assert!(l.try_acquire().is_none(), "paused by the server");
     }
 
     #[test]

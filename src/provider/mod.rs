@@ -14,6 +14,7 @@ pub mod limiter;
 pub mod local;
 pub mod logprobs;
 pub mod openai;
+pub mod pool;
 pub mod pricing;
 pub mod retry;
 pub mod sse;
@@ -170,6 +171,9 @@ pub struct Completion {
     pub cached: bool,
     /// Per-token log-probabilities, from servers that return them.
     pub logprobs: Option<Vec<logprobs::TokenLogprob>>,
+    /// The endpoint of a pool that served the call (see [`pool`]); none for
+    /// a provider with one base URL.
+    pub endpoint: Option<String>,
 }
 
 /// Where a timeout struck.
@@ -312,6 +316,18 @@ pub trait Provider: Send + Sync {
         None
     }
 
+    /// Where the endpoints of a pool stand (see [`pool`]); none for a
+    /// provider with one base URL. Wrappers pass it through.
+    fn pool_status(&self) -> Option<pool::PoolStatus> {
+        None
+    }
+
+    /// A pool's endpoints each checked now (one health check each), then
+    /// where they stand; none for a provider with one base URL.
+    async fn check_pool(&self) -> Option<pool::PoolStatus> {
+        None
+    }
+
     /// How many tokens the prompt of `messages` takes on `model`: exact for
     /// the embedded model (its chat template and tokenizer), a conservative
     /// estimate ([`conservative_prompt_tokens`]) elsewhere.
@@ -351,5 +367,5 @@ pub fn conservative_prompt_tokens(messages: &[ChatMessage]) -> u64 {
 /// Estimated usage for a request and its reply, marked as an estimate.
 pub fn estimate_usage(request: &ChatRequest, reply: &str) -> Usage {
     let input: u64 = request.messages.iter().map(|m| estimate_tokens(&m.content) + 4).sum();
-    Usage { input_tokens: input, output_tokens: estimate_tokens(reply), estimated: true, cost: None }
+    Usage { input_tokens: input, output_tokens: estimate_tokens(reply), estimated: true, ..Usage::default() }
 }

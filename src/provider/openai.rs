@@ -310,7 +310,13 @@ impl OpenAiProvider {
             None => estimate_usage(request, &state.text),
         };
         let logprobs = (!state.logprobs.is_empty()).then_some(state.logprobs);
-        Ok(Completion { text: state.text, usage, finish_reason: state.finish_reason, cached: false, logprobs })
+        Ok(Completion {
+            text: state.text,
+            usage,
+            finish_reason: state.finish_reason,
+            logprobs,
+            ..Completion::default()
+        })
     }
 }
 
@@ -379,6 +385,13 @@ struct Chunk {
     choices: Vec<Choice>,
     usage: Option<ChunkUsage>,
     error: Option<serde_json::Value>,
+    /// llama.cpp's server: how the prompt was read (`cache_n` tokens from its slot's cache).
+    timings: Option<Timings>,
+}
+
+#[derive(Deserialize)]
+struct Timings {
+    cache_n: Option<u64>,
 }
 
 #[derive(Deserialize)]
@@ -419,6 +432,12 @@ struct Delta {
 struct ChunkUsage {
     prompt_tokens: Option<u64>,
     completion_tokens: Option<u64>,
+    prompt_tokens_details: Option<PromptDetails>,
+}
+
+#[derive(Deserialize)]
+struct PromptDetails {
+    cached_tokens: Option<u64>,
 }
 
 #[derive(Default)]
@@ -429,6 +448,8 @@ struct StreamState {
     logprobs: Vec<TokenLogprob>,
     /// For a structured reply: turns its JSON into the speech, then the verdict.
     splitter: Option<SpeechSplitter>,
+    /// llama.cpp's `timings.cache_n`, when a chunk carried it.
+    cache_n: Option<u64>,
 }
 
 impl StreamState {
@@ -495,8 +516,23 @@ impl StreamState {
                 self.finish_reason = Some(reason.clone());
             }
         }
-        if let Some(ChunkUsage { prompt_tokens: Some(input), completion_tokens: Some(output) }) = chunk.usage {
-            self.usage = Some(Usage { input_tokens: input, output_tokens: output, ..Usage::default() });
+        if let Some(ChunkUsage { prompt_tokens: Some(input), completion_tokens: Some(output), prompt_tokens_details }) =
+            chunk.usage
+        {
+            let cached = prompt_tokens_details.and_then(|d| d.cached_tokens).or(self.cache_n);
+            self.usage = Some(Usage {
+                input_tokens: input,
+                output_tokens: output,
+                cached_input_tokens: cached,
+                ..Usage::default()
+            });
+        }
+        if let Some(t) = chunk.timings {
+            // llama.cpp counts the prompt's tokens taken from its cache apart from those it read.
+            self.cache_n = t.cache_n;
+            if let Some(u) = self.usage.as_mut().filter(|u| u.cached_input_tokens.is_none()) {
+                u.cached_input_tokens = t.cache_n;
+            }
         }
         Ok(false)
     }
@@ -591,6 +627,22 @@ mod tests {
         assert!(rx.try_recv().is_err());
         assert_eq!(state.finish_reason.as_deref(), Some("length"));
         assert_eq!(state.usage, Some(Usage { input_tokens: 9, output_tokens: 1, ..Usage::default() }));
+    }
+
+    #[test]
+    fn cached_prompt_tokens_are_read_from_usage_or_llama_cpp_timings() {
+        let (tx, _rx) = mpsc::unbounded_channel();
+        let mut state = StreamState::default();
+        let vllm = r#"{"choices":[],"usage":{"prompt_tokens":900,"completion_tokens":10,"prompt_tokens_details":{"cached_tokens":768}}}"#;
+        state.handle(vllm, &tx).unwrap();
+        assert_eq!(state.usage.unwrap().cached_input_tokens, Some(768));
+        let mut state = StreamState::default();
+        let llama = r#"{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":{"prompt_tokens":500,"completion_tokens":4},"timings":{"cache_n":480,"prompt_n":20}}"#;
+        state.handle(llama, &tx).unwrap();
+        assert_eq!(state.usage.unwrap().cached_input_tokens, Some(480));
+        let mut state = StreamState::default();
+        state.handle(r#"{"choices":[],"usage":{"prompt_tokens":5,"completion_tokens":1}}"#, &tx).unwrap();
+        assert_eq!(state.usage.unwrap().cached_input_tokens, None, "not reported: not guessed");
     }
 
     #[test]

@@ -188,8 +188,7 @@ mod tests {
             text: text.into(),
             usage: Usage::default(),
             finish_reason: Some("stop".into()),
-            cached: false,
-            logprobs: None,
+            ..Completion::default()
         })
     }
 

@@ -43,6 +43,14 @@ impl Provider for WindowedProvider {
         self.inner.structured_output()
     }
 
+    fn pool_status(&self) -> Option<super::pool::PoolStatus> {
+        self.inner.pool_status()
+    }
+
+    async fn check_pool(&self) -> Option<super::pool::PoolStatus> {
+        self.inner.check_pool().await
+    }
+
     async fn count_tokens(&self, model: &str, messages: &[ChatMessage]) -> Result<u64, ProviderError> {
         self.inner.count_tokens(model, messages).await
     }

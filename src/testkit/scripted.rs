@@ -164,6 +164,6 @@ impl Provider for ScriptedProvider {
             start = end;
         }
         let usage = estimate_usage(request, &text);
-        Ok(Completion { text, usage, finish_reason: Some("stop".into()), cached: false, logprobs: None })
+        Ok(Completion { text, usage, finish_reason: Some("stop".into()), ..Completion::default() })
     }
 }

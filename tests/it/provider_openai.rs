@@ -85,7 +85,10 @@ async fn streams_text_and_reports_usage() {
     let completion = result.expect("stream succeeds");
     assert_eq!(completion.text, "Hello, world");
     assert_eq!(deltas, ["Hello", ", ", "world"]);
-    assert_eq!(completion.usage, Usage { input_tokens: 12, output_tokens: 3, estimated: false, cost: None });
+    assert_eq!(
+        completion.usage,
+        Usage { input_tokens: 12, output_tokens: 3, estimated: false, cost: None, cached_input_tokens: None }
+    );
     assert_eq!(completion.finish_reason.as_deref(), Some("stop"));
     assert!(!completion.cached);
     let requests = server.requests();
@@ -133,7 +136,10 @@ async fn chunks_split_at_odd_offsets_and_inside_utf8_characters() {
     let completion = result.expect("stream succeeds");
     assert_eq!(completion.text, UNICODE_TEXT);
     assert_eq!(deltas.concat(), UNICODE_TEXT);
-    assert_eq!(completion.usage, Usage { input_tokens: 20, output_tokens: 9, estimated: false, cost: None });
+    assert_eq!(
+        completion.usage,
+        Usage { input_tokens: 20, output_tokens: 9, estimated: false, cost: None, cached_input_tokens: None }
+    );
 }
 
 #[tokio::test]

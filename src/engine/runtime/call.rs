@@ -219,6 +219,7 @@ impl Run {
             done,
             truncated: matches!(completion.finish_reason.as_deref(), Some("length" | "max_tokens")),
             repeats,
+            endpoint: completion.endpoint.clone(),
         });
         let run_spent = self.config.run_budget.as_ref().and_then(|b| b.add(&completion.usage));
         if let Some(reason) = self.config.budget.exceeded(&used).or(run_spent) {

@@ -456,18 +456,14 @@ impl<'a, 'm> ModelContext<'a, 'm> {
         let text = out.finish();
         Ok(Completion {
             text,
-            usage: Usage {
-                input_tokens: tokens.len() as u64,
-                output_tokens: state.generated,
-                estimated: false,
-                cost: None,
-            },
+            usage: Usage { input_tokens: tokens.len() as u64, output_tokens: state.generated, ..Usage::default() },
             finish_reason: Some(match finish {
                 Finish::Stop => "stop".to_string(),
                 Finish::Length => "length".to_string(),
             }),
             cached: false,
             logprobs: (!logprobs.is_empty()).then_some(logprobs),
+            endpoint: None,
         })
     }
 

@@ -111,6 +111,10 @@ pub enum EventKind {
         /// of `engine::repeats`): the member who said it first.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         repeats: Option<String>,
+        /// The endpoint of a provider's pool that served the call (its base
+        /// URL without credentials or query), when the provider has several.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        endpoint: Option<String>,
     },
     TurnFailed {
         turn: u64,

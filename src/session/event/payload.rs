@@ -68,6 +68,11 @@ pub struct Usage {
     /// Cost in the currency of the configured prices, when prices are configured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost: Option<f64>,
+    /// Of `input_tokens`, those the server read from its prefix cache, when
+    /// it says (OpenAI-compatible `prompt_tokens_details.cached_tokens`,
+    /// llama.cpp's `timings.cache_n`, Anthropic's `cache_read_input_tokens`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cached_input_tokens: Option<u64>,
 }
 
 impl Usage {
@@ -75,6 +80,10 @@ impl Usage {
         self.input_tokens += other.input_tokens;
         self.output_tokens += other.output_tokens;
         self.estimated |= other.estimated;
+        self.cached_input_tokens = match (self.cached_input_tokens, other.cached_input_tokens) {
+            (Some(a), Some(b)) => Some(a + b),
+            (a, b) => a.or(b),
+        };
         self.cost = match (self.cost, other.cost) {
             (Some(a), Some(b)) => Some(a + b),
             (a, b) => a.or(b),

@@ -164,6 +164,7 @@ impl SessionView {
                 done,
                 truncated,
                 repeats,
+                ..
             } => {
                 self.waiting.remove(turn);
                 let Some(&i) = self.turn_index.get(turn) else { return };
