@@ -336,13 +336,17 @@ fn closings(events: &[Event]) -> HashMap<u64, Recorded> {
     let mut out = HashMap::new();
     for e in events {
         match &e.kind {
-            EventKind::TurnCompleted { turn, text, evaluation, usage, latency_ms, cached, truncated, .. } => {
+            EventKind::TurnCompleted {
+                turn, text, evaluation, usage, latency_ms, cached, truncated, endpoint, ..
+            } => {
                 let completion = Completion {
                     text: text.clone(),
                     usage: *usage,
                     finish_reason: truncated.then(|| "length".to_string()),
                     cached: *cached,
                     logprobs: None,
+                    // The endpoint that served it then, so that the event made again matches the log's.
+                    endpoint: endpoint.clone(),
                 };
                 let evaluation = evaluation.clone().map(Box::new);
                 out.insert(*turn, Recorded::Completed { turn: *turn, completion, latency_ms: *latency_ms, evaluation });
