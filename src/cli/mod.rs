@@ -6,6 +6,7 @@ pub mod eval;
 pub mod headless;
 pub mod logging;
 pub mod optimize;
+mod optimize_resume;
 pub mod personas;
 pub mod providers;
 pub mod report;

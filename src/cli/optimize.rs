@@ -21,52 +21,57 @@ use crate::session::human_name;
 #[derive(Debug, Args)]
 pub struct OptimizeArgs {
     /// Panel file whose judge text (`task` and `[judge]`) is optimised.
-    pub panel: String,
+    #[arg(required_unless_present = "resume", conflicts_with = "resume")]
+    pub panel: Option<String>,
     /// Labelled examples (JSONL, JSON or CSV items with `human: {dimension: label}`).
-    #[arg(long)]
-    pub data: String,
+    #[arg(long, required_unless_present = "resume", conflicts_with = "resume")]
+    pub data: Option<String>,
+    /// Go on with an interrupted run (its folder, its optimize.jsonl or its id), with the options
+    /// its log recorded: what the log holds is not asked of a model again.
+    #[arg(long, value_name = "RUN")]
+    pub resume: Option<String>,
     /// Stop once the held-out S reaches this.
-    #[arg(long, default_value_t = 0.85)]
+    #[arg(long, default_value_t = 0.85, conflicts_with = "resume")]
     pub threshold: f64,
     /// Iterations at most (each judges the picked and held-out examples once) [default: 10].
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1000), conflicts_with = "resume")]
     pub max_iter: Option<u32>,
     /// Share of the examples held out for S and never shown to the feedback or rewrite models (above 0, below 1).
-    #[arg(long, default_value_t = 0.3)]
+    #[arg(long, default_value_t = 0.3, conflicts_with = "resume")]
     pub holdout: f64,
     /// S: agreement (1 − normalised mean absolute error), pearson (Pearson r), accuracy or auc (binary
     /// labels); auto: accuracy when every label is an end of the scale, else agreement (with --preset
     /// paper: auc, else pearson, the paper's metrics).
-    #[arg(long, default_value = "auto")]
+    #[arg(long, default_value = "auto", conflicts_with = "resume")]
     pub objective: String,
     /// The dimension whose human label is compared (default: the panel's only dimension, else `overall`).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "resume")]
     pub dimension: Option<String>,
     /// Clusters of the training examples (k-means on TF-IDF of their text) [default: 4; paper: 3].
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1000), conflicts_with = "resume")]
     pub clusters: Option<u32>,
     /// Cluster the training examples by this item field instead (one cluster per value, e.g. `source`,
     /// the dataset an example comes from, as the paper's experiments do); --clusters is then unused.
-    #[arg(long, value_name = "FIELD")]
+    #[arg(long, value_name = "FIELD", conflicts_with = "resume")]
     pub cluster_by: Option<String>,
     /// Examples drawn from each cluster every iteration [default: 2; paper: 1].
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1000), conflicts_with = "resume")]
     pub per_cluster: Option<u32>,
     /// Share of the examples set apart as the test split before the loop (0: none): the chosen,
     /// initial and few-shot prompts are scored on it after the loop, apart from the held-out S that
     /// chose the prompt [default: 0; paper preset: 0.3].
-    #[arg(long)]
+    #[arg(long, conflicts_with = "resume")]
     pub test: Option<f64>,
     /// Also score the paper's few-shot baseline: the initial prompt with the first iteration's picked
     /// examples and their labels (on the test split, else the held-out one) [paper preset: on].
-    #[arg(long)]
+    #[arg(long, conflicts_with = "resume")]
     pub few_shot: bool,
     /// The judges' temperature, over the panel's (an agent's own still wins) [paper preset: 0].
-    #[arg(long)]
+    #[arg(long, conflicts_with = "resume")]
     pub judge_temperature: Option<f32>,
     /// `paper`: the paper's settings for every option not given (10 iterations, 3 clusters, 1 example
     /// per cluster, AUC or Pearson, judges at temperature 0, the few-shot baseline, a test split).
-    #[arg(long, value_name = "PRESET", value_parser = ["moot", "paper"], default_value = "moot")]
+    #[arg(long, value_name = "PRESET", value_parser = ["moot", "paper"], default_value = "moot", conflicts_with = "resume")]
     pub preset: String,
     /// Judge runs at once.
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=1000))]
@@ -74,11 +79,11 @@ pub struct OptimizeArgs {
     #[command(flatten)]
     pub models: ModelArgs,
     /// Run folder for the log (default: runs/optimize-<id>).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "resume")]
     pub out: Option<PathBuf>,
     /// Where to write the chosen prompt's panel (default: beside PANEL as
     /// <name>.optimized-<id>.toml; never overwrites a file).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "resume")]
     pub output: Option<PathBuf>,
     /// Run without the screen: every rewrite is taken, progress goes to stdout.
     #[arg(long)]
@@ -167,8 +172,23 @@ pub fn judges_at(panel: &mut Panel, temperature: f32) {
 }
 
 pub fn run(args: OptimizeArgs) -> anyhow::Result<ExitCode> {
-    let mut panel = load_panel(Some(&args.panel))?;
-    let settings = Settings::of(&args);
+    if args.resume.is_some() {
+        return super::optimize_resume::run(args);
+    }
+    let (config, log) = configure(&args, None)?;
+    launch(config, log, &args, None)
+}
+
+/// The run's configuration and its log's path, from the command line (or,
+/// resuming, from the options the log recorded).
+pub(super) fn configure(
+    args: &OptimizeArgs,
+    kept: Option<&super::optimize_resume::Kept>,
+) -> anyhow::Result<(OptimizeConfig, PathBuf)> {
+    let panel_arg = args.panel.clone().context("PANEL is required")?;
+    let data = args.data.clone().context("--data is required")?;
+    let mut panel = load_panel(Some(&panel_arg))?;
+    let settings = Settings::of(args);
     if !(args.holdout > 0.0 && args.holdout < 1.0) {
         bail!("--holdout: {} must be above 0 and below 1 (S is measured on the held-out split)", args.holdout);
     }
@@ -197,7 +217,7 @@ pub fn run(args: OptimizeArgs) -> anyhow::Result<ExitCode> {
             panel.dimension_keys().join(", ")
         ),
     };
-    let file = crate::item::resolve_items(&args.data)?;
+    let file = crate::item::resolve_items(&data)?;
     for problem in &file.skipped {
         eprintln!("moot optimize: {}: {problem} (skipped)", file.source);
     }
@@ -211,7 +231,7 @@ pub fn run(args: OptimizeArgs) -> anyhow::Result<ExitCode> {
     let cluster_by = match &args.cluster_by {
         Some(field) => {
             let values =
-                crate::optimize::fields::values(&args.data, field).map_err(|e| anyhow::anyhow!("--cluster-by: {e}"))?;
+                crate::optimize::fields::values(&data, field).map_err(|e| anyhow::anyhow!("--cluster-by: {e}"))?;
             let values = examples
                 .iter()
                 .map(|e| {
@@ -241,17 +261,21 @@ pub fn run(args: OptimizeArgs) -> anyhow::Result<ExitCode> {
         )));
     }
     let (bindings, seed) = args.models.bind(&mut panel, &mut registry)?;
-    let run_id = crate::session::new_session_id();
+    let run_id = kept.map_or_else(crate::session::new_session_id, |k| k.run_id.clone());
     let out = args.out.clone().unwrap_or_else(|| PathBuf::from("runs").join(format!("optimize-{run_id}")));
     let output = args.output.clone().unwrap_or_else(|| crate::optimize::output::default_output(&panel, &run_id, &out));
     if panel.source.as_deref() == Some(output.as_path()) {
         bail!("--output: {} is the input panel; moot optimize never overwrites it", output.display());
     }
+    let options = match kept {
+        Some(k) => k.options.clone(),
+        None => super::optimize_resume::options_of(args, &panel_arg, &data, seed, &out, &output),
+    };
     let config = OptimizeConfig {
         run_id,
         panel: Arc::new(panel),
-        panel_arg: args.panel.clone(),
-        data: args.data.clone(),
+        panel_arg: kept.map_or(panel_arg, |k| k.panel_arg.clone()),
+        data: kept.map_or(data.clone(), |k| k.data.clone()),
         examples,
         dimension,
         objective,
@@ -272,19 +296,28 @@ pub fn run(args: OptimizeArgs) -> anyhow::Result<ExitCode> {
             cluster_by,
             few_shot: settings.few_shot,
             preset: (args.preset == "paper").then(|| "paper".into()),
+            options: Some(options),
         },
     };
-    let log = out.join(LOG_FILE);
+    Ok((config, out.join(LOG_FILE)))
+}
+
+/// Run the loop (new, or going on with `resume`'s log events) on the screen or headless.
+pub(super) fn launch(
+    config: OptimizeConfig,
+    log: PathBuf,
+    args: &OptimizeArgs,
+    resume: Option<Vec<crate::optimize::OptEvent>>,
+) -> anyhow::Result<ExitCode> {
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     if args.headless {
-        return runtime.block_on(headless(config, log));
+        return runtime.block_on(headless(config, log, resume));
     }
     let env = super::screen_env(args.theme.as_deref())?;
     runtime.block_on(async {
         let (tx, events) = tokio::sync::mpsc::unbounded_channel();
-        let rec = OptRecorder::new(Some(&log), Some(tx)).with_context(|| format!("creating {}", log.display()))?;
         let (commands, rx) = tokio::sync::mpsc::unbounded_channel();
-        let task = tokio::spawn(crate::optimize::optimize(config, rec, rx));
+        let task = start(config, &log, resume, tx, rx)?;
         let mut tui = crate::tui::Tui::enter()?;
         let screen = crate::tui::optimize::live(&mut tui, env, events, commands.clone()).await;
         drop(tui);
@@ -411,11 +444,34 @@ pub fn progress_line(view: &OptView, kind: &OptKind) -> Option<String> {
     })
 }
 
-async fn headless(config: OptimizeConfig, log: PathBuf) -> anyhow::Result<ExitCode> {
+/// Spawn the loop writing to `log`: a new log, or the interrupted one it goes on with.
+fn start(
+    config: OptimizeConfig,
+    log: &std::path::Path,
+    resume: Option<Vec<crate::optimize::OptEvent>>,
+    tx: tokio::sync::mpsc::UnboundedSender<crate::optimize::OptEvent>,
+    rx: tokio::sync::mpsc::UnboundedReceiver<crate::optimize::OptCommand>,
+) -> anyhow::Result<tokio::task::JoinHandle<crate::optimize::OptOutcome>> {
+    Ok(match resume {
+        None => {
+            let rec = OptRecorder::new(Some(log), Some(tx)).with_context(|| format!("creating {}", log.display()))?;
+            tokio::spawn(crate::optimize::optimize(config, rec, rx))
+        }
+        Some(old) => {
+            let rec = OptRecorder::resume(log, old, Some(tx)).with_context(|| format!("opening {}", log.display()))?;
+            tokio::spawn(crate::optimize::optimize_resumed(config, rec, rx))
+        }
+    })
+}
+
+async fn headless(
+    config: OptimizeConfig,
+    log: PathBuf,
+    resume: Option<Vec<crate::optimize::OptEvent>>,
+) -> anyhow::Result<ExitCode> {
     let (tx, mut events) = tokio::sync::mpsc::unbounded_channel();
-    let rec = OptRecorder::new(Some(&log), Some(tx)).with_context(|| format!("creating {}", log.display()))?;
     let (commands, rx) = tokio::sync::mpsc::unbounded_channel();
-    let task = tokio::spawn(crate::optimize::optimize(config, rec, rx));
+    let task = start(config, &log, resume, tx, rx)?;
     let ctrl_c = tokio::spawn({
         let commands = commands.clone();
         async move {

@@ -449,6 +449,17 @@ async fn run_one(
         }
     };
     let mut task = EngineTask(task);
+    // While the session's log cannot be written, the session waits, paused;
+    // the progress lines say so.
+    let watcher = handle.log_status().map(|mut status| {
+        let progress = progress.clone();
+        tokio::spawn(async move {
+            while status.changed().await.is_ok() {
+                let why = status.borrow_and_update().clone();
+                progress.set_blocked(index, why);
+            }
+        })
+    });
     register(handle);
     // Live token counts for the progress line; reconciled with the engine's
     // own totals when the session ends.
@@ -483,6 +494,10 @@ async fn run_one(
         );
     }
     counter.abort();
+    if let Some(w) = watcher {
+        w.abort();
+    }
+    progress.set_blocked(index, None);
     // The item's decisions as its log recorded them, for the running tally.
     if pairwise && let Some(comparisons) = pairwise::comparisons_of_log(path) {
         progress.add_pairwise(&comparisons);

@@ -26,6 +26,9 @@ pub struct Progress {
     started: Mutex<Option<Instant>>,
     /// Pairwise runs: the panel's decisions over the finished items.
     pairwise: Mutex<super::pairwise::PairTally>,
+    /// Items whose session log cannot be written now (their sessions wait,
+    /// paused, until it can), by item index: why.
+    blocked: Mutex<std::collections::BTreeMap<usize, String>>,
 }
 
 /// A copy of the counters at one moment.
@@ -57,7 +60,28 @@ impl Progress {
             pricing,
             started: Mutex::new(None),
             pairwise: Mutex::new(Default::default()),
+            blocked: Mutex::new(Default::default()),
         }
+    }
+
+    /// Item `index`'s log cannot be written (`Some(why)`), or can again (`None`).
+    pub fn set_blocked(&self, index: usize, why: Option<String>) {
+        let mut blocked = self.blocked.lock().unwrap_or_else(|e| e.into_inner());
+        match why {
+            Some(why) => blocked.insert(index, why),
+            None => blocked.remove(&index),
+        };
+    }
+
+    /// While some items' logs cannot be written: what to say (the first
+    /// reason, and how many items wait).
+    pub fn blocked(&self) -> Option<String> {
+        let blocked = self.blocked.lock().unwrap_or_else(|e| e.into_inner());
+        let (_, why) = blocked.iter().next()?;
+        Some(match blocked.len() {
+            1 => format!("{why} — paused, retrying"),
+            n => format!("{why} — {n} items paused, retrying"),
+        })
     }
 
     /// Adds a finished item's pairwise comparisons to the running tally.
@@ -225,11 +249,14 @@ impl Bars {
         ProgressStyle::with_template("{wide_msg}").expect("the template is valid")
     }
 
-    fn update(&mut self, multi: &MultiProgress, snap: &Snapshot, pairwise: Option<String>) {
+    fn update(&mut self, multi: &MultiProgress, snap: &Snapshot, pairwise: Option<String>, blocked: Option<String>) {
         self.items.set_length(snap.total as u64);
         self.items.set_position((snap.done + snap.failed) as u64);
         self.items.set_message(snap.eta.map(|eta| format!(" · ETA {}", fmt_duration(eta))).unwrap_or_default());
-        self.status.set_message(snap.status());
+        self.status.set_message(match blocked {
+            Some(why) => format!("{} · {why}", snap.status()),
+            None => snap.status(),
+        });
         if let Some(line) = pairwise {
             let bar = self.pairwise.get_or_insert_with(|| {
                 let bar = multi.add(ProgressBar::new(0));
@@ -267,6 +294,7 @@ pub async fn print_progress(
     interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     let mut last_plain: Option<Snapshot> = None;
     let mut last_pairwise: Option<String> = None;
+    let mut last_blocked: Option<String> = None;
     let mut bars: Option<Bars> = None;
     loop {
         let stopping = tokio::select! {
@@ -274,10 +302,11 @@ pub async fn print_progress(
             () = stop.cancelled() => true,
         };
         let snap = progress.snapshot();
+        let blocked = progress.blocked();
         match style {
             Style::Bar => {
                 let bars = bars.get_or_insert_with(|| Bars::new(&multi, snap.total));
-                bars.update(&multi, &snap, progress.pairwise_line(BAR_SYSTEMS));
+                bars.update(&multi, &snap, progress.pairwise_line(BAR_SYSTEMS), blocked);
                 if stopping {
                     bars.finish();
                 }
@@ -290,6 +319,17 @@ pub async fn print_progress(
                 if moved || stopping {
                     let _ = writeln!(err, "moot eval: {}", snap.line());
                     last_plain = Some(snap);
+                }
+                if blocked != last_blocked {
+                    match &blocked {
+                        Some(why) => {
+                            let _ = writeln!(err, "moot eval: {why}");
+                        }
+                        None => {
+                            let _ = writeln!(err, "moot eval: the logs are written again; going on");
+                        }
+                    }
+                    last_blocked = blocked;
                 }
                 let pairwise = progress.pairwise_line(LINE_SYSTEMS);
                 if pairwise.is_some() && pairwise != last_pairwise {
@@ -309,6 +349,25 @@ pub async fn print_progress(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn logs_that_cannot_be_written_are_said_until_they_can() {
+        let p = Progress::new(3, None);
+        assert_eq!(p.blocked(), None);
+        p.set_blocked(2, Some("cannot write the log runs/a.jsonl: No space left on device".into()));
+        assert_eq!(
+            p.blocked().as_deref(),
+            Some("cannot write the log runs/a.jsonl: No space left on device — paused, retrying")
+        );
+        p.set_blocked(0, Some("cannot write the log runs/b.jsonl: No space left on device".into()));
+        assert_eq!(
+            p.blocked().as_deref(),
+            Some("cannot write the log runs/b.jsonl: No space left on device — 2 items paused, retrying")
+        );
+        p.set_blocked(0, None);
+        p.set_blocked(2, None);
+        assert_eq!(p.blocked(), None);
+    }
 
     #[test]
     fn snapshot_lines() {
@@ -350,7 +409,7 @@ mod tests {
             let snap = p.snapshot();
             let mut bars = Bars::new(&multi, snap.total);
             let pairwise = "sys-lead 6-0-2 win 75% [41%, 93%] · sys-para 2-3-1 win 33% [10%, 70%] · 1 undecided";
-            bars.update(&multi, &snap, Some(pairwise.into()));
+            bars.update(&multi, &snap, Some(pairwise.into()), None);
             bars.finish();
             let screen = term.contents();
             let lines: Vec<&str> = screen.lines().collect();

@@ -84,7 +84,7 @@ impl Loop {
         let rec = self.rec.clone();
         let config = self.config.clone();
         let results = self
-            .judge_jobs(panel, &jobs, |(split, i), j| {
+            .judge_jobs(panel, Some(iteration), &jobs, |(split, i), j| {
                 rec.emit(OptKind::Judged {
                     iteration,
                     split,
@@ -107,7 +107,7 @@ impl Loop {
     /// stop comes meanwhile.
     pub(super) async fn judge_many(&mut self, panel: Arc<Panel>, idx: &[usize]) -> Option<Vec<Judgement>> {
         let jobs: Vec<(Split, usize)> = idx.iter().map(|&i| (Split::Test, i)).collect();
-        self.judge_jobs(panel, &jobs, |_, _| {}).await
+        self.judge_jobs(panel, None, &jobs, |_, _| {}).await
     }
 
     /// Judge each job's example with `panel` (`concurrency` at once), calling
@@ -116,19 +116,28 @@ impl Loop {
     async fn judge_jobs(
         &mut self,
         panel: Arc<Panel>,
+        iteration: Option<u32>,
         jobs: &[(Split, usize)],
         each: impl Fn((Split, usize), &Judgement),
     ) -> Option<Vec<Judgement>> {
         let config = self.config.clone();
         let concurrency = config.concurrency.max(1);
         let each = &each;
+        let journal = self.journal.clone();
         let work = async {
-            let config = &config;
+            let (config, journal) = (&config, &journal);
             let results: Vec<Judgement> = futures::stream::iter(jobs.iter().copied())
                 .map(|(split, i)| {
                     let panel = panel.clone();
                     async move {
-                        let j = judge_one(config, panel, i).await;
+                        let id = &config.examples[i].item.id;
+                        let logged = journal.as_ref().and_then(|j| Some(j.judged(iteration?, split, id)).flatten());
+                        let j = match logged {
+                            Some(j) => j,
+                            // A stop the log holds ends this judging: what it did not judge is not asked.
+                            None if journal.as_ref().is_some_and(|j| j.stopping()) => return Judgement::default(),
+                            None => judge_one(config, panel, i).await,
+                        };
                         each((split, i), &j);
                         j
                     }
@@ -142,8 +151,14 @@ impl Loop {
         let stops = self.stops;
         loop {
             tokio::select! {
-                r = &mut work => return Some(r),
-                cmd = self.commands.recv(), if self.commands_open => {
+                r = &mut work => {
+                    // A stop the log holds after one of these judgements.
+                    self.drain();
+                    return (self.stops == stops).then_some(r);
+                }
+                // Look again once the log is used up.
+                () = tokio::time::sleep(std::time::Duration::from_millis(200)), if self.log_went_on() => {}
+                cmd = self.commands.recv(), if self.commands_open && !self.log_went_on() => {
                     self.apply(cmd);
                     if self.stops > stops {
                         return None;

@@ -16,8 +16,9 @@ use super::prompt::JudgePrompt;
 use super::sample::PickedBy;
 use crate::session::event::ModelRef;
 
-/// Version of the optimisation log format.
-pub const OPTIMIZE_SCHEMA_VERSION: u32 = 1;
+/// Version of the optimisation log format (2: `optimize_started` records
+/// the run's `options`, so that it can be resumed).
+pub const OPTIMIZE_SCHEMA_VERSION: u32 = 2;
 
 /// The file name of the log inside a run folder.
 pub const LOG_FILE: &str = "optimize.jsonl";
@@ -147,6 +148,9 @@ pub enum OptKind {
         /// `paper` when the run took the paper's settings (`--preset paper`).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         preset: Option<String>,
+        /// The command line's options (since version 2; what `--resume` starts again with).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        options: Option<super::resume::RunOptions>,
     },
     IterationStarted {
         iteration: u32,
@@ -271,6 +275,8 @@ struct Inner {
     file: Option<(PathBuf, std::io::BufWriter<std::fs::File>)>,
     observer: Option<UnboundedSender<OptEvent>>,
     write_error: Option<String>,
+    /// Resuming: the log the run is matched to.
+    journal: Option<super::journal::Journal>,
 }
 
 /// Stamps, writes and forwards the events of one optimisation run.
@@ -292,11 +298,43 @@ impl OptRecorder {
             }
             None => None,
         };
-        Ok(Self { inner: Arc::new(Mutex::new(Inner { seq: 0, file, observer, write_error: None })) })
+        Ok(Self { inner: Arc::new(Mutex::new(Inner { seq: 0, file, observer, write_error: None, journal: None })) })
+    }
+
+    /// Go on with the log at `path`, whose complete lines are `old` (a torn
+    /// last line is removed first): the old events go to `observer` now, an
+    /// event the run emits again is matched to its line and not written
+    /// again, the others are appended, numbered on.
+    pub fn resume(
+        path: &Path,
+        old: Vec<OptEvent>,
+        observer: Option<UnboundedSender<OptEvent>>,
+    ) -> std::io::Result<(Self, super::journal::Journal)> {
+        super::resume::cut_torn_line(path)?;
+        if let Some(tx) = &observer {
+            for e in &old {
+                let _ = tx.send(e.clone());
+            }
+        }
+        let journal = super::journal::Journal::new(old);
+        let f = std::fs::OpenOptions::new().append(true).open(path)?;
+        let inner = Inner {
+            seq: journal.next_seq(),
+            file: Some((path.to_path_buf(), std::io::BufWriter::new(f))),
+            observer,
+            write_error: None,
+            journal: Some(journal.clone()),
+        };
+        Ok((Self { inner: Arc::new(Mutex::new(inner)) }, journal))
     }
 
     pub fn emit(&self, kind: OptKind) -> OptEvent {
         let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(j) = &inner.journal
+            && j.matches(&kind)
+        {
+            return OptEvent { seq: inner.seq, t: Utc::now(), kind };
+        }
         let event = OptEvent { seq: inner.seq, t: Utc::now(), kind };
         inner.seq += 1;
         let inner = &mut *inner;
@@ -382,6 +420,7 @@ mod tests {
             cluster_by: None,
             few_shot: false,
             preset: None,
+            options: None,
         }
     }
 

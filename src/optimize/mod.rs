@@ -22,8 +22,13 @@ pub mod sample;
 pub mod score;
 pub mod view;
 
+mod conditions;
+mod journal;
 mod judge;
 pub mod output;
+pub mod resume;
+mod review;
+mod start;
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -40,6 +45,8 @@ use crate::session::event::Role;
 pub use log::{Condition, Decision, OptEvent, OptKind, OptRecorder, OptStatus, Split};
 pub use prompt::JudgePrompt;
 pub use score::Objective;
+pub use start::opening;
+use start::{failed_start, prepare, started_kind};
 
 /// A labelled example: the item the judge sees and the human label.
 #[derive(Debug, Clone)]
@@ -95,6 +102,8 @@ pub struct Design {
     pub few_shot: bool,
     /// `paper` when the run took the paper's settings.
     pub preset: Option<String>,
+    /// The command line's options, recorded so that the run can be resumed.
+    pub options: Option<resume::RunOptions>,
 }
 
 /// An item field and each example's value of it (in the order of the examples).
@@ -196,26 +205,36 @@ struct Loop {
     cancel: CancellationToken,
     stop: Option<Option<u32>>,
     rollback: Option<u32>,
+    /// Resuming: the log that answers what it holds.
+    journal: Option<journal::Journal>,
 }
 
 const HUMAN: &str = "human";
 
 /// Run the loop to its end, recording every step.
 pub async fn optimize(config: OptimizeConfig, rec: OptRecorder, commands: UnboundedReceiver<OptCommand>) -> OptOutcome {
-    let (train, holdout, test) =
-        sample::split_three(config.examples.len(), config.holdout, config.design.test, config.seed);
-    let clusters = match &config.design.cluster_by {
-        Some(by) if by.values.len() != config.examples.len() => {
-            Err(format!("{} values of `{}` for {} examples", by.values.len(), by.field, config.examples.len()))
-        }
-        Some(by) => Ok(sample::cluster_by_value(&train.iter().map(|&i| by.values[i].clone()).collect::<Vec<_>>())),
-        None => {
-            let texts: Vec<String> = train.iter().map(|&i| example_text(&config.examples[i].item)).collect();
-            sample::cluster(&texts, config.clusters, config.seed)
-        }
-    };
-    let clusters = match clusters {
-        Ok(c) => c,
+    run_loop(config, rec, None, commands).await
+}
+
+/// Go on with an interrupted run: `rec` and `journal` come from
+/// [`OptRecorder::resume`] on its log, and `config` is the run's own (see
+/// [`resume::check`]). What the log holds is not asked again.
+pub async fn optimize_resumed(
+    config: OptimizeConfig,
+    (rec, journal): (OptRecorder, journal::Journal),
+    commands: UnboundedReceiver<OptCommand>,
+) -> OptOutcome {
+    run_loop(config, rec, Some(journal), commands).await
+}
+
+async fn run_loop(
+    config: OptimizeConfig,
+    rec: OptRecorder,
+    journal: Option<journal::Journal>,
+    commands: UnboundedReceiver<OptCommand>,
+) -> OptOutcome {
+    let (train, holdout, test, clusters) = match prepare(&config) {
+        Ok(parts) => parts,
         Err(e) => return failed_start(&config, &rec, e),
     };
     let mut lp = Loop {
@@ -236,6 +255,7 @@ pub async fn optimize(config: OptimizeConfig, rec: OptRecorder, commands: Unboun
         cancel: CancellationToken::new(),
         stop: None,
         rollback: None,
+        journal,
     };
     lp.started();
     let (status, reason, error) = lp.run().await;
@@ -253,69 +273,9 @@ pub fn example_text(item: &Item) -> String {
         .join("\n")
 }
 
-fn failed_start(config: &OptimizeConfig, rec: &OptRecorder, error: String) -> OptOutcome {
-    rec.emit(OptKind::OptimizeEnded {
-        status: OptStatus::Failed,
-        reason: "could not start".into(),
-        best: None,
-        best_holdout: None,
-        chosen_by: "best".into(),
-        output: None,
-        error: Some(error.clone()),
-        test: None,
-    });
-    let _ = config;
-    OptOutcome {
-        status: OptStatus::Failed,
-        reason: "could not start".into(),
-        iterations: Vec::new(),
-        best: None,
-        prompt: None,
-        output: None,
-        error: Some(error),
-        write_error: rec.write_error(),
-        test: None,
-    }
-}
-
 impl Loop {
     fn started(&self) {
-        let c = &self.config;
-        let mut models = std::collections::BTreeMap::new();
-        let judge = c.panel.agents().next().map_or(&c.bindings.default, |(_, a)| c.bindings.for_agent(&a.name));
-        models.insert("judge".to_string(), judge.model_ref());
-        for role in Role::OPTIMIZE {
-            models.insert(role.as_str().to_string(), c.bindings.for_role(role).model_ref());
-        }
-        self.rec.emit(OptKind::OptimizeStarted {
-            run_id: c.run_id.clone(),
-            schema_version: log::OPTIMIZE_SCHEMA_VERSION,
-            moot_version: env!("CARGO_PKG_VERSION").to_string(),
-            panel: c.panel_arg.clone(),
-            data: c.data.clone(),
-            dimension: c.dimension.clone(),
-            scale_min: c.panel.scale.min,
-            scale_max: c.panel.scale.max,
-            objective: c.objective.as_str().to_string(),
-            threshold: c.threshold,
-            max_iter: c.max_iter,
-            seed: c.seed,
-            per_cluster: c.per_cluster,
-            train: self
-                .train
-                .iter()
-                .zip(&self.clusters)
-                .map(|(&i, &cluster)| log::ExampleRef { id: c.examples[i].item.id.clone(), cluster })
-                .collect(),
-            holdout: self.holdout.iter().map(|&i| c.examples[i].item.id.clone()).collect(),
-            models,
-            prompt: JudgePrompt::of(&c.panel),
-            review: c.review,
-            test: self.test.iter().map(|&i| c.examples[i].item.id.clone()).collect(),
-            cluster_by: c.design.cluster_by.as_ref().map(|b| b.field.clone()),
-            few_shot: c.design.few_shot,
-            preset: c.design.preset.clone(),
-        });
+        self.rec.emit(started_kind(&self.config, &self.train, &self.holdout, &self.test, &self.clusters));
     }
 
     async fn run(&mut self) -> (OptStatus, String, Option<String>) {
@@ -332,6 +292,7 @@ impl Loop {
                 return self.stopped(self.stop.unwrap_or(None));
             };
             let scored = self.score(iteration, &prompt, &picked_results, &picked);
+            self.drain();
             if let Some(stop) = self.stop {
                 return self.stopped(stop);
             }
@@ -358,7 +319,7 @@ impl Loop {
                 })
                 .collect();
             let messages = requests::feedback_messages(&self.config.panel, &prompt, &self.config.dimension, &judged);
-            let mut feedback = match self.ask(Role::Feedback, messages).await {
+            let mut feedback = match self.ask(iteration, Role::Feedback, messages).await {
                 Ok(text) => text,
                 Err(e) => return self.call_failed(iteration, Role::Feedback, e),
             };
@@ -378,7 +339,8 @@ impl Loop {
                     Next::Stop(choose) => return self.stopped(choose),
                 }
             }
-            let reply = match self.ask(Role::Rewriter, requests::rewrite_messages(&prompt, &feedback)).await {
+            let reply = match self.ask(iteration, Role::Rewriter, requests::rewrite_messages(&prompt, &feedback)).await
+            {
                 Ok(text) => text,
                 Err(e) => return self.call_failed(iteration, Role::Rewriter, e),
             };
@@ -468,7 +430,19 @@ impl Loop {
         picked
     }
 
-    async fn ask(&mut self, role: Role, messages: Vec<crate::provider::ChatMessage>) -> Result<String, String> {
+    async fn ask(
+        &mut self,
+        iteration: u32,
+        role: Role,
+        messages: Vec<crate::provider::ChatMessage>,
+    ) -> Result<String, String> {
+        if let Some(answer) = self.journal.as_ref().and_then(|j| j.reply(role, iteration)) {
+            self.drain();
+            if self.stop.is_some() {
+                return Err("stopped".into());
+            }
+            return answer;
+        }
         let panel = self.config.panel.clone();
         let binding = self.config.bindings.for_role(role).clone();
         let (retry, cancel) = (self.config.retry, self.cancel.clone());
@@ -477,293 +451,10 @@ impl Loop {
         loop {
             tokio::select! {
                 r = &mut call => return r,
-                cmd = self.commands.recv(), if self.commands_open => self.apply(cmd),
+                // Look again once the log is used up.
+                () = tokio::time::sleep(std::time::Duration::from_millis(200)), if self.log_went_on() => {}
+                cmd = self.commands.recv(), if self.commands_open && !self.log_went_on() => self.apply(cmd),
             }
-        }
-    }
-
-    /// Apply a command that is not an answer to a review point.
-    fn apply(&mut self, cmd: Option<OptCommand>) {
-        let Some(cmd) = cmd else {
-            self.commands_open = false;
-            return;
-        };
-        let position = |lp: &Self, id: &str| lp.train.iter().position(|&i| lp.config.examples[i].item.id == id);
-        match cmd {
-            OptCommand::Pin(id) => {
-                if let Some(p) = position(self, &id) {
-                    self.pinned.insert(p);
-                    self.dropped.remove(&p);
-                    self.rec.emit(OptKind::ExamplePinned { id, author: self.config.author.clone() });
-                }
-            }
-            OptCommand::Unpin(id) => {
-                if let Some(p) = position(self, &id)
-                    && self.pinned.remove(&p)
-                {
-                    self.rec.emit(OptKind::ExampleUnpinned { id, author: self.config.author.clone() });
-                }
-            }
-            OptCommand::Drop(id) => {
-                if let Some(p) = position(self, &id) {
-                    self.pinned.remove(&p);
-                    self.dropped.insert(p);
-                    self.rec.emit(OptKind::ExampleDropped { id, author: self.config.author.clone() });
-                }
-            }
-            OptCommand::RollBack(to) => {
-                if self.results.iter().any(|r| r.iteration == to) {
-                    self.rollback = Some(to);
-                    self.rec.emit(OptKind::RolledBack { to, author: self.config.author.clone() });
-                }
-            }
-            OptCommand::Stop { choose } => {
-                let choose = choose.filter(|i| self.results.iter().any(|r| r.iteration == *i));
-                if self.stop.is_none() {
-                    self.rec.emit(OptKind::StopRequested { author: self.config.author.clone(), choose });
-                }
-                self.stop = Some(choose);
-                self.stops += 1;
-                self.cancel.cancel();
-            }
-            // Answers to review points arriving at another time are ignored.
-            OptCommand::Continue
-            | OptCommand::EditFeedback(_)
-            | OptCommand::Accept
-            | OptCommand::AcceptEdited(_)
-            | OptCommand::Reject => {}
-        }
-    }
-
-    /// Apply the commands waiting now.
-    fn drain(&mut self) {
-        while let Ok(cmd) = self.commands.try_recv() {
-            self.apply(Some(cmd));
-        }
-    }
-
-    /// Wait for the next command (`None`: nobody can send one any more).
-    async fn next_command(&mut self) -> Option<OptCommand> {
-        if !self.commands_open {
-            return None;
-        }
-        let cmd = self.commands.recv().await;
-        if cmd.is_none() {
-            self.commands_open = false;
-        }
-        cmd
-    }
-
-    async fn review_feedback(&mut self, iteration: u32, feedback: &mut String) -> Next {
-        loop {
-            if let Some(stop) = self.stop {
-                return Next::Stop(stop);
-            }
-            if let Some(to) = self.rollback.take() {
-                return Next::RollBack(to);
-            }
-            match self.next_command().await {
-                // Nobody can answer any more: end with the best prompt.
-                None => return Next::Stop(None),
-                Some(OptCommand::Continue) => return Next::Go,
-                Some(OptCommand::EditFeedback(text)) => {
-                    *feedback = text.clone();
-                    self.rec.emit(OptKind::FeedbackWritten {
-                        iteration,
-                        text,
-                        by: HUMAN.into(),
-                        author: Some(self.config.author.clone()),
-                    });
-                    return Next::Go;
-                }
-                other => self.apply(other),
-            }
-        }
-    }
-
-    async fn review_rewrite(
-        &mut self,
-        iteration: u32,
-        proposed: &JudgePrompt,
-    ) -> Result<(JudgePrompt, Decision), Next> {
-        let current =
-            self.results.last().map(|r| r.prompt.clone()).unwrap_or_else(|| JudgePrompt::of(&self.config.panel));
-        loop {
-            if let Some(stop) = self.stop {
-                return Err(Next::Stop(stop));
-            }
-            if let Some(to) = self.rollback.take() {
-                return Err(Next::RollBack(to));
-            }
-            let (decision, prompt) = match self.next_command().await {
-                None => return Err(Next::Stop(None)),
-                Some(OptCommand::Accept) | Some(OptCommand::Continue) => (Decision::Accepted, proposed.clone()),
-                Some(OptCommand::AcceptEdited(p)) => (Decision::Edited, p),
-                Some(OptCommand::Reject) => (Decision::Rejected, current.clone()),
-                other => {
-                    self.apply(other);
-                    continue;
-                }
-            };
-            let author = self.config.author.clone();
-            self.rec.emit(OptKind::RewriteDecided {
-                iteration,
-                decision,
-                prompt: (decision != Decision::Rejected).then(|| prompt.clone()),
-                author,
-            });
-            return Ok((prompt, decision));
-        }
-    }
-
-    /// The result: the iteration a person chose, else the best held-out S.
-    fn chosen(&self) -> (Option<IterationResult>, &'static str) {
-        let chosen = match self.stop {
-            Some(Some(i)) => self.results.iter().find(|r| r.iteration == i),
-            _ => None,
-        };
-        let chosen_by = if chosen.is_some() { "human" } else { "best" };
-        (chosen.or_else(|| best_of(&self.results)).cloned(), chosen_by)
-    }
-
-    /// The paper's conditions after the loop: on the test split, the
-    /// initial, few-shot and chosen prompts; with no test split, the few-shot
-    /// prompt on the held-out split (the others have their held-out S).
-    /// Returns the chosen prompt's test S.
-    async fn conditions(&mut self, chosen: Option<&IterationResult>) -> Option<f64> {
-        let initial = JudgePrompt::of(&self.config.panel);
-        let few_shot = (self.config.design.few_shot && !self.first_picks.is_empty()).then(|| {
-            let shots: Vec<(&Item, f64)> = self
-                .first_picks
-                .iter()
-                .map(|&i| (&self.config.examples[i].item, self.config.examples[i].label))
-                .collect();
-            initial.with_examples(&shots, &self.config.dimension)
-        });
-        if self.test.is_empty() {
-            if let Some(p) = few_shot {
-                let held = self.holdout.clone();
-                self.condition(Condition::FewShot, None, Split::Holdout, p, &held, true).await;
-            }
-            return None;
-        }
-        let test = self.test.clone();
-        let mut scored: Vec<(JudgePrompt, Option<f64>)> = Vec::new();
-        let mut conditions = vec![(Condition::Initial, Some(1), initial, false)];
-        conditions.extend(few_shot.map(|p| (Condition::FewShot, None, p, true)));
-        conditions.extend(chosen.map(|r| (Condition::Chosen, Some(r.iteration), r.prompt.clone(), false)));
-        let mut chosen_test = None;
-        for (condition, iteration, prompt, show) in conditions {
-            // The same prompt is judged once (the chosen one is often the initial one).
-            let score = match scored.iter().find(|(p, _)| *p == prompt) {
-                Some((_, s)) => {
-                    let s = *s;
-                    self.rec.emit(OptKind::ConditionScored {
-                        condition,
-                        iteration,
-                        split: Split::Test,
-                        objective: self.config.objective.as_str().into(),
-                        score: s,
-                        error: s.is_none().then(|| "as the same prompt above".into()),
-                        failures: 0,
-                        prompt: None,
-                        rows: Vec::new(),
-                    });
-                    Some(s)
-                }
-                None => self.condition(condition, iteration, Split::Test, prompt.clone(), &test, show).await,
-            };
-            let Some(score) = score else { break };
-            scored.push((prompt, score));
-            if condition == Condition::Chosen {
-                chosen_test = score;
-            }
-        }
-        chosen_test
-    }
-
-    /// Judge `idx` with `prompt` and record the condition's S; `None` when a
-    /// stop came first (else the S, itself `None` when there is none).
-    async fn condition(
-        &mut self,
-        condition: Condition,
-        iteration: Option<u32>,
-        split: Split,
-        prompt: JudgePrompt,
-        idx: &[usize],
-        show: bool,
-    ) -> Option<Option<f64>> {
-        let panel = Arc::new(prompt.apply(&self.config.panel));
-        let results = self.judge_many(panel, idx).await?;
-        let c = &self.config;
-        let pairs: Vec<(Option<f64>, f64)> =
-            idx.iter().zip(&results).map(|(&i, r)| (r.value, c.examples[i].label)).collect();
-        let s = score::score(c.objective, &pairs, &c.panel.scale);
-        self.rec.emit(OptKind::ConditionScored {
-            condition,
-            iteration,
-            split,
-            objective: c.objective.as_str().into(),
-            score: s.as_ref().ok().copied(),
-            error: s.as_ref().err().cloned(),
-            failures: results.iter().filter(|r| r.value.is_none()).count(),
-            prompt: show.then_some(prompt),
-            rows: idx
-                .iter()
-                .zip(&results)
-                .map(|(&i, r)| log::ConditionRow {
-                    id: c.examples[i].item.id.clone(),
-                    judge: r.value,
-                    human: c.examples[i].label,
-                    error: r.error.clone(),
-                })
-                .collect(),
-        });
-        Some(s.ok())
-    }
-
-    fn finish(
-        self,
-        status: OptStatus,
-        reason: String,
-        error: Option<String>,
-        (chosen, chosen_by): (Option<IterationResult>, &'static str),
-        test: Option<f64>,
-    ) -> OptOutcome {
-        let mut error = error;
-        let mut output = None;
-        if let (Some(r), Some(path)) = (&chosen, &self.config.output) {
-            match output::write_panel(&self.config, &r.prompt, r.iteration, r.holdout, path) {
-                Ok(p) => output = Some(p),
-                Err(e) => error = Some(error.map_or(e.clone(), |prev| format!("{prev}; {e}"))),
-            }
-        }
-        let status = if chosen.is_none() && status == OptStatus::Completed { OptStatus::Failed } else { status };
-        let error = if chosen.is_none() && error.is_none() {
-            Some("no iteration has a held-out score".to_string())
-        } else {
-            error
-        };
-        self.rec.emit(OptKind::OptimizeEnded {
-            status,
-            reason: reason.clone(),
-            best: chosen.as_ref().map(|r| r.iteration),
-            best_holdout: chosen.as_ref().and_then(|r| r.holdout),
-            chosen_by: chosen_by.into(),
-            output: output.as_ref().map(|p| p.display().to_string()),
-            error: error.clone(),
-            test,
-        });
-        OptOutcome {
-            status,
-            reason,
-            iterations: self.results,
-            best: chosen.as_ref().map(|r| r.iteration),
-            prompt: chosen.map(|r| r.prompt),
-            output,
-            error,
-            write_error: self.rec.write_error(),
-            test,
         }
     }
 }

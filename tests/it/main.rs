@@ -44,6 +44,7 @@ mod moderator_reasons;
 mod optimize;
 mod optimize_cli;
 mod optimize_paper;
+mod optimize_resume;
 mod overall;
 mod pairwise;
 mod pairwise_report;

@@ -151,6 +151,12 @@ impl Rounds {
         Serving { rounds: self, order }
     }
 
+    /// Entries submitted so far (tests: to know a thread's entry is in).
+    #[cfg(test)]
+    fn submitted(&self) -> u64 {
+        self.lock().tickets
+    }
+
     /// No engine serves a request and nothing waits to be decoded.
     pub(super) fn idle(&self) -> bool {
         let state = self.lock();
@@ -555,7 +561,9 @@ mod tests {
 
     #[test]
     fn a_prompt_is_read_a_chunk_a_round_beside_the_steps_the_oldest_prompt_first() {
-        let (rounds, calls) = decoder(SHARED_CHUNK + 3);
+        // A patience long enough that the first round waits for all three
+        // engines however slowly the threads are scheduled.
+        let (rounds, calls) = decoder_with(Rounds::with_patience(SHARED_CHUNK + 3, Duration::from_millis(500)));
         let serving = (rounds.serving(), rounds.serving(), rounds.serving());
         assert_eq!((serving.0.order, serving.1.order, serving.2.order), (1, 2, 3), "requests in the order they start");
         let prompt = |seq: i32, len: usize| {
@@ -568,10 +576,15 @@ mod tests {
             std::thread::spawn(move || rounds.submit(items, order, Kind::Read).unwrap())
         };
         // The younger request's prompt is put in first; the older's goes first.
+        let entered = |n: u64| {
+            while rounds.submitted() < n {
+                std::thread::sleep(Duration::from_micros(100));
+            }
+        };
         let younger = spawn(prompt(3, 10), 2);
-        std::thread::sleep(Duration::from_millis(2));
+        entered(1);
         let older = spawn(prompt(2, 100), 1);
-        std::thread::sleep(Duration::from_millis(2));
+        entered(2);
         let step = rounds.submit(vec![item(1, true)], 0, Kind::Step { early: false }).unwrap();
         assert_eq!(step, [vec![1.0]]);
         assert_eq!(older.join().unwrap(), [vec![2.0]], "a prompt's last token's logits, once all of it is read");
