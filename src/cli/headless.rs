@@ -115,6 +115,18 @@ impl<W: Write> Transcript<W> {
         self.out
     }
 
+    /// Print what is still held back behind a turn the log never ends (cut
+    /// by a crash, or its end on a damaged line), marking each such turn.
+    pub fn finish(&mut self) -> io::Result<()> {
+        let mut open: Vec<u64> = self.turns.iter().filter(|(_, b)| b.footer.is_none()).map(|(t, _)| *t).collect();
+        open.sort_unstable();
+        for turn in open {
+            let footer = self.paint.dim("(no end of this turn in the log)");
+            self.end_turn(turn, None, footer)?;
+        }
+        self.flush_live()
+    }
+
     fn line(&mut self, s: &str) -> io::Result<()> {
         if self.live.is_some() || !self.queue.is_empty() {
             // Keep a streaming turn's words together: show this after it.

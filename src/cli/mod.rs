@@ -414,13 +414,18 @@ fn replay(session: &str, speed: f64, theme: Option<&str>) -> anyhow::Result<Exit
         return Ok(ExitCode::SUCCESS);
     }
     let path = sessions::resolve_session(session)?;
-    let events = crate::tui::load_events(&path)?;
+    let log = crate::tui::load_events(&path)?;
+    let problems = log.problems.clone();
     let env = screen_env(theme)?;
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     runtime.block_on(async {
         let mut tui = crate::tui::Tui::enter()?;
-        crate::tui::replay(&mut tui, env, events, speed).await
+        crate::tui::replay(&mut tui, env, log, speed).await
     })?;
+    // The screen showed the first; the terminal keeps them all.
+    for p in problems {
+        eprintln!("moot: {}: {p}", if p.is_torn() { "note" } else { "warning" });
+    }
     Ok(ExitCode::SUCCESS)
 }
 

@@ -28,10 +28,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
     for p in &loaded.problems {
         eprintln!("moot report: warning: {p} (skipped)");
     }
-    let bad: usize = loaded.records.iter().map(|r| r.bad_lines).sum();
-    if bad > 0 {
-        eprintln!("moot report: warning: {bad} lines in the logs were not valid events and were skipped");
-    }
+    report_bad_lines(&loaded.records);
     if loaded.records.is_empty() {
         anyhow::bail!("none of the {} files in {} is a readable session log", files.len(), describe(&args.paths));
     }
@@ -199,6 +196,24 @@ fn write_session_pages(items: &mut [(ItemEntry, PathBuf)], dir: &Path) -> anyhow
         written += 1;
     }
     Ok(written)
+}
+
+/// How many damaged lines are named one by one; the rest are counted.
+const NAMED_BAD_LINES: usize = 20;
+
+/// Name the lines of the logs that were skipped, and last lines cut by a crash.
+fn report_bad_lines(records: &[ItemRecord]) {
+    let problems: Vec<_> = records.iter().flat_map(|r| &r.bad_lines).collect();
+    for p in problems.iter().take(NAMED_BAD_LINES) {
+        if p.is_torn() {
+            eprintln!("moot report: note: {p}");
+        } else {
+            eprintln!("moot report: warning: {p} (line skipped)");
+        }
+    }
+    if problems.len() > NAMED_BAD_LINES {
+        eprintln!("moot report: warning: {} more lines of the logs were skipped", problems.len() - NAMED_BAD_LINES);
+    }
 }
 
 fn describe(paths: &[std::path::PathBuf]) -> String {

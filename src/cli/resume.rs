@@ -31,7 +31,7 @@ impl Resumable {
         let path = super::sessions::resolve_session(arg)?;
         let resumable = Self::at(&path)?;
         for w in &resumable.warnings {
-            eprintln!("moot: {}: {w}", path.display());
+            eprintln!("moot: {w}");
         }
         Ok(resumable)
     }

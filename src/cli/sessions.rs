@@ -13,7 +13,7 @@ use crate::engine::prompts::fmt_num;
 use crate::session::event::Evaluation;
 use crate::session::fold::SessionView;
 use crate::session::stages::{self, with_overall};
-use crate::session::{default_sessions_dir, read_log};
+use crate::session::{LoadedLog, default_sessions_dir, read_log};
 
 pub fn run(command: SessionsCommand) -> anyhow::Result<ExitCode> {
     match command {
@@ -51,13 +51,30 @@ pub fn resolve_session(arg: &str) -> anyhow::Result<PathBuf> {
 /// Load and fold a log, printing its warnings to stderr.
 pub fn load_view(path: &Path) -> anyhow::Result<SessionView> {
     let log = read_log(path).with_context(|| format!("cannot read {}", path.display()))?;
-    for w in log.warnings() {
-        eprintln!("moot: {}: {w}", path.display());
-    }
+    warn(&log);
     if log.events.is_empty() {
-        bail!("{}: no events in this session log", path.display());
+        bail!("{}", no_events(path, &log));
     }
     Ok(SessionView::from_events(&log.events))
+}
+
+/// Print what is wrong with a log to stderr: damaged lines are skipped, a
+/// cut last line is ignored.
+pub fn warn(log: &LoadedLog) {
+    for p in &log.problems {
+        eprintln!("moot: warning: {p} (line skipped)");
+    }
+    if let Some(p) = &log.torn {
+        eprintln!("moot: note: {p}");
+    }
+}
+
+/// Why a log gave nothing to show: its first problem, when it has one.
+pub fn no_events(path: &Path, log: &LoadedLog) -> String {
+    match log.all_problems().next() {
+        Some(p) => format!("{}: no events could be read from this session log; the first problem: {p}", path.display()),
+        None => format!("{}: no events in this session log", path.display()),
+    }
 }
 
 fn list(dir: &Path) -> anyhow::Result<ExitCode> {
@@ -112,8 +129,9 @@ fn truncate(s: &str, n: usize) -> String {
 fn show(arg: &str, json: bool) -> anyhow::Result<ExitCode> {
     let path = resolve_session(arg)?;
     let log = read_log(&path).with_context(|| format!("cannot read {}", path.display()))?;
-    for w in log.warnings() {
-        eprintln!("moot: {}: {w}", path.display());
+    warn(&log);
+    if log.events.is_empty() && log.all_problems().next().is_some() {
+        bail!("{}", no_events(&path, &log));
     }
     let stdout = std::io::stdout();
     if json {
@@ -129,6 +147,7 @@ fn show(arg: &str, json: bool) -> anyhow::Result<ExitCode> {
     for e in &log.events {
         t.event(e)?;
     }
+    t.finish()?;
     if !log.events.iter().any(|e| e.kind.type_name() == "session_ended") {
         drop(t);
         println!("\n(the session has no end: it is still running, or it was cut off)");

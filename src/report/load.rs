@@ -13,9 +13,9 @@ use std::sync::{Arc, Mutex};
 
 use chrono::{DateTime, Utc};
 
-use crate::session::Stages;
-use crate::session::event::{Evaluation, Event, EventKind, Phase, Role, Scores, TurnKind, Usage};
+use crate::session::event::{Evaluation, EventKind, Phase, Role, Scores, TurnKind, Usage};
 use crate::session::run_folder::{self, LogState, Pricing};
+use crate::session::{LogProblem, Stages};
 use crate::stats::Preference;
 
 /// One value per key of [`PanelInfo::keys`] (`None` = no value).
@@ -138,8 +138,9 @@ pub struct ItemRecord {
     /// Ratings entered during the session (`human_rating` events; later ones win per key).
     pub human_session: Vals,
     pub effort: Effort,
-    /// Lines that were not valid events.
-    pub bad_lines: usize,
+    /// Lines that were not valid events (skipped), and an unterminated
+    /// last line (ignored; [`LogProblem::is_torn`]).
+    pub bad_lines: Vec<LogProblem>,
     /// What a meta-evaluator changed and proposed (SAGEval).
     pub sage: crate::session::sage::SageView,
     /// Pairwise sessions: the candidates, human labels and decisions.
@@ -189,8 +190,8 @@ pub enum LoadError {
     #[error("{}: not a session log (no session_started line)", path.display())]
     NotASession { path: PathBuf },
     /// The log's `session_started` line is there but cannot be read.
-    #[error("{}: line {line}: {message}", path.display())]
-    BadStart { path: PathBuf, line: usize, message: String },
+    #[error("{problem}")]
+    BadStart { problem: Box<LogProblem> },
 }
 
 /// Session log files named by `paths`: files as given, folders' `*.jsonl`
@@ -245,31 +246,25 @@ pub fn read_record(path: &Path, bytes: &[u8], cache: &PanelCache) -> Result<Item
     let mut running_usage = Usage::default();
     let mut running_calls = 0u64;
     let mut ended_usage: Option<(Usage, u64)> = None;
-    let mut bad_lines = 0;
+    let mut bad_lines = Vec::new();
     let mut stages = Stages::default();
     let mut sage = crate::session::sage::SageView::default();
     let mut pairwise = super::pairwise::PairwiseFold::default();
     // The last line may be cut by a crash: only complete lines count.
-    let complete = match bytes.iter().rposition(|&b| b == b'\n') {
-        Some(end) => &bytes[..=end],
-        None => &[][..],
-    };
-    // The first `session_started` line that could not be read: (line, why).
-    let mut bad_start: Option<(usize, String)> = None;
-    for (number, line) in complete.split(|&b| b == b'\n').enumerate() {
-        if line.iter().all(u8::is_ascii_whitespace) || is_delta(line) {
+    let (complete, torn) = crate::session::reader::lines(bytes);
+    // The first `session_started` line that could not be read.
+    let mut bad_start: Option<LogProblem> = None;
+    for (number, line) in complete {
+        if is_delta(line) {
             continue;
         }
-        let event: Event = match serde_json::from_slice(line) {
+        let event = match crate::session::parse_event(path, number, line) {
             Ok(e) => e,
-            Err(e) => {
-                bad_lines += 1;
-                if rec.is_none() && bad_start.is_none() {
-                    let message = crate::session::reader::describe_line_error(line, &e);
-                    if message.starts_with("not a valid `session_started` event") {
-                        bad_start = Some((number + 1, message));
-                    }
+            Err(problem) => {
+                if rec.is_none() && bad_start.is_none() && problem.event_type.as_deref() == Some("session_started") {
+                    bad_start = Some(problem.clone());
                 }
+                bad_lines.push(problem);
                 continue;
             }
         };
@@ -317,7 +312,7 @@ pub fn read_record(path: &Path, bytes: &[u8], cache: &PanelCache) -> Result<Item
                 human_item,
                 human_raters,
                 effort: Effort { group_turns: vec![0; ng], group_tokens: vec![0; ng], ..Effort::default() },
-                bad_lines: 0,
+                bad_lines: Vec::new(),
                 sage: Default::default(),
                 pairwise: None,
                 rouge_l: item.reference.as_deref().map(|r| crate::stats::rouge::rouge_l_f1(r, &item.content)),
@@ -377,7 +372,7 @@ pub fn read_record(path: &Path, bytes: &[u8], cache: &PanelCache) -> Result<Item
         }
     }
     let mut r = rec.ok_or_else(|| match bad_start {
-        Some((line, message)) => LoadError::BadStart { path: path.to_path_buf(), line, message },
+        Some(problem) => LoadError::BadStart { problem: Box::new(problem) },
         None => LoadError::NotASession { path: path.to_path_buf() },
     })?;
     apply_stages(&mut r, &stages);
@@ -390,6 +385,7 @@ pub fn read_record(path: &Path, bytes: &[u8], cache: &PanelCache) -> Result<Item
     r.effort.rounds = (!with_rounds.is_empty()).then(|| with_rounds.iter().sum::<f64>() / with_rounds.len() as f64);
     r.effort.rounds_with_first = (first_checked && !debated && !group_rounds.is_empty())
         .then(|| group_rounds.iter().map(|&n| f64::from(n) + 1.0).sum::<f64>() / group_rounds.len() as f64);
+    bad_lines.extend(torn.map(|(number, rest)| LogProblem::torn(path, number, rest.len())));
     r.bad_lines = bad_lines;
     Ok(r)
 }

@@ -4,6 +4,7 @@ pub mod event;
 pub mod fold;
 pub mod overrides;
 pub mod pairwise;
+pub mod problem;
 pub mod progress;
 pub mod reader;
 pub mod run_folder;
@@ -14,7 +15,7 @@ pub mod writer;
 
 pub use event::{Event, EventKind};
 pub use fold::SessionView;
-pub use reader::{LoadedLog, parse_log, read_log};
+pub use reader::{LoadedLog, LogProblem, parse_event, parse_log, read_log};
 pub use stages::Stages;
 pub use writer::SessionWriter;
 

@@ -208,12 +208,8 @@ async fn live_started(tui: &mut Tui, env: Env, started: engine::Started) -> anyh
 }
 
 /// Load a session log for replay.
-pub fn load_events(path: &Path) -> anyhow::Result<Vec<Event>> {
-    let log = crate::session::read_log(path).with_context(|| format!("cannot read {}", path.display()))?;
-    if log.events.is_empty() {
-        anyhow::bail!("{}: no events in this session log", path.display());
-    }
-    Ok(log.events)
+pub fn load_events(path: &Path) -> anyhow::Result<replay::ReplayLog> {
+    replay::ReplayLog::load(path)
 }
 
 /// Run `job` on its own thread while a screen shows what it does: the
@@ -276,8 +272,12 @@ where
 }
 
 /// Replay a recorded session at `speed`.
-pub async fn replay(tui: &mut Tui, env: Env, events: Vec<Event>, speed: f64) -> anyhow::Result<()> {
-    let mut app = App::replay(env, events, speed);
+pub async fn replay(tui: &mut Tui, env: Env, log: replay::ReplayLog, speed: f64) -> anyhow::Result<()> {
+    let notice = log.notice();
+    let mut app = App::replay(env, log.events, speed);
+    if let Some(notice) = notice {
+        app.error(notice);
+    }
     run_app(tui, &mut app, None).await?;
     Ok(())
 }

@@ -1,7 +1,9 @@
 //! Replay of a recorded session, driven by the log's timestamps.
 
+use std::path::Path;
 use std::time::{Duration, Instant};
 
+use crate::session::LogProblem;
 use crate::session::event::{Event, EventKind};
 
 /// Slowest and fastest playback.
@@ -9,6 +11,41 @@ pub const MIN_SPEED: f64 = 0.25;
 pub const MAX_SPEED: f64 = 32.0;
 /// Longer pauses in the log play as this long (at ×1).
 const MAX_GAP_MS: i64 = 3_000;
+
+/// A log loaded for replay: its events and what was wrong with it.
+#[derive(Debug, Clone)]
+pub struct ReplayLog {
+    pub events: Vec<Event>,
+    /// Damaged lines (skipped) and a cut last line (ignored), in the
+    /// reader's words: `FILE:LINE: TYPE.FIELD: expected …, found …`.
+    pub problems: Vec<LogProblem>,
+}
+
+impl ReplayLog {
+    /// Read a log to replay; fails when it cannot be read or gives no
+    /// event, naming its first problem.
+    pub fn load(path: &Path) -> anyhow::Result<Self> {
+        let log = crate::session::read_log(path).map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))?;
+        let problems: Vec<LogProblem> = log.all_problems().cloned().collect();
+        if log.events.is_empty() {
+            match problems.first() {
+                Some(p) => anyhow::bail!("{}: no events could be read; the first problem: {p}", path.display()),
+                None => anyhow::bail!("{}: no events in this session log", path.display()),
+            }
+        }
+        Ok(Self { events: log.events, problems })
+    }
+
+    /// The line the replay screen shows about the log's damage, if any:
+    /// the first problem, and how many more there are.
+    pub fn notice(&self) -> Option<String> {
+        let first = self.problems.iter().find(|p| !p.is_torn()).or(self.problems.first())?;
+        Some(match self.problems.len() - 1 {
+            0 => first.to_string(),
+            n => format!("{first} (and {n} more; `moot sessions show` lists them)"),
+        })
+    }
+}
 
 /// Where a replay stands: the log, how much of it is applied, and the clock.
 #[derive(Debug, Clone)]

@@ -39,6 +39,7 @@ mod layers;
 mod local_context;
 mod local_model;
 mod log_compat;
+mod log_errors;
 mod moderator_reasons;
 mod optimize;
 mod optimize_cli;
