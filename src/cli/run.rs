@@ -3,7 +3,7 @@
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use anyhow::{Context, bail};
 
@@ -87,7 +87,8 @@ pub async fn run_headless(config: EngineConfig, dir: PathBuf, json: bool) -> any
 pub async fn print_session(started: engine::Started, json: bool) -> anyhow::Result<RunOutcome> {
     let engine::Started { events: mut rx, handle, task: engine } = started;
     let mut log_status = handle.log_status().unwrap_or_else(|| tokio::sync::watch::channel(None).1);
-    let interrupts = tokio::spawn(forward_interrupts(handle));
+    let session: Arc<OnceLock<String>> = Arc::default();
+    let interrupts = tokio::spawn(forward_interrupts(handle, session.clone()));
 
     let stdout = std::io::stdout();
     let paint = Paint::for_stream(stdout.is_terminal());
@@ -108,6 +109,9 @@ pub async fn print_session(started: engine::Started, json: bool) -> anyhow::Resu
             }
         };
         let Some(event) = event else { break };
+        if let crate::session::EventKind::SessionStarted { session_id, .. } = &event.kind {
+            let _ = session.set(session_id.clone());
+        }
         if json {
             use std::io::Write;
             let mut out = std::io::stdout().lock();
@@ -124,7 +128,11 @@ pub async fn print_session(started: engine::Started, json: bool) -> anyhow::Resu
     Ok(outcome)
 }
 
-pub(crate) async fn forward_interrupts(handle: EngineHandle) {
+/// Ctrl-C stops the debate (twice: quits). The terminal closing or the
+/// process being told to terminate (SIGHUP, SIGTERM) is no person's choice:
+/// the process ends at once and leaves the session unfinished, every event
+/// so far in its log, for `moot run --resume`.
+pub(crate) async fn forward_interrupts(handle: EngineHandle, session: Arc<OnceLock<String>>) {
     let author = crate::session::human_name();
     let ended = crate::signals::end_requested();
     tokio::pin!(ended);
@@ -145,8 +153,14 @@ pub(crate) async fn forward_interrupts(handle: EngineHandle) {
                 }
             }
             () = &mut ended => {
-                handle.send(Command::Quit { author: author.clone() });
-                break;
+                match session.get() {
+                    Some(id) => eprintln!(
+                        "\nmoot: told to end; session {id} is left unfinished: go on with `moot run --resume {id}`"
+                    ),
+                    None => eprintln!("\nmoot: told to end before the session started"),
+                }
+                drop(handle);
+                std::process::exit(129);
             }
         }
     }

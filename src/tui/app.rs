@@ -160,6 +160,9 @@ pub struct App {
     pub quitting: bool,
     /// Leave now.
     pub exit: bool,
+    /// The terminal closed or the process was told to end (SIGHUP,
+    /// SIGTERM): the session is left unfinished, to be resumed.
+    pub hung_up: bool,
     /// Something changed since the last frame.
     pub dirty: bool,
     /// Events seen from the engine since the screen opened (live).
@@ -188,6 +191,7 @@ impl App {
             now: None,
             quitting: false,
             exit: false,
+            hung_up: false,
             dirty: true,
             events_seen: 0,
             sage_row: 0,

@@ -134,7 +134,10 @@ pub async fn run_app(tui: &mut Tui, app: &mut App, mut events: Option<UnboundedR
             },
             // The terminal closed or the process was told to end: leave like `q`,
             // so the session still ends with its last event.
-            () = &mut ended => return Ok(()),
+            () = &mut ended => {
+                app.hung_up = true;
+                return Ok(());
+            }
             () = sleep => {
                 let now = Instant::now();
                 app.pump_replay(now);
@@ -190,6 +193,18 @@ async fn live_started(tui: &mut Tui, env: Env, started: engine::Started) -> anyh
         Ok(Err(e)) => Some(format!("the screen failed: {e}")),
         Err(p) => Some(format!("the screen failed: {}", panic_text(p.as_ref()))),
     };
+    if app.hung_up && !engine.is_finished() {
+        // The terminal closed (an SSH link dropped) or the system is going
+        // down: no person chose to stop, so the session is not ended. Every
+        // event so far is in its log (each is written as it happens); the
+        // turns in flight are redone by `moot run --resume`.
+        terminal::restore();
+        let id = app.view().session_id.clone();
+        eprintln!(
+            "moot: the terminal closed or moot was told to end; session {id} is left unfinished: go on with `moot run --resume {id}`"
+        );
+        std::process::exit(129);
+    }
     if !engine.is_finished() {
         handle.send(Command::Quit { author });
     }

@@ -330,3 +330,60 @@ async fn a_full_disk_mid_run_pauses_the_session_until_the_log_can_be_written() {
     }
     assert!(shown.windows(2).all(|w| w[1] == w[0] + 1), "the screen saw every event once, in order");
 }
+
+/// The terminal closing (SIGHUP) or a shutdown (SIGTERM) is nobody's choice
+/// to stop: the session is left unfinished, live or headless, and resumes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_closed_terminal_or_a_shutdown_leaves_the_session_to_resume() {
+    let server = TestServer::with_handler(slow_reply).await.unwrap();
+    for (signal, live) in [("-HUP", true), ("-TERM", false)] {
+        let tmp = tempfile::tempdir().unwrap();
+        let sessions = tmp.path().join("sessions");
+        let args = ["run", "--provider", "openai", "--moderator", "round-robin"];
+        let streaming = |ev: &[Value]| ev.last().is_some_and(|e| e["type"] == "turn_delta");
+        let status = if live {
+            let mut first = moot_pty(&server, tmp.path(), &sessions, &args);
+            wait_log(&sessions, "a turn streaming", Duration::from_secs(60), streaming);
+            let pid = first.child.process_id().expect("a pid");
+            assert!(std::process::Command::new("kill").arg(signal).arg(pid.to_string()).status().unwrap().success());
+            first.wait_exit(Duration::from_secs(15))
+        } else {
+            let child = moot(&server, tmp.path(), &sessions)
+                .args(args)
+                .arg("--headless")
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap();
+            wait_log(&sessions, "a turn streaming", Duration::from_secs(60), streaming);
+            let pid = child.id();
+            assert!(std::process::Command::new("kill").arg(signal).arg(pid.to_string()).status().unwrap().success());
+            let out = child.wait_with_output().unwrap();
+            let said = String::from_utf8_lossy(&out.stderr);
+            assert!(said.contains("is left unfinished: go on with `moot run --resume"), "{said}");
+            assert_eq!(out.status.code(), Some(129), "{said}");
+            continue_and_check(&server, tmp.path(), &sessions).await;
+            continue;
+        };
+        assert!(!status.success(), "{signal}: {status:?}");
+        continue_and_check(&server, tmp.path(), &sessions).await;
+    }
+}
+
+/// The log has no end and no stop; resumed headless, the session completes.
+async fn continue_and_check(server: &TestServer, dir: &Path, sessions: &Path) {
+    let path = the_log(sessions).unwrap();
+    let before = events(&path);
+    assert!(
+        before.iter().all(|e| e["type"] != "session_ended" && e["type"] != "stop_requested"),
+        "no end, no stop: {:?}",
+        before.last()
+    );
+    let id = path.file_stem().unwrap().to_string_lossy().to_string();
+    let out = moot(server, dir, sessions).args(["run", "--resume", &id, "--headless"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let after = events(&path);
+    let last = after.last().unwrap();
+    assert_eq!((last["type"].as_str(), last["status"].as_str()), (Some("session_ended"), Some("completed")));
+    check_turns(&after);
+}
