@@ -81,29 +81,63 @@ pub fn repeats(speech: &[String], earlier: &[String]) -> bool {
     shared as f64 >= SHARE * ours.len() as f64
 }
 
-/// A group's contributions so far, to check a new speech against.
+/// The hashed runs of [`RUN`] words of `words`, each once.
+fn run_set(words: &[String]) -> HashSet<u64> {
+    use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
+    let hasher = BuildHasherDefault::<DefaultHasher>::default();
+    words.windows(RUN).map(|run| hasher.hash_one(run)).collect()
+}
+
+/// One contribution as the rule reads it, worked out once.
+#[derive(Debug, Clone)]
+struct Said {
+    agent: String,
+    /// How many words it has.
+    len: usize,
+    /// Its words joined by spaces (what a speech may not copy).
+    text: String,
+    runs: HashSet<u64>,
+}
+
+/// A group's contributions so far, to check a new speech against. A
+/// discussion keeps one and [`extends`](Self::extend) it as its history
+/// grows, so that each contribution is read once, not once per later speech.
 #[derive(Debug, Clone, Default)]
 pub struct Earlier {
     names: Vec<String>,
-    /// (speaker, words) of each speech and first evaluation with words.
-    said: Vec<(String, Vec<String>)>,
+    /// Each speech and first evaluation with words.
+    said: Vec<Said>,
+    /// History entries read so far.
+    seen: usize,
 }
 
 impl Earlier {
-    /// The speeches and first evaluations of `history`; `names` are the
-    /// group's members (a speech's opening name is not counted).
+    /// None yet; `names` are the group's members (a speech's opening name
+    /// is not counted).
+    pub fn new(names: &[&str]) -> Self {
+        Self { names: names.iter().map(|n| n.to_string()).collect(), said: Vec::new(), seen: 0 }
+    }
+
+    /// The speeches and first evaluations of `history`.
     pub fn of(history: &[HistoryEntry], names: &[&str]) -> Self {
-        let said = history
-            .iter()
-            .filter_map(|e| match e {
-                HistoryEntry::Speech { agent, text, .. } | HistoryEntry::Initial { agent, text, .. } => {
-                    Some((agent.clone(), words(text, names)))
+        let mut earlier = Self::new(names);
+        earlier.extend(history);
+        earlier
+    }
+
+    /// Reads the entries of `history` (the same group's, which only grows)
+    /// after those read before.
+    pub fn extend(&mut self, history: &[HistoryEntry]) {
+        let names: Vec<&str> = self.names.iter().map(String::as_str).collect();
+        for e in history.iter().skip(self.seen) {
+            if let HistoryEntry::Speech { agent, text, .. } | HistoryEntry::Initial { agent, text, .. } = e {
+                let w = words(text, &names);
+                if !w.is_empty() {
+                    self.said.push(Said { agent: agent.clone(), len: w.len(), text: w.join(" "), runs: run_set(&w) });
                 }
-                _ => None,
-            })
-            .filter(|(_, w)| !w.is_empty())
-            .collect();
-        Self { names: names.iter().map(|n| n.to_string()).collect(), said }
+            }
+        }
+        self.seen = self.seen.max(history.len());
     }
 
     /// The group's members.
@@ -113,14 +147,23 @@ impl Earlier {
 
     /// The contributions' words, one text each (what a speech may not copy).
     pub fn texts(&self) -> Vec<String> {
-        self.said.iter().map(|(_, words)| words.join(" ")).collect()
+        self.said.iter().map(|s| s.text.clone()).collect()
     }
 
-    /// Who made the earliest contribution that `reply` repeats, if any.
+    /// Who made the earliest contribution that `reply` repeats, if any
+    /// ([`repeats`], on hashed runs).
     pub fn repeated_by(&self, reply: &str) -> Option<&str> {
         let names: Vec<&str> = self.names.iter().map(String::as_str).collect();
         let speech = words(reply, &names);
-        self.said.iter().find(|(_, w)| repeats(&speech, w)).map(|(agent, _)| agent.as_str())
+        if speech.len() < MIN_WORDS {
+            return None;
+        }
+        let ours = run_set(&speech);
+        self.said
+            .iter()
+            .filter(|s| s.len >= MIN_WORDS)
+            .find(|s| ours.iter().filter(|r| s.runs.contains(*r)).count() as f64 >= SHARE * ours.len() as f64)
+            .map(|s| s.agent.as_str())
     }
 }
 
@@ -180,5 +223,12 @@ mod tests {
         assert_eq!(earlier.repeated_by("Rafael, I think the answer names the wall where Pebble hid."), Some("Rafael"));
         assert_eq!(earlier.repeated_by("Rafael, I would add that a four-year-old knows the word den."), None);
         assert_eq!(Earlier::default().repeated_by("Anything at all, said twice."), None);
+        // Read as the history grows, the same answers.
+        let mut grown = Earlier::new(&NAMES);
+        grown.extend(&history[..1]);
+        assert_eq!(grown.repeated_by("Rafael, I think the answer names the wall where Pebble hid."), None);
+        grown.extend(&history);
+        assert_eq!(grown.repeated_by("Rafael, I think the answer names the wall where Pebble hid."), Some("Rafael"));
+        assert_eq!(grown.texts(), earlier.texts());
     }
 }

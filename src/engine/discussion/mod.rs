@@ -157,6 +157,8 @@ impl Order {
 /// it, a person stops it, or turns keep failing.
 pub(crate) async fn discuss<F: Floor>(run: &Run, group: &str, floor: &mut F, mut order: Order) {
     let mut failures = 0;
+    // The group's contributions as the repeat rule reads them, kept as its history grows.
+    let mut earlier: Option<Earlier> = None;
     loop {
         if run.stop.is_cancelled() {
             break;
@@ -191,7 +193,9 @@ pub(crate) async fn discuss<F: Floor>(run: &Run, group: &str, floor: &mut F, mut
         let build = |h: &[HistoryEntry]| floor.messages(&turn, h);
         let ahead = |so_far: &str| floor.ahead(&turn, &history, so_far);
         let prompt = Prompt::discussion(&run.panel, &history, &build).opening(floor.opening(&turn, &history));
-        let spoken = speak(run, floor, index, round, prompt, Some(&ahead), &history).await;
+        let earlier = earlier.get_or_insert_with(|| earlier_for(run, index));
+        earlier.extend(&history);
+        let spoken = speak(run, floor, index, round, prompt, Some(&ahead), earlier).await;
         if let Order::Moderated { last, .. } = &mut order {
             *last = Some(name.clone());
         }
@@ -218,8 +222,20 @@ pub(crate) async fn discuss<F: Floor>(run: &Run, group: &str, floor: &mut F, mut
     }
 }
 
+/// The names of the members of agent `index`'s group.
+fn group_names(run: &Run, index: usize) -> Vec<String> {
+    let st = run.state();
+    st.group_agents(&st.agents[index].group).into_iter().map(|i| st.agents[i].name.clone()).collect()
+}
+
+/// [`Earlier::new`] for agent `index`'s group.
+fn earlier_for(run: &Run, index: usize) -> Earlier {
+    let names = group_names(run, index);
+    Earlier::new(&names.iter().map(String::as_str).collect::<Vec<_>>())
+}
+
 /// A speaker's turn, asking for the floor's verdict: a speech checked
-/// against the group's `history` before it (see [`crate::engine::repeats`]).
+/// against the group's contributions before it (see [`crate::engine::repeats`]).
 async fn speak<F: Floor>(
     run: &Run,
     floor: &F,
@@ -227,16 +243,10 @@ async fn speak<F: Floor>(
     round: Option<u32>,
     prompt: Prompt<'_>,
     ahead: Option<crate::engine::runtime::ReadAhead<'_>>,
-    history: &[HistoryEntry],
+    earlier: &Earlier,
 ) -> Spoken {
-    let names: Vec<String> = {
-        let st = run.state();
-        st.group_agents(&st.agents[index].group).into_iter().map(|i| st.agents[i].name.clone()).collect()
-    };
-    let names: Vec<&str> = names.iter().map(String::as_str).collect();
-    let earlier = Earlier::of(history, &names);
     let redraw = redraws(&run.panel);
-    let check = Some(RepeatCheck { earlier: &earlier, redraw, guard: redraw });
+    let check = Some(RepeatCheck { earlier, redraw, guard: redraw });
     let (phase, stop) = (floor.phase(), &run.stop);
     match floor.label_verdict() {
         Some(v) => run.agent_verdict_turn(v, index, phase, round, prompt, stop, ahead, check).await,

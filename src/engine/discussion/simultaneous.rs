@@ -49,7 +49,9 @@ pub(super) async fn round<F: Floor>(run: &Run, group: &str, floor: &mut F, round
             };
             let build = |h: &[HistoryEntry]| shared.messages(&turn, h);
             let prompt = Prompt::discussion(&run.panel, history, &build);
-            let spoken = super::speak(run, shared, index, Some(round), prompt, None, history).await;
+            let mut earlier = super::earlier_for(run, index);
+            earlier.extend(history);
+            let spoken = super::speak(run, shared, index, Some(round), prompt, None, &earlier).await;
             (index, latest, spoken)
         }
     });
