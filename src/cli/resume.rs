@@ -1,11 +1,10 @@
 //! `moot run --resume SESSION`: go on with an interrupted session in its own log.
 
-use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use anyhow::{Context, bail};
+use anyhow::Context;
 
 use super::run::{print_session, report_outcome};
 use super::{ModelArgs, RunArgs};
@@ -94,38 +93,20 @@ pub fn run(arg: &str, args: &RunArgs) -> anyhow::Result<ExitCode> {
     let cache = args.cache && !args.no_cache;
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     if !args.headless {
-        if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
-            bail!("the live screen needs a terminal; use --headless for a printed transcript");
-        }
-        let ui = crate::tui::config::UiConfig::load(args.theme.as_deref())?;
-        let env = crate::tui::app::Env::new(ui);
         let title = format!("resuming {}", resumable.path.display());
-        let outcome = runtime.block_on(async {
-            let mut tui = crate::tui::Tui::enter()?;
-            let (models, budget) = (args.models.clone(), args.budget.budget());
-            let resumable_ref =
-                Resumable { path: resumable.path.clone(), journal: resumable.journal.clone(), warnings: Vec::new() };
-            let prepared = crate::tui::prepare(&mut tui, &env, &title, move |_: crate::model::ProgressSink| {
-                resumable_ref.bind(&models, cache, budget)
-            })
-            .await;
-            let outcome = match prepared {
-                Ok(Some(config)) => {
-                    crate::tui::live_resumed(&mut tui, env, config, resumable.journal, &resumable.path).await.map(Some)
-                }
-                Ok(None) => Ok(None),
-                Err(e) => Err(e),
-            };
-            drop(tui);
-            outcome
-        })?;
-        return Ok(match outcome {
-            Some(outcome) => report_outcome(&outcome),
-            None => {
-                eprintln!("moot: stopped before the session went on; its log is as it was");
-                ExitCode::from(3)
-            }
-        });
+        let (models, budget) = (args.models.clone(), args.budget.budget());
+        let for_binding =
+            Resumable { path: resumable.path.clone(), journal: resumable.journal.clone(), warnings: Vec::new() };
+        return super::run::on_screen(
+            &runtime,
+            args.theme.as_deref(),
+            &title,
+            move |_| for_binding.bind(&models, cache, budget),
+            async |tui, env, config: EngineConfig| {
+                crate::tui::live_resumed(tui, env, config, resumable.journal, &resumable.path).await
+            },
+            "stopped before the session went on; its log is as it was",
+        );
     }
     let config = resumable.bind(&args.models, cache, args.budget.budget())?;
     // Nobody can press resume here: a session left paused goes on.

@@ -166,6 +166,41 @@ pub(crate) async fn forward_interrupts(handle: EngineHandle, session: Arc<OnceLo
     }
 }
 
+/// A run on the live screen: `prepare` builds it on a thread of its own
+/// while the screen shows its progress, then `live` runs what it built;
+/// the outcome's exit code, or 3 (saying `cancelled`) when the person left
+/// before it began.
+pub(crate) fn on_screen<T: Send + 'static>(
+    runtime: &tokio::runtime::Runtime,
+    theme: Option<&str>,
+    title: &str,
+    prepare: impl FnOnce(crate::model::ProgressSink) -> anyhow::Result<T> + Send + 'static,
+    live: impl AsyncFnOnce(&mut crate::tui::Tui, crate::tui::app::Env, T) -> anyhow::Result<RunOutcome>,
+    cancelled: &str,
+) -> anyhow::Result<ExitCode> {
+    if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
+        bail!("the live screen needs a terminal; use --headless for a printed transcript");
+    }
+    let env = crate::tui::app::Env::new(crate::tui::config::UiConfig::load(theme)?);
+    let outcome = runtime.block_on(async {
+        let mut tui = crate::tui::Tui::enter()?;
+        let outcome = match crate::tui::prepare(&mut tui, &env, title, prepare).await {
+            Ok(Some(built)) => live(&mut tui, env, built).await.map(Some),
+            Ok(None) => Ok(None),
+            Err(e) => Err(e),
+        };
+        drop(tui);
+        outcome
+    })?;
+    Ok(match outcome {
+        Some(outcome) => report_outcome(&outcome),
+        None => {
+            eprintln!("moot: {cancelled}");
+            ExitCode::from(3)
+        }
+    })
+}
+
 /// Exit code and a one-line reason for an outcome.
 pub fn report_outcome(outcome: &RunOutcome) -> ExitCode {
     if let Some(p) = &outcome.log_path {
@@ -328,34 +363,18 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     crate::session::writer::check_dir(&plan.dir).map_err(anyhow::Error::msg)?;
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     if !args.headless {
-        if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
-            bail!("the live screen needs a terminal; use --headless for a printed transcript");
-        }
-        let ui = crate::tui::config::UiConfig::load(args.theme.as_deref())?;
-        let env = crate::tui::app::Env::new(ui);
         let title = plan.title();
         let models = args.models.clone();
-        let outcome = runtime.block_on(async {
-            let mut tui = crate::tui::Tui::enter()?;
-            // Providers are built (and a local model fetched and loaded) with
-            // the screen already open, so its progress is drawn there.
-            let prepared =
-                crate::tui::prepare(&mut tui, &env, &title, move |sink| plan.bind(&models, Some(sink))).await;
-            let outcome = match prepared {
-                Ok(Some((config, dir))) => crate::tui::live(&mut tui, env, config, &dir).await.map(Some),
-                Ok(None) => Ok(None),
-                Err(e) => Err(e),
-            };
-            drop(tui);
-            outcome
-        })?;
-        return Ok(match outcome {
-            Some(outcome) => report_outcome(&outcome),
-            None => {
-                eprintln!("moot: stopped before the session started; nothing was recorded");
-                ExitCode::from(3)
-            }
-        });
+        // Providers are built (and a local model fetched and loaded) with
+        // the screen already open, so its progress is drawn there.
+        return on_screen(
+            &runtime,
+            args.theme.as_deref(),
+            &title,
+            move |sink| plan.bind(&models, Some(sink)),
+            async |tui, env, (config, dir): (EngineConfig, PathBuf)| crate::tui::live(tui, env, config, &dir).await,
+            "stopped before the session started; nothing was recorded",
+        );
     }
     let (config, dir) = plan.bind(&args.models, None)?;
     let outcome = runtime.block_on(run_headless(config, dir, args.json))?;
