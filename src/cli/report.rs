@@ -22,8 +22,19 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
         anyhow::bail!("no session logs (*.jsonl) in {}", describe(&args.paths));
     }
     let mut options = ReportOptions { bootstrap: args.bootstrap, seed: args.seed, ..ReportOptions::default() };
-    options.pricing = super::eval::pricing(args.price_input, args.price_output)?
-        .or_else(|| args.paths.iter().filter(|p| p.is_dir()).find_map(|p| crate::report::load::folder_pricing(p)));
+    options.pricing = super::eval::pricing(args.price_input, args.price_output)?;
+    if options.pricing.is_none() {
+        for dir in args.paths.iter().filter(|p| p.is_dir()) {
+            match crate::report::load::folder_pricing(dir) {
+                Ok(Some(p)) => {
+                    options.pricing = Some(p);
+                    break;
+                }
+                Ok(None) => {}
+                Err(why) => eprintln!("moot report: warning: {why}"),
+            }
+        }
+    }
     let loaded = load_records(&files, options.threads);
     for p in &loaded.problems {
         eprintln!("moot report: warning: {p} (skipped)");

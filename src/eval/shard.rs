@@ -14,9 +14,10 @@
 //! unfinished logs to `attempts/`. `moot report DIR` reads every item log
 //! of the folder, whichever shard wrote it.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use super::EvalError;
+pub use crate::session::run_folder::shard_manifests;
 use crate::session::run_folder::{MANIFEST, Manifest, ManifestError};
 use crate::session::selection::Shard;
 
@@ -26,27 +27,6 @@ pub fn manifest_name(shard: Option<Shard>) -> String {
         Some(s) => format!("run.shard-{}-of-{}.json", s.index, s.count),
         None => MANIFEST.to_string(),
     }
-}
-
-/// The shard a manifest's file name describes, if it is a shard's.
-fn shard_of(file: &str) -> Option<Shard> {
-    let rest = file.strip_prefix("run.shard-")?.strip_suffix(".json")?;
-    let (i, n) = rest.split_once("-of-")?;
-    format!("{i}/{n}").parse().ok()
-}
-
-/// The shard manifests in `dir`.
-pub fn shard_manifests(dir: &Path) -> Vec<(Shard, PathBuf)> {
-    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
-    let mut found: Vec<(Shard, PathBuf)> = entries
-        .flatten()
-        .filter_map(|e| {
-            let name = e.file_name();
-            shard_of(name.to_str()?).map(|s| (s, e.path()))
-        })
-        .collect();
-    found.sort_by_key(|(s, _)| (s.count, s.index));
-    found
 }
 
 /// Read the manifest called `name` from `dir`; none when there is none.
@@ -105,6 +85,7 @@ pub fn check_folder(dir: &Path, shard: Option<Shard>, resume: bool, panel: &str)
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::session::run_folder::shard_of;
 
     #[test]
     fn shard_manifests_are_named_and_found() {

@@ -511,6 +511,10 @@ pub fn write_table_with(report: &Report, out: &mut impl Write, paint: Paint, opt
                     parts.push(format!("{label} {}", fmt_amount(v)));
                 }
             }
+            if let Some(v) = effort(None, "cached_input_tokens_per_item") {
+                let share = effort(None, "cached_input_share").map(|s| format!(", {:.0}% of the prompt", s * 100.0));
+                parts.push(format!("cached prompt tokens {}{}", fmt_amount(v), share.unwrap_or_default()));
+            }
             if let Some(v) = effort(None, "duration_ms_per_item") {
                 parts.push(format!("time {:.1} s", v / 1000.0));
             }

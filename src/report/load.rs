@@ -215,9 +215,32 @@ pub fn collect_logs(paths: &[PathBuf]) -> Result<Vec<PathBuf>, LoadError> {
     Ok(out)
 }
 
-/// The prices recorded in a run folder's `run.json`, if any.
-pub fn folder_pricing(dir: &Path) -> Option<Pricing> {
-    run_folder::Manifest::load(dir).ok().flatten().and_then(|m| m.pricing)
+/// The prices recorded in a run folder: its `run.json`'s, or, for a
+/// sharded run, the prices its shards' manifests agree on. Shards that
+/// recorded different prices give none, with a note saying which.
+pub fn folder_pricing(dir: &Path) -> Result<Option<Pricing>, String> {
+    if let Some(m) = run_folder::Manifest::load(dir).ok().flatten() {
+        return Ok(m.pricing);
+    }
+    let mut found: Vec<(String, Pricing)> = Vec::new();
+    for (shard, path) in run_folder::shard_manifests(dir) {
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        if let Some(p) = run_folder::Manifest::load_named(dir, &name).ok().flatten().and_then(|m| m.pricing) {
+            found.push((format!("shard {shard}"), p));
+        }
+    }
+    let Some((first_name, first)) = found.first().cloned() else { return Ok(None) };
+    match found.iter().find(|(_, p)| *p != first) {
+        None => Ok(Some(first)),
+        Some((other, p)) => Err(format!(
+            "{}: the shards were priced differently ({first_name}: {} in / {} out per million tokens; {other}: {} / {}); no cost is given — pass --price-input and --price-output",
+            dir.display(),
+            first.input_per_mtok,
+            first.output_per_mtok,
+            p.input_per_mtok,
+            p.output_per_mtok
+        )),
+    }
 }
 
 /// Whether a line is a `turn_delta` event, judged from its start (the

@@ -11,7 +11,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use super::event::{EndStatus, EventKind, Usage};
-use super::selection::{Selection, stable_hash};
+use super::selection::{Selection, Shard, stable_hash};
 use crate::item::{Item, ItemProblem};
 
 /// File name of the run description in a run folder.
@@ -320,6 +320,27 @@ impl Manifest {
         drop(f);
         std::fs::rename(&tmp, &path).map_err(io)
     }
+}
+
+/// The shard a manifest's file name describes, if it is a shard's.
+pub(crate) fn shard_of(file: &str) -> Option<Shard> {
+    let rest = file.strip_prefix("run.shard-")?.strip_suffix(".json")?;
+    let (i, n) = rest.split_once("-of-")?;
+    format!("{i}/{n}").parse().ok()
+}
+
+/// The shard manifests in `dir`.
+pub fn shard_manifests(dir: &Path) -> Vec<(Shard, PathBuf)> {
+    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
+    let mut found: Vec<(Shard, PathBuf)> = entries
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name();
+            shard_of(name.to_str()?).map(|s| (s, e.path()))
+        })
+        .collect();
+    found.sort_by_key(|(s, _)| (s.count, s.index));
+    found
 }
 
 #[cfg(test)]

@@ -193,3 +193,69 @@ async fn shards_of_another_count_are_refused_from_a_shared_folder() {
     let whole = run(&srv.base_url(), &cache, &eval_args(d, o, &[])).await;
     assert!(String::from_utf8_lossy(&whole.stderr).contains("sharded run"), "an unsharded run is refused too");
 }
+
+/// A server whose usage says 90 of its 120 prompt tokens came from its cache.
+async fn caching_server() -> TestServer {
+    TestServer::with_handler(|_: &RecordedRequest| {
+        let mut events = openai::events(&[REPLY], None);
+        let done = events.pop().unwrap();
+        events.push(
+            serde_json::json!({
+                "id": "chatcmpl-test", "object": "chat.completion.chunk", "created": 0, "model": "test-model",
+                "choices": [],
+                "usage": {"prompt_tokens": 120, "completion_tokens": 30, "prompt_tokens_details": {"cached_tokens": 90}},
+            })
+            .to_string(),
+        );
+        events.push(done);
+        events.iter().fold(Reply::sse(), |r, e| r.event(e))
+    })
+    .await
+    .unwrap()
+}
+
+fn metric(csv: &str, name: &str) -> Option<String> {
+    csv.lines().find(|l| l.split(',').any(|f| f == name)).map(str::to_string)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sharded_folder_is_priced_from_its_shards_and_shows_cached_tokens() {
+    let srv = caching_server().await;
+    let url = srv.base_url();
+    let tmp = tempfile::tempdir().unwrap();
+    let cache = tmp.path().join("cache");
+    let data = data(tmp.path());
+    let out = tmp.path().join("shared");
+    let (d, o) = (data.to_str().unwrap(), out.to_str().unwrap());
+    let prices = ["--price-input", "2", "--price-output", "8"];
+    for shard in ["1/2", "2/2"] {
+        let mut more = vec!["--shard", shard];
+        more.extend(prices);
+        let r = run(&url, &cache, &eval_args(d, o, &more)).await;
+        assert_eq!(r.status.code(), Some(0), "{}", String::from_utf8_lossy(&r.stderr));
+    }
+    let csv = report(&url, &cache, &out).await;
+    // Every call: 120 in, 30 out at 2 and 8 a million tokens.
+    let calls = srv.requests().len() as f64;
+    let cost = metric(&csv, "cost_total").expect("a cost_total row");
+    let value: f64 = cost.split(',').find_map(|f| f.parse::<f64>().ok().filter(|v| *v > 0.0)).expect("a cost");
+    assert!((value - calls * (120.0 * 2.0 + 30.0 * 8.0) / 1e6).abs() < 1e-9, "{cost} for {calls} calls");
+    let share = metric(&csv, "cached_input_share").expect("a cached_input_share row");
+    assert!(share.split(',').any(|f| f == "0.75"), "{share}");
+
+    // The text report says it in words.
+    let text = run(&url, &cache, &["report", o, "--bootstrap", "0"]).await;
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains("cached prompt tokens") && text.contains("75% of the prompt"), "{text}");
+
+    // Shards priced differently: no cost, and a warning naming both.
+    let m = out.join(manifest_name(Some(Shard { index: 2, count: 2 })));
+    let mut manifest: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&m).unwrap()).unwrap();
+    manifest["pricing"]["input_per_mtok"] = serde_json::json!(3.0);
+    std::fs::write(&m, manifest.to_string()).unwrap();
+    let o2 = run(&url, &cache, &["report", o, "--format", "csv", "--bootstrap", "0"]).await;
+    let e = String::from_utf8_lossy(&o2.stderr);
+    assert!(e.contains("priced differently") && e.contains("shard 1/2") && e.contains("shard 2/2"), "{e}");
+    let cost = metric(&String::from_utf8_lossy(&o2.stdout), "cost_total").unwrap();
+    assert!(cost.contains("no prices given"), "{cost}");
+}

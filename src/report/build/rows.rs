@@ -256,6 +256,21 @@ impl PanelReport {
         push(None, "input_tokens_per_item", mean(&|r| Some(r.effort.usage.input_tokens as f64)));
         push(None, "output_tokens_per_item", mean(&|r| Some(r.effort.usage.output_tokens as f64)));
         push(None, "tokens_per_item", mean(&|r| Some(r.effort.usage.total() as f64)));
+        // Cached prompt tokens: only over the sessions whose server said how
+        // many it read from its prefix cache (most servers say nothing).
+        let said: Vec<&ItemRecord> =
+            self.records.iter().filter(|r| r.effort.usage.cached_input_tokens.is_some()).collect();
+        let none_said = || Undefined::new("no server reported cached prompt tokens");
+        let cached: u64 = said.iter().filter_map(|r| r.effort.usage.cached_input_tokens).sum();
+        let input: u64 = said.iter().map(|r| r.effort.usage.input_tokens).sum();
+        let per = if said.is_empty() { Err(none_said()) } else { Ok(cached as f64 / said.len() as f64) };
+        push(None, "cached_input_tokens_per_item", (per, said.len()));
+        let share = match (said.is_empty(), input) {
+            (true, _) => Err(none_said()),
+            (false, 0) => Err(Undefined::new("no prompt tokens")),
+            (false, input) => Ok(cached as f64 / input as f64),
+        };
+        push(None, "cached_input_share", (share, said.len()));
         let total: u64 = self.records.iter().map(|r| r.effort.usage.total()).sum();
         push(None, "tokens_total", (Ok(total as f64), n));
         push(None, "duration_ms_per_item", mean(&|r| r.effort.duration_ms.map(|d| d as f64)));
