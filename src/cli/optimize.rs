@@ -321,8 +321,18 @@ pub(super) fn launch(
         let mut tui = crate::tui::Tui::enter()?;
         let screen = crate::tui::optimize::live(&mut tui, env, events, commands.clone()).await;
         drop(tui);
-        // Whatever happened to the screen, the loop ends with its best prompt
-        // and the log with `optimize_ended`.
+        if matches!(screen, Ok(crate::tui::optimize::Left::HungUp)) && !task.is_finished() {
+            // The terminal closed (an SSH link dropped) or the system is going
+            // down: no person chose to stop, so the run is left without its
+            // end, every event so far in its log, for `--resume`.
+            let dir = log.parent().unwrap_or(&log).display().to_string();
+            eprintln!(
+                "moot optimize: the terminal closed or moot was told to end; the run in {dir} is left unfinished: go on with `moot optimize --resume {dir}`"
+            );
+            std::process::exit(129);
+        }
+        // Otherwise, whatever happened to the screen, the loop ends with its
+        // best prompt and the log with `optimize_ended`.
         if screen.is_err() {
             let _ = commands.send(crate::optimize::OptCommand::Stop { choose: None });
         }
@@ -472,12 +482,30 @@ async fn headless(
     let (tx, mut events) = tokio::sync::mpsc::unbounded_channel();
     let (commands, rx) = tokio::sync::mpsc::unbounded_channel();
     let task = start(config, &log, resume, tx, rx)?;
+    let dir = log.parent().unwrap_or(&log).display().to_string();
     let ctrl_c = tokio::spawn({
         let commands = commands.clone();
         async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                eprintln!("\nmoot optimize: stopping with the best prompt so far");
-                let _ = commands.send(crate::optimize::OptCommand::Stop { choose: None });
+            let ended = crate::signals::end_requested();
+            tokio::pin!(ended);
+            let mut stopping = false;
+            loop {
+                tokio::select! {
+                    r = tokio::signal::ctrl_c(), if !stopping => {
+                        stopping = true;
+                        if r.is_ok() {
+                            eprintln!("\nmoot optimize: stopping with the best prompt so far");
+                            let _ = commands.send(crate::optimize::OptCommand::Stop { choose: None });
+                        }
+                    }
+                    // SIGHUP, SIGTERM: no person's stop; the run is left to resume.
+                    () = &mut ended => {
+                        eprintln!(
+                            "\nmoot optimize: told to end; the run in {dir} is left unfinished: go on with `moot optimize --resume {dir}`"
+                        );
+                        std::process::exit(129);
+                    }
+                }
             }
         }
     });

@@ -78,6 +78,9 @@ pub struct OptScreen {
     pub help: bool,
     pub message: Option<(String, bool)>,
     pub exit: bool,
+    /// The terminal closed or the process was told to end (SIGHUP,
+    /// SIGTERM): no person chose to stop.
+    pub hung_up: bool,
     pub dirty: bool,
     quitting: bool,
 }
@@ -106,6 +109,7 @@ impl OptScreen {
             help: false,
             message: None,
             exit: false,
+            hung_up: false,
             dirty: true,
             quitting: false,
         }
@@ -414,6 +418,8 @@ pub async fn run_screen(
     mut events: Option<UnboundedReceiver<OptEvent>>,
 ) -> std::io::Result<()> {
     let mut last_frame: Option<Instant> = None;
+    let ended = crate::signals::end_requested();
+    tokio::pin!(ended);
     loop {
         let now = Instant::now();
         let replay_due = screen.step_replay(now);
@@ -458,22 +464,35 @@ pub async fn run_screen(
                     screen.loop_gone();
                 }
             },
+            () = &mut ended => {
+                screen.hung_up = true;
+                return Ok(());
+            }
             () = sleep => {}
         }
     }
 }
 
-/// The live screen of a running loop; returns when the person leaves (a
-/// quit before the end stops the loop with the best prompt first).
+/// How the live screen was left.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Left {
+    /// By the person (a quit before the end stopped the loop with the best prompt first).
+    Person,
+    /// The terminal closed or the process was told to end: the loop was not stopped.
+    HungUp,
+}
+
+/// The live screen of a running loop; returns when the person leaves, or
+/// the terminal closes or the process is told to end.
 pub async fn live(
     tui: &mut Tui,
     env: Env,
     events: UnboundedReceiver<OptEvent>,
     commands: UnboundedSender<OptCommand>,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<Left> {
     let mut screen = OptScreen::live(env, commands);
     run_screen(tui, &mut screen, Some(events)).await?;
-    Ok(())
+    Ok(if screen.hung_up { Left::HungUp } else { Left::Person })
 }
 
 /// Replay an optimisation log.
