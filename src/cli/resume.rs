@@ -37,6 +37,12 @@ impl Resumable {
 
     /// The session whose log is at `path`.
     pub fn at(path: &Path) -> anyhow::Result<Self> {
+        if crate::session::writer::being_written(path) {
+            anyhow::bail!(
+                "{} is being written by another moot process: its session is still running; resume it once that process has ended",
+                path.display()
+            );
+        }
         let log = crate::session::read_log(path).with_context(|| format!("cannot read {}", path.display()))?;
         let warnings = log.warnings();
         let journal = Journal::new(log.events).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;

@@ -14,6 +14,7 @@ use crate::session::event::Evaluation;
 use crate::session::fold::SessionView;
 use crate::session::stages::{self, with_overall};
 use crate::session::{LoadedLog, default_sessions_dir, read_log};
+use crate::tui::screens::home::{RUNNING, UNFINISHED};
 
 pub fn run(command: SessionsCommand) -> anyhow::Result<ExitCode> {
     match command {
@@ -95,7 +96,13 @@ fn list(dir: &Path) -> anyhow::Result<ExitCode> {
         let started = v.started.map(|t| t.format("%Y-%m-%d %H:%M").to_string()).unwrap_or_default();
         let panel = v.panel.as_ref().map(|p| p.name.clone()).unwrap_or_default();
         let item = v.item.as_ref().map(|i| i.id.clone()).unwrap_or_default();
-        let status = if v.state.is_ended() { v.state.label().to_string() } else { "incomplete".into() };
+        let status = if v.state.is_ended() {
+            v.state.label().to_string()
+        } else if crate::session::writer::being_written(&path) {
+            RUNNING.into()
+        } else {
+            UNFINISHED.into()
+        };
         let overall = v
             .aggregate
             .as_ref()

@@ -50,6 +50,11 @@ pub enum EvalError {
     NothingSelected(String),
     #[error("{} cannot take this run: {why}", dir.display())]
     ShardConflict { dir: PathBuf, why: String },
+    #[error(
+        "{} is being written by another moot process: that run (or a shard with the same items) is still going; resume once it has ended",
+        path.display()
+    )]
+    StillRunning { path: PathBuf },
 }
 
 /// Everything a batch run needs.
@@ -215,6 +220,9 @@ pub async fn run_eval(
                 entry.status = state.as_str().into();
                 counts.already_done += 1;
                 continue;
+            }
+            if crate::session::writer::being_written(&path) {
+                return Err(EvalError::StillRunning { path }.into());
             }
             moved_aside.push(folder::move_aside(&dir, stem).map_err(io(&path))?);
         }

@@ -29,6 +29,7 @@ impl SessionWriter {
             std::fs::create_dir_all(parent)?;
         }
         let file = OpenOptions::new().write(true).create_new(true).open(&path)?;
+        hold(&file, &path)?;
         Ok(Self::with(file, path, 0))
     }
 
@@ -36,6 +37,7 @@ impl SessionWriter {
     pub fn append(path: impl AsRef<Path>) -> io::Result<Self> {
         let path = path.as_ref().to_path_buf();
         let file = OpenOptions::new().append(true).open(&path)?;
+        hold(&file, &path)?;
         let len = file.metadata()?.len();
         Ok(Self::with(file, path, len))
     }
@@ -45,9 +47,10 @@ impl SessionWriter {
     /// so the next event starts a line of its own.
     pub fn reopen(path: impl AsRef<Path>) -> io::Result<Self> {
         let path = path.as_ref().to_path_buf();
+        let file = OpenOptions::new().append(true).open(&path)?;
+        hold(&file, &path)?;
         let bytes = std::fs::read(&path)?;
         let complete = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1) as u64;
-        let file = OpenOptions::new().append(true).open(&path)?;
         if complete < bytes.len() as u64 {
             file.set_len(complete)?;
         }
@@ -94,6 +97,42 @@ impl SessionWriter {
         self.len += self.buf.len() as u64;
         Ok(())
     }
+}
+
+/// Take the log's lock for as long as `file` is open: one process writes a
+/// log at a time, and others can tell that it is being written (see
+/// [`being_written`]). A file system without locks (some network mounts)
+/// is written without one.
+/// Unix only: elsewhere (Windows) such a lock would keep readers out too.
+#[cfg(unix)]
+fn hold(file: &File, path: &Path) -> io::Result<()> {
+    match file.try_lock() {
+        Ok(()) => Ok(()),
+        Err(std::fs::TryLockError::WouldBlock) => Err(io::Error::new(
+            io::ErrorKind::WouldBlock,
+            format!(
+                "{} is being written by another moot process (its session is still running); wait until that process has ended",
+                path.display()
+            ),
+        )),
+        Err(std::fs::TryLockError::Error(_)) => Ok(()),
+    }
+}
+
+#[cfg(not(unix))]
+fn hold(_: &File, _: &Path) -> io::Result<()> {
+    Ok(())
+}
+
+/// Whether another process is writing the log at `path` now (holds its
+/// lock): a session with no end in its log is still running rather than
+/// cut off. Always false where logs are not locked.
+pub fn being_written(path: &Path) -> bool {
+    if cfg!(not(unix)) {
+        return false;
+    }
+    let Ok(file) = File::open(path) else { return false };
+    matches!(file.try_lock_shared(), Err(std::fs::TryLockError::WouldBlock))
 }
 
 /// Check that session logs can be written in `dir` (creating it if needed)
@@ -168,5 +207,23 @@ mod tests {
         let fine = dir.path().join("new");
         check_dir(&fine).unwrap();
         assert!(fine.read_dir().unwrap().next().is_none(), "the probe file is removed");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_log_being_written_is_locked_against_a_second_writer() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        let first = SessionWriter::create(&path).unwrap();
+        assert!(being_written(&path));
+        let e = SessionWriter::reopen(&path).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::WouldBlock);
+        assert!(e.to_string().contains("being written by another moot process"), "{e}");
+        assert_eq!(SessionWriter::append(&path).unwrap_err().kind(), io::ErrorKind::WouldBlock);
+        drop(first);
+        assert!(!being_written(&path));
+        let again = SessionWriter::reopen(&path).unwrap();
+        assert!(being_written(&path));
+        drop(again);
     }
 }

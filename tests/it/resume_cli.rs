@@ -387,3 +387,40 @@ async fn continue_and_check(server: &TestServer, dir: &Path, sessions: &Path) {
     assert_eq!((last["type"].as_str(), last["status"].as_str()), (Some("session_ended"), Some("completed")));
     check_turns(&after);
 }
+
+/// A session still running in another process is shown as `running`, and
+/// resuming it is refused (its log is locked while it is written); once
+/// that process is gone it is `unfinished` and resumes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_still_running_elsewhere_is_not_resumed() {
+    let server = TestServer::with_handler(slow_reply).await.unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let sessions = tmp.path().join("sessions");
+    let mut first = moot(&server, tmp.path(), &sessions)
+        .args(["run", "--provider", "openai", "--moderator", "round-robin", "--headless"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_log(&sessions, "a turn streaming", Duration::from_secs(60), |ev| {
+        ev.last().is_some_and(|e| e["type"] == "turn_delta")
+    });
+    let id = the_log(&sessions).unwrap().file_stem().unwrap().to_string_lossy().to_string();
+    let list = |what: &str| {
+        let out = moot(&server, tmp.path(), &sessions).args(["sessions", "list"]).output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        let row =
+            text.lines().find(|l| l.starts_with(&id)).unwrap_or_else(|| panic!("{id} not in:\n{text}")).to_string();
+        assert!(row.split_whitespace().any(|w| w == what), "{what}: {row}");
+    };
+    list("running");
+    let out = moot(&server, tmp.path(), &sessions).args(["run", "--resume", &id, "--headless"]).output().unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && said.contains("still running"), "{said}");
+    assert!(first.try_wait().unwrap().is_none(), "the first process runs on");
+
+    first.kill().unwrap();
+    first.wait().unwrap();
+    list("unfinished");
+    continue_and_check(&server, tmp.path(), &sessions).await;
+}

@@ -259,3 +259,36 @@ async fn a_sharded_folder_is_priced_from_its_shards_and_shows_cached_tokens() {
     let cost = metric(&String::from_utf8_lossy(&o2.stdout), "cost_total").unwrap();
     assert!(cost.contains("no prices given"), "{cost}");
 }
+
+/// `--resume` while the run is still going in another process is refused:
+/// the logs it is writing are locked, and none is moved aside.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resuming_a_run_still_going_elsewhere_is_refused() {
+    let srv = server(Duration::from_millis(300)).await;
+    let url = srv.base_url();
+    let tmp = tempfile::tempdir().unwrap();
+    let cache = tmp.path().join("cache");
+    let data = data(tmp.path());
+    let out = tmp.path().join("run");
+    let (d, o) = (data.to_str().unwrap(), out.to_str().unwrap());
+    let mut first = moot(&url, &cache, &eval_args(d, o, &["--concurrency", "2"]))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while !std::fs::read_dir(&out)
+        .is_ok_and(|d| d.flatten().any(|e| e.path().extension().is_some_and(|x| x == "jsonl")))
+    {
+        assert!(std::time::Instant::now() < deadline, "no item log appeared");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let second = run(&url, &cache, &eval_args(d, o, &["--resume"])).await;
+    let e = String::from_utf8_lossy(&second.stderr);
+    assert_ne!(second.status.code(), Some(0), "{e}");
+    assert!(e.contains("being written by another moot process"), "{e}");
+    assert!(!out.join(ATTEMPTS).exists(), "nothing was moved aside");
+    let done = first.wait().await.unwrap();
+    assert!(done.success());
+    assert_eq!(completed_logs(&out).len(), ITEMS);
+}

@@ -65,6 +65,9 @@ pub struct Home {
 
 /// The status shown for a session whose log has no end (`r` resumes it).
 pub const UNFINISHED: &str = "unfinished";
+/// The status shown for a session whose log has no end and that another
+/// process is still writing.
+pub const RUNNING: &str = "running";
 
 fn session_row(path: &Path) -> Option<SessionRow> {
     let log = crate::session::read_log(path).ok()?;
@@ -72,14 +75,19 @@ fn session_row(path: &Path) -> Option<SessionRow> {
         return None;
     }
     let v = SessionView::from_events(&log.events);
+    let running = !v.state.is_ended() && crate::session::writer::being_written(path);
     Some(SessionRow {
         path: path.to_path_buf(),
         started: v.started.map(|t| t.format("%Y-%m-%d %H:%M").to_string()).unwrap_or_default(),
         panel: v.panel.as_ref().map(|p| p.name.clone()).unwrap_or_default(),
         item: v.item.as_ref().map(|i| i.id.clone()).unwrap_or_default(),
         protocol: v.protocol.clone(),
-        status: if v.state.is_ended() { v.state.label().to_string() } else { UNFINISHED.into() },
-        unfinished: !v.state.is_ended(),
+        status: match (v.state.is_ended(), running) {
+            (true, _) => v.state.label().to_string(),
+            (false, true) => RUNNING.into(),
+            (false, false) => UNFINISHED.into(),
+        },
+        unfinished: !v.state.is_ended() && !running,
         overall: match v.aggregate.as_ref().and_then(|a| a.overall) {
             Some(o) => fmt_score(o),
             // A panel without an overall has nothing to show here.
@@ -188,6 +196,9 @@ impl Home {
             }
             Action::ResumeSession => match self.sessions.get(self.selected[0]).filter(|_| self.focus == 0) {
                 Some(r) if r.unfinished => self.choice = Some(HomeChoice::Resume(r.path.clone())),
+                Some(r) if r.status == RUNNING => {
+                    self.message = Some("this session is still running in another moot process".into())
+                }
                 Some(r) => self.message = Some(format!("this session is {}: nothing to resume", r.status)),
                 None => self.message = Some("choose an unfinished session in the list to resume it".into()),
             },
