@@ -222,7 +222,7 @@ pub async fn run_eval(
                 continue;
             }
             if crate::session::writer::being_written(&path) {
-                return Err(EvalError::StillRunning { path }.into());
+                return Err(EvalError::StillRunning { path });
             }
             moved_aside.push(folder::move_aside(&dir, stem).map_err(io(&path))?);
         }
