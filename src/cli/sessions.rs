@@ -90,8 +90,20 @@ fn list(dir: &Path) -> anyhow::Result<ExitCode> {
         "{:<26} {:<17} {:<20} {:<10} {:<12} {:<9} {:>7}",
         "SESSION", "STARTED", "PANEL", "ITEM", "PROTOCOL", "STATUS", "OVERALL"
     )?;
+    let mut damaged = Vec::new();
     for path in logs {
-        let Ok(log) = read_log(&path) else { continue };
+        let log = match read_log(&path) {
+            Ok(log) => log,
+            Err(e) => {
+                damaged.push(format!("{}: cannot read: {e}", path.display()));
+                continue;
+            }
+        };
+        if let Some(first) = log.first_damage() {
+            let more = log.problems.len() - 1;
+            let more = if more > 0 { format!(" (and {more} more)") } else { String::new() };
+            damaged.push(format!("{first}{more}: the line is left out"));
+        }
         let v = SessionView::from_events(&log.events);
         let started = v.started.map(|t| t.format("%Y-%m-%d %H:%M").to_string()).unwrap_or_default();
         let panel = v.panel.as_ref().map(|p| p.name.clone()).unwrap_or_default();
@@ -125,6 +137,9 @@ fn list(dir: &Path) -> anyhow::Result<ExitCode> {
             status,
             overall
         )?;
+    }
+    for d in damaged {
+        eprintln!("moot sessions: {d}");
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -146,6 +146,18 @@ fn sessions_show_names_the_damaged_line() {
 }
 
 #[test]
+fn sessions_list_names_the_damaged_line() {
+    for case in cases().into_iter().filter(|c| c.name != "torn last line") {
+        let (dir, _) = write_case(&case);
+        let out = moot(dir.path()).args(["sessions", "list", "--dir", "."]).output().unwrap();
+        assert!(out.status.success(), "{}: {}", case.name, String::from_utf8_lossy(&out.stderr));
+        stderr_line(&out, &case, &format!("damaged.jsonl:{}: {}", case.line, case.message));
+        // The session is still listed.
+        assert!(String::from_utf8_lossy(&out.stdout).contains("maj-eval"), "{}", case.name);
+    }
+}
+
+#[test]
 fn a_log_whose_start_cannot_be_read_is_named_by_report() {
     let (text, line) = damage_line("session_started", |v| v["protocol"] = json!(42));
     let case = Case { name: "bad start", text, line, message: String::new() };
