@@ -65,6 +65,7 @@ mod provider_cache;
 mod provider_limits;
 mod provider_openai;
 mod provider_pools;
+mod pty;
 mod repeated_speeches;
 mod report_fixtures;
 mod resume_cli;

@@ -4,14 +4,13 @@
 //! be written stops the run before any model call; a log that cannot be
 //! written mid-run pauses the session and loses nothing.
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use moot::testkit::server::{RecordedRequest, Reply, TestServer, openai};
-use portable_pty::{CommandBuilder, PtySize, native_pty_system};
+use portable_pty::CommandBuilder;
 use serde_json::Value;
 
 /// A storybook-qa verdict, streamed in pieces over about half a second.
@@ -29,55 +28,7 @@ fn slow_reply(_: &RecordedRequest) -> Reply {
     reply
 }
 
-/// `moot` in an 80×24 pseudo-terminal, its screen kept by a terminal emulator.
-struct Pty {
-    child: Box<dyn portable_pty::Child + Send + Sync>,
-    writer: Box<dyn std::io::Write + Send>,
-    parser: Arc<Mutex<vt100::Parser>>,
-}
-
-impl Pty {
-    fn spawn(cmd: CommandBuilder) -> Self {
-        let pair =
-            native_pty_system().openpty(PtySize { rows: 24, cols: 80, pixel_width: 0, pixel_height: 0 }).unwrap();
-        let child = pair.slave.spawn_command(cmd).unwrap();
-        drop(pair.slave);
-        let mut reader = pair.master.try_clone_reader().unwrap();
-        let writer = pair.master.take_writer().unwrap();
-        let parser = Arc::new(Mutex::new(vt100::Parser::new(24, 80, 0)));
-        let p2 = parser.clone();
-        std::thread::spawn(move || {
-            let mut buf = [0u8; 8192];
-            while let Ok(n) = reader.read(&mut buf) {
-                if n == 0 {
-                    break;
-                }
-                p2.lock().unwrap().process(&buf[..n]);
-            }
-        });
-        Self { child, writer, parser }
-    }
-
-    fn text(&self) -> String {
-        self.parser.lock().unwrap().screen().contents()
-    }
-
-    fn send(&mut self, keys: &str) {
-        self.writer.write_all(keys.as_bytes()).unwrap();
-        self.writer.flush().unwrap();
-    }
-
-    fn wait_exit(&mut self, timeout: Duration) -> portable_pty::ExitStatus {
-        let deadline = Instant::now() + timeout;
-        loop {
-            if let Some(s) = self.child.try_wait().unwrap() {
-                return s;
-            }
-            assert!(Instant::now() < deadline, "moot did not exit; screen:\n{}", self.text());
-            std::thread::sleep(Duration::from_millis(25));
-        }
-    }
-}
+use crate::pty::Moot as Pty;
 
 fn moot_pty(server: &TestServer, dir: &Path, sessions: &Path, args: &[&str]) -> Pty {
     let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_moot"));
@@ -157,7 +108,7 @@ async fn a_live_run_killed_mid_debate_resumes_in_its_log_to_the_end() {
             && ev.last().is_some_and(|e| e["type"] == "turn_delta")
     };
     wait_log(&sessions, "a debate turn streaming", Duration::from_secs(60), debating);
-    let pid = first.child.process_id().expect("a pid");
+    let pid = first.pid();
     let killed = std::process::Command::new("kill").arg("-KILL").arg(pid.to_string()).status().unwrap();
     assert!(killed.success());
     first.wait_exit(Duration::from_secs(10));
@@ -344,7 +295,7 @@ async fn a_closed_terminal_or_a_shutdown_leaves_the_session_to_resume() {
         let status = if live {
             let mut first = moot_pty(&server, tmp.path(), &sessions, &args);
             wait_log(&sessions, "a turn streaming", Duration::from_secs(60), streaming);
-            let pid = first.child.process_id().expect("a pid");
+            let pid = first.pid();
             assert!(std::process::Command::new("kill").arg(signal).arg(pid.to_string()).status().unwrap().success());
             first.wait_exit(Duration::from_secs(15))
         } else {

@@ -3,14 +3,14 @@
 //! with `r`, selects the first iteration and rolls back to it with `k` `b`,
 //! and the log records each decision with its author.
 
-use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use moot::testkit::server::{RecordedRequest, Reply, TestServer, openai};
-use portable_pty::{CommandBuilder, PtySize, native_pty_system};
+use portable_pty::CommandBuilder;
 use serde_json::Value;
+
+use crate::pty::Moot;
 
 fn reply(text: &str) -> Reply {
     let mut r = Reply::sse();
@@ -34,65 +34,17 @@ fn answer(req: &RecordedRequest) -> Reply {
     }
 }
 
-struct Moot {
-    child: Box<dyn portable_pty::Child + Send + Sync>,
-    writer: Box<dyn Write + Send>,
-    parser: Arc<Mutex<vt100::Parser>>,
-}
-
-impl Moot {
-    fn spawn(cmd: CommandBuilder) -> Self {
-        let pair =
-            native_pty_system().openpty(PtySize { rows: 24, cols: 80, pixel_width: 0, pixel_height: 0 }).unwrap();
-        let child = pair.slave.spawn_command(cmd).unwrap();
-        drop(pair.slave);
-        let mut reader = pair.master.try_clone_reader().unwrap();
-        let writer = pair.master.take_writer().unwrap();
-        let parser = Arc::new(Mutex::new(vt100::Parser::new(24, 80, 0)));
-        let p2 = parser.clone();
-        std::thread::spawn(move || {
-            let mut buf = [0u8; 8192];
-            while let Ok(n) = reader.read(&mut buf) {
-                if n == 0 {
-                    break;
-                }
-                p2.lock().unwrap().process(&buf[..n]);
-            }
-        });
-        Self { child, writer, parser }
-    }
-
-    fn text(&self) -> String {
-        self.parser.lock().unwrap().screen().contents()
-    }
-
-    fn send(&mut self, keys: &str) {
-        self.writer.write_all(keys.as_bytes()).unwrap();
-        self.writer.flush().unwrap();
-    }
-
-    fn wait_for(&self, what: &str) {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while Instant::now() < deadline {
-            if self.text().contains(what) {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(25));
+/// Wait (up to 60 s) until the log satisfies `pred`; its events then.
+fn wait_log(moot: &Moot, log: &Path, what: &str, pred: impl Fn(&[Value]) -> bool) -> Vec<Value> {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while Instant::now() < deadline {
+        let ev = events_of(log);
+        if pred(&ev) {
+            return ev;
         }
-        panic!("\"{what}\" never appeared on the screen:\n{}", self.text());
+        std::thread::sleep(Duration::from_millis(25));
     }
-
-    fn wait_log(&self, log: &Path, what: &str, pred: impl Fn(&[Value]) -> bool) -> Vec<Value> {
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while Instant::now() < deadline {
-            let ev = events_of(log);
-            if pred(&ev) {
-                return ev;
-            }
-            std::thread::sleep(Duration::from_millis(25));
-        }
-        panic!("the log never showed {what}; screen:\n{}", self.text());
-    }
+    panic!("the log never showed {what}; screen:\n{}", moot.text());
 }
 
 fn has(ev: &[Value], kind: &str, f: impl Fn(&Value) -> bool) -> bool {
@@ -146,41 +98,34 @@ async fn rejecting_a_rewrite_and_rolling_back_with_the_keys() {
     let (args, log) = optimize_args(tmp.path());
     let mut moot = Moot::spawn(pty_command(&server, tmp.path(), &args));
 
-    moot.wait_log(&log, "the first feedback", |ev| has(ev, "feedback_written", |e| e["iteration"] == 1));
+    wait_log(&moot, &log, "the first feedback", |ev| has(ev, "feedback_written", |e| e["iteration"] == 1));
     moot.wait_for("review the feedback");
     moot.send("y");
-    moot.wait_log(&log, "the first rewrite", |ev| has(ev, "rewrite_proposed", |e| e["iteration"] == 1));
+    wait_log(&moot, &log, "the first rewrite", |ev| has(ev, "rewrite_proposed", |e| e["iteration"] == 1));
     moot.wait_for("decide on the rewrite");
     moot.send("r");
-    let ev = moot.wait_log(&log, "the rejection", |ev| has(ev, "rewrite_decided", |_| true));
+    let ev = wait_log(&moot, &log, "the rejection", |ev| has(ev, "rewrite_decided", |_| true));
     let d = ev.iter().find(|e| e["type"] == "rewrite_decided").unwrap();
     assert_eq!((d["decision"].as_str(), d["author"].as_str()), (Some("rejected"), Some("pty-tester")));
     moot.wait_for("rejected");
 
-    moot.wait_log(&log, "the second feedback", |ev| has(ev, "feedback_written", |e| e["iteration"] == 2));
+    wait_log(&moot, &log, "the second feedback", |ev| has(ev, "feedback_written", |e| e["iteration"] == 2));
     moot.wait_for("iteration 2: review the feedback");
     moot.send("k");
     moot.send("b");
-    let ev = moot.wait_log(&log, "the third iteration", |ev| has(ev, "iteration_started", |e| e["iteration"] == 3));
+    let ev = wait_log(&moot, &log, "the third iteration", |ev| has(ev, "iteration_started", |e| e["iteration"] == 3));
     assert!(has(&ev, "rolled_back", |e| e["to"] == 1 && e["author"] == "pty-tester"));
     let third = ev.iter().find(|e| e["type"] == "iteration_started" && e["iteration"] == 3).unwrap();
     assert_eq!(third["from"], 1, "the third iteration starts from the first one's prompt");
     assert!(!has(&ev, "rewrite_proposed", |e| e["iteration"] == 2), "the rollback skipped the second rewrite");
 
-    let ev = moot.wait_log(&log, "the end", |ev| has(ev, "optimize_ended", |_| true));
+    let ev = wait_log(&moot, &log, "the end", |ev| has(ev, "optimize_ended", |_| true));
     let end = ev.last().unwrap();
     assert_eq!(end["type"], "optimize_ended");
     assert_eq!(end["status"], "completed");
     moot.wait_for("q quit");
     moot.send("q");
-    let deadline = Instant::now() + Duration::from_secs(15);
-    let status = loop {
-        if let Some(s) = moot.child.try_wait().unwrap() {
-            break s;
-        }
-        assert!(Instant::now() < deadline, "moot did not exit:\n{}", moot.text());
-        std::thread::sleep(Duration::from_millis(25));
-    };
+    let status = moot.wait_exit(Duration::from_secs(15));
     assert!(status.success(), "exit status {status:?}");
     let written = end["output"].as_str().expect("a panel was written");
     assert!(Path::new(written).starts_with(tmp.path()), "beside the input panel: {written}");
@@ -217,15 +162,8 @@ async fn a_closed_terminal_or_a_shutdown_leaves_the_run_to_resume() {
             let mut moot = Moot::spawn(pty_command(&server, tmp.path(), &args));
             wait_judging();
             moot.wait_for("iteration");
-            kill(moot.child.process_id().expect("a pid"));
-            let deadline = Instant::now() + Duration::from_secs(15);
-            let status = loop {
-                if let Some(s) = moot.child.try_wait().unwrap() {
-                    break s;
-                }
-                assert!(Instant::now() < deadline, "moot did not exit:\n{}", moot.text());
-                std::thread::sleep(Duration::from_millis(25));
-            };
+            kill(moot.pid());
+            let status = moot.wait_exit(Duration::from_secs(15));
             assert_eq!(status.exit_code(), 129, "{status:?}");
         } else {
             let child = std::process::Command::new(env!("CARGO_BIN_EXE_moot"))
@@ -258,7 +196,7 @@ async fn a_closed_terminal_or_a_shutdown_leaves_the_run_to_resume() {
             let mut moot = Moot::spawn(pty_command(&server, tmp.path(), &resume));
             moot.wait_for("iteration");
             moot.send("x");
-            let ev = moot.wait_log(&log, "the end", |ev| has(ev, "optimize_ended", |_| true));
+            let ev = wait_log(&moot, &log, "the end", |ev| has(ev, "optimize_ended", |_| true));
             moot.send("q");
             ev.last().unwrap()["status"].as_str().map(str::to_string)
         } else {
