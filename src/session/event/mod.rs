@@ -14,7 +14,7 @@ pub use crate::preset::{Departure, Preset, preset_line};
 pub use crate::roles::Role;
 pub use kind::EventKind;
 pub use payload::{
-    AgentInfo, AspectValue, EndStatus, Evaluation, ModelRef, OverrideTarget, ProposalKind, TrimmedEntry, Usage,
+    AgentInfo, BATCH_PRICE_SHARE, AspectValue, EndStatus, Evaluation, ModelRef, OverrideTarget, ProposalKind, TrimmedEntry, Usage,
     UsageTotals,
 };
 
