@@ -244,7 +244,8 @@ impl Registry {
                 };
                 let urls = pc.urls().unwrap_or_else(|| super::pool::split_urls(&c.base_url));
                 if batching.is_some() {
-                    let first = OpenAiConfig { base_url: urls.first().cloned().unwrap_or(c.base_url.clone()), ..c.clone() };
+                    let first =
+                        OpenAiConfig { base_url: urls.first().cloned().unwrap_or(c.base_url.clone()), ..c.clone() };
                     batch_api = Some(Arc::new(OpenAiBatch::new(first).map_err(|e| build_error(e.to_string()))?));
                 }
                 if urls.len() > 1 {

@@ -260,8 +260,11 @@ impl OpenAiProvider {
         form: Form,
     ) -> Result<Completion, ProviderError> {
         let (body, structured) = self.body(request, form, true, with_options)?;
-        let mut builder =
-            self.client.post(self.endpoint.clone()).header(reqwest::header::CONTENT_TYPE, "application/json").body(body);
+        let mut builder = self
+            .client
+            .post(self.endpoint.clone())
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(body);
         if let Some(key) = &self.config.api_key {
             builder = builder.bearer_auth(key);
         }

@@ -11,8 +11,8 @@ use tokio::sync::mpsc;
 use super::{CallSpec, Run};
 use crate::engine::trim;
 use crate::panel::AgentSpec;
-use crate::provider::retry::call_with_retry;
 use crate::provider::batch::BatchTag;
+use crate::provider::retry::call_with_retry;
 use crate::provider::{ChatRequest, Completion, Provider, ProviderError, READ_AHEAD_STEP};
 use crate::session::event::{Evaluation, EventKind, Phase, Role, TurnKind};
 

@@ -116,7 +116,8 @@ impl BatchApi for AnthropicBatch {
         }
         body.push_str("]}");
         let post = self.client.post(&self.batches).header(reqwest::header::CONTENT_TYPE, "application/json").body(body);
-        let b: BatchObject = api::parse(&api::send(self.request(post, &self.batches), &self.redactor).await?, "the new batch")?;
+        let b: BatchObject =
+            api::parse(&api::send(self.request(post, &self.batches), &self.redactor).await?, "the new batch")?;
         Ok(Submitted { id: b.id, input_file: None })
     }
 
@@ -221,11 +222,7 @@ fn completion(reply: &str, structured: bool) -> Result<Completion, ProviderError
             cached_input_tokens: u.cache_read_input_tokens,
             ..Usage::default()
         },
-        None => Usage {
-            output_tokens: crate::provider::estimate_tokens(&text),
-            estimated: true,
-            ..Usage::default()
-        },
+        None => Usage { output_tokens: crate::provider::estimate_tokens(&text), estimated: true, ..Usage::default() },
     };
     Ok(Completion { text, usage, finish_reason: m.stop_reason, ..Completion::default() })
 }
@@ -248,7 +245,10 @@ mod tests {
 
     #[test]
     fn keys_go_only_to_their_own_server() {
-        assert!(same_origin("https://api.anthropic.com/v1/messages/batches/x/results", "https://api.anthropic.com/v1/messages/batches"));
+        assert!(same_origin(
+            "https://api.anthropic.com/v1/messages/batches/x/results",
+            "https://api.anthropic.com/v1/messages/batches"
+        ));
         assert!(!same_origin("https://elsewhere.example/results", "https://api.anthropic.com/v1/messages/batches"));
         assert!(!same_origin("http://127.0.0.1:9/x", "http://127.0.0.1:10/x"));
     }

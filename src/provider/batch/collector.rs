@@ -231,6 +231,7 @@ impl Collector {
                 }
                 self.shared.status(|s| {
                     s.submitted += 1;
+                    s.requests += ids.len();
                     s.pending += 1;
                 });
                 let me = self.clone();
@@ -423,4 +424,3 @@ impl Collector {
 fn waits(g: &Inner, id: &str) -> bool {
     g.waiters.get(id).is_some_and(|w| w.iter().any(|tx| !tx.is_closed()))
 }
-

@@ -94,6 +94,8 @@ impl Default for BatchSettings {
 pub struct BatchStatus {
     /// Batches this invocation submitted.
     pub submitted: usize,
+    /// The requests in them.
+    pub requests: usize,
     /// Batches being watched that are not over.
     pub pending: usize,
     /// Batches seen over (this invocation's and earlier ones it collected).

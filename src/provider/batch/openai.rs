@@ -158,9 +158,7 @@ impl BatchApi for OpenAiBatch {
                     .map(|e| e.data)
                     .unwrap_or_default()
                     .into_iter()
-                    .map(|e| {
-                        [e.code, e.message].into_iter().flatten().collect::<Vec<_>>().join(": ")
-                    })
+                    .map(|e| [e.code, e.message].into_iter().flatten().collect::<Vec<_>>().join(": "))
                     .collect();
                 RemoteState::Failed(if why.is_empty() { "the batch failed".into() } else { why.join("; ") })
             }
@@ -186,7 +184,9 @@ impl BatchApi for OpenAiBatch {
                             _ => LineResult::Error(format!("{message} ({code})")),
                         }
                     }
-                    (Some(r), None) if (200..300).contains(&r.status_code) => LineResult::Reply(r.body.get().to_string()),
+                    (Some(r), None) if (200..300).contains(&r.status_code) => {
+                        LineResult::Reply(r.body.get().to_string())
+                    }
                     (Some(r), None) => {
                         LineResult::Error(format!("HTTP {}: {}", r.status_code, excerpt(r.body.get(), 300)))
                     }
@@ -256,11 +256,10 @@ struct PromptDetails {
 /// A chat completion (not streamed) as a [`Completion`].
 fn completion(reply: &str, structured: bool) -> Result<Completion, ProviderError> {
     let c: ChatCompletion = api::parse(reply, "a batch reply")?;
-    let choice = c
-        .choices
-        .into_iter()
-        .next()
-        .ok_or_else(|| ProviderError::Protocol(format!("a batch reply without choices: {}", excerpt(reply, 120))))?;
+    let choice =
+        c.choices.into_iter().next().ok_or_else(|| {
+            ProviderError::Protocol(format!("a batch reply without choices: {}", excerpt(reply, 120)))
+        })?;
     let content = choice.message.and_then(|m| m.content).unwrap_or_default();
     let text = if structured { api::split_structured(&content) } else { content };
     let usage = match c.usage {
@@ -270,11 +269,7 @@ fn completion(reply: &str, structured: bool) -> Result<Completion, ProviderError
             cached_input_tokens: u.prompt_tokens_details.and_then(|d| d.cached_tokens),
             ..Usage::default()
         },
-        None => Usage {
-            output_tokens: crate::provider::estimate_tokens(&text),
-            estimated: true,
-            ..Usage::default()
-        },
+        None => Usage { output_tokens: crate::provider::estimate_tokens(&text), estimated: true, ..Usage::default() },
     };
     let logprobs = choice.logprobs.and_then(|l| l.content).filter(|c| !c.is_empty()).map(|content| {
         content
