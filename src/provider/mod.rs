@@ -128,7 +128,7 @@ pub struct ChatRequest {
     /// --batch`) may send it through a batch API; every other provider
     /// ignores it. Not part of the request's content (nor of a cache key).
     #[serde(skip)]
-    pub batch: Option<batch::BatchTag>,
+    pub batch: Option<std::sync::Arc<batch::BatchTag>>,
 }
 
 /// Texts a reply may not copy, texts it may quote all the same (the

@@ -153,12 +153,14 @@ impl Run {
     /// API may answer (`moot eval --batch`): an agent's own first request of
     /// a first evaluation, a G-Eval score or its steps, or a pairwise
     /// judgment. Repairs, debates, moderators and judges run live.
-    fn batch_tag(&self, spec: &CallSpec<'_>) -> Option<BatchTag> {
+    fn batch_tag(&self, spec: &CallSpec<'_>) -> Option<Arc<BatchTag>> {
         let t = &spec.turn;
         let independent = matches!(t.phase, Phase::Initial | Phase::Steps | Phase::Scoring | Phase::Comparison);
-        (independent && t.role == Role::Agent && spec.kind == TurnKind::Speak).then(|| BatchTag {
-            item: self.item().id.as_str().into(),
-            turn: format!("{}|{}|{:?}|{:?}|{:?}", t.participant, t.phase.as_str(), t.round, t.dimension, t.pair),
+        (independent && t.role == Role::Agent && spec.kind == TurnKind::Speak).then(|| {
+            Arc::new(BatchTag {
+                item: self.item().id.as_str().into(),
+                turn: format!("{}|{}|{:?}|{:?}|{:?}", t.participant, t.phase.as_str(), t.round, t.dimension, t.pair),
+            })
         })
     }
 
