@@ -125,7 +125,10 @@ fn main() {
         "  tokens: in {} out {} (live run: in {} out {}); through a batch: in {} out {}",
         u.input_tokens, u.output_tokens, live.usage.input_tokens, live.usage.output_tokens, bi, bo
     );
-    println!("  gpt-4o-mini: {list:.4} at list prices, {billed:.4} with the batch share ({:.0}% saved)", 100.0 * (1.0 - billed / list));
+    println!(
+        "  gpt-4o-mini: {list:.4} at list prices, {billed:.4} with the batch share ({:.0}% saved)",
+        100.0 * (1.0 - billed / list)
+    );
 
     // The batch layer's own work for one request: its body and custom id.
     let api = moot::provider::batch::openai::OpenAiBatch::new(moot::provider::openai::OpenAiConfig {
@@ -146,5 +149,9 @@ fn main() {
         bytes += custom_id(&tag, &body).len() + body.len();
     }
     let per = start.elapsed() / n;
-    println!("  per request: body and custom id {:.1} µs ({} bytes of body)", per.as_secs_f64() * 1e6, bytes / n as usize);
+    println!(
+        "  per request: body and custom id {:.1} µs ({} bytes of body)",
+        per.as_secs_f64() * 1e6,
+        bytes / n as usize
+    );
 }

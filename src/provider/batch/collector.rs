@@ -45,6 +45,7 @@ pub(super) enum Enqueued {
 struct Inner {
     /// Requests waiting to be submitted.
     queue: Vec<Line>,
+    /// Their custom ids, and those of requests being submitted.
     queued: HashSet<String>,
     /// Calls waiting, by custom id.
     waiters: HashMap<String, Vec<oneshot::Sender<Delivery>>>,
@@ -161,12 +162,13 @@ impl Collector {
                 let mut g = self.lock();
                 let take = g.queue.len().min(settings.max_requests.max(1));
                 let taken: Vec<Line> = g.queue.drain(..take).collect();
-                for l in &taken {
-                    g.queued.remove(&l.custom_id);
-                }
                 self.shared.status(|s| s.queued = s.queued.saturating_sub(taken.len()));
                 // Calls stopped meanwhile (Ctrl-C) need no batch.
-                let waited: Vec<Line> = taken.into_iter().filter(|l| waits(&g, &l.custom_id)).collect();
+                let (waited, dropped): (Vec<Line>, Vec<Line>) =
+                    taken.into_iter().partition(|l| waits(&g, &l.custom_id));
+                for l in &dropped {
+                    g.queued.remove(&l.custom_id);
+                }
                 if waited.is_empty() && g.queue.is_empty() {
                     g.gathering = false;
                     return;
@@ -226,6 +228,7 @@ impl Collector {
                 {
                     let mut g = self.lock();
                     for id in &ids {
+                        g.queued.remove(id);
                         g.watched.insert(id.clone(), submitted.id.clone());
                     }
                 }
@@ -273,6 +276,13 @@ impl Collector {
                 Ok(remote) => {
                     errors = 0;
                     let _ = self.shared.store.update(&batch, |r| r.counts = remote.counts.clone());
+                }
+                // The server does not know the batch (another account, deleted): not run.
+                Err(e) if !e.is_retryable() => {
+                    let why = format!("its state could not be read ({e})");
+                    let gone = Remote { state: RemoteState::Failed(why), results: Vec::new(), counts: None };
+                    self.finish(&batch, &ids, gone, HashMap::new());
+                    return;
                 }
                 Err(e) => {
                     errors += 1;
@@ -410,6 +420,7 @@ impl Collector {
         let mut g = self.lock();
         let mut told = 0;
         for (id, why) in failed {
+            g.queued.remove(&id);
             g.live.insert(id.clone());
             g.lines.remove(&id);
             for tx in g.waiters.remove(&id).unwrap_or_default() {

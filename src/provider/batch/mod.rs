@@ -32,6 +32,8 @@ pub mod api;
 mod collector;
 pub mod openai;
 pub mod store;
+#[cfg(test)]
+mod tests;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -367,7 +369,7 @@ impl Provider for BatchProvider {
 }
 
 #[cfg(test)]
-mod tests {
+mod id_tests {
     use super::*;
 
     #[test]
