@@ -90,7 +90,7 @@ fn batch_notes(registry: &Registry, panel: &crate::panel::Panel, args: &EvalArgs
     for name in super::run::used_providers(registry, panel, &args.models).iter().filter(|n| !batching.contains(n)) {
         let kind = registry.config().kind_of(name);
         let configured = registry.config().providers.get(name).and_then(|p| p.batch);
-        if kind == Some(crate::config::ProviderKind::Local) {
+        if kind == Some(crate::config::ProviderKind::Local) && args.batching.batch {
             notes.push(format!("provider {name} is the embedded model, which has no batch API; its calls run live"));
         } else if configured == Some(false) {
             notes.push(format!("provider {name} has batch = false in moot.toml; its calls run live"));

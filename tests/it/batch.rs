@@ -4,8 +4,8 @@
 //! rest live, G-Eval and pairwise runs, logs shaped like a live run's, the
 //! cost at batch prices, a run killed after it submitted and resumed
 //! without submitting again, an expired batch submitted again, a lost line
-//! asked again live, `batch = true` in moot.toml, and the refusal for the
-//! embedded model.
+//! asked again live, a server without batch endpoints, `batch = true` in
+//! moot.toml, and the refusal for the embedded model.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -19,8 +19,9 @@ use moot::testkit::batch_server::{BatchServer, Fate, schema_responder};
 
 const SMALL_PANEL: &str = "tests/fixtures/eval/small-panel.toml";
 const ITEMS: &str = "tests/fixtures/eval/items.jsonl";
-/// Batches watched every few milliseconds, submitted after 50 ms of quiet.
-const FAST: [&str; 4] = ["--batch-poll", "0.01", "--batch-gather", "0.05"];
+/// Batches watched every few milliseconds, submitted after 300 ms of quiet
+/// (long enough for every running item to join, on a busy machine too).
+const FAST: [&str; 4] = ["--batch-poll", "0.01", "--batch-gather", "0.3"];
 
 fn moot(srv: &BatchServer, cache: &Path, args: &[&str]) -> tokio::process::Command {
     let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_moot"));
@@ -388,4 +389,41 @@ async fn the_embedded_model_has_no_batch_api() {
     assert!(err.contains("--batch: none of the providers this panel uses (local) has a batch API"), "{err}");
     assert!(!out.exists(), "nothing ran");
     assert!(srv.requests().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_without_batch_endpoints_runs_every_call_live() {
+    use moot::testkit::server::{RecordedRequest, Reply, TestServer};
+    // An OpenAI-compatible server that streams chats and knows no /files or /batches.
+    let plain = TestServer::with_handler(|req: &RecordedRequest| {
+        if req.path.ends_with("/chat/completions") {
+            let body = req.body_json().unwrap_or_default();
+            Reply::openai_stream(&[&schema_responder(&body)], Some((100, 20)))
+        } else {
+            Reply::json(404, &serde_json::json!({"error": {"message": "Not Found", "type": "invalid_request_error"}}))
+        }
+    })
+    .await
+    .unwrap();
+    let srv = BatchServer::start(schema_responder).await.unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    let args = ["eval", SMALL_PANEL, "--data", ITEMS, "--limit", "2", "--provider", "openai", "--batch"];
+    let args = with(&with(&args, &["--out", out.to_str().unwrap()]), &FAST);
+    let o = moot(&srv, &tmp.path().join("cache"), &strs(&args))
+        .env("OPENAI_BASE_URL", plain.base_url())
+        .output()
+        .await
+        .unwrap();
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(err.contains("a batch could not be submitted (HTTP 404") && err.contains("run live from now on"), "{err}");
+    for (name, events) in logs(&out) {
+        assert_eq!(log_state(&out.join(&name)).unwrap(), LogState::Completed);
+        let failed = of_type(&events, "turn_failed");
+        assert_eq!(failed.len(), 4, "{name}: each first evaluation told why once: {failed:?}");
+        assert!(failed.iter().all(|f| f["will_retry"] == true));
+        assert!(of_type(&events, "turn_completed").iter().all(|c| !batched(c)), "{name}: all live");
+    }
+    assert!(!out.join("batches.json").exists(), "no batch was submitted, none recorded");
 }
