@@ -13,6 +13,98 @@ use super::run::load_panel;
 use crate::config::registry::Registry;
 use crate::eval::progress::{self, Progress, Style};
 use crate::eval::{EvalConfig, EvalSummary, Pricing, Selection, Shard};
+use crate::provider::batch::{BatchSettings, Batcher};
+
+/// Items running at once when `--concurrency` is not given and no call is batched.
+const DEFAULT_CONCURRENCY: u32 = 4;
+
+/// `moot eval`'s batch API flags (see docs/eval.md, *Batch APIs*).
+#[derive(Debug, clap::Args)]
+pub struct BatchArgs {
+    /// Send the calls no one waits for live (first evaluations, G-Eval scores and steps, pairwise
+    /// judgments) through the providers' batch APIs (OpenAI, Anthropic): half price, answered
+    /// within 24 hours; later phases run live. `batch = true` in a provider's table of moot.toml
+    /// does it for that provider.
+    #[arg(long, conflicts_with = "no_batch")]
+    pub batch: bool,
+    /// Keep every call live, whatever moot.toml says.
+    #[arg(long)]
+    pub no_batch: bool,
+    /// Seconds before the first look at a pending batch; the wait doubles up to ten times this.
+    #[arg(long, value_name = "SECS", default_value_t = 30.0, value_parser = positive_secs)]
+    pub batch_poll: f64,
+    /// Seconds without a new request before the gathered requests go up as a batch.
+    #[arg(long, value_name = "SECS", default_value_t = 2.0, value_parser = positive_secs)]
+    pub batch_gather: f64,
+    /// At most this many requests in one batch.
+    #[arg(long, value_name = "N", default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..=50_000))]
+    pub batch_max: u64,
+}
+
+fn positive_secs(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+        _ => Err(format!("{s:?} is not a positive number of seconds")),
+    }
+}
+
+impl BatchArgs {
+    /// Whether some provider may batch: `--batch`, or a provider configured with `batch = true`.
+    fn on(&self, registry: &Registry) -> bool {
+        !self.no_batch && (self.batch || registry.config().providers.values().any(|p| p.batch == Some(true)))
+    }
+
+    fn settings(&self) -> BatchSettings {
+        BatchSettings {
+            all: self.batch,
+            poll: Duration::from_secs_f64(self.batch_poll),
+            gather: Duration::from_secs_f64(self.batch_gather),
+            max_requests: self.batch_max as usize,
+            ..BatchSettings::default()
+        }
+    }
+}
+
+/// `--batch` when none of the providers the panel uses has a batch API
+/// (the embedded model has none): refused before any provider is built.
+fn refuse_unbatchable(registry: &Registry, panel: &crate::panel::Panel, args: &EvalArgs) -> anyhow::Result<()> {
+    let used = super::run::used_providers(registry, panel, &args.models);
+    let can = |name: &String| {
+        let http = registry.config().kind_of(name).is_some_and(|k| k != crate::config::ProviderKind::Local);
+        http && registry.config().providers.get(name).and_then(|p| p.batch) != Some(false)
+    };
+    if args.batching.batch && !used.iter().any(can) {
+        anyhow::bail!(
+            "--batch: none of the providers this panel uses ({}) has a batch API; batches are for OpenAI and \
+             Anthropic providers (the embedded model has none, and answers at once anyway). Run without --batch",
+            used.join(", ")
+        );
+    }
+    Ok(())
+}
+
+/// With batches: which used providers batch, and which do not and why.
+fn batch_notes(registry: &Registry, panel: &crate::panel::Panel, args: &EvalArgs, batcher: &Batcher) -> Vec<String> {
+    let batching = batcher.providers();
+    let mut notes = Vec::new();
+    for name in super::run::used_providers(registry, panel, &args.models).iter().filter(|n| !batching.contains(n)) {
+        let kind = registry.config().kind_of(name);
+        let configured = registry.config().providers.get(name).and_then(|p| p.batch);
+        if kind == Some(crate::config::ProviderKind::Local) && args.batching.batch {
+            notes.push(format!("provider {name} is the embedded model, which has no batch API; its calls run live"));
+        } else if configured == Some(false) {
+            notes.push(format!("provider {name} has batch = false in moot.toml; its calls run live"));
+        }
+    }
+    if !batching.is_empty() {
+        notes.push(format!(
+            "batches: {} send first evaluations, scores and pairwise judgments through their batch APIs \
+             (half price, answered within 24 h); later phases run live",
+            batching.join(", ")
+        ));
+    }
+    notes
+}
 
 /// Seconds between plain progress lines when stderr is not a terminal
 /// (`MOOT_PROGRESS_SECS` overrides).
@@ -36,9 +128,14 @@ pub fn pricing(input: Option<f64>, output: Option<f64>) -> anyhow::Result<Option
 /// Providers whose own concurrency limit is below what `--concurrency` asks
 /// for (each item makes one call per agent at once in its first phase), so
 /// items will wait for them.
-fn concurrency_notes(registry: &Registry, panel: &crate::panel::Panel, args: &EvalArgs) -> Vec<String> {
+fn concurrency_notes(
+    registry: &Registry,
+    panel: &crate::panel::Panel,
+    args: &EvalArgs,
+    concurrency: u32,
+) -> Vec<String> {
     let agents = panel.agents().count().max(1);
-    let wanted = args.concurrency as usize * agents;
+    let wanted = concurrency as usize * agents;
     super::run::used_providers(registry, panel, &args.models)
         .into_iter()
         .filter_map(|name| {
@@ -53,8 +150,7 @@ fn concurrency_notes(registry: &Registry, panel: &crate::panel::Panel, args: &Ev
             (limit < wanted).then(|| {
                 format!(
                     "provider {name} takes at most {limit} calls at once (max_concurrency in moot.toml); \
-                     --concurrency {} with {agents} agents asks for up to {wanted}, so calls will queue",
-                    args.concurrency
+                     --concurrency {concurrency} with {agents} agents asks for up to {wanted}, so calls will queue"
                 )
             })
         })
@@ -87,7 +183,28 @@ pub fn run(args: EvalArgs) -> anyhow::Result<ExitCode> {
             crate::provider::cache::ResponseCache::default_dir(),
         )));
     }
+    let out = args.out.clone().unwrap_or_else(|| default_out(&panel.name));
+    let batcher = match args.batching.on(&registry) {
+        true => Some(crate::eval::batch::batcher(args.batching.settings(), &out, shard)?),
+        false => None,
+    };
+    if batcher.is_some() {
+        refuse_unbatchable(&registry, &panel, &args)?;
+    }
+    registry.set_batch(batcher.clone());
     let (bindings, seed) = args.models.bind(&mut panel, &mut registry)?;
+    if let Some(b) = &batcher {
+        for line in batch_notes(&registry, &panel, &args, b) {
+            eprintln!("moot eval: note: {line}");
+        }
+    }
+    let batching = batcher.as_ref().is_some_and(|b| !b.providers().is_empty());
+    let concurrency = match (args.concurrency, batching) {
+        (Some(c), _) => c,
+        // Every item at once: its first phase joins the batch, the rest waits for it.
+        (None, true) => u32::try_from(file.items.len().max(1)).unwrap_or(u32::MAX),
+        (None, false) => DEFAULT_CONCURRENCY,
+    };
     let pricing = pricing(args.price_input, args.price_output)?;
     let note = super::run::provider_note(&registry, &panel, &args.models, args.budget.max_cost.is_some());
     if args.run_max_cost.is_some() && pricing.is_none() {
@@ -100,13 +217,14 @@ pub fn run(args: EvalArgs) -> anyhow::Result<ExitCode> {
             );
         }
     }
-    for line in concurrency_notes(&registry, &panel, &args) {
-        eprintln!("moot eval: note: {line}");
+    if !batching {
+        for line in concurrency_notes(&registry, &panel, &args, concurrency) {
+            eprintln!("moot eval: note: {line}");
+        }
     }
     for warning in note.split("; warning: ").skip(1) {
         eprintln!("moot eval: warning: {warning}");
     }
-    let out = args.out.clone().unwrap_or_else(|| default_out(&panel.name));
     let panel = Arc::new(panel);
     let mut config = EvalConfig::new(panel, bindings, file.items, out);
     config.provider_note = Some(note);
@@ -123,16 +241,17 @@ pub fn run(args: EvalArgs) -> anyhow::Result<ExitCode> {
     config.data = args.data.clone();
     config.bad_items = file.skipped;
     config.selection = selection;
-    config.concurrency = args.concurrency as usize;
+    config.concurrency = concurrency as usize;
     config.resume = args.resume;
     config.seed = seed;
     config.pricing = pricing;
 
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
-    runtime.block_on(run_async(config, args))
+    let batcher = batcher.filter(|_| batching);
+    runtime.block_on(run_async(config, args, batcher))
 }
 
-async fn run_async(config: EvalConfig, args: EvalArgs) -> anyhow::Result<ExitCode> {
+async fn run_async(config: EvalConfig, args: EvalArgs, batcher: Option<Batcher>) -> anyhow::Result<ExitCode> {
     let cancel = CancellationToken::new();
     let quit_now = CancellationToken::new();
     let pre = config.selection.apply(&config.items).map(|s| s.len()).unwrap_or(0);
@@ -173,6 +292,9 @@ async fn run_async(config: EvalConfig, args: EvalArgs) -> anyhow::Result<ExitCod
     let stop_printer = CancellationToken::new();
     // The bar counts the items this invocation runs; resumed items are known only
     // once the folder is read, so the total is adjusted when the run starts.
+    let batch_printer = batcher
+        .clone()
+        .map(|b| tokio::spawn(crate::eval::batch::print_batches(b, style, bars.clone(), stop_printer.clone())));
     let printer = tokio::spawn(progress::print_progress(progress.clone(), style, bars, stop_printer.clone()));
     let result = tokio::select! {
         r = crate::eval::run_eval(config, Some(progress.clone()), cancel.clone()) => Some(r),
@@ -180,7 +302,15 @@ async fn run_async(config: EvalConfig, args: EvalArgs) -> anyhow::Result<ExitCod
     };
     stop_printer.cancel();
     let _ = printer.await;
+    if let Some(p) = batch_printer {
+        let _ = p.await;
+    }
     signals.abort();
+    if let Some(b) = &batcher {
+        for line in crate::eval::batch::summary(b, &crate::eval::batch::batch_file(&dir, shard_of(&args))) {
+            eprintln!("moot eval: {line}");
+        }
+    }
     let Some(result) = result else {
         eprintln!(
             "moot eval: quit; unfinished logs are kept and run again with: moot eval {} --data {}{} --out {} --resume",
@@ -208,9 +338,16 @@ async fn run_async(config: EvalConfig, args: EvalArgs) -> anyhow::Result<ExitCod
     })
 }
 
-/// ` --format NAME` when the run was given one, for the commands it prints.
+/// The shard the run was given, if any.
+fn shard_of(args: &EvalArgs) -> Option<Shard> {
+    args.shard.as_deref().and_then(|s| s.parse().ok())
+}
+
+/// ` --format NAME` (and ` --batch`) when the run was given them, for the commands it prints.
 fn format_flag(args: &EvalArgs) -> String {
-    args.format.as_deref().map(|f| format!(" --format {f}")).unwrap_or_default()
+    let format = args.format.as_deref().map(|f| format!(" --format {f}")).unwrap_or_default();
+    // A resumed batch run collects its pending batches only with batches on.
+    if args.batching.batch { format + " --batch" } else { format }
 }
 
 fn print_summary(s: &EvalSummary, args: &EvalArgs) {

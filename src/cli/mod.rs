@@ -247,9 +247,10 @@ pub struct EvalArgs {
     /// decides. docs/datasets.md has each mapping.
     #[arg(long, value_name = "NAME", value_parser = items_format)]
     pub format: Option<String>,
-    /// Items running at once (providers apply their own limits on top).
-    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=10_000))]
-    pub concurrency: u32,
+    /// Items running at once (providers apply their own limits on top); default 4, and with
+    /// batches every selected item (one waiting for its batch holds no connection).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub concurrency: Option<u32>,
     /// Run folder (default: runs/<panel>-<time>); --resume needs it.
     #[arg(long)]
     pub out: Option<PathBuf>,
@@ -285,6 +286,8 @@ pub struct EvalArgs {
     /// Price of a million output tokens, for cost totals (also MOOT_PRICE_OUTPUT).
     #[arg(long, env = "MOOT_PRICE_OUTPUT")]
     pub price_output: Option<f64>,
+    #[command(flatten)]
+    pub batching: eval::BatchArgs,
 }
 
 #[derive(Debug, Args)]

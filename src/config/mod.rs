@@ -151,6 +151,12 @@ pub struct ProviderConfig {
     /// (prompt and reply together); long discussions are shortened to fit.
     #[serde(default, deserialize_with = "positive_u32")]
     pub context_length: Option<u32>,
+    /// For HTTP providers: `moot eval` sends the calls no one waits for live
+    /// (first evaluations, G-Eval scores, pairwise judgments) through the
+    /// provider's batch API, at half price (see docs/eval.md, *Batch APIs*);
+    /// `false` keeps them live even with `--batch`.
+    #[serde(default)]
+    pub batch: Option<bool>,
 }
 
 impl ProviderConfig {
@@ -215,6 +221,15 @@ impl Config {
         }
         for (name, p) in &config.providers {
             pool::check(text, path, name, p, config.kind_of(name))?;
+            if p.batch == Some(true) && config.kind_of(name) == Some(ProviderKind::Local) {
+                return Err(ConfigError::Invalid {
+                    path: path.to_owned(),
+                    line: pool::line_of_key(text, name, "batch"),
+                    field: format!("providers.{name}.batch"),
+                    message: "the embedded model has no batch API; batches are for OpenAI and Anthropic providers"
+                        .into(),
+                });
+            }
         }
         if let Some(d) = &config.default_provider
             && !config.providers.contains_key(d)
@@ -542,6 +557,14 @@ context_size = 4096
         let c = Config::parse("", &path()).expect("valid");
         assert!(c.providers.is_empty());
         assert_eq!(c.default_provider, None);
+    }
+
+    #[test]
+    fn batch_is_for_http_providers() {
+        let c = Config::parse("[providers.openai]\nbatch = true\n", &path()).expect("valid");
+        assert_eq!(c.providers["openai"].batch, Some(true));
+        let e = error("[providers.local]\nthreads = 2\nbatch = true\n");
+        assert!(e.starts_with("moot.toml:3: providers.local.batch:") && e.contains("no batch API"), "{e}");
     }
 
     #[test]

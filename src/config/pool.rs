@@ -135,7 +135,7 @@ pub(super) fn check(
 }
 
 /// The line of `key` in `[providers.<name>]`, else the table's line.
-fn line_of_key(text: &str, name: &str, key: &str) -> usize {
+pub(super) fn line_of_key(text: &str, name: &str, key: &str) -> usize {
     let table = line_of_table(text, name);
     text.lines()
         .enumerate()

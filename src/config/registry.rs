@@ -15,8 +15,10 @@
 //! Every built provider is wrapped, innermost first, in a
 //! [`WindowedProvider`] when an HTTP provider has a `context_length`, a shared
 //! [`LimitedProvider`] (concurrency and rate limits, one per provider for the
-//! whole process), a [`PricedProvider`] when prices are configured, and a
-//! [`CachedProvider`] when the response cache is on.
+//! whole process), a [`BatchProvider`](crate::provider::batch::BatchProvider)
+//! when `moot eval` sends its calls through batch APIs, a [`PricedProvider`]
+//! when prices are configured, and a [`CachedProvider`] when the response
+//! cache is on.
 
 use crate::provider::structured::StructuredOutput;
 use std::collections::BTreeMap;
@@ -27,6 +29,9 @@ use std::sync::Arc;
 use super::{Config, ConfigError, ProviderConfig, ProviderKind};
 use crate::provider::Provider;
 use crate::provider::anthropic::{self, AnthropicConfig, AnthropicProvider};
+use crate::provider::batch::anthropic::AnthropicBatch;
+use crate::provider::batch::openai::OpenAiBatch;
+use crate::provider::batch::{BatchApi, Batcher};
 use crate::provider::cache::{CachedProvider, ResponseCache};
 use crate::provider::limiter::{self, LimitedProvider};
 use crate::provider::openai::{self, OpenAiConfig, OpenAiProvider};
@@ -98,6 +103,7 @@ pub struct Registry {
     pub default_reason: String,
     cache: Option<ResponseCache>,
     progress: Option<crate::model::ProgressSink>,
+    batch: Option<Batcher>,
 }
 
 impl Registry {
@@ -125,6 +131,7 @@ impl Registry {
             default_reason,
             cache: None,
             progress: None,
+            batch: None,
         }
     }
 
@@ -132,6 +139,14 @@ impl Registry {
     /// Applies to providers built afterwards.
     pub fn set_cache(&mut self, cache: Option<ResponseCache>) {
         self.cache = cache;
+        self.built.clear();
+    }
+
+    /// Send the calls marked for a batch of the providers that batch (every
+    /// HTTP provider with `--batch`, else those with `batch = true`) through
+    /// their batch APIs; none turns it off. Applies to providers built afterwards.
+    pub fn set_batch(&mut self, batch: Option<Batcher>) {
+        self.batch = batch;
         self.built.clear();
     }
 
@@ -211,6 +226,9 @@ impl Registry {
                 $c.timeouts = pc.timeouts();
             };
         }
+        // A pool's batches go to its first base URL.
+        let batching = self.batch.as_ref().filter(|b| kind != ProviderKind::Local && b.wants(pc.batch));
+        let mut batch_api: Option<Arc<dyn BatchApi>> = None;
         let (inner, base_url): (Arc<dyn Provider>, Option<String>) = match kind {
             ProviderKind::Openai => {
                 let mut c = OpenAiConfig::from_lookup(|k| (self.env)(k));
@@ -225,6 +243,11 @@ impl Registry {
                     form => form,
                 };
                 let urls = pc.urls().unwrap_or_else(|| super::pool::split_urls(&c.base_url));
+                if batching.is_some() {
+                    let first =
+                        OpenAiConfig { base_url: urls.first().cloned().unwrap_or(c.base_url.clone()), ..c.clone() };
+                    batch_api = Some(Arc::new(OpenAiBatch::new(first).map_err(|e| build_error(e.to_string()))?));
+                }
                 if urls.len() > 1 {
                     let make = |url: &str| {
                         let c = OpenAiConfig { base_url: url.to_string(), ..c.clone() };
@@ -250,6 +273,11 @@ impl Registry {
                     form => form,
                 };
                 let urls = pc.urls().unwrap_or_else(|| super::pool::split_urls(&c.base_url));
+                if batching.is_some() {
+                    let first =
+                        AnthropicConfig { base_url: urls.first().cloned().unwrap_or(c.base_url.clone()), ..c.clone() };
+                    batch_api = Some(Arc::new(AnthropicBatch::new(first).map_err(|e| build_error(e.to_string()))?));
+                }
                 if urls.len() > 1 {
                     let make = |url: &str| {
                         let c = AnthropicConfig { base_url: url.to_string(), ..c.clone() };
@@ -290,6 +318,10 @@ impl Registry {
         {
             let key = format!("{}|{name}|{}", kind.as_str(), base_url.unwrap_or_default());
             provider = Arc::new(LimitedProvider::new(provider, limiter::shared(&key, pc.limits())));
+        }
+        // Above the limits (a call waiting for its batch holds no connection), below the prices.
+        if let (Some(batcher), Some(api)) = (batching, batch_api) {
+            provider = batcher.wrap(name, provider, api);
         }
         if let Some(prices) = pc.prices() {
             provider = Arc::new(PricedProvider::new(provider, prices));

@@ -8,6 +8,7 @@
 //! A log file is only ever created, never overwritten, so no item is lost or
 //! written twice into the same file.
 
+pub mod batch;
 pub mod pairwise;
 pub mod progress;
 pub mod shard;

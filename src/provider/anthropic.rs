@@ -176,6 +176,40 @@ impl AnthropicProvider {
         deltas: &DeltaSender,
         with_tool: bool,
     ) -> Result<Completion, ProviderError> {
+        let (body, structured) = self.body(request, with_tool)?;
+        let mut builder = self.client.post(self.endpoint.clone()).header("anthropic-version", API_VERSION).json(&body);
+        if let Some(key) = &self.config.api_key {
+            builder = builder.header("x-api-key", key);
+        }
+        let mut state = StreamState { splitter: structured.then(SpeechSplitter::new), ..StreamState::default() };
+        http::stream_sse(builder, &self.config.timeouts, "message_stop", |event| state.handle(&event, deltas)).await?;
+        state.finish(deltas);
+        let usage = match (state.input_tokens, state.output_tokens) {
+            // Anthropic counts cached prompt tokens apart; moot's input counts the whole prompt.
+            (Some(input), Some(output)) => Usage {
+                input_tokens: input + state.cache_read.unwrap_or(0) + state.cache_write.unwrap_or(0),
+                output_tokens: output,
+                cached_input_tokens: state.cache_read,
+                ..Usage::default()
+            },
+            _ => estimate_usage(request, &state.text),
+        };
+        Ok(Completion { text: state.text, usage, finish_reason: state.stop_reason, ..Completion::default() })
+    }
+
+    /// A request as a batch request's `params` (`stream: false`), with the
+    /// verdict tool when requests use it now, and whether it asks for a
+    /// structured reply (the tool's input then goes through a [`SpeechSplitter`]).
+    pub(crate) fn batch_params(&self, request: &ChatRequest) -> Result<(String, bool), ProviderError> {
+        let (mut body, structured) = self.body(request, self.structured_form() == StructuredOutput::Tool)?;
+        body.stream = false;
+        let json = serde_json::to_string(&body).map_err(|e| ProviderError::Config(format!("request body: {e}")))?;
+        Ok((json, structured))
+    }
+
+    /// The body of a streaming request, with the verdict tool when
+    /// `with_tool`, and whether it asks for a structured reply.
+    fn body<'a>(&'a self, request: &'a ChatRequest, with_tool: bool) -> Result<(RequestBody<'a>, bool), ProviderError> {
         let model = if request.model.is_empty() { self.config.model.as_str() } else { request.model.as_str() };
         let mut body = request_body(model, request)?;
         let schema = if with_tool {
@@ -195,24 +229,7 @@ impl AnthropicProvider {
                 last.content.push_str(&structured::instruction(s, false, request.prose_first));
             }
         }
-        let mut builder = self.client.post(self.endpoint.clone()).header("anthropic-version", API_VERSION).json(&body);
-        if let Some(key) = &self.config.api_key {
-            builder = builder.header("x-api-key", key);
-        }
-        let mut state = StreamState { splitter: schema.is_some().then(SpeechSplitter::new), ..StreamState::default() };
-        http::stream_sse(builder, &self.config.timeouts, "message_stop", |event| state.handle(&event, deltas)).await?;
-        state.finish(deltas);
-        let usage = match (state.input_tokens, state.output_tokens) {
-            // Anthropic counts cached prompt tokens apart; moot's input counts the whole prompt.
-            (Some(input), Some(output)) => Usage {
-                input_tokens: input + state.cache_read.unwrap_or(0) + state.cache_write.unwrap_or(0),
-                output_tokens: output,
-                cached_input_tokens: state.cache_read,
-                ..Usage::default()
-            },
-            _ => estimate_usage(request, &state.text),
-        };
-        Ok(Completion { text: state.text, usage, finish_reason: state.stop_reason, ..Completion::default() })
+        Ok((body, schema.is_some()))
     }
 }
 

@@ -6,6 +6,7 @@
 //! record each attempt live in [`retry`], shared by every backend.
 
 pub mod anthropic;
+pub mod batch;
 pub mod binding;
 pub mod cache;
 pub mod http;
@@ -121,6 +122,13 @@ pub struct ChatRequest {
     /// providers ignore it.
     #[serde(skip_serializing_if = "Option::is_none", serialize_with = "shared")]
     pub no_copy: Option<std::sync::Arc<NoCopy>>,
+    /// Set by the engine on a request no one waits for live (an agent's
+    /// first evaluation, a G-Eval score or its steps, a pairwise judgment):
+    /// the item and the turn it is for. A batch layer ([`batch`], `moot eval
+    /// --batch`) may send it through a batch API; every other provider
+    /// ignores it. Not part of the request's content (nor of a cache key).
+    #[serde(skip)]
+    pub batch: Option<std::sync::Arc<batch::BatchTag>>,
 }
 
 /// Texts a reply may not copy, texts it may quote all the same (the
@@ -155,6 +163,7 @@ impl ChatRequest {
             prose_first: true,
             opening: None,
             no_copy: None,
+            batch: None,
         }
     }
 }

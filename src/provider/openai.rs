@@ -259,6 +259,51 @@ impl OpenAiProvider {
         with_options: bool,
         form: Form,
     ) -> Result<Completion, ProviderError> {
+        let (body, structured) = self.body(request, form, true, with_options)?;
+        let mut builder = self
+            .client
+            .post(self.endpoint.clone())
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(body);
+        if let Some(key) = &self.config.api_key {
+            builder = builder.bearer_auth(key);
+        }
+        let mut state = StreamState { splitter: structured.then(SpeechSplitter::new), ..StreamState::default() };
+        http::stream_sse(builder, &self.config.timeouts, "[DONE]", |event| {
+            Ok(if state.handle(&event.data, deltas)? { Flow::Done } else { Flow::Continue })
+        })
+        .await?;
+        state.finish(deltas);
+        let usage = match state.usage {
+            Some(usage) => usage,
+            None => estimate_usage(request, &state.text),
+        };
+        let logprobs = (!state.logprobs.is_empty()).then_some(state.logprobs);
+        Ok(Completion {
+            text: state.text,
+            usage,
+            finish_reason: state.finish_reason,
+            logprobs,
+            ..Completion::default()
+        })
+    }
+
+    /// A request as a batch line's body (`stream: false`), in the
+    /// structured-output form requests use now, and whether it asks for a
+    /// structured reply (whose JSON then goes through a [`SpeechSplitter`]).
+    pub(crate) fn batch_body(&self, request: &ChatRequest) -> Result<(String, bool), ProviderError> {
+        self.body(request, Form::from_u8(self.form.load(Ordering::Relaxed)), false, false)
+    }
+
+    /// The JSON body of a request in structured-output form `form`, and
+    /// whether it asks for a structured reply.
+    fn body(
+        &self,
+        request: &ChatRequest,
+        form: Form,
+        stream: bool,
+        with_options: bool,
+    ) -> Result<(String, bool), ProviderError> {
         let model = if request.model.is_empty() { self.config.model.as_str() } else { request.model.as_str() };
         let mut messages = super::alternating(&request.messages);
         // The verdict's schema, with the speech as its first field.
@@ -285,8 +330,8 @@ impl OpenAiProvider {
         let body = RequestBody {
             model,
             messages: &messages,
-            stream: true,
-            stream_options: with_options.then_some(StreamOptions { include_usage: true }),
+            stream,
+            stream_options: (stream && with_options).then_some(StreamOptions { include_usage: true }),
             max_tokens: request.max_tokens,
             temperature: request.temperature,
             top_p: request.top_p,
@@ -295,28 +340,8 @@ impl OpenAiProvider {
             top_logprobs: self.config.top_logprobs.or(request.top_logprobs),
             response_format,
         };
-        let mut builder = self.client.post(self.endpoint.clone()).json(&body);
-        if let Some(key) = &self.config.api_key {
-            builder = builder.bearer_auth(key);
-        }
-        let mut state = StreamState { splitter: schema.is_some().then(SpeechSplitter::new), ..StreamState::default() };
-        http::stream_sse(builder, &self.config.timeouts, "[DONE]", |event| {
-            Ok(if state.handle(&event.data, deltas)? { Flow::Done } else { Flow::Continue })
-        })
-        .await?;
-        state.finish(deltas);
-        let usage = match state.usage {
-            Some(usage) => usage,
-            None => estimate_usage(request, &state.text),
-        };
-        let logprobs = (!state.logprobs.is_empty()).then_some(state.logprobs);
-        Ok(Completion {
-            text: state.text,
-            usage,
-            finish_reason: state.finish_reason,
-            logprobs,
-            ..Completion::default()
-        })
+        let json = serde_json::to_string(&body).map_err(|e| ProviderError::Config(format!("request body: {e}")))?;
+        Ok((json, schema.is_some()))
     }
 }
 

@@ -16,10 +16,10 @@ pub struct Prices {
 }
 
 impl Prices {
-    /// The cost of `usage` at these prices.
+    /// The cost of `usage` at these prices (a batch call's tokens at the batch price).
     pub fn cost(&self, usage: &Usage) -> f64 {
-        (usage.input_tokens as f64 * self.input_per_million + usage.output_tokens as f64 * self.output_per_million)
-            / 1_000_000.0
+        let (input, output) = usage.billed_tokens();
+        (input * self.input_per_million + output * self.output_per_million) / 1_000_000.0
     }
 }
 

@@ -44,9 +44,10 @@ impl Pricing {
     pub fn cost(&self, input_tokens: u64, output_tokens: u64) -> f64 {
         (input_tokens as f64 * self.input_per_mtok + output_tokens as f64 * self.output_per_mtok) / 1e6
     }
-    /// Cost of a usage record.
+    /// Cost of a usage record (a batch call's tokens at the batch price).
     pub fn cost_of(&self, usage: &Usage) -> f64 {
-        self.cost(usage.input_tokens, usage.output_tokens)
+        let (input, output) = usage.billed_tokens();
+        (input * self.input_per_mtok + output * self.output_per_mtok) / 1e6
     }
 }
 

@@ -6,6 +6,7 @@
 //! tests' judge (`optimize`) and the fuzzing entry points (`fuzz`). The
 //! program itself never uses them.
 
+pub mod batch_server;
 pub mod engine;
 pub mod fuzz;
 pub mod optimize;

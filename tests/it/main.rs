@@ -22,6 +22,7 @@ mod support {
     }
 }
 
+mod batch;
 mod bench_cli;
 mod build_deps;
 mod chat_eval;

@@ -87,7 +87,14 @@ async fn streams_text_and_reports_usage() {
     assert_eq!(deltas, ["Hello", ", ", "world"]);
     assert_eq!(
         completion.usage,
-        Usage { input_tokens: 12, output_tokens: 3, estimated: false, cost: None, cached_input_tokens: None }
+        Usage {
+            input_tokens: 12,
+            output_tokens: 3,
+            estimated: false,
+            cost: None,
+            cached_input_tokens: None,
+            ..Usage::default()
+        }
     );
     assert_eq!(completion.finish_reason.as_deref(), Some("stop"));
     assert!(!completion.cached);
@@ -138,7 +145,14 @@ async fn chunks_split_at_odd_offsets_and_inside_utf8_characters() {
     assert_eq!(deltas.concat(), UNICODE_TEXT);
     assert_eq!(
         completion.usage,
-        Usage { input_tokens: 20, output_tokens: 9, estimated: false, cost: None, cached_input_tokens: None }
+        Usage {
+            input_tokens: 20,
+            output_tokens: 9,
+            estimated: false,
+            cost: None,
+            cached_input_tokens: None,
+            ..Usage::default()
+        }
     );
 }
 

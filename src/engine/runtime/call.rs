@@ -11,9 +11,10 @@ use tokio::sync::mpsc;
 use super::{CallSpec, Run};
 use crate::engine::trim;
 use crate::panel::AgentSpec;
+use crate::provider::batch::BatchTag;
 use crate::provider::retry::call_with_retry;
 use crate::provider::{ChatRequest, Completion, Provider, ProviderError, READ_AHEAD_STEP};
-use crate::session::event::{Evaluation, EventKind, Role, TurnKind};
+use crate::session::event::{Evaluation, EventKind, Phase, Role, TurnKind};
 
 impl Run {
     /// Make one model call as a turn: `turn_started`, deltas, a `turn_failed`
@@ -69,6 +70,7 @@ impl Run {
                 reply_requested: t.reply_requested,
             });
         }
+        let batch = self.batch_tag(&spec);
         let request = ChatRequest {
             model: spec.turn.binding.model.clone(),
             messages: fitted.messages,
@@ -82,6 +84,7 @@ impl Run {
             opening,
             // A repair asks for the object alone: no prose to guard.
             no_copy: spec.no_copy.filter(|_| spec.prose_first),
+            batch,
         };
         let (tx, mut rx) = mpsc::unbounded_channel::<String>();
         let ahead = spec.ahead.map(|next| (next, self.read_ahead_providers()));
@@ -144,6 +147,21 @@ impl Run {
             });
         }
         (turn, result, started.elapsed().as_millis() as u64)
+    }
+
+    /// The item and turn of a call no one waits for live, which a batch
+    /// API may answer (`moot eval --batch`): an agent's own first request of
+    /// a first evaluation, a G-Eval score or its steps, or a pairwise
+    /// judgment. Repairs, debates, moderators and judges run live.
+    fn batch_tag(&self, spec: &CallSpec<'_>) -> Option<Arc<BatchTag>> {
+        let t = &spec.turn;
+        let independent = matches!(t.phase, Phase::Initial | Phase::Steps | Phase::Scoring | Phase::Comparison);
+        (independent && t.role == Role::Agent && spec.kind == TurnKind::Speak).then(|| {
+            Arc::new(BatchTag {
+                item: self.item().id.as_str().into(),
+                turn: format!("{}|{}|{:?}|{:?}|{:?}", t.participant, t.phase.as_str(), t.round, t.dimension, t.pair),
+            })
+        })
     }
 
     /// Record the start of turn `turn` of `spec`.

@@ -14,8 +14,8 @@ pub use crate::preset::{Departure, Preset, preset_line};
 pub use crate::roles::Role;
 pub use kind::EventKind;
 pub use payload::{
-    AgentInfo, AspectValue, EndStatus, Evaluation, ModelRef, OverrideTarget, ProposalKind, TrimmedEntry, Usage,
-    UsageTotals,
+    AgentInfo, AspectValue, BATCH_PRICE_SHARE, EndStatus, Evaluation, ModelRef, OverrideTarget, ProposalKind,
+    TrimmedEntry, Usage, UsageTotals,
 };
 
 /// The version of the session log format this build writes. Version 1 is

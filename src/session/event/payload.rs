@@ -73,6 +73,24 @@ pub struct Usage {
     /// llama.cpp's `timings.cache_n`, Anthropic's `cache_read_input_tokens`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cached_input_tokens: Option<u64>,
+    /// Of `input_tokens` and `output_tokens`, those of calls answered
+    /// through a batch API (`moot eval --batch`), billed at
+    /// [`BATCH_PRICE_SHARE`] of the listed prices.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batch_input_tokens: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batch_output_tokens: Option<u64>,
+}
+
+/// The share of the listed prices a batch API charges: OpenAI's Batch API
+/// and Anthropic's Message Batches both bill half (docs/scale.md, *Batch APIs*).
+pub const BATCH_PRICE_SHARE: f64 = 0.5;
+
+fn add_some(a: Option<u64>, b: Option<u64>) -> Option<u64> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a + b),
+        (a, b) => a.or(b),
+    }
 }
 
 impl Usage {
@@ -80,10 +98,9 @@ impl Usage {
         self.input_tokens += other.input_tokens;
         self.output_tokens += other.output_tokens;
         self.estimated |= other.estimated;
-        self.cached_input_tokens = match (self.cached_input_tokens, other.cached_input_tokens) {
-            (Some(a), Some(b)) => Some(a + b),
-            (a, b) => a.or(b),
-        };
+        self.cached_input_tokens = add_some(self.cached_input_tokens, other.cached_input_tokens);
+        self.batch_input_tokens = add_some(self.batch_input_tokens, other.batch_input_tokens);
+        self.batch_output_tokens = add_some(self.batch_output_tokens, other.batch_output_tokens);
         self.cost = match (self.cost, other.cost) {
             (Some(a), Some(b)) => Some(a + b),
             (a, b) => a.or(b),
@@ -92,6 +109,14 @@ impl Usage {
 
     pub fn total(&self) -> u64 {
         self.input_tokens + self.output_tokens
+    }
+
+    /// Input and output tokens as billed at the listed prices: a batch
+    /// call's tokens count for [`BATCH_PRICE_SHARE`] of theirs.
+    pub fn billed_tokens(&self) -> (f64, f64) {
+        let off = 1.0 - BATCH_PRICE_SHARE;
+        let billed = |all: u64, batch: Option<u64>| all as f64 - off * batch.unwrap_or(0).min(all) as f64;
+        (billed(self.input_tokens, self.batch_input_tokens), billed(self.output_tokens, self.batch_output_tokens))
     }
 }
 
