@@ -483,7 +483,7 @@ async fn run_one(
                         return;
                     }
                     l.1.add(usage);
-                    progress.add_tokens(usage.input_tokens, usage.output_tokens);
+                    progress.add_usage(usage);
                 }
             }
         })
@@ -496,11 +496,16 @@ async fn run_one(
     {
         let mut l = live.lock().unwrap_or_else(|e| e.into_inner());
         l.0 = true;
-        let total = outcome.usage.total;
-        progress.add_tokens(
-            total.input_tokens.saturating_sub(l.1.input_tokens),
-            total.output_tokens.saturating_sub(l.1.output_tokens),
-        );
+        // What the session counted that its turns did not (calls outside turns).
+        let (total, seen) = (&outcome.usage.total, &l.1);
+        let left = |all: Option<u64>, counted: Option<u64>| Some(all.unwrap_or(0).saturating_sub(counted.unwrap_or(0)));
+        progress.add_usage(&Usage {
+            input_tokens: total.input_tokens.saturating_sub(seen.input_tokens),
+            output_tokens: total.output_tokens.saturating_sub(seen.output_tokens),
+            batch_input_tokens: left(total.batch_input_tokens, seen.batch_input_tokens),
+            batch_output_tokens: left(total.batch_output_tokens, seen.batch_output_tokens),
+            ..Usage::default()
+        });
     }
     counter.abort();
     if let Some(w) = watcher {

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use super::Pricing;
+use crate::session::event::Usage;
 
 /// Counters updated by the runner while items run.
 #[derive(Debug)]
@@ -22,6 +23,10 @@ pub struct Progress {
     pub running: AtomicUsize,
     pub input_tokens: AtomicU64,
     pub output_tokens: AtomicU64,
+    /// Of those, the tokens of calls answered through a batch API (billed
+    /// at the batch price).
+    batch_input_tokens: AtomicU64,
+    batch_output_tokens: AtomicU64,
     pricing: Option<Pricing>,
     started: Mutex<Option<Instant>>,
     /// Pairwise runs: the panel's decisions over the finished items.
@@ -57,6 +62,8 @@ impl Progress {
             running: AtomicUsize::new(0),
             input_tokens: AtomicU64::new(0),
             output_tokens: AtomicU64::new(0),
+            batch_input_tokens: AtomicU64::new(0),
+            batch_output_tokens: AtomicU64::new(0),
             pricing,
             started: Mutex::new(None),
             pairwise: Mutex::new(Default::default()),
@@ -106,9 +113,12 @@ impl Progress {
         s.get_or_insert_with(Instant::now);
     }
 
-    pub fn add_tokens(&self, input: u64, output: u64) {
-        self.input_tokens.fetch_add(input, Ordering::Relaxed);
-        self.output_tokens.fetch_add(output, Ordering::Relaxed);
+    /// Count the tokens of `usage` (a batch call's at the batch price in the cost).
+    pub fn add_usage(&self, usage: &Usage) {
+        self.input_tokens.fetch_add(usage.input_tokens, Ordering::Relaxed);
+        self.output_tokens.fetch_add(usage.output_tokens, Ordering::Relaxed);
+        self.batch_input_tokens.fetch_add(usage.batch_input_tokens.unwrap_or(0), Ordering::Relaxed);
+        self.batch_output_tokens.fetch_add(usage.batch_output_tokens.unwrap_or(0), Ordering::Relaxed);
     }
 
     /// Set the number of items to run (known once the run folder is read).
@@ -136,7 +146,15 @@ impl Progress {
             tokens: input + output,
             input_tokens: input,
             output_tokens: output,
-            cost: self.pricing.map(|p| p.cost(input, output)),
+            cost: self.pricing.map(|p| {
+                p.cost_of(&Usage {
+                    input_tokens: input,
+                    output_tokens: output,
+                    batch_input_tokens: Some(self.batch_input_tokens.load(Ordering::Relaxed)),
+                    batch_output_tokens: Some(self.batch_output_tokens.load(Ordering::Relaxed)),
+                    ..Usage::default()
+                })
+            }),
             elapsed,
             eta,
         }
@@ -350,6 +368,24 @@ pub async fn print_progress(
 mod tests {
     use super::*;
 
+    fn tokens(input: u64, output: u64) -> Usage {
+        Usage { input_tokens: input, output_tokens: output, ..Usage::default() }
+    }
+
+    #[test]
+    fn batch_tokens_cost_the_batch_price_on_the_progress_line() {
+        let p = Progress::new(2, Some(Pricing { input_per_mtok: 2.0, output_per_mtok: 8.0 }));
+        p.add_usage(&tokens(1_000_000, 100_000));
+        assert!((p.snapshot().cost.unwrap() - 2.8).abs() < 1e-9);
+        let batch = Usage {
+            batch_input_tokens: Some(1_000_000),
+            batch_output_tokens: Some(100_000),
+            ..tokens(1_000_000, 100_000)
+        };
+        p.add_usage(&batch);
+        assert!((p.snapshot().cost.unwrap() - 2.8 * (1.0 + crate::session::event::BATCH_PRICE_SHARE)).abs() < 1e-9);
+    }
+
     #[test]
     fn logs_that_cannot_be_written_are_said_until_they_can() {
         let p = Progress::new(3, None);
@@ -375,7 +411,7 @@ mod tests {
         p.done.store(4, Ordering::Relaxed);
         p.failed.store(1, Ordering::Relaxed);
         p.running.store(2, Ordering::Relaxed);
-        p.add_tokens(1_000_000, 500_000);
+        p.add_usage(&tokens(1_000_000, 500_000));
         let s = p.snapshot();
         let line = s.line();
         assert!(line.starts_with("4/10 done · 1 failed · 2 running · 1.50M tokens · cost 2.00"), "{line}");
@@ -405,7 +441,7 @@ mod tests {
             p.done.store(37, Ordering::Relaxed);
             p.failed.store(2, Ordering::Relaxed);
             p.running.store(16, Ordering::Relaxed);
-            p.add_tokens(1_200_000, 84_000);
+            p.add_usage(&tokens(1_200_000, 84_000));
             let snap = p.snapshot();
             let mut bars = Bars::new(&multi, snap.total);
             let pairwise = "sys-lead 6-0-2 win 75% [41%, 93%] · sys-para 2-3-1 win 33% [10%, 70%] · 1 undecided";
