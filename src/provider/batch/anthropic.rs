@@ -104,6 +104,9 @@ impl BatchApi for AnthropicBatch {
     fn one_model_per_batch(&self) -> bool {
         false
     }
+    fn max_bytes(&self) -> usize {
+        240_000_000
+    }
 
     async fn submit(&self, lines: &[Line]) -> Result<Submitted, ProviderError> {
         let mut body = String::from("{\"requests\":[");

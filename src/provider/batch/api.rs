@@ -79,6 +79,10 @@ pub trait BatchApi: Send + Sync {
     fn body(&self, request: &ChatRequest) -> Result<(String, bool), ProviderError>;
     /// Whether a batch may only hold requests for one model (OpenAI's rule).
     fn one_model_per_batch(&self) -> bool;
+    /// The most bytes of request lines one batch may hold, with room to
+    /// spare under the vendor's limit (OpenAI: an input file of 200 MB;
+    /// Anthropic: 256 MB a batch).
+    fn max_bytes(&self) -> usize;
     /// Submit these lines as one batch.
     async fn submit(&self, lines: &[Line]) -> Result<Submitted, ProviderError>;
     /// How batch `id` stands now.

@@ -181,16 +181,20 @@ impl Collector {
         }
     }
 
-    /// The lines split into batches the API takes (one model each for OpenAI).
+    /// The lines split into batches the API takes (one model each for
+    /// OpenAI; none larger than its size limit).
     fn groups(&self, lines: Vec<Line>) -> Vec<Vec<Line>> {
-        if !self.api.one_model_per_batch() {
-            return if lines.is_empty() { Vec::new() } else { vec![lines] };
-        }
-        let mut by_model: BTreeMap<String, Vec<Line>> = BTreeMap::new();
-        for l in lines {
-            by_model.entry(l.model.clone()).or_default().push(l);
-        }
-        by_model.into_values().collect()
+        let groups = if !self.api.one_model_per_batch() {
+            if lines.is_empty() { Vec::new() } else { vec![lines] }
+        } else {
+            let mut by_model: BTreeMap<String, Vec<Line>> = BTreeMap::new();
+            for l in lines {
+                by_model.entry(l.model.clone()).or_default().push(l);
+            }
+            by_model.into_values().collect()
+        };
+        let max = self.api.max_bytes();
+        groups.into_iter().flat_map(|g| split_by_size(g, max)).collect()
     }
 
     async fn submit(self: &Arc<Self>, lines: Vec<Line>) {
@@ -434,4 +438,31 @@ impl Collector {
 /// Whether a call still waits for request `id`.
 fn waits(g: &Inner, id: &str) -> bool {
     g.waiters.get(id).is_some_and(|w| w.iter().any(|tx| !tx.is_closed()))
+}
+
+/// Bytes a line takes in a batch beside its body: its id and the wrapper
+/// around them (`{"custom_id":…,"method":"POST","url":…,"body":…}`), with
+/// room to spare.
+pub(super) const LINE_OVERHEAD: usize = 128;
+
+/// `lines` cut, in order, into runs of at most `max` bytes each (a line
+/// larger than `max` alone goes in a run of its own: the server says
+/// whether it takes it).
+pub(super) fn split_by_size(lines: Vec<Line>, max: usize) -> Vec<Vec<Line>> {
+    let mut out: Vec<Vec<Line>> = Vec::new();
+    let mut bytes = 0;
+    for line in lines {
+        let size = line.body.len() + line.custom_id.len() + LINE_OVERHEAD;
+        match out.last_mut() {
+            Some(run) if bytes + size <= max => {
+                bytes += size;
+                run.push(line);
+            }
+            _ => {
+                bytes = size;
+                out.push(vec![line]);
+            }
+        }
+    }
+    out
 }

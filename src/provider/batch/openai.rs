@@ -116,6 +116,9 @@ impl BatchApi for OpenAiBatch {
     fn one_model_per_batch(&self) -> bool {
         true
     }
+    fn max_bytes(&self) -> usize {
+        190_000_000
+    }
 
     async fn submit(&self, lines: &[Line]) -> Result<Submitted, ProviderError> {
         let mut jsonl = String::new();

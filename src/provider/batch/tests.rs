@@ -14,6 +14,8 @@ use super::store::{BatchRecord, RecordState};
 use super::*;
 use crate::provider::{ChatMessage, ChatRequest, Completion, DeltaSender, ProviderError, ProviderInfo, Usage};
 
+const MAX_BYTES: usize = 190_000_000;
+
 /// A batch API that answers each line with its custom id, ends a batch at
 /// the first look, and says "no such batch" for ids in `unknown`.
 #[derive(Default)]
@@ -35,6 +37,9 @@ impl BatchApi for FakeApi {
     }
     fn one_model_per_batch(&self) -> bool {
         true
+    }
+    fn max_bytes(&self) -> usize {
+        MAX_BYTES
     }
     async fn submit(&self, lines: &[Line]) -> Result<Submitted, ProviderError> {
         let mut s = self.submitted.lock().unwrap();
@@ -162,4 +167,18 @@ async fn an_earlier_runs_batch_is_collected_and_a_forgotten_one_submitted_again(
     assert_eq!(records[0].state, RecordState::Failed);
     assert!(records[0].note.as_deref().is_some_and(|n| n.contains("1 submitted again")), "{records:?}");
     assert_eq!(batcher.status().resubmitted, 1);
+}
+
+#[test]
+fn batches_are_cut_to_the_vendors_size_limit_in_order() {
+    let line = |i: usize, size: usize| Line { custom_id: format!("c{i}"), model: "m".into(), body: "x".repeat(size) };
+    let lines: Vec<Line> = (0..7).map(|i| line(i, 1_000)).collect();
+    let each = 1_000 + 2 + super::collector::LINE_OVERHEAD;
+    let runs = super::collector::split_by_size(lines, 3 * each);
+    let ids: Vec<Vec<&str>> = runs.iter().map(|r| r.iter().map(|l| l.custom_id.as_str()).collect()).collect();
+    assert_eq!(ids, [vec!["c0", "c1", "c2"], vec!["c3", "c4", "c5"], vec!["c6"]]);
+    // A line larger than the limit goes alone; nothing is lost.
+    let runs = super::collector::split_by_size(vec![line(0, 10), line(1, 5_000), line(2, 10)], 1_000);
+    assert_eq!(runs.iter().map(Vec::len).collect::<Vec<_>>(), [1, 1, 1]);
+    assert!(super::collector::split_by_size(Vec::new(), 10).is_empty());
 }
