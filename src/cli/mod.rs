@@ -268,7 +268,7 @@ pub struct EvalArgs {
     pub shard: Option<String>,
     #[command(flatten)]
     pub models: ModelArgs,
-    /// Do not answer repeated requests from the response cache (on by default for batch runs).
+    /// Do not answer repeated requests from the response cache (the cache is on by default for moot eval).
     #[arg(long)]
     pub no_cache: bool,
     #[command(flatten)]
