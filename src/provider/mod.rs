@@ -8,8 +8,10 @@
 pub mod anthropic;
 pub mod binding;
 pub mod cache;
+pub mod gbnf;
 pub mod http;
 pub mod limiter;
+pub mod llamacpp;
 #[cfg(feature = "local")]
 pub mod local;
 pub mod logprobs;

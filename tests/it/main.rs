@@ -36,6 +36,7 @@ mod fuzz_corpus;
 mod g_eval;
 mod html_export;
 mod layers;
+mod llama_server;
 mod local_context;
 mod local_model;
 mod log_compat;
