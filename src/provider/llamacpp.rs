@@ -25,7 +25,7 @@
 //!   for a reply that writes words (not for an object alone, which the
 //!   embedded model samples without them);
 //! - for a speech that may not copy its discussion (`no_copy`), DRY over the
-//!   whole context, in place of the embedded model's copy guard (which
+//!   end of the prompt and the reply, in place of the embedded model's copy guard (which
 //!   refuses, as it writes, a word that would copy five words of an earlier
 //!   contribution — a server cannot be told that): DRY penalises a token
 //!   that would lengthen a run already in the prompt. moot's
@@ -51,8 +51,9 @@ pub const REPEAT_LAST_N: u32 = 64;
 pub const DRY_MULTIPLIER: f64 = 0.8;
 pub const DRY_BASE: f64 = 1.75;
 pub const DRY_ALLOWED_LENGTH: u32 = 4;
-/// The whole context (llama.cpp's `-1`): the discussion is in the prompt.
-pub const DRY_PENALTY_LAST_N: i32 = -1;
+/// The tokens DRY looks back over: the end of the prompt, where the
+/// discussion is, and the reply (the embedded model's DRY window).
+pub const DRY_PENALTY_LAST_N: u32 = 2048;
 
 /// Characters of words per token of a reply's budget: the words may take
 /// about three quarters of what the object leaves (English runs about four
@@ -76,7 +77,7 @@ pub struct Extras {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dry_allowed_length: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub dry_penalty_last_n: Option<i32>,
+    pub dry_penalty_last_n: Option<u32>,
 }
 
 /// How one request goes to a llama.cpp server.
@@ -140,7 +141,7 @@ pub fn refuses(error: &super::ProviderError) -> bool {
     match error {
         super::ProviderError::Http { status: 400 | 422 | 500, body, .. } => {
             let b = body.to_ascii_lowercase();
-            ["grammar", "assistant", "prefill", "repeat_"].iter().any(|f| b.contains(f))
+            ["grammar", "assistant", "prefill", "repeat_", "dry_"].iter().any(|f| b.contains(f))
         }
         _ => false,
     }
@@ -180,7 +181,7 @@ mod tests {
         let guarded = Lean::of(&request).unwrap().extras;
         assert_eq!(
             (guarded.dry_multiplier, guarded.dry_base, guarded.dry_allowed_length, guarded.dry_penalty_last_n),
-            (Some(0.8), Some(1.75), Some(4), Some(-1))
+            (Some(0.8), Some(1.75), Some(4), Some(2048))
         );
         let messages = lean.messages(request.messages.clone());
         assert_eq!(messages.last(), Some(&ChatMessage::assistant("Dana, I")));

@@ -337,6 +337,12 @@ impl OpenAiProvider {
             llama_cpp: lean.as_ref().map(|l| l.extras.clone()),
         };
         let mut builder = self.client.post(self.endpoint.clone()).json(&body);
+        if self.llama_cpp.load(Ordering::Relaxed) {
+            // llama.cpp's server closes the connection after a streamed
+            // reply, whatever its Keep-Alive header says: a request sent on
+            // it again would fail before it is read (and be retried).
+            builder = builder.header(reqwest::header::CONNECTION, "close");
+        }
         if let Some(key) = &self.config.api_key {
             builder = builder.bearer_auth(key);
         }

@@ -83,7 +83,10 @@ async fn a_llama_cpp_server_gets_the_embedded_models_reply_as_a_grammar() {
     assert_eq!(deltas, c.text, "the deltas are the text");
     assert_eq!((c.usage.input_tokens, c.usage.output_tokens, c.usage.cached_input_tokens), (60, 31, Some(48)));
 
-    let bodies: Vec<Value> = server.requests().iter().map(|r| r.body_json().unwrap()).collect();
+    let requests = server.requests();
+    assert_eq!(requests[0].header("connection"), None);
+    assert_eq!(requests[1].header("connection"), Some("close"), "llama.cpp closes it after the stream anyway");
+    let bodies: Vec<Value> = requests.iter().map(|r| r.body_json().unwrap()).collect();
     assert_eq!(bodies[0]["response_format"]["type"], "json_schema");
     assert!(bodies[0].get("grammar").is_none() && bodies[0].get("repeat_penalty").is_none());
     let lean = &bodies[1];
@@ -94,7 +97,7 @@ async fn a_llama_cpp_server_gets_the_embedded_models_reply_as_a_grammar() {
     assert_eq!(lean["repeat_penalty"], json!(1.1));
     assert_eq!(lean["repeat_last_n"], json!(64));
     assert_eq!(lean["dry_multiplier"], json!(0.8), "DRY stands in for the copy guard");
-    assert_eq!(lean["dry_penalty_last_n"], json!(-1));
+    assert_eq!(lean["dry_penalty_last_n"], json!(2048));
     assert_eq!(lean["max_tokens"], json!(300));
     let messages = lean["messages"].as_array().unwrap();
     assert_eq!(messages.last().unwrap(), &json!({"role": "assistant", "content": "Dana, I"}));
