@@ -47,10 +47,14 @@ pub const REPEAT_LAST_N: u32 = 64;
 /// not copy the discussion: the server's stand-in for the embedded model's
 /// copy guard. A token that would lengthen a run of tokens found in the
 /// prompt or the reply past [`DRY_ALLOWED_LENGTH`] is penalised by
-/// `multiplier × base^(run − allowed)`; llama.cpp's suggested values.
+/// `multiplier × base^(run − allowed)`: llama.cpp's own values, which make
+/// a four-word run (five tokens or so, what moot's repeat rule compares)
+/// cost 4.3 in logits and a name (two or three) little or nothing. With
+/// four tokens allowed, 5 of the 12 speeches of a measured run were still
+/// asked for again as repeats (see docs/scale.md).
 pub const DRY_MULTIPLIER: f64 = 0.8;
 pub const DRY_BASE: f64 = 1.75;
-pub const DRY_ALLOWED_LENGTH: u32 = 4;
+pub const DRY_ALLOWED_LENGTH: u32 = 2;
 /// The tokens DRY looks back over: the end of the prompt, where the
 /// discussion is, and the reply (the embedded model's DRY window).
 pub const DRY_PENALTY_LAST_N: u32 = 2048;
@@ -181,7 +185,7 @@ mod tests {
         let guarded = Lean::of(&request).unwrap().extras;
         assert_eq!(
             (guarded.dry_multiplier, guarded.dry_base, guarded.dry_allowed_length, guarded.dry_penalty_last_n),
-            (Some(0.8), Some(1.75), Some(4), Some(2048))
+            (Some(0.8), Some(1.75), Some(2), Some(2048))
         );
         let messages = lean.messages(request.messages.clone());
         assert_eq!(messages.last(), Some(&ChatMessage::assistant("Dana, I")));
