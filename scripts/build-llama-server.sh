@@ -8,14 +8,17 @@
 # Prints the binary's path on its last line. --dry-run prints the source it
 # found and the commands it would run, and runs none of them.
 #
-# The crate leaves llama.cpp's tools/server (and tools/ui) out of its
-# package; so does it scripts/ui-assets.cmake, which the server's build runs.
-# Those files are taken from the llama.cpp source that the
-# llama-cpp-python sdist carries (PyPI, LLAMA_SERVER_SDIST below, fetched with
-# pip once into the build dir) and laid over a copy of the crate's tree
-# without replacing any file the crate has: llama, ggml, common and mtmd stay
-# the crate's own. A llama.cpp checkout of your own can be given instead
-# with LLAMA_SERVER_SOURCE=DIR (its tools/ are laid over the same way).
+# The crate leaves llama.cpp's tools/server and tools/ui (and
+# scripts/ui-assets.cmake, which the server's build runs) out of its
+# package. They are taken from the llama.cpp source that the
+# llama-cpp-python sdist carries (PyPI, LLAMA_SERVER_SDIST below, fetched
+# with pip once into the build dir) and laid over a copy of the crate's
+# tree without replacing any file the crate has: llama, ggml, common and
+# mtmd stay the crate's own, and two lines of the server that meet a
+# changed API (neither on a path moot uses) are patched to the crate's. A
+# llama.cpp checkout of your own can be given instead with
+# LLAMA_SERVER_SOURCE=DIR (its tools/ and scripts/ are laid over the same
+# way). With a crate that ships tools/server, its own tree is built as is.
 #
 # The build is llama.cpp's default CPU build for this machine (GGML_NATIVE,
 # OpenMP), as moot's release build with .cargo/config.toml's target-cpu=native;
@@ -32,7 +35,7 @@ while [ $# -gt 0 ]; do
 		--build-dir) build="${2%/}"; shift 2 ;;
 		--jobs | -j) jobs="$2"; shift 2 ;;
 		--dry-run) dry=1; shift ;;
-		-h | --help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+		-h | --help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 		*) echo "build-llama-server.sh: unknown argument '$1'" >&2; exit 2 ;;
 	esac
 done

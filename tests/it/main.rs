@@ -24,6 +24,7 @@ mod support {
 
 mod bench_cli;
 mod build_deps;
+mod build_llama_server;
 mod chat_eval;
 mod cli_headless;
 mod collab_pairwise;
