@@ -9,8 +9,10 @@ pub mod anthropic;
 pub mod batch;
 pub mod binding;
 pub mod cache;
+pub mod gbnf;
 pub mod http;
 pub mod limiter;
+pub mod llamacpp;
 #[cfg(feature = "local")]
 pub mod local;
 pub mod logprobs;
@@ -112,14 +114,15 @@ pub struct ChatRequest {
     pub prose_first: bool,
     /// The reply's first words, with `prose_first` (a debate speech's
     /// "Dana, I"): the embedded model is given them as the start of its
-    /// reply and goes on from there; other providers are asked for them in
-    /// the prompt only. They are part of the reply's text.
+    /// reply and goes on from there, and so is a llama.cpp server (see
+    /// [`llamacpp`]); other providers are asked for them in the prompt only.
+    /// They are part of the reply's text.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub opening: Option<String>,
     /// What the reply's prose may not copy (a debate speech: the earlier
     /// contributions of its discussion): the embedded model refuses, as it
-    /// writes, a word that would copy a run of them ([`NoCopy`]); other
-    /// providers ignore it.
+    /// writes, a word that would copy a run of them ([`NoCopy`]); a llama.cpp
+    /// server gets DRY instead (see [`llamacpp`]); other providers ignore it.
     #[serde(skip_serializing_if = "Option::is_none", serialize_with = "shared")]
     pub no_copy: Option<std::sync::Arc<NoCopy>>,
     /// Set by the engine on a request no one waits for live (an agent's

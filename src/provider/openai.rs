@@ -20,6 +20,7 @@ use serde_json::value::RawValue;
 use tokio_util::sync::CancellationToken;
 
 use super::http::{self, Flow, MAX_ERROR_BODY_CHARS, MAX_EXCERPT_CHARS, Redactor, Timeouts, excerpt};
+use super::llamacpp::{self, Lean};
 use super::logprobs::{TokenLogprob, TopLogprob};
 use super::structured::{self, SpeechSplitter, StructuredOutput, speech_schema};
 use super::{
@@ -115,6 +116,11 @@ pub struct OpenAiProvider {
     /// The structured-output form requests use now: with `auto`, the first
     /// the server has not refused (see [`Form`]).
     form: AtomicU8,
+    /// The server's stream carried llama.cpp's `timings`: with `auto`
+    /// structured output, requests go in the lean form ([`llamacpp`]).
+    llama_cpp: AtomicBool,
+    /// The server refused the lean form once: requests go as to any server.
+    lean_refused: AtomicBool,
 }
 
 /// The structured-output forms an OpenAI-compatible server may be sent, in
@@ -195,6 +201,8 @@ impl OpenAiProvider {
             redactor,
             no_stream_options: AtomicBool::new(false),
             form,
+            llama_cpp: AtomicBool::new(false),
+            lean_refused: AtomicBool::new(false),
         };
         provider.client = http::build_client(&provider.config.timeouts)?;
         Ok(provider)
@@ -215,15 +223,41 @@ impl OpenAiProvider {
         Form::from_u8(self.form.load(Ordering::Relaxed)).name()
     }
 
+    /// Whether the server has shown itself to be llama.cpp's (its stream
+    /// carried `timings`).
+    pub fn is_llama_cpp(&self) -> bool {
+        self.llama_cpp.load(Ordering::Relaxed)
+    }
+
+    /// How `request` goes to a llama.cpp server, when it goes in the lean
+    /// form: the server is llama.cpp's, structured output is `auto`, and the
+    /// server has not refused the form.
+    fn lean(&self, request: &ChatRequest) -> Option<Lean> {
+        let on = self.config.structured_output == StructuredOutput::Auto
+            && self.llama_cpp.load(Ordering::Relaxed)
+            && !self.lean_refused.load(Ordering::Relaxed);
+        on.then(|| Lean::of(request)).flatten()
+    }
+
     /// One request. When the server rejects `stream_options` (HTTP 400 or
     /// 422 naming the field), once more without it; when it refuses the
     /// structured-output form and the setting is `auto`, once more with the
-    /// next form. Both are remembered for later calls.
+    /// next form; when it refuses the lean form, once more as to any
+    /// server. Each is remembered for later calls.
     async fn attempt(&self, request: &ChatRequest, deltas: &DeltaSender) -> Result<Completion, ProviderError> {
         loop {
             let with_options = !self.no_stream_options.load(Ordering::Relaxed);
             let form = Form::from_u8(self.form.load(Ordering::Relaxed));
-            match self.send(request, deltas, with_options, form).await {
+            let lean = self.lean(request);
+            let leaned = lean.is_some();
+            match self.send(request, deltas, with_options, form, lean).await {
+                Err(e) if leaned && llamacpp::refuses(&e) => {
+                    tracing::warn!(
+                        "{}: the server refused llama.cpp's request fields ({e}); sending OpenAI's from now on",
+                        self.config.name
+                    );
+                    self.lean_refused.store(true, Ordering::Relaxed);
+                }
                 Err(ProviderError::Http { status: 400 | 422, body, .. })
                     if with_options && body.to_ascii_lowercase().contains("stream_options") =>
                 {
@@ -258,21 +292,36 @@ impl OpenAiProvider {
         deltas: &DeltaSender,
         with_options: bool,
         form: Form,
+        lean: Option<Lean>,
     ) -> Result<Completion, ProviderError> {
-        let (body, structured) = self.body(request, form, true, with_options)?;
+        let (body, structured) = self.body(request, form, true, with_options, lean.as_ref())?;
         let mut builder = self
             .client
             .post(self.endpoint.clone())
             .header(reqwest::header::CONTENT_TYPE, "application/json")
             .body(body);
+        if self.llama_cpp.load(Ordering::Relaxed) {
+            // llama.cpp's server closes the connection after a streamed
+            // reply, whatever its Keep-Alive header says: a request sent on
+            // it again would fail before it is read (and be retried).
+            builder = builder.header(reqwest::header::CONNECTION, "close");
+        }
         if let Some(key) = &self.config.api_key {
             builder = builder.bearer_auth(key);
         }
-        let mut state = StreamState { splitter: structured.then(SpeechSplitter::new), ..StreamState::default() };
-        http::stream_sse(builder, &self.config.timeouts, "[DONE]", |event| {
+        let mut state = StreamState {
+            splitter: structured.then(SpeechSplitter::new),
+            opening: lean.as_ref().and_then(|l| l.opening.clone()),
+            ..StreamState::default()
+        };
+        let streamed = http::stream_sse(builder, &self.config.timeouts, "[DONE]", |event| {
             Ok(if state.handle(&event.data, deltas)? { Flow::Done } else { Flow::Continue })
         })
-        .await?;
+        .await;
+        if state.saw_timings && !self.llama_cpp.swap(true, Ordering::Relaxed) {
+            tracing::info!("{}: the server is llama.cpp's; requests go in its lean form", self.config.name);
+        }
+        streamed?;
         state.finish(deltas);
         let usage = match state.usage {
             Some(usage) => usage,
@@ -292,23 +341,30 @@ impl OpenAiProvider {
     /// structured-output form requests use now, and whether it asks for a
     /// structured reply (whose JSON then goes through a [`SpeechSplitter`]).
     pub(crate) fn batch_body(&self, request: &ChatRequest) -> Result<(String, bool), ProviderError> {
-        self.body(request, Form::from_u8(self.form.load(Ordering::Relaxed)), false, false)
+        // A batch goes to OpenAI's API (or a copy of it), never in llama.cpp's lean form.
+        self.body(request, Form::from_u8(self.form.load(Ordering::Relaxed)), false, false, None)
     }
 
-    /// The JSON body of a request in structured-output form `form`, and
-    /// whether it asks for a structured reply.
+    /// The JSON body of a request in structured-output form `form` (or
+    /// llama.cpp's lean form), and whether it asks for a structured reply.
     fn body(
         &self,
         request: &ChatRequest,
         form: Form,
         stream: bool,
         with_options: bool,
+        lean: Option<&Lean>,
     ) -> Result<(String, bool), ProviderError> {
         let model = if request.model.is_empty() { self.config.model.as_str() } else { request.model.as_str() };
         let mut messages = super::alternating(&request.messages);
-        // The verdict's schema, with the speech as its first field.
+        if let Some(lean) = lean {
+            messages = lean.messages(messages);
+        }
+        // The verdict's schema, with the speech as its first field (a lean
+        // request has its grammar instead).
         let schema = match form {
             Form::Off => None,
+            _ if lean.is_some() => None,
             _ => {
                 request.response_schema.as_ref().and_then(|s| speech_schema(s, request.max_tokens, request.prose_first))
             }
@@ -339,6 +395,7 @@ impl OpenAiProvider {
             logprobs: self.config.top_logprobs.or(request.top_logprobs).map(|_| true),
             top_logprobs: self.config.top_logprobs.or(request.top_logprobs),
             response_format,
+            llama_cpp: lean.map(|l| l.extras.clone()),
         };
         let json = serde_json::to_string(&body).map_err(|e| ProviderError::Config(format!("request body: {e}")))?;
         Ok((json, schema.is_some()))
@@ -396,6 +453,9 @@ struct RequestBody<'a> {
     /// Kept as written: the schema's property order is the reply's field order.
     #[serde(skip_serializing_if = "Option::is_none")]
     response_format: Option<Box<RawValue>>,
+    /// llama.cpp's own fields, for its server (see [`llamacpp`]).
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    llama_cpp: Option<llamacpp::Extras>,
 }
 
 #[derive(Serialize)]
@@ -475,11 +535,29 @@ struct StreamState {
     splitter: Option<SpeechSplitter>,
     /// llama.cpp's `timings.cache_n`, when a chunk carried it.
     cache_n: Option<u64>,
+    /// A chunk carried `timings`: the server is llama.cpp's.
+    saw_timings: bool,
+    /// The opening words the server was asked to go on from: the reply's
+    /// start. Some versions of llama.cpp's server stream them back, others
+    /// only what follows; the text is held back until it shows which.
+    opening: Option<String>,
+    head: String,
 }
 
 impl StreamState {
-    /// Pass on streamed text (through the splitter of a structured reply).
+    /// Pass on streamed text (through the splitter of a structured reply),
+    /// after the opening words.
     fn pass_on(&mut self, content: &str, deltas: &DeltaSender) {
+        if let Some(opening) = &self.opening {
+            self.head.push_str(content);
+            if self.head.len() < opening.len() && opening.starts_with(self.head.as_str()) {
+                return;
+            }
+            let head = std::mem::take(&mut self.head);
+            let text = if head.starts_with(opening.as_str()) { head } else { format!("{opening}{head}") };
+            self.opening = None;
+            return self.pass_on(&text, deltas);
+        }
         let text = match self.splitter.as_mut() {
             Some(s) => s.push(content),
             None => content.to_owned(),
@@ -491,8 +569,13 @@ impl StreamState {
         }
     }
 
-    /// The end of the stream: what the splitter of a structured reply kept back.
+    /// The end of the stream: what the splitter of a structured reply kept
+    /// back, or the opening words of a reply that got no further.
     fn finish(&mut self, deltas: &DeltaSender) {
+        if let Some(opening) = self.opening.take() {
+            self.head.clear();
+            self.pass_on(&opening, deltas);
+        }
         if let Some(s) = self.splitter.take() {
             let tail = s.finish();
             if !tail.is_empty() {
@@ -553,6 +636,7 @@ impl StreamState {
             });
         }
         if let Some(t) = chunk.timings {
+            self.saw_timings = true;
             // llama.cpp counts the prompt's tokens taken from its cache apart from those it read.
             self.cache_n = t.cache_n;
             if let Some(u) = self.usage.as_mut().filter(|u| u.cached_input_tokens.is_none()) {

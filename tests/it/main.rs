@@ -25,6 +25,7 @@ mod support {
 mod batch;
 mod bench_cli;
 mod build_deps;
+mod build_llama_server;
 mod chat_eval;
 mod cli_headless;
 mod collab_pairwise;
@@ -37,6 +38,7 @@ mod fuzz_corpus;
 mod g_eval;
 mod html_export;
 mod layers;
+mod llama_server;
 mod local_context;
 mod local_model;
 mod log_compat;

@@ -831,6 +831,8 @@ impl<'a, 'm> ModelContext<'a, 'm> {
         let mut step = lead;
         step.extend(self.give_forced(start, openings, step.len(), sampling, &mut grammar, out));
         if !step.is_empty() {
+            // Given tokens are the reply's tokens too, as a server counts them.
+            state.generated += step.len() as u64;
             self.decode_step(&step, state)?;
         }
         let brace = match self.model.vocab().tokenize(b"}", false, false).as_slice() {
@@ -870,12 +872,14 @@ impl<'a, 'm> ModelContext<'a, 'm> {
             // follow: the object is complete, and nothing more is decoded.
             if closes_object(&out.text()[start..], openings) && brace.is_some_and(|b| sampling.force(&mut grammar, b)) {
                 out.push_str("}");
+                state.generated += 1;
                 return Ok(Finish::Stop);
             }
             // What the grammar forces after the token (the next member's
             // key) goes with it, in the same step.
             let mut step = vec![token];
             step.extend(self.give_forced(start, openings, 1, sampling, &mut grammar, out));
+            state.generated += step.len() as u64 - 1;
             self.decode_step(&step, state)?;
         }
     }
@@ -931,6 +935,8 @@ pub(super) struct Prose<'a> {
 pub(super) struct GenState {
     /// The logits to sample the next token from.
     pub(super) logits: Vec<f32>,
-    /// Tokens the model generated (not counting text given to the reply).
+    /// The reply's tokens: those the model drew and those given to it (an
+    /// object's keys and brace), not the opening words, which are read with
+    /// the prompt. A server counts the same.
     pub(super) generated: u64,
 }

@@ -1,157 +1,14 @@
-//! JSON schemas as GBNF grammars for constrained replies: moot's own
-//! conversion, for every schema moot sends (see `docs/local-model.md`,
-//! *Constrained evaluations*).
+//! What the embedded model's grammar-constrained objects are given rather
+//! than made to write (see `docs/local-model.md`, *Constrained
+//! evaluations*); the grammars themselves are [`crate::provider::gbnf`]'s.
 
 use serde_json::Value;
 
 use super::prose::JsonStrings;
 
-pub(super) use crate::provider::structured::{DEFAULT_STRING_MAX, json_reserve};
-
-/// A GBNF string literal for `s`.
-fn gbnf_literal(s: &str) -> String {
-    let mut out = String::from("\"");
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
-
-/// GBNF literal for the JSON encoding of a value.
-fn json_literal(value: &Value) -> String {
-    gbnf_literal(&value.to_string())
-}
-
-fn as_int(v: Option<&Value>) -> Option<i64> {
-    let v = v?;
-    v.as_i64().or_else(|| v.as_f64().filter(|f| f.fract() == 0.0 && f.abs() < 1e15).map(|f| f as i64))
-}
-
-/// The rules of a grammar under construction: `v0`, `v1`, … in the order
-/// they are made.
-#[derive(Default)]
-struct Rules {
-    rules: Vec<String>,
-}
-
-impl Rules {
-    /// A new rule with `body`; its name.
-    fn rule(&mut self, body: String) -> String {
-        let name = format!("v{}", self.rules.len());
-        self.rules.push(format!("{name} ::= {body}"));
-        name
-    }
-
-    /// The grammar of a value of `schema`, as an expression, or `None` when
-    /// the schema is outside the supported subset.
-    fn value(&mut self, schema: &Value) -> Option<String> {
-        if let Some(values) = schema.get("enum").and_then(Value::as_array) {
-            if values.is_empty() {
-                return None;
-            }
-            let alts: Vec<String> = values.iter().map(json_literal).collect();
-            return Some(format!("({})", alts.join(" | ")));
-        }
-        match schema.get("type").and_then(Value::as_str)? {
-            "integer" => {
-                let lo = as_int(schema.get("minimum"));
-                let hi = as_int(schema.get("maximum"));
-                match (lo, hi) {
-                    (Some(lo), Some(hi)) if lo <= hi && hi - lo <= 1000 => {
-                        let alts: Vec<String> = (lo..=hi).rev().map(|n| format!("\"{n}\"")).collect();
-                        Some(format!("({})", alts.join(" | ")))
-                    }
-                    _ => Some("(\"-\"? [0-9]{1,12})".to_string()),
-                }
-            }
-            "number" => {
-                let lo = as_int(schema.get("minimum"));
-                let hi = as_int(schema.get("maximum"));
-                match (lo, hi) {
-                    (Some(lo), Some(hi)) if 0 <= lo && lo <= hi && hi - lo <= 1000 => {
-                        // lo ≤ x < hi with up to three decimals, or exactly hi.
-                        let mut alts: Vec<String> =
-                            (lo..hi).rev().map(|n| format!("\"{n}\" (\".\" [0-9]{{1,3}})?")).collect();
-                        alts.insert(0, format!("\"{hi}\" (\".\" \"0\"{{1,3}})?"));
-                        Some(format!("({})", alts.join(" | ")))
-                    }
-                    _ => Some("(\"-\"? [0-9]{1,12} (\".\" [0-9]{1,6})?)".to_string()),
-                }
-            }
-            "string" => {
-                let min = schema.get("minLength").and_then(Value::as_u64).unwrap_or(0);
-                let max = schema.get("maxLength").and_then(Value::as_u64).unwrap_or(DEFAULT_STRING_MAX).max(min);
-                Some(format!("\"\\\"\" char{{{min},{max}}} \"\\\"\""))
-            }
-            "boolean" => Some("(\"true\" | \"false\")".to_string()),
-            "object" => self.object(schema),
-            "array" => self.array(schema),
-            _ => None,
-        }
-    }
-
-    /// An object: every property, those of `required` first, in order.
-    fn object(&mut self, schema: &Value) -> Option<String> {
-        let props = schema.get("properties")?.as_object()?;
-        if props.is_empty() {
-            return None;
-        }
-        let mut members = Vec::new();
-        for key in object_keys(schema)? {
-            let body = self.value(&props[key])?;
-            let rule = self.rule(body);
-            let key_literal = json_literal(&Value::String(key.to_string()));
-            members.push(format!("{key_literal} ws \":\" ws {rule}"));
-        }
-        Some(format!("\"{{\" ws {} ws \"}}\"", members.join(" \",\" ws ")))
-    }
-
-    /// An array of `items`, with `minItems` and `maxItems` when given.
-    fn array(&mut self, schema: &Value) -> Option<String> {
-        let items = schema.get("items")?;
-        let min = schema.get("minItems").and_then(Value::as_u64).unwrap_or(0);
-        let max = schema.get("maxItems").and_then(Value::as_u64);
-        if max.is_some_and(|max| max < min.max(1)) {
-            return (max == Some(0) && min == 0).then(|| "\"[\" ws \"]\"".to_string());
-        }
-        let body = self.value(items)?;
-        let item = self.rule(body);
-        // The items after the first: at least min - 1, at most max - 1.
-        let more = match max {
-            Some(1) => String::new(),
-            Some(max) => format!(" (\",\" ws {item}){{{},{}}}", min.saturating_sub(1), max - 1),
-            None if min <= 1 => format!(" (\",\" ws {item})*"),
-            None => format!(" (\",\" ws {item}){{{},}}", min - 1),
-        };
-        let list = format!("{item}{more}");
-        Some(if min == 0 { format!("\"[\" ws ({list})? ws \"]\"") } else { format!("\"[\" ws {list} ws \"]\"") })
-    }
-}
-
-/// An object schema's keys in the order its grammar writes them: those of
-/// `required` first, in order, then the other properties.
-fn object_keys(schema: &Value) -> Option<Vec<&str>> {
-    let props = schema.get("properties")?.as_object()?;
-    let mut keys: Vec<&str> = schema
-        .get("required")
-        .and_then(Value::as_array)
-        .map(|r| r.iter().filter_map(Value::as_str).filter(|k| props.contains_key(*k)).collect())
-        .unwrap_or_default();
-    for key in props.keys() {
-        if !keys.contains(&key.as_str()) {
-            keys.push(key);
-        }
-    }
-    Some(keys)
-}
+use crate::provider::gbnf::object_keys;
+pub use crate::provider::gbnf::schema_to_gbnf;
+pub(super) use crate::provider::structured::json_reserve;
 
 /// How each member of a schema's top-level object begins, in order: its
 /// key, the colon and a blank, and the opening quote of a string value
@@ -241,28 +98,4 @@ pub(super) fn closes_object(json: &str, openings: &[String]) -> bool {
     let (Some(last), Some(tail)) = (openings.last(), place.tail) else { return false };
     let value = tail.trim_start().strip_prefix(last.as_str());
     place.top && place.members == openings.len() && last.ends_with('"') && value.is_some_and(|v| v.ends_with('"'))
-}
-
-/// A GBNF grammar for a JSON object schema. Properties may be integers or
-/// numbers (ranges enforced when `minimum` and `maximum` are integers),
-/// strings (length bounded by `maxLength`, 400 by default), booleans, enums,
-/// objects of the same kinds, or arrays of them (`minItems` and `maxItems`
-/// enforced). An object's keys come in the order of `required`, then its
-/// other properties; every key is written. `None` for anything else (an
-/// object without properties, an array without `items`, `oneOf`, …): the
-/// local model then refuses the request, saying so.
-pub fn schema_to_gbnf(schema: &Value) -> Option<String> {
-    if schema.get("type").and_then(Value::as_str) != Some("object") {
-        return None;
-    }
-    let mut rules = Rules::default();
-    let root = rules.object(schema)?;
-    let mut grammar = format!("root ::= {root}\n");
-    grammar.push_str("ws ::= (\"\\n\" \" \"{0,4} | \" \")?\n");
-    grammar.push_str("char ::= [^\"\\\\\\x7F\\x00-\\x1F] | \"\\\\\" ([\"\\\\/bfnrt] | \"u\" [0-9a-fA-F]{4})\n");
-    for rule in rules.rules {
-        grammar.push_str(&rule);
-        grammar.push('\n');
-    }
-    Some(grammar)
 }
