@@ -15,8 +15,18 @@ pub struct TokenLogprob {
     /// Natural log of the token's probability.
     pub logprob: f64,
     /// The most likely tokens at this position (the sampled one usually among them).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    /// (`top_logprobs` in OpenAI-compatible replies.)
+    #[serde(default, alias = "top_logprobs", skip_serializing_if = "Vec::is_empty")]
     pub top: Vec<TopLogprob>,
+}
+
+/// A choice's `logprobs` as OpenAI-compatible servers send them, streamed
+/// or whole: one entry a generated token, its alternatives under
+/// `top_logprobs` (other fields, such as `bytes`, are not read).
+#[derive(Debug, Clone, Deserialize)]
+pub(crate) struct ChoiceLogprobs {
+    #[serde(default)]
+    pub content: Option<Vec<TokenLogprob>>,
 }
 
 /// An alternative token at one position.

@@ -21,7 +21,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::http::{self, Flow, MAX_ERROR_BODY_CHARS, MAX_EXCERPT_CHARS, Redactor, Timeouts, excerpt};
 use super::llamacpp::{self, Lean};
-use super::logprobs::{TokenLogprob, TopLogprob};
+use super::logprobs::{ChoiceLogprobs, TokenLogprob};
 use super::structured::{self, SpeechSplitter, StructuredOutput, speech_schema};
 use super::{
     ChatMessage, ChatRequest, Completion, DeltaSender, Provider, ProviderError, ProviderInfo, Usage, estimate_usage,
@@ -489,26 +489,6 @@ struct Choice {
 }
 
 #[derive(Deserialize)]
-struct ChoiceLogprobs {
-    #[serde(default)]
-    content: Option<Vec<WireLogprob>>,
-}
-
-#[derive(Deserialize)]
-struct WireLogprob {
-    token: String,
-    logprob: f64,
-    #[serde(default)]
-    top_logprobs: Vec<WireTop>,
-}
-
-#[derive(Deserialize)]
-struct WireTop {
-    token: String,
-    logprob: f64,
-}
-
-#[derive(Deserialize)]
 struct Delta {
     content: Option<String>,
 }
@@ -608,17 +588,7 @@ impl StreamState {
                 self.pass_on(&content, deltas);
             }
             if let Some(content) = choice.logprobs.as_ref().and_then(|l| l.content.as_ref()) {
-                self.logprobs.extend(content.iter().map(|t| {
-                    TokenLogprob {
-                        token: t.token.clone(),
-                        logprob: t.logprob,
-                        top: t
-                            .top_logprobs
-                            .iter()
-                            .map(|a| TopLogprob { token: a.token.clone(), logprob: a.logprob })
-                            .collect(),
-                    }
-                }));
+                self.logprobs.extend(content.iter().cloned());
             }
             if let Some(reason) = &choice.finish_reason {
                 self.finish_reason = Some(reason.clone());
@@ -811,7 +781,10 @@ mod tests {
             {"token":"4","logprob":-0.1,"top_logprobs":[{"token":"4","logprob":-0.1},{"token":"5","logprob":-2.5}]}]}}]}"#;
         state.handle(chunk, &tx).expect("valid");
         assert_eq!(state.logprobs.len(), 1);
-        assert_eq!(state.logprobs[0].top[1], TopLogprob { token: "5".into(), logprob: -2.5 });
+        assert_eq!(
+            state.logprobs[0].top[1],
+            crate::provider::logprobs::TopLogprob { token: "5".into(), logprob: -2.5 }
+        );
     }
 
     #[test]

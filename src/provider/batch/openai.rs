@@ -14,7 +14,7 @@ use serde_json::value::RawValue;
 
 use super::api::{self, BatchApi, Line, LineResult, Remote, RemoteState, Submitted};
 use crate::provider::http::{self, Redactor, excerpt};
-use crate::provider::logprobs::{TokenLogprob, TopLogprob};
+use crate::provider::logprobs::ChoiceLogprobs;
 use crate::provider::openai::{OpenAiConfig, OpenAiProvider};
 use crate::provider::{ChatRequest, Completion, ProviderError, Usage};
 
@@ -226,25 +226,6 @@ struct Message {
 }
 
 #[derive(Deserialize)]
-struct ChoiceLogprobs {
-    content: Option<Vec<WireLogprob>>,
-}
-
-#[derive(Deserialize)]
-struct WireLogprob {
-    token: String,
-    logprob: f64,
-    #[serde(default)]
-    top_logprobs: Vec<WireTop>,
-}
-
-#[derive(Deserialize)]
-struct WireTop {
-    token: String,
-    logprob: f64,
-}
-
-#[derive(Deserialize)]
 struct WireUsage {
     prompt_tokens: u64,
     completion_tokens: u64,
@@ -274,16 +255,7 @@ fn completion(reply: &str, structured: bool) -> Result<Completion, ProviderError
         },
         None => Usage { output_tokens: crate::provider::estimate_tokens(&text), estimated: true, ..Usage::default() },
     };
-    let logprobs = choice.logprobs.and_then(|l| l.content).filter(|c| !c.is_empty()).map(|content| {
-        content
-            .into_iter()
-            .map(|t| TokenLogprob {
-                token: t.token,
-                logprob: t.logprob,
-                top: t.top_logprobs.into_iter().map(|a| TopLogprob { token: a.token, logprob: a.logprob }).collect(),
-            })
-            .collect()
-    });
+    let logprobs = choice.logprobs.and_then(|l| l.content).filter(|c| !c.is_empty());
     Ok(Completion { text, usage, finish_reason: choice.finish_reason, logprobs, ..Completion::default() })
 }
 
