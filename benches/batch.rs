@@ -21,37 +21,8 @@ use moot::provider::{ChatMessage, ChatRequest};
 use moot::testkit::batch_server::{BatchServer, schema_responder};
 use tokio_util::sync::CancellationToken;
 
-const PANEL: &str = r#"
-name = "Bench panel"
-protocol = "maj-eval"
-task = "Judge answers."
-[scale]
-min = 1
-max = 5
-[[dimensions]]
-key = "clarity"
-name = "Clarity"
-description = "Clear?"
-[[dimensions]]
-key = "accuracy"
-name = "Accuracy"
-description = "Right?"
-[moderator]
-policy = "round-robin"
-max_turns = 2
-[[groups]]
-name = "Judges"
-[[groups.agents]]
-name = "A1"
-[[groups.agents]]
-name = "A2"
-[[groups.agents]]
-name = "A3"
-[[groups.agents]]
-name = "A4"
-[[groups.agents]]
-name = "A5"
-"#;
+/// The bench panel: five agents, a round-robin debate of two turns.
+const PANEL: &str = include_str!("fixtures/bench-panel.toml");
 
 /// gpt-4o-mini per million tokens: list input, list output (batch: half).
 const LIST: (f64, f64) = (0.15, 0.60);

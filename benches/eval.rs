@@ -23,37 +23,8 @@ use tokio_util::sync::CancellationToken;
 
 const CALLS_IN_A_ROW: u32 = 4;
 
-const PANEL: &str = r#"
-name = "Bench panel"
-protocol = "maj-eval"
-task = "Judge answers."
-[scale]
-min = 1
-max = 5
-[[dimensions]]
-key = "clarity"
-name = "Clarity"
-description = "Clear?"
-[[dimensions]]
-key = "accuracy"
-name = "Accuracy"
-description = "Right?"
-[moderator]
-policy = "round-robin"
-max_turns = 2
-[[groups]]
-name = "Judges"
-[[groups.agents]]
-name = "A1"
-[[groups.agents]]
-name = "A2"
-[[groups.agents]]
-name = "A3"
-[[groups.agents]]
-name = "A4"
-[[groups.agents]]
-name = "A5"
-"#;
+/// The bench panel: five agents, a round-robin debate of two turns.
+const PANEL: &str = include_str!("fixtures/bench-panel.toml");
 
 fn env_num(name: &str, default: u64) -> u64 {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
