@@ -199,29 +199,7 @@ impl CachedProvider {
 
 #[async_trait]
 impl Provider for CachedProvider {
-    fn info(&self) -> ProviderInfo {
-        self.inner.info()
-    }
-
-    fn queue_note(&self) -> Option<String> {
-        self.inner.queue_note()
-    }
-
-    fn read_ahead(&self, messages: &[ChatMessage]) {
-        self.inner.read_ahead(messages);
-    }
-
-    fn context_window(&self, model: &str) -> Option<u64> {
-        self.inner.context_window(model)
-    }
-
-    fn structured_output(&self) -> Option<super::structured::StructuredOutput> {
-        self.inner.structured_output()
-    }
-
-    fn pool_status(&self) -> Option<super::pool::PoolStatus> {
-        self.inner.pool_status()
-    }
+    delegate!(inner: info, queue_note, read_ahead, context_window, structured_output, pool_status);
 
     async fn check_pool(&self) -> Option<super::pool::PoolStatus> {
         self.inner.check_pool().await

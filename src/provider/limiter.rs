@@ -21,7 +21,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::retry::MAX_RETRY_AFTER;
-use super::{ChatMessage, ChatRequest, Completion, DeltaSender, Provider, ProviderError, ProviderInfo};
+use super::{ChatMessage, ChatRequest, Completion, DeltaSender, Provider, ProviderError};
 
 const WINDOW: Duration = Duration::from_secs(60);
 
@@ -272,28 +272,10 @@ impl LimitedProvider {
 
 #[async_trait]
 impl Provider for LimitedProvider {
-    fn info(&self) -> ProviderInfo {
-        self.inner.info()
-    }
+    delegate!(inner: info, read_ahead, context_window, structured_output, pool_status);
 
     fn queue_note(&self) -> Option<String> {
         self.limiter.wait_reason().or_else(|| self.inner.queue_note())
-    }
-
-    fn read_ahead(&self, messages: &[ChatMessage]) {
-        self.inner.read_ahead(messages);
-    }
-
-    fn context_window(&self, model: &str) -> Option<u64> {
-        self.inner.context_window(model)
-    }
-
-    fn structured_output(&self) -> Option<super::structured::StructuredOutput> {
-        self.inner.structured_output()
-    }
-
-    fn pool_status(&self) -> Option<super::pool::PoolStatus> {
-        self.inner.pool_status()
     }
 
     async fn check_pool(&self) -> Option<super::pool::PoolStatus> {

@@ -5,6 +5,47 @@
 //! usage, or a typed [`ProviderError`]. Retries, backoff and the events that
 //! record each attempt live in [`retry`], shared by every backend.
 
+/// The [`Provider`] methods a wrapper passes unchanged to the provider it
+/// wraps, written once: `delegate!(inner: info, queue_note, read_ahead,
+/// context_window, structured_output, pool_status)` inside its `impl
+/// Provider` (the async ones are written out: `async_trait` does not see
+/// into a macro).
+macro_rules! delegate {
+    (@one $f:ident info) => {
+        fn info(&self) -> $crate::provider::ProviderInfo {
+            self.$f.info()
+        }
+    };
+    (@one $f:ident queue_note) => {
+        fn queue_note(&self) -> Option<String> {
+            self.$f.queue_note()
+        }
+    };
+    (@one $f:ident read_ahead) => {
+        fn read_ahead(&self, messages: &[$crate::provider::ChatMessage]) {
+            self.$f.read_ahead(messages);
+        }
+    };
+    (@one $f:ident context_window) => {
+        fn context_window(&self, model: &str) -> Option<u64> {
+            self.$f.context_window(model)
+        }
+    };
+    (@one $f:ident structured_output) => {
+        fn structured_output(&self) -> Option<$crate::provider::structured::StructuredOutput> {
+            self.$f.structured_output()
+        }
+    };
+    (@one $f:ident pool_status) => {
+        fn pool_status(&self) -> Option<$crate::provider::pool::PoolStatus> {
+            self.$f.pool_status()
+        }
+    };
+    ($f:ident: $($method:ident),+ $(,)?) => {
+        $(delegate!(@one $f $method);)+
+    };
+}
+
 pub mod anthropic;
 pub mod batch;
 pub mod binding;

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use tokio_util::sync::CancellationToken;
 
-use super::{ChatMessage, ChatRequest, Completion, DeltaSender, Provider, ProviderError, ProviderInfo};
+use super::{ChatMessage, ChatRequest, Completion, DeltaSender, Provider, ProviderError};
 
 /// A provider whose models hold `context_length` tokens, prompt and reply
 /// together. Everything else passes through.
@@ -23,28 +23,10 @@ impl WindowedProvider {
 
 #[async_trait]
 impl Provider for WindowedProvider {
-    fn info(&self) -> ProviderInfo {
-        self.inner.info()
-    }
-
-    fn queue_note(&self) -> Option<String> {
-        self.inner.queue_note()
-    }
-
-    fn read_ahead(&self, messages: &[ChatMessage]) {
-        self.inner.read_ahead(messages);
-    }
+    delegate!(inner: info, queue_note, read_ahead, structured_output, pool_status);
 
     fn context_window(&self, _model: &str) -> Option<u64> {
         Some(self.context_length)
-    }
-
-    fn structured_output(&self) -> Option<super::structured::StructuredOutput> {
-        self.inner.structured_output()
-    }
-
-    fn pool_status(&self) -> Option<super::pool::PoolStatus> {
-        self.inner.pool_status()
     }
 
     async fn check_pool(&self) -> Option<super::pool::PoolStatus> {

@@ -48,7 +48,7 @@ pub use api::BatchApi;
 use collector::{Collector, Enqueued};
 pub use store::{BatchRecord, RecordState, Store, StoreError};
 
-use super::{ChatMessage, ChatRequest, Completion, DeltaSender, Provider, ProviderError, ProviderInfo};
+use super::{ChatMessage, ChatRequest, Completion, DeltaSender, Provider, ProviderError};
 pub use crate::session::event::BATCH_PRICE_SHARE;
 
 /// The item and the turn a request is for (see [`ChatRequest::batch`]).
@@ -321,29 +321,7 @@ fn asked_live(why: String) -> ProviderError {
 
 #[async_trait]
 impl Provider for BatchProvider {
-    fn info(&self) -> ProviderInfo {
-        self.live.info()
-    }
-
-    fn queue_note(&self) -> Option<String> {
-        self.live.queue_note()
-    }
-
-    fn read_ahead(&self, messages: &[ChatMessage]) {
-        self.live.read_ahead(messages);
-    }
-
-    fn context_window(&self, model: &str) -> Option<u64> {
-        self.live.context_window(model)
-    }
-
-    fn structured_output(&self) -> Option<super::structured::StructuredOutput> {
-        self.live.structured_output()
-    }
-
-    fn pool_status(&self) -> Option<super::pool::PoolStatus> {
-        self.live.pool_status()
-    }
+    delegate!(live: info, queue_note, read_ahead, context_window, structured_output, pool_status);
 
     async fn check_pool(&self) -> Option<super::pool::PoolStatus> {
         self.live.check_pool().await
