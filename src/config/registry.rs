@@ -36,6 +36,7 @@ use crate::provider::cache::{CachedProvider, ResponseCache};
 use crate::provider::limiter::{self, LimitedProvider};
 use crate::provider::openai::{self, OpenAiConfig, OpenAiProvider};
 use crate::provider::pricing::PricedProvider;
+use crate::provider::repetition::Repetition;
 use crate::provider::window::WindowedProvider;
 
 /// Errors choosing or building a provider.
@@ -234,6 +235,7 @@ impl Registry {
                 let mut c = OpenAiConfig::from_lookup(|k| (self.env)(k));
                 set_common!(c);
                 c.top_logprobs = pc.logprobs;
+                c.repetition = pc.repetition.clone().unwrap_or_default().apply(Repetition::llama_server());
                 c.structured_output = match pc.structured_output.unwrap_or_default() {
                     StructuredOutput::Tool => {
                         return Err(build_error(
@@ -261,6 +263,11 @@ impl Registry {
                 }
             }
             ProviderKind::Anthropic => {
+                if pc.repetition.is_some() {
+                    return Err(build_error(
+                        "a repetition table is for the embedded model and llama.cpp servers; Anthropic's API takes none".into(),
+                    ));
+                }
                 let mut c = AnthropicConfig::from_lookup(|k| (self.env)(k));
                 set_common!(c);
                 c.structured_output = match pc.structured_output.unwrap_or_default() {
@@ -469,18 +476,16 @@ impl Registry {
                 c.flash_attention.map_or("off".into(), |on| if on { "on" } else { "off" }.into()),
                 origin(c.flash_attention.is_some()),
             );
+            let r = c.repetition.clone().unwrap_or_default();
+            push("repetition", r.apply(Repetition::default()).line(), origin(c.repetition.is_some()));
             #[cfg(feature = "local")]
-            {
-                let r = c.repetition.clone().unwrap_or_default();
-                push("repetition", repetition_line(&r.apply(Default::default())), origin(c.repetition.is_some()));
-                push("gpu_layers", gpu_line(c), origin(c.gpu_layers.is_some()));
-            }
+            push("gpu_layers", gpu_line(c), origin(c.gpu_layers.is_some()));
         }
         if kind != ProviderKind::Local {
             let known = if kind == ProviderKind::Anthropic {
                 format!("{} (every Claude model)", anthropic::CONTEXT_WINDOW)
             } else {
-                "unknown (long discussions are not shortened)".to_string()
+                "a llama.cpp server's own (its /props), else unknown (long discussions are not shortened)".to_string()
             };
             push(
                 "context_length",
@@ -499,6 +504,14 @@ impl Registry {
                 (_, f) => f.as_str().to_string(),
             };
             push("structured_output", shown, origin(c.structured_output.is_some()));
+        }
+        if kind == ProviderKind::Openai {
+            let r = c.repetition.clone().unwrap_or_default().apply(Repetition::llama_server());
+            push(
+                "repetition",
+                format!("a llama.cpp server's, in its lean form: {}", r.line()),
+                origin(c.repetition.is_some()),
+            );
         }
         Ok(ProviderSummary {
             name: name.to_string(),
@@ -539,24 +552,6 @@ fn default_provider(config: &Config, env: &dyn Fn(&str) -> Option<String>) -> (S
                 .into(),
         )
     }
-}
-
-/// The repetition settings in one line, as `moot providers` shows them.
-#[cfg(feature = "local")]
-fn repetition_line(r: &crate::provider::local::Repetition) -> String {
-    let penalties = format!(
-        "penalties {} over the reply's last {} tokens (frequency {}, presence {})",
-        r.repeat_penalty, r.repeat_last_n, r.frequency_penalty, r.presence_penalty
-    );
-    let dry = if r.dry_on() {
-        format!(
-            "DRY {} × {}^(run − {}) over the last {} tokens, breakers {:?}",
-            r.dry_multiplier, r.dry_base, r.dry_allowed_length, r.dry_last_n, r.dry_breakers
-        )
-    } else {
-        "DRY off".to_string()
-    };
-    format!("{penalties}; {dry}")
 }
 
 /// Build the embedded model's provider from what the configuration says.

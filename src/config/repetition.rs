@@ -1,11 +1,14 @@
-//! A local provider's `[providers.<name>.repetition]` table: how the
-//! embedded model's prose is kept from repeating itself and its prompt
-//! (llama.cpp's repetition penalties and DRY sampler; see
-//! `docs/local-model.md`, *Repetition*). A key left out keeps its default.
+//! A provider's `[providers.<name>.repetition]` table: how the embedded
+//! model's prose, or a llama.cpp server's, is kept from repeating itself
+//! and its prompt (llama.cpp's repetition penalties and DRY sampler; see
+//! `docs/local-model.md`, *Repetition*, and `docs/scale.md`). A key left
+//! out keeps its default, which differs between the two (see
+//! [`Repetition::llama_server`]).
 
 use serde::{Deserialize, Deserializer, Serialize};
 
 use super::number;
+use crate::provider::repetition::Repetition;
 
 /// Every key is optional; see [`Self::apply`] for what each sets.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -31,10 +34,9 @@ pub struct RepetitionConfig {
     pub dry_breakers: Option<Vec<String>>,
 }
 
-#[cfg(feature = "local")]
 impl RepetitionConfig {
     /// `base` with the keys this table sets.
-    pub fn apply(&self, mut base: crate::provider::local::Repetition) -> crate::provider::local::Repetition {
+    pub fn apply(&self, mut base: Repetition) -> Repetition {
         let int = |v: u32| i32::try_from(v).unwrap_or(i32::MAX);
         if let Some(v) = self.repeat_last_n {
             base.repeat_last_n = int(v);
@@ -112,14 +114,14 @@ mod tests {
         }
     }
 
-    #[cfg(feature = "local")]
     #[test]
     fn keys_left_out_keep_their_defaults() {
         use super::RepetitionConfig;
-        let base = crate::provider::local::Repetition::default();
+        let base = crate::provider::repetition::Repetition::llama_server();
         let set = RepetitionConfig { dry_multiplier: Some(0.5), ..Default::default() }.apply(base.clone());
         assert_eq!(set.dry_multiplier, 0.5);
         assert_eq!(set.repeat_penalty, base.repeat_penalty);
         assert_eq!(set.dry_breakers, base.dry_breakers);
+        assert_eq!(set.dry_allowed_length, base.dry_allowed_length);
     }
 }

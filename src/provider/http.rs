@@ -79,6 +79,21 @@ pub fn parse_endpoint(endpoint: &str, base_url: &str) -> Result<reqwest::Url, Pr
     Ok(url)
 }
 
+/// `path` under `base_url`, which is taken as a folder (`models` under
+/// `http://h/v1` is `http://h/v1/models`; `../props` is `http://h/props`).
+pub fn url_under(base_url: &str, path: &str) -> Result<reqwest::Url, UrlError> {
+    let base = reqwest::Url::parse(&format!("{}/", base_url.trim().trim_end_matches('/')))
+        .map_err(|e| UrlError::Base(e.to_string()))?;
+    base.join(path).map_err(|e| UrlError::Path(e.to_string()))
+}
+
+/// Which part of [`url_under`]'s URL did not parse.
+#[derive(Debug)]
+pub enum UrlError {
+    Base(String),
+    Path(String),
+}
+
 /// Check that a secret can be sent in a header without echoing it.
 pub fn check_header_value(value: &str) -> Result<(), ProviderError> {
     reqwest::header::HeaderValue::from_str(value)

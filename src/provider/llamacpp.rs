@@ -21,43 +21,23 @@
 //!   server continues (its `prefill_assistant`, on by default); the reply's
 //!   text is then the words and what the server wrote after them, as the
 //!   embedded model's is;
-//! - `repeat_penalty` and `repeat_last_n`, the embedded model's defaults,
-//!   for a reply that writes words (not for an object alone, which the
-//!   embedded model samples without them);
-//! - for a speech that may not copy its discussion (`no_copy`), DRY over the
-//!   end of the prompt and the reply, in place of the embedded model's copy guard (which
-//!   refuses, as it writes, a word that would copy five words of an earlier
-//!   contribution — a server cannot be told that): DRY penalises a token
-//!   that would lengthen a run already in the prompt. moot's
-//!   repeated-speech rule still asks a speech that repeats another again.
+//! - the repetition penalties (the embedded model's defaults, or the
+//!   provider's `repetition` table) for a reply that writes words (not for
+//!   an object alone, which the embedded model samples without them);
+//! - for a speech that may not copy its discussion (`no_copy`), DRY over
+//!   the end of the prompt and the reply, in place of the embedded model's
+//!   copy guard (which refuses, as it writes, a word that would copy five
+//!   words of an earlier contribution — a server cannot be told that): DRY
+//!   penalises a token that would lengthen a run already in the prompt
+//!   ([`Repetition::llama_server`]). moot's repeated-speech rule still asks
+//!   a speech that repeats another again.
 
 use serde::Serialize;
 
 use super::gbnf::{PROSE_MIN_CHARS, Prose, lean_gbnf};
+use super::repetition::Repetition;
 use super::structured::json_reserve;
 use super::{ChatMessage, ChatRequest};
-
-/// The embedded model's default repetition penalty (see
-/// `provider::local::Repetition`), sent with replies that write words.
-pub const REPEAT_PENALTY: f64 = 1.1;
-/// The tokens that penalty looks back over.
-pub const REPEAT_LAST_N: u32 = 64;
-
-/// DRY ("don't repeat yourself", llama.cpp's sampler) for a speech that may
-/// not copy the discussion: the server's stand-in for the embedded model's
-/// copy guard. A token that would lengthen a run of tokens found in the
-/// prompt or the reply past [`DRY_ALLOWED_LENGTH`] is penalised by
-/// `multiplier × base^(run − allowed)`: llama.cpp's own values, which make
-/// a four-word run (five tokens or so, what moot's repeat rule compares)
-/// cost 4.3 in logits and a name (two or three) little or nothing. With
-/// four tokens allowed, 5 of the 12 speeches of a measured run were still
-/// asked for again as repeats (see docs/scale.md).
-pub const DRY_MULTIPLIER: f64 = 0.8;
-pub const DRY_BASE: f64 = 1.75;
-pub const DRY_ALLOWED_LENGTH: u32 = 2;
-/// The tokens DRY looks back over: the end of the prompt, where the
-/// discussion is, and the reply (the embedded model's DRY window).
-pub const DRY_PENALTY_LAST_N: u32 = 2048;
 
 /// Characters of words per token of a reply's budget: the words may take
 /// about three quarters of what the object leaves (English runs about four
@@ -70,18 +50,29 @@ const PROSE_CHARS_PER_TOKEN: u64 = 3;
 pub struct Extras {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub grammar: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub repeat_penalty: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub repeat_last_n: Option<u32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub dry_multiplier: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub dry_base: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub dry_allowed_length: Option<u32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub dry_penalty_last_n: Option<u32>,
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub penalties: Option<Penalties>,
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub dry: Option<Dry>,
+}
+
+/// The repetition penalties, for a reply that writes words.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Penalties {
+    pub repeat_penalty: f32,
+    pub repeat_last_n: i32,
+    pub frequency_penalty: f32,
+    pub presence_penalty: f32,
+}
+
+/// DRY, for a speech that may not copy its discussion.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Dry {
+    pub dry_multiplier: f32,
+    pub dry_base: f32,
+    pub dry_allowed_length: i32,
+    pub dry_penalty_last_n: i32,
+    pub dry_sequence_breakers: Vec<String>,
 }
 
 /// How one request goes to a llama.cpp server.
@@ -96,7 +87,7 @@ pub struct Lean {
 impl Lean {
     /// The lean form of `request`; `None` when its schema is one moot has
     /// no grammar for (it then goes as to any server).
-    pub fn of(request: &ChatRequest) -> Option<Self> {
+    pub fn of(request: &ChatRequest, repetition: &Repetition) -> Option<Self> {
         let writes_prose = request.response_schema.is_none() || request.prose_first;
         let opening = request.opening.clone().filter(|o| writes_prose && !o.trim().is_empty());
         let grammar = match &request.response_schema {
@@ -114,16 +105,24 @@ impl Lean {
                 Some(lean_gbnf(schema, prose)?)
             }
         };
-        let guarded = writes_prose && request.no_copy.is_some();
+        let guarded = writes_prose && request.no_copy.is_some() && repetition.dry_on();
+        let r = repetition;
         Some(Self {
             extras: Extras {
                 grammar,
-                repeat_penalty: writes_prose.then_some(REPEAT_PENALTY),
-                repeat_last_n: writes_prose.then_some(REPEAT_LAST_N),
-                dry_multiplier: guarded.then_some(DRY_MULTIPLIER),
-                dry_base: guarded.then_some(DRY_BASE),
-                dry_allowed_length: guarded.then_some(DRY_ALLOWED_LENGTH),
-                dry_penalty_last_n: guarded.then_some(DRY_PENALTY_LAST_N),
+                penalties: writes_prose.then_some(Penalties {
+                    repeat_penalty: r.repeat_penalty,
+                    repeat_last_n: r.repeat_last_n,
+                    frequency_penalty: r.frequency_penalty,
+                    presence_penalty: r.presence_penalty,
+                }),
+                dry: guarded.then(|| Dry {
+                    dry_multiplier: r.dry_multiplier,
+                    dry_base: r.dry_base,
+                    dry_allowed_length: r.dry_allowed_length,
+                    dry_penalty_last_n: r.dry_last_n,
+                    dry_sequence_breakers: r.dry_breakers.clone(),
+                }),
             },
             opening,
         })
@@ -164,6 +163,14 @@ mod tests {
             "required": ["grammar", "justification"]}))
     }
 
+    fn server() -> Repetition {
+        Repetition::llama_server()
+    }
+
+    fn penalties() -> Penalties {
+        Penalties { repeat_penalty: 1.1, repeat_last_n: 64, frequency_penalty: 0.0, presence_penalty: 0.0 }
+    }
+
     fn moot_no_copy() -> crate::provider::NoCopy {
         crate::provider::NoCopy { avoid: vec!["An earlier speech.".into()], ..Default::default() }
     }
@@ -174,19 +181,26 @@ mod tests {
         request.response_schema = Some(schema());
         request.max_tokens = 400;
         request.opening = Some("Dana, I".into());
-        let lean = Lean::of(&request).unwrap();
+        let lean = Lean::of(&request, &server()).unwrap();
         let g = lean.extras.grammar.as_deref().unwrap();
         assert!(g.starts_with("root ::= prose \"\\n\" \"\\n\"? object\nprose ::= ([ ] [A-Za-z]"), "{g}");
         // 400 tokens less the object's reserve (32 + 8 × 2 + 200 / 3 = 114), three characters each.
         assert!(g.contains(&format!("word{{99,{}}}", (400 - 114) * 3 - 1)), "{g}");
-        assert_eq!((lean.extras.repeat_penalty, lean.extras.repeat_last_n), (Some(1.1), Some(64)));
-        assert_eq!(lean.extras.dry_multiplier, None, "nothing it may not copy: no DRY");
+        assert_eq!(lean.extras.penalties, Some(penalties()));
+        assert_eq!(lean.extras.dry, None, "nothing it may not copy: no DRY");
         request.no_copy = Some(Arc::new(moot_no_copy()));
-        let guarded = Lean::of(&request).unwrap().extras;
+        let guarded = Lean::of(&request, &server()).unwrap().extras;
+        let dry = guarded.dry.unwrap();
         assert_eq!(
-            (guarded.dry_multiplier, guarded.dry_base, guarded.dry_allowed_length, guarded.dry_penalty_last_n),
-            (Some(0.8), Some(1.75), Some(2), Some(2048))
+            (dry.dry_multiplier, dry.dry_base, dry.dry_allowed_length, dry.dry_penalty_last_n),
+            (0.8, 1.75, 2, 2048)
         );
+        // A provider's table changes what is sent; DRY turned off sends none.
+        let table = Repetition { dry_allowed_length: 3, repeat_penalty: 1.05, ..server() };
+        let set = Lean::of(&request, &table).unwrap().extras;
+        assert_eq!((set.dry.unwrap().dry_allowed_length, set.penalties.unwrap().repeat_penalty), (3, 1.05));
+        let off = Repetition { dry_multiplier: 0.0, ..server() };
+        assert_eq!(Lean::of(&request, &off).unwrap().extras.dry, None);
         let messages = lean.messages(request.messages.clone());
         assert_eq!(messages.last(), Some(&ChatMessage::assistant("Dana, I")));
     }
@@ -197,22 +211,25 @@ mod tests {
         request.response_schema = Some(schema());
         request.prose_first = false;
         request.opening = Some("Dana, I".into());
-        let lean = Lean::of(&request).unwrap();
+        let lean = Lean::of(&request, &server()).unwrap();
         assert!(lean.extras.grammar.as_deref().unwrap().starts_with("root ::= \"{\""));
-        assert_eq!(lean.extras.repeat_penalty, None);
+        assert_eq!(lean.extras.penalties, None);
         assert_eq!(lean.opening, None);
         // Free text: penalties, no grammar.
-        let lean = Lean::of(&ChatRequest::new(vec![ChatMessage::user("Sum up.")])).unwrap();
-        assert_eq!(lean.extras, Extras { repeat_penalty: Some(1.1), repeat_last_n: Some(64), ..Extras::default() });
+        let lean = Lean::of(&ChatRequest::new(vec![ChatMessage::user("Sum up.")]), &server()).unwrap();
+        assert_eq!(lean.extras, Extras { penalties: Some(penalties()), ..Extras::default() });
         // A schema moot has no grammar for: not lean.
         let mut odd = ChatRequest::new(vec![ChatMessage::user("x")]);
         odd.response_schema = Some(Arc::new(json!({"type": "object", "properties": {"x": {"oneOf": []}}})));
-        assert_eq!(Lean::of(&odd), None);
+        assert_eq!(Lean::of(&odd, &server()), None);
     }
 
     #[test]
     fn the_body_carries_only_the_fields_set() {
-        let v = serde_json::to_value(Extras { repeat_penalty: Some(1.1), ..Extras::default() }).unwrap();
-        assert_eq!(v, json!({"repeat_penalty": 1.1}));
+        let text = serde_json::to_string(&Extras { penalties: Some(penalties()), ..Extras::default() }).unwrap();
+        assert_eq!(
+            serde_json::from_str::<serde_json::Value>(&text).unwrap(),
+            json!({"repeat_penalty": 1.1, "repeat_last_n": 64, "frequency_penalty": 0.0, "presence_penalty": 0.0})
+        );
     }
 }

@@ -60,6 +60,7 @@ pub mod logprobs;
 pub mod openai;
 pub mod pool;
 pub mod pricing;
+pub mod repetition;
 pub mod retry;
 pub mod sse;
 pub mod structured;

@@ -8,6 +8,12 @@
 //! body is complete, or never answer at all. Every request is recorded
 //! (method, path, headers, body) so tests can assert on what a client sent.
 //!
+//! `GET /props` (llama.cpp's settings, which an `openai` provider asks for
+//! once) is answered apart: 404 as most servers do, or what
+//! [`TestServer::serve_props`] set; it is neither queued, recorded nor
+//! counted, so that scripts and counts concern the chat calls alone
+//! ([`TestServer::props_asked`] counts it).
+//!
 //! Each connection serves one request and is closed afterwards
 //! (`connection: close`). Request bodies must carry a `content-length`.
 //!
@@ -294,6 +300,9 @@ struct State {
     queue: VecDeque<Reply>,
     handler: Option<Handler>,
     requests: Vec<RecordedRequest>,
+    /// What `GET /props` answers (none: 404).
+    props: Option<serde_json::Value>,
+    props_asked: usize,
 }
 
 struct Shared {
@@ -334,7 +343,13 @@ impl TestServer {
         let listener: TcpListener = socket.listen(4096)?;
         let addr = listener.local_addr()?;
         let shared = Arc::new(Shared {
-            state: Mutex::new(State { queue: VecDeque::new(), handler: None, requests: Vec::new() }),
+            state: Mutex::new(State {
+                queue: VecDeque::new(),
+                handler: None,
+                requests: Vec::new(),
+                props: None,
+                props_asked: 0,
+            }),
             count: watch::Sender::new(0),
             open: Default::default(),
             max_open: Default::default(),
@@ -358,6 +373,16 @@ impl TestServer {
     /// Without a handler such requests get `500 no reply scripted`.
     pub fn set_handler(&self, handler: impl Fn(&RecordedRequest) -> Reply + Send + Sync + 'static) {
         self.shared.lock().handler = Some(Arc::new(handler));
+    }
+
+    /// Answer `GET /props` with `props`, as llama.cpp's server answers it.
+    pub fn serve_props(&self, props: serde_json::Value) {
+        self.shared.lock().props = Some(props);
+    }
+
+    /// How many times `GET /props` was asked.
+    pub fn props_asked(&self) -> usize {
+        self.shared.lock().props_asked
     }
 
     /// Queue a reply for the next request.
@@ -451,6 +476,19 @@ async fn serve(mut stream: TcpStream, shared: Arc<Shared>, shutdown: Cancellatio
             return;
         }
     };
+    if request.method == "GET" && request.path == "/props" {
+        let props = {
+            let mut state = shared.lock();
+            state.props_asked += 1;
+            state.props.clone()
+        };
+        let reply = match props {
+            Some(p) => Reply::json(200, &p),
+            None => Reply::text(404, "File Not Found"),
+        };
+        let _ = write_reply(&mut stream, &reply, &shutdown, &mut || {}).await;
+        return;
+    }
     let reply = {
         let mut state = shared.lock();
         let queued = state.queue.pop_front();

@@ -1,6 +1,6 @@
 //! An `openai` provider in front of a llama.cpp server, against a local HTTP
-//! server that answers as llama.cpp's does (`timings` in its last chunk):
-//! once the server has shown itself, requests go in the lean form — the
+//! server that answers as llama.cpp's does (its `/props`, `timings` in its
+//! last chunk): once the server has shown itself, requests go in the lean form — the
 //! embedded model's reply as a GBNF `grammar`, the opening words as the
 //! assistant's reply so far, the embedded model's repetition penalty, DRY
 //! for a speech that may not copy its discussion —
@@ -66,7 +66,7 @@ async fn stream(provider: &dyn Provider, request: &ChatRequest) -> (Result<Compl
 #[tokio::test]
 async fn a_llama_cpp_server_gets_the_embedded_models_reply_as_a_grammar() {
     let server = TestServer::start().await.unwrap();
-    // The first call goes as to any server: nothing is known of it yet.
+    // The first call goes as to any server: its /props said nothing (404).
     server.push(llama_reply(&["{\"speech\": \"Hi.\", \"grammar\": 4, \"justification\": \"ok\"}"], 50, 20, 0));
     let words =
         " disagree: the second sentence lacks a verb.\n{\"grammar\": 3, \"justification\": \"One verb is missing.\"}";
@@ -181,4 +181,79 @@ async fn a_pinned_form_or_another_server_never_gets_llama_cpps_fields() {
         assert!(b.get("dry_multiplier").is_none(), "{b}");
         assert_eq!(b["messages"].as_array().unwrap().last().unwrap()["role"], "user");
     }
+}
+
+/// What llama.cpp's server answers to `GET /props` (abridged).
+fn llama_props() -> Value {
+    json!({"default_generation_settings": {"params": {"temperature": 0.8}, "n_ctx": 8192},
+           "total_slots": 4, "model_path": "qwen2.5-coder-0.5b.gguf", "build_info": "b1-test"})
+}
+
+#[tokio::test]
+async fn a_server_that_answers_props_as_llama_cpp_gets_the_lean_form_from_the_first_call() {
+    let server = TestServer::start().await.unwrap();
+    server.serve_props(llama_props());
+    let words = " agree.\n{\"grammar\": 4, \"justification\": \"Fine.\"}";
+    for _ in 0..3 {
+        server.push(llama_reply(&[words], 60, 20, 0));
+    }
+    let p = Arc::new(provider(&server, StructuredOutput::Auto));
+    // Three first calls at once: the server is asked once, before any of them.
+    let calls: Vec<_> = (0..3)
+        .map(|_| {
+            let p = Arc::clone(&p);
+            tokio::spawn(async move { stream(p.as_ref(), &speech()).await.0 })
+        })
+        .collect();
+    for call in calls {
+        assert_eq!(call.await.unwrap().unwrap().text, format!("Dana, I{words}"));
+    }
+    assert_eq!(server.props_asked(), 1);
+    assert!(p.is_llama_cpp());
+    for r in server.requests() {
+        let b = r.body_json().unwrap();
+        assert!(b.get("grammar").is_some() && b.get("response_format").is_none(), "{b}");
+        assert_eq!(r.header("connection"), Some("close"));
+    }
+
+    // A provider's repetition table goes to the server as it is set.
+    let tuned = OpenAiProvider::new(OpenAiConfig {
+        base_url: server.base_url(),
+        repetition: moot::provider::repetition::Repetition {
+            dry_allowed_length: 3,
+            dry_breakers: vec!["\n".into()],
+            ..moot::provider::repetition::Repetition::llama_server()
+        },
+        ..OpenAiConfig::default()
+    })
+    .unwrap();
+    server.push(llama_reply(&[words], 60, 20, 0));
+    stream(&tuned, &speech()).await.0.unwrap();
+    let body = server.requests().last().unwrap().body_json().unwrap();
+    assert_eq!(body["dry_allowed_length"], json!(3));
+    assert_eq!(body["dry_sequence_breakers"], json!(["\n"]));
+    assert_eq!(body["repeat_penalty"], json!(1.1));
+
+    // The slots' context window is the provider's from then on.
+    assert_eq!(p.context_window("any"), Some(8192));
+    // A pinned form asks too (the window) but never goes lean; another
+    // server's 404 leaves it as any server, with no window known.
+    let pinned = provider(&server, StructuredOutput::JsonSchema);
+    server.push(llama_reply(&["{\"speech\": \"Dana, I see.\", \"grammar\": 4, \"justification\": \"ok\"}"], 50, 20, 0));
+    stream(&pinned, &speech()).await.0.unwrap();
+    assert_eq!(server.props_asked(), 3);
+    assert_eq!(pinned.context_window("any"), Some(8192));
+    let body = server.requests().last().unwrap().body_json().unwrap();
+    assert!(body.get("grammar").is_none() && body["response_format"]["type"] == "json_schema", "{body}");
+    let other = TestServer::start().await.unwrap();
+    other.push(Reply::openai_stream(
+        &["{\"speech\": \"Dana, I see.\", \"grammar\": 4, \"justification\": \"ok\"}"],
+        None,
+    ));
+    let auto = provider(&other, StructuredOutput::Auto);
+    stream(&auto, &speech()).await.0.unwrap();
+    assert_eq!(other.props_asked(), 1);
+    assert!(!auto.is_llama_cpp());
+    assert_eq!(auto.context_window("any"), None);
+    assert!(other.requests()[0].body_json().unwrap().get("grammar").is_none());
 }

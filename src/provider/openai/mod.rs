@@ -21,6 +21,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::http::{self, Flow, Redactor, Timeouts};
 use super::llamacpp::{self, Lean};
+use super::repetition::Repetition;
 use super::structured::{self, SpeechSplitter, StructuredOutput, speech_schema};
 use super::{ChatMessage, ChatRequest, Completion, DeltaSender, Provider, ProviderError, ProviderInfo, estimate_usage};
 
@@ -30,7 +31,7 @@ pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 pub const DEFAULT_MODEL: &str = "gpt-4o-mini";
 
 /// Settings of one OpenAI-compatible endpoint.
-#[derive(Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq)]
 pub struct OpenAiConfig {
     /// Configured provider name (shown in headers and session logs).
     pub name: String,
@@ -46,6 +47,9 @@ pub struct OpenAiConfig {
     pub top_logprobs: Option<u8>,
     /// How a request with a verdict schema asks for structured output.
     pub structured_output: StructuredOutput,
+    /// What a llama.cpp server is asked to sample prose with, in its lean
+    /// form (see [`llamacpp`]).
+    pub repetition: Repetition,
 }
 
 impl Default for OpenAiConfig {
@@ -58,6 +62,7 @@ impl Default for OpenAiConfig {
             timeouts: Timeouts::default(),
             top_logprobs: None,
             structured_output: StructuredOutput::Auto,
+            repetition: Repetition::llama_server(),
         }
     }
 }
@@ -72,6 +77,7 @@ impl fmt::Debug for OpenAiConfig {
             .field("timeouts", &self.timeouts)
             .field("top_logprobs", &self.top_logprobs)
             .field("structured_output", &self.structured_output)
+            .field("repetition", &self.repetition)
             .finish()
     }
 }
@@ -118,7 +124,16 @@ pub struct OpenAiProvider {
     llama_cpp: AtomicBool,
     /// The server refused the lean form once: requests go as to any server.
     lean_refused: AtomicBool,
+    /// The server has been asked whether it is llama.cpp's (`GET /props`,
+    /// once, before the first call).
+    probed: tokio::sync::OnceCell<()>,
+    /// A llama.cpp server's context window per request (its slots'
+    /// `n_ctx` in `/props`); 0 while unknown.
+    n_ctx: std::sync::atomic::AtomicU64,
 }
+
+/// How long the question whether a server is llama.cpp's may take.
+const PROBE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// The structured-output forms an OpenAI-compatible server may be sent, in
 /// the order `auto` tries them.
@@ -200,6 +215,8 @@ impl OpenAiProvider {
             form,
             llama_cpp: AtomicBool::new(false),
             lean_refused: AtomicBool::new(false),
+            probed: tokio::sync::OnceCell::new(),
+            n_ctx: std::sync::atomic::AtomicU64::new(0),
         };
         provider.client = http::build_client(&provider.config.timeouts)?;
         Ok(provider)
@@ -220,10 +237,49 @@ impl OpenAiProvider {
         Form::from_u8(self.form.load(Ordering::Relaxed)).name()
     }
 
-    /// Whether the server has shown itself to be llama.cpp's (its stream
-    /// carried `timings`).
+    /// Whether the server has shown itself to be llama.cpp's (its `/props`
+    /// answered as llama.cpp's does, or its stream carried `timings`).
     pub fn is_llama_cpp(&self) -> bool {
         self.llama_cpp.load(Ordering::Relaxed)
+    }
+
+    /// Ask the server whether it is llama.cpp's, so that the first calls
+    /// already go in its lean form: llama.cpp's server answers `GET /props`
+    /// (beside its `/v1`, no key needed) with its settings, among them
+    /// `default_generation_settings`; other servers answer 404 or nothing
+    /// like it. Any failure leaves the answer to the first stream's
+    /// `timings`. Its slots' context window (`n_ctx`) becomes the
+    /// provider's. The key is not sent: llama.cpp serves `/props` to all.
+    async fn probe(&self) {
+        self.probed
+            .get_or_init(|| async {
+                let Ok(url) = http::url_under(&self.config.base_url, "../props") else { return };
+                let answer = match self.client.get(url).timeout(PROBE_TIMEOUT).send().await {
+                    Ok(r) if r.status().is_success() => r.bytes().await.ok(),
+                    Ok(_) => None,
+                    Err(e) => {
+                        tracing::debug!("{}: GET /props: {}", self.config.name, self.redactor.text(e.to_string()));
+                        None
+                    }
+                };
+                let props = answer.and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok());
+                let Some(settings) = props.as_ref().and_then(|p| p.get("default_generation_settings")) else {
+                    return;
+                };
+                if !settings.is_object() {
+                    return;
+                }
+                if let Some(n) = settings.get("n_ctx").and_then(serde_json::Value::as_u64) {
+                    self.n_ctx.store(n, Ordering::Relaxed);
+                }
+                if !self.llama_cpp.swap(true, Ordering::Relaxed) {
+                    tracing::info!(
+                        "{}: the server is llama.cpp's (/props); requests go in its lean form",
+                        self.config.name
+                    );
+                }
+            })
+            .await;
     }
 
     /// How `request` goes to a llama.cpp server, when it goes in the lean
@@ -233,7 +289,7 @@ impl OpenAiProvider {
         let on = self.config.structured_output == StructuredOutput::Auto
             && self.llama_cpp.load(Ordering::Relaxed)
             && !self.lean_refused.load(Ordering::Relaxed);
-        on.then(|| Lean::of(request)).flatten()
+        on.then(|| Lean::of(request, &self.config.repetition)).flatten()
     }
 
     /// One request. When the server rejects `stream_options` (HTTP 400 or
@@ -242,6 +298,7 @@ impl OpenAiProvider {
     /// next form; when it refuses the lean form, once more as to any
     /// server. Each is remembered for later calls.
     async fn attempt(&self, request: &ChatRequest, deltas: &DeltaSender) -> Result<Completion, ProviderError> {
+        self.probe().await;
         loop {
             let with_options = !self.no_stream_options.load(Ordering::Relaxed);
             let form = Form::from_u8(self.form.load(Ordering::Relaxed));
@@ -403,6 +460,12 @@ impl OpenAiProvider {
 impl Provider for OpenAiProvider {
     fn structured_output(&self) -> Option<StructuredOutput> {
         Some(self.structured_form())
+    }
+
+    /// A llama.cpp server's, once its `/props` has said (a configured
+    /// `context_length` goes before it).
+    fn context_window(&self, _model: &str) -> Option<u64> {
+        Some(self.n_ctx.load(Ordering::Relaxed)).filter(|n| *n > 0)
     }
 
     fn info(&self) -> ProviderInfo {

@@ -55,9 +55,12 @@ pub fn pool(
 /// `path` under `base_url` (`models` under `http://h/v1` is `http://h/v1/models`;
 /// `../health` is `http://h/health`).
 pub fn health_url(base_url: &str, path: &str) -> Result<reqwest::Url, ProviderError> {
-    let base = reqwest::Url::parse(&format!("{}/", base_url.trim().trim_end_matches('/')))
-        .map_err(|e| ProviderError::Config(format!("invalid base URL {}: {e}", label(base_url))))?;
-    base.join(path).map_err(|e| ProviderError::Config(format!("invalid health_path {path:?}: {e}")))
+    crate::provider::http::url_under(base_url, path).map_err(|e| match e {
+        crate::provider::http::UrlError::Base(e) => {
+            ProviderError::Config(format!("invalid base URL {}: {e}", label(base_url)))
+        }
+        crate::provider::http::UrlError::Path(e) => ProviderError::Config(format!("invalid health_path {path:?}: {e}")),
+    })
 }
 
 /// The headers a health check sends: the provider's key as its calls send it.
