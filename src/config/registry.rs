@@ -679,7 +679,7 @@ mod tests {
             r.summary(name).unwrap().settings.into_iter().find(|s| s.field == "context_length").unwrap().value
         };
         assert_eq!(setting(&r, "vllm"), "32768");
-        assert!(setting(&r, "openai").starts_with("unknown"));
+        assert!(setting(&r, "openai").contains("/props), else unknown"), "{}", setting(&r, "openai"));
         assert!(setting(&r, "anthropic").starts_with("200000"));
         assert_eq!(r.get("vllm", "", "agent Ann").unwrap().context_window("m"), Some(32_768));
         assert_eq!(r.get("openai", "", "agent Ann").unwrap().context_window("m"), None);
@@ -700,6 +700,28 @@ mod tests {
         assert_eq!(setting("local"), ("off".to_string(), "built-in default".to_string()));
         let bad = Config::parse("[providers.x]\nkind = \"local\"\nflash_attention = \"yes\"\n", Path::new("moot.toml"));
         assert!(bad.err().unwrap().to_string().contains("flash_attention"));
+    }
+
+    #[test]
+    fn a_repetition_table_is_what_a_llama_cpp_server_is_sent_and_anthropic_takes_none() {
+        let text = "[providers.srv]\nkind = \"openai\"\nbase_url = \"http://127.0.0.1:1/v1\"\n\
+                    [providers.srv.repetition]\ndry_allowed_length = 3\n\
+                    [providers.claude]\nkind = \"anthropic\"\n[providers.claude.repetition]\nrepeat_penalty = 1.2\n";
+        let c = Config::parse(text, Path::new("moot.toml")).unwrap();
+        let mut r = Registry::with_config(c, env(&[("ANTHROPIC_API_KEY", "k")]));
+        let line = |r: &Registry, name: &str| {
+            let s = r.summary(name).unwrap().settings.into_iter().find(|s| s.field == "repetition").unwrap();
+            (s.value, s.from)
+        };
+        let (value, from) = line(&r, "srv");
+        assert!(value.starts_with("a llama.cpp server's, in its lean form: penalties 1.1"), "{value}");
+        assert!(value.contains("DRY 0.8 × 1.75^(run − 3)") && from.contains("moot.toml"), "{value} {from}");
+        let (value, from) = line(&r, "openai");
+        assert!(value.contains("DRY 0.8 × 1.75^(run − 2) over the last 2048 tokens"), "{value}");
+        assert_eq!(from, "built-in default");
+        assert!(r.get("srv", "", "agent Ann").is_ok());
+        let e = r.get("claude", "", "agent Ann").err().unwrap().to_string();
+        assert!(e.contains("claude") && e.contains("repetition"), "{e}");
     }
 
     #[test]
