@@ -485,7 +485,7 @@ impl Registry {
             let known = if kind == ProviderKind::Anthropic {
                 format!("{} (every Claude model)", anthropic::CONTEXT_WINDOW)
             } else {
-                "a llama.cpp server's own (its /props), else unknown (long discussions are not shortened)".to_string()
+                "from a llama.cpp server's /props, else unknown (long discussions are not shortened)".to_string()
             };
             push(
                 "context_length",
@@ -679,7 +679,7 @@ mod tests {
             r.summary(name).unwrap().settings.into_iter().find(|s| s.field == "context_length").unwrap().value
         };
         assert_eq!(setting(&r, "vllm"), "32768");
-        assert!(setting(&r, "openai").contains("/props), else unknown"), "{}", setting(&r, "openai"));
+        assert!(setting(&r, "openai").contains("/props, else unknown"), "{}", setting(&r, "openai"));
         assert!(setting(&r, "anthropic").starts_with("200000"));
         assert_eq!(r.get("vllm", "", "agent Ann").unwrap().context_window("m"), Some(32_768));
         assert_eq!(r.get("openai", "", "agent Ann").unwrap().context_window("m"), None);
