@@ -36,6 +36,7 @@ pub(crate) fn record_firsts(run: &Run, results: Vec<Option<Spoken>>) {
     let count = results.len();
     let mut failures = 0;
     let mut fatal = None;
+    let mut first_failure = None;
     for (i, out) in results.into_iter().enumerate() {
         let (name, group) = {
             let st = run.state();
@@ -54,6 +55,7 @@ pub(crate) fn record_firsts(run: &Run, results: Vec<Option<Spoken>>) {
                 if !e.is_retryable() && fatal.is_none() {
                     fatal = Some(format!("{name}: {e}"));
                 }
+                first_failure.get_or_insert_with(|| format!("{name}: {e}"));
             }
             None => {}
         }
@@ -61,6 +63,9 @@ pub(crate) fn record_firsts(run: &Run, results: Vec<Option<Spoken>>) {
     if let Some(f) = fatal {
         run.fail(f);
     } else if failures == count && count > 0 {
-        run.fail("every agent's first evaluation failed; see the turn_failed events for the errors".into());
+        let first = first_failure.unwrap_or_default();
+        run.fail(format!(
+            "every agent's first evaluation failed — {first} (each failure is a turn_failed event in the log)"
+        ));
     }
 }

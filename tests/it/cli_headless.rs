@@ -220,7 +220,7 @@ async fn a_dead_server_fails_with_a_one_line_reason_and_a_complete_log() {
     assert_eq!(output.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&output.stderr);
     let reason = stderr.lines().find(|l| l.starts_with("moot: session failed:")).unwrap_or_else(|| panic!("{stderr}"));
-    assert!(reason.contains("first evaluation failed"), "{reason}");
+    assert!(reason.contains("first evaluation failed") && reason.contains("Connection refused"), "{reason}");
     let log = read_log(&logs_in(out.path())[0]).unwrap();
     assert!(
         log.events
