@@ -10,8 +10,13 @@
 //! output; Anthropic: every line `expired`), to fail (OpenAI: `failed`;
 //! Anthropic: every line `errored`), or to lose one line from their results.
 //!
+//! The answer to the next `POST /v1/batches` can be held back or lost
+//! ([`Answer`]) while the batch is kept, as when a run is killed or a
+//! network drops the answer.
+//!
 //! OpenAI paths: `POST /v1/files` (multipart, `purpose=batch`), `POST
-//! /v1/batches`, `GET /v1/batches/{id}`, `GET /v1/files/{id}/content`, `POST
+//! /v1/batches`, `GET /v1/batches` (all on one page, newest first), `GET
+//! /v1/batches/{id}`, `GET /v1/files/{id}/content`, `POST
 //! /v1/chat/completions` (SSE). Anthropic paths: `POST /v1/messages/batches`,
 //! `GET /v1/messages/batches/{id}`, `GET /v1/messages/batches/{id}/results`,
 //! `POST /v1/messages` (SSE).
@@ -37,6 +42,18 @@ pub enum Fate {
     LoseLine,
 }
 
+/// How the server answers a `POST /v1/batches` that it accepts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Answer {
+    /// The batch, as OpenAI's API does.
+    Batch,
+    /// No answer at all: the batch is held, the client waits (a run killed
+    /// in that instant).
+    Silence,
+    /// 503, as if the answer were lost on the way: the batch is held.
+    Lost,
+}
+
 /// One batch the server holds.
 #[derive(Debug, Clone)]
 pub struct HeldBatch {
@@ -46,6 +63,8 @@ pub struct HeldBatch {
     /// Custom ids and bodies, in the order submitted.
     pub lines: Vec<(String, Value)>,
     pub fate: Fate,
+    /// OpenAI's metadata, as submitted.
+    pub metadata: Value,
     polls: u32,
     /// Results as JSONL, once over.
     results: Option<String>,
@@ -57,6 +76,7 @@ struct State {
     batches: Vec<HeldBatch>,
     files: HashMap<String, String>,
     fates: VecDeque<Fate>,
+    answers: VecDeque<Answer>,
     polls: u32,
     live_calls: usize,
     next: u64,
@@ -102,6 +122,11 @@ impl BatchServer {
     /// The fate of the next batch submitted (queued: several calls, several batches).
     pub fn next_batch(&self, fate: Fate) {
         lock(&self.state).fates.push_back(fate);
+    }
+
+    /// How the next accepted `POST /v1/batches` is answered (queued).
+    pub fn next_answer(&self, answer: Answer) {
+        lock(&self.state).answers.push_back(answer);
     }
 
     /// Every batch submitted so far, in order.
@@ -157,7 +182,21 @@ fn handle(req: &RecordedRequest, state: &Mutex<State>, responder: &Responder, ur
                 lines.push((v["custom_id"].as_str().unwrap_or_default().to_string(), v["body"].clone()));
             }
             let id = new_batch(&mut s, "openai", lines);
-            Reply::json(200, &openai_batch(&s, &id))
+            if let Some(b) = s.batches.iter_mut().find(|b| b.id == id) {
+                b.metadata = body["metadata"].clone();
+            }
+            match s.answers.pop_front().unwrap_or(Answer::Batch) {
+                Answer::Batch => Reply::json(200, &openai_batch(&s, &id)),
+                Answer::Silence => Reply::silent(),
+                Answer::Lost => error(503, "the answer was lost"),
+            }
+        }
+        ("GET", ["v1", "batches"]) => {
+            // Newest first, all on one page.
+            let s = lock(state);
+            let data: Vec<Value> =
+                s.batches.iter().rev().filter(|b| b.kind == "openai").map(|b| openai_batch(&s, &b.id)).collect();
+            Reply::json(200, &json!({"object": "list", "data": data, "has_more": false}))
         }
         ("GET", ["v1", "batches", id]) => {
             let mut s = lock(state);
@@ -219,7 +258,16 @@ fn new_batch(s: &mut State, kind: &'static str, lines: Vec<(String, Value)>) -> 
         _ => format!("msgbatch_{}", s.next),
     };
     let fate = s.fates.pop_front().unwrap_or(Fate::Complete);
-    s.batches.push(HeldBatch { id: id.clone(), kind, lines, fate, polls: 0, results: None, errors: None });
+    s.batches.push(HeldBatch {
+        id: id.clone(),
+        kind,
+        lines,
+        fate,
+        metadata: Value::Null,
+        polls: 0,
+        results: None,
+        errors: None,
+    });
     id
 }
 
@@ -313,7 +361,7 @@ fn openai_batch(s: &State, id: &str) -> Value {
     } else {
         Value::Null
     };
-    json!({"id": id, "object": "batch", "endpoint": "/v1/chat/completions", "status": status,
+    json!({"id": id, "object": "batch", "endpoint": "/v1/chat/completions", "status": status, "metadata": b.metadata,
         "completion_window": "24h", "output_file_id": output, "error_file_id": errors, "errors": failed,
         "request_counts": {"total": total, "completed": if b.results.is_some() { total } else { 0 }, "failed": 0}})
 }

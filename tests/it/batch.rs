@@ -2,8 +2,10 @@
 //! speaking OpenAI's Batch API and Anthropic's Message Batches
 //! (`moot::testkit::batch_server`): first phases filled by batches and the
 //! rest live, G-Eval and pairwise runs, logs shaped like a live run's, the
-//! cost at batch prices, a run killed after it submitted and resumed
-//! without submitting again, an expired batch submitted again, a lost line
+//! cost at batch prices, a run killed after it submitted (or while the
+//! server's answer to its submission was on the way) and resumed without
+//! submitting again, a lost answer not submitted twice, an expired batch
+//! submitted again, a lost line
 //! asked again live, a server without batch endpoints, `batch = true` in
 //! moot.toml, and the refusal for the embedded model.
 
@@ -15,7 +17,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use moot::session::run_folder::{LogState, Manifest, log_state};
-use moot::testkit::batch_server::{BatchServer, Fate, schema_responder};
+use moot::testkit::batch_server::{Answer, BatchServer, Fate, schema_responder};
 
 const SMALL_PANEL: &str = "tests/fixtures/eval/small-panel.toml";
 const ITEMS: &str = "tests/fixtures/eval/items.jsonl";
@@ -309,6 +311,73 @@ async fn a_run_killed_after_submitting_resumes_without_submitting_again() {
     let m = Manifest::load(&out).unwrap().unwrap();
     assert_eq!((m.counts.completed, m.status.as_str()), (2, "completed"));
     assert!(out.join("attempts").read_dir().unwrap().count() >= 2, "the killed run's logs are kept aside");
+}
+
+/// Each item's first evaluations came once, all from batch `batch`, and nothing failed.
+fn firsts_from(out: &Path, batch: &str) {
+    for (name, events) in logs(out) {
+        let phases = phases(&events);
+        let initial: Vec<&Value> = of_type(&events, "turn_completed")
+            .into_iter()
+            .filter(|c| phases[&c["turn"].as_u64().unwrap()] == "initial")
+            .collect();
+        assert_eq!(initial.len(), 4, "{name}: each first evaluation once");
+        assert!(initial.iter().all(|c| batched(c) && c["endpoint"] == format!("batch {batch}")), "{name}");
+        assert!(of_type(&events, "turn_failed").is_empty(), "{name}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_killed_while_its_batch_was_being_accepted_finds_it_by_its_mark() {
+    let srv = BatchServer::start(schema_responder).await.unwrap();
+    srv.set_polls(1);
+    // The server takes the batch and never answers: the run is killed meanwhile.
+    srv.next_answer(Answer::Silence);
+    let tmp = tempfile::tempdir().unwrap();
+    let cache = tmp.path().join("cache");
+    let out = tmp.path().join("run");
+    let base = ["eval", SMALL_PANEL, "--data", ITEMS, "--limit", "2", "--provider", "openai", "--batch"];
+    let args = with(&with(&base, &["--out", out.to_str().unwrap()]), &FAST);
+    let mut child = moot(&srv, &cache, &strs(&args)).spawn().unwrap();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    while srv.batches().is_empty() {
+        assert!(tokio::time::Instant::now() < deadline, "no batch was submitted");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    child.kill().await.unwrap();
+    let recorded = records(&out);
+    assert_eq!((recorded.len(), recorded[0]["state"].as_str()), (1, Some("submitting")), "{recorded:?}");
+    let key = recorded[0]["key"].as_str().unwrap().to_string();
+    assert!(key.starts_with("moot-"), "{key}");
+    assert_eq!(srv.batches()[0].metadata["moot_key"], key.as_str(), "the batch carries its mark");
+
+    let resume = with(&args, &["--resume"]);
+    let o = run(&srv, &cache, &strs(&resume)).await;
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert_eq!(srv.batches().len(), 1, "found by its mark, not submitted again: {:?}", srv.batches());
+    assert!(err.contains("(1 from an earlier run)"), "{err}");
+    let recorded = records(&out);
+    assert_eq!(recorded.len(), 1, "{recorded:?}");
+    assert_eq!((recorded[0]["state"].as_str(), recorded[0]["id"].as_str()), (Some("ended"), Some("batch_2")));
+    firsts_from(&out, "batch_2");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_submission_whose_answer_was_lost_is_not_submitted_twice() {
+    let srv = BatchServer::start(schema_responder).await.unwrap();
+    srv.set_polls(1);
+    srv.next_answer(Answer::Lost);
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    let base = ["eval", SMALL_PANEL, "--data", ITEMS, "--limit", "2", "--provider", "openai", "--batch"];
+    let args = with(&with(&base, &["--out", out.to_str().unwrap()]), &FAST);
+    let o = run(&srv, &tmp.path().join("cache"), &strs(&args)).await;
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(srv.batches().len(), 1, "asked for its mark, not submitted again: {:?}", srv.batches());
+    let recorded = records(&out);
+    assert_eq!((recorded.len(), recorded[0]["state"].as_str()), (1, Some("ended")), "{recorded:?}");
+    firsts_from(&out, recorded[0]["id"].as_str().unwrap());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -108,7 +108,7 @@ impl BatchApi for AnthropicBatch {
         240_000_000
     }
 
-    async fn submit(&self, lines: &[Line]) -> Result<Submitted, ProviderError> {
+    async fn submit(&self, lines: &[Line], _key: &str) -> Result<Submitted, ProviderError> {
         let mut body = String::from("{\"requests\":[");
         for (i, line) in lines.iter().enumerate() {
             if i > 0 {

@@ -19,6 +19,19 @@ pub struct Line {
     pub body: String,
 }
 
+/// The mark of a batch of these lines: `moot-` and 24 hex digits of a
+/// SHA-256 of their custom ids, so the same requests give the same mark in
+/// every run.
+pub fn batch_key(lines: &[Line]) -> String {
+    use sha2::{Digest, Sha256};
+    let mut hash = Sha256::new();
+    for l in lines {
+        hash.update((l.custom_id.len() as u64).to_le_bytes());
+        hash.update(l.custom_id.as_bytes());
+    }
+    format!("moot-{}", hex::encode(&hash.finalize()[..12]))
+}
+
 /// A batch the server accepted.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Submitted {
@@ -83,8 +96,16 @@ pub trait BatchApi: Send + Sync {
     /// spare under the vendor's limit (OpenAI: an input file of 200 MB;
     /// Anthropic: 256 MB a batch).
     fn max_bytes(&self) -> usize;
-    /// Submit these lines as one batch.
-    async fn submit(&self, lines: &[Line]) -> Result<Submitted, ProviderError>;
+    /// Submit these lines as one batch, marked with `key` ([`batch_key`])
+    /// where the vendor keeps marks.
+    async fn submit(&self, lines: &[Line], key: &str) -> Result<Submitted, ProviderError>;
+    /// The batch submitted with mark `key`, if the server has one: a batch
+    /// the server accepted but whose answer never reached moot (the run was
+    /// killed in that instant, or the answer was lost). `None` where the
+    /// vendor keeps no marks (Anthropic).
+    async fn find(&self, _key: &str) -> Result<Option<Submitted>, ProviderError> {
+        Ok(None)
+    }
     /// How batch `id` stands now.
     async fn status(&self, id: &str) -> Result<Remote, ProviderError>;
     /// The results of a batch that is over, by custom id (lines it lost are absent).

@@ -13,7 +13,7 @@ use tokio::sync::oneshot;
 use tokio::time::Instant;
 
 use super::Shared;
-use super::api::{BatchApi, Line, LineResult, Remote, RemoteState};
+use super::api::{BatchApi, Line, LineResult, Remote, RemoteState, batch_key};
 use super::store::{BatchRecord, RecordState};
 
 /// Attempts at submitting a batch, or at fetching its results, when the
@@ -107,6 +107,19 @@ impl Collector {
         if g.watched.contains_key(&id) || g.queued.contains(&id) {
             return Enqueued::Wait(rx);
         }
+        // A batch an earlier invocation was submitting when it stopped: ask
+        // the server whether it took it before submitting it again.
+        if let Some(record) =
+            self.shared.store.find(&self.name, self.api.endpoint(), &id).filter(|r| r.state == RecordState::Submitting)
+        {
+            for r in &record.requests {
+                g.watched.insert(r.clone(), String::new());
+            }
+            drop(g);
+            let me = self.clone();
+            tokio::spawn(async move { me.adopt(record).await });
+            return Enqueued::Wait(rx);
+        }
         // A batch an earlier invocation submitted: watch it rather than submit again.
         if let Some(record) = self.shared.store.find(&self.name, self.api.endpoint(), &id) {
             for r in &record.requests {
@@ -197,54 +210,64 @@ impl Collector {
         groups.into_iter().flat_map(|g| split_by_size(g, max)).collect()
     }
 
+    /// Submit `lines` as one batch. Its record is written first (state
+    /// `submitting`, with the batch's mark), and a failed attempt that may
+    /// have reached the server asks it for the mark before trying again, so
+    /// that no batch is submitted twice.
     async fn submit(self: &Arc<Self>, lines: Vec<Line>) {
+        let key = batch_key(&lines);
+        let ids: Vec<String> = lines.iter().map(|l| l.custom_id.clone()).collect();
+        let intent = BatchRecord {
+            id: String::new(),
+            key: Some(key.clone()),
+            provider: self.name.clone(),
+            kind: self.api.kind().to_string(),
+            endpoint: self.api.endpoint().to_string(),
+            submitted: Utc::now(),
+            state: RecordState::Submitting,
+            ended: None,
+            input_file: None,
+            results: Vec::new(),
+            counts: None,
+            requests: ids.clone(),
+            not_run: Vec::new(),
+            note: None,
+        };
+        if let Err(e) = self.shared.store.intend(intent) {
+            self.shared.note(format!("{e}; a resumed run will not find the batch being submitted"));
+        }
         let mut attempt = 1;
         let result = loop {
-            match self.api.submit(&lines).await {
+            match self.api.submit(&lines, &key).await {
                 Err(e) if e.is_retryable() && attempt < ATTEMPTS => {
                     tokio::time::sleep(self.shared.settings.poll * attempt).await;
+                    if let Ok(Some(taken)) = self.api.find(&key).await {
+                        break Ok(taken);
+                    }
                     attempt += 1;
                 }
                 other => break other,
             }
         };
-        let ids: Vec<String> = lines.iter().map(|l| l.custom_id.clone()).collect();
         match result {
             Ok(submitted) => {
-                let record = BatchRecord {
-                    id: submitted.id.clone(),
-                    provider: self.name.clone(),
-                    kind: self.api.kind().to_string(),
-                    endpoint: self.api.endpoint().to_string(),
-                    submitted: Utc::now(),
-                    state: RecordState::Submitted,
-                    ended: None,
-                    input_file: submitted.input_file,
-                    results: Vec::new(),
-                    counts: None,
-                    requests: ids.clone(),
-                    not_run: Vec::new(),
-                    note: None,
-                };
-                if let Err(e) = self.shared.store.add(record) {
+                if let Err(e) = self.shared.store.confirm(&key, &submitted.id, submitted.input_file) {
                     self.shared.note(format!("{e}; a resumed run will not find batch {}", submitted.id));
                 }
                 {
                     let mut g = self.lock();
                     for id in &ids {
                         g.queued.remove(id);
-                        g.watched.insert(id.clone(), submitted.id.clone());
                     }
                 }
                 self.shared.status(|s| {
                     s.submitted += 1;
                     s.requests += ids.len();
-                    s.pending += 1;
                 });
-                let me = self.clone();
-                tokio::spawn(async move { me.watch(submitted.id, ids, false).await });
+                self.follow(submitted.id, ids);
             }
             Err(e) => {
+                let _ = self.shared.store.withdraw(&key);
                 let why = format!("{}: a batch could not be submitted ({e})", self.name);
                 if !e.is_retryable() {
                     self.lock().disabled = true;
@@ -252,6 +275,46 @@ impl Collector {
                 }
                 let failed: Vec<(String, String)> = ids.into_iter().map(|id| (id, why.clone())).collect();
                 self.fail(failed);
+            }
+        }
+    }
+
+    /// Watch batch `id`, which holds requests `ids`, in a task of its own.
+    fn follow(self: &Arc<Self>, id: String, ids: Vec<String>) {
+        {
+            let mut g = self.lock();
+            for r in &ids {
+                g.watched.insert(r.clone(), id.clone());
+            }
+        }
+        self.shared.status(|s| s.pending += 1);
+        let me = self.clone();
+        tokio::spawn(async move { me.watch(id, ids, false).await });
+    }
+
+    /// A batch an earlier invocation was submitting when it stopped: the
+    /// server took it (found by its mark) and it is watched as one submitted
+    /// then, or it did not and the requests waiting for it are queued again.
+    async fn adopt(self: Arc<Self>, record: BatchRecord) {
+        let key = record.key.clone().unwrap_or_default();
+        if let Ok(Some(taken)) = self.api.find(&key).await {
+            if let Err(e) = self.shared.store.confirm(&key, &taken.id, taken.input_file) {
+                self.shared.note(format!("{e}; a resumed run will not find batch {}", taken.id));
+            }
+            self.shared.status(|s| s.resumed += 1);
+            self.follow(taken.id, record.requests);
+            return;
+        }
+        let _ = self.shared.store.withdraw(&key);
+        let mut g = self.lock();
+        for id in &record.requests {
+            if g.watched.get(id).is_some_and(String::is_empty) {
+                g.watched.remove(id);
+                if waits(&g, id)
+                    && let Some(line) = g.lines.get(id).cloned()
+                {
+                    self.push(&mut g, line);
+                }
             }
         }
     }

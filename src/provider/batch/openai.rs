@@ -61,11 +61,28 @@ struct FileObject {
 struct BatchObject {
     id: String,
     status: String,
+    #[serde(default)]
+    input_file_id: Option<String>,
+    #[serde(default)]
+    metadata: Option<HashMap<String, String>>,
     output_file_id: Option<String>,
     error_file_id: Option<String>,
     errors: Option<BatchErrors>,
     request_counts: Option<Counts>,
 }
+
+/// A page of `GET /batches` (newest first).
+#[derive(Deserialize)]
+struct BatchList {
+    data: Vec<BatchObject>,
+    #[serde(default)]
+    has_more: bool,
+    #[serde(default)]
+    last_id: Option<String>,
+}
+
+/// Pages of batches `find` looks through (100 each, newest first).
+const FIND_PAGES: usize = 5;
 
 #[derive(Deserialize)]
 struct BatchErrors {
@@ -120,7 +137,7 @@ impl BatchApi for OpenAiBatch {
         190_000_000
     }
 
-    async fn submit(&self, lines: &[Line]) -> Result<Submitted, ProviderError> {
+    async fn submit(&self, lines: &[Line], key: &str) -> Result<Submitted, ProviderError> {
         let mut jsonl = String::new();
         for line in lines {
             let id = serde_json::to_string(&line.custom_id).unwrap_or_default();
@@ -140,11 +157,36 @@ impl BatchApi for OpenAiBatch {
             "input_file_id": file.id,
             "endpoint": CHAT_ENDPOINT,
             "completion_window": "24h",
-            "metadata": {"source": "moot eval"},
+            "metadata": {"source": "moot eval", "moot_key": key},
         });
         let start = self.authed(self.client.post(format!("{}/batches", self.base)).json(&create));
         let batch: BatchObject = api::parse(&api::send(start, &self.redactor).await?, "the new batch")?;
         Ok(Submitted { id: batch.id, input_file: Some(file.id) })
+    }
+
+    /// Looks through the newest batches for the mark in their metadata.
+    async fn find(&self, key: &str) -> Result<Option<Submitted>, ProviderError> {
+        let mut after: Option<String> = None;
+        for _ in 0..FIND_PAGES {
+            let mut url = format!("{}/batches?limit=100", self.base);
+            if let Some(a) = &after {
+                url.push_str(&format!("&after={a}"));
+            }
+            let page: BatchList =
+                api::parse(&api::send(self.authed(self.client.get(url)), &self.redactor).await?, "the batch list")?;
+            let marked = page
+                .data
+                .iter()
+                .find(|b| b.metadata.as_ref().and_then(|m| m.get("moot_key")).is_some_and(|k| k == key));
+            if let Some(b) = marked {
+                return Ok(Some(Submitted { id: b.id.clone(), input_file: b.input_file_id.clone() }));
+            }
+            match (page.has_more, page.last_id.or_else(|| page.data.last().map(|b| b.id.clone()))) {
+                (true, Some(last)) => after = Some(last),
+                _ => break,
+            }
+        }
+        Ok(None)
     }
 
     async fn status(&self, id: &str) -> Result<Remote, ProviderError> {

@@ -22,6 +22,10 @@ const VERSION: u32 = 1;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RecordState {
+    /// Being submitted: written before the batch goes up, so that a run
+    /// killed before the server's answer arrives finds it by its mark
+    /// (`key`) on resume instead of submitting it again.
+    Submitting,
     /// Submitted and not seen over yet.
     Submitted,
     /// Over; its results are on the server.
@@ -36,6 +40,7 @@ pub enum RecordState {
 impl RecordState {
     pub fn as_str(self) -> &'static str {
         match self {
+            RecordState::Submitting => "submitting",
             RecordState::Submitted => "submitted",
             RecordState::Ended => "ended",
             RecordState::Expired => "expired",
@@ -53,8 +58,11 @@ impl RecordState {
 /// One submitted batch.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BatchRecord {
-    /// The server's id (`batch_…`, `msgbatch_…`).
+    /// The server's id (`batch_…`, `msgbatch_…`); empty while `submitting`.
     pub id: String,
+    /// The mark the batch was submitted with ([`super::api::batch_key`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
     /// The configured provider name.
     pub provider: String,
     /// `openai` or `anthropic`.
@@ -105,6 +113,13 @@ struct Inner {
 }
 
 impl Inner {
+    /// Build the index again (records were removed).
+    fn reindex(&mut self) {
+        let records = std::mem::take(&mut self.records);
+        self.index.clear();
+        records.into_iter().for_each(|r| self.push(r));
+    }
+
     fn push(&mut self, record: BatchRecord) {
         let at = self.records.len();
         for id in &record.requests {
@@ -163,6 +178,36 @@ impl Store {
         self.save(&inner)
     }
 
+    /// Record a batch about to be submitted (state `submitting`, marked
+    /// with its key), in place of an earlier such record of the same key.
+    pub fn intend(&self, record: BatchRecord) -> Result<(), StoreError> {
+        let mut inner = self.lock();
+        inner.records.retain(|r| !(r.state == RecordState::Submitting && r.key == record.key));
+        inner.records.push(record);
+        inner.reindex();
+        self.save(&inner)
+    }
+
+    /// The batch marked `key` was accepted as `id`: its record is `submitted`.
+    pub fn confirm(&self, key: &str, id: &str, input_file: Option<String>) -> Result<(), StoreError> {
+        let mut inner = self.lock();
+        if let Some(r) = inner.records.iter_mut().rev().find(|r| r.key.as_deref() == Some(key) && r.id.is_empty()) {
+            r.id = id.to_string();
+            r.state = RecordState::Submitted;
+            r.input_file = input_file;
+            r.submitted = Utc::now();
+        }
+        self.save(&inner)
+    }
+
+    /// The batch marked `key` never reached the server: forget it.
+    pub fn withdraw(&self, key: &str) -> Result<(), StoreError> {
+        let mut inner = self.lock();
+        inner.records.retain(|r| !(r.state == RecordState::Submitting && r.key.as_deref() == Some(key)));
+        inner.reindex();
+        self.save(&inner)
+    }
+
     /// Change the record of batch `id`.
     pub fn update(&self, id: &str, change: impl FnOnce(&mut BatchRecord)) -> Result<(), StoreError> {
         let mut inner = self.lock();
@@ -200,6 +245,13 @@ impl Store {
     fn save(&self, inner: &Inner) -> Result<(), StoreError> {
         let Some(path) = &self.path else { return Ok(()) };
         let error = |e: std::io::Error| StoreError { path: path.clone(), message: format!("cannot write: {e}") };
+        if inner.records.is_empty() {
+            // The only batch was withdrawn (it never reached the server): no record, no file.
+            return match std::fs::remove_file(path) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(error(e)),
+                _ => Ok(()),
+            };
+        }
         let file = StoreFile { version: VERSION, batches: inner.records.clone() };
         let text = serde_json::to_string_pretty(&file).map_err(|e| error(std::io::Error::other(e)))?;
         let tmp = path.with_extension("json.tmp");
@@ -218,6 +270,7 @@ mod tests {
     fn record(id: &str, state: RecordState, requests: &[&str]) -> BatchRecord {
         BatchRecord {
             id: id.into(),
+            key: None,
             provider: "openai".into(),
             kind: "openai".into(),
             endpoint: "http://x/v1".into(),
@@ -252,6 +305,34 @@ mod tests {
         assert_eq!(again.unrun("openai", "http://x/v1", "a"), 2);
         let text = std::fs::read_to_string(&path).unwrap();
         assert!(text.contains("\"state\": \"expired\""), "{text}");
+    }
+
+    #[test]
+    fn a_batch_being_submitted_is_found_by_its_requests_then_confirmed_or_withdrawn() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(FILE);
+        let store = Store::open(&path).unwrap();
+        store.add(record("b1", RecordState::Submitted, &["x"])).unwrap();
+        let intent =
+            |key: &str| BatchRecord { key: Some(key.into()), ..record("", RecordState::Submitting, &["a", "b"]) };
+        store.intend(intent("k1")).unwrap();
+        store.intend(intent("k1")).unwrap();
+        let again = Store::open(&path).unwrap();
+        assert_eq!(again.records().len(), 2, "one record per key");
+        let found = again.find("openai", "http://x/v1", "b").unwrap();
+        assert_eq!((found.state, found.key.as_deref(), found.id.as_str()), (RecordState::Submitting, Some("k1"), ""));
+        again.confirm("k1", "b2", Some("file-9".into())).unwrap();
+        let found = Store::open(&path).unwrap().find("openai", "http://x/v1", "a").unwrap();
+        assert_eq!(
+            (found.state, found.id.as_str(), found.input_file.as_deref()),
+            (RecordState::Submitted, "b2", Some("file-9"))
+        );
+        again.intend(intent("k2")).unwrap();
+        again.withdraw("k2").unwrap();
+        let last = Store::open(&path).unwrap();
+        assert_eq!(last.records().len(), 2);
+        assert_eq!(last.find("openai", "http://x/v1", "x").map(|r| r.id), Some("b1".into()), "the index was rebuilt");
+        assert_eq!(last.find("openai", "http://x/v1", "a").map(|r| r.id), Some("b2".into()));
     }
 
     #[test]

@@ -41,7 +41,7 @@ impl BatchApi for FakeApi {
     fn max_bytes(&self) -> usize {
         MAX_BYTES
     }
-    async fn submit(&self, lines: &[Line]) -> Result<Submitted, ProviderError> {
+    async fn submit(&self, lines: &[Line], _key: &str) -> Result<Submitted, ProviderError> {
         let mut s = self.submitted.lock().unwrap();
         s.push(lines.iter().map(|l| l.custom_id.clone()).collect());
         Ok(Submitted { id: format!("b{}", s.len()), input_file: None })
@@ -133,6 +133,7 @@ async fn an_earlier_runs_batch_is_collected_and_a_forgotten_one_submitted_again(
     // An earlier run submitted b1 with this request.
     api.submitted.lock().unwrap().push(vec![id.clone()]);
     let record = BatchRecord {
+        key: None,
         id: "b1".into(),
         provider: "fake".into(),
         kind: "openai".into(),
