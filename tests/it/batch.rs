@@ -261,23 +261,48 @@ async fn pairwise_judgments_filled_by_openai_batches_and_reported() {
     assert_eq!(report.status.code(), Some(0), "{}", stderr(&report));
 }
 
+/// The arguments of a two-item `moot eval --batch` into `out`.
+fn batch_eval(out: &Path) -> Vec<String> {
+    let base = ["eval", SMALL_PANEL, "--data", ITEMS, "--limit", "2", "--provider", "openai", "--batch"];
+    with(&with(&base, &["--out", out.to_str().unwrap()]), &FAST)
+}
+
+/// Start `args`, and kill the run once `ready` holds.
+async fn kill_when(srv: &BatchServer, cache: &Path, args: &[String], ready: impl Fn() -> bool) {
+    let mut child = moot(srv, cache, &strs(args)).spawn().unwrap();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    while !ready() {
+        assert!(tokio::time::Instant::now() < deadline, "no batch was submitted");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    child.kill().await.unwrap();
+}
+
+/// Resume `args`: the run ends well with the server's one batch collected
+/// from the earlier run, recorded as ended, and each first evaluation from it.
+async fn resume_collects_the_one_batch(srv: &BatchServer, cache: &Path, args: &[String], out: &Path) -> String {
+    let o = run(srv, cache, &strs(&with(args, &["--resume"]))).await;
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert_eq!(srv.batches().len(), 1, "nothing submitted again: {:?}", srv.batches());
+    assert!(err.contains("(1 from an earlier run)"), "{err}");
+    let recorded = records(out);
+    assert_eq!((recorded.len(), recorded[0]["state"].as_str()), (1, Some("ended")), "{recorded:?}");
+    let id = recorded[0]["id"].as_str().unwrap().to_string();
+    firsts_from(out, &id);
+    id
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_killed_after_submitting_resumes_without_submitting_again() {
     let srv = BatchServer::start(schema_responder).await.unwrap();
     srv.set_polls(1_000_000);
     let tmp = tempfile::tempdir().unwrap();
-    let cache = tmp.path().join("cache");
-    let out = tmp.path().join("run");
-    let base = ["eval", SMALL_PANEL, "--data", ITEMS, "--limit", "2", "--provider", "openai", "--batch"];
-    let args = with(&with(&base, &["--out", out.to_str().unwrap()]), &FAST);
-    let mut child = moot(&srv, &cache, &strs(&args)).spawn().unwrap();
+    let (cache, out) = (tmp.path().join("cache"), tmp.path().join("run"));
+    let args = batch_eval(&out);
     // Wait for the batch to be submitted and recorded, then kill the run.
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
-    while !std::fs::read_to_string(out.join("batches.json")).is_ok_and(|t| t.contains("batch_")) {
-        assert!(tokio::time::Instant::now() < deadline, "no batch was submitted");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    child.kill().await.unwrap();
+    let recorded = || std::fs::read_to_string(out.join("batches.json")).is_ok_and(|t| t.contains("batch_"));
+    kill_when(&srv, &cache, &args, recorded).await;
     assert_eq!(srv.batches().len(), 1);
     let submitted: Vec<String> = srv.batches()[0].lines.iter().map(|(id, _)| id.clone()).collect();
     assert_eq!(submitted.len(), 8, "2 items × 4 agents");
@@ -285,29 +310,7 @@ async fn a_run_killed_after_submitting_resumes_without_submitting_again() {
 
     // The batch finishes while no one watches; the resumed run collects it.
     srv.set_polls(1);
-    let resume = with(&args, &["--resume"]);
-    let o = run(&srv, &cache, &strs(&resume)).await;
-    let err = stderr(&o);
-    assert_eq!(o.status.code(), Some(0), "{err}");
-    assert_eq!(srv.batches().len(), 1, "nothing submitted again: {:?}", srv.batches());
-    assert!(err.contains("(1 from an earlier run)"), "{err}");
-    let recorded = records(&out);
-    assert_eq!(recorded.len(), 1);
-    assert_eq!(recorded[0]["state"], "ended");
-    for (name, events) in logs(&out) {
-        let phases = phases(&events);
-        let initial: Vec<&Value> = of_type(&events, "turn_completed")
-            .into_iter()
-            .filter(|c| phases[&c["turn"].as_u64().unwrap()] == "initial")
-            .collect();
-        assert_eq!(initial.len(), 4, "{name}: each first evaluation once");
-        assert!(
-            initial
-                .iter()
-                .all(|c| batched(c) && c["endpoint"] == format!("batch {}", recorded[0]["id"].as_str().unwrap()))
-        );
-        assert!(of_type(&events, "turn_failed").is_empty(), "{name}");
-    }
+    resume_collects_the_one_batch(&srv, &cache, &args, &out).await;
     let m = Manifest::load(&out).unwrap().unwrap();
     assert_eq!((m.counts.completed, m.status.as_str()), (2, "completed"));
     assert!(out.join("attempts").read_dir().unwrap().count() >= 2, "the killed run's logs are kept aside");
@@ -334,33 +337,17 @@ async fn a_run_killed_while_its_batch_was_being_accepted_finds_it_by_its_mark() 
     // The server takes the batch and never answers: the run is killed meanwhile.
     srv.next_answer(Answer::Silence);
     let tmp = tempfile::tempdir().unwrap();
-    let cache = tmp.path().join("cache");
-    let out = tmp.path().join("run");
-    let base = ["eval", SMALL_PANEL, "--data", ITEMS, "--limit", "2", "--provider", "openai", "--batch"];
-    let args = with(&with(&base, &["--out", out.to_str().unwrap()]), &FAST);
-    let mut child = moot(&srv, &cache, &strs(&args)).spawn().unwrap();
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
-    while srv.batches().is_empty() {
-        assert!(tokio::time::Instant::now() < deadline, "no batch was submitted");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    child.kill().await.unwrap();
+    let (cache, out) = (tmp.path().join("cache"), tmp.path().join("run"));
+    let args = batch_eval(&out);
+    kill_when(&srv, &cache, &args, || !srv.batches().is_empty()).await;
     let recorded = records(&out);
     assert_eq!((recorded.len(), recorded[0]["state"].as_str()), (1, Some("submitting")), "{recorded:?}");
     let key = recorded[0]["key"].as_str().unwrap().to_string();
     assert!(key.starts_with("moot-"), "{key}");
     assert_eq!(srv.batches()[0].metadata["moot_key"], key.as_str(), "the batch carries its mark");
 
-    let resume = with(&args, &["--resume"]);
-    let o = run(&srv, &cache, &strs(&resume)).await;
-    let err = stderr(&o);
-    assert_eq!(o.status.code(), Some(0), "{err}");
-    assert_eq!(srv.batches().len(), 1, "found by its mark, not submitted again: {:?}", srv.batches());
-    assert!(err.contains("(1 from an earlier run)"), "{err}");
-    let recorded = records(&out);
-    assert_eq!(recorded.len(), 1, "{recorded:?}");
-    assert_eq!((recorded[0]["state"].as_str(), recorded[0]["id"].as_str()), (Some("ended"), Some("batch_2")));
-    firsts_from(&out, "batch_2");
+    let id = resume_collects_the_one_batch(&srv, &cache, &args, &out).await;
+    assert_eq!(id, srv.batches()[0].id, "found by its mark");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -370,9 +357,7 @@ async fn a_submission_whose_answer_was_lost_is_not_submitted_twice() {
     srv.next_answer(Answer::Lost);
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("run");
-    let base = ["eval", SMALL_PANEL, "--data", ITEMS, "--limit", "2", "--provider", "openai", "--batch"];
-    let args = with(&with(&base, &["--out", out.to_str().unwrap()]), &FAST);
-    let o = run(&srv, &tmp.path().join("cache"), &strs(&args)).await;
+    let o = run(&srv, &tmp.path().join("cache"), &strs(&batch_eval(&out))).await;
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert_eq!(srv.batches().len(), 1, "asked for its mark, not submitted again: {:?}", srv.batches());
     let recorded = records(&out);
