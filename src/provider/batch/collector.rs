@@ -122,17 +122,9 @@ impl Collector {
         }
         // A batch an earlier invocation submitted: watch it rather than submit again.
         if let Some(record) = self.shared.store.find(&self.name, self.api.endpoint(), &id) {
-            for r in &record.requests {
-                g.watched.insert(r.clone(), record.id.clone());
-            }
-            drop(g);
-            self.shared.status(|s| {
-                s.resumed += 1;
-                s.pending += 1;
-            });
             let over = record.state == RecordState::Ended;
-            let me = self.clone();
-            tokio::spawn(async move { me.watch(record.id, record.requests, over).await });
+            self.follow(&mut g, record.id, record.requests, over);
+            self.shared.status(|s| s.resumed += 1);
             return Enqueued::Wait(rx);
         }
         if self.shared.store.unrun(&self.name, self.api.endpoint(), &id) > settings.resubmit {
@@ -254,17 +246,11 @@ impl Collector {
                 if let Err(e) = self.shared.store.confirm(&key, &submitted.id, submitted.input_file) {
                     self.shared.note(format!("{e}; a resumed run will not find batch {}", submitted.id));
                 }
-                {
-                    let mut g = self.lock();
-                    for id in &ids {
-                        g.queued.remove(id);
-                    }
-                }
                 self.shared.status(|s| {
                     s.submitted += 1;
                     s.requests += ids.len();
                 });
-                self.follow(submitted.id, ids);
+                self.follow(&mut self.lock(), submitted.id, ids, false);
             }
             Err(e) => {
                 let _ = self.shared.store.withdraw(&key);
@@ -279,17 +265,17 @@ impl Collector {
         }
     }
 
-    /// Watch batch `id`, which holds requests `ids`, in a task of its own.
-    fn follow(self: &Arc<Self>, id: String, ids: Vec<String>) {
-        {
-            let mut g = self.lock();
-            for r in &ids {
-                g.watched.insert(r.clone(), id.clone());
-            }
+    /// Watch batch `id`, which holds requests `ids` (no longer queued), in a
+    /// task of its own; `over`: known to be over already. Under the lock
+    /// `g`, so that a request of the batch that comes meanwhile waits for it.
+    fn follow(self: &Arc<Self>, g: &mut Inner, id: String, ids: Vec<String>, over: bool) {
+        for r in &ids {
+            g.queued.remove(r);
+            g.watched.insert(r.clone(), id.clone());
         }
         self.shared.status(|s| s.pending += 1);
         let me = self.clone();
-        tokio::spawn(async move { me.watch(id, ids, false).await });
+        tokio::spawn(async move { me.watch(id, ids, over).await });
     }
 
     /// A batch an earlier invocation was submitting when it stopped: the
@@ -302,7 +288,7 @@ impl Collector {
                 self.shared.note(format!("{e}; a resumed run will not find batch {}", taken.id));
             }
             self.shared.status(|s| s.resumed += 1);
-            self.follow(taken.id, record.requests);
+            self.follow(&mut self.lock(), taken.id, record.requests, false);
             return;
         }
         let _ = self.shared.store.withdraw(&key);
