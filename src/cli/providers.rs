@@ -69,6 +69,14 @@ pub fn run(args: ProvidersArgs) -> anyhow::Result<ExitCode> {
                             }
                             None => {}
                         }
+                        match r.window {
+                            Some(n) => writeln!(out, "{:width$}  context window: {n} tokens", "")?,
+                            None => writeln!(
+                                out,
+                                "{:width$}  context window: unknown (long discussions are not shortened; set context_length)",
+                                ""
+                            )?,
+                        }
                     }
                     Err(e) => {
                         failed = true;
@@ -153,6 +161,9 @@ pub struct CheckResult {
     pub name: String,
     pub outcome: Result<(Duration, String, String), String>,
     pub structured: Option<Result<String, String>>,
+    /// The context window the provider knows after answering (a llama.cpp
+    /// server's comes from its `/props`); none when unknown.
+    pub window: Option<u64>,
 }
 
 /// One request; the reply's text.
@@ -195,7 +206,7 @@ async fn check_structured(
         Ok(t) => t,
         Err(e) => return Some(Err(e)),
     };
-    let form = provider.structured_output().map(|f| f.as_str()).unwrap_or("off");
+    let form = provider.structured_output().unwrap_or_else(|| "off".into());
     let read = crate::engine::parse::json_objects(&text).iter().any(|o| o.map.contains_key("ok"));
     Some(Ok(if read {
         format!("{form} (verdict read)")
@@ -221,11 +232,15 @@ pub async fn check_all(registry: &mut Registry, names: &[String], timeout: Durat
                     .map(|ok| (ok, provider))
             }
         };
-        let (outcome, structured) = match outcome {
-            Ok((ok, provider)) => (Ok(ok), check_structured(provider.as_ref(), timeout).await),
-            Err(e) => (Err(e), None),
+        let (outcome, structured, window) = match outcome {
+            Ok((ok, provider)) => {
+                let structured = check_structured(provider.as_ref(), timeout).await;
+                let window = provider.context_window(&ok.1);
+                (Ok(ok), structured, window)
+            }
+            Err(e) => (Err(e), None, None),
         };
-        results.push(CheckResult { name: name.clone(), outcome, structured });
+        results.push(CheckResult { name: name.clone(), outcome, structured, window });
     }
     results
 }
@@ -310,6 +325,28 @@ mod tests {
         let e = results[0].outcome.as_ref().unwrap_err();
         assert!(e.contains("HTTP 401") && e.contains("bad key"), "{e}");
         assert_eq!(results[0].structured, None, "no structured check after a failed one");
+    }
+
+    #[tokio::test]
+    async fn check_reports_the_context_window_a_llama_cpp_server_gave() {
+        let server = TestServer::start().await.unwrap();
+        server.push(Reply::openai_stream(&["ok"], Some((5, 1))));
+        server.push(Reply::openai_stream(&["Hello.\n{\"ok\": 1}"], Some((5, 1))));
+        server.serve_props(serde_json::json!({"default_generation_settings": {"n_ctx": 4096}, "total_slots": 2}));
+        let url = server.base_url();
+        let mut registry = Registry::with_env(move |k| (k == "OPENAI_BASE_URL").then(|| url.clone()));
+        let results = check_all(&mut registry, &["openai".to_string()], Duration::from_secs(10)).await;
+        assert_eq!(results[0].outcome.as_ref().map(|r| r.2.as_str()), Ok("ok"));
+        assert_eq!(results[0].window, Some(4096));
+        assert_eq!(results[0].structured, Some(Ok("llama.cpp grammar (lean form) (verdict read)".to_string())));
+        assert!(server.requests()[1].body_json().unwrap().get("grammar").is_some(), "the lean form from the start");
+        let other = TestServer::start().await.unwrap();
+        other.push(Reply::openai_stream(&["ok"], Some((5, 1))));
+        other.push(Reply::openai_stream(&["{\"speech\": \"Hi.\", \"ok\": 1}"], Some((5, 1))));
+        let url = other.base_url();
+        let mut registry = Registry::with_env(move |k| (k == "OPENAI_BASE_URL").then(|| url.clone()));
+        let results = check_all(&mut registry, &["openai".to_string()], Duration::from_secs(10)).await;
+        assert_eq!(results[0].window, None, "a server without /props: unknown");
     }
 
     #[test]

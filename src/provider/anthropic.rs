@@ -244,8 +244,8 @@ impl Provider for AnthropicProvider {
         }
     }
 
-    fn structured_output(&self) -> Option<StructuredOutput> {
-        Some(self.structured_form())
+    fn structured_output(&self) -> Option<String> {
+        Some(self.structured_form().as_str().to_string())
     }
 
     /// Every Claude model holds [`CONTEXT_WINDOW`] tokens or more.

@@ -32,7 +32,7 @@ macro_rules! delegate {
         }
     };
     (@one $f:ident structured_output) => {
-        fn structured_output(&self) -> Option<$crate::provider::structured::StructuredOutput> {
+        fn structured_output(&self) -> Option<String> {
             self.$f.structured_output()
         }
     };
@@ -363,10 +363,11 @@ pub trait Provider: Send + Sync {
         None
     }
 
-    /// The structured-output form a request with a verdict schema is sent
-    /// with now, for backends that have such forms (HTTP servers); `None`
-    /// for the others (the embedded model always follows the schema).
-    fn structured_output(&self) -> Option<structured::StructuredOutput> {
+    /// The form a request with a verdict schema is sent in now
+    /// (`json_schema`, `tool`, `llama.cpp grammar (lean form)`, …), for
+    /// backends that have such forms (HTTP servers); `None` for the others
+    /// (the embedded model always follows the schema).
+    fn structured_output(&self) -> Option<String> {
         None
     }
 

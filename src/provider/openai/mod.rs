@@ -458,8 +458,15 @@ impl OpenAiProvider {
 
 #[async_trait::async_trait]
 impl Provider for OpenAiProvider {
-    fn structured_output(&self) -> Option<StructuredOutput> {
-        Some(self.structured_form())
+    fn structured_output(&self) -> Option<String> {
+        let lean = self.config.structured_output == StructuredOutput::Auto
+            && self.is_llama_cpp()
+            && !self.lean_refused.load(Ordering::Relaxed);
+        Some(if lean {
+            "llama.cpp grammar (lean form)".to_string()
+        } else {
+            self.structured_form().as_str().to_string()
+        })
     }
 
     /// A llama.cpp server's, once its `/props` has said (a configured

@@ -417,7 +417,7 @@ impl Provider for PoolProvider {
         self.inner.endpoints[0].provider.context_window(model)
     }
 
-    fn structured_output(&self) -> Option<super::structured::StructuredOutput> {
+    fn structured_output(&self) -> Option<String> {
         self.inner.endpoints[0].provider.structured_output()
     }
 
