@@ -199,15 +199,7 @@ impl CachedProvider {
 
 #[async_trait]
 impl Provider for CachedProvider {
-    delegate!(inner: info, queue_note, read_ahead, context_window, structured_output, pool_status);
-
-    async fn check_pool(&self) -> Option<super::pool::PoolStatus> {
-        self.inner.check_pool().await
-    }
-
-    async fn count_tokens(&self, model: &str, messages: &[ChatMessage]) -> Result<u64, ProviderError> {
-        self.inner.count_tokens(model, messages).await
-    }
+    delegate!(inner: info, queue_note, read_ahead, context_window, structured_output, pool_status, check_pool, count_tokens);
 
     async fn stream(
         &self,

@@ -21,7 +21,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::retry::MAX_RETRY_AFTER;
-use super::{ChatMessage, ChatRequest, Completion, DeltaSender, Provider, ProviderError};
+use super::{ChatRequest, Completion, DeltaSender, Provider, ProviderError};
 
 const WINDOW: Duration = Duration::from_secs(60);
 
@@ -272,18 +272,10 @@ impl LimitedProvider {
 
 #[async_trait]
 impl Provider for LimitedProvider {
-    delegate!(inner: info, read_ahead, context_window, structured_output, pool_status);
+    delegate!(inner: info, read_ahead, context_window, structured_output, pool_status, check_pool, count_tokens);
 
     fn queue_note(&self) -> Option<String> {
         self.limiter.wait_reason().or_else(|| self.inner.queue_note())
-    }
-
-    async fn check_pool(&self) -> Option<super::pool::PoolStatus> {
-        self.inner.check_pool().await
-    }
-
-    async fn count_tokens(&self, model: &str, messages: &[ChatMessage]) -> Result<u64, ProviderError> {
-        self.inner.count_tokens(model, messages).await
     }
 
     async fn stream(

@@ -7,9 +7,8 @@
 
 /// The [`Provider`] methods a wrapper passes unchanged to the provider it
 /// wraps, written once: `delegate!(inner: info, queue_note, read_ahead,
-/// context_window, structured_output, pool_status)` inside its `impl
-/// Provider` (the async ones are written out: `async_trait` does not see
-/// into a macro).
+/// context_window, structured_output, pool_status, check_pool,
+/// count_tokens)` inside its `impl Provider`.
 macro_rules! delegate {
     (@one $f:ident info) => {
         fn info(&self) -> $crate::provider::ProviderInfo {
@@ -34,6 +33,40 @@ macro_rules! delegate {
     (@one $f:ident structured_output) => {
         fn structured_output(&self) -> Option<String> {
             self.$f.structured_output()
+        }
+    };
+    // The async ones in the form `async_trait` gives the trait's methods
+    // (it does not see into a macro, so the macro writes that form itself).
+    (@one $f:ident check_pool) => {
+        fn check_pool<'life0, 'async_trait>(
+            &'life0 self,
+        ) -> ::std::pin::Pin<
+            Box<dyn ::std::future::Future<Output = Option<$crate::provider::pool::PoolStatus>> + Send + 'async_trait>,
+        >
+        where
+            'life0: 'async_trait,
+            Self: 'async_trait,
+        {
+            self.$f.check_pool()
+        }
+    };
+    (@one $f:ident count_tokens) => {
+        fn count_tokens<'life0, 'life1, 'life2, 'async_trait>(
+            &'life0 self,
+            model: &'life1 str,
+            messages: &'life2 [$crate::provider::ChatMessage],
+        ) -> ::std::pin::Pin<
+            Box<
+                dyn ::std::future::Future<Output = Result<u64, $crate::provider::ProviderError>> + Send + 'async_trait,
+            >,
+        >
+        where
+            'life0: 'async_trait,
+            'life1: 'async_trait,
+            'life2: 'async_trait,
+            Self: 'async_trait,
+        {
+            self.$f.count_tokens(model, messages)
         }
     };
     (@one $f:ident pool_status) => {

@@ -6,7 +6,7 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
-use super::{ChatMessage, ChatRequest, Completion, DeltaSender, Provider, ProviderError, Usage};
+use super::{ChatRequest, Completion, DeltaSender, Provider, ProviderError, Usage};
 
 /// Prices of one provider, per million tokens (any currency; reports use it as is).
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
@@ -37,15 +37,7 @@ impl PricedProvider {
 
 #[async_trait]
 impl Provider for PricedProvider {
-    delegate!(inner: info, queue_note, read_ahead, context_window, structured_output, pool_status);
-
-    async fn check_pool(&self) -> Option<super::pool::PoolStatus> {
-        self.inner.check_pool().await
-    }
-
-    async fn count_tokens(&self, model: &str, messages: &[ChatMessage]) -> Result<u64, ProviderError> {
-        self.inner.count_tokens(model, messages).await
-    }
+    delegate!(inner: info, queue_note, read_ahead, context_window, structured_output, pool_status, check_pool, count_tokens);
 
     async fn stream(
         &self,

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use tokio_util::sync::CancellationToken;
 
-use super::{ChatMessage, ChatRequest, Completion, DeltaSender, Provider, ProviderError};
+use super::{ChatRequest, Completion, DeltaSender, Provider, ProviderError};
 
 /// A provider whose models hold `context_length` tokens, prompt and reply
 /// together. Everything else passes through.
@@ -23,18 +23,10 @@ impl WindowedProvider {
 
 #[async_trait]
 impl Provider for WindowedProvider {
-    delegate!(inner: info, queue_note, read_ahead, structured_output, pool_status);
+    delegate!(inner: info, queue_note, read_ahead, structured_output, pool_status, check_pool, count_tokens);
 
     fn context_window(&self, _model: &str) -> Option<u64> {
         Some(self.context_length)
-    }
-
-    async fn check_pool(&self) -> Option<super::pool::PoolStatus> {
-        self.inner.check_pool().await
-    }
-
-    async fn count_tokens(&self, model: &str, messages: &[ChatMessage]) -> Result<u64, ProviderError> {
-        self.inner.count_tokens(model, messages).await
     }
 
     async fn stream(
@@ -50,6 +42,7 @@ impl Provider for WindowedProvider {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::provider::ChatMessage;
     use crate::testkit::scripted::ScriptedProvider;
 
     #[tokio::test]

@@ -48,7 +48,7 @@ pub use api::BatchApi;
 use collector::{Collector, Enqueued};
 pub use store::{BatchRecord, RecordState, Store, StoreError};
 
-use super::{ChatMessage, ChatRequest, Completion, DeltaSender, Provider, ProviderError};
+use super::{ChatRequest, Completion, DeltaSender, Provider, ProviderError};
 pub use crate::session::event::BATCH_PRICE_SHARE;
 
 /// The item and the turn a request is for (see [`ChatRequest::batch`]).
@@ -321,15 +321,7 @@ fn asked_live(why: String) -> ProviderError {
 
 #[async_trait]
 impl Provider for BatchProvider {
-    delegate!(live: info, queue_note, read_ahead, context_window, structured_output, pool_status);
-
-    async fn check_pool(&self) -> Option<super::pool::PoolStatus> {
-        self.live.check_pool().await
-    }
-
-    async fn count_tokens(&self, model: &str, messages: &[ChatMessage]) -> Result<u64, ProviderError> {
-        self.live.count_tokens(model, messages).await
-    }
+    delegate!(live: info, queue_note, read_ahead, context_window, structured_output, pool_status, check_pool, count_tokens);
 
     async fn stream(
         &self,
