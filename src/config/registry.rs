@@ -538,7 +538,7 @@ fn default_provider(config: &Config, env: &dyn Fn(&str) -> Option<String>) -> (S
     {
         return (name.clone(), format!("{name}: the only provider in {file}"));
     }
-    let set = |k: &str| env(k).is_some_and(|v| !v.trim().is_empty());
+    let set = |k: &str| crate::provider::http::env_setting(env(k)).is_some();
     if set("OPENAI_BASE_URL") {
         ("openai".into(), "openai: OPENAI_BASE_URL is set".into())
     } else if set("OPENAI_API_KEY") {

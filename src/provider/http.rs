@@ -79,6 +79,12 @@ pub fn parse_endpoint(endpoint: &str, base_url: &str) -> Result<reqwest::Url, Pr
     Ok(url)
 }
 
+/// An environment variable's value as a setting: trimmed; none when unset
+/// or blank (an empty `OPENAI_BASE_URL=` sets nothing).
+pub fn env_setting(value: Option<String>) -> Option<String> {
+    value.map(|v| v.trim().to_owned()).filter(|v| !v.is_empty())
+}
+
 /// `path` under `base_url`, which is taken as a folder (`models` under
 /// `http://h/v1` is `http://h/v1/models`; `../props` is `http://h/props`).
 pub fn url_under(base_url: &str, path: &str) -> Result<reqwest::Url, UrlError> {

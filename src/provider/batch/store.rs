@@ -113,6 +113,12 @@ struct Inner {
 }
 
 impl Inner {
+    /// Drop the `submitting` record marked `key` (the index is then stale:
+    /// [`Self::reindex`]).
+    fn forget_intent(&mut self, key: Option<&str>) {
+        self.records.retain(|r| !(r.state == RecordState::Submitting && r.key.as_deref() == key));
+    }
+
     /// Build the index again (records were removed).
     fn reindex(&mut self) {
         let records = std::mem::take(&mut self.records);
@@ -171,8 +177,10 @@ impl Store {
         self.lock().records.clone()
     }
 
-    /// Record a new batch.
-    pub fn add(&self, record: BatchRecord) -> Result<(), StoreError> {
+    /// Record a new batch (a run records its batches through
+    /// [`Self::intend`] and [`Self::confirm`]).
+    #[cfg(test)]
+    pub(crate) fn add(&self, record: BatchRecord) -> Result<(), StoreError> {
         let mut inner = self.lock();
         inner.push(record);
         self.save(&inner)
@@ -182,7 +190,7 @@ impl Store {
     /// with its key), in place of an earlier such record of the same key.
     pub fn intend(&self, record: BatchRecord) -> Result<(), StoreError> {
         let mut inner = self.lock();
-        inner.records.retain(|r| !(r.state == RecordState::Submitting && r.key == record.key));
+        inner.forget_intent(record.key.as_deref());
         inner.records.push(record);
         inner.reindex();
         self.save(&inner)
@@ -203,7 +211,7 @@ impl Store {
     /// The batch marked `key` never reached the server: forget it.
     pub fn withdraw(&self, key: &str) -> Result<(), StoreError> {
         let mut inner = self.lock();
-        inner.records.retain(|r| !(r.state == RecordState::Submitting && r.key.as_deref() == Some(key)));
+        inner.forget_intent(Some(key));
         inner.reindex();
         self.save(&inner)
     }

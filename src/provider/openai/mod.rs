@@ -91,7 +91,7 @@ impl OpenAiConfig {
 
     /// Like [`OpenAiConfig::from_env`], reading variables through `lookup`.
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Self {
-        let non_empty = |name: &str| lookup(name).map(|v| v.trim().to_owned()).filter(|v| !v.is_empty());
+        let non_empty = |name: &str| http::env_setting(lookup(name));
         let mut config = Self::default();
         if let Some(base_url) = non_empty("OPENAI_BASE_URL") {
             config.base_url = base_url;
