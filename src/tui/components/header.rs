@@ -79,17 +79,20 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
     if app.quitting && !v.state.is_ended() {
         state = "closing".into();
     }
-    let mut first = vec![
-        Span::styled(" moot ", base.add_modifier(Modifier::BOLD)),
-        Span::styled(format!("{panel} · item {item} · {} · {} {} ", v.protocol, model_label(v), preset_tag(v)), base),
-    ];
+    let mut first = vec![Span::styled(" moot ", base.add_modifier(Modifier::BOLD))];
+    // Where a replay stands comes before the run's description, which a
+    // narrow terminal cuts at its right edge.
     if let Some(r) = app.replay_state() {
         let mark = if r.playing && !r.at_end() { "▶" } else { "⏸" };
         first.push(Span::styled(
-            format!("REPLAY {mark} ×{} {}/{} ", fmt_speed(r.speed), r.position(), r.len()),
+            format!("REPLAY {mark} ×{} {}/{} · ", fmt_speed(r.speed), r.position(), r.len()),
             base.add_modifier(Modifier::BOLD),
         ));
     }
+    first.push(Span::styled(
+        format!("{panel} · item {item} · {} · {} {} ", v.protocol, model_label(v), preset_tag(v)),
+        base,
+    ));
     let phase = match (v.phase, v.round) {
         (Some(p), Some(r)) => format!("{} r{r}", p.as_str()),
         (Some(p), None) => p.as_str().to_string(),
