@@ -360,7 +360,8 @@ fn print_summary(s: &EvalSummary, args: &EvalArgs) {
         line.push_str(&format!(" ({} completed before and skipped)", c.already_done));
     }
     if c.bad_items > 0 {
-        line.push_str(&format!("; {} bad lines in the data skipped", c.bad_items));
+        let lines = if c.bad_items == 1 { "line" } else { "lines" };
+        line.push_str(&format!("; {} bad {lines} in the data skipped", c.bad_items));
     }
     eprintln!("{line}");
     // Servers that say how much of each prompt came from their prefix cache.

@@ -283,6 +283,34 @@ fn a_folder_without_logs_is_an_error_not_a_panic() {
 }
 
 #[test]
+fn a_run_whose_every_session_failed_reports_no_pairable_units_not_a_small_group() {
+    // The fixture's first line (the panel, two groups of agents) and a failed ending.
+    let log = std::fs::read_to_string(fixtures().join("run-b").join("f-15.jsonl")).unwrap();
+    let started = log.lines().next().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("f-15.jsonl"),
+        format!(
+            "{started}\n{}\n",
+            r#"{"seq":1,"t":"2025-03-01T09:15:01Z","type":"session_ended","status":"failed","error":"connection refused"}"#
+        ),
+    )
+    .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_moot"))
+        .args(["report", "--bootstrap", "0", "--format", "csv"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let alpha: Vec<&str> = text.lines().filter(|l| l.contains(",krippendorff_alpha_")).collect();
+    assert!(!alpha.is_empty(), "{text}");
+    for row in alpha {
+        assert!(row.contains("no pairable units") && !row.contains("fewer than two agents"), "{row}");
+    }
+}
+
+#[test]
 fn a_log_with_an_unreadable_first_line_is_named_with_its_line_and_field() {
     let broken =
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/broken/session-started-without-seed.jsonl");

@@ -110,7 +110,9 @@ impl PanelReport {
                         .collect();
                     for level in [AlphaLevel::Interval, AlphaLevel::Ordinal] {
                         let mut row = Row::new(&panel, Some(key), self.group_name(g), Some(stage), level.name());
-                        if agents.len() < 2 && g.is_some() {
+                        // Without sessions there is nobody to count: the
+                        // alpha's own reason (no pairable units) says so.
+                        if agents.len() < 2 && g.is_some() && !self.records.is_empty() {
                             row.undefined_reason = Some("fewer than two agents in the group".into());
                             row.n = Some(0);
                         } else {
