@@ -107,6 +107,7 @@ fn write_session(path: &Path) {
             done: false,
             truncated: false,
             repeats: None,
+            misquotes: Vec::new(),
             endpoint: None,
         });
         if turn % 12 == 11 {

@@ -158,6 +158,7 @@ fn write_log(path: &Path, panel: &Panel, index: u64) {
                     done: false,
                     truncated: false,
                     repeats: None,
+                    misquotes: Vec::new(),
                     endpoint: None,
                 },
             );
@@ -315,6 +316,7 @@ fn write_pairwise_log(path: &Path, panel: &Panel, index: u64) {
                     done: false,
                     truncated: false,
                     repeats: None,
+                    misquotes: Vec::new(),
                     endpoint: None,
                 });
                 if !broken {

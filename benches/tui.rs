@@ -88,6 +88,7 @@ fn events(agents: usize, turns: u64) -> Vec<Event> {
             done: false,
             truncated: false,
             repeats: None,
+            misquotes: Vec::new(),
             endpoint: None,
         });
     }
@@ -153,6 +154,7 @@ fn bench(c: &mut Criterion) {
                     done: false,
                     truncated: true,
                     repeats: None,
+                    misquotes: Vec::new(),
                     endpoint: None,
                 };
                 app.on_session_event(&Event { seq, t, kind });

@@ -340,6 +340,7 @@ impl<W: Write> Transcript<W> {
                 cached,
                 truncated,
                 repeats,
+                misquotes,
                 ..
             } => {
                 let mut footer = match (evaluation, parse_error) {
@@ -369,6 +370,12 @@ impl<W: Write> Transcript<W> {
                     footer = stats;
                 } else {
                     footer = format!("{footer}\n{stats}");
+                }
+                for quote in misquotes {
+                    footer.push_str(&format!(
+                        "\n  {}",
+                        p.yellow(&format!("misquotes “{quote}” (not in the item or the discussion)"))
+                    ));
                 }
                 // A pair's verdict follows the turn: its words and its line wait for it.
                 if let Some(b) = self.turns.get_mut(turn).filter(|b| b.pair.is_some() && parse_error.is_none()) {

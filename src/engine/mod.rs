@@ -21,6 +21,7 @@ pub mod outcome;
 pub mod pairs;
 pub mod parse;
 pub mod prompts;
+pub mod quotes;
 pub mod reasons;
 pub mod recorder;
 pub mod repeats;

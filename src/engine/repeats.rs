@@ -51,7 +51,7 @@ fn name_forms(name: &str) -> Vec<Vec<String>> {
 
 /// Lower-cased words of letters and digits; an apostrophe between two
 /// letters stays in its word (`don't`).
-fn split(text: &str) -> Vec<String> {
+pub(crate) fn split(text: &str) -> Vec<String> {
     let text = text.replace(['’', '‘'], "'");
     let mut out = Vec::new();
     let mut word = String::new();

@@ -396,6 +396,7 @@ mod tests {
                 done: false,
                 truncated: false,
                 repeats: None,
+                misquotes: Vec::new(),
                 endpoint: None,
             },
         ]

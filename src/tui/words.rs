@@ -317,6 +317,7 @@ mod tests {
             cached: false,
             truncated: false,
             repeats: None,
+            misquotes: Vec::new(),
             started: chrono::Utc::now(),
             pair: None,
             pair_verdict: None,

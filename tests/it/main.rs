@@ -69,6 +69,7 @@ mod provider_limits;
 mod provider_openai;
 mod provider_pools;
 mod pty;
+mod quotations;
 mod repeated_speeches;
 mod report_fixtures;
 mod resume_cli;

@@ -42,6 +42,7 @@ fn completed(turn: u64, agent: &str, latency_ms: u64) -> EventKind {
         done: false,
         truncated: true,
         repeats: None,
+        misquotes: Vec::new(),
         endpoint: None,
     }
 }

@@ -16,6 +16,15 @@ use crate::provider::retry::call_with_retry;
 use crate::provider::{ChatRequest, Completion, Provider, ProviderError, READ_AHEAD_STEP};
 use crate::session::event::{Evaluation, EventKind, Phase, Role, TurnKind};
 
+/// What the checks after a speech's reply found in it.
+#[derive(Debug, Clone, Default)]
+pub struct Marks {
+    /// The member whose earlier speech it repeats (see [`crate::engine::repeats`]).
+    pub repeats: Option<String>,
+    /// Its quotations that nothing it was shown contains (see [`crate::engine::quotes`]).
+    pub misquotes: Vec<String>,
+}
+
 impl Run {
     /// Make one model call as a turn: `turn_started`, deltas, a `turn_failed`
     /// per failed attempt. The caller records `turn_completed`.
@@ -197,8 +206,7 @@ impl Run {
 
     /// Record the end of a turn. `done`: the reply said it has nothing more
     /// to add (recorded also when no evaluation could be read from it);
-    /// `repeats`: the member whose earlier speech it repeats (see
-    /// [`crate::engine::repeats`]).
+    /// `marks`: what the checks after the reply found in it.
     #[allow(clippy::too_many_arguments)]
     pub fn complete_turn(
         &self,
@@ -211,7 +219,7 @@ impl Run {
         parse_error: Option<String>,
         latency_ms: u64,
         done: bool,
-        repeats: Option<String>,
+        marks: Marks,
     ) {
         let group = self.turn_groups.lock().unwrap_or_else(|e| e.into_inner()).remove(&turn);
         if role == Role::Agent
@@ -236,7 +244,8 @@ impl Run {
             cached: completion.cached,
             done,
             truncated: matches!(completion.finish_reason.as_deref(), Some("length" | "max_tokens")),
-            repeats,
+            repeats: marks.repeats,
+            misquotes: marks.misquotes,
             endpoint: completion.endpoint.clone(),
         });
         let run_spent = self.config.run_budget.as_ref().and_then(|b| b.add(&completion.usage));

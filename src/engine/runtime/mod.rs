@@ -7,6 +7,7 @@ mod redraw;
 mod replay;
 mod turns;
 
+pub(crate) use call::Marks;
 pub(crate) use redraw::RepeatCheck;
 pub(crate) use replay::WRITE_RETRY;
 

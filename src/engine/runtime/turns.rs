@@ -6,7 +6,9 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 use super::redraw::{RepeatCheck, Reply, evaluation_of};
-use super::{CallSpec, ReadAhead, Run, Spoken, TurnSpec};
+use super::{CallSpec, Marks, ReadAhead, Run, Spoken, TurnSpec};
+use crate::engine::prompts::reply_words;
+use crate::engine::quotes;
 use crate::engine::trim::Prompt;
 use crate::engine::verdict::{PanelScores, Verdict};
 use crate::provider::binding::Binding;
@@ -95,7 +97,7 @@ impl Run {
             no_copy: no_copy.clone(),
         };
         // Read a reply and record its turn; `done` carries a NO MORE COMMENTS said earlier in this turn.
-        let settle = |turn, kind, c: &Completion, latency, done: bool, repeats: Option<String>| match verdict.read(c) {
+        let settle = |turn, kind, c: &Completion, latency, done: bool, marks: Marks| match verdict.read(c) {
             Ok(mut out) => {
                 if let Some(recorded) = self.logged_evaluation(turn) {
                     verdict.restore(&mut out, &recorded);
@@ -105,12 +107,12 @@ impl Run {
                     ev.done = done || verdict.says_done(&c.text);
                 }
                 let said = ev.as_ref().is_some_and(|e| e.done);
-                self.complete_turn(turn, participant, role, kind, c, ev, None, latency, said, repeats);
+                self.complete_turn(turn, participant, role, kind, c, ev, None, latency, said, marks);
                 Ok(out)
             }
             Err(err) => {
                 let said = verdict.says_done(&c.text);
-                self.complete_turn(turn, participant, role, kind, c, None, Some(err.clone()), latency, said, repeats);
+                self.complete_turn(turn, participant, role, kind, c, None, Some(err.clone()), latency, said, marks);
                 Err(err)
             }
         };
@@ -122,7 +124,10 @@ impl Run {
         };
         let done = verdict.says_done(&completion.text);
         let repeats = check.and_then(|c| c.earlier.repeated_by(&completion.text)).map(str::to_string);
-        let error = match settle(turn, kind, &completion, latency, false, repeats.clone()) {
+        let misquotes =
+            if role == Role::Agent { self.misquotes(&completion.text, &messages, check) } else { Vec::new() };
+        let marks = Marks { repeats: repeats.clone(), misquotes };
+        let error = match settle(turn, kind, &completion, latency, false, marks) {
             Ok(evaluation) => {
                 return Reply { spoken: Spoken::Evaluated { evaluation, text: completion.text, turn }, repeats };
             }
@@ -138,7 +143,7 @@ impl Run {
         let (turn2, result2, latency2) = self.call(spec(verdict.repair_kind(), repair, None, false)).await;
         let spoken = match result2 {
             Err(e) => unparsed(completion.text, format!("{error}; asking again failed: {e}")),
-            Ok(c2) => match settle(turn2, verdict.repair_kind(), &c2, latency2, done, None) {
+            Ok(c2) => match settle(turn2, verdict.repair_kind(), &c2, latency2, done, Marks::default()) {
                 Ok(evaluation) => Spoken::Evaluated { evaluation, text: completion.text, turn: turn2 },
                 Err(again) => unparsed(completion.text, again),
             },
@@ -157,6 +162,26 @@ impl Run {
         ahead: Option<ReadAhead<'_>>,
     ) -> Spoken {
         self.agent_verdict_turn(&self.panel_scores(), index, phase, round, messages, cancel, ahead, None).await
+    }
+
+    /// The quotations of an agent's reply that nothing it was shown
+    /// contains (the rule of [`quotes`]): the sources are the item, every
+    /// message of its request and, for a speech, its group's earlier
+    /// contributions (the request may show the discussion shortened).
+    fn misquotes(&self, text: &str, messages: &Prompt<'_>, check: Option<RepeatCheck<'_>>) -> Vec<String> {
+        let prose = reply_words(text, true, true);
+        if !prose.contains(['"', '“']) {
+            return Vec::new();
+        }
+        let item = self.item();
+        let mut sources: Vec<String> = messages.messages().into_iter().map(|m| m.content).collect();
+        sources.extend(
+            [Some(&item.content), item.context.as_ref(), item.reference.as_ref()].into_iter().flatten().cloned(),
+        );
+        sources.extend(item.candidates.iter().flatten().map(|c| c.text.clone()));
+        sources.extend(check.map(|c| c.earlier.texts()).unwrap_or_default());
+        let sources: Vec<&str> = sources.iter().map(String::as_str).collect();
+        quotes::misquotes(prose, &sources)
     }
 
     /// An agent's turn asking for `verdict`, whose evaluation (the verdict

@@ -111,6 +111,11 @@ pub enum EventKind {
         /// of `engine::repeats`): the member who said it first.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         repeats: Option<String>,
+        /// Quotations in the speech (four words or more) that neither the
+        /// item, nor its request, nor an earlier contribution of its group
+        /// contains (the rule of `engine::quotes`), as the speech wrote them.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        misquotes: Vec<String>,
         /// The endpoint of a provider's pool that served the call (its base
         /// URL without credentials or query), when the provider has several.
         #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -30,9 +30,10 @@ pub use payload::{
 /// role and the `verification` phase; version 6 the `redraw` turn kind,
 /// `turn_completed.repeats` and `speaker_selected.reason_replaced`;
 /// version 7 `turn_abandoned` (a resumed session's interrupted turns) and
-/// `speaker_requested` (a person's pick or veto, recorded when given).
-/// Every earlier version still loads.
-pub const SCHEMA_VERSION: u32 = 7;
+/// `speaker_requested` (a person's pick or veto, recorded when given);
+/// version 8 `turn_completed.misquotes` (an earlier log's replies were not
+/// checked for them). Every earlier version still loads.
+pub const SCHEMA_VERSION: u32 = 8;
 
 fn first_schema_version() -> u32 {
     1

@@ -120,6 +120,7 @@ impl SessionView {
                     cached: false,
                     truncated: false,
                     repeats: None,
+                    misquotes: Vec::new(),
                     started: event.t,
                     pair: pair.clone(),
                     pair_verdict: None,
@@ -164,6 +165,7 @@ impl SessionView {
                 done,
                 truncated,
                 repeats,
+                misquotes,
                 ..
             } => {
                 self.waiting.remove(turn);
@@ -180,6 +182,7 @@ impl SessionView {
                     t.cached = *cached;
                     t.truncated = *truncated;
                     t.repeats = repeats.clone();
+                    t.misquotes = misquotes.clone();
                     (t.phase, t.kind)
                 };
                 let turn_id = *turn;

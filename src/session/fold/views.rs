@@ -39,6 +39,9 @@ pub struct TurnView {
     /// The member whose earlier speech the reply repeats (see
     /// `engine::repeats`).
     pub repeats: Option<String>,
+    /// Quotations in the reply that nothing it was shown contains (see
+    /// `engine::quotes`).
+    pub misquotes: Vec<String>,
     pub started: DateTime<Utc>,
     /// Pairwise: the pair the turn compares, in the order it showed them.
     pub pair: Option<crate::session::pairwise::PairRef>,

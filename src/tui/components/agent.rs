@@ -131,6 +131,9 @@ pub fn draw(f: &mut Frame, area: Rect, app: &mut App, idx: usize) {
         if let Some(first) = &t.repeats {
             label.push_str(&format!("· ↻ repeats {} ", clip(first, 20)));
         }
+        if let Some(quote) = t.misquotes.first() {
+            label.push_str(&format!("· misquotes “{}” ", clip(quote, 24)));
+        }
         rows.push(Line::from(Span::styled(label, theme.muted())));
         rows.extend(vm.wrap.lines(t, width).iter().map(|l| Line::from(Span::styled(l.text.clone(), theme.text()))));
         rows.extend(pane.turn(k).scores.iter().map(|l| Line::from(Span::styled(l.clone(), theme.accent()))));

@@ -81,6 +81,9 @@ fn build(v: &SessionView, e: &TimelineEntry, width: u16, theme: &Theme, wraps: &
                     if let Some(first) = &t.repeats {
                         head.push(Span::styled(format!("  ↻ repeats {first}"), theme.muted()));
                     }
+                    for quote in &t.misquotes {
+                        head.push(Span::styled(format!("  misquotes “{quote}”"), theme.error()));
+                    }
                 }
             }
             if v.pairwise.hides_turn(t.id) {

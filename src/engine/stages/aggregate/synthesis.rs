@@ -118,7 +118,7 @@ async fn synthesis(run: &Run, group: Option<&str>, messages: Prompt<'_>) -> Stri
                 None,
                 latency,
                 false,
-                None,
+                Default::default(),
             );
             c.text.trim().to_string()
         }

@@ -218,6 +218,9 @@ fn turn(h: &mut Html, v: &SessionView, t: &TurnView) {
     if let Some(who) = &t.repeats {
         badge(h, &format!("repeats {who}"));
     }
+    for quote in &t.misquotes {
+        badge(h, &format!("misquotes “{quote}”"));
+    }
     if v.pairwise.hides_turn(t.id) {
         h.elem("div", &[("class", "what")], "blind comparison: hidden until a person labels the pair");
         h.close("div");

@@ -1,0 +1,109 @@
+//! Quotations in a speech that nothing the speaker was shown contains.
+//!
+//! The rule (documented in `docs/panels.md`, *Quotations*): take the
+//! reply's words before its JSON evaluation and each span between double
+//! quotation marks (`"…"` or `“…”`) in them. A span is cut at an ellipsis
+//! (`...` or `…`) into parts; a part of at least [`MIN_WORDS`] words,
+//! read as [`crate::engine::repeats`] reads words (lower-cased, letters and
+//! digits), is *found* when those words occur in a row in one of the
+//! sources: the item, the request the reply answered (its instructions, the
+//! personas, the discussion it showed) and the group's earlier
+//! contributions. A span with a part that is not found quotes words that
+//! nobody wrote: the log records it (`turn_completed.misquotes`) and the
+//! screens show it. Shorter parts ("the sail") are too short to tell a
+//! quotation from a phrase of the speaker's own, and are not checked.
+
+use super::repeats::split;
+
+/// The fewest words a part of a quotation has to be checked.
+pub const MIN_WORDS: usize = 4;
+
+/// The spans of `prose` between double quotation marks, without the marks:
+/// straight quotes pair in order, a curly opening mark pairs with the next
+/// closing one. An opening mark never closed ends no span.
+pub fn quoted(prose: &str) -> Vec<&str> {
+    let mut spans = Vec::new();
+    let mut open: Option<(usize, char)> = None;
+    for (i, c) in prose.char_indices() {
+        match (open, c) {
+            (None, '"' | '“') => open = Some((i + c.len_utf8(), c)),
+            (Some((start, '"')), '"') | (Some((start, '“')), '”') => {
+                spans.push(&prose[start..i]);
+                open = None;
+            }
+            _ => {}
+        }
+    }
+    spans
+}
+
+/// Each quotation of `prose` (see [`quoted`]) with a part of
+/// [`MIN_WORDS`] words or more that none of `sources` contains, trimmed,
+/// in the order they appear (each once).
+pub fn misquotes(prose: &str, sources: &[&str]) -> Vec<String> {
+    let spans = quoted(prose);
+    if spans.is_empty() {
+        return Vec::new();
+    }
+    let haystacks: Vec<String> = sources.iter().map(|s| format!(" {} ", split(s).join(" "))).collect();
+    let found = |part: &[String]| {
+        let needle = format!(" {} ", part.join(" "));
+        haystacks.iter().any(|h| h.contains(&needle))
+    };
+    let mut out: Vec<String> = Vec::new();
+    for span in spans {
+        let unfound = span
+            .split("...")
+            .flat_map(|p| p.split('…'))
+            .map(split)
+            .any(|part| part.len() >= MIN_WORDS && !found(&part));
+        let span = span.trim().to_string();
+        if unfound && !out.contains(&span) {
+            out.push(span);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ITEM: &str = "Question: Why did Mila carry Pebble back to the wall?\n\
+                        Answer: So that the gastropod could be reunited with its kin.";
+
+    #[test]
+    fn spans_pair_straight_and_curly_marks() {
+        assert_eq!(quoted(r#"She says "one two" and “three four” then "open"#), ["one two", "three four"]);
+        assert!(quoted("no quotes here").is_empty());
+    }
+
+    #[test]
+    fn a_question_reworded_in_quotation_marks_is_a_misquote() {
+        let prose = r#"Dana, the question "How did Mila carry Pebble back to the wall?" is unclear."#;
+        assert_eq!(misquotes(prose, &[ITEM]), ["How did Mila carry Pebble back to the wall?"]);
+    }
+
+    #[test]
+    fn exact_quotes_in_other_case_and_punctuation_are_found() {
+        let prose = r#"The answer says "the Gastropod could be reunited" — and "WHY did Mila carry Pebble"."#;
+        assert!(misquotes(prose, &[ITEM]).is_empty());
+    }
+
+    #[test]
+    fn short_quotes_are_not_checked_and_an_ellipsis_joins_found_parts() {
+        assert!(misquotes(r#"Calling it "a gastropod" is odd."#, &[ITEM]).is_empty());
+        let joined = r#"It says "Why did Mila carry ... could be reunited with its kin"."#;
+        assert!(misquotes(joined, &[ITEM]).is_empty());
+        let bad = r#"It says "Why did Mila carry … so it could find its family"."#;
+        assert_eq!(misquotes(bad, &[ITEM]).len(), 1);
+    }
+
+    #[test]
+    fn any_source_will_do_and_each_misquote_is_listed_once() {
+        let said = "dana said one word answers must count";
+        assert!(misquotes(r#"Dana: "one-word answers must count"."#, &[ITEM, said]).is_empty());
+        let twice = r#""a snail went to school" and again "a snail went to school"."#;
+        assert_eq!(misquotes(twice, &[ITEM]), ["a snail went to school"]);
+    }
+}
