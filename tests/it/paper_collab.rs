@@ -100,6 +100,7 @@ fn the_paper_preset_sets_same_score_per_criterion_and_moot_lists_them_as_departu
             "scope = \"all\" (paper: \"per-criterion\")",
             "history = \"window\" (paper: \"whole\")",
             "repeats = \"redraw\" (paper: \"keep\")",
+            "quotes = \"redraw\" (paper: \"keep\")",
         ]
     );
     let paper = ProtocolSection::paper(Protocol::CollabEval);

@@ -92,7 +92,17 @@ async fn under_the_paper_preset_each_agent_has_its_own_persona_and_sees_nobody_e
             let names: Vec<&str> = departures.iter().map(|d| d.setting.as_str()).collect();
             assert_eq!(
                 names,
-                ["personas", "stance", "turns", "first_feedback", "aggregation", "history", "repeats", "reasons"]
+                [
+                    "personas",
+                    "stance",
+                    "turns",
+                    "first_feedback",
+                    "aggregation",
+                    "history",
+                    "repeats",
+                    "quotes",
+                    "reasons"
+                ]
             );
         }
         other => panic!("{other:?}"),

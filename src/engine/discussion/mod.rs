@@ -246,7 +246,8 @@ async fn speak<F: Floor>(
     earlier: &Earlier,
 ) -> Spoken {
     let redraw = redraws(&run.panel);
-    let check = Some(RepeatCheck { earlier, redraw, guard: redraw });
+    let redraw_misquotes = !run.panel.protocol.has("quotes", "keep");
+    let check = Some(RepeatCheck { earlier, redraw, redraw_misquotes, guard: redraw, note: None });
     let (phase, stop) = (floor.phase(), &run.stop);
     match floor.label_verdict() {
         Some(v) => run.agent_verdict_turn(v, index, phase, round, prompt, stop, ahead, check).await,

@@ -14,6 +14,18 @@ pub fn redraw_note(first: &str, speaker: &str) -> ChatMessage {
     ))
 }
 
+/// The note that asks for a speech again after its draft put in quotation
+/// marks words that nothing the speaker was shown contains (`quotes`, as
+/// the draft wrote them).
+pub fn misquote_note(quotes: &[String]) -> ChatMessage {
+    let listed = quotes.iter().map(|q| format!("\"{q}\"")).collect::<Vec<_>>().join(", ");
+    ChatMessage::user(format!(
+        "Your draft of this turn put in quotation marks words that are not in the item or the discussion: \
+         {listed}. Write the turn again: quote the item or another member word for word, or say it in your own \
+         words without quotation marks."
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -22,5 +34,11 @@ mod tests {
     fn the_note_names_who_said_it_first() {
         assert!(redraw_note("Dana", "Rafael").content.contains("repeated what Dana said"));
         assert!(redraw_note("Dana", "Dana").content.contains("repeated what you said before"));
+    }
+
+    #[test]
+    fn the_misquote_note_names_the_quotations() {
+        let note = misquote_note(&["How did the fox run?".into(), "a red den".into()]);
+        assert!(note.content.contains(r#"discussion: "How did the fox run?", "a red den". Write"#), "{}", note.content);
     }
 }

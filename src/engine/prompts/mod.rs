@@ -26,7 +26,7 @@ mod partial;
 mod persona;
 mod schema;
 
-pub use again::redraw_note;
+pub use again::{misquote_note, redraw_note};
 pub use ahead::{debate_ahead, discussion_ahead};
 pub(crate) use ahead::{shared_so_far, with_placeholder};
 pub use closing::{AGGREGATOR_OPENING, aggregator_messages, final_judge_messages, group_synthesis_messages};

@@ -1,7 +1,9 @@
 //! Speeches checked against their discussion: a reply that repeats an
 //! earlier contribution of its group (the rule of [`crate::engine::repeats`])
-//! is recorded as repeating it, and is asked for once more, with a note and
-//! another seed; the second reply is kept, marked too if it still repeats.
+//! is recorded as repeating it, one that quotes words nothing it was shown
+//! contains (the rule of [`crate::engine::quotes`]) as misquoting; either
+//! is asked for once more, with a note and another seed, and the second
+//! reply is kept, marked too if it still repeats or misquotes.
 
 use super::{ReadAhead, Run, Spoken, TurnSpec};
 use crate::engine::prompts;
@@ -18,21 +20,36 @@ pub(crate) struct RepeatCheck<'a> {
     /// Whether a speech that repeats one is asked for once more (the
     /// protocol's `repeats` setting); either way it is recorded.
     pub redraw: bool,
+    /// Whether a speech that misquotes is asked for once more (the
+    /// protocol's `quotes` setting); either way it is recorded.
+    pub redraw_misquotes: bool,
+    /// The note a speech asked for again carries: it names the draft's
+    /// misquotes, so it is no source of quotations.
+    pub note: Option<&'a str>,
     /// Whether the request says what the speech may not copy (the same
     /// setting: see [`crate::provider::NoCopy`]).
     pub guard: bool,
 }
 
-/// A reply as read, and the member whose earlier speech it repeats.
+/// A reply as read, the member whose earlier speech it repeats, and its
+/// quotations that nothing it was shown contains.
 pub(crate) struct Reply<T> {
     pub spoken: Spoken<T>,
     pub repeats: Option<String>,
+    pub misquotes: Vec<String>,
+}
+
+impl RepeatCheck<'_> {
+    /// Whether a reply with these marks is to be asked for once more.
+    pub fn asks_again(&self, repeats: Option<&str>, misquotes: &[String]) -> bool {
+        repeats.is_some() && self.redraw || !misquotes.is_empty() && self.redraw_misquotes
+    }
 }
 
 impl Run {
     /// A speech asking for `verdict`, checked by `check`. When the first
-    /// reply repeats (and does not end the speaker's part with NO MORE
-    /// COMMENTS), it is asked for again; the second reply is the speech
+    /// reply repeats or misquotes (and does not end the speaker's part with
+    /// NO MORE COMMENTS), it is asked for again; the second reply is the speech
     /// unless it has no readable verdict (after its repair request) where
     /// the first had one: then the first stands, finished if the second
     /// said so.
@@ -51,12 +68,20 @@ impl Run {
             Spoken::Unparsed { done, .. } => *done,
             Spoken::Failed(_) => return spoken,
         };
-        let first_said = match first.repeats {
-            Some(who) if check.redraw && !said_done && !turn.cancel.is_cancelled() => who,
-            _ => return spoken,
-        };
-        let again = messages.then([prompts::redraw_note(&first_said, turn.participant)]);
-        let check = RepeatCheck { redraw: false, ..check };
+        if said_done || turn.cancel.is_cancelled() || !check.asks_again(first.repeats.as_deref(), &first.misquotes) {
+            return spoken;
+        }
+        // One note (one message) says what the draft did that is asked again for.
+        let mut notes = Vec::new();
+        if let Some(who) = first.repeats.as_deref().filter(|_| check.redraw) {
+            notes.push(prompts::redraw_note(who, turn.participant).content);
+        }
+        if check.redraw_misquotes && !first.misquotes.is_empty() {
+            notes.push(prompts::misquote_note(&first.misquotes).content);
+        }
+        let note = notes.join(" ");
+        let again = messages.then([crate::provider::ChatMessage::user(note.clone())]);
+        let check = RepeatCheck { redraw: false, redraw_misquotes: false, note: Some(&note), ..check };
         let second = self.reply(verdict, turn, TurnKind::Redraw, again, None, Some(check)).await;
         match (evaluation_of(verdict, second.spoken), spoken) {
             (Spoken::Unparsed { done, .. }, Spoken::Evaluated { mut evaluation, text, turn }) => {

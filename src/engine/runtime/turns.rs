@@ -120,23 +120,24 @@ impl Run {
             self.call(spec(kind, messages.clone(), ahead, verdict.prose_first(turn.phase))).await;
         let completion = match result {
             Ok(c) => c,
-            Err(e) => return Reply { spoken: Spoken::Failed(e), repeats: None },
+            Err(e) => return Reply { spoken: Spoken::Failed(e), repeats: None, misquotes: Vec::new() },
         };
         let done = verdict.says_done(&completion.text);
         let repeats = check.and_then(|c| c.earlier.repeated_by(&completion.text)).map(str::to_string);
         let misquotes =
             if role == Role::Agent { self.misquotes(&completion.text, &messages, check) } else { Vec::new() };
-        let marks = Marks { repeats: repeats.clone(), misquotes };
+        let marks = Marks { repeats: repeats.clone(), misquotes: misquotes.clone() };
         let error = match settle(turn, kind, &completion, latency, false, marks) {
             Ok(evaluation) => {
-                return Reply { spoken: Spoken::Evaluated { evaluation, text: completion.text, turn }, repeats };
+                let spoken = Spoken::Evaluated { evaluation, text: completion.text, turn };
+                return Reply { spoken, repeats, misquotes };
             }
             Err(err) => err,
         };
         let unparsed = |text, error| Spoken::Unparsed { text, done, error };
         // A reply asked for again is not repaired first.
-        if cancel.is_cancelled() || repeats.is_some() && check.is_some_and(|c| c.redraw) && !done {
-            return Reply { spoken: unparsed(completion.text, error), repeats };
+        if cancel.is_cancelled() || check.is_some_and(|c| c.asks_again(repeats.as_deref(), &misquotes)) && !done {
+            return Reply { spoken: unparsed(completion.text, error), repeats, misquotes };
         }
         // The reply stays whole after the (perhaps shortened) request it answered.
         let repair = messages.then([ChatMessage::assistant(completion.text.clone()), verdict.repair(&error)]);
@@ -148,7 +149,7 @@ impl Run {
                 Err(again) => unparsed(completion.text, again),
             },
         };
-        Reply { spoken, repeats }
+        Reply { spoken, repeats, misquotes }
     }
 
     /// An agent's turn in any phase, asking for the panel's scores.
@@ -174,7 +175,9 @@ impl Run {
             return Vec::new();
         }
         let item = self.item();
-        let mut sources: Vec<String> = messages.messages().into_iter().map(|m| m.content).collect();
+        let note = check.and_then(|c| c.note);
+        let mut sources: Vec<String> =
+            messages.messages().into_iter().map(|m| m.content).filter(|m| Some(m.as_str()) != note).collect();
         sources.extend(
             [Some(&item.content), item.context.as_ref(), item.reference.as_ref()].into_iter().flatten().cloned(),
         );

@@ -45,6 +45,7 @@ pub(super) const SPEC: ProtocolSpec = ProtocolSpec {
         CANDIDATE_NAME,
         HISTORY,
         REPEATS,
+        QUOTES,
     ],
     results: Results::ScoresOrPairs,
     stage_names: STAGES,

@@ -19,6 +19,7 @@ pub(super) const SPEC: ProtocolSpec = ProtocolSpec {
         SettingSpec { paper: Paper::Any, ..FIRST_FEEDBACK },
         SettingSpec { paper: Paper::Any, ..HISTORY },
         SettingSpec { paper: Paper::Any, ..REPEATS },
+        SettingSpec { paper: Paper::Any, ..QUOTES },
         SettingSpec { paper: Paper::Any, ..REASONS },
     ],
     results: Results::Scores,

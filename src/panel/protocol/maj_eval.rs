@@ -18,6 +18,7 @@ pub(super) const SPEC: ProtocolSpec = ProtocolSpec {
         AGGREGATION,
         HISTORY,
         REPEATS,
+        QUOTES,
         REASONS,
     ],
     results: Results::Scores,

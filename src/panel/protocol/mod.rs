@@ -212,6 +212,18 @@ pub(super) const REPEATS: SettingSpec = SettingSpec {
     paper: Paper::Text("keep"),
 };
 
+/// `quotes`, which protocols with a discussion declare: what becomes of a
+/// speech that quotes words nothing it was shown contains (read by
+/// `engine::discussion`; the rule is `engine::quotes`).
+pub(super) const QUOTES: SettingSpec = SettingSpec {
+    key: "quotes",
+    kind: SettingKind::Choice { options: &["redraw", "keep"], default: "redraw" },
+    about: "redraw: a speech that puts in quotation marks four words or more that neither the item, nor its \
+            request, nor an earlier contribution of its group contains is asked for once more, with a note \
+            naming the quotation, and kept marked if it still misquotes; keep: it is kept as said, marked",
+    paper: Paper::Text("keep"),
+};
+
 /// `candidate_name`, which protocols with a pairwise mode declare.
 pub(crate) const CANDIDATE_NAME: SettingSpec = SettingSpec {
     key: "candidate_name",
@@ -750,11 +762,11 @@ mod tests {
     fn a_setting_that_does_not_apply_in_the_runs_mode_is_no_departure() {
         let mut collab = ProtocolSection::new(Protocol::CollabEval);
         let listed = |s: &ProtocolSection| s.departures().into_iter().map(|d| d.setting).collect::<Vec<_>>();
-        assert_eq!(listed(&collab), ["consensus", "scope", "history", "repeats"]);
+        assert_eq!(listed(&collab), ["consensus", "scope", "history", "repeats", "quotes"]);
         collab.settings.insert("mode".into(), SettingValue::Text("pairwise".into()));
         assert_eq!(
             listed(&collab),
-            ["history", "repeats"],
+            ["history", "repeats", "quotes"],
             "the consensus rule of the scores mode does not apply to pairs"
         );
         let chat = ProtocolSection::paper(Protocol::ChatEval);

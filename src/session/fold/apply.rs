@@ -468,6 +468,6 @@ pub fn logged_departures(schema_version: u32, departures: &[Departure], panel: O
 }
 
 /// Settings added with a log version, and that version: a run written
-/// before it kept repeated speeches as said and took the moderator's reasons
-/// as given, as their paper values do.
-const SINCE_VERSION: [(&str, u32); 2] = [("repeats", 6), ("reasons", 6)];
+/// before it kept repeated and misquoting speeches as said and took the
+/// moderator's reasons as given, as their paper values do.
+const SINCE_VERSION: [(&str, u32); 3] = [("repeats", 6), ("reasons", 6), ("quotes", 8)];
