@@ -23,9 +23,12 @@ the picks whose reason still did not match the table when asked again
 (`reason_replaced`), or by a person.
 
 And how many speeches are distinct: the speeches that stand (a draft
-that repeated an earlier speech and was asked for again does not stand;
-the speech asked for again does) without a `repeats` mark, moot's rule
-in `src/engine/repeats.rs`; and, as a plainer check, how many of all the
+that repeated an earlier speech or misquoted and was asked for again does
+not stand; the speech asked for again does) without a `repeats` mark,
+moot's rule in `src/engine/repeats.rs`; how many speeches that stand, and
+how many debate replies in all (drafts included), carry `misquotes`
+(quotations nothing the speaker was shown contains, the rule in
+`src/engine/quotes.rs`; logs of version 8 on); and, as a plainer check, how many of all the
 agents' replies with words (first evaluations and standing speeches
 with prose before their JSON) have words that no earlier reply of the
 session had word for word.
@@ -84,7 +87,7 @@ def stats(path):
     latest = {}  # agent -> latest evaluation
     s = {"turns": 0, "changed": 0, "named": 0, "prose_first": 0, "finished": 0, "picks_llm": 0, "picks_policy": 0,
          "picks_human": 0, "fallbacks": 0, "reasons_replaced": 0, "moderator_replies": 0, "reasons_mismatched": 0, "speeches": 0, "distinct_speeches": 0,
-         "replies": 0, "distinct_replies": 0, "duration_s": None, "status": None}
+         "misquoting_speeches": 0, "misquoting_drafts": 0, "replies": 0, "distinct_replies": 0, "duration_s": None, "status": None}
     debate = []  # (agent, kind, repeats) of every debate turn, in order
     seen_words = set()
     with open(path, encoding="utf-8") as f:
@@ -121,7 +124,9 @@ def stats(path):
                     continue
                 kind_of_turn = t.get("kind", "speak")
                 if t.get("phase") in ("debate", "discussion") and kind_of_turn in ("speak", "redraw"):
-                    debate.append((agent, kind_of_turn, e.get("repeats"), words_of(e.get("text", ""))))
+                    debate.append((agent, kind_of_turn, e.get("repeats"), words_of(e.get("text", "")),
+                                   e.get("misquotes") or []))
+                    s["misquoting_drafts"] += bool(e.get("misquotes"))
                 elif kind_of_turn == "speak" and words_of(e.get("text", "")):
                     s["replies"] += 1
                     w = " ".join(words_of(e["text"]).lower().split())
@@ -143,13 +148,15 @@ def stats(path):
                 if ev is not None:
                     latest[agent] = ev
             elif kind == "session_ended":
+                # A draft asked for again is followed by its speaker's redraw.
                 standing = [d for i, d in enumerate(debate)
-                            if not (d[1] == "speak" and d[2] and
+                            if not (d[1] == "speak" and
                                     next((n[1] for n in debate[i + 1:] if n[0] == d[0]), None) == "redraw")]
-                for agent, _, repeats, words in standing:
+                for agent, _, repeats, words, misquotes in standing:
                     s["speeches"] += 1
                     if not repeats:
                         s["distinct_speeches"] += 1
+                    s["misquoting_speeches"] += bool(misquotes)
                     w = " ".join(words.lower().split())
                     if w:
                         s["replies"] += 1
@@ -173,6 +180,8 @@ def line(label, s):
             f"human {s['picks_human']}; moderator replies {s['moderator_replies']}, reasons not matching the table "
             f"{s['reasons_mismatched']} (re-asked), replaced by the policy {s['reasons_replaced']}; "
             f"distinct speeches {pct(s['distinct_speeches'], s['speeches'])}, "
+            f"misquoting speeches {pct(s['misquoting_speeches'], s['speeches'])} "
+            f"(debate replies misquoting, drafts included: {s['misquoting_drafts']}), "
             f"distinct replies {pct(s['distinct_replies'], s['replies'])}")
 
 
@@ -184,7 +193,8 @@ def main(argv):
         return 2
     all_stats = {p: stats(p) for p in paths}
     total = {k: 0 for k in ("turns", "changed", "named", "prose_first", "finished", "picks_llm", "picks_policy", "picks_human",
-                            "fallbacks", "reasons_replaced", "moderator_replies", "reasons_mismatched", "speeches", "distinct_speeches", "replies",
+                            "fallbacks", "reasons_replaced", "moderator_replies", "reasons_mismatched", "speeches", "distinct_speeches", "misquoting_speeches",
+                            "misquoting_drafts", "replies",
                             "distinct_replies")}
     for s in all_stats.values():
         for k in total:
