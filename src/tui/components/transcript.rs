@@ -81,9 +81,6 @@ fn build(v: &SessionView, e: &TimelineEntry, width: u16, theme: &Theme, wraps: &
                     if let Some(first) = &t.repeats {
                         head.push(Span::styled(format!("  ↻ repeats {first}"), theme.muted()));
                     }
-                    for quote in &t.misquotes {
-                        head.push(Span::styled(format!("  misquotes “{quote}”"), theme.error()));
-                    }
                 }
             }
             if v.pairwise.hides_turn(t.id) {
@@ -96,6 +93,12 @@ fn build(v: &SessionView, e: &TimelineEntry, width: u16, theme: &Theme, wraps: &
             }
             let mut out = vec![Line::from(head)];
             let inner = width.saturating_sub(2).max(1);
+            // Each misquote on lines of its own: a heading would cut it at the pane's edge.
+            if t.state == TurnState::Completed {
+                for quote in &t.misquotes {
+                    out.extend(wrapped("  ", &format!("misquotes “{quote}”"), theme.error()));
+                }
+            }
             for l in wraps.lines(t, inner) {
                 out.push(Line::from(Span::styled(format!("  {}", l.text), theme.text())));
             }
