@@ -1,29 +1,27 @@
 //! What a speaker is told when its speech is asked for once more because it
-//! repeated an earlier one (see `engine::repeats`).
+//! repeated an earlier one (see `engine::repeats`) or misquoted (see
+//! `engine::quotes`). The request is sent again with the notes that apply
+//! after it, as one message.
 
-use crate::provider::ChatMessage;
-
-/// The note sent after a speech that repeated what `first` (the member who
-/// said it first; perhaps the `speaker`) had said: the request is sent
-/// again with this note after it.
-pub fn redraw_note(first: &str, speaker: &str) -> ChatMessage {
+/// The note for a speech that repeated what `first` (the member who said
+/// it first; perhaps the `speaker`) had said.
+pub fn redraw_note(first: &str, speaker: &str) -> String {
     let whose = if first == speaker { "what you said before".to_string() } else { format!("what {first} said") };
-    ChatMessage::user(format!(
+    format!(
         "Your draft of this turn repeated {whose}, nearly word for word. Write the turn again in your own words: \
          answer a point someone made, or add one nobody has made, without repeating earlier turns."
-    ))
+    )
 }
 
-/// The note that asks for a speech again after its draft put in quotation
-/// marks words that nothing the speaker was shown contains (`quotes`, as
-/// the draft wrote them).
-pub fn misquote_note(quotes: &[String]) -> ChatMessage {
+/// The note for a speech whose draft put in quotation marks words that
+/// nothing the speaker was shown contains (`quotes`, as the draft wrote them).
+pub fn misquote_note(quotes: &[String]) -> String {
     let listed = quotes.iter().map(|q| format!("\"{q}\"")).collect::<Vec<_>>().join(", ");
-    ChatMessage::user(format!(
+    format!(
         "Your draft of this turn put in quotation marks words that are not in the item or the discussion: \
          {listed}. Write the turn again: quote the item or another member word for word, or say it in your own \
          words without quotation marks."
-    ))
+    )
 }
 
 #[cfg(test)]
@@ -32,13 +30,13 @@ mod tests {
 
     #[test]
     fn the_note_names_who_said_it_first() {
-        assert!(redraw_note("Dana", "Rafael").content.contains("repeated what Dana said"));
-        assert!(redraw_note("Dana", "Dana").content.contains("repeated what you said before"));
+        assert!(redraw_note("Dana", "Rafael").contains("repeated what Dana said"));
+        assert!(redraw_note("Dana", "Dana").contains("repeated what you said before"));
     }
 
     #[test]
     fn the_misquote_note_names_the_quotations() {
         let note = misquote_note(&["How did the fox run?".into(), "a red den".into()]);
-        assert!(note.content.contains(r#"discussion: "How did the fox run?", "a red den". Write"#), "{}", note.content);
+        assert!(note.contains(r#"discussion: "How did the fox run?", "a red den". Write"#), "{note}");
     }
 }

@@ -74,10 +74,10 @@ impl Run {
         // One note (one message) says what the draft did that is asked again for.
         let mut notes = Vec::new();
         if let Some(who) = first.repeats.as_deref().filter(|_| check.redraw) {
-            notes.push(prompts::redraw_note(who, turn.participant).content);
+            notes.push(prompts::redraw_note(who, turn.participant));
         }
         if check.redraw_misquotes && !first.misquotes.is_empty() {
-            notes.push(prompts::misquote_note(&first.misquotes).content);
+            notes.push(prompts::misquote_note(&first.misquotes));
         }
         let note = notes.join(" ");
         let again = messages.then([crate::provider::ChatMessage::user(note.clone())]);
