@@ -105,7 +105,8 @@ impl Lean {
                 Some(lean_gbnf(schema, prose)?)
             }
         };
-        let guarded = writes_prose && request.no_copy.is_some() && repetition.dry_on();
+        let guarded =
+            writes_prose && request.no_copy.as_ref().is_some_and(|n| !n.avoid.is_empty()) && repetition.dry_on();
         let r = repetition;
         Some(Self {
             extras: Extras {

@@ -195,9 +195,11 @@ pub struct ChatRequest {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub opening: Option<String>,
     /// What the reply's prose may not copy (a debate speech: the earlier
-    /// contributions of its discussion): the embedded model refuses, as it
-    /// writes, a word that would copy a run of them ([`NoCopy`]); a llama.cpp
-    /// server gets DRY instead (see [`llamacpp`]); other providers ignore it.
+    /// contributions of its discussion; the aggregator's synthesis: nothing
+    /// but its own words): the embedded model refuses, as it writes, a word
+    /// that would copy a run of them or of the reply so far ([`NoCopy`]); a
+    /// llama.cpp server gets DRY instead where there is something to avoid
+    /// (see [`llamacpp`]); other providers ignore it.
     #[serde(skip_serializing_if = "Option::is_none", serialize_with = "shared")]
     pub no_copy: Option<std::sync::Arc<NoCopy>>,
     /// Set by the engine on a request no one waits for live (an agent's

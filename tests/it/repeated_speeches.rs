@@ -177,7 +177,8 @@ async fn distinct_speeches_are_never_asked_again() {
 /// A debate speech's request says what it may not copy (the group's earlier
 /// contributions and its own instructions), what it may quote (the item)
 /// and the names it may repeat; a first evaluation's does not, nor does any
-/// request under `repeats = "keep"`.
+/// request under `repeats = "keep"`. The aggregator's guards nothing but its
+/// own words.
 #[tokio::test]
 async fn a_speech_request_says_what_it_may_not_copy() {
     let provider = scripted(parrot(true));
@@ -185,7 +186,13 @@ async fn a_speech_request_says_what_it_may_not_copy() {
     assert_eq!(outcome.status, EndStatus::Completed, "{:?}", outcome.error);
     let requests = provider.requests();
     for r in requests.iter().filter(|r| !is_debate(r) && !asked_again(r)) {
-        assert!(r.no_copy.is_none(), "only speeches are guarded");
+        if speaker(r) == "aggregator" {
+            let own = r.no_copy.as_ref().expect("the synthesis may not repeat itself");
+            assert!(own.avoid.is_empty() && own.quotable.is_empty(), "{own:?}");
+            assert!(own.names.iter().any(|n| n == "Ann") && own.names.iter().any(|n| n == "grammar"), "{own:?}");
+        } else {
+            assert!(r.no_copy.is_none(), "only speeches are guarded");
+        }
     }
     let speeches: Vec<&ChatRequest> = requests.iter().filter(|r| is_debate(r) && !asked_again(r)).collect();
     assert_eq!(speeches.len(), 3);

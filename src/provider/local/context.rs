@@ -418,7 +418,7 @@ impl<'a, 'm> ModelContext<'a, 'm> {
         let mut finish = if grammar.is_some() && !request.prose_first {
             Finish::Stop
         } else {
-            let guard = request.no_copy.as_ref().and_then(|n| CopyGuard::new(&n.avoid, &n.quotable, &n.names));
+            let guard = request.no_copy.as_ref().map(|n| CopyGuard::new(&n.avoid, &n.quotable, &n.names));
             let prose = Prose { budget, json_follows: grammar.is_some(), guard: guard.as_ref() };
             self.generate_prose(job, &mut sampling, &mut state, prose, &mut out)?
         };

@@ -9,7 +9,19 @@
 //! - is a word of a name or a number: a name is never misspelt to get
 //!   round the rule, nor a score's dimension (refusing them did both), or
 //! - ends [`QUOTE`] consecutive words of a text it may quote: the run
-//!   continues a quotation of the item.
+//!   continues a quotation of the item, or
+//! - is the first word of a quotation (right after an opening quotation
+//!   mark) and a word of a text it may quote: an earlier speech that led
+//!   into the same quotation with the same words ("… pointing out the
+//!   question \"Why") would otherwise push the quotation's first word aside
+//!   ("How did Mila carry …"), a misquote the guard itself made.
+//!
+//! The reply itself is a text not to copy: a word that would repeat a run
+//! of [`RUN`] words the reply already wrote is refused the same way (a name,
+//! a number or a quotation still free), so a small model cannot fall into
+//! a loop ("I agree with Dr. Haddad, I agree with Dr. Mensah, I agree
+//! with …") that fills its budget, and a speech may still quote the item
+//! twice word for word.
 //!
 //! Words are compared as moot's repeat rule compares them (`engine::repeats`:
 //! lower case, letters and digits), so a token that glues the next word onto
@@ -31,26 +43,33 @@ pub const QUOTE: usize = 3;
 #[derive(Debug, Default)]
 pub struct CopyGuard {
     next: HashMap<Vec<String>, HashSet<String>>,
+    /// Words of names, free wherever they come.
+    names: HashSet<String>,
+    /// Every [`QUOTE`] words in a row of a text it may quote.
+    quotes: HashSet<Vec<String>>,
+    /// Every word of a text it may quote.
+    quotable: HashSet<String>,
 }
 
 impl CopyGuard {
     /// The guard for `avoid` (texts not to copy), `quotable` (texts it may
-    /// quote) and `names`; `None` when nothing is long enough to guard.
-    pub fn new(avoid: &[String], quotable: &[String], names: &[String]) -> Option<Self> {
+    /// quote) and `names`; with nothing to avoid it still keeps the reply
+    /// from repeating itself.
+    pub fn new(avoid: &[String], quotable: &[String], names: &[String]) -> Self {
         let quotes: HashSet<Vec<String>> =
             quotable.iter().flat_map(|t| words(t).windows(QUOTE).map(<[String]>::to_vec).collect::<Vec<_>>()).collect();
         let names: HashSet<String> = names.iter().flat_map(|n| words(n)).collect();
+        let quotable: HashSet<String> = quotable.iter().flat_map(|t| words(t)).collect();
         let mut next: HashMap<Vec<String>, HashSet<String>> = HashMap::new();
         for text in avoid {
             for run in words(text).windows(RUN) {
                 let last = &run[RUN - 1];
-                let free = names.contains(last) || last.chars().all(|c| c.is_ascii_digit());
-                if !free && !quotes.contains(&run[RUN - QUOTE..]) {
+                if !is_free(&names, last) && !quotes.contains(&run[RUN - QUOTE..]) {
                     next.entry(run[..RUN - 1].to_vec()).or_default().insert(run[RUN - 1].clone());
                 }
             }
         }
-        (!next.is_empty()).then_some(Self { next })
+        Self { next, names, quotes, quotable }
     }
 
     /// Whether `piece`, written after `text`, would copy a run: it starts
@@ -66,22 +85,47 @@ impl CopyGuard {
         let starts_word = !piece.starts_with(char::is_alphanumeric);
         if starts_word || !in_word {
             // A new word: the last complete words and its beginning.
-            return self.would_complete(&before, &lead);
+            let lead_in = format!("{text}{}", &piece[..piece.find(char::is_alphanumeric).unwrap_or(piece.len())]);
+            return !self.opens_quotation(&lead_in, &lead) && self.would_complete(&before, &lead);
         }
         // The piece continues the word in progress …
         let (last, complete) = before.split_last().expect("a word in progress");
         let grown = format!("{last}{lead}");
+        let lead_in = text.trim_end_matches(char::is_alphanumeric);
         // … or glues a new word onto a finished one.
-        self.would_complete(complete, &grown) || self.would_complete(&before, &lead)
+        (!self.opens_quotation(lead_in, &grown) && self.would_complete(complete, &grown))
+            || self.would_complete(&before, &lead)
     }
 
-    /// Whether the run ending with `words` and a word beginning with `start` is guarded.
+    /// Whether a word beginning with `start`, written after `lead_in`, is
+    /// the first word of a quotation of a text it may quote.
+    fn opens_quotation(&self, lead_in: &str, start: &str) -> bool {
+        let lead_in = lead_in.trim_end();
+        let opened = lead_in.ends_with('“') || (lead_in.ends_with('"') && lead_in.matches('"').count() % 2 == 1);
+        opened && self.quotable.iter().any(|w| w.starts_with(start))
+    }
+
+    /// Whether the run ending with `words` and a word beginning with `start`
+    /// is guarded: it copies a text not to copy, or `words` themselves.
     fn would_complete(&self, words: &[String], start: &str) -> bool {
         if words.len() < RUN - 1 {
             return false;
         }
-        self.next.get(&words[words.len() - (RUN - 1)..]).is_some_and(|ends| ends.iter().any(|w| w.starts_with(start)))
+        let tail = &words[words.len() - (RUN - 1)..];
+        self.next.get(tail).is_some_and(|ends| ends.iter().any(|w| w.starts_with(start)))
+            || words.windows(RUN).any(|run| {
+                let last = &run[RUN - 1];
+                run[..RUN - 1] == *tail
+                    && last.starts_with(start)
+                    && !is_free(&self.names, last)
+                    && !self.quotes.contains(&run[RUN - QUOTE..])
+            })
     }
+}
+
+/// A word of a name or a number: never refused.
+fn is_free(names: &HashSet<String>, word: &str) -> bool {
+    names.contains(word) || word.chars().all(|c| c.is_ascii_digit())
 }
 
 /// A text's words: lower case, runs of letters and digits (an apostrophe
@@ -113,7 +157,6 @@ mod tests {
             &["In the evening, Mila carried Pebble back to the wall so it could find its family.".into()],
             &["Dr. Mensah".into(), "answer_relevancy".into()],
         )
-        .unwrap()
     }
 
     #[test]
@@ -141,6 +184,25 @@ mod tests {
     }
 
     #[test]
+    fn the_first_word_of_a_quotation_of_the_item_is_free() {
+        let g = CopyGuard::new(
+            &["Ms. Ito, I disagree, pointing out the question \"Why did Mila carry Pebble back?\"".into()],
+            &["Question: Why did Mila carry Pebble back to the wall?".into()],
+            &[],
+        );
+        let text = "Dana, I disagree, pointing out the question";
+        assert!(g.refuses(text, " why"), "not a quotation: the copied run");
+        assert!(!g.refuses(&format!("{text} \""), "Why"), "after an opening mark");
+        assert!(!g.refuses(text, " \"Why"), "the mark and the word in one piece");
+        assert!(!g.refuses(&format!("{text} “"), "Why"), "a curly mark");
+        assert!(!g.refuses(&format!("{text} \"W"), "hy"), "the word continued");
+        // A closing mark opens nothing, nor does a word the item lacks.
+        assert!(g.refuses("\"Dana, I disagree, pointing out the question\"", " why"));
+        let other = CopyGuard::new(&["I disagree, pointing out the question \"How it ends\"".into()], &["Why not.".into()], &[]);
+        assert!(other.refuses("Dana: I disagree, pointing out the question \"", "How"));
+    }
+
+    #[test]
     fn a_name_or_a_number_is_never_refused() {
         let g = guard();
         assert!(!g.refuses("I disagree with Dr.", " Mensah"));
@@ -150,8 +212,21 @@ mod tests {
     }
 
     #[test]
-    fn nothing_to_guard_is_no_guard() {
-        assert!(CopyGuard::new(&["Too short.".into()], &[], &[]).is_none());
-        assert!(CopyGuard::new(&[], &[], &[]).is_none());
+    fn a_reply_may_not_repeat_a_run_of_its_own() {
+        let g = CopyGuard::new(&[], &[], &["Dr. Haddad".into(), "Dr. Mensah".into(), "Dr. Kowalski".into()]);
+        let looping = "Dr. Kowalski, I disagree with Dr. Haddad, I agree with Dr. Haddad, I agree with Dr. Mensah, \
+                       I agree with Dr. Kowalski, I agree with Dr. Haddad";
+        assert!(!g.refuses(looping, ","), "punctuation alone is never refused");
+        assert!(g.refuses(looping, ", I"), "'agree with dr haddad i' came before");
+        assert!(!g.refuses(looping, " because"), "a new word");
+        // Names and numbers stay free: "with Dr. Mensah" again is allowed.
+        assert!(!g.refuses("I agree with Dr. Mensah and then with Dr.", " Mensah"));
+        assert!(!g.refuses("grammar 4 and overall 4, grammar 4 and overall", " 4"));
+        // Four words again are not a run; a quotation of the item repeated is
+        // free, a run of the reply's own again is not.
+        assert!(!g.refuses("the snail went home. Then the snail went", " away"));
+        let item = CopyGuard::new(&[], &["So that the gastropod could be reunited with its kin.".into()], &[]);
+        assert!(!item.refuses("It says the gastropod could be reunited, and the gastropod could be", " reunited"));
+        assert!(item.refuses("the snail went home slowly, and the snail went home", " slowly"));
     }
 }

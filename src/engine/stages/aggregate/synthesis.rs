@@ -7,6 +7,7 @@ use std::fmt::Write;
 use crate::engine::prompts::{self, HistoryEntry};
 use crate::engine::runtime::{CallSpec, Run, TurnSpec};
 use crate::engine::trim::Prompt;
+use crate::provider::NoCopy;
 use crate::session::event::{Phase, Role, TurnKind};
 
 /// The panel's synthesis of every member's final evaluation.
@@ -91,6 +92,22 @@ pub(super) async fn of_group(run: &Run, group: &str) -> String {
     synthesis(run, Some(group), prompt).await
 }
 
+/// Nothing to avoid but the synthesis's own earlier words (the embedded
+/// model's copy guard keeps a reply from repeating itself); the names of
+/// the members, groups and dimensions stay free. Off under `repeats =
+/// "keep"`, like the speeches' guard.
+fn own_words_only(run: &Run) -> NoCopy {
+    let st = run.state();
+    let names = st
+        .agents
+        .iter()
+        .map(|a| a.name.clone())
+        .chain(run.panel.groups.iter().map(|g| g.name.clone()))
+        .chain(run.panel.dimensions.iter().flat_map(|d| [d.key.clone(), d.name.clone()]))
+        .collect();
+    NoCopy { avoid: Vec::new(), quotable: Vec::new(), names }
+}
+
 /// The aggregator's call: its synthesis, or nothing when the call failed
 /// (which fails the run) or the run is closing.
 async fn synthesis(run: &Run, group: Option<&str>, messages: Prompt<'_>) -> String {
@@ -103,7 +120,7 @@ async fn synthesis(run: &Run, group: Option<&str>, messages: Prompt<'_>) -> Stri
         top_logprobs: None,
         prose_first: true,
         ahead: None,
-        no_copy: None,
+        no_copy: (!run.panel.protocol.has("repeats", "keep")).then(|| std::sync::Arc::new(own_words_only(run))),
     };
     let (turn, result, latency) = run.call(spec).await;
     match result {
