@@ -89,8 +89,10 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
             base.add_modifier(Modifier::BOLD),
         ));
     }
+    // The preset and its departures before the model: a terminal of 80
+    // columns cuts the model's name, not what departs from the paper.
     first.push(Span::styled(
-        format!("{panel} · item {item} · {} · {} {} ", v.protocol, model_label(v), preset_tag(v)),
+        format!("{panel} · item {item} · {} {} · {} ", v.protocol, preset_tag(v), model_label(v)),
         base,
     ));
     let phase = match (v.phase, v.round) {
