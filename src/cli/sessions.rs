@@ -14,7 +14,7 @@ use crate::session::event::Evaluation;
 use crate::session::fold::SessionView;
 use crate::session::stages::{self, with_overall};
 use crate::session::{LoadedLog, default_sessions_dir, read_log};
-use crate::tui::screens::home::{RUNNING, UNFINISHED};
+use crate::tui::screens::home::list_status;
 
 pub fn run(command: SessionsCommand) -> anyhow::Result<ExitCode> {
     match command {
@@ -87,7 +87,7 @@ fn list(dir: &Path) -> anyhow::Result<ExitCode> {
     let mut out = std::io::stdout().lock();
     writeln!(
         out,
-        "{:<26} {:<17} {:<20} {:<10} {:<12} {:<9} {:>7}",
+        "{:<26} {:<17} {:<20} {:<10} {:<12} {:<10} {:>7}",
         "SESSION", "STARTED", "PANEL", "ITEM", "PROTOCOL", "STATUS", "OVERALL"
     )?;
     let mut damaged = Vec::new();
@@ -108,13 +108,7 @@ fn list(dir: &Path) -> anyhow::Result<ExitCode> {
         let started = v.started.map(|t| t.format("%Y-%m-%d %H:%M").to_string()).unwrap_or_default();
         let panel = v.panel.as_ref().map(|p| p.name.clone()).unwrap_or_default();
         let item = v.item.as_ref().map(|i| i.id.clone()).unwrap_or_default();
-        let status = if v.state.is_ended() {
-            v.state.label().to_string()
-        } else if crate::session::writer::being_written(&path) {
-            RUNNING.into()
-        } else {
-            UNFINISHED.into()
-        };
+        let status = list_status(&v, &path);
         let overall = v
             .aggregate
             .as_ref()
@@ -128,7 +122,7 @@ fn list(dir: &Path) -> anyhow::Result<ExitCode> {
         };
         writeln!(
             out,
-            "{:<26} {:<17} {:<20} {:<10} {:<12} {:<9} {:>7}",
+            "{:<26} {:<17} {:<20} {:<10} {:<12} {:<10} {:>7}",
             truncate(&id, 26),
             started,
             truncate(&panel, 20),

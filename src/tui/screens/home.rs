@@ -68,6 +68,24 @@ pub const UNFINISHED: &str = "unfinished";
 /// The status shown for a session whose log has no end and that another
 /// process is still writing.
 pub const RUNNING: &str = "running";
+/// The status shown for a session another process is still writing whose
+/// result is in: done, and open there for overrides until it is closed.
+pub const OPEN: &str = "done, open";
+
+/// A session's status in a list: how it ended, or, without an end, whether
+/// another process still writes it (with its result in or not) or it was
+/// left unfinished.
+pub fn list_status(v: &SessionView, path: &Path) -> &'static str {
+    if v.state.is_ended() {
+        v.state.label()
+    } else if !crate::session::writer::being_written(path) {
+        UNFINISHED
+    } else if v.result_t.is_some() {
+        OPEN
+    } else {
+        RUNNING
+    }
+}
 
 fn session_row(path: &Path) -> Option<SessionRow> {
     let log = crate::session::read_log(path).ok()?;
@@ -75,19 +93,15 @@ fn session_row(path: &Path) -> Option<SessionRow> {
         return None;
     }
     let v = SessionView::from_events(&log.events);
-    let running = !v.state.is_ended() && crate::session::writer::being_written(path);
+    let status = list_status(&v, path);
     Some(SessionRow {
         path: path.to_path_buf(),
         started: v.started.map(|t| t.format("%Y-%m-%d %H:%M").to_string()).unwrap_or_default(),
         panel: v.panel.as_ref().map(|p| p.name.clone()).unwrap_or_default(),
         item: v.item.as_ref().map(|i| i.id.clone()).unwrap_or_default(),
         protocol: v.protocol.clone(),
-        status: match (v.state.is_ended(), running) {
-            (true, _) => v.state.label().to_string(),
-            (false, true) => RUNNING.into(),
-            (false, false) => UNFINISHED.into(),
-        },
-        unfinished: !v.state.is_ended() && !running,
+        status: status.to_string(),
+        unfinished: status == UNFINISHED,
         overall: match v.aggregate.as_ref().and_then(|a| a.overall) {
             Some(o) => fmt_score(o),
             // A panel without an overall has nothing to show here.
@@ -198,6 +212,9 @@ impl Home {
                 Some(r) if r.unfinished => self.choice = Some(HomeChoice::Resume(r.path.clone())),
                 Some(r) if r.status == RUNNING => {
                     self.message = Some("this session is still running in another moot process".into())
+                }
+                Some(r) if r.status == OPEN => {
+                    self.message = Some("this session is done and still open in another moot process".into())
                 }
                 Some(r) => self.message = Some(format!("this session is {}: nothing to resume", r.status)),
                 None => self.message = Some("choose an unfinished session in the list to resume it".into()),
@@ -335,5 +352,28 @@ mod tests {
         home.selected[0] = cut_at;
         home.on_terminal_event(key('r'));
         assert_eq!(home.choice, Some(HomeChoice::Resume(dir.path().join("cut.jsonl"))));
+    }
+
+    /// A log with no end that is being written shows `running` until its
+    /// result is in, then `done, open`; once nobody writes it, `unfinished`.
+    #[test]
+    fn a_session_being_written_is_running_then_done_and_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let example = include_str!("../../../sessions/examples/g-eval.jsonl");
+        let lines: Vec<&str> = example.split_inclusive('\n').collect();
+        let without_end: String = lines[..lines.len() - 1].concat();
+        assert!(lines.last().unwrap().contains("session_ended") && without_end.contains("aggregation_completed"));
+        let status = |name: &str, text: &str| {
+            let path = dir.path().join(name);
+            std::fs::write(&path, text).unwrap();
+            let view = |p: &Path| SessionView::from_events(&crate::session::read_log(p).unwrap().events);
+            let writer = crate::session::writer::SessionWriter::append(&path).unwrap();
+            let held = list_status(&view(&path), &path);
+            drop(writer);
+            (held, list_status(&view(&path), &path))
+        };
+        assert_eq!(status("open.jsonl", &without_end), (OPEN, UNFINISHED));
+        assert_eq!(status("early.jsonl", &lines[..5].concat()), (RUNNING, UNFINISHED));
+        assert_eq!(status("ended.jsonl", example), ("done", "done"));
     }
 }
