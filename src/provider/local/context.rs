@@ -849,9 +849,18 @@ impl<'a, 'm> ModelContext<'a, 'm> {
             // A string value ends with its first finished sentence (see
             // `string_may_close`); the grammar still bounds its length.
             let close = quote.filter(|&q| string_may_close(&out.text()[start..]) && sampling.force(&mut grammar, q));
+            // A quotation mark after a blank inside a string value is a
+            // quotation the model began, not the value's end: refused, so
+            // the value is not cut after "… in the".
             let token = match close {
                 Some(q) => q,
-                None => sampling.pick(&state.logits, Some(&mut grammar))?,
+                None => {
+                    let json = &out.text()[start..];
+                    let vocab = self.model.vocab();
+                    sampling.pick_json_where(&state.logits, &mut grammar, |t| {
+                        opens_quote_in_string(json, &vocab.token_to_piece(t, false, None))
+                    })?
+                }
             };
             if self.model.vocab().is_eog(token) {
                 return Ok(Finish::Stop);

@@ -198,7 +198,11 @@ mod tests {
         assert!(!g.refuses(&format!("{text} \"W"), "hy"), "the word continued");
         // A closing mark opens nothing, nor does a word the item lacks.
         assert!(g.refuses("\"Dana, I disagree, pointing out the question\"", " why"));
-        let other = CopyGuard::new(&["I disagree, pointing out the question \"How it ends\"".into()], &["Why not.".into()], &[]);
+        let other = CopyGuard::new(
+            &["I disagree, pointing out the question \"How it ends\"".into()],
+            &["Why not.".into()],
+            &[],
+        );
         assert!(other.refuses("Dana: I disagree, pointing out the question \"", "How"));
     }
 

@@ -131,27 +131,34 @@ impl JsonStrings {
 /// Words whose dot does not end a sentence.
 const ABBREVIATIONS: [&str; 10] = ["Mr", "Mrs", "Ms", "Dr", "Prof", "St", "e.g", "i.e", "etc", "vs"];
 
+/// Where the string that the JSON text `json` ends inside begins (the byte
+/// after its opening mark), and the mark before it (`:` for a member's
+/// value, `[` or `,` in an array, `{` or `,` for a key); `None` outside a
+/// string or just after a backslash in one.
+fn open_string(json: &str) -> Option<(usize, char)> {
+    let (mut strings, mut start, mut before) = (JsonStrings::default(), 0, ' ');
+    let mut last_mark = ' ';
+    for (i, c) in json.char_indices() {
+        let opening = !strings.inside && c == '"';
+        if strings.take(c) {
+            if opening {
+                (start, before) = (i + 1, last_mark);
+            }
+        } else if !c.is_whitespace() {
+            last_mark = c;
+        }
+    }
+    (strings.inside && !strings.escaped).then_some((start, before))
+}
+
 /// Whether the JSON text `json` (an object being written) ends inside a
 /// string value that holds at least [`STRING_SENTENCE_MIN`] characters and
 /// ends a sentence: the value is closed there rather than left to run on
 /// to its `maxLength`, where it would be cut in the middle of the next one.
 pub(super) fn string_may_close(json: &str) -> bool {
-    let (mut strings, mut start, mut value) = (JsonStrings::default(), 0, false);
-    let mut last_mark = None;
-    for (i, c) in json.char_indices() {
-        let opening = !strings.inside && c == '"';
-        if strings.take(c) {
-            if opening {
-                start = i + 1;
-                value = last_mark == Some(':');
-            }
-        } else if !c.is_whitespace() {
-            last_mark = Some(c);
-        }
-    }
-    if !(strings.inside && value) || strings.escaped {
+    let Some((start, ':')) = open_string(json) else {
         return false;
-    }
+    };
     let text = &json[start..];
     let trimmed = text.trim_end();
     if trimmed.chars().count() < STRING_SENTENCE_MIN || !ends_sentence(trimmed) {
@@ -159,6 +166,27 @@ pub(super) fn string_may_close(json: &str) -> bool {
     }
     let word = trimmed[..trimmed.len() - 1].rsplit(|c: char| c.is_whitespace() || c == '(').next().unwrap_or("");
     !ABBREVIATIONS.contains(&word)
+}
+
+/// Whether the token `piece`, written after the JSON text `json`, would
+/// close a string value where the model meant to open a quotation inside
+/// it: a quotation mark after a blank (`in the "garden wall"`), which the
+/// grammar reads as the string's end and so cuts the value after "the".
+/// A value's string follows a `:` or a `[`; keys are not asked.
+pub(super) fn opens_quote_in_string(json: &str, piece: &[u8]) -> bool {
+    let Some(at) = piece.iter().position(|&b| b == b'"') else {
+        return false;
+    };
+    if !matches!(open_string(json), Some((_, ':' | '['))) {
+        return false;
+    }
+    let before = &piece[..at];
+    let blank_before = if before.is_empty() {
+        json.ends_with(char::is_whitespace)
+    } else {
+        before.iter().all(u8::is_ascii_whitespace)
+    };
+    blank_before && !json.ends_with('"')
 }
 
 #[cfg(test)]
@@ -224,5 +252,20 @@ mod tests {
             string_may_close(&format!(r#"{open}"He said \"no\" and the answer names the wall where Mila found it."#)),
             "escaped quotes stay inside"
         );
+    }
+
+    #[test]
+    fn a_quotation_mark_after_a_blank_inside_a_value_is_a_quotation_not_its_end() {
+        let open = r#"{"grammar": 4, "justification": "This pair suits a young child in the"#;
+        assert!(opens_quote_in_string(open, b" \""), "a blank and the mark in one token");
+        assert!(opens_quote_in_string(open, b" \"garden"));
+        assert!(opens_quote_in_string(&format!("{open} "), b"\""), "the blank written before");
+        assert!(!opens_quote_in_string(open, b"\""), "after a word: the value's end");
+        assert!(!opens_quote_in_string(&format!("{open}."), b"\","), "after a full stop");
+        assert!(!opens_quote_in_string(open, b" garden"), "no mark");
+        assert!(opens_quote_in_string(r#"{"quotes": ["It says"#, b" \""), "a string in an array");
+        assert!(!opens_quote_in_string(r#"{"grammar": 4, "#, b" \""), "outside a string: a key begins");
+        assert!(!opens_quote_in_string(r#"{"reason": ""#, b"\""), "an empty value may close");
+        assert!(!opens_quote_in_string(r#"{"reason": "He said \"#, b"\""), "escaped");
     }
 }

@@ -113,28 +113,60 @@ impl Sampling {
         logits: &[f32],
         grammar: Option<&mut LlamaSampler>,
     ) -> Result<LlamaToken, ProviderError> {
+        match grammar {
+            Some(grammar) => self.pick_json_where(logits, grammar, |_| false),
+            None => {
+                let mut candidates = candidates(logits);
+                self.discourage(&mut candidates);
+                candidates.apply_sampler(&mut self.prose);
+                let token = candidates.selected_token().ok_or_else(|| server_error("the sampler selected no token"))?;
+                self.accept_prose(token);
+                Ok(token)
+            }
+        }
+    }
+
+    /// Picks the next JSON token the grammar accepts, not one `refused`
+    /// names while the grammar allows another: a refused token drawn is
+    /// taken out and the draw repeated; where the grammar allows nothing
+    /// else, the first drawn stands.
+    pub(super) fn pick_json_where(
+        &mut self,
+        logits: &[f32],
+        grammar: &mut LlamaSampler,
+        refused: impl Fn(LlamaToken) -> bool,
+    ) -> Result<LlamaToken, ProviderError> {
         let mut candidates = candidates(logits);
-        let Some(grammar) = grammar else {
-            self.discourage(&mut candidates);
-            candidates.apply_sampler(&mut self.prose);
-            let token = candidates.selected_token().ok_or_else(|| server_error("the sampler selected no token"))?;
-            self.accept_prose(token);
-            return Ok(token);
-        };
         let chain = &mut self.json;
-        let mut free = candidates.clone();
-        free.apply_sampler(chain);
-        let accepted = free.selected_token().filter(|&t| {
+        let accepts = |grammar: &mut LlamaSampler, t: LlamaToken| {
             let mut single = LlamaTokenDataArray::new(vec![LlamaTokenData::new(t, 1.0, 0.0)], false);
             single.apply_sampler(grammar);
             single.data.first().is_some_and(|d| d.logit().is_finite())
-        });
+        };
+        let mut free = candidates.clone();
+        free.apply_sampler(chain);
+        let accepted = free.selected_token().filter(|&t| !refused(t) && accepts(grammar, t));
         let token = match accepted {
             Some(t) => Some(t),
             None => {
                 candidates.apply_sampler(grammar);
-                candidates.apply_sampler(chain);
-                candidates.selected_token()
+                let mut first = None;
+                let mut token = None;
+                for _ in 0..REFUSALS_MAX {
+                    let mut drawn = candidates.clone();
+                    drawn.apply_sampler(chain);
+                    let Some(t) = drawn.selected_token().filter(|&t| accepts(grammar, t)) else { break };
+                    first.get_or_insert(t);
+                    if !refused(t) {
+                        token = Some(t);
+                        break;
+                    }
+                    match usize::try_from(t.0).ok().and_then(|i| candidates.data.get_mut(i)).filter(|d| d.id() == t) {
+                        Some(d) => d.set_logit(f32::NEG_INFINITY),
+                        None => break,
+                    }
+                }
+                token.or(first)
             }
         };
         let token = token.ok_or_else(|| server_error("the sampler selected no token"))?;
