@@ -138,11 +138,6 @@ impl Sampling {
     ) -> Result<LlamaToken, ProviderError> {
         let mut candidates = candidates(logits);
         let chain = &mut self.json;
-        let accepts = |grammar: &mut LlamaSampler, t: LlamaToken| {
-            let mut single = LlamaTokenDataArray::new(vec![LlamaTokenData::new(t, 1.0, 0.0)], false);
-            single.apply_sampler(grammar);
-            single.data.first().is_some_and(|d| d.logit().is_finite())
-        };
         let mut free = candidates.clone();
         free.apply_sampler(chain);
         let accepted = free.selected_token().filter(|&t| !refused(t) && accepts(grammar, t));
@@ -190,15 +185,20 @@ pub(super) fn draw_seed(seed: u64, prompt: &[LlamaToken]) -> u32 {
 impl Sampling {
     /// Takes `token` as the next JSON token when the grammar accepts it.
     pub(super) fn force(&mut self, grammar: &mut LlamaSampler, token: LlamaToken) -> bool {
-        let mut single = LlamaTokenDataArray::new(vec![LlamaTokenData::new(token, 1.0, 0.0)], false);
-        single.apply_sampler(grammar);
-        if !single.data.first().is_some_and(|d| d.logit().is_finite()) {
+        if !accepts(grammar, token) {
             return false;
         }
         grammar.accept(token);
         self.json.accept(token);
         true
     }
+}
+
+/// Whether `grammar`, where it stands, accepts `token` next.
+fn accepts(grammar: &mut LlamaSampler, token: LlamaToken) -> bool {
+    let mut single = LlamaTokenDataArray::new(vec![LlamaTokenData::new(token, 1.0, 0.0)], false);
+    single.apply_sampler(grammar);
+    single.data.first().is_some_and(|d| d.logit().is_finite())
 }
 
 /// The whole vocabulary with its logits, in token order.
