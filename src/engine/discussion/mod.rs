@@ -257,7 +257,8 @@ async fn speak<F: Floor>(
 
 /// Whether a speech that repeats an earlier one is asked for once more
 /// (the protocol's `repeats` setting); it is recorded as repeating either way.
-fn redraws(panel: &Panel) -> bool {
+/// The same setting turns the embedded model's copy guard on.
+pub(crate) fn redraws(panel: &Panel) -> bool {
     !panel.protocol.has("repeats", "keep")
 }
 

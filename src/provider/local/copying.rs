@@ -85,15 +85,17 @@ impl CopyGuard {
         let starts_word = !piece.starts_with(char::is_alphanumeric);
         if starts_word || !in_word {
             // A new word: the last complete words and its beginning.
-            let lead_in = format!("{text}{}", &piece[..piece.find(char::is_alphanumeric).unwrap_or(piece.len())]);
-            return !self.opens_quotation(&lead_in, &lead) && self.would_complete(&before, &lead);
+            return self.would_complete(&before, &lead) && {
+                let lead_in = format!("{text}{}", &piece[..piece.find(char::is_alphanumeric).unwrap_or(piece.len())]);
+                !self.opens_quotation(&lead_in, &lead)
+            };
         }
         // The piece continues the word in progress …
         let (last, complete) = before.split_last().expect("a word in progress");
         let grown = format!("{last}{lead}");
         let lead_in = text.trim_end_matches(char::is_alphanumeric);
         // … or glues a new word onto a finished one.
-        (!self.opens_quotation(lead_in, &grown) && self.would_complete(complete, &grown))
+        (self.would_complete(complete, &grown) && !self.opens_quotation(lead_in, &grown))
             || self.would_complete(&before, &lead)
     }
 

@@ -4,6 +4,7 @@
 
 use std::fmt::Write;
 
+use crate::engine::discussion::redraws;
 use crate::engine::prompts::{self, HistoryEntry};
 use crate::engine::runtime::{CallSpec, Run, TurnSpec};
 use crate::engine::trim::Prompt;
@@ -120,7 +121,7 @@ async fn synthesis(run: &Run, group: Option<&str>, messages: Prompt<'_>) -> Stri
         top_logprobs: None,
         prose_first: true,
         ahead: None,
-        no_copy: (!run.panel.protocol.has("repeats", "keep")).then(|| std::sync::Arc::new(own_words_only(run))),
+        no_copy: redraws(&run.panel).then(|| std::sync::Arc::new(own_words_only(run))),
     };
     let (turn, result, latency) = run.call(spec).await;
     match result {
