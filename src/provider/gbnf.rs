@@ -107,10 +107,17 @@ impl Rules {
                 let max = schema.get("maxLength").and_then(Value::as_u64).unwrap_or(DEFAULT_STRING_MAX).max(min);
                 if self.lean && min == 0 && max > STRING_SENTENCE_MIN {
                     // Closed at will before 40 characters; from the 40th on,
-                    // the first `.`, `!` or `?` ends it.
+                    // the first `.`, `!` or `?` ends it. Never right after a
+                    // blank: a quotation mark there opens a quotation in the
+                    // model's words (`the question "Why`), which as the
+                    // string's end would cut the words mid-sentence; left
+                    // out, the model escapes it or writes on.
                     let head = STRING_SENTENCE_MIN - 1;
                     let rest = max - STRING_SENTENCE_MIN;
-                    Some(format!("\"\\\"\" (char{{0,{head}}} | char{{{head}}} plain{{0,{rest}}} [.!?]?) \"\\\"\""))
+                    Some(format!(
+                        "\"\\\"\" ((char{{0,{}}} solid)? | char{{{head}}} plain{{0,{rest}}} (plain-solid | [.!?])) \"\\\"\"",
+                        head - 1
+                    ))
                 } else {
                     Some(format!("\"\\\"\" char{{{min},{max}}} \"\\\"\""))
                 }
@@ -181,8 +188,12 @@ pub fn object_keys(schema: &Value) -> Option<Vec<&str>> {
     Some(keys)
 }
 
-/// A JSON string's character.
-const CHAR: &str = "char ::= [^\"\\\\\\x7F\\x00-\\x1F] | \"\\\\\" ([\"\\\\/bfnrt] | \"u\" [0-9a-fA-F]{4})\n";
+/// A rule for a JSON string's character, less the characters in `also_not`
+/// (a GBNF class's contents): any character but a quotation mark, a
+/// backslash or a control character, or an escape.
+fn char_rule(name: &str, also_not: &str) -> String {
+    format!("{name} ::= [^{also_not}\"\\\\\\x7F\\x00-\\x1F] | \"\\\\\" ([\"\\\\/bfnrt] | \"u\" [0-9a-fA-F]{{4}})\n")
+}
 
 /// A GBNF grammar for a JSON object schema. Properties may be integers or
 /// numbers (ranges enforced when `minimum` and `maximum` are integers),
@@ -200,7 +211,7 @@ pub fn schema_to_gbnf(schema: &Value) -> Option<String> {
     let root = rules.object(schema)?;
     let mut grammar = format!("root ::= {root}\n");
     grammar.push_str("ws ::= (\"\\n\" \" \"{0,4} | \" \")?\n");
-    grammar.push_str(CHAR);
+    grammar.push_str(&char_rule("char", ""));
     for rule in rules.rules {
         grammar.push_str(&rule);
         grammar.push('\n');
@@ -253,8 +264,10 @@ pub fn lean_gbnf(schema: &Value, prose: Option<Prose>) -> Option<String> {
         }
         None => format!("root ::= {object}\n"),
     };
-    grammar.push_str(CHAR);
-    grammar.push_str("plain ::= [^\"\\\\\\x7F\\x00-\\x1F.!?] | \"\\\\\" ([\"\\\\/bfnrt] | \"u\" [0-9a-fA-F]{4})\n");
+    // `plain`: no sentence end; `solid`: no blank.
+    for (name, also_not) in [("char", ""), ("plain", ".!?"), ("solid", " "), ("plain-solid", " .!?")] {
+        grammar.push_str(&char_rule(name, also_not));
+    }
     for rule in rules.rules {
         grammar.push_str(&rule);
         grammar.push('\n');
@@ -288,7 +301,11 @@ mod tests {
             r#"object ::= "{" "\"accuracy\"" ": " v0 ", " "\"confidence\"" ": " v1 ", " "\"justification\"" ": " v2 "}""#,
             "{g}"
         );
-        assert!(g.contains(r#"v2 ::= "\"" (char{0,39} | char{39} plain{0,160} [.!?]?) "\"""#), "{g}");
+        assert!(
+            g.contains(r#"v2 ::= "\"" ((char{0,38} solid)? | char{39} plain{0,160} (plain-solid | [.!?])) "\"""#),
+            "{g}"
+        );
+        assert!(g.contains(r#"solid ::= [^ "\\\x7F\x00-\x1F] | "\\" "#), "{g}");
         // Without words: the object alone.
         let g = lean_gbnf(&eval_schema(), None).unwrap();
         assert!(g.starts_with(r#"root ::= "{" "\"accuracy\"" ": " v0"#), "{g}");

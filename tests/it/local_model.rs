@@ -6,7 +6,8 @@
 use std::time::{Duration, Instant};
 
 use moot::model::{ensure_model, format_progress, resolve_model};
-use moot::provider::local::{LocalConfig, LocalProvider};
+use moot::provider::gbnf::{PROSE_MIN_CHARS, Prose, lean_gbnf};
+use moot::provider::local::{LocalConfig, LocalProvider, grammar_accepts};
 use moot::provider::{ChatMessage, ChatRequest, NoCopy, Provider, ProviderError};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
@@ -14,8 +15,9 @@ use tokio_util::sync::CancellationToken;
 
 const TINY: &str = "smollm2-135m";
 
-/// The provider for the tiny model, or `None` when the tests are skipped.
-fn tiny_provider() -> Option<LocalProvider> {
+/// The tiny model's file (fetched when missing), or `None` when the tests
+/// are skipped.
+fn tiny_model_path() -> Option<std::path::PathBuf> {
     if std::env::var("MOOT_SKIP_LOCAL_MODEL").is_ok_and(|v| v == "1") {
         eprintln!("MOOT_SKIP_LOCAL_MODEL=1: skipping the local model test");
         return None;
@@ -30,7 +32,12 @@ fn tiny_provider() -> Option<LocalProvider> {
     };
     let path = ensure_model(&spec, &mut report)
         .unwrap_or_else(|e| panic!("cannot fetch {TINY}: {e} (set MOOT_SKIP_LOCAL_MODEL=1 to skip)"));
-    let mut config = LocalConfig::new(path);
+    Some(path)
+}
+
+/// The provider for the tiny model, or `None` when the tests are skipped.
+fn tiny_provider() -> Option<LocalProvider> {
+    let mut config = LocalConfig::new(tiny_model_path()?);
     config.name = TINY.to_string();
     config.context_size = Some(2048);
     config.state_dir = Some(std::env::temp_dir().join("moot-test-prompt-states"));
@@ -673,6 +680,35 @@ async fn a_reply_does_not_copy_what_it_is_told_not_to() {
 /// Where llama.cpp finds a GPU (a build with `--features cuda` or
 /// `vulkan` on a machine that has one), the model's layers go to it by
 /// default and a reply comes back; elsewhere the test says why it is skipped.
+/// The grammar a llama.cpp server is sent (the lean form) reads in llama.cpp's
+/// own engine, and a string value in it never ends right after a blank: a
+/// quotation mark the model opens there (`a child in the "Why`) is not taken
+/// for the value's end, which would cut its words mid-sentence.
+#[test]
+fn the_lean_grammar_reads_in_llama_cpp_and_ends_no_string_after_a_blank() {
+    let Some(path) = tiny_model_path() else { return };
+    let schema = json!({"type": "object",
+        "properties": {"grammar": {"type": "integer", "minimum": 1, "maximum": 5},
+                       "justification": {"type": "string", "maxLength": 200}},
+        "required": ["grammar", "justification"], "additionalProperties": false});
+    let prose = Prose { min_chars: PROSE_MIN_CHARS, max_chars: 900, after_opening: false };
+    let grammar = lean_gbnf(&schema, Some(prose)).unwrap();
+    let words = "The answer keeps to the story and uses words that a young child knows well, so it reads easily aloud.";
+    let reply = |justification: &str| format!("{words}\n{{\"grammar\": 4, \"justification\": \"{justification}\"}}");
+    let accepts = |justification: &str| grammar_accepts(&path, &grammar, &reply(justification)).unwrap();
+    // Short values close at will; long ones at their first finished sentence.
+    assert!(accepts("Clear."));
+    assert!(accepts("Clear"));
+    assert!(accepts(r#"The child hears \"why\" in the words the story itself uses."#));
+    // Never right after a blank, short or long.
+    assert!(!accepts("Clear "));
+    assert!(!accepts("This pair is suitable for a young child in the "));
+    // Nor on past a long value's first finished sentence.
+    assert!(!accepts("The answer keeps to the story and reads well. It is short."));
+    // A grammar llama.cpp cannot read is an error, not a refusal.
+    assert!(grammar_accepts(&path, "root ::= (", "x").is_err());
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn layers_go_to_the_gpu_where_there_is_one() {
     use moot::provider::local::gpu;

@@ -2,13 +2,42 @@
 //! than made to write (see `docs/local-model.md`, *Constrained
 //! evaluations*); the grammars themselves are [`crate::provider::gbnf`]'s.
 
+use std::path::Path;
+
+use llama_cpp_2::model::LlamaModel;
+use llama_cpp_2::model::params::LlamaModelParams;
+use llama_cpp_2::sampling::LlamaSampler;
 use serde_json::Value;
 
 use super::prose::JsonStrings;
+use super::sampling::accepts;
+use super::worker::backend;
+use crate::provider::ProviderError;
 
 use crate::provider::gbnf::object_keys;
 pub use crate::provider::gbnf::schema_to_gbnf;
 pub(super) use crate::provider::structured::json_reserve;
+
+/// Whether llama.cpp's grammar engine, with the vocabulary of the GGUF
+/// model at `model_path`, reads `gbnf` and lets it write `text` whole (every
+/// token of it, then the end). An error when the model cannot be read or
+/// llama.cpp refuses the grammar. For checking the grammars moot sends to
+/// llama.cpp servers against the engine they run.
+pub fn grammar_accepts(model_path: &Path, gbnf: &str, text: &str) -> Result<bool, ProviderError> {
+    let params = LlamaModelParams::default().with_vocab_only(true);
+    let model = LlamaModel::load_from_file(backend()?, model_path, &params)
+        .map_err(|e| ProviderError::Config(format!("cannot load {} as a GGUF model: {e}", model_path.display())))?;
+    let mut grammar = LlamaSampler::grammar(&model, gbnf, "root")
+        .map_err(|e| ProviderError::Config(format!("llama.cpp refuses the grammar: {e}")))?;
+    let vocab = model.vocab();
+    for token in vocab.tokenize(text.as_bytes(), false, false) {
+        if !accepts(&mut grammar, token) {
+            return Ok(false);
+        }
+        grammar.accept(token);
+    }
+    Ok(accepts(&mut grammar, vocab.eos()))
+}
 
 /// How each member of a schema's top-level object begins, in order: its
 /// key, the colon and a blank, and the opening quote of a string value

@@ -195,7 +195,7 @@ impl Sampling {
 }
 
 /// Whether `grammar`, where it stands, accepts `token` next.
-fn accepts(grammar: &mut LlamaSampler, token: LlamaToken) -> bool {
+pub(super) fn accepts(grammar: &mut LlamaSampler, token: LlamaToken) -> bool {
     let mut single = LlamaTokenDataArray::new(vec![LlamaTokenData::new(token, 1.0, 0.0)], false);
     single.apply_sampler(grammar);
     single.data.first().is_some_and(|d| d.logit().is_finite())
