@@ -669,6 +669,44 @@ async fn json_answer_instead_of_a_stream_is_a_protocol_error() {
     }
 }
 
+/// A model that gives no log-probabilities (OpenAI's reasoning models refuse
+/// the field): asked once more without them, and never again; the scores
+/// that wanted them go unweighted rather than failing the run.
+#[tokio::test]
+async fn a_server_that_refuses_logprobs_is_asked_again_without_them() {
+    let server = server().await;
+    let refusal = json!({"error": {"message": "Unsupported parameter: 'logprobs' is not supported with this model.",
+                                   "type": "invalid_request_error", "param": "logprobs"}});
+    server.push_all([
+        Reply::json(400, &refusal),
+        Reply::openai_stream(&["{\"clarity\": 4}"], None),
+        Reply::openai_stream(&["Again"], None),
+    ]);
+    let provider = provider(&server);
+    let mut wanting = request();
+    wanting.top_logprobs = Some(10);
+    let (result, _) = stream_once(&provider, &wanting).await;
+    let completion = result.expect("the second request succeeds");
+    assert_eq!(completion.text, "{\"clarity\": 4}");
+    assert_eq!(completion.logprobs, None);
+    let (result, _) = stream_once(&provider, &wanting).await;
+    assert_eq!(result.expect("later calls succeed").text, "Again");
+    let bodies: Vec<serde_json::Value> = server.requests().iter().map(|r| r.body_json().unwrap()).collect();
+    assert_eq!(bodies.len(), 3, "one retry, then no more refusals");
+    assert_eq!(bodies[0]["logprobs"], json!(true));
+    assert_eq!(bodies[0]["top_logprobs"], json!(10));
+    for later in &bodies[1..] {
+        assert!(later.get("logprobs").is_none() && later.get("top_logprobs").is_none(), "{later}");
+    }
+    // The same refusal for a request that asked for none is the server's
+    // answer, not retried.
+    let server = self::server().await;
+    server.push(Reply::json(400, &refusal));
+    let (result, _) = stream_once(&self::provider(&server), &request()).await;
+    assert!(matches!(result, Err(ProviderError::Http { status: 400, .. })), "{result:?}");
+    assert_eq!(server.requests().len(), 1);
+}
+
 #[tokio::test]
 async fn a_server_that_refuses_stream_options_is_asked_again_without_them() {
     let server = server().await;

@@ -124,6 +124,9 @@ pub struct OpenAiProvider {
     llama_cpp: AtomicBool,
     /// The server refused the lean form once: requests go as to any server.
     lean_refused: AtomicBool,
+    /// The server refused log-probabilities once (models that do not give
+    /// them): requests leave them out, and scores go unweighted.
+    no_logprobs: AtomicBool,
     /// The server has been asked whether it is llama.cpp's (`GET /props`,
     /// once, before the first call).
     probed: tokio::sync::OnceCell<()>,
@@ -215,6 +218,7 @@ impl OpenAiProvider {
             form,
             llama_cpp: AtomicBool::new(false),
             lean_refused: AtomicBool::new(false),
+            no_logprobs: AtomicBool::new(false),
             probed: tokio::sync::OnceCell::new(),
             n_ctx: std::sync::atomic::AtomicU64::new(0),
         };
@@ -282,6 +286,15 @@ impl OpenAiProvider {
             .await;
     }
 
+    /// The alternatives per token to ask for: the configuration's, else the
+    /// request's, unless the server has refused log-probabilities.
+    fn top_logprobs(&self, request: &ChatRequest) -> Option<u8> {
+        if self.no_logprobs.load(Ordering::Relaxed) {
+            return None;
+        }
+        self.config.top_logprobs.or(request.top_logprobs)
+    }
+
     /// How `request` goes to a llama.cpp server, when it goes in the lean
     /// form: the server is llama.cpp's, structured output is `auto`, and the
     /// server has not refused the form.
@@ -296,7 +309,8 @@ impl OpenAiProvider {
     /// 422 naming the field), once more without it; when it refuses the
     /// structured-output form and the setting is `auto`, once more with the
     /// next form; when it refuses the lean form, once more as to any
-    /// server. Each is remembered for later calls.
+    /// server; when it refuses log-probabilities, once more without them.
+    /// Each is remembered for later calls.
     async fn attempt(&self, request: &ChatRequest, deltas: &DeltaSender) -> Result<Completion, ProviderError> {
         self.probe().await;
         loop {
@@ -311,6 +325,16 @@ impl OpenAiProvider {
                         self.config.name
                     );
                     self.lean_refused.store(true, Ordering::Relaxed);
+                }
+                Err(ProviderError::Http { status: 400 | 422, body, .. })
+                    if self.top_logprobs(request).is_some() && body.to_ascii_lowercase().contains("logprobs") =>
+                {
+                    tracing::warn!(
+                        "{}: the server refused log-probabilities; sending requests without them from now on \
+                         (scores are not weighted)",
+                        self.config.name
+                    );
+                    self.no_logprobs.store(true, Ordering::Relaxed);
                 }
                 Err(ProviderError::Http { status: 400 | 422, body, .. })
                     if with_options && body.to_ascii_lowercase().contains("stream_options") =>
@@ -446,8 +470,8 @@ impl OpenAiProvider {
             temperature: request.temperature,
             top_p: request.top_p,
             seed: request.seed,
-            logprobs: self.config.top_logprobs.or(request.top_logprobs).map(|_| true),
-            top_logprobs: self.config.top_logprobs.or(request.top_logprobs),
+            logprobs: self.top_logprobs(request).map(|_| true),
+            top_logprobs: self.top_logprobs(request),
             response_format,
             llama_cpp: lean.map(|l| l.extras.clone()),
         };
