@@ -92,6 +92,8 @@ pub struct Transcript<W: Write> {
     /// The cursor is not at the start of a line.
     mid_line: bool,
     dimension_order: Vec<String>,
+    /// The panel's method is built on weighted scores ([`crate::panel::Panel::shows_weighted`]).
+    show_weighted: bool,
     /// What the run's consensus checks mean.
     consensus: Option<crate::panel::ConsensusCheck>,
 }
@@ -107,6 +109,7 @@ impl<W: Write> Transcript<W> {
             live: None,
             mid_line: false,
             dimension_order: Vec::new(),
+            show_weighted: true,
             consensus: None,
         }
     }
@@ -154,6 +157,13 @@ impl<W: Write> Transcript<W> {
     }
 
     fn scores(&self, ev: &Evaluation) -> String {
+        let unweighted;
+        let ev = if !self.show_weighted && ev.weighted_scores.is_some() {
+            unweighted = Evaluation { weighted_scores: None, ..ev.clone() };
+            &unweighted
+        } else {
+            ev
+        };
         self.styled(&evaluation_parts(&self.dimension_order, ev, None, false))
     }
 
@@ -247,6 +257,7 @@ impl<W: Write> Transcript<W> {
                 self.line(&p.bold(&format!("moot · {name} · {protocol} · item {}", item.id)))?;
                 self.line(&p.dim(&format!("session {session_id}")))?;
                 let recorded = serde_json::from_value::<crate::panel::Panel>(panel.clone()).ok();
+                self.show_weighted = recorded.as_ref().is_none_or(crate::panel::Panel::shows_weighted);
                 let departures =
                     crate::session::fold::logged_departures(*schema_version, departures, recorded.as_ref());
                 self.line(&p.dim(&crate::panel::Panel::method_line(recorded.as_ref(), *preset, &departures)))?;

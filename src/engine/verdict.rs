@@ -97,6 +97,9 @@ impl Verdict for PanelScores<'_> {
     fn schema(&self) -> Option<serde_json::Value> {
         Some(prompts::evaluation_schema(self.panel))
     }
+    fn top_logprobs(&self) -> Option<u8> {
+        Some(TOP_LOGPROBS)
+    }
     fn read(&self, completion: &Completion) -> Result<Evaluation, String> {
         let mut ev = parse_reply(&completion.text, &self.spec())?;
         weigh(completion, self.keys, self.panel.scale, &mut ev);

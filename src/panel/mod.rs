@@ -561,6 +561,15 @@ impl Panel {
             None => crate::preset::preset_line(preset, departures),
         }
     }
+    /// Whether the panel's method is built on probability-weighted scores
+    /// (a G-Eval `score` stage, SAGEval's `assess` and `review`): its screens
+    /// show each score's weighted value beside it. Other panels record the
+    /// weighted values too (for the report's `weighted` stage) without
+    /// showing them in the debate.
+    pub fn shows_weighted(&self) -> bool {
+        use composition::StageKind::{Assess, Review, Score};
+        self.protocol.composition().is_some_and(|c| [Score, Assess, Review].into_iter().any(|k| c.has(k)))
+    }
     /// A bundled protocol's run as stages (`stages: evaluate → …`); none
     /// for a written composition (its method line lists them) or a run
     /// that is not a composition.
@@ -801,6 +810,21 @@ mod tests {
         }
         for r in ConsensusRule::ALL {
             assert_eq!(ConsensusRule::parse(r.as_str()), Some(r));
+        }
+    }
+
+    #[test]
+    fn weighted_scores_show_where_the_method_is_built_on_them() {
+        for (stem, shows) in [
+            ("summary-geval", true),
+            ("summary-geval-paper", true),
+            ("survey-sage", true),
+            ("storybook-qa", false),
+            ("storybook-qa-paper", false),
+            ("summary-collab", false),
+            ("summary-chateval", false),
+        ] {
+            assert_eq!(Panel::bundled(stem).unwrap().shows_weighted(), shows, "{stem}");
         }
     }
 

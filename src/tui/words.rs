@@ -75,6 +75,11 @@ pub fn shown(turn: &TurnView) -> &str {
 /// evaluation gives them before anything else).
 pub fn shown_scores<'t>(turn: &'t TurnView, panel: Option<&Panel>) -> Option<std::borrow::Cow<'t, Evaluation>> {
     match (turn.state, &turn.evaluation) {
+        (TurnState::Completed, Some(ev))
+            if ev.weighted_scores.is_some() && panel.is_some_and(|p| !p.shows_weighted()) =>
+        {
+            Some(std::borrow::Cow::Owned(Evaluation { weighted_scores: None, ..ev.clone() }))
+        }
         (TurnState::Completed, Some(ev)) => Some(std::borrow::Cow::Borrowed(ev)),
         (TurnState::Streaming, _) if asks_verdict(turn.role, turn.kind, turn.phase) && turn.pair.is_none() => {
             streaming_evaluation(panel?, &turn.text).map(std::borrow::Cow::Owned)
@@ -365,6 +370,22 @@ mod tests {
             score_line(&keys, &ev(4.0, 4.0), Some(&ev(2.0, 3.0)), true),
             "gram 2→4 · rele 3 · ovr 3→4 · conf 0.8"
         );
+    }
+
+    #[test]
+    fn weighted_values_show_only_where_the_method_is_built_on_them() {
+        let keys = vec!["grammar".to_string(), "relevance".to_string()];
+        let mut weighed = ev(4.0, 3.0);
+        weighed.weighted_scores = Some([("grammar".to_string(), 3.62)].into());
+        let t = turn("Fine.", TurnState::Completed, Some(weighed));
+        let line = |stem: &str| {
+            let panel = Panel::bundled(stem).unwrap();
+            score_line(&keys, &shown_scores(&t, Some(&panel)).unwrap(), None, false)
+        };
+        assert_eq!(line("summary-geval"), "grammar 4 (weighted 3.62) · relevance 3 · overall 3 · confidence 0.8");
+        assert_eq!(line("storybook-qa"), "grammar 4 · relevance 3 · overall 3 · confidence 0.8");
+        // The turn keeps them: the report and exports read them there.
+        assert!(t.evaluation.as_ref().unwrap().weighted_scores.is_some());
     }
 
     /// A reply as a server that answers in structured output returns it: the speech, then the verdict's object.

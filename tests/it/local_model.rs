@@ -115,6 +115,40 @@ async fn constrained_evaluation_respects_the_schema() {
     assert_eq!(completion.finish_reason.as_deref(), Some("stop"));
 }
 
+/// Asking for log-probabilities changes no reply: the members' keys and the
+/// closing brace are still given (each with log-probability 0 and no
+/// alternatives), drawn tokens carry their alternatives, and the entries
+/// spell the reply's object.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn log_probabilities_change_no_draw() {
+    let Some(provider) = tiny_provider() else { return };
+    let schema = json!({"type": "object",
+        "properties": {"clarity": {"type": "integer", "minimum": 1, "maximum": 5},
+                       "justification": {"type": "string", "maxLength": 80}},
+        "required": ["clarity", "justification"], "additionalProperties": false});
+    let mut request = ChatRequest::new(vec![
+        ChatMessage::system("You rate answers for clarity from 1 to 5."),
+        ChatMessage::user("Question: Why is the sky blue?\nAnswer: Air scatters blue light more than red light."),
+    ]);
+    request.max_tokens = 64;
+    request.temperature = Some(0.0);
+    request.response_schema = Some(std::sync::Arc::new(schema));
+    let plain = complete(&provider, request.clone()).await;
+    request.top_logprobs = Some(5);
+    let weighed = complete(&provider, request).await;
+    assert_eq!(plain.text, weighed.text, "the same reply");
+    assert_eq!(plain.logprobs, None);
+    let entries = weighed.logprobs.expect("log-probabilities");
+    let spelled: String = entries.iter().map(|e| e.token.as_str()).collect();
+    let object = &weighed.text[weighed.text.find('{').expect("an object")..];
+    assert_eq!(spelled, object);
+    let given: String = entries.iter().filter(|e| e.top.is_empty()).map(|e| e.token.as_str()).collect();
+    assert!(given.contains(r#""clarity": "#) && given.ends_with('}'), "given: {given:?}");
+    assert!(entries.iter().filter(|e| e.top.is_empty()).all(|e| e.logprob == 0.0));
+    let score = entries.iter().find(|e| e.token.trim().parse::<u8>().is_ok()).expect("the score's entry");
+    assert!(!score.top.is_empty() && score.logprob < 0.0, "{score:?}");
+}
+
 /// A model asked for the JSON object alone still writes prose first: until
 /// its prose has a few dozen tokens and a finished sentence, it may neither
 /// start the object nor end its turn. The object that follows is complete

@@ -433,12 +433,7 @@ impl<'a, 'm> ModelContext<'a, 'm> {
             }
             let fence_open = prose.matches("```").count() % 2 == 1;
             let top = request.top_logprobs.map(usize::from);
-            // With log-probabilities wanted, every token is drawn, so that
-            // each has its entry.
-            let openings = match (&request.response_schema, top) {
-                (Some(schema), None) => member_openings(schema),
-                _ => Vec::new(),
-            };
+            let openings = request.response_schema.as_deref().map(member_openings).unwrap_or_default();
             finish = self.generate_json(
                 job,
                 &mut sampling,
@@ -809,7 +804,8 @@ impl<'a, 'm> ModelContext<'a, 'm> {
     /// `out` but not yet decoded (the line break before the object). With
     /// `top`, each drawn token's log-probability and its `top` most likely
     /// alternatives (from the model's distribution before the grammar and
-    /// the sampler) are added to `logprobs`.
+    /// the sampler) are added to `logprobs`, and each given token with
+    /// log-probability 0 and none (asking for them changes no draw).
     #[allow(clippy::too_many_arguments)]
     pub(super) fn generate_json(
         &mut self,
@@ -829,7 +825,9 @@ impl<'a, 'm> ModelContext<'a, 'm> {
         // The line break before the object (`lead`), its brace and its
         // first key are given at once.
         let mut step = lead;
-        step.extend(self.give_forced(start, openings, step.len(), sampling, &mut grammar, out));
+        let given = self.give_forced(start, openings, step.len(), sampling, &mut grammar, out);
+        self.record_given(&given, top, logprobs);
+        step.extend(given);
         if !step.is_empty() {
             // Given tokens are the reply's tokens too, as a server counts them.
             state.generated += step.len() as u64;
@@ -879,18 +877,37 @@ impl<'a, 'm> ModelContext<'a, 'm> {
             out.push_bytes(&piece);
             // Once the last member's string is closed only the brace may
             // follow: the object is complete, and nothing more is decoded.
-            if closes_object(&out.text()[start..], openings) && brace.is_some_and(|b| sampling.force(&mut grammar, b)) {
+            if closes_object(&out.text()[start..], openings)
+                && let Some(b) = brace.filter(|&b| sampling.force(&mut grammar, b))
+            {
                 out.push_str("}");
+                self.record_given(&[b], top, logprobs);
                 state.generated += 1;
                 return Ok(Finish::Stop);
             }
             // What the grammar forces after the token (the next member's
             // key) goes with it, in the same step.
             let mut step = vec![token];
-            step.extend(self.give_forced(start, openings, 1, sampling, &mut grammar, out));
+            let given = self.give_forced(start, openings, 1, sampling, &mut grammar, out);
+            self.record_given(&given, top, logprobs);
+            step.extend(given);
             state.generated += step.len() as u64 - 1;
             self.decode_step(&step, state)?;
         }
+    }
+
+    /// With log-probabilities wanted (`top`), an entry for each token given
+    /// rather than drawn: the grammar left no other choice, so its
+    /// log-probability is 0 (certain) and it has no alternatives.
+    fn record_given(&self, given: &[LlamaToken], top: Option<usize>, logprobs: &mut Vec<TokenLogprob>) {
+        if top.is_none() {
+            return;
+        }
+        logprobs.extend(given.iter().map(|&t| TokenLogprob {
+            token: String::from_utf8_lossy(&self.piece(t)).into_owned(),
+            logprob: 0.0,
+            top: Vec::new(),
+        }));
     }
 
     /// Gives the reply the text the grammar forces on its object, written
