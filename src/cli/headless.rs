@@ -15,7 +15,7 @@ use crate::engine::prompts::{fmt_num, reply_words};
 use crate::session::event::{EndStatus, Evaluation, Event, EventKind, OverrideTarget, Phase, Role, TurnKind};
 use crate::session::pairwise::PairRef;
 use crate::tui::words::{
-    Part, Stress, asks_verdict, evaluation_parts, joined, pair_parts, pick_line, reply_shown, steps_lines,
+    Part, Stress, as_shown, asks_verdict, evaluation_parts, joined, pair_parts, pick_line, reply_shown, steps_lines,
 };
 
 pub use crate::paint::Paint;
@@ -157,14 +157,7 @@ impl<W: Write> Transcript<W> {
     }
 
     fn scores(&self, ev: &Evaluation) -> String {
-        let unweighted;
-        let ev = if !self.show_weighted && ev.weighted_scores.is_some() {
-            unweighted = Evaluation { weighted_scores: None, ..ev.clone() };
-            &unweighted
-        } else {
-            ev
-        };
-        self.styled(&evaluation_parts(&self.dimension_order, ev, None, false))
+        self.styled(&evaluation_parts(&self.dimension_order, &as_shown(ev, self.show_weighted), None, false))
     }
 
     fn flush_live(&mut self) -> io::Result<()> {

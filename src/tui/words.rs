@@ -75,17 +75,22 @@ pub fn shown(turn: &TurnView) -> &str {
 /// evaluation gives them before anything else).
 pub fn shown_scores<'t>(turn: &'t TurnView, panel: Option<&Panel>) -> Option<std::borrow::Cow<'t, Evaluation>> {
     match (turn.state, &turn.evaluation) {
-        (TurnState::Completed, Some(ev))
-            if ev.weighted_scores.is_some() && panel.is_some_and(|p| !p.shows_weighted()) =>
-        {
-            Some(std::borrow::Cow::Owned(Evaluation { weighted_scores: None, ..ev.clone() }))
-        }
-        (TurnState::Completed, Some(ev)) => Some(std::borrow::Cow::Borrowed(ev)),
+        (TurnState::Completed, Some(ev)) => Some(as_shown(ev, panel.is_none_or(Panel::shows_weighted))),
         (TurnState::Streaming, _) if asks_verdict(turn.role, turn.kind, turn.phase) && turn.pair.is_none() => {
             streaming_evaluation(panel?, &turn.text).map(std::borrow::Cow::Owned)
         }
         _ => None,
     }
+}
+
+/// An evaluation as screens show it: without its probability-weighted
+/// values unless `weighted` (the panel's method is built on them,
+/// [`Panel::shows_weighted`]).
+pub fn as_shown(ev: &Evaluation, weighted: bool) -> std::borrow::Cow<'_, Evaluation> {
+    if weighted || ev.weighted_scores.is_none() {
+        return std::borrow::Cow::Borrowed(ev);
+    }
+    std::borrow::Cow::Owned(Evaluation { weighted_scores: None, ..ev.clone() })
 }
 
 /// How a piece of a verdict's line stands out where the output has styles.

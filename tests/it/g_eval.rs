@@ -346,3 +346,72 @@ async fn the_report_compares_weighted_scores_with_human_ratings() {
     assert!((weighted.value.unwrap() - 1.0).abs() < 1e-9, "{weighted:?}");
     assert_eq!(row(moot::report::Stage::Final).n, Some(4));
 }
+
+/// A panel reply with every score token carrying `top_logprobs`: 4 with
+/// probability 0.6, 3 with 0.3 (and 0.1 on a token that is no score).
+fn weighted_panel_reply() -> Reply {
+    let top = serde_json::json!([
+        {"token": "4", "logprob": (0.6f64).ln()},
+        {"token": "3", "logprob": (0.3f64).ln()},
+        {"token": "x", "logprob": (0.1f64).ln()}
+    ]);
+    let pieces = [
+        ("Ann, the answer keeps to the story.\n{\"grammar\": ", serde_json::json!([])),
+        ("4", top.clone()),
+        (", \"relevance\": ", serde_json::json!([])),
+        ("4", top.clone()),
+        (", \"overall\": ", serde_json::json!([])),
+        ("4", top),
+        (", \"confidence\": 0.8, \"justification\": \"Fine.\"}", serde_json::json!([])),
+    ];
+    let mut reply = Reply::sse().event(&openai::role_chunk());
+    for (text, top) in pieces {
+        let logprob = if text == "4" { 0.6f64.ln() } else { 0.0 };
+        let chunk = serde_json::json!({
+            "id": "c", "object": "chat.completion.chunk", "created": 0, "model": "m",
+            "choices": [{"index": 0, "delta": {"content": text}, "finish_reason": null,
+                         "logprobs": {"content": [{"token": text, "logprob": logprob, "top_logprobs": top}]}}],
+        });
+        reply = reply.event(&chunk.to_string());
+    }
+    reply.event(&openai::finish_chunk("stop")).event("[DONE]")
+}
+
+/// A debating panel's evaluations ask for log-probabilities too: each is
+/// recorded with its weighted scores, for the report's `weighted` stage,
+/// while the transcript shows the scores as before, without them (the
+/// method is not built on them).
+#[tokio::test]
+async fn a_debating_panel_records_weighted_scores_without_showing_them() {
+    let server = TestServer::start().await.expect("bind 127.0.0.1");
+    server.set_handler(|r| {
+        let body = r.body_json().unwrap();
+        match body.get("top_logprobs") {
+            Some(n) if n == 10 => weighted_panel_reply(),
+            _ => Reply::openai_stream(&["They agree."], None),
+        }
+    });
+    let config =
+        OpenAiConfig { name: "test".into(), base_url: server.base_url(), model: "m".into(), ..OpenAiConfig::default() };
+    let provider = Arc::new(OpenAiProvider::new(config).unwrap());
+    let p = panel(Protocol::MajEval, &[("Teachers", &["Ann", "Bea"])]);
+    let mut c = EngineConfig::new(Arc::new(p), item(), Bindings::uniform(Binding::new(provider, "m")));
+    c.retry.max_attempts = 1;
+    let (events, outcome) = Session::start(c, None).finish().await;
+    assert_eq!(outcome.status, EndStatus::Completed, "{:?}", outcome.error);
+    let view = SessionView::from_events(&events);
+    let bea = &view.group("Teachers").unwrap().finals["Bea"];
+    assert_eq!(bea.scores["grammar"], 4.0, "the sampled score stays");
+    let w = bea.weighted_scores.as_ref().expect("weighted scores recorded");
+    let expected = (4.0 * 0.6 + 3.0 * 0.3) / 0.9;
+    for key in ["grammar", "relevance", "overall"] {
+        assert!((w[key] - expected).abs() < 1e-9, "{key}: {w:?}");
+    }
+    let mut out = moot::cli::headless::Transcript::new(Vec::new(), moot::cli::headless::Paint::for_stream(false));
+    for e in &events {
+        out.event(e).unwrap();
+    }
+    let text = String::from_utf8(out.into_inner()).unwrap();
+    assert!(text.contains("grammar 4 · relevance 4"), "{text}");
+    assert!(!text.contains("weighted"), "{text}");
+}
