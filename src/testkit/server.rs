@@ -264,6 +264,26 @@ pub mod openai {
         .to_string()
     }
 
+    /// A streamed reply in pieces, each carrying its log-probabilities as a
+    /// server sends them when asked (`top_logprobs`): a piece with
+    /// alternatives (token, probability) is a score token, its own
+    /// log-probability its probability among them; the others have none.
+    pub fn logprob_reply(pieces: &[(&str, &[(&str, f64)])]) -> super::Reply {
+        let mut reply = super::Reply::sse().event(&role_chunk());
+        for (text, top) in pieces {
+            let alternatives: Vec<serde_json::Value> =
+                top.iter().map(|(t, p)| json!({"token": t, "logprob": p.ln()})).collect();
+            let logprob = top.iter().find(|(t, _)| t == text).map_or(-0.01, |(_, p)| p.ln());
+            let chunk = json!({
+                "id": "c", "object": "chat.completion.chunk", "created": 0, "model": "m",
+                "choices": [{"index": 0, "delta": {"content": text}, "finish_reason": null,
+                             "logprobs": {"content": [{"token": text, "logprob": logprob, "top_logprobs": alternatives}]}}],
+            });
+            reply = reply.event(&chunk.to_string());
+        }
+        reply.event(&finish_chunk("stop")).event("[DONE]")
+    }
+
     /// A chunk reporting an error inside the stream.
     pub fn error_chunk(message: &str, kind: &str) -> String {
         json!({"error": {"message": message, "type": kind}}).to_string()

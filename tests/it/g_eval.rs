@@ -220,31 +220,13 @@ async fn a_speaker_pick_is_refused_because_nobody_debates() {
 /// A streamed reply whose score token carries `top_logprobs`, as an
 /// OpenAI-compatible server sends it when asked.
 fn weighted_reply(key: &str) -> Reply {
-    let tok = |t: &str, top: serde_json::Value| {
-        let logprob = if t == "4" { 0.6f64.ln() } else { -0.2 };
-        serde_json::json!({"token": t, "logprob": logprob, "top_logprobs": top})
-    };
-    let chunk = |content: &str, lp: Vec<serde_json::Value>| {
-        serde_json::json!({
-            "id": "c", "object": "chat.completion.chunk", "created": 0, "model": "m",
-            "choices": [{"index": 0, "delta": {"content": content}, "finish_reason": null,
-                         "logprobs": {"content": lp}}],
-        })
-        .to_string()
-    };
-    let top = serde_json::json!([
-        {"token": "4", "logprob": (0.6f64).ln()},
-        {"token": "3", "logprob": (0.3f64).ln()},
-        {"token": "x", "logprob": (0.1f64).ln()}
-    ]);
-    Reply::sse()
-        .event(&openai::role_chunk())
-        .event(&chunk("Good enough.\n", vec![tok("Good enough.\n", serde_json::json!([]))]))
-        .event(&chunk(&format!("{{\"{key}\": "), vec![tok(&format!("{{\"{key}\": "), serde_json::json!([]))]))
-        .event(&chunk("4", vec![tok("4", top)]))
-        .event(&chunk("}", vec![tok("}", serde_json::json!([]))]))
-        .event(&openai::finish_chunk("stop"))
-        .event("[DONE]")
+    let head = format!("{{\"{key}\": ");
+    openai::logprob_reply(&[
+        ("Good enough.\n", &[]),
+        (&head, &[]),
+        ("4", &[("4", 0.6), ("3", 0.3), ("x", 0.1)]),
+        ("}", &[]),
+    ])
 }
 
 #[tokio::test]
@@ -289,20 +271,9 @@ async fn the_report_compares_weighted_scores_with_human_ratings() {
         }
         let n: u32 = body.split("(sample w-").nth(1).and_then(|s| s.get(..1)).and_then(|d| d.parse().ok()).unwrap_or(3);
         let key = if body.contains("Quality to judge — Grammar") { "grammar" } else { "relevance" };
-        let tok = |t: String, lp: f64, top: serde_json::Value| serde_json::json!({"token": t, "logprob": lp, "top_logprobs": top});
-        let chunk = |content: &str, lp: serde_json::Value| {
-            serde_json::json!({"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "m",
-                "choices": [{"index": 0, "delta": {"content": content}, "finish_reason": null, "logprobs": {"content": [lp]}}]})
-            .to_string()
-        };
-        let top = serde_json::json!([{"token": n.to_string(), "logprob": 0.9f64.ln()}, {"token": (n - 1).to_string(), "logprob": 0.1f64.ln()}]);
+        let (score, below) = (n.to_string(), (n - 1).to_string());
         let head = format!("Fine.\n{{\"{key}\": ");
-        Reply::sse()
-            .event(&chunk(&head, tok(head.clone(), -0.1, serde_json::json!([]))))
-            .event(&chunk(&n.to_string(), tok(n.to_string(), 0.9f64.ln(), top)))
-            .event(&chunk("}", tok("}".into(), -0.1, serde_json::json!([]))))
-            .event(&openai::finish_chunk("stop"))
-            .event("[DONE]")
+        openai::logprob_reply(&[(&head, &[]), (&score, &[(&score, 0.9), (&below, 0.1)]), ("}", &[])])
     });
     let dir = tempfile::tempdir().unwrap();
     for n in 2..=5u32 {
@@ -350,31 +321,16 @@ async fn the_report_compares_weighted_scores_with_human_ratings() {
 /// A panel reply with every score token carrying `top_logprobs`: 4 with
 /// probability 0.6, 3 with 0.3 (and 0.1 on a token that is no score).
 fn weighted_panel_reply() -> Reply {
-    let top = serde_json::json!([
-        {"token": "4", "logprob": (0.6f64).ln()},
-        {"token": "3", "logprob": (0.3f64).ln()},
-        {"token": "x", "logprob": (0.1f64).ln()}
-    ]);
-    let pieces = [
-        ("Ann, the answer keeps to the story.\n{\"grammar\": ", serde_json::json!([])),
-        ("4", top.clone()),
-        (", \"relevance\": ", serde_json::json!([])),
-        ("4", top.clone()),
-        (", \"overall\": ", serde_json::json!([])),
+    let top: &[(&str, f64)] = &[("4", 0.6), ("3", 0.3), ("x", 0.1)];
+    openai::logprob_reply(&[
+        ("Ann, the answer keeps to the story.\n{\"grammar\": ", &[]),
         ("4", top),
-        (", \"confidence\": 0.8, \"justification\": \"Fine.\"}", serde_json::json!([])),
-    ];
-    let mut reply = Reply::sse().event(&openai::role_chunk());
-    for (text, top) in pieces {
-        let logprob = if text == "4" { 0.6f64.ln() } else { 0.0 };
-        let chunk = serde_json::json!({
-            "id": "c", "object": "chat.completion.chunk", "created": 0, "model": "m",
-            "choices": [{"index": 0, "delta": {"content": text}, "finish_reason": null,
-                         "logprobs": {"content": [{"token": text, "logprob": logprob, "top_logprobs": top}]}}],
-        });
-        reply = reply.event(&chunk.to_string());
-    }
-    reply.event(&openai::finish_chunk("stop")).event("[DONE]")
+        (", \"relevance\": ", &[]),
+        ("4", top),
+        (", \"overall\": ", &[]),
+        ("4", top),
+        (", \"confidence\": 0.8, \"justification\": \"Fine.\"}", &[]),
+    ])
 }
 
 /// A debating panel's evaluations ask for log-probabilities too: each is

@@ -342,25 +342,6 @@ async fn a_categorical_dimension_takes_no_score_from_a_person() {
     assert!(!events.iter().any(|e| matches!(e.kind, EventKind::HumanRating { .. })));
 }
 
-/// A streamed reply in pieces, each with its log-probabilities: a piece
-/// with alternatives is a score token and lists them with their probabilities.
-fn pieces_reply(pieces: &[(&str, &[(&str, f64)])]) -> moot::testkit::server::Reply {
-    use moot::testkit::server::{Reply, openai};
-    let mut reply = Reply::sse().event(&openai::role_chunk());
-    for (text, top) in pieces {
-        let alternatives: Vec<serde_json::Value> =
-            top.iter().map(|(t, p)| serde_json::json!({"token": t, "logprob": p.ln()})).collect();
-        let logprob = top.iter().find(|(t, _)| t == text).map_or(-0.01, |(_, p)| p.ln());
-        let chunk = serde_json::json!({
-            "id": "c", "object": "chat.completion.chunk", "created": 0, "model": "m",
-            "choices": [{"index": 0, "delta": {"content": text}, "finish_reason": null,
-                         "logprobs": {"content": [{"token": text, "logprob": logprob, "top_logprobs": alternatives}]}}],
-        });
-        reply = reply.event(&chunk.to_string());
-    }
-    reply.event(&openai::finish_chunk("stop")).event("[DONE]")
-}
-
 #[tokio::test]
 async fn the_meta_evaluators_scores_are_weighted_and_the_weighted_stage_keeps_what_it_rectified() {
     use moot::engine::{Binding, Bindings, EngineConfig};
@@ -376,7 +357,7 @@ async fn the_meta_evaluators_scores_are_weighted_and_the_weighted_stage_keeps_wh
         }
         assert_eq!(r.body_json().unwrap()["top_logprobs"], 10, "both agents ask for log-probabilities");
         if !body.contains("You are the meta-evaluator") {
-            return pieces_reply(&[
+            return moot::testkit::server::openai::logprob_reply(&[
                 ("{\"grammar\": {\"reason\": \"ok\", \"score\": ", &[]),
                 ("4", &[("4", 0.5), ("3", 0.5)]),
                 ("}, \"relevance\": {\"reason\": \"ok\", \"score\": ", &[]),
@@ -386,7 +367,7 @@ async fn the_meta_evaluators_scores_are_weighted_and_the_weighted_stage_keeps_wh
         }
         let n: u32 = body.split("(sample w-").nth(1).and_then(|s| s.get(..1)).and_then(|d| d.parse().ok()).unwrap_or(3);
         let (n, above) = (n.to_string(), (n + 1).to_string());
-        pieces_reply(&[
+        moot::testkit::server::openai::logprob_reply(&[
             ("{\"review\": {\"grammar\": {\"verdict\": \"keep\", \"score\": ", &[]),
             ("4", &[("4", 0.6), ("5", 0.4)]),
             (", \"reason\": \"fine\"}, \"relevance\": {\"verdict\": \"rectify\", \"score\": ", &[]),
