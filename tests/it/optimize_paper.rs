@@ -10,7 +10,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::Command;
 
-use moot::engine::prompts::fence_mark;
+use moot::engine::prompts::fence_end;
 use moot::optimize::log::{OptKind, OptRecorder};
 use moot::optimize::view::OptView;
 use moot::optimize::{ClusterBy, Condition, Design, Objective, OptEvent, OptStatus, Split, optimize};
@@ -148,7 +148,7 @@ fn answer(req: &RecordedRequest) -> Reply {
     // The item is the last one named in the request (few-shot examples come first).
     let label = examples()
         .iter()
-        .filter_map(|e| all.rfind(&format!("=== ITEM {} ", fence_mark(&e.item))).map(|at| (at, e.label)))
+        .filter_map(|e| all.rfind(&fence_end(&e.item)).map(|at| (at, e.label)))
         .max_by_key(|(at, _)| *at)
         .map_or(0.0, |(_, l)| l);
     let score = if all.contains(PHRASE) { label } else { 1.0 - label };

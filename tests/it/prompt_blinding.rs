@@ -60,8 +60,11 @@ async fn no_request_of_any_bundled_panel_names_the_item_or_its_systems() {
         assert!(bodies.iter().any(|b| b.contains("=== ITEM ")), "{panel}: the judges see the item fenced");
         // Every request fences the item alike, so that their prompts share
         // their prefix (the embedded model reads it once and reuses it).
-        let mut marks: Vec<&str> =
-            bodies.iter().filter_map(|b| b.split("=== ITEM ").nth(1)).map(|m| m.get(..8).unwrap_or(m)).collect();
+        let mut marks: Vec<&str> = bodies
+            .iter()
+            .filter_map(|b| b.split("=== END OF ITEM (fence ").nth(1))
+            .map(|m| m.get(..8).unwrap_or(m))
+            .collect();
         marks.dedup();
         assert_eq!(marks.len(), 1, "{panel}: {marks:?}");
         for body in &bodies {

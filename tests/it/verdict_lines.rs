@@ -195,5 +195,6 @@ async fn a_live_transcript_gets_each_pair_verdict_after_its_turn() {
     // The transcript's rows; the header and the footer's keys differ between a live and a loaded session.
     let rows = |s: &str| s.lines().skip(2).filter(|l| l.contains('┃')).map(str::to_string).collect::<Vec<_>>();
     assert_eq!(rows(&got), rows(&want));
-    assert!(got.contains("verdict B (sys-short)"), "{got}");
+    // A pick names the system behind its letter (which one the scripted replies draw from the prompts).
+    assert!(got.contains("verdict A (sys-") || got.contains("verdict B (sys-"), "{got}");
 }

@@ -41,7 +41,7 @@ pub use moderator::{
     scores_table,
 };
 pub(crate) use panel::rubric;
-pub use panel::{fence_mark, output_format, panel_system, render_item, scale_words, task_text};
+pub use panel::{fence_end, fence_mark, fence_start, output_format, panel_system, render_item, scale_words, task_text};
 pub use partial::{justification_streaming, streaming_evaluation};
 pub use persona::{agent_named_in, judge_line, persona, roster};
 pub use schema::{JUSTIFICATION_MAX, evaluation_schema, score_schema};
