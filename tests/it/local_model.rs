@@ -72,16 +72,13 @@ async fn constrained_evaluation_respects_the_schema() {
         },
         "required": ["correctness", "clarity", "overall", "confidence", "justification"]
     });
-    let mut request = ChatRequest::new(vec![
-        ChatMessage::system("You are a strict judge. Rate the answer on correctness and clarity from 1 to 5."),
-        ChatMessage::user(
-            "Question: What is the capital of France?\nAnswer: Paris is the capital of France.\n\
+    let request = constrained(
+        "You are a strict judge. Rate the answer on correctness and clarity from 1 to 5.",
+        "Question: What is the capital of France?\nAnswer: Paris is the capital of France.\n\
              Give a short reason, then a JSON object with correctness, clarity, overall, confidence, justification.",
-        ),
-    ]);
-    request.max_tokens = 48;
-    request.temperature = Some(0.0);
-    request.response_schema = Some(std::sync::Arc::new(schema));
+        48,
+        schema,
+    );
 
     let (tx, mut rx) = mpsc::unbounded_channel();
     let cancel = CancellationToken::new();
@@ -126,13 +123,12 @@ async fn log_probabilities_change_no_draw() {
         "properties": {"clarity": {"type": "integer", "minimum": 1, "maximum": 5},
                        "justification": {"type": "string", "maxLength": 80}},
         "required": ["clarity", "justification"], "additionalProperties": false});
-    let mut request = ChatRequest::new(vec![
-        ChatMessage::system("You rate answers for clarity from 1 to 5."),
-        ChatMessage::user("Question: Why is the sky blue?\nAnswer: Air scatters blue light more than red light."),
-    ]);
-    request.max_tokens = 64;
-    request.temperature = Some(0.0);
-    request.response_schema = Some(std::sync::Arc::new(schema));
+    let mut request = constrained(
+        "You rate answers for clarity from 1 to 5.",
+        "Question: Why is the sky blue?\nAnswer: Air scatters blue light more than red light.",
+        64,
+        schema,
+    );
     let plain = complete(&provider, request.clone()).await;
     request.top_logprobs = Some(5);
     let weighed = complete(&provider, request).await;
@@ -166,16 +162,13 @@ async fn a_constrained_reply_starts_with_prose_and_ends_with_the_object() {
         },
         "required": ["clarity", "overall", "confidence", "justification"]
     });
-    let mut request = ChatRequest::new(vec![
-        ChatMessage::system("You are a judge. You answer with a JSON object and nothing else."),
-        ChatMessage::user(
-            "Question: What is the capital of France?\nAnswer: Paris.\n\
+    let request = constrained(
+        "You are a judge. You answer with a JSON object and nothing else.",
+        "Question: What is the capital of France?\nAnswer: Paris.\n\
              Reply with only {\"clarity\": <1-5>, \"overall\": <1-5>, \"confidence\": <0-1>, \"justification\": \"…\"}.",
-        ),
-    ]);
-    request.max_tokens = 200;
-    request.temperature = Some(0.0);
-    request.response_schema = Some(std::sync::Arc::new(schema));
+        200,
+        schema,
+    );
     let (tx, _rx) = mpsc::unbounded_channel();
     let completion = provider.stream(&request, &tx, &CancellationToken::new()).await.expect("completion");
     let text = completion.text.as_str();
@@ -206,16 +199,13 @@ async fn a_reply_begins_with_its_opening_words_and_says_one_paragraph() {
         "properties": {"overall": {"type": "integer", "minimum": 1, "maximum": 5}},
         "required": ["overall"]
     });
-    let mut request = ChatRequest::new(vec![
-        ChatMessage::system("You sit on a panel judging answers. Write a few sentences, then a JSON object."),
-        ChatMessage::user(
-            "Question: What is the capital of France?\nAnswer: Paris.\n\
+    let mut request = constrained(
+        "You sit on a panel judging answers. Write a few sentences, then a JSON object.",
+        "Question: What is the capital of France?\nAnswer: Paris.\n\
              Dana said the answer deserves 2 out of 5. Answer Dana, then give {\"overall\": <1-5>}.",
-        ),
-    ]);
-    request.max_tokens = 160;
-    request.temperature = Some(0.0);
-    request.response_schema = Some(std::sync::Arc::new(schema));
+        160,
+        schema,
+    );
     request.opening = Some("Dana, I".into());
     let (tx, mut rx) = mpsc::unbounded_channel();
     let completion = provider.stream(&request, &tx, &CancellationToken::new()).await.expect("completion");
@@ -319,13 +309,12 @@ async fn nested_schemas_are_followed_by_the_grammar() {
         },
         "required": ["verdict", "notes"]
     });
-    let mut request = ChatRequest::new(vec![
-        ChatMessage::system("You judge answers."),
-        ChatMessage::user("Is 2 + 2 = 4 a correct statement? Reply with a JSON verdict and notes."),
-    ]);
-    request.max_tokens = 96;
-    request.temperature = Some(0.0);
-    request.response_schema = Some(std::sync::Arc::new(schema));
+    let request = constrained(
+        "You judge answers.",
+        "Is 2 + 2 = 4 a correct statement? Reply with a JSON verdict and notes.",
+        96,
+        schema,
+    );
     let (tx, _rx) = mpsc::unbounded_channel();
     let completion = provider.stream(&request, &tx, &CancellationToken::new()).await.expect("completion");
     let eval = last_json_object(&completion.text).unwrap_or_else(|| panic!("no JSON in {:?}", completion.text));
@@ -419,6 +408,15 @@ fn own_tiny_provider_serving(dir: &tempfile::TempDir, parallel: Option<usize>) -
 
 /// A request of a system prompt and alternating user and assistant turns,
 /// answered with three tokens.
+/// A request at temperature 0 whose reply follows `schema`.
+fn constrained(system: &str, user: &str, max_tokens: u32, schema: Value) -> ChatRequest {
+    let mut request = ChatRequest::new(vec![ChatMessage::system(system), ChatMessage::user(user)]);
+    request.max_tokens = max_tokens;
+    request.temperature = Some(0.0);
+    request.response_schema = Some(std::sync::Arc::new(schema));
+    request
+}
+
 fn conversation(system: &str, turns: &[&str]) -> ChatRequest {
     let mut messages = vec![ChatMessage::system(system)];
     for (i, t) in turns.iter().enumerate() {
