@@ -548,7 +548,7 @@ fn default_provider(config: &Config, env: &dyn Fn(&str) -> Option<String>) -> (S
     } else {
         (
             "local".into(),
-            "local model: no provider configured and no OPENAI_BASE_URL, OPENAI_API_KEY or ANTHROPIC_API_KEY set"
+            "local (the embedded model): no provider configured and no OPENAI_BASE_URL, OPENAI_API_KEY or ANTHROPIC_API_KEY set"
                 .into(),
         )
     }

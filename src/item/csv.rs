@@ -64,11 +64,13 @@ pub(super) fn parse_csv(text: &str, source: &str, collector: &mut Collector) -> 
             return Err(malformed(1, format!("the CSV header has no `{required}` column (columns: {found})")));
         }
     }
-    for record in reader.records() {
+    let open_at_end = unclosed_quote(text);
+    let mut records = reader.records().peekable();
+    while let Some(record) = records.next() {
         let record = match record {
             Ok(r) => r,
             Err(e) => {
-                let line = e.position().map_or(0, |p| p.line() as usize);
+                let line = e.position().map_or(0, |p| row_line(text, p));
                 if matches!(e.kind(), csv::ErrorKind::Io(_)) {
                     return Err(malformed(line, format!("cannot read CSV: {e}")));
                 }
@@ -76,8 +78,17 @@ pub(super) fn parse_csv(text: &str, source: &str, collector: &mut Collector) -> 
                 continue;
             }
         };
-        let line = record.position().map_or(0, |p| p.line() as usize);
+        let line = record.position().map_or(0, |p| row_line(text, p));
         if record.iter().all(|cell| cell.trim().is_empty()) {
+            continue;
+        }
+        // A field left open runs to the end of the file: it is the last row's.
+        if let Some(open) = open_at_end.filter(|_| records.peek().is_none()) {
+            let message = format!(
+                "a quoted field opened on line {} is never closed: the rest of the file was read into it",
+                open.quote_line
+            );
+            collector.push(open.record_line, Err(message));
             continue;
         }
         let entry = if record.len() != headers.len() {
@@ -88,6 +99,65 @@ pub(super) fn parse_csv(text: &str, source: &str, collector: &mut Collector) -> 
         collector.push(line, entry);
     }
     Ok(())
+}
+
+/// The line a row starts on. The `csv` crate gives the position where it
+/// began reading the row, before the blank lines it skips.
+fn row_line(text: &str, position: &csv::Position) -> usize {
+    let rest = text.get(position.byte() as usize..).unwrap_or("");
+    let blank = rest.chars().take_while(|c| matches!(c, '\n' | '\r')).filter(|&c| c == '\n').count();
+    position.line() as usize + blank
+}
+
+/// Where a quoted field left open at the end of a CSV text began: the line
+/// of its record and of its opening mark. The `csv` crate reads such a field
+/// to the end of the file without complaint, so one stray mark would make
+/// the rest of a file one item's cell.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct OpenQuote {
+    record_line: usize,
+    quote_line: usize,
+}
+
+/// The quoted field that `text` ends inside, if any, read as the `csv`
+/// crate reads it: a mark opens a quoted field only at a field's start, a
+/// doubled mark inside one is a literal mark, and a mark in an unquoted
+/// field is a literal.
+pub(super) fn unclosed_quote(text: &str) -> Option<OpenQuote> {
+    #[derive(Clone, Copy)]
+    enum State {
+        FieldStart,
+        Unquoted,
+        Quoted,
+        QuoteInQuoted,
+    }
+    let (mut state, mut line, mut record_line, mut quote_line) = (State::FieldStart, 1, 1, 1);
+    let mut record_started = false;
+    for c in text.chars() {
+        if !record_started && !matches!(c, '\n' | '\r') {
+            record_started = true;
+            record_line = line;
+        }
+        state = match (state, c) {
+            (State::Quoted, '"') => State::QuoteInQuoted,
+            (State::Quoted, _) => State::Quoted,
+            (State::FieldStart, '"') => {
+                quote_line = line;
+                State::Quoted
+            }
+            (State::QuoteInQuoted, '"') => State::Quoted,
+            (_, ',') => State::FieldStart,
+            (_, '\n') => {
+                record_started = false;
+                State::FieldStart
+            }
+            _ => State::Unquoted,
+        };
+        if c == '\n' {
+            line += 1;
+        }
+    }
+    matches!(state, State::Quoted).then_some(OpenQuote { record_line, quote_line })
 }
 
 pub(super) fn item_from_csv(columns: &[Column], record: &csv::StringRecord) -> Result<Item, String> {

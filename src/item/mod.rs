@@ -485,6 +485,23 @@ mod tests {
     }
 
     #[test]
+    fn a_quote_left_open_at_the_end_of_a_csv_file_is_reported() {
+        let text = "id,content\na,\"fine, with \"\"marks\"\"\"\nb,5\" tall\n\nc,\"never closed\nd,swallowed\n";
+        let file = parse_items_str(text, ItemFormat::Csv, "open.csv").expect("items");
+        let ids: Vec<&str> = file.items.iter().map(|i| i.id.as_str()).collect();
+        assert_eq!(ids, ["a", "b"], "{:?}", file.skipped);
+        assert_eq!(file.items[0].content, "fine, with \"marks\"");
+        assert_eq!(
+            file.skipped[0].to_string(),
+            "line 5: a quoted field opened on line 5 is never closed: the rest of the file was read into it"
+        );
+        let blank = parse_items_str("id,content\n\n\nz,\n", ItemFormat::Csv, "b.csv").expect_err("no item");
+        assert!(blank.to_string().contains("line 4"), "a row after blank lines is named by its own line: {blank}");
+        assert!(super::csv::unclosed_quote("id,content\na,\"x\"\n").is_none());
+        assert!(super::csv::unclosed_quote("id,content\na,\"x\"\"\n").is_some(), "a doubled mark does not close");
+    }
+
+    #[test]
     fn byte_order_mark_is_ignored() {
         let file = parse_items_str("\u{feff}{\"id\": \"a\", \"content\": \"x\"}\n", ItemFormat::Jsonl, "bom.jsonl")
             .expect("item");
