@@ -1,7 +1,7 @@
 //! `moot eval`: a panel over a dataset, with a progress line on stderr.
 
 use std::io::IsTerminal;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
@@ -192,7 +192,14 @@ pub fn run(args: EvalArgs) -> anyhow::Result<ExitCode> {
         refuse_unbatchable(&registry, &panel, &args)?;
     }
     registry.set_batch(batcher.clone());
-    let (bindings, seed) = args.models.bind(&mut panel, &mut registry)?;
+    let (bindings, mut seed) = args.models.bind(&mut panel, &mut registry)?;
+    // A resumed run keeps its seed unless one is given (a different one is refused).
+    if args.resume
+        && args.models.seed.is_none()
+        && let Some(previous) = crate::eval::shard::load(&out, &crate::eval::shard::manifest_name(shard))?
+    {
+        seed = previous.seed;
+    }
     if let Some(b) = &batcher {
         for line in batch_notes(&registry, &panel, &args, b) {
             eprintln!("moot eval: note: {line}");
@@ -286,7 +293,7 @@ async fn run_async(config: EvalConfig, args: EvalArgs, batcher: Option<Batcher>)
             }
         }
     });
-    let dir = config.out.clone();
+    let (dir, seed) = (config.out.clone(), config.seed);
     let bindings = config.bindings.clone();
     eprintln!("moot eval: run folder {}", dir.display());
     let stop_printer = CancellationToken::new();
@@ -313,16 +320,13 @@ async fn run_async(config: EvalConfig, args: EvalArgs, batcher: Option<Batcher>)
     }
     let Some(result) = result else {
         eprintln!(
-            "moot eval: quit; unfinished logs are kept and run again with: moot eval {} --data {}{} --out {} --resume",
-            args.panel,
-            args.data,
-            format_flag(&args),
-            dir.display()
+            "moot eval: quit; unfinished logs are kept and run again with: {}",
+            resume_command(&args, &dir, seed)
         );
         return Ok(ExitCode::from(130));
     };
     let summary = result?;
-    print_summary(&summary, &args);
+    print_summary(&summary, &args, seed);
     for pool in bindings.pools() {
         eprintln!("moot eval: {}", pool.summary_line());
     }
@@ -343,14 +347,57 @@ fn shard_of(args: &EvalArgs) -> Option<Shard> {
     args.shard.as_deref().and_then(|s| s.parse().ok())
 }
 
-/// ` --format NAME` (and ` --batch`) when the run was given them, for the commands it prints.
-fn format_flag(args: &EvalArgs) -> String {
-    let format = args.format.as_deref().map(|f| format!(" --format {f}")).unwrap_or_default();
+/// The command that resumes this run in `dir`: the same panel, data and
+/// options that decide what is run and how (the format, the items chosen,
+/// providers, models, the moderator, the seed, the cache, the session
+/// budgets, batching). A run budget is left out: it is what stopped the run,
+/// and a resumed run takes a larger one or none.
+fn resume_command(args: &EvalArgs, dir: &Path, seed: u64) -> String {
+    let mut words = vec!["moot".to_string(), "eval".into(), args.panel.clone(), "--data".into(), args.data.clone()];
+    let mut opt = |name: &str, value: Option<String>| {
+        if let Some(v) = value {
+            words.extend([format!("--{name}"), v]);
+        }
+    };
+    opt("format", args.format.clone());
+    opt("ids", args.ids.clone());
+    opt("limit", args.limit.map(|n| n.to_string()));
+    opt("shard", args.shard.clone());
+    opt("provider", args.models.provider.clone());
+    opt("model", args.models.model.clone());
+    opt("moderator", args.models.moderator.clone());
+    opt("seed", Some(seed.to_string()));
+    opt("concurrency", args.concurrency.map(|n| n.to_string()));
+    opt("max-tokens-total", args.budget.max_tokens_total.map(|n| n.to_string()));
+    opt("max-cost", args.budget.max_cost.map(|n| n.to_string()));
+    opt("price-input", args.price_input.map(|n| n.to_string()));
+    opt("price-output", args.price_output.map(|n| n.to_string()));
+    if args.no_cache {
+        words.push("--no-cache".into());
+    }
     // A resumed batch run collects its pending batches only with batches on.
-    if args.batching.batch { format + " --batch" } else { format }
+    if args.batching.batch {
+        words.push("--batch".into());
+    }
+    if args.batching.no_batch {
+        words.push("--no-batch".into());
+    }
+    words.extend(["--out".into(), dir.display().to_string(), "--resume".into()]);
+    words.iter().map(|w| shell_word(w)).collect::<Vec<_>>().join(" ")
 }
 
-fn print_summary(s: &EvalSummary, args: &EvalArgs) {
+/// `word` as a shell reads it back: as it is when it has only characters
+/// no shell treats specially, else in single quotes.
+fn shell_word(word: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "-_./:=@,+%".contains(c);
+    if !word.is_empty() && word.chars().all(plain) {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', r"'\''"))
+    }
+}
+
+fn print_summary(s: &EvalSummary, args: &EvalArgs, seed: u64) {
     let c = &s.counts;
     let mut line = format!(
         "moot eval: {} items: {} completed, {} failed, {} stopped, {} not started",
@@ -394,17 +441,24 @@ fn print_summary(s: &EvalSummary, args: &EvalArgs) {
         eprintln!("moot eval: stopped: {reason}");
     }
     if !s.failures.is_empty() || c.not_started > 0 {
-        eprintln!(
-            "moot eval: to run the rest: moot eval {} --data {}{} --out {} --resume",
-            args.panel,
-            args.data,
-            format_flag(args),
-            s.dir.display()
-        );
+        eprintln!("moot eval: to run the rest: {}", resume_command(args, &s.dir, seed));
     }
     eprintln!(
         "moot eval: results: {} (moot report {})",
         s.dir.join(crate::session::run_folder::MANIFEST).display(),
         s.dir.display()
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn words_of_the_resume_command_read_back_as_given() {
+        assert_eq!(shell_word("runs/qa-1.5b"), "runs/qa-1.5b");
+        assert_eq!(shell_word("my runs"), "'my runs'");
+        assert_eq!(shell_word("it's"), r"'it'\''s'");
+        assert_eq!(shell_word(""), "''");
+    }
 }

@@ -254,7 +254,7 @@ pub struct EvalArgs {
     /// Run folder (default: runs/<panel>-<time>); --resume needs it.
     #[arg(long)]
     pub out: Option<PathBuf>,
-    /// Continue a run: skip completed items, run failed, stopped and unfinished ones again.
+    /// Continue a run: skip completed items, run failed, stopped and unfinished ones again (with the run's seed; its models must be the same).
     #[arg(long, requires = "out")]
     pub resume: bool,
     /// Run at most N items (after --ids and --shard).

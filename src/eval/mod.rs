@@ -13,7 +13,7 @@ pub mod pairwise;
 pub mod progress;
 pub mod shard;
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -47,6 +47,17 @@ pub enum EvalError {
     FolderInUse { dir: PathBuf },
     #[error("{} was run with panel \"{found}\", not \"{expected}\"; use another --out for a different panel", dir.display())]
     PanelMismatch { dir: PathBuf, found: String, expected: String },
+    #[error(
+        "{} was run with seed {found}, not {given}; resume without --seed (the run's own is kept), or use another --out",
+        dir.display()
+    )]
+    SeedMismatch { dir: PathBuf, found: u64, given: u64 },
+    #[error(
+        "{} was run with other models ({who}: {found} then, {given} now); resume with the run's --provider and --model \
+         (the command `moot eval` printed when it stopped), or use another --out",
+        dir.display()
+    )]
+    ModelsMismatch { dir: PathBuf, who: String, found: String, given: String },
     #[error("no items to run: {0}")]
     NothingSelected(String),
     #[error("{} cannot take this run: {why}", dir.display())]
@@ -111,6 +122,17 @@ impl EvalConfig {
             steps_cache: None,
         }
     }
+}
+
+/// Who judges with what, as `run.json` records it (see [`Manifest::models`]).
+fn models_of(bindings: &Bindings) -> BTreeMap<String, String> {
+    let name = |b: &engine::Binding| {
+        let r = b.model_ref();
+        format!("{} on {}", r.model, r.provider)
+    };
+    let agents = bindings.agents.iter().map(|(a, b)| (format!("agent {a}"), name(b)));
+    let roles = bindings.roles.iter().map(|(r, b)| (format!("[{}]", r.as_str()), name(b)));
+    std::iter::once(("default".to_string(), name(&bindings.default))).chain(agents).chain(roles).collect()
 }
 
 /// One item that did not complete.
@@ -198,6 +220,23 @@ pub async fn run_eval(
             expected: config.panel.name.clone(),
         });
     }
+    let models = models_of(&config.bindings);
+    if let Some(prev) = &previous {
+        if prev.seed != config.seed {
+            return Err(EvalError::SeedMismatch { dir, found: prev.seed, given: config.seed });
+        }
+        // Folders from before models were recorded have none to compare.
+        let changed = prev.models.keys().chain(models.keys()).find(|k| prev.models.get(*k) != models.get(*k));
+        if let (false, Some(who)) = (prev.models.is_empty(), changed) {
+            let name = |m: Option<&String>| m.cloned().unwrap_or_else(|| "none".into());
+            return Err(EvalError::ModelsMismatch {
+                dir,
+                who: who.clone(),
+                found: name(prev.models.get(who)),
+                given: name(models.get(who)),
+            });
+        }
+    }
     std::fs::create_dir_all(&dir).map_err(io(&dir))?;
 
     let mut entries = previous.as_ref().map(|p| p.items.clone()).unwrap_or_default();
@@ -246,6 +285,7 @@ pub async fn run_eval(
         concurrency: config.concurrency,
         seed: config.seed,
         provider: config.provider_note.clone(),
+        models,
         pricing: config.pricing,
         counts,
         totals: previous.as_ref().map(|p| p.totals).unwrap_or_default(),

@@ -260,6 +260,10 @@ pub struct Manifest {
     pub seed: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provider: Option<String>,
+    /// Who judges with what: `default`, `agent <name>` and `[<role>]`, each
+    /// to `<model> on <provider>`. A resumed run must have the same.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub models: BTreeMap<String, String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pricing: Option<Pricing>,
     pub counts: Counts,

@@ -74,6 +74,56 @@ fn logs(dir: &Path) -> Vec<PathBuf> {
 
 const SMALL_KEYS: &[&str] = &["clarity", "accuracy"];
 
+/// What a run prints for resuming repeats its provider, model and seed, and
+/// a resume keeps the run's seed and refuses other models or another seed:
+/// one folder's report never mixes two judges.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resume_keeps_the_runs_seed_and_models() {
+    let fail = Arc::new(AtomicBool::new(true));
+    let srv = server(SMALL_KEYS, fail.clone()).await;
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    let out_s = out.to_str().unwrap();
+    let args = ["eval", SMALL_PANEL, "--data", ITEMS, "--provider", "openai", "--model", "m-one", "--seed", "5"];
+    let first = run(&srv.base_url(), &[&args[..], &["--out", out_s]].concat()).await;
+    let err = stderr(&first);
+    assert_eq!(first.status.code(), Some(1), "{err}");
+    let printed = err.lines().find_map(|l| l.strip_prefix("moot eval: to run the rest: ")).expect("a resume command");
+    assert_eq!(
+        printed,
+        format!(
+            "moot eval {SMALL_PANEL} --data {ITEMS} --provider openai --model m-one --seed 5 --out {out_s} --resume"
+        )
+    );
+    let m = Manifest::load(&out).unwrap().unwrap();
+    assert_eq!(m.models["default"], "m-one on openai");
+    assert_eq!(m.models["[moderator]"], "m-one on openai");
+
+    let asked = srv.request_count();
+    let other = run(
+        &srv.base_url(),
+        &["eval", SMALL_PANEL, "--data", ITEMS, "--provider", "openai", "--model", "m-two", "--out", out_s, "--resume"],
+    )
+    .await;
+    let err = stderr(&other);
+    assert_eq!(other.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("was run with other models") && err.contains("m-one on openai then, m-two on openai now"),
+        "{err}"
+    );
+    let reseeded = run(&srv.base_url(), &[&args[..8], &["--seed", "9", "--out", out_s, "--resume"]].concat()).await;
+    assert!(stderr(&reseeded).contains("was run with seed 5, not 9"), "{}", stderr(&reseeded));
+    assert_eq!(srv.request_count(), asked, "a refused resume asks nothing");
+
+    // The printed command, without --seed too, resumes with the run's seed.
+    fail.store(false, Ordering::SeqCst);
+    let words: Vec<&str> = printed.split(' ').skip(1).filter(|w| *w != "--seed" && *w != "5").collect();
+    let resumed = run(&srv.base_url(), &words).await;
+    assert_eq!(resumed.status.code(), Some(0), "{}", stderr(&resumed));
+    let m = Manifest::load(&out).unwrap().unwrap();
+    assert_eq!((m.seed, m.counts.completed), (5, 5));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn failing_item_bad_line_and_resume() {
     let fail = Arc::new(AtomicBool::new(true));
