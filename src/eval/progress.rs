@@ -295,6 +295,14 @@ impl Bars {
     }
 }
 
+/// Whether a plain progress line is due: something moved since the last
+/// one (an item, or the tokens of a turn, so that an item that takes an
+/// hour still shows life).
+fn moved(last: Option<&Snapshot>, now: &Snapshot) -> bool {
+    let key = |s: &Snapshot| (s.done, s.failed, s.running, s.tokens);
+    last.is_none_or(|l| key(l) != key(now))
+}
+
 /// Print progress until `stop` is cancelled, then a last line. The bars of
 /// [`Style::Bar`] are drawn on `multi` (see [`draw_target`]).
 pub async fn print_progress(
@@ -331,10 +339,7 @@ pub async fn print_progress(
             }
             Style::Lines { .. } => {
                 let mut err = std::io::stderr().lock();
-                // Only print when something moved (or at the end).
-                let moved =
-                    last_plain.is_none_or(|l| (l.done, l.failed, l.running) != (snap.done, snap.failed, snap.running));
-                if moved || stopping {
+                if moved(last_plain.as_ref(), &snap) || stopping {
                     let _ = writeln!(err, "moot eval: {}", snap.line());
                     last_plain = Some(snap);
                 }
@@ -420,6 +425,20 @@ mod tests {
             status.starts_with("4 done · 1 failed · 2 running · tokens in 1.00M out 500.0k · cost 2.00"),
             "{status}"
         );
+    }
+
+    #[test]
+    fn a_plain_line_is_due_when_an_item_or_the_tokens_move() {
+        let p = Progress::new(3, None);
+        p.running.store(2, Ordering::Relaxed);
+        let first = p.snapshot();
+        assert!(moved(None, &first));
+        assert!(!moved(Some(&first), &p.snapshot()), "the clock alone is no news");
+        p.add_usage(&tokens(1_200, 80));
+        assert!(moved(Some(&first), &p.snapshot()), "a turn's tokens are");
+        let turned = p.snapshot();
+        p.done.store(1, Ordering::Relaxed);
+        assert!(moved(Some(&turned), &p.snapshot()));
     }
 
     #[test]
