@@ -53,8 +53,8 @@ pub enum EvalError {
     )]
     SeedMismatch { dir: PathBuf, found: u64, given: u64 },
     #[error(
-        "{} was run with other models ({who}: {found} then, {given} now); resume with the run's --provider and --model \
-         (the command `moot eval` printed when it stopped), or use another --out",
+        "{} was run with other models ({who}: {found} there, {given} here); give the run's --provider and --model \
+         (a stopped run prints the command that resumes it), or use another --out",
         dir.display()
     )]
     ModelsMismatch { dir: PathBuf, who: String, found: String, given: String },
@@ -135,6 +135,21 @@ fn models_of(bindings: &Bindings) -> BTreeMap<String, String> {
     std::iter::once(("default".to_string(), name(&bindings.default))).chain(agents).chain(roles).collect()
 }
 
+/// The first participant whose model differs between a recorded run's
+/// `before` and this one's `now`: who, the model there and here. A run
+/// from before models were recorded has none to compare.
+fn models_differ(
+    before: &BTreeMap<String, String>,
+    now: &BTreeMap<String, String>,
+) -> Option<(String, String, String)> {
+    if before.is_empty() {
+        return None;
+    }
+    let who = before.keys().chain(now.keys()).find(|k| before.get(*k) != now.get(*k))?;
+    let name = |m: Option<&String>| m.cloned().unwrap_or_else(|| "none".into());
+    Some((who.clone(), name(before.get(who)), name(now.get(who))))
+}
+
 /// One item that did not complete.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ItemFailure {
@@ -193,7 +208,8 @@ pub async fn run_eval(
     // Shards of one run share a folder, each with a manifest of its own.
     let shard = config.selection.shard;
     let manifest_name = shard::manifest_name(shard);
-    shard::check_folder(&dir, shard, config.resume, &config.panel.name)?;
+    let models = models_of(&config.bindings);
+    shard::check_folder(&dir, shard, config.resume, &config.panel.name, &models)?;
     let previous = if dir.exists() { shard::load(&dir, &manifest_name)? } else { None };
     // A shard's log names are those of the whole data file, whichever shard runs.
     let stems = match shard {
@@ -220,21 +236,12 @@ pub async fn run_eval(
             expected: config.panel.name.clone(),
         });
     }
-    let models = models_of(&config.bindings);
     if let Some(prev) = &previous {
         if prev.seed != config.seed {
             return Err(EvalError::SeedMismatch { dir, found: prev.seed, given: config.seed });
         }
-        // Folders from before models were recorded have none to compare.
-        let changed = prev.models.keys().chain(models.keys()).find(|k| prev.models.get(*k) != models.get(*k));
-        if let (false, Some(who)) = (prev.models.is_empty(), changed) {
-            let name = |m: Option<&String>| m.cloned().unwrap_or_else(|| "none".into());
-            return Err(EvalError::ModelsMismatch {
-                dir,
-                who: who.clone(),
-                found: name(prev.models.get(who)),
-                given: name(models.get(who)),
-            });
+        if let Some((who, found, given)) = models_differ(&prev.models, &models) {
+            return Err(EvalError::ModelsMismatch { dir, who, found, given });
         }
     }
     std::fs::create_dir_all(&dir).map_err(io(&dir))?;

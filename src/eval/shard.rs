@@ -14,6 +14,7 @@
 //! unfinished logs to `attempts/`. `moot report DIR` reads every item log
 //! of the folder, whichever shard wrote it.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use super::EvalError;
@@ -41,9 +42,16 @@ pub fn save(dir: &Path, name: &str, manifest: &Manifest) -> Result<(), ManifestE
 
 /// Whether a shard may write into `dir` beside what is there: not into a
 /// folder of an unsharded run, nor beside shards of another count, nor
-/// (without `--resume`) over its own earlier manifest; and an unsharded run
-/// not into a folder of shards.
-pub fn check_folder(dir: &Path, shard: Option<Shard>, resume: bool, panel: &str) -> Result<(), EvalError> {
+/// (without `--resume`) over its own earlier manifest, nor beside shards of
+/// another panel or with other `models` (see [`super::Manifest::models`]);
+/// and an unsharded run not into a folder of shards.
+pub fn check_folder(
+    dir: &Path,
+    shard: Option<Shard>,
+    resume: bool,
+    panel: &str,
+    models: &BTreeMap<String, String>,
+) -> Result<(), EvalError> {
     let shards = shard_manifests(dir);
     let in_use = |why: String| EvalError::ShardConflict { dir: dir.to_path_buf(), why };
     let Some(shard) = shard else {
@@ -71,9 +79,15 @@ pub fn check_folder(dir: &Path, shard: Option<Shard>, resume: bool, panel: &str)
                 other.count
             )));
         }
-        let found = load(dir, &manifest_name(Some(*other)))?.map(|m| m.panel.name);
-        if let Some(found) = found.filter(|f| f != panel) {
-            return Err(EvalError::PanelMismatch { dir: path.clone(), found, expected: panel.to_string() });
+        if let Some(m) = load(dir, &manifest_name(Some(*other)))? {
+            if m.panel.name != panel {
+                let found = m.panel.name;
+                return Err(EvalError::PanelMismatch { dir: path.clone(), found, expected: panel.to_string() });
+            }
+            // Shards of one run judge with the same models, or its report mixes judges.
+            if let Some((who, found, given)) = super::models_differ(&m.models, models) {
+                return Err(EvalError::ModelsMismatch { dir: path.clone(), who, found, given });
+            }
         }
         if *other == shard && !resume {
             return Err(EvalError::FolderInUse { dir: dir.to_path_buf() });
@@ -107,15 +121,16 @@ mod tests {
     fn shards_of_another_count_or_an_unsharded_run_are_refused() {
         let dir = tempfile::tempdir().unwrap();
         let s = |i, n| Some(Shard { index: i, count: n });
-        assert!(check_folder(dir.path(), s(1, 2), false, "p").is_ok());
+        let none = BTreeMap::new();
+        assert!(check_folder(dir.path(), s(1, 2), false, "p", &none).is_ok());
         std::fs::write(dir.path().join("run.shard-1-of-2.json"), "not json").unwrap();
-        let e = check_folder(dir.path(), s(1, 3), false, "p").unwrap_err().to_string();
+        let e = check_folder(dir.path(), s(1, 3), false, "p", &none).unwrap_err().to_string();
         assert!(e.contains("shards of 2") && e.contains("--shard I/2"), "{e}");
-        let e = check_folder(dir.path(), None, false, "p").unwrap_err().to_string();
+        let e = check_folder(dir.path(), None, false, "p", &none).unwrap_err().to_string();
         assert!(e.contains("--shard I/2"), "{e}");
         std::fs::remove_file(dir.path().join("run.shard-1-of-2.json")).unwrap();
         std::fs::write(dir.path().join("run.json"), "{}").unwrap();
-        let e = check_folder(dir.path(), s(2, 2), false, "p").unwrap_err().to_string();
+        let e = check_folder(dir.path(), s(2, 2), false, "p", &none).unwrap_err().to_string();
         assert!(e.contains("unsharded run"), "{e}");
     }
 }

@@ -108,7 +108,7 @@ async fn a_resume_keeps_the_runs_seed_and_models() {
     let err = stderr(&other);
     assert_eq!(other.status.code(), Some(1), "{err}");
     assert!(
-        err.contains("was run with other models") && err.contains("m-one on openai then, m-two on openai now"),
+        err.contains("was run with other models") && err.contains("m-one on openai there, m-two on openai here"),
         "{err}"
     );
     let reseeded = run(&srv.base_url(), &[&args[..8], &["--seed", "9", "--out", out_s, "--resume"]].concat()).await;
@@ -288,6 +288,47 @@ async fn shards_split_the_items_and_report_merges_them() {
     assert!(text.starts_with("panel,dimension,group,stage,metric,value,ci_low,ci_high,n"), "{text}");
     // Both folders together hold every item once.
     assert!(text.lines().any(|l| l.starts_with("Small test panel,,,,sessions,5,")), "{text}");
+}
+
+/// Shards sharing one folder judge with the same models: a shard with
+/// another model is refused, naming the shard's manifest that differs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shards_in_one_folder_refuse_other_models() {
+    use moot::session::selection::Shard;
+    let srv = server(SMALL_KEYS, Arc::new(AtomicBool::new(false))).await;
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("shared");
+    let out_s = out.to_str().unwrap();
+    let holds = |s: &str| ["s-1", "s-2", "s-4", "s-5", "s-6"].iter().any(|id| s.parse::<Shard>().unwrap().contains(id));
+    assert!(holds("1/2") && holds("2/2"), "the fixture's items fall in both shards");
+    let shard = |part: &'static str, model: &'static str| {
+        [
+            "eval",
+            SMALL_PANEL,
+            "--data",
+            ITEMS,
+            "--provider",
+            "openai",
+            "--model",
+            model,
+            "--shard",
+            part,
+            "--out",
+            out_s,
+        ]
+    };
+    let first = run(&srv.base_url(), &shard("1/2", "m-one")).await;
+    assert_eq!(first.status.code(), Some(0), "{}", stderr(&first));
+    let other = run(&srv.base_url(), &shard("2/2", "m-two")).await;
+    let err = stderr(&other);
+    assert_eq!(other.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("run.shard-1-of-2.json was run with other models")
+            && err.contains("m-one on openai there, m-two on openai here"),
+        "{err}"
+    );
+    let same = run(&srv.base_url(), &shard("2/2", "m-one")).await;
+    assert_eq!(same.status.code(), Some(0), "{}", stderr(&same));
 }
 
 #[cfg(unix)]
