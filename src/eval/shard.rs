@@ -84,7 +84,7 @@ pub fn check_folder(
                 let found = m.panel.name;
                 return Err(EvalError::PanelMismatch { dir: path.clone(), found, expected: panel.to_string() });
             }
-            // Shards of one run judge with the same models, or its report mixes judges.
+            // Shards of one run judge with the same models (a report shows other models as another panel).
             if let Some((who, found, given)) = super::models_differ(&m.models, models) {
                 return Err(EvalError::ModelsMismatch { dir: path.clone(), who, found, given });
             }
