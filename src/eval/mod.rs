@@ -451,7 +451,12 @@ async fn run_items(
             };
             let result = run_one(index, engine_config, &path, register, &progress).await;
             handles.lock().unwrap_or_else(|e| e.into_inner()).remove(&index);
-            let counter = if result.state == LogState::Completed { &progress.done } else { &progress.failed };
+            let counter = match result.state {
+                LogState::Completed => &progress.done,
+                // Only a Ctrl-C or a run budget stops an item of a batch run.
+                LogState::Stopped => &progress.stopped,
+                _ => &progress.failed,
+            };
             counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             progress.running.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
             drop(permit);

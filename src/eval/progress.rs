@@ -20,6 +20,8 @@ pub struct Progress {
     pub total: AtomicUsize,
     pub done: AtomicUsize,
     pub failed: AtomicUsize,
+    /// Items stopped before they finished (Ctrl-C, a run budget).
+    pub stopped: AtomicUsize,
     pub running: AtomicUsize,
     pub input_tokens: AtomicU64,
     pub output_tokens: AtomicU64,
@@ -42,6 +44,7 @@ pub struct Snapshot {
     pub total: usize,
     pub done: usize,
     pub failed: usize,
+    pub stopped: usize,
     pub running: usize,
     /// Input and output tokens together.
     pub tokens: u64,
@@ -59,6 +62,7 @@ impl Progress {
             total: AtomicUsize::new(total),
             done: AtomicUsize::new(0),
             failed: AtomicUsize::new(0),
+            stopped: AtomicUsize::new(0),
             running: AtomicUsize::new(0),
             input_tokens: AtomicU64::new(0),
             output_tokens: AtomicU64::new(0),
@@ -130,11 +134,13 @@ impl Progress {
         let total = self.total.load(Ordering::Relaxed);
         let done = self.done.load(Ordering::Relaxed);
         let failed = self.failed.load(Ordering::Relaxed);
+        let stopped = self.stopped.load(Ordering::Relaxed);
         let input = self.input_tokens.load(Ordering::Relaxed);
         let output = self.output_tokens.load(Ordering::Relaxed);
         let elapsed = self.started.lock().unwrap_or_else(|e| e.into_inner()).map(|s| s.elapsed()).unwrap_or_default();
         let finished = done + failed;
-        let eta = (finished > 0 && finished <= total).then(|| {
+        // Once an item is stopped the run is stopping: no time is left to guess.
+        let eta = (finished > 0 && finished <= total && stopped == 0).then(|| {
             let per = elapsed.as_secs_f64() / finished as f64;
             Duration::from_secs_f64(per * (total - finished) as f64)
         });
@@ -142,6 +148,7 @@ impl Progress {
             total,
             done,
             failed,
+            stopped,
             running: self.running.load(Ordering::Relaxed),
             tokens: input + output,
             input_tokens: input,
@@ -184,12 +191,9 @@ pub fn fmt_tokens(n: u64) -> String {
 impl Snapshot {
     /// `37/120 done · 2 failed · 16 running · 1.20M tokens · $0.84 · ETA 3m10s`
     pub fn line(&self) -> String {
-        let mut parts = vec![
-            format!("{}/{} done", self.done, self.total),
-            format!("{} failed", self.failed),
-            format!("{} running", self.running),
-            format!("{} tokens", fmt_tokens(self.tokens)),
-        ];
+        let mut parts = vec![format!("{}/{} done", self.done, self.total), format!("{} failed", self.failed)];
+        parts.extend((self.stopped > 0).then(|| format!("{} stopped", self.stopped)));
+        parts.extend([format!("{} running", self.running), format!("{} tokens", fmt_tokens(self.tokens))]);
         if let Some(c) = self.cost {
             parts.push(format!("cost {c:.2}"));
         }
@@ -203,12 +207,12 @@ impl Snapshot {
     /// What the terminal shows under the bar:
     /// `37 done · 2 failed · 16 running · tokens in 1.20M out 84.0k · cost 0.84 · elapsed 2m05s`
     pub fn status(&self) -> String {
-        let mut parts = vec![
-            format!("{} done", self.done),
-            format!("{} failed", self.failed),
+        let mut parts = vec![format!("{} done", self.done), format!("{} failed", self.failed)];
+        parts.extend((self.stopped > 0).then(|| format!("{} stopped", self.stopped)));
+        parts.extend([
             format!("{} running", self.running),
             format!("tokens in {} out {}", fmt_tokens(self.input_tokens), fmt_tokens(self.output_tokens)),
-        ];
+        ]);
         if let Some(c) = self.cost {
             parts.push(format!("cost {c:.2}"));
         }
@@ -269,7 +273,7 @@ impl Bars {
 
     fn update(&mut self, multi: &MultiProgress, snap: &Snapshot, pairwise: Option<String>, blocked: Option<String>) {
         self.items.set_length(snap.total as u64);
-        self.items.set_position((snap.done + snap.failed) as u64);
+        self.items.set_position((snap.done + snap.failed + snap.stopped) as u64);
         self.items.set_message(snap.eta.map(|eta| format!(" · ETA {}", fmt_duration(eta))).unwrap_or_default());
         self.status.set_message(match blocked {
             Some(why) => format!("{} · {why}", snap.status()),
@@ -299,7 +303,7 @@ impl Bars {
 /// one (an item, or the tokens of a turn, so that an item that takes an
 /// hour still shows life).
 fn moved(last: Option<&Snapshot>, now: &Snapshot) -> bool {
-    let key = |s: &Snapshot| (s.done, s.failed, s.running, s.tokens);
+    let key = |s: &Snapshot| (s.done, s.failed, s.stopped, s.running, s.tokens);
     last.is_none_or(|l| key(l) != key(now))
 }
 
@@ -439,6 +443,20 @@ mod tests {
         let turned = p.snapshot();
         p.done.store(1, Ordering::Relaxed);
         assert!(moved(Some(&turned), &p.snapshot()));
+    }
+
+    #[test]
+    fn a_stopped_item_is_not_counted_as_failed() {
+        let p = Progress::new(3, None);
+        p.start_clock();
+        p.done.store(1, Ordering::Relaxed);
+        assert!(p.snapshot().eta.is_some());
+        assert!(!p.snapshot().line().contains("stopped"), "no stopped item, no word of it");
+        p.stopped.store(1, Ordering::Relaxed);
+        let s = p.snapshot();
+        assert!(s.line().starts_with("1/3 done · 0 failed · 1 stopped · 0 running"), "{}", s.line());
+        assert!(s.status().starts_with("1 done · 0 failed · 1 stopped"), "{}", s.status());
+        assert_eq!(s.eta, None, "a run that is stopping has no time left to guess");
     }
 
     #[test]
