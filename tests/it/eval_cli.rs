@@ -76,7 +76,7 @@ const SMALL_KEYS: &[&str] = &["clarity", "accuracy"];
 
 /// What a run prints for resuming repeats its provider, model and seed, and
 /// a resume keeps the run's seed and refuses other models or another seed:
-/// one folder's report never mixes two judges.
+/// a folder holds one run, never one split across two judges.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_resume_keeps_the_runs_seed_and_models() {
     let fail = Arc::new(AtomicBool::new(true));
