@@ -83,12 +83,11 @@ pub(super) fn parse_csv(text: &str, source: &str, collector: &mut Collector) -> 
             continue;
         }
         // A field left open runs to the end of the file: it is the last row's.
-        if let Some(open) = open_at_end.filter(|_| records.peek().is_none()) {
+        if let Some(quote_line) = open_at_end.filter(|_| records.peek().is_none()) {
             let message = format!(
-                "a quoted field opened on line {} is never closed: the rest of the file was read into it",
-                open.quote_line
+                "a quoted field opened on line {quote_line} is never closed: the rest of the file was read into it"
             );
-            collector.push(open.record_line, Err(message));
+            collector.push(line, Err(message));
             continue;
         }
         let entry = if record.len() != headers.len() {
@@ -109,21 +108,13 @@ fn row_line(text: &str, position: &csv::Position) -> usize {
     position.line() as usize + blank
 }
 
-/// Where a quoted field left open at the end of a CSV text began: the line
-/// of its record and of its opening mark. The `csv` crate reads such a field
-/// to the end of the file without complaint, so one stray mark would make
-/// the rest of a file one item's cell.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct OpenQuote {
-    record_line: usize,
-    quote_line: usize,
-}
-
-/// The quoted field that `text` ends inside, if any, read as the `csv`
-/// crate reads it: a mark opens a quoted field only at a field's start, a
-/// doubled mark inside one is a literal mark, and a mark in an unquoted
-/// field is a literal.
-pub(super) fn unclosed_quote(text: &str) -> Option<OpenQuote> {
+/// The line where the quoted field that `text` ends inside opened, if it
+/// ends inside one. The `csv` crate reads such a field to the end of the
+/// file without complaint, so one stray mark would make the rest of a file
+/// one item's cell. Read as the crate reads it: a mark opens a quoted field
+/// only at a field's start, a doubled mark inside one is a literal mark,
+/// and a mark in an unquoted field is a literal.
+pub(super) fn unclosed_quote(text: &str) -> Option<usize> {
     #[derive(Clone, Copy)]
     enum State {
         FieldStart,
@@ -131,13 +122,8 @@ pub(super) fn unclosed_quote(text: &str) -> Option<OpenQuote> {
         Quoted,
         QuoteInQuoted,
     }
-    let (mut state, mut line, mut record_line, mut quote_line) = (State::FieldStart, 1, 1, 1);
-    let mut record_started = false;
+    let (mut state, mut line, mut quote_line) = (State::FieldStart, 1, 1);
     for c in text.chars() {
-        if !record_started && !matches!(c, '\n' | '\r') {
-            record_started = true;
-            record_line = line;
-        }
         state = match (state, c) {
             (State::Quoted, '"') => State::QuoteInQuoted,
             (State::Quoted, _) => State::Quoted,
@@ -146,18 +132,14 @@ pub(super) fn unclosed_quote(text: &str) -> Option<OpenQuote> {
                 State::Quoted
             }
             (State::QuoteInQuoted, '"') => State::Quoted,
-            (_, ',') => State::FieldStart,
-            (_, '\n') => {
-                record_started = false;
-                State::FieldStart
-            }
+            (_, ',' | '\n') => State::FieldStart,
             _ => State::Unquoted,
         };
         if c == '\n' {
             line += 1;
         }
     }
-    matches!(state, State::Quoted).then_some(OpenQuote { record_line, quote_line })
+    matches!(state, State::Quoted).then_some(quote_line)
 }
 
 pub(super) fn item_from_csv(columns: &[Column], record: &csv::StringRecord) -> Result<Item, String> {
