@@ -355,3 +355,27 @@ fn run_and_eval_help_list_every_bundled_panel_with_its_title() {
         }
     }
 }
+
+/// A file that is not there is named once with the system's reason, once:
+/// an error that prints its cause is not followed by the cause again.
+#[test]
+fn a_missing_file_is_named_with_its_reason_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("nowhere");
+    for args in [
+        vec!["report".to_string(), missing.display().to_string()],
+        vec!["run".to_string(), missing.with_extension("toml").display().to_string()],
+        vec![
+            "run".to_string(),
+            "--headless".to_string(),
+            "--item".to_string(),
+            missing.with_extension("jsonl").display().to_string(),
+        ],
+    ] {
+        let out = moot().args(&args).current_dir(dir.path()).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert!(err.contains("nowhere"), "{args:?}: {err}");
+        assert_eq!(err.matches("No such file or directory").count(), 1, "{args:?}: {err}");
+    }
+}

@@ -35,7 +35,19 @@ pub struct PanelRow {
     /// What to pass to `moot run`.
     pub arg: String,
     pub name: String,
-    pub origin: String,
+    /// The protocol and, where it is the paper's, its preset (`maj-eval · paper`).
+    pub protocol: String,
+}
+
+impl PanelRow {
+    fn new(arg: String, panel: &Panel) -> Self {
+        let section = &panel.protocol;
+        let mut protocol = section.kind.as_str().to_string();
+        if section.preset == crate::preset::Preset::Paper {
+            protocol.push_str(" · paper");
+        }
+        Self { arg, name: panel.name.clone(), protocol }
+    }
 }
 
 /// What the user chose on the home screen.
@@ -85,6 +97,27 @@ pub fn list_status(v: &SessionView, path: &Path) -> &'static str {
     } else {
         RUNNING
     }
+}
+
+/// The panels to run from: each one's name, protocol and what `moot run`
+/// takes for it (a bundled name or a file). The name gets what the other two
+/// columns leave of `width`, so a narrow screen clips names, never the
+/// argument a user types.
+fn panel_table<'a>(panels: &[PanelRow], width: u16, theme: &crate::tui::theme::Theme) -> Table<'a> {
+    use unicode_width::UnicodeWidthStr;
+    let widest = |f: fn(&PanelRow) -> &str, header: &str| {
+        panels.iter().map(|p| f(p).width()).chain([header.width()]).max().unwrap_or(0) as u16
+    };
+    let protocol = widest(|p| &p.protocol, "protocol");
+    let arg = widest(|p| &p.arg, "moot run …");
+    // Two one-column gaps between three columns.
+    let name = width.saturating_sub(protocol + arg + 2).min(widest(|p| &p.name, "panel")).max(8);
+    let rows: Vec<Row> = panels
+        .iter()
+        .map(|p| Row::new(vec![clip(&p.name, name as usize), p.protocol.clone(), p.arg.clone()]))
+        .collect();
+    Table::new(rows, [Constraint::Length(name), Constraint::Length(protocol), Constraint::Min(arg)])
+        .header(Row::new(vec!["panel", "protocol", "moot run …"]).style(theme.muted()))
 }
 
 fn session_row(path: &Path) -> Option<SessionRow> {
@@ -146,9 +179,7 @@ impl Home {
         rows.sort_by(|a, b| b.started.cmp(&a.started).then_with(|| b.path.cmp(&a.path)));
         self.sessions = rows;
         let mut panels: Vec<PanelRow> = Panel::bundled_names()
-            .filter_map(|n| {
-                Panel::bundled(n).map(|p| PanelRow { arg: n.to_string(), name: p.name, origin: "bundled".into() })
-            })
+            .filter_map(|n| Panel::bundled(n).map(|p| PanelRow::new(n.to_string(), &p)))
             .collect();
         if let Ok(entries) = std::fs::read_dir("panels") {
             let mut local: Vec<PathBuf> =
@@ -156,11 +187,7 @@ impl Home {
             local.sort();
             for p in local {
                 if let Ok(panel) = Panel::load(&p) {
-                    panels.push(PanelRow {
-                        arg: p.display().to_string(),
-                        name: panel.name,
-                        origin: p.display().to_string(),
-                    });
+                    panels.push(PanelRow::new(p.display().to_string(), &panel));
                 }
             }
         }
@@ -231,7 +258,7 @@ impl Home {
         let theme = self.env.theme();
         let area = f.area();
         let (body, foot) = super::page(f, theme, "recent sessions and panels");
-        let panels_h = (self.panels.len() as u16 + 3).min(body.height / 2).max(4);
+        let panels_h = (self.panels.len() as u16 + 4).min(body.height / 2).max(4);
         let [sess, pans] = Layout::vertical([Constraint::Min(3), Constraint::Length(panels_h)]).areas(body);
         let narrow = area.width < 100;
         let rows: Vec<Row> = self
@@ -279,8 +306,7 @@ impl Home {
                 inner,
             );
         }
-        let prow: Vec<Row> = self.panels.iter().map(|p| Row::new(vec![p.name.clone(), p.origin.clone()])).collect();
-        let ptable = Table::new(prow, [Constraint::Length(30), Constraint::Min(10)])
+        let ptable = panel_table(&self.panels, pans.width.saturating_sub(2), theme)
             .row_highlight_style(theme.selection())
             .block(pane(Line::from(Span::styled(" Panels ", theme.accent())), self.focus == 1, theme));
         let mut pst = TableState::default();
@@ -375,5 +401,33 @@ mod tests {
         assert_eq!(status("open.jsonl", &without_end), (OPEN, UNFINISHED));
         assert_eq!(status("early.jsonl", &lines[..5].concat()), (RUNNING, UNFINISHED));
         assert_eq!(status("ended.jsonl", example), ("done", "done"));
+    }
+
+    /// At 80×24 every visible panel row shows its protocol and, in full,
+    /// what `moot run` takes for it; names are clipped first.
+    #[test]
+    fn the_panel_list_shows_the_protocol_and_the_run_argument_at_80_columns() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut home = Home::new(Env::test(), vec![dir.path().to_path_buf()]);
+        home.focus = 1;
+        let screen = |home: &mut Home, arg: &str| {
+            home.selected[1] = home.panels.iter().position(|p| p.arg == arg).unwrap();
+            let mut t = ratatui::Terminal::new(ratatui::backend::TestBackend::new(80, 24)).unwrap();
+            t.draw(|f| home.draw(f)).unwrap();
+            t.backend().to_string()
+        };
+        let row = |screen: &str, arg: &str| {
+            screen
+                .lines()
+                .find(|l| l.contains(&format!(" {arg} ")))
+                .map(str::to_string)
+                .unwrap_or_else(|| panic!("{screen}"))
+        };
+        let paper = row(&screen(&mut home, "storybook-qa-paper"), "storybook-qa-paper");
+        assert!(paper.contains("maj-eval · paper") && paper.contains("Storybook QA"), "{paper}");
+        let screen = screen(&mut home, "storybook-qa");
+        let plain = row(&screen, "storybook-qa");
+        assert!(plain.contains("maj-eval ") && !plain.contains("paper"), "{plain}");
+        assert!(screen.contains("moot run …"), "{screen}");
     }
 }
