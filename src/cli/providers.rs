@@ -273,14 +273,7 @@ pub fn write_overview(
             Ok(s) => {
                 writeln!(out, "{}  ({}, {})", s.name, s.kind, s.defined_in)?;
                 for setting in &s.settings {
-                    // A long value wraps within its column, so every
-                    // setting's source stays in one column.
-                    let lines = textwrap::wrap(&setting.value, 44);
-                    let first = lines.first().map(|l| l.as_ref()).unwrap_or("");
-                    writeln!(out, "  {:20} {:44} from {}", setting.field, first, setting.from)?;
-                    for line in lines.iter().skip(1) {
-                        writeln!(out, "  {:20} {line}", "")?;
-                    }
+                    writeln!(out, "  {:20} {:44} from {}", setting.field, setting.value, setting.from)?;
                 }
             }
             Err(e) => writeln!(out, "{name}  (error: {e})")?,
@@ -369,10 +362,6 @@ mod tests {
         assert!(!text.contains("sk-secret-value"));
         assert!(text.contains("model from --model"), "{text}");
         assert!(text.contains("used by: nobody"), "{text}");
-        // Long values (timeouts, repetition) wrap: every source in one column.
-        let at: Vec<usize> =
-            text.lines().filter_map(|l| l.find(" from built-in default").map(|i| l[..i].chars().count())).collect();
-        assert!(at.len() > 10 && at.iter().all(|&c| c == at[0]), "{text}");
         let agent = &panel.agents().next().unwrap().1.name;
         assert!(text.lines().any(|l| l.starts_with("  used by:") && l.contains(agent.as_str())), "{text}");
     }
