@@ -3,6 +3,7 @@
 pub mod cli;
 pub mod config;
 pub mod engine;
+pub mod errors;
 pub mod eval;
 pub mod item;
 pub mod model;

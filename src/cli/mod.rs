@@ -388,24 +388,10 @@ pub fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("moot: {}", error_text(&e));
+            eprintln!("moot: {}", crate::errors::error_text(&e));
             ExitCode::from(1)
         }
     }
-}
-
-/// An error and its causes, joined by `: `, leaving out a cause whose text
-/// the message already holds (an error that prints its source, as
-/// `path: {error}` does, would otherwise print it twice).
-fn error_text(e: &anyhow::Error) -> String {
-    let mut text = e.to_string();
-    for cause in e.chain().skip(1) {
-        let cause = cause.to_string();
-        if !text.contains(&cause) {
-            text = format!("{text}: {cause}");
-        }
-    }
-    text
 }
 
 fn screen_env(theme: Option<&str>) -> anyhow::Result<crate::tui::app::Env> {

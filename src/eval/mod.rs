@@ -503,7 +503,7 @@ async fn run_one(
                 index,
                 state: LogState::Failed,
                 session_id: None,
-                error: Some(format!("{e:#}")),
+                error: Some(crate::errors::error_text(&e)),
                 usage: Usage::default(),
                 calls: 0,
             };

@@ -342,7 +342,7 @@ pub async fn home(
             Some(HomeChoice::Replay(path)) => {
                 match load_events(&path) {
                     Ok(events) => replay(tui, env.clone(), events, 1.0).await?,
-                    Err(e) => home.message = Some(format!("{e:#}")),
+                    Err(e) => home.message = Some(crate::errors::error_text(&e)),
                 }
                 home.refresh();
                 continue;
@@ -361,7 +361,7 @@ pub async fn home(
                         home.message = outcome.log_path.map(|p| format!("session recorded: {}", p.display()));
                     }
                     Ok(None) => home.message = Some("stopped before the session went on; its log is as it was".into()),
-                    Err(e) => home.message = Some(format!("{e:#}")),
+                    Err(e) => home.message = Some(crate::errors::error_text(&e)),
                 }
                 home.refresh();
                 continue;
@@ -377,7 +377,7 @@ pub async fn home(
                         home.message = outcome.log_path.map(|p| format!("session recorded: {}", p.display()));
                     }
                     Ok(None) => home.message = Some("stopped before the session started".into()),
-                    Err(e) => home.message = Some(format!("{e:#}")),
+                    Err(e) => home.message = Some(crate::errors::error_text(&e)),
                 }
                 home.refresh();
                 continue;

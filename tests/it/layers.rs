@@ -17,7 +17,10 @@ const LAYERS: &[&[&str]] = &[
     &["cli", "main"],
     &["tui", "eval", "report", "optimize", "personas"],
     &["engine"],
-    &["provider", "session", "panel", "item", "stats", "config", "model", "paint", "signals", "roles", "preset"],
+    &[
+        "provider", "session", "panel", "item", "stats", "config", "model", "paint", "signals", "roles", "preset",
+        "errors",
+    ],
 ];
 
 fn layer_of(module: &str) -> Option<usize> {
