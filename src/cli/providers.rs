@@ -137,9 +137,12 @@ pub fn write_pools(out: &mut dyn Write, pools: &[crate::provider::pool::PoolStat
     for pool in pools {
         writeln!(out)?;
         writeln!(out, "pool {} (affinity {}):", pool.name, if pool.affinity { "on" } else { "off" })?;
+        // Columns as wide as their longest entry ("down: why" can be long).
+        let label = pool.endpoints.iter().map(|e| e.label.chars().count()).max().unwrap_or(0);
+        let state = pool.endpoints.iter().map(|e| e.state.chars().count()).max().unwrap_or(0);
         for e in &pool.endpoints {
             let check = e.last_check.as_deref().unwrap_or("health checks off");
-            writeln!(out, "  {:40} {:24} limit {:3}  {check}", e.label, e.state, e.limit)?;
+            writeln!(out, "  {:label$}  {:state$}  limit {:3}  {check}", e.label, e.state, e.limit)?;
         }
     }
     Ok(())
@@ -273,7 +276,13 @@ pub fn write_overview(
             Ok(s) => {
                 writeln!(out, "{}  ({}, {})", s.name, s.kind, s.defined_in)?;
                 for setting in &s.settings {
-                    writeln!(out, "  {:20} {:44} from {}", setting.field, setting.value, setting.from)?;
+                    // A long value wraps within its column (a URL or a
+                    // word is never broken), so the sources line up.
+                    let lines = wrap_value(&setting.value);
+                    writeln!(out, "  {:20} {:VALUE_WIDTH$} from {}", setting.field, lines[0], setting.from)?;
+                    for line in &lines[1..] {
+                        writeln!(out, "  {:20} {line}", "")?;
+                    }
                 }
             }
             Err(e) => writeln!(out, "{name}  (error: {e})")?,
@@ -286,15 +295,30 @@ pub fn write_overview(
         out,
         "panel \"{panel_name}\" (order: --provider/--model, then the participant's own setting, then the panel's, then the default):"
     )?;
-    for c in choices.iter().filter(|c| c.participant != Participant::Default) {
+    let bound: Vec<&Choice> = choices.iter().filter(|c| c.participant != Participant::Default).collect();
+    let names: Vec<String> = bound.iter().map(|c| c.participant.to_string()).collect();
+    let width = names.iter().map(|n| n.chars().count()).max().unwrap_or(0);
+    for (c, name) in bound.iter().zip(&names) {
         let model = if c.model.is_empty() { "(provider default)" } else { c.model.as_str() };
         writeln!(
             out,
-            "  {:14} {} / {}    provider from {}; model from {}",
-            c.participant, c.provider, model, c.provider_from, c.model_from
+            "  {name:width$}  {} / {}    provider from {}; model from {}",
+            c.provider, model, c.provider_from, c.model_from
         )?;
     }
     Ok(())
+}
+
+/// Width of the value column in the settings list.
+const VALUE_WIDTH: usize = 44;
+
+/// A setting's value as the lines of its column: wrapped at spaces, never
+/// inside a word, so a URL longer than the column stays whole on its line.
+fn wrap_value(value: &str) -> Vec<String> {
+    let options =
+        textwrap::Options::new(VALUE_WIDTH).break_words(false).word_separator(textwrap::WordSeparator::AsciiSpace);
+    let lines: Vec<String> = textwrap::wrap(value, options).into_iter().map(|l| l.into_owned()).collect();
+    if lines.is_empty() { vec![String::new()] } else { lines }
 }
 
 fn user_config_display() -> String {
@@ -362,6 +386,14 @@ mod tests {
         assert!(!text.contains("sk-secret-value"));
         assert!(text.contains("model from --model"), "{text}");
         assert!(text.contains("used by: nobody"), "{text}");
+        // Long values (timeouts, repetition) wrap: every source in one column.
+        let at: Vec<usize> =
+            text.lines().filter_map(|l| l.find(" from built-in default").map(|i| l[..i].chars().count())).collect();
+        assert!(at.len() > 10 && at.iter().all(|&c| c == at[0]), "{text}");
+        // The bindings line up after the longest participant's name.
+        let bound: Vec<&str> = text.lines().filter(|l| l.contains("    provider from ")).collect();
+        let column: Vec<Option<usize>> = bound.iter().map(|l| l.find(" openai / ")).collect();
+        assert!(bound.len() > 5 && column.iter().all(|c| c.is_some() && *c == column[0]), "{text}");
         let agent = &panel.agents().next().unwrap().1.name;
         assert!(text.lines().any(|l| l.starts_with("  used by:") && l.contains(agent.as_str())), "{text}");
     }

@@ -72,7 +72,8 @@ pub fn choices(registry: &Registry, panel: &Panel, cli_provider: Option<&str>, c
         } else if let Some(p) = &top.provider {
             (p.clone(), "the panel's provider".to_string())
         } else {
-            (registry.default_name().to_string(), format!("default ({})", registry.default_reason))
+            // Why it is the default is said once, where the default is shown.
+            (registry.default_name().to_string(), "default".to_string())
         };
         let (model, model_from) = if let Some(m) = cli_model {
             (m.to_string(), "--model".to_string())
