@@ -161,12 +161,52 @@ pub(super) fn string_may_close(json: &str) -> bool {
     };
     let text = &json[start..];
     let trimmed = text.trim_end();
-    if trimmed.chars().count() < STRING_SENTENCE_MIN || !ends_sentence(trimmed) {
+    // Only a sentence of the value's own: not one inside a quotation
+    // ("the question 'What did Ben find?") nor one a quotation closes
+    // ("the question 'What did Ben find?'"), where the value goes on.
+    if trimmed.chars().count() < STRING_SENTENCE_MIN
+        || !trimmed.ends_with(['.', '!', '?'])
+        || !ends_sentence(trimmed)
+        || quotation_open(trimmed)
+    {
         return false;
     }
     let word = trimmed[..trimmed.len() - 1].rsplit(|c: char| c.is_whitespace() || c == '(').next().unwrap_or("");
     !ABBREVIATIONS.contains(&word)
 }
+
+/// Whether a JSON string value's text (escapes as written) ends inside a
+/// quotation: an escaped `\"`, a curly `“` or a single `'` opened and not
+/// closed. A single mark opens after a blank or a bracket and closes after
+/// a non-blank before a blank, a mark or the end; one between two letters
+/// is an apostrophe (`Ben's`). A single mark opened more than
+/// [`QUOTATION_MAX`] characters back was no quotation (`rock 'n roll`).
+fn quotation_open(text: &str) -> bool {
+    let escaped = text.matches("\\\"").count();
+    let curly = text.matches('“').count() > text.matches('”').count();
+    let chars: Vec<char> = text.chars().collect();
+    let mut single = None;
+    for (i, &c) in chars.iter().enumerate() {
+        if c != '\'' {
+            continue;
+        }
+        let before = i.checked_sub(1).map(|j| chars[j]);
+        let after = chars.get(i + 1).copied();
+        let opens =
+            before.is_none_or(|b| b.is_whitespace() || "([".contains(b)) && after.is_some_and(|a| !a.is_whitespace());
+        let closes = before.is_some_and(|b| !b.is_whitespace()) && after.is_none_or(|a| !a.is_alphanumeric());
+        match single {
+            None if opens => single = Some(i),
+            Some(_) if closes => single = None,
+            _ => {}
+        }
+    }
+    escaped % 2 == 1 || curly || single.is_some_and(|at| chars.len() - at <= QUOTATION_MAX)
+}
+
+/// The longest quotation in a string value that keeps it open (see
+/// [`quotation_open`]): longer than the sample's longest line (107 characters).
+const QUOTATION_MAX: usize = 160;
 
 /// Whether the token `piece`, written after the JSON text `json`, would
 /// close a string value where the model meant to open a quotation inside
@@ -252,6 +292,23 @@ mod tests {
             string_may_close(&format!(r#"{open}"He said \"no\" and the answer names the wall where Mila found it."#)),
             "escaped quotes stay inside"
         );
+    }
+
+    #[test]
+    fn a_string_value_does_not_close_inside_a_quotation_or_at_its_end() {
+        let open = r#"{"next": "Ms. Ito", "reason": "#;
+        let asked = "The question 'What did Ben find under his pillow in the morning?";
+        assert!(!string_may_close(&format!("{open}\"{asked}")), "a single quotation still open");
+        assert!(!string_may_close(&format!("{open}\"{asked}'")), "the quotation's sentence, not the value's");
+        assert!(string_may_close(&format!("{open}\"{asked}' is one a child can answer.")), "the value's own sentence");
+        let escaped = r#"The question \"What did Ben find under his pillow?"#;
+        assert!(!string_may_close(&format!("{open}\"{escaped}")), "an escaped quotation still open");
+        assert!(!string_may_close(&format!("{open}\"The question “What did Ben find under his pillow?")), "curly");
+        let apostrophes = "Ms. Ito's point about Ben's pillow is the children's view.";
+        assert!(string_may_close(&format!("{open}\"{apostrophes}")), "apostrophes are no quotations");
+        assert!(string_may_close(&format!("{open}\"The parents' view differs from the teachers' on relevancy.")));
+        let stray = format!("Amara hums 'n {} and the answer fits.", "the answer names the wall ".repeat(7));
+        assert!(string_may_close(&format!("{open}\"{stray}")), "a mark long ago was no quotation");
     }
 
     #[test]
