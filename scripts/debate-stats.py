@@ -172,8 +172,9 @@ def pct(n, d):
 
 
 def line(label, s):
-    dur = f"{s['duration_s']:.1f} s" if s["duration_s"] is not None else "?"
-    return (f"{label}: {s['status']} in {dur}; debate turns {s['turns']}: score changed {pct(s['changed'], s['turns'])}, "
+    # The totals have no one duration; a log without an end has none either.
+    dur = f" in {s['duration_s']:.1f} s" if s["duration_s"] is not None else ""
+    return (f"{label}: {s['status']}{dur}; debate turns {s['turns']}: score changed {pct(s['changed'], s['turns'])}, "
             f"named another member {pct(s['named'], s['turns'])}, prose first {pct(s['prose_first'], s['turns'])}, "
             f"finished {pct(s['finished'], s['turns'])}; "
             f"picks: moderator {s['picks_llm']}, policy {s['picks_policy']} (fallbacks {s['fallbacks']}), "
