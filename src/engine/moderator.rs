@@ -7,7 +7,7 @@
 
 use rand::Rng;
 
-use crate::engine::parse::{expand_to_fence, json_objects, normalize_key};
+use crate::engine::parse::{expand_to_fence, json_objects, mark_cut, normalize_key};
 use crate::panel::ModeratorPolicy;
 use crate::session::event::Evaluation;
 
@@ -203,7 +203,7 @@ pub fn parse_moderator_reply(reply: &str, eligible: &[&str], all_agents: &[&str]
         if let Some(name) = field(&["next", "next_speaker", "next_agent", "speaker", "agent"]) {
             let agent = resolve(name, eligible, all_agents)?;
             let reason = field(&["reason", "why", "rationale", "justification"])
-                .map(|r| r.trim().to_string())
+                .map(|r| mark_cut(r.trim()))
                 .filter(|r| !r.is_empty())
                 .unwrap_or_else(|| {
                     let around = expand_to_fence(reply, object.range.clone());
@@ -510,5 +510,20 @@ mod tests {
                 (want, got) => panic!("{name}: wanted {want:?}, got {got:?}"),
             }
         }
+    }
+
+    #[test]
+    fn a_reason_cut_at_its_length_is_marked() {
+        let eligible = ["Alice", "Carol"];
+        let long = "Alice has not yet answered the point that Carol made about the pillow and the tooth, ".repeat(3);
+        let cut: String = long.chars().take(crate::engine::prompts::JUSTIFICATION_MAX as usize).collect();
+        let reply = serde_json::json!({"next": "Alice", "reason": cut}).to_string();
+        let pick = parse_moderator_reply(&reply, &eligible, &eligible).unwrap();
+        assert_eq!(pick.reason, format!("{}…", cut.trim()), "cut mid-sentence");
+        let whole = format!("{}.", &cut[..cut.len() - 1]);
+        let reply = serde_json::json!({"next": "Alice", "reason": whole}).to_string();
+        assert_eq!(parse_moderator_reply(&reply, &eligible, &eligible).unwrap().reason, whole, "a sentence's end");
+        let short = r#"{"next": "Alice", "reason": "Alice has not answered Carol"}"#;
+        assert_eq!(parse_moderator_reply(short, &eligible, &eligible).unwrap().reason, "Alice has not answered Carol");
     }
 }

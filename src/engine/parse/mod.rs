@@ -104,7 +104,7 @@ pub fn parse_reply(reply: &str, spec: &ParseSpec<'_>) -> Result<Evaluation, Stri
     let (scores, overall) = parser.assemble(&found)?;
     let confidence = found.confidence.as_ref().and_then(to_confidence);
     let justification = match &found.justification {
-        Some(text) => cap(text.trim()),
+        Some(text) => cap(&mark_cut(text.trim())),
         None => cap(&prose_without(reply, &removed)),
     };
     Ok(Evaluation {
@@ -151,6 +151,17 @@ fn prose_without(text: &str, removed: &[Range<usize>]) -> String {
 }
 
 /// At most [`JUSTIFICATION_CAP`] characters, ending in `…` when cut.
+/// A justification or reason that stops at its schema's length
+/// ([`JUSTIFICATION_MAX`](crate::engine::prompts::JUSTIFICATION_MAX), as
+/// a grammar cuts it) in the middle of a sentence ends with `…`, so that
+/// nobody reads the cut as the model's own ending.
+pub fn mark_cut(text: &str) -> String {
+    let max = crate::engine::prompts::JUSTIFICATION_MAX as usize;
+    let chars = text.chars().count();
+    let ended = text.ends_with(['.', '!', '?', '"', '\'', '”', ')', '…']);
+    if (max.saturating_sub(2)..=max).contains(&chars) && !ended { format!("{text}…") } else { text.to_string() }
+}
+
 fn cap(text: &str) -> String {
     if text.chars().count() <= JUSTIFICATION_CAP {
         return text.to_string();

@@ -389,3 +389,18 @@ fn a_dimension_keyed_overall_is_the_overall_and_not_among_the_scores() {
     let e = parse_reply("{\"overall\": 3}", &spec).expect("parses");
     assert_eq!((e.overall, e.scores.is_empty()), (Some(3.0), true));
 }
+
+#[test]
+fn a_justification_cut_at_its_length_is_marked() {
+    let max = crate::engine::prompts::JUSTIFICATION_MAX as usize;
+    let cut: String =
+        "The answer names the wall but not why Mila went back there, ".repeat(4).chars().take(max).collect();
+    let reply =
+        serde_json::json!({"grammar": 4, "answer_relevancy": 3, "overall": 4, "justification": cut}).to_string();
+    let ev = parse(&reply).unwrap();
+    assert!(ev.justification.ends_with('…') && ev.justification.starts_with(cut.trim()), "{}", ev.justification);
+    let whole = "The answer names the wall but not why Mila went back there.";
+    let reply =
+        serde_json::json!({"grammar": 4, "answer_relevancy": 3, "overall": 4, "justification": whole}).to_string();
+    assert_eq!(parse(&reply).unwrap().justification, whole);
+}
