@@ -2,7 +2,7 @@
 //! from, who uses them, and whether they answer.
 
 use std::collections::BTreeMap;
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
@@ -94,16 +94,19 @@ pub fn run(args: ProvidersArgs) -> anyhow::Result<ExitCode> {
             let choices = bindings::choices(&registry, &panel, args.provider.as_deref(), args.model.as_deref());
             let pools = check_pools(&mut registry)?;
             let mut out = std::io::stdout().lock();
-            write_overview(&mut out, &registry, &panel.name, &choices)?;
+            // On a terminal the settings fit its width; piped, they keep
+            // the widest layout.
+            let columns = std::io::stdout()
+                .is_terminal()
+                .then(|| ratatui::crossterm::terminal::size().ok())
+                .flatten()
+                .map(|(width, _)| usize::from(width));
+            write_overview(&mut out, &registry, &panel.name, &choices, columns)?;
             write_pools(&mut out, &pools)?;
-            writeln!(
-                out,
-                "protocol {}: {}",
-                panel.protocol.kind.as_str(),
-                crate::panel::Panel::method_line(Some(&panel), panel.protocol.preset, &panel.departures())
-            )?;
+            let method = crate::panel::Panel::method_line(Some(&panel), panel.protocol.preset, &panel.departures());
+            writeln!(out, "{}", fill(&format!("protocol {}: {method}", panel.protocol.kind.as_str()), columns))?;
             if let Some(stages) = panel.stages_line() {
-                writeln!(out, "{stages}")?;
+                writeln!(out, "{}", fill(&stages, columns))?;
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -254,12 +257,17 @@ pub fn write_overview(
     registry: &Registry,
     panel_name: &str,
     choices: &[Choice],
+    columns: Option<usize>,
 ) -> anyhow::Result<()> {
+    let width = value_width(columns);
     match registry.config_source() {
         Some(p) => writeln!(out, "config file: {}", p.display())?,
-        None => writeln!(out, "config file: none (./moot.toml or {} not found)", user_config_display())?,
+        None => {
+            let none = format!("config file: none (./moot.toml or {} not found)", user_config_display());
+            writeln!(out, "{}", fill(&none, columns))?
+        }
     }
-    writeln!(out, "default provider: {}", registry.default_reason)?;
+    writeln!(out, "{}", fill(&format!("default provider: {}", registry.default_reason), columns))?;
     let mut users: BTreeMap<&str, Vec<String>> = BTreeMap::new();
     for c in choices.iter().filter(|c| c.participant != Participant::Default) {
         users.entry(c.provider.as_str()).or_default().push(c.participant.to_string());
@@ -278,8 +286,8 @@ pub fn write_overview(
                 for setting in &s.settings {
                     // A long value wraps within its column (a URL or a
                     // word is never broken), so the sources line up.
-                    let lines = wrap_value(&setting.value);
-                    writeln!(out, "  {:20} {:VALUE_WIDTH$} from {}", setting.field, lines[0], setting.from)?;
+                    let lines = wrap_value(&setting.value, width);
+                    writeln!(out, "  {:20} {:width$} from {}", setting.field, lines[0], setting.from)?;
                     for line in &lines[1..] {
                         writeln!(out, "  {:20} {line}", "")?;
                     }
@@ -288,35 +296,61 @@ pub fn write_overview(
             Err(e) => writeln!(out, "{name}  (error: {e})")?,
         }
         let used_by = users.get(name.as_str()).map(|u| u.join(", ")).unwrap_or_else(|| "nobody".into());
-        writeln!(out, "  used by: {used_by}")?;
+        writeln!(out, "{}", fill(&format!("  used by: {used_by}"), columns))?;
     }
     writeln!(out)?;
-    writeln!(
-        out,
-        "panel \"{panel_name}\" (order: --provider/--model, then the participant's own setting, then the panel's, then the default):"
-    )?;
+    let order = "the first that applies: --provider/--model, the participant's own setting, the panel's, the default";
+    writeln!(out, "{}", fill(&format!("panel \"{panel_name}\" ({order}):"), columns))?;
     let bound: Vec<&Choice> = choices.iter().filter(|c| c.participant != Participant::Default).collect();
     let names: Vec<String> = bound.iter().map(|c| c.participant.to_string()).collect();
     let width = names.iter().map(|n| n.chars().count()).max().unwrap_or(0);
     for (c, name) in bound.iter().zip(&names) {
-        let model = if c.model.is_empty() { "(provider default)" } else { c.model.as_str() };
-        writeln!(
-            out,
-            "  {name:width$}  {} / {}    provider from {}; model from {}",
-            c.provider, model, c.provider_from, c.model_from
-        )?;
+        // The provider's own model needs no origin of its own.
+        let (model, origin) = if c.model.is_empty() {
+            ("its default model", format!("provider from {}", c.provider_from))
+        } else {
+            (c.model.as_str(), format!("provider from {}; model from {}", c.provider_from, c.model_from))
+        };
+        writeln!(out, "  {name:width$}  {} / {model}  ({origin})", c.provider)?;
     }
     Ok(())
 }
 
-/// Width of the value column in the settings list.
+/// A long line wrapped to a terminal `columns` wide (its later lines
+/// indented two more than its first); as it is when the output is no
+/// terminal.
+fn fill(line: &str, columns: Option<usize>) -> String {
+    let Some(c) = columns else {
+        return line.to_string();
+    };
+    let indent = format!("{}  ", &line[..line.len() - line.trim_start().len()]);
+    let options = textwrap::Options::new(c)
+        .subsequent_indent(&indent)
+        .word_separator(textwrap::WordSeparator::AsciiSpace)
+        .word_splitter(textwrap::WordSplitter::NoHyphenation);
+    textwrap::fill(line, options)
+}
+
+/// Widest value column in the settings list (and its width when the
+/// output is no terminal).
 const VALUE_WIDTH: usize = 44;
 
-/// A setting's value as the lines of its column: wrapped at spaces, never
-/// inside a word, so a URL longer than the column stays whole on its line.
-fn wrap_value(value: &str) -> Vec<String> {
-    let options =
-        textwrap::Options::new(VALUE_WIDTH).break_words(false).word_separator(textwrap::WordSeparator::AsciiSpace);
+/// The value column for a terminal `columns` wide: what is left beside the
+/// field's column and `from built-in default`, between 24 and
+/// [`VALUE_WIDTH`].
+fn value_width(columns: Option<usize>) -> usize {
+    const BESIDE: usize = 2 + 20 + 1 + 1 + "from built-in default".len();
+    columns.map_or(VALUE_WIDTH, |c| c.saturating_sub(BESIDE).clamp(24, VALUE_WIDTH))
+}
+
+/// A setting's value as the lines of its column `width` wide: wrapped at
+/// spaces, never inside a word, so a URL longer than the column stays
+/// whole on its line.
+fn wrap_value(value: &str, width: usize) -> Vec<String> {
+    let options = textwrap::Options::new(width)
+        .break_words(false)
+        .word_separator(textwrap::WordSeparator::AsciiSpace)
+        .word_splitter(textwrap::WordSplitter::NoHyphenation);
     let lines: Vec<String> = textwrap::wrap(value, options).into_iter().map(|l| l.into_owned()).collect();
     if lines.is_empty() { vec![String::new()] } else { lines }
 }
@@ -379,7 +413,7 @@ mod tests {
         let panel = crate::panel::Panel::bundled(crate::panel::DEFAULT_PANEL).expect("bundled panel");
         let choices = bindings::choices(&registry, &panel, None, Some("m1"));
         let mut out = Vec::new();
-        write_overview(&mut out, &registry, &panel.name, &choices).unwrap();
+        write_overview(&mut out, &registry, &panel.name, &choices, None).unwrap();
         let text = String::from_utf8(out).unwrap();
         assert!(text.contains("default provider: openai: OPENAI_API_KEY is set"), "{text}");
         assert!(text.contains("$OPENAI_API_KEY (set)"), "{text}");
@@ -391,10 +425,17 @@ mod tests {
             text.lines().filter_map(|l| l.find(" from built-in default").map(|i| l[..i].chars().count())).collect();
         assert!(at.len() > 10 && at.iter().all(|&c| c == at[0]), "{text}");
         // The bindings line up after the longest participant's name.
-        let bound: Vec<&str> = text.lines().filter(|l| l.contains("    provider from ")).collect();
+        let bound: Vec<&str> = text.lines().filter(|l| l.contains("  (provider from ")).collect();
         let column: Vec<Option<usize>> = bound.iter().map(|l| l.find(" openai / ")).collect();
         assert!(bound.len() > 5 && column.iter().all(|c| c.is_some() && *c == column[0]), "{text}");
         let agent = &panel.agents().next().unwrap().1.name;
         assert!(text.lines().any(|l| l.starts_with("  used by:") && l.contains(agent.as_str())), "{text}");
+        // On a terminal 80 columns wide, a setting's line fits it.
+        let mut out = Vec::new();
+        write_overview(&mut out, &registry, &panel.name, &choices, Some(80)).unwrap();
+        let narrow = String::from_utf8(out).unwrap();
+        let rows: Vec<&str> = narrow.lines().filter(|l| l.ends_with(" from built-in default")).collect();
+        assert!(rows.len() > 10 && rows.iter().all(|l| l.chars().count() <= 80), "{narrow}");
+        assert!(narrow.lines().all(|l| l.chars().count() <= 80), "every line fits: {narrow}");
     }
 }
