@@ -303,7 +303,7 @@ pub fn write_overview(
     writeln!(out, "{}", fill(&format!("panel \"{panel_name}\" ({order}):"), columns))?;
     let bound: Vec<&Choice> = choices.iter().filter(|c| c.participant != Participant::Default).collect();
     let names: Vec<String> = bound.iter().map(|c| c.participant.to_string()).collect();
-    let width = names.iter().map(|n| n.chars().count()).max().unwrap_or(0);
+    let name_width = names.iter().map(|n| n.chars().count()).max().unwrap_or(0);
     for (c, name) in bound.iter().zip(&names) {
         // The provider's own model needs no origin of its own.
         let (model, origin) = if c.model.is_empty() {
@@ -311,7 +311,7 @@ pub fn write_overview(
         } else {
             (c.model.as_str(), format!("provider from {}; model from {}", c.provider_from, c.model_from))
         };
-        writeln!(out, "  {name:width$}  {} / {model}  ({origin})", c.provider)?;
+        writeln!(out, "  {name:name_width$}  {} / {model}  ({origin})", c.provider)?;
     }
     Ok(())
 }

@@ -150,7 +150,6 @@ fn prose_without(text: &str, removed: &[Range<usize>]) -> String {
     out.trim().to_string()
 }
 
-/// At most [`JUSTIFICATION_CAP`] characters, ending in `…` when cut.
 /// A justification or reason that stops at its schema's length
 /// ([`JUSTIFICATION_MAX`](crate::engine::prompts::JUSTIFICATION_MAX), as
 /// a grammar cuts it) in the middle of a sentence ends with `…`, so that
@@ -162,6 +161,7 @@ pub fn mark_cut(text: &str) -> String {
     if (max.saturating_sub(2)..=max).contains(&chars) && !ended { format!("{text}…") } else { text.to_string() }
 }
 
+/// At most [`JUSTIFICATION_CAP`] characters, ending in `…` when cut.
 fn cap(text: &str) -> String {
     if text.chars().count() <= JUSTIFICATION_CAP {
         return text.to_string();
