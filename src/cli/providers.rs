@@ -324,11 +324,15 @@ fn fill(line: &str, columns: Option<usize>) -> String {
         return line.to_string();
     };
     let indent = format!("{}  ", &line[..line.len() - line.trim_start().len()]);
-    let options = textwrap::Options::new(c)
-        .subsequent_indent(&indent)
+    textwrap::fill(line, wrap_options(c).subsequent_indent(&indent))
+}
+
+/// Wrapping at spaces only: a URL, a hyphenated word or a `key = "value"`
+/// is never split.
+fn wrap_options<'a>(width: usize) -> textwrap::Options<'a> {
+    textwrap::Options::new(width)
         .word_separator(textwrap::WordSeparator::AsciiSpace)
-        .word_splitter(textwrap::WordSplitter::NoHyphenation);
-    textwrap::fill(line, options)
+        .word_splitter(textwrap::WordSplitter::NoHyphenation)
 }
 
 /// Widest value column in the settings list (and its width when the
@@ -347,11 +351,8 @@ fn value_width(columns: Option<usize>) -> usize {
 /// spaces, never inside a word, so a URL longer than the column stays
 /// whole on its line.
 fn wrap_value(value: &str, width: usize) -> Vec<String> {
-    let options = textwrap::Options::new(width)
-        .break_words(false)
-        .word_separator(textwrap::WordSeparator::AsciiSpace)
-        .word_splitter(textwrap::WordSplitter::NoHyphenation);
-    let lines: Vec<String> = textwrap::wrap(value, options).into_iter().map(|l| l.into_owned()).collect();
+    let lines: Vec<String> =
+        textwrap::wrap(value, wrap_options(width).break_words(false)).into_iter().map(|l| l.into_owned()).collect();
     if lines.is_empty() { vec![String::new()] } else { lines }
 }
 
