@@ -10,11 +10,17 @@
 //!   round the rule, nor a score's dimension (refusing them did both), or
 //! - ends [`QUOTE`] consecutive words of a text it may quote: the run
 //!   continues a quotation of the item, or
-//! - is the first word of a quotation (right after an opening quotation
-//!   mark) and a word of a text it may quote: an earlier speech that led
-//!   into the same quotation with the same words ("… pointing out the
-//!   question \"Why") would otherwise push the quotation's first word aside
-//!   ("How did Mila carry …"), a misquote the guard itself made.
+//! - is inside a quotation (after an opening double quotation mark not yet
+//!   closed) of at most [`QUOTATION_WORDS`] words so far: a speech that
+//!   quotes the item, a member's perspective or a speech word for word is
+//!   quoting, not copying. Refusing it made misquotes of the guard's own:
+//!   an earlier speech that led into the same quotation with the same
+//!   words ("… pointing out the question \"Why") pushed the quotation's
+//!   first word aside ("How did Mila carry …"), and the 0.5B model wrote
+//!   "A child with few ****** should still be able ****** answer" for a
+//!   brief's "few words should still be able to answer". A run of the
+//!   reply's own stays refused there; past [`QUOTATION_WORDS`] (a mark
+//!   never closed) the guard is whole again.
 //!
 //! The reply itself is a text not to copy: a word that would repeat a run
 //! of [`RUN`] words the reply already wrote is refused the same way (a name,
@@ -38,6 +44,10 @@ pub const RUN: usize = 5;
 /// quote, make the run a quotation.
 pub const QUOTE: usize = 3;
 
+/// Words a quotation may have before a run of a text not to copy is
+/// refused in it again.
+pub const QUOTATION_WORDS: usize = 30;
+
 /// What a reply may not copy: for each run of `RUN - 1` words of a text
 /// not to copy, the words that followed it there.
 #[derive(Debug, Default)]
@@ -47,8 +57,6 @@ pub struct CopyGuard {
     names: HashSet<String>,
     /// Every [`QUOTE`] words in a row of a text it may quote.
     quotes: HashSet<Vec<String>>,
-    /// Every word of a text it may quote.
-    quotable: HashSet<String>,
 }
 
 impl CopyGuard {
@@ -59,7 +67,6 @@ impl CopyGuard {
         let quotes: HashSet<Vec<String>> =
             quotable.iter().flat_map(|t| words(t).windows(QUOTE).map(<[String]>::to_vec).collect::<Vec<_>>()).collect();
         let names: HashSet<String> = names.iter().flat_map(|n| words(n)).collect();
-        let quotable: HashSet<String> = quotable.iter().flat_map(|t| words(t)).collect();
         let mut next: HashMap<Vec<String>, HashSet<String>> = HashMap::new();
         for text in avoid {
             for run in words(text).windows(RUN) {
@@ -69,7 +76,7 @@ impl CopyGuard {
                 }
             }
         }
-        Self { next, names, quotes, quotable }
+        Self { next, names, quotes }
     }
 
     /// Whether `piece`, written after `text`, would copy a run: it starts
@@ -85,36 +92,27 @@ impl CopyGuard {
         let starts_word = !piece.starts_with(char::is_alphanumeric);
         if starts_word || !in_word {
             // A new word: the last complete words and its beginning.
-            return self.would_complete(&before, &lead) && {
-                let lead_in = format!("{text}{}", &piece[..piece.find(char::is_alphanumeric).unwrap_or(piece.len())]);
-                !self.opens_quotation(&lead_in, &lead)
-            };
+            let lead_in = format!("{text}{}", &piece[..piece.find(char::is_alphanumeric).unwrap_or(piece.len())]);
+            return self.would_complete(&before, &lead, quoting(&lead_in));
         }
         // The piece continues the word in progress …
         let (last, complete) = before.split_last().expect("a word in progress");
         let grown = format!("{last}{lead}");
         let lead_in = text.trim_end_matches(char::is_alphanumeric);
+        let quoting = quoting(lead_in);
         // … or glues a new word onto a finished one.
-        (self.would_complete(complete, &grown) && !self.opens_quotation(lead_in, &grown))
-            || self.would_complete(&before, &lead)
-    }
-
-    /// Whether a word beginning with `start`, written after `lead_in`, is
-    /// the first word of a quotation of a text it may quote.
-    fn opens_quotation(&self, lead_in: &str, start: &str) -> bool {
-        let lead_in = lead_in.trim_end();
-        let opened = lead_in.ends_with('“') || (lead_in.ends_with('"') && lead_in.matches('"').count() % 2 == 1);
-        opened && self.quotable.iter().any(|w| w.starts_with(start))
+        self.would_complete(complete, &grown, quoting) || self.would_complete(&before, &lead, quoting)
     }
 
     /// Whether the run ending with `words` and a word beginning with `start`
-    /// is guarded: it copies a text not to copy, or `words` themselves.
-    fn would_complete(&self, words: &[String], start: &str) -> bool {
+    /// is guarded: it copies a text not to copy (unless `quoting`), or
+    /// `words` themselves.
+    fn would_complete(&self, words: &[String], start: &str, quoting: bool) -> bool {
         if words.len() < RUN - 1 {
             return false;
         }
         let tail = &words[words.len() - (RUN - 1)..];
-        self.next.get(tail).is_some_and(|ends| ends.iter().any(|w| w.starts_with(start)))
+        !quoting && self.next.get(tail).is_some_and(|ends| ends.iter().any(|w| w.starts_with(start)))
             || words.windows(RUN).any(|run| {
                 let last = &run[RUN - 1];
                 run[..RUN - 1] == *tail
@@ -123,6 +121,15 @@ impl CopyGuard {
                     && !self.quotes.contains(&run[RUN - QUOTE..])
             })
     }
+}
+
+/// Whether a word written after `lead_in` is inside a quotation of at most
+/// [`QUOTATION_WORDS`] words so far: after an opening mark (`“`, or a
+/// straight `"` of odd count) that nothing closed.
+fn quoting(lead_in: &str) -> bool {
+    let straight = (lead_in.matches('"').count() % 2 == 1).then(|| lead_in.rfind('"')).flatten();
+    let curly = lead_in.rfind('“').filter(|&open| lead_in.rfind('”').is_none_or(|close| close < open));
+    straight.into_iter().chain(curly).max().is_some_and(|open| words(&lead_in[open..]).len() <= QUOTATION_WORDS)
 }
 
 /// A word of a name or a number: never refused.
@@ -198,14 +205,30 @@ mod tests {
         assert!(!g.refuses(text, " \"Why"), "the mark and the word in one piece");
         assert!(!g.refuses(&format!("{text} “"), "Why"), "a curly mark");
         assert!(!g.refuses(&format!("{text} \"W"), "hy"), "the word continued");
-        // A closing mark opens nothing, nor does a word the item lacks.
+        // A closing mark opens nothing.
         assert!(g.refuses("\"Dana, I disagree, pointing out the question\"", " why"));
-        let other = CopyGuard::new(
-            &["I disagree, pointing out the question \"How it ends\"".into()],
-            &["Why not.".into()],
+    }
+
+    #[test]
+    fn a_quotation_may_copy_a_member_word_for_word() {
+        let g = CopyGuard::new(
+            &["A child with few words should still be able to answer; one-word answers must count.".into()],
+            &[],
             &[],
         );
-        assert!(other.refuses("Dana: I disagree, pointing out the question \"", "How"));
+        let text = "I disagree: a child with few words";
+        assert!(g.refuses(text, " should"), "the brief's run, outside a quotation");
+        assert!(!g.refuses("I disagree with \"a child with few words", " should"), "inside one");
+        assert!(!g.refuses("I disagree with “a child with few words", " should"), "inside a curly one");
+        assert!(!g.refuses("I disagree with \"a child with few words should still be able", " to"));
+        // A closed quotation, or one open for more than QUOTATION_WORDS words, is no quotation.
+        assert!(g.refuses("She said \"no\" and: a child with few words", " should"));
+        assert!(g.refuses("She said “no” and: a child with few words", " should"));
+        let long = format!("\"{} a child with few words", "and so on ".repeat(QUOTATION_WORDS / 3));
+        assert!(g.refuses(&long, " should"));
+        // The reply's own runs stay refused inside a quotation.
+        let own = CopyGuard::new(&[], &[], &[]);
+        assert!(own.refuses("we go to the park, \"we go to the", " park"));
     }
 
     #[test]
