@@ -65,6 +65,61 @@ pub fn misquotes(prose: &str, sources: &[&str]) -> Vec<String> {
     out
 }
 
+/// The share of words a sentence of the sources must share with a
+/// misquote (of the two's words together) to be [`nearest`] to it.
+pub const NEAREST_SHARE: f64 = 0.5;
+
+/// The sentence of `sources` nearest to `quote`, a misquote: a line, or a
+/// sentence of one (cut after `.`, `?`, `!` and a space), without a
+/// leading label (`Question:`), of at least [`MIN_WORDS`] words, sharing
+/// the largest share of distinct words with it (at least
+/// [`NEAREST_SHARE`] of the words of both; the first of equals). The
+/// words the quotation perhaps meant, which a speech asked for again is
+/// shown.
+pub fn nearest(quote: &str, sources: &[&str]) -> Option<String> {
+    use std::collections::HashSet;
+    let quoted: HashSet<String> = split(quote).into_iter().collect();
+    let mut best: Option<(f64, &str)> = None;
+    for sentence in sources.iter().flat_map(|s| sentences(s)) {
+        let words: HashSet<String> = split(sentence).into_iter().collect();
+        if words.len() < MIN_WORDS {
+            continue;
+        }
+        let share = quoted.intersection(&words).count() as f64 / quoted.union(&words).count() as f64;
+        if share >= NEAREST_SHARE && best.is_none_or(|(b, _)| share > b) {
+            best = Some((share, sentence));
+        }
+    }
+    best.map(|(_, s)| s.to_string())
+}
+
+/// The lines of `text` cut into sentences, each trimmed and without a
+/// leading label of one or two words and a colon.
+fn sentences(text: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let mut rest = line;
+        while !rest.is_empty() {
+            let end = rest
+                .char_indices()
+                .find(|&(i, c)| matches!(c, '.' | '?' | '!') && rest[i + 1..].starts_with(char::is_whitespace))
+                .map_or(rest.len(), |(i, _)| i + 1);
+            out.push(unlabelled(rest[..end].trim()));
+            rest = &rest[end..];
+        }
+    }
+    out.retain(|s| !s.is_empty());
+    out
+}
+
+/// `sentence` without a leading `Label:` or `Two words:`.
+fn unlabelled(sentence: &str) -> &str {
+    match sentence.split_once(": ") {
+        Some((label, rest)) if label.split_whitespace().count() <= 2 && !label.contains(['"', '“']) => rest.trim(),
+        _ => sentence,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -97,6 +152,21 @@ mod tests {
         assert!(misquotes(joined, &[ITEM]).is_empty());
         let bad = r#"It says "Why did Mila carry … so it could find its family"."#;
         assert_eq!(misquotes(bad, &[ITEM]).len(), 1);
+    }
+
+    #[test]
+    fn the_nearest_sentence_is_the_one_sharing_most_words() {
+        let brief = "Ms. Ito: A child with few words should still be able to answer. Keep it short!";
+        let sources = [ITEM, brief];
+        assert_eq!(
+            nearest("What did Mila carry back to the wall?", &sources).as_deref(),
+            Some("Why did Mila carry Pebble back to the wall?")
+        );
+        assert_eq!(
+            nearest("a child with few ****** should still be able ****** answer", &sources).as_deref(),
+            Some("A child with few words should still be able to answer.")
+        );
+        assert_eq!(nearest("a better question would ask about the moon", &sources), None);
     }
 
     #[test]

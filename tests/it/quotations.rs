@@ -17,7 +17,7 @@ const JSON: &str =
     "{\"grammar\": 4, \"relevance\": 4, \"overall\": 4, \"confidence\": 0.8, \"justification\": \"Fine.\"}";
 
 fn asked_again(req: &ChatRequest) -> bool {
-    req.messages.last().is_some_and(|m| m.content.contains("Your draft of this turn put in quotation marks"))
+    req.messages.last().is_some_and(|m| m.content.contains("In your draft of this turn, \""))
 }
 
 /// Ann quotes the item exactly, Bea rewords its question in quotation
@@ -85,7 +85,12 @@ async fn a_misquoting_speech_is_asked_for_once_more_with_a_note_naming_the_quota
     let again: Vec<&ChatRequest> = requests.iter().filter(|r| asked_again(r)).collect();
     assert_eq!(again.len(), 1);
     let note = &again[0].messages.last().unwrap().content;
-    assert!(note.contains(&format!("not in the item or the discussion: \"{BAD}\"")), "{note}");
+    assert!(
+        note.contains(&format!(
+            "\"{BAD}\" is not in the item or the discussion (the nearest words there: \"Why did the fox run?\")"
+        )),
+        "{note}"
+    );
     // The group hears the second reply, not the draft.
     let last = requests.iter().rev().find(|r| is_debate(r) && !asked_again(r)).unwrap();
     let heard = &last.messages[1].content;

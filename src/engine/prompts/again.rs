@@ -14,13 +14,23 @@ pub fn redraw_note(first: &str, speaker: &str) -> String {
 }
 
 /// The note for a speech whose draft put in quotation marks words that
-/// nothing the speaker was shown contains (`quotes`, as the draft wrote them).
-pub fn misquote_note(quotes: &[String]) -> String {
-    let listed = quotes.iter().map(|q| format!("\"{q}\"")).collect::<Vec<_>>().join(", ");
+/// nothing the speaker was shown contains: each quotation as the draft
+/// wrote it, with the sentence nearest to it that the item or the
+/// discussion has (see `engine::quotes::nearest`), where one is near.
+pub fn misquote_note(quotes: &[(String, Option<String>)]) -> String {
+    let each = quotes
+        .iter()
+        .map(|(quote, nearest)| match nearest {
+            Some(line) => {
+                format!("\"{quote}\" is not in the item or the discussion (the nearest words there: \"{line}\")")
+            }
+            None => format!("\"{quote}\" is not in the item or the discussion"),
+        })
+        .collect::<Vec<_>>()
+        .join("; ");
     format!(
-        "Your draft of this turn put in quotation marks words that are not in the item or the discussion: \
-         {listed}. Write the turn again: quote the item or another member word for word, or say it in your own \
-         words without quotation marks."
+        "In your draft of this turn, {each}. Write the turn again: quote the item or another member word for word, \
+         or say it in your own words without quotation marks."
     )
 }
 
@@ -35,8 +45,16 @@ mod tests {
     }
 
     #[test]
-    fn the_misquote_note_names_the_quotations() {
-        let note = misquote_note(&["How did the fox run?".into(), "a red den".into()]);
-        assert!(note.contains(r#"discussion: "How did the fox run?", "a red den". Write"#), "{note}");
+    fn the_misquote_note_names_the_quotations_and_the_words_nearest_them() {
+        let note = misquote_note(&[
+            ("How did the fox run?".into(), Some("Why did the fox run?".into())),
+            ("a red den".into(), None),
+        ]);
+        assert!(
+            note.contains(
+                r#"draft of this turn, "How did the fox run?" is not in the item or the discussion (the nearest words there: "Why did the fox run?"); "a red den" is not in the item or the discussion. Write"#
+            ),
+            "{note}"
+        );
     }
 }

@@ -77,7 +77,7 @@ impl Run {
             notes.push(prompts::redraw_note(who, turn.participant));
         }
         if check.redraw_misquotes && !first.misquotes.is_empty() {
-            notes.push(prompts::misquote_note(&first.misquotes));
+            notes.push(prompts::misquote_note(&self.nearest_quotations(&first.misquotes, &messages, check)));
         }
         let note = notes.join(" ");
         let again = messages.then([crate::provider::ChatMessage::user(note.clone())]);

@@ -174,17 +174,43 @@ impl Run {
         if !prose.contains(['"', '“']) {
             return Vec::new();
         }
-        let item = self.item();
-        let note = check.and_then(|c| c.note);
-        let mut sources: Vec<String> =
-            messages.messages().into_iter().map(|m| m.content).filter(|m| Some(m.as_str()) != note).collect();
-        sources.extend(
-            [Some(&item.content), item.context.as_ref(), item.reference.as_ref()].into_iter().flatten().cloned(),
-        );
-        sources.extend(item.candidates.iter().flatten().map(|c| c.text.clone()));
-        sources.extend(check.map(|c| c.earlier.texts()).unwrap_or_default());
-        let sources: Vec<&str> = sources.iter().map(String::as_str).collect();
+        let (item, rest) = self.quotation_sources(messages, check);
+        let sources: Vec<&str> = item.iter().chain(&rest).map(String::as_str).collect();
         quotes::misquotes(prose, &sources)
+    }
+
+    /// For each of `misquotes`, the sentence of the item nearest to it
+    /// (see [`quotes::nearest`]), else the nearest of the rest of what the
+    /// speaker was shown.
+    pub(super) fn nearest_quotations(
+        &self,
+        misquotes: &[String],
+        messages: &Prompt<'_>,
+        check: RepeatCheck<'_>,
+    ) -> Vec<(String, Option<String>)> {
+        let (item, rest) = self.quotation_sources(messages, Some(check));
+        let item: Vec<&str> = item.iter().map(String::as_str).collect();
+        let rest: Vec<&str> = rest.iter().map(String::as_str).collect();
+        misquotes.iter().map(|q| (q.clone(), quotes::nearest(q, &item).or_else(|| quotes::nearest(q, &rest)))).collect()
+    }
+
+    /// What a speech may quote: the item's texts (its content, context,
+    /// reference and candidates), and the rest: every message of its
+    /// request but a redraw's note and, for a speech, its group's earlier
+    /// contributions (the request may show the discussion shortened).
+    fn quotation_sources(&self, messages: &Prompt<'_>, check: Option<RepeatCheck<'_>>) -> (Vec<String>, Vec<String>) {
+        let item = self.item();
+        let mut texts: Vec<String> = [Some(&item.content), item.context.as_ref(), item.reference.as_ref()]
+            .into_iter()
+            .flatten()
+            .cloned()
+            .collect();
+        texts.extend(item.candidates.iter().flatten().map(|c| c.text.clone()));
+        let note = check.and_then(|c| c.note);
+        let mut rest: Vec<String> =
+            messages.messages().into_iter().map(|m| m.content).filter(|m| Some(m.as_str()) != note).collect();
+        rest.extend(check.map(|c| c.earlier.texts()).unwrap_or_default());
+        (texts, rest)
     }
 
     /// An agent's turn asking for `verdict`, whose evaluation (the verdict
