@@ -675,8 +675,10 @@ async fn read_ahead_attempt() -> Result<(), String> {
     Ok(())
 }
 
-/// A reply told what it may not copy writes no run of five words of it, but
-/// may quote the item; asked to repeat the text, it has to find other words.
+/// A reply told what it may not copy writes no run of five words of it
+/// outside quotation marks, but may quote the item; asked to repeat the
+/// text, it has to find other words (or quote it, which the guard leaves
+/// free: `provider::local::copying`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reply_does_not_copy_what_it_is_told_not_to() {
     let Some(provider) = tiny_provider() else { return };
@@ -685,7 +687,8 @@ async fn a_reply_does_not_copy_what_it_is_told_not_to() {
     let mut request = ChatRequest::new(vec![
         ChatMessage::system("You sit on a panel judging answers for children. Reply in one short paragraph."),
         ChatMessage::user(format!(
-            "Story: {item}\nDana said: \"{earlier}\"\nRepeat exactly what Dana said, then quote the story."
+            "Story: {item}\nDana said: {earlier}\nRepeat exactly what Dana said, without quotation marks, then \
+             quote the story."
         )),
     ]);
     request.max_tokens = 80;
@@ -701,11 +704,17 @@ async fn a_reply_does_not_copy_what_it_is_told_not_to() {
     let words = |t: &str| -> Vec<String> {
         t.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(str::to_lowercase).collect()
     };
-    let runs =
-        |t: &str| -> std::collections::HashSet<Vec<String>> { words(t).windows(5).map(<[String]>::to_vec).collect() };
-    let (avoided, reply) = (runs(earlier), runs(&guarded));
-    let copied: Vec<_> = reply.intersection(&avoided).filter(|r| !runs(item).contains(*r)).collect();
-    assert!(copied.is_empty(), "copied {copied:?} in {guarded:?}");
+    // The reply's words outside quotation marks, each stretch on its own.
+    let unquoted = |t: &str| -> Vec<String> { t.split('"').step_by(2).map(str::to_string).collect() };
+    let runs = |t: &str| -> std::collections::HashSet<Vec<String>> {
+        unquoted(t).iter().flat_map(|p| words(p).windows(5).map(<[String]>::to_vec).collect::<Vec<_>>()).collect()
+    };
+    let avoided = runs(earlier);
+    let copied = |reply: &str| -> Vec<Vec<String>> {
+        runs(reply).intersection(&avoided).filter(|r| !runs(item).contains(*r)).cloned().collect()
+    };
+    assert!(!copied(&plain).is_empty(), "unguarded, the model copies: {plain:?}");
+    assert!(copied(&guarded).is_empty(), "copied {:?} in {guarded:?}", copied(&guarded));
     assert!(words(&guarded).len() >= 5, "it still says something: {guarded:?}");
 }
 
