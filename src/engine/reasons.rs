@@ -25,6 +25,10 @@
 //!    other member with scores). "High" fails when that member is at or
 //!    below all of them and below one; "low" when at or above all and above
 //!    one.
+//! 5. **A reason, not a scores line.** The reason holds [`SCORES_LINE`],
+//!    the words the discussion shows after a speech before its speaker's
+//!    scores ("(Ann's scores now: grammar 4, …"): a copy of that line says
+//!    nothing about the choice (the 0.5B model gave it as its reason).
 //!
 //! Anything else (what a member argued, who has spoken least) is not
 //! checked: the table does not show it.
@@ -59,6 +63,10 @@ const NEGATIONS: [&str; 9] = ["no", "not", "nobody", "nobody's", "none", "never"
 
 const TITLES: [&str; 6] = ["dr", "ms", "mr", "mrs", "prof", "st"];
 
+/// What the discussion writes after a speech, before the speaker's
+/// scores (see `prompts::history`), lower-cased.
+pub const SCORES_LINE: &str = "scores now:";
+
 /// How an error from [`SpeakerPick`](crate::engine::verdict::SpeakerPick)
 /// begins when the moderator's reason failed [`check`].
 pub const MISMATCH: &str = "its reason does not match the scores table: ";
@@ -91,6 +99,15 @@ pub fn check(reason: &str, facts: &TableFacts) -> Result<(), String> {
     let text = reason.to_lowercase().replace('’', "'");
     if let Some(name) = facts.outsiders.iter().find(|n| !mentions(&text, n).is_empty()) {
         return Err(format!("it names {name}, who is not in the {} group", facts.group));
+    }
+    if let Some(at) = text.find(SCORES_LINE) {
+        let whose = facts
+            .rows
+            .iter()
+            .filter_map(|(name, _)| mentions(&text[..at], name).last().map(|&p| (p, name)))
+            .max_by_key(|&(p, _)| p)
+            .map_or("a member".to_string(), |(_, name)| name.clone());
+        return Err(format!("it copies the discussion's line of {whose}'s scores instead of saying why"));
     }
     for sentence in sentences(&text) {
         spoke_last(sentence, facts)?;
@@ -425,6 +442,20 @@ mod tests {
         );
         assert!(check("Haddad would disagree.", &f).is_err());
         assert!(check("Ms. Okafor should answer Ms. Ito's point about pacing.", &f).is_ok());
+    }
+
+    #[test]
+    fn a_copy_of_a_scores_line_is_no_reason() {
+        let f = facts(&[("Ms. Okafor", Some(SAME)), ("Ms. Ito", Some("4, 5, 5, 5, 5"))], Some("Ms. Ito"));
+        assert_eq!(
+            check("Ms. Okafor's scores now: grammar 4, overall 5 (confidence 0.50)", &f).unwrap_err(),
+            "it copies the discussion's line of Ms. Okafor's scores instead of saying why"
+        );
+        assert_eq!(
+            check("Scores now: grammar 4.", &f).unwrap_err(),
+            "it copies the discussion's line of a member's scores instead of saying why"
+        );
+        assert!(check("Ms. Okafor's scores now differ from Ms. Ito's on grammar.", &f).is_ok(), "no colon: a claim");
     }
 
     #[test]
