@@ -166,7 +166,7 @@ async fn pairwise_screen(name: &str) -> String {
 async fn chat_eval_and_round_table_pairwise_runs_show_verdicts_and_the_pairwise_result() {
     for (name, wants) in [
         ("pairwise-chateval", ["Moderator · one by one", "round 2 of 2", "majority of each agent's last verdict"]),
-        ("pairwise-roundtable", ["Moderator · shuffled rounds", "holds (r2)", "every agent agreed"]),
+        ("pairwise-roundtable", ["Moderator · shuffled rounds", "holds (round 2)", "every agent agreed"]),
     ] {
         let screen = pairwise_screen(name).await;
         // The turn lines show each change of verdict; the result pane the winner, ranked.

@@ -32,8 +32,8 @@ pub fn draw(f: &mut Frame, area: Rect, app: &mut App) {
     for g in &v.groups {
         let last = g.consensus.last();
         let (mark, st) = match last {
-            Some(c) if c.reached => (format!("✓ holds (r{})", c.round.unwrap_or(0)), theme.consensus(true)),
-            Some(c) => (format!("✗ not yet (r{})", c.round.unwrap_or(0)), theme.consensus(false)),
+            Some(c) if c.reached => (format!("✓ holds{}", when(c.round)), theme.consensus(true)),
+            Some(c) => (format!("✗ not yet{}", when(c.round)), theme.consensus(false)),
             None => ("not checked yet".to_string(), theme.muted()),
         };
         lines.push(Line::from(vec![Span::styled(format!("{} ", g.name), theme.accent()), Span::styled(mark, st)]));
@@ -95,4 +95,15 @@ pub fn draw(f: &mut Frame, area: Rect, app: &mut App) {
     s.follow = false;
     let top = s.resolve(lines.len(), inner.height as usize);
     super::draw_lines(f.buffer_mut(), inner, lines.get(top..).unwrap_or_default());
+}
+
+/// When a consensus check was made, as its status says it: after the first
+/// evaluations (round 0), after a round, or (no round: a check during a
+/// moderated debate) nothing more.
+fn when(round: Option<u32>) -> String {
+    match round {
+        Some(0) => " (first evaluations)".into(),
+        Some(r) => format!(" (round {r})"),
+        None => String::new(),
+    }
 }
