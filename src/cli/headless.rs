@@ -418,11 +418,11 @@ impl<W: Write> Transcript<W> {
                 }
             }
             EventKind::ConsensusChecked { group, round, spread, reached, rule, labels, .. } => {
-                let where_ = match (group, round) {
-                    (Some(g), Some(r)) => format!("{g}, round {r}"),
-                    (Some(g), None) => g.clone(),
-                    (None, Some(r)) => format!("round {r}"),
-                    (None, None) => "panel".into(),
+                let where_ = match round {
+                    Some(r) => {
+                        format!("{} {}", group.as_deref().unwrap_or("panel"), crate::session::event::after_round(*r))
+                    }
+                    None => group.clone().unwrap_or_else(|| "panel".into()),
                 };
                 let spreads: Vec<String> =
                     spread.iter().map(|(k, v)| format!("{k} {}", fmt_num((v * 100.0).round() / 100.0))).collect();

@@ -101,12 +101,7 @@ pub fn check(reason: &str, facts: &TableFacts) -> Result<(), String> {
         return Err(format!("it names {name}, who is not in the {} group", facts.group));
     }
     if let Some(at) = text.find(SCORES_LINE) {
-        let whose = facts
-            .rows
-            .iter()
-            .filter_map(|(name, _)| mentions(&text[..at], name).last().map(|&p| (p, name)))
-            .max_by_key(|&(p, _)| p)
-            .map_or("a member".to_string(), |(_, name)| name.clone());
+        let whose = named_last(&text[..at], facts).map_or("a member", String::as_str);
         return Err(format!("it copies the discussion's line of {whose}'s scores instead of saying why"));
     }
     for sentence in sentences(&text) {
@@ -125,14 +120,7 @@ fn spoke_last(sentence: &str, facts: &TableFacts) -> Result<(), String> {
             if ["time", "round", "turn", "time,", "round,", "turn,"].contains(&after) {
                 continue;
             }
-            let before = &sentence[..at];
-            let subject = facts
-                .rows
-                .iter()
-                .filter_map(|(name, _)| mentions(before, name).last().map(|&p| (p, name)))
-                .max_by_key(|&(p, _)| p)
-                .map(|(_, name)| name);
-            let Some(subject) = subject else { continue };
+            let Some(subject) = named_last(&sentence[..at], facts) else { continue };
             match &facts.last {
                 Some(last) if last == subject => {}
                 Some(last) => return Err(format!("it says {subject} spoke last, but {last} spoke last")),
@@ -141,6 +129,16 @@ fn spoke_last(sentence: &str, facts: &TableFacts) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// The member of the group named last in the lower-cased `text`.
+fn named_last<'a>(text: &str, facts: &'a TableFacts) -> Option<&'a String> {
+    facts
+        .rows
+        .iter()
+        .filter_map(|(name, _)| mentions(text, name).last().map(|&p| (p, name)))
+        .max_by_key(|&(p, _)| p)
+        .map(|(_, name)| name)
 }
 
 /// Claim 2 in one sentence.

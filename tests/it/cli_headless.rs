@@ -62,7 +62,7 @@ async fn a_headless_run_prints_a_transcript_and_writes_the_log() {
         "── initial ──",
         "── debate · ",
         "» Teachers: Ms. Okafor picked by policy: ",
-        "≈ Teachers, round 0: scores ",
+        "≈ Teachers after the first evaluations: scores ",
         "synthesis:",
         "RESULT",
         "session completed",

@@ -32,16 +32,17 @@ pub(crate) struct RepeatCheck<'a> {
 }
 
 /// A reply as read, the member whose earlier speech it repeats, and its
-/// quotations that nothing it was shown contains.
+/// quotations that nothing it was shown contains, each with the nearest
+/// sentence it was shown (see [`quotes::nearest`](crate::engine::quotes::nearest)).
 pub(crate) struct Reply<T> {
     pub spoken: Spoken<T>,
     pub repeats: Option<String>,
-    pub misquotes: Vec<String>,
+    pub misquotes: Vec<(String, Option<String>)>,
 }
 
 impl RepeatCheck<'_> {
     /// Whether a reply with these marks is to be asked for once more.
-    pub fn asks_again(&self, repeats: Option<&str>, misquotes: &[String]) -> bool {
+    pub fn asks_again(&self, repeats: Option<&str>, misquotes: &[(String, Option<String>)]) -> bool {
         repeats.is_some() && self.redraw || !misquotes.is_empty() && self.redraw_misquotes
     }
 }
@@ -77,7 +78,7 @@ impl Run {
             notes.push(prompts::redraw_note(who, turn.participant));
         }
         if check.redraw_misquotes && !first.misquotes.is_empty() {
-            notes.push(prompts::misquote_note(&self.nearest_quotations(&first.misquotes, &messages, check)));
+            notes.push(prompts::misquote_note(&first.misquotes));
         }
         let note = notes.join(" ");
         let again = messages.then([crate::provider::ChatMessage::user(note.clone())]);

@@ -126,7 +126,7 @@ impl Run {
         let repeats = check.and_then(|c| c.earlier.repeated_by(&completion.text)).map(str::to_string);
         let misquotes =
             if role == Role::Agent { self.misquotes(&completion.text, &messages, check) } else { Vec::new() };
-        let marks = Marks { repeats: repeats.clone(), misquotes: misquotes.clone() };
+        let marks = Marks { repeats: repeats.clone(), misquotes: misquotes.iter().map(|(q, _)| q.clone()).collect() };
         let error = match settle(turn, kind, &completion, latency, false, marks) {
             Ok(evaluation) => {
                 let spoken = Spoken::Evaluated { evaluation, text: completion.text, turn };
@@ -166,32 +166,30 @@ impl Run {
     }
 
     /// The quotations of an agent's reply that nothing it was shown
-    /// contains (the rule of [`quotes`]): the sources are the item, every
-    /// message of its request and, for a speech, its group's earlier
-    /// contributions (the request may show the discussion shortened).
-    fn misquotes(&self, text: &str, messages: &Prompt<'_>, check: Option<RepeatCheck<'_>>) -> Vec<String> {
+    /// contains (the rule of [`quotes`]), each with the sentence of the
+    /// item nearest to it (see [`quotes::nearest`]), else the nearest of the
+    /// rest of what the speaker was shown.
+    fn misquotes(
+        &self,
+        text: &str,
+        messages: &Prompt<'_>,
+        check: Option<RepeatCheck<'_>>,
+    ) -> Vec<(String, Option<String>)> {
         let prose = reply_words(text, true, true);
         if !prose.contains(['"', '“']) {
             return Vec::new();
         }
         let (item, rest) = self.quotation_sources(messages, check);
-        let sources: Vec<&str> = item.iter().chain(&rest).map(String::as_str).collect();
-        quotes::misquotes(prose, &sources)
-    }
-
-    /// For each of `misquotes`, the sentence of the item nearest to it
-    /// (see [`quotes::nearest`]), else the nearest of the rest of what the
-    /// speaker was shown.
-    pub(super) fn nearest_quotations(
-        &self,
-        misquotes: &[String],
-        messages: &Prompt<'_>,
-        check: RepeatCheck<'_>,
-    ) -> Vec<(String, Option<String>)> {
-        let (item, rest) = self.quotation_sources(messages, Some(check));
         let item: Vec<&str> = item.iter().map(String::as_str).collect();
         let rest: Vec<&str> = rest.iter().map(String::as_str).collect();
-        misquotes.iter().map(|q| (q.clone(), quotes::nearest(q, &item).or_else(|| quotes::nearest(q, &rest)))).collect()
+        let sources: Vec<&str> = item.iter().chain(&rest).copied().collect();
+        quotes::misquotes(prose, &sources)
+            .into_iter()
+            .map(|q| {
+                let nearest = quotes::nearest(&q, &item).or_else(|| quotes::nearest(&q, &rest));
+                (q, nearest)
+            })
+            .collect()
     }
 
     /// What a speech may quote: the item's texts (its content, context,

@@ -478,13 +478,24 @@ pub enum EventKind {
     },
 }
 
+/// When a check was made, in a line that says what it found: "after the
+/// first evaluations" (round 0) or "after round 2".
+pub fn after_round(round: u32) -> String {
+    if round == 0 { "after the first evaluations".to_string() } else { format!("after round {round}") }
+}
+
+/// The same, where room is short: "first evaluations" or "round 2".
+pub fn round_label(round: u32) -> String {
+    if round == 0 { "first evaluations".to_string() } else { format!("round {round}") }
+}
+
 impl EventKind {
     /// What a `criteria_checked` event says, in one line: `Reviewers after
     /// round 1: agreed coherence 4; still discussed: relevance; to the final
     /// judge: fluency (…)`. None for other events.
     pub fn criteria_line(&self) -> Option<String> {
         let EventKind::CriteriaChecked { group, round, agreed, open, to_judge, .. } = self else { return None };
-        let when = if *round == 0 { "after the first evaluations".to_string() } else { format!("after round {round}") };
+        let when = after_round(*round);
         let mut parts = Vec::new();
         if !agreed.is_empty() {
             let num = |v: f64| if v.fract() == 0.0 { format!("{v:.0}") } else { format!("{v:.2}") };

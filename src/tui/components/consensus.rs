@@ -97,13 +97,8 @@ pub fn draw(f: &mut Frame, area: Rect, app: &mut App) {
     super::draw_lines(f.buffer_mut(), inner, lines.get(top..).unwrap_or_default());
 }
 
-/// When a consensus check was made, as its status says it: after the first
-/// evaluations (round 0), after a round, or (no round: a check during a
-/// moderated debate) nothing more.
+/// When a consensus check was made, after its status: " (round 2)", or
+/// nothing for a check made during a moderated debate (it has no round).
 fn when(round: Option<u32>) -> String {
-    match round {
-        Some(0) => " (first evaluations)".into(),
-        Some(r) => format!(" (round {r})"),
-        None => String::new(),
-    }
+    round.map(|r| format!(" ({})", crate::session::event::round_label(r))).unwrap_or_default()
 }

@@ -151,7 +151,7 @@ fn build(v: &SessionView, e: &TimelineEntry, width: u16, theme: &Theme, wraps: &
         }
         TimelineEntry::Consensus { group, round, reached, rule } => {
             let g = group.clone().unwrap_or_else(|| "panel".into());
-            let r = round.map(|r| format!(" r{r}")).unwrap_or_default();
+            let r = round.map(|r| format!(" {}", crate::session::event::after_round(r))).unwrap_or_default();
             wrapped(
                 "",
                 &format!(

@@ -81,10 +81,8 @@ pub fn transcript(h: &mut Html, v: &SessionView) {
                 if let Some(g) = group {
                     s = format!("group {g}: {s}");
                 }
-                match round {
-                    Some(0) => s.push_str(" after the first evaluations"),
-                    Some(r) => s.push_str(&format!(" after round {r}")),
-                    None => {}
+                if let Some(r) = round {
+                    s = format!("{s} {}", crate::session::event::after_round(*r));
                 }
                 h.text(&s);
                 if let Some(c) = view.filter(|c| !c.spread.is_empty()) {
