@@ -57,6 +57,20 @@ pub(super) fn breaks_first_sentence(produced: u32, prose: &str, piece: &[u8]) ->
     piece.contains(&b'\n') && !has_finished_sentence(prose)
 }
 
+/// Whether the token `piece` (a blank and a straight quotation mark) would
+/// close the quotation that `prose` ends inside, after its last word's
+/// mark, with a blank: `the wall? "` for `the wall?"`. Models of the Qwen
+/// family, having drawn the mark alone (`?`) rather than with the
+/// quotation mark (`?"`), go on with the blank and the mark; the mark alone
+/// is then written instead (see `generate_prose`).
+pub(super) fn closes_quotation_apart(prose: &str, piece: &[u8]) -> bool {
+    let mut rev = prose.chars().rev();
+    piece == b" \""
+        && matches!(rev.next(), Some('?' | '.' | '!' | ','))
+        && rev.next().is_some_and(char::is_alphanumeric)
+        && prose.matches('"').count() % 2 == 1
+}
+
 /// Whether `text` holds a sentence's end: `.`, `!` or `?` followed by a
 /// blank, a closing quote or bracket, or the end of the text (not a decimal
 /// point or an abbreviation's dot inside a word).
@@ -232,6 +246,18 @@ pub(super) fn opens_quote_in_string(json: &str, piece: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_quotation_is_closed_against_its_last_mark() {
+        let open = "The question \"Why did Mila carry Pebble back to the wall?";
+        assert!(closes_quotation_apart(open, b" \""));
+        assert!(closes_quotation_apart("The answer \"So that it could find its kin.", b" \""));
+        assert!(!closes_quotation_apart(open, b"\""), "already closed against it");
+        assert!(!closes_quotation_apart(open, b" \"\n"), "another token");
+        assert!(!closes_quotation_apart("The question \"Why did Mila carry Pebble", b" \""), "no mark before");
+        assert!(!closes_quotation_apart("I said \"no\" and asked why?", b" \""), "no quotation open");
+        assert!(!closes_quotation_apart("Mila asked why?", b" \""), "a quotation that opens");
+    }
 
     #[test]
     fn prose_ends_only_after_enough_of_it() {
