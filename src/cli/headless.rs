@@ -96,6 +96,9 @@ pub struct Transcript<W: Write> {
     show_weighted: bool,
     /// What the run's consensus checks mean.
     consensus: Option<crate::panel::ConsensusCheck>,
+    /// What each agent's latest reply did that a speech is asked for again
+    /// for ("repeated Ann's speech", "misquoted"), when it did.
+    drafts: HashMap<String, String>,
 }
 
 impl<W: Write> Transcript<W> {
@@ -111,6 +114,7 @@ impl<W: Write> Transcript<W> {
             dimension_order: Vec::new(),
             show_weighted: true,
             consensus: None,
+            drafts: HashMap::new(),
         }
     }
 
@@ -302,7 +306,10 @@ impl<W: Write> Transcript<W> {
                 }
                 let what = match (kind, phase) {
                     (TurnKind::Repair, _) => Some("repair request".to_string()),
-                    (TurnKind::Redraw, _) => Some("asked again: the draft repeated an earlier speech".to_string()),
+                    (TurnKind::Redraw, _) => Some(match self.drafts.get(agent) {
+                        Some(did) => format!("asked again: the draft {did}"),
+                        None => "asked again".to_string(),
+                    }),
                     (TurnKind::Select, _) => Some("choosing the next speaker".to_string()),
                     (_, Phase::Initial) => Some("first evaluation".to_string()),
                     (_, Phase::Discussion) => round.map(|r| format!("round {r}")),
@@ -336,6 +343,7 @@ impl<W: Write> Transcript<W> {
             EventKind::TurnCompleted { turn, .. } if self.hidden.contains(turn) => {}
             EventKind::TurnCompleted {
                 turn,
+                agent,
                 text,
                 evaluation,
                 parse_error,
@@ -375,6 +383,10 @@ impl<W: Write> Transcript<W> {
                 } else {
                     footer = format!("{footer}\n{stats}");
                 }
+                match draft_words(repeats.as_deref(), !misquotes.is_empty()) {
+                    Some(did) => self.drafts.insert(agent.clone(), did),
+                    None => self.drafts.remove(agent),
+                };
                 for quote in misquotes {
                     footer.push_str(&format!(
                         "\n  {}",
@@ -648,4 +660,15 @@ impl<W: Write> Transcript<W> {
 
 fn round2(v: f64) -> f64 {
     (v * 100.0).round() / 100.0
+}
+
+/// What a reply did that a speech is asked for again for: "repeated Ann's
+/// speech", "misquoted", or both; `None` when it did neither.
+fn draft_words(repeats: Option<&str>, misquoted: bool) -> Option<String> {
+    match (repeats, misquoted) {
+        (Some(who), false) => Some(format!("repeated {who}'s speech")),
+        (Some(who), true) => Some(format!("repeated {who}'s speech and misquoted")),
+        (None, true) => Some("misquoted".to_string()),
+        (None, false) => None,
+    }
 }

@@ -95,6 +95,14 @@ async fn a_misquoting_speech_is_asked_for_once_more_with_a_note_naming_the_quota
     let last = requests.iter().rev().find(|r| is_debate(r) && !asked_again(r)).unwrap();
     let heard = &last.messages[1].content;
     assert!(!heard.contains("run so fast") && heard.contains("asking how, not why"), "{heard}");
+    // The transcript says why the speech was asked for again.
+    let mut out = Transcript::new(Vec::new(), Paint::for_stream(false));
+    for e in &events {
+        out.event(e).unwrap();
+    }
+    let text = String::from_utf8(out.into_inner()).unwrap();
+    assert_eq!(text.matches("▸ Bea (Parents) — asked again: the draft misquoted\n").count(), 1, "{text}");
+    assert!(!text.contains("the draft repeated"), "{text}");
 }
 
 #[tokio::test]
