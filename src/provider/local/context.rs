@@ -745,10 +745,6 @@ impl<'a, 'm> ModelContext<'a, 'm> {
         let Prose { budget, json_follows, guard } = prose;
         let mut produced = 0u32;
         let vocab = self.model.vocab();
-        let quote = match vocab.tokenize(b"\"", false, false).as_slice() {
-            [q] => Some(*q),
-            _ => None,
-        };
         loop {
             if job.cancel.is_cancelled() || job.reply.is_closed() {
                 return Err(ProviderError::Cancelled);
@@ -779,10 +775,15 @@ impl<'a, 'm> ModelContext<'a, 'm> {
             if self.model.vocab().is_eog(token) {
                 return Ok(Finish::Stop);
             }
-            // A quotation closed with a blank before its mark is closed without.
-            let token = match quote {
-                Some(q) if closes_quotation_apart(text, &self.piece(token)) => q,
-                _ => token,
+            // A quotation closed with a blank before its mark is closed
+            // without, where the piece without its blank is one token.
+            let drawn = self.piece(token);
+            let token = if closes_quotation_apart(text, &drawn)
+                && let [tight] = vocab.tokenize(&drawn[1..], false, false).as_slice()
+            {
+                *tight
+            } else {
+                token
             };
             let piece = self.piece(token);
             if json_follows && starts_json(out.text(), &piece) {

@@ -57,15 +57,17 @@ pub(super) fn breaks_first_sentence(produced: u32, prose: &str, piece: &[u8]) ->
     piece.contains(&b'\n') && !has_finished_sentence(prose)
 }
 
-/// Whether the token `piece` (a blank and a straight quotation mark) would
-/// close the quotation that `prose` ends inside, after its last word's
-/// mark, with a blank: `the wall? "` for `the wall?"`. Models of the Qwen
-/// family, having drawn the mark alone (`?`) rather than with the
-/// quotation mark (`?"`), go on with the blank and the mark; the mark alone
-/// is then written instead (see `generate_prose`).
+/// Whether the token `piece` (a blank, a straight quotation mark and
+/// perhaps marks after it: ` "`, ` ",`) would close the quotation that
+/// `prose` ends inside, after its last word's mark, with a blank: `the
+/// wall? "` for `the wall?"`. Models of the Qwen family, having drawn the
+/// mark alone (`?`) rather than with the quotation mark (`?"`), go on with
+/// the blank and the mark; the piece without its blank is then written
+/// instead (see `generate_prose`).
 pub(super) fn closes_quotation_apart(prose: &str, piece: &[u8]) -> bool {
     let mut rev = prose.chars().rev();
-    piece == b" \""
+    piece.starts_with(b" \"")
+        && !piece[2..].iter().any(|b| b.is_ascii_alphanumeric() || *b == b'"')
         && matches!(rev.next(), Some('?' | '.' | '!' | ','))
         && rev.next().is_some_and(char::is_alphanumeric)
         && prose.matches('"').count() % 2 == 1
@@ -253,7 +255,9 @@ mod tests {
         assert!(closes_quotation_apart(open, b" \""));
         assert!(closes_quotation_apart("The answer \"So that it could find its kin.", b" \""));
         assert!(!closes_quotation_apart(open, b"\""), "already closed against it");
-        assert!(!closes_quotation_apart(open, b" \"\n"), "another token");
+        assert!(closes_quotation_apart(open, b" \","), "a mark after it");
+        assert!(!closes_quotation_apart(open, b" \"I"), "a quotation that opens");
+        assert!(!closes_quotation_apart(open, b" \"\""), "two marks");
         assert!(!closes_quotation_apart("The question \"Why did Mila carry Pebble", b" \""), "no mark before");
         assert!(!closes_quotation_apart("I said \"no\" and asked why?", b" \""), "no quotation open");
         assert!(!closes_quotation_apart("Mila asked why?", b" \""), "a quotation that opens");
