@@ -260,7 +260,7 @@ mod tests {
         assert!(!closes_quotation_apart(open, b" \"\""), "two marks");
         assert!(!closes_quotation_apart("The question \"Why did Mila carry Pebble", b" \""), "no mark before");
         assert!(!closes_quotation_apart("I said \"no\" and asked why?", b" \""), "no quotation open");
-        assert!(!closes_quotation_apart("Mila asked why?", b" \""), "a quotation that opens");
+        assert!(!closes_quotation_apart("Mila asked why?", b" \""), "nothing quoted before");
     }
 
     #[test]
