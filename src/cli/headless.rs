@@ -430,12 +430,7 @@ impl<W: Write> Transcript<W> {
                 }
             }
             EventKind::ConsensusChecked { group, round, spread, reached, rule, labels, .. } => {
-                let where_ = match round {
-                    Some(r) => {
-                        format!("{} {}", group.as_deref().unwrap_or("panel"), crate::session::event::after_round(*r))
-                    }
-                    None => group.clone().unwrap_or_else(|| "panel".into()),
-                };
+                let where_ = crate::session::event::check_place(group.as_deref(), *round);
                 let spreads: Vec<String> =
                     spread.iter().map(|(k, v)| format!("{k} {}", fmt_num((v * 100.0).round() / 100.0))).collect();
                 let words = crate::session::fold::consensus_words(self.consensus, *reached, rule);

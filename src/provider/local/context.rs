@@ -778,14 +778,13 @@ impl<'a, 'm> ModelContext<'a, 'm> {
             // A quotation closed with a blank before its mark is closed
             // without, where the piece without its blank is one token.
             let drawn = self.piece(token);
-            let token = if closes_quotation_apart(text, &drawn)
+            let (token, piece) = if closes_quotation_apart(text, &drawn)
                 && let [tight] = vocab.tokenize(&drawn[1..], false, false).as_slice()
             {
-                *tight
+                (*tight, self.piece(*tight))
             } else {
-                token
+                (token, drawn)
             };
-            let piece = self.piece(token);
             if json_follows && starts_json(out.text(), &piece) {
                 return Ok(Finish::Stop);
             }

@@ -484,6 +484,17 @@ pub fn after_round(round: u32) -> String {
     if round == 0 { "after the first evaluations".to_string() } else { format!("after round {round}") }
 }
 
+/// Where and when a consensus check was made, to head its line: "Teachers
+/// after round 2", "panel after the first evaluations", or the group (or
+/// "panel") alone when the round is not known.
+pub fn check_place(group: Option<&str>, round: Option<u32>) -> String {
+    let who = group.unwrap_or("panel");
+    match round {
+        Some(r) => format!("{who} {}", after_round(r)),
+        None => who.to_string(),
+    }
+}
+
 /// The same, where room is short: "first evaluations" or "round 2".
 pub fn round_label(round: u32) -> String {
     if round == 0 { "first evaluations".to_string() } else { format!("round {round}") }

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 pub use crate::preset::{Departure, Preset, preset_line};
 pub use crate::roles::Role;
-pub use kind::{EventKind, after_round, round_label};
+pub use kind::{EventKind, after_round, check_place, round_label};
 pub use payload::{
     AgentInfo, AspectValue, BATCH_PRICE_SHARE, EndStatus, Evaluation, ModelRef, OverrideTarget, ProposalKind,
     TrimmedEntry, Usage, UsageTotals,

@@ -149,22 +149,19 @@ fn build(v: &SessionView, e: &TimelineEntry, width: u16, theme: &Theme, wraps: &
         TimelineEntry::Rejected { command, reason } => {
             wrapped("", &format!("✗ rejected {command}: {reason}"), theme.error())
         }
-        TimelineEntry::Consensus { group, round, reached, rule } => {
-            let g = group.clone().unwrap_or_else(|| "panel".into());
-            let r = round.map(|r| format!(" {}", crate::session::event::after_round(r))).unwrap_or_default();
-            wrapped(
-                "",
-                &format!(
-                    "≈ {g}{r}: {}",
-                    crate::session::fold::consensus_words(
-                        crate::session::fold::consensus_check(&v.protocol, v.panel.as_ref()),
-                        *reached,
-                        rule
-                    )
-                ),
-                theme.consensus(*reached),
-            )
-        }
+        TimelineEntry::Consensus { group, round, reached, rule } => wrapped(
+            "",
+            &format!(
+                "≈ {}: {}",
+                crate::session::event::check_place(group.as_deref(), *round),
+                crate::session::fold::consensus_words(
+                    crate::session::fold::consensus_check(&v.protocol, v.panel.as_ref()),
+                    *reached,
+                    rule
+                )
+            ),
+            theme.consensus(*reached),
+        ),
         TimelineEntry::Aggregate { group } => {
             let agg = match group {
                 Some(g) => v.group(g).and_then(|g| g.aggregate.as_ref()),
