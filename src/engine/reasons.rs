@@ -1,5 +1,5 @@
 //! Whether an LLM moderator's reason claims what its scores table does not
-//! show. Three kinds of claim are checked, sentence by sentence (a
+//! show, or says nothing. Six things are checked, the claims sentence by sentence (a
 //! sentence ends at `.`, `!`, `?` or `;`, not at the dot of a title such as
 //! "Dr."); names match whole words, without case, with or without a title
 //! ("Haddad" for "Dr. Haddad"):
@@ -29,6 +29,10 @@
 //!    the words the discussion shows after a speech before its speaker's
 //!    scores ("(Ann's scores now: grammar 4, …"): a copy of that line says
 //!    nothing about the choice (the 0.5B model gave it as its reason).
+//! 6. **A reason, not one word over and over.** A word with letters in it
+//!    comes [`REPEATS_MAX`] times or more in a row ("Amara, Amara, Amara,
+//!    Amara"): the 0.5B model, once caught in such a run, filled the
+//!    reason's whole length with it. Numbers may repeat ("3, 3, 3, 3").
 //!
 //! Anything else (what a member argued, who has spoken least) is not
 //! checked: the table does not show it.
@@ -67,6 +71,9 @@ const TITLES: [&str; 6] = ["dr", "ms", "mr", "mrs", "prof", "st"];
 /// scores (see `prompts::history`), lower-cased.
 pub const SCORES_LINE: &str = "scores now:";
 
+/// How many times in a row one word may come in a reason (check 6).
+pub const REPEATS_MAX: usize = 4;
+
 /// How an error from [`SpeakerPick`](crate::engine::verdict::SpeakerPick)
 /// begins when the moderator's reason failed [`check`].
 pub const MISMATCH: &str = "its reason does not match the scores table: ";
@@ -104,12 +111,27 @@ pub fn check(reason: &str, facts: &TableFacts) -> Result<(), String> {
         let whose = named_last(&text[..at], facts).map_or("a member", String::as_str);
         return Err(format!("it copies the discussion's line of {whose}'s scores instead of saying why"));
     }
+    if let Some(word) = repeated_word(&text) {
+        // The word as the reason wrote it.
+        let word = reason.split(|c: char| !c.is_alphanumeric() && c != '\'').find(|w| w.to_lowercase() == word);
+        return Err(format!("it repeats \"{}\" over and over instead of saying why", word.unwrap_or_default()));
+    }
     for sentence in sentences(&text) {
         spoke_last(sentence, facts)?;
         differ(sentence, facts)?;
         direction(sentence, facts)?;
     }
     Ok(())
+}
+
+/// Check 6: a word with letters that comes [`REPEATS_MAX`] times or more
+/// in a row in the lower-cased `text`.
+fn repeated_word(text: &str) -> Option<&str> {
+    let words = words(text);
+    words
+        .windows(REPEATS_MAX)
+        .find(|w| w[0].chars().any(char::is_alphabetic) && w.iter().all(|x| *x == w[0]))
+        .map(|w| w[0])
 }
 
 /// Claim 1 in one sentence.
@@ -454,6 +476,17 @@ mod tests {
             "it copies the discussion's line of a member's scores instead of saying why"
         );
         assert!(check("Ms. Okafor's scores now differ from Ms. Ito's on grammar.", &f).is_ok(), "no colon: a claim");
+    }
+
+    #[test]
+    fn one_word_over_and_over_is_no_reason() {
+        let f = facts(&[("Amara", Some(SAME)), ("Rafael", Some("4, 5, 5, 5, 5"))], Some("Rafael"));
+        assert_eq!(
+            check("Rafael, Amara, Amara, Amara, Amara, Amara, Ama", &f).unwrap_err(),
+            "it repeats \"Amara\" over and over instead of saying why"
+        );
+        assert!(check("Amara, Amara, Amara: she has not spoken yet.", &f).is_ok(), "three times is allowed");
+        assert!(check("Rafael's scores of 3, 3, 3, 3, 3 differ from Amara's.", &f).is_ok(), "numbers repeat");
     }
 
     #[test]
