@@ -38,7 +38,7 @@ pub fn no_copy(messages: &[ChatMessage]) -> NoCopy {
             quotable.push(text[start + 4..end].to_string());
         }
     }
-    NoCopy { avoid: messages.iter().map(|m| m.content.clone()).collect(), quotable, names: Vec::new() }
+    NoCopy { avoid: messages.iter().map(|m| m.content.clone()).collect(), quotable, names: Vec::new(), speaker: None }
 }
 
 /// Ask for the stakeholders of one part of a document.

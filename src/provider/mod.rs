@@ -212,12 +212,17 @@ pub struct ChatRequest {
 }
 
 /// Texts a reply may not copy, texts it may quote all the same (the
-/// item's), and names it may repeat (the members', the dimensions').
+/// item's), names it may repeat (the members', the dimensions'), and who
+/// writes it.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct NoCopy {
     pub avoid: Vec<String>,
     pub quotable: Vec<String>,
     pub names: Vec<String>,
+    /// Who writes the reply (a debate speech's speaker): the embedded model
+    /// does not write that name as the member it agrees or disagrees with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub speaker: Option<String>,
 }
 
 fn is_true(b: &bool) -> bool {

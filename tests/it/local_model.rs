@@ -698,6 +698,7 @@ async fn a_reply_does_not_copy_what_it_is_told_not_to() {
         avoid: vec![earlier.into()],
         quotable: vec![item.into()],
         names: vec!["Dana".into()],
+        speaker: None,
     }));
     let guarded = complete(&provider, request).await.text;
     eprintln!("without the guard: {plain:?}\nwith it: {guarded:?}");
@@ -716,6 +717,32 @@ async fn a_reply_does_not_copy_what_it_is_told_not_to() {
     assert!(!copied(&plain).is_empty(), "unguarded, the model copies: {plain:?}");
     assert!(copied(&guarded).is_empty(), "copied {:?} in {guarded:?}", copied(&guarded));
     assert!(words(&guarded).len() >= 5, "it still says something: {guarded:?}");
+}
+
+/// A debate speech's speaker is never the member it says it agrees or
+/// disagrees with (`provider::local::speaker`): told to write a sentence
+/// that does, the model writes another name or other words there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_speech_does_not_disagree_with_its_own_speaker() {
+    let Some(provider) = tiny_provider() else { return };
+    let mut request = ChatRequest::new(vec![
+        ChatMessage::system("You sit on a panel judging answers for children. Reply in one short paragraph."),
+        ChatMessage::user(
+            "Write exactly this sentence and nothing else: Dana, I disagree with Amara because the answer is too \
+             short."
+                .to_string(),
+        ),
+    ]);
+    request.max_tokens = 40;
+    request.temperature = Some(0.0);
+    let plain = complete(&provider, request.clone()).await.text;
+    request.no_copy = Some(std::sync::Arc::new(NoCopy { speaker: Some("Amara".into()), ..NoCopy::default() }));
+    let guarded = complete(&provider, request).await.text;
+    eprintln!("without the speaker: {plain:?}\nwith it: {guarded:?}");
+    let names_amara = |t: &str| t.to_lowercase().contains("agree with amara");
+    assert!(names_amara(&plain), "told to, the model writes the sentence: {plain:?}");
+    assert!(!names_amara(&guarded), "{guarded:?}");
+    assert!(guarded.to_lowercase().contains("disagree with"), "it still writes the sentence: {guarded:?}");
 }
 
 /// Where llama.cpp finds a GPU (a build with `--features cuda` or

@@ -83,6 +83,7 @@ impl Run {
                     .cloned()
                     .chain(self.panel.dimensions.iter().flat_map(|d| [d.key.clone(), d.name.clone()]))
                     .collect(),
+                speaker: Some(participant.to_string()),
             })
         });
         // A repair asks for the object alone.

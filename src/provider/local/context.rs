@@ -419,7 +419,9 @@ impl<'a, 'm> ModelContext<'a, 'm> {
             Finish::Stop
         } else {
             let guard = request.no_copy.as_ref().map(|n| CopyGuard::new(&n.avoid, &n.quotable, &n.names));
-            let prose = Prose { budget, json_follows: grammar.is_some(), guard: guard.as_ref() };
+            let speaker = request.no_copy.as_ref().and_then(|n| n.speaker.as_deref()).map(OwnName::new);
+            let prose =
+                Prose { budget, json_follows: grammar.is_some(), guard: guard.as_ref(), speaker: speaker.as_ref() };
             self.generate_prose(job, &mut sampling, &mut state, prose, &mut out)?
         };
         if let Some(grammar) = grammar {
@@ -742,7 +744,7 @@ impl<'a, 'm> ModelContext<'a, 'm> {
         prose: Prose<'_>,
         out: &mut Output,
     ) -> Result<Finish, ProviderError> {
-        let Prose { budget, json_follows, guard } = prose;
+        let Prose { budget, json_follows, guard, speaker } = prose;
         let mut produced = 0u32;
         let vocab = self.model.vocab();
         loop {
@@ -756,7 +758,11 @@ impl<'a, 'm> ModelContext<'a, 'm> {
                 return Ok(Finish::Length);
             }
             let text = out.text();
-            let copies = |piece: &[u8]| guard.is_some_and(|g| g.refuses(text, &String::from_utf8_lossy(piece)));
+            // A piece that copies, or that names the speaker as another member.
+            let copies = |piece: &[u8]| {
+                let piece = String::from_utf8_lossy(piece);
+                guard.is_some_and(|g| g.refuses(text, &piece)) || speaker.is_some_and(|s| s.refuses(text, &piece))
+            };
             let token = if json_follows && !prose_is_enough(produced, text) {
                 // Too little prose yet: the reply may neither end nor turn to
                 // its JSON object here, nor break its first sentence's line.
@@ -767,7 +773,7 @@ impl<'a, 'm> ModelContext<'a, 'm> {
                         && !breaks_first_sentence(produced, text, &piece)
                         && !copies(&piece)
                 })?
-            } else if guard.is_some() {
+            } else if guard.is_some() || speaker.is_some() {
                 sampling.pick_where(&state.logits, |t| !copies(&vocab.token_to_piece(t, false, None)))?
             } else {
                 sampling.pick(&state.logits, None)?
@@ -965,6 +971,8 @@ pub(super) struct Prose<'a> {
     pub(super) budget: u32,
     pub(super) json_follows: bool,
     pub(super) guard: Option<&'a CopyGuard>,
+    /// Who writes it, not to be named as another member.
+    pub(super) speaker: Option<&'a OwnName>,
 }
 
 pub(super) struct GenState {
