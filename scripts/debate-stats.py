@@ -31,7 +31,10 @@ how many debate replies in all (drafts included), carry `misquotes`
 `src/engine/quotes.rs`; logs of version 8 on); and, as a plainer check, how many of all the
 agents' replies with words (first evaluations and standing speeches
 with prose before their JSON) have words that no earlier reply of the
-session had word for word.
+session had word for word; and how many standing speeches take their own
+speaker for the member they answer ("agree with" / "agreed with" /
+"agreeing with" followed by the speaker's name, with or without its
+title: "Dana, I disagree with Amara" from Amara).
 Prints one line per log and the totals; `--json` prints them as JSON.
 """
 
@@ -71,6 +74,12 @@ def names_someone(words, others):
     return False
 
 
+def against_itself(words, agent):
+    hay = words.lower()
+    return any(re.search(r"agree(?:d|ing)? with (?:(?:dr|ms|mr|mrs|prof)\.? )?" + re.escape(form) + r"(?![\w])", hay)
+               for form in name_forms(agent))
+
+
 def changed(before, after):
     if before is None or after is None:
         return None
@@ -87,7 +96,7 @@ def stats(path):
     latest = {}  # agent -> latest evaluation
     s = {"turns": 0, "changed": 0, "named": 0, "prose_first": 0, "finished": 0, "picks_llm": 0, "picks_policy": 0,
          "picks_human": 0, "fallbacks": 0, "reasons_replaced": 0, "moderator_replies": 0, "reasons_mismatched": 0, "speeches": 0, "distinct_speeches": 0,
-         "misquoting_speeches": 0, "misquoting_drafts": 0, "replies": 0, "distinct_replies": 0, "duration_s": None, "status": None}
+         "misquoting_speeches": 0, "misquoting_drafts": 0, "against_itself": 0, "replies": 0, "distinct_replies": 0, "duration_s": None, "status": None}
     debate = []  # (agent, kind, repeats) of every debate turn, in order
     seen_words = set()
     with open(path, encoding="utf-8") as f:
@@ -157,6 +166,7 @@ def stats(path):
                     if not repeats:
                         s["distinct_speeches"] += 1
                     s["misquoting_speeches"] += bool(misquotes)
+                    s["against_itself"] += against_itself(words, agent)
                     w = " ".join(words.lower().split())
                     if w:
                         s["replies"] += 1
@@ -183,6 +193,7 @@ def line(label, s):
             f"distinct speeches {pct(s['distinct_speeches'], s['speeches'])}, "
             f"misquoting speeches {pct(s['misquoting_speeches'], s['speeches'])} "
             f"(debate replies misquoting, drafts included: {s['misquoting_drafts']}), "
+            f"speeches that answer their own speaker {pct(s['against_itself'], s['speeches'])}, "
             f"distinct replies {pct(s['distinct_replies'], s['replies'])}")
 
 
@@ -195,7 +206,7 @@ def main(argv):
     all_stats = {p: stats(p) for p in paths}
     total = {k: 0 for k in ("turns", "changed", "named", "prose_first", "finished", "picks_llm", "picks_policy", "picks_human",
                             "fallbacks", "reasons_replaced", "moderator_replies", "reasons_mismatched", "speeches", "distinct_speeches", "misquoting_speeches",
-                            "misquoting_drafts", "replies",
+                            "misquoting_drafts", "against_itself", "replies",
                             "distinct_replies")}
     for s in all_stats.values():
         for k in total:

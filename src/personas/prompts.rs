@@ -38,7 +38,13 @@ pub fn no_copy(messages: &[ChatMessage]) -> NoCopy {
             quotable.push(text[start + 4..end].to_string());
         }
     }
-    NoCopy { avoid: messages.iter().map(|m| m.content.clone()).collect(), quotable, names: Vec::new(), speaker: None }
+    NoCopy {
+        avoid: messages.iter().map(|m| m.content.clone()).collect(),
+        quotable,
+        names: Vec::new(),
+        speaker: None,
+        answers: None,
+    }
 }
 
 /// Ask for the stakeholders of one part of a document.

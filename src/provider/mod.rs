@@ -219,10 +219,13 @@ pub struct NoCopy {
     pub avoid: Vec<String>,
     pub quotable: Vec<String>,
     pub names: Vec<String>,
-    /// Who writes the reply (a debate speech's speaker): the embedded model
-    /// does not write that name as the member it agrees or disagrees with.
+    /// Who writes the reply (a debate speech's speaker), and the member it
+    /// answers: where the embedded model begins the speaker's name as the
+    /// member it agrees or disagrees with, it writes the answered member's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub speaker: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answers: Option<String>,
 }
 
 fn is_true(b: &bool) -> bool {

@@ -699,6 +699,7 @@ async fn a_reply_does_not_copy_what_it_is_told_not_to() {
         quotable: vec![item.into()],
         names: vec!["Dana".into()],
         speaker: None,
+        answers: None,
     }));
     let guarded = complete(&provider, request).await.text;
     eprintln!("without the guard: {plain:?}\nwith it: {guarded:?}");
@@ -721,9 +722,10 @@ async fn a_reply_does_not_copy_what_it_is_told_not_to() {
 
 /// A debate speech's speaker is never the member it says it agrees or
 /// disagrees with (`provider::local::speaker`): told to write a sentence
-/// that does, the model writes another name or other words there.
+/// that says so, the model writes the name of the member the speech
+/// answers there.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_speech_does_not_disagree_with_its_own_speaker() {
+async fn a_speech_answers_the_member_it_addresses_not_its_own_speaker() {
     let Some(provider) = tiny_provider() else { return };
     let mut request = ChatRequest::new(vec![
         ChatMessage::system("You sit on a panel judging answers for children. Reply in one short paragraph."),
@@ -736,13 +738,16 @@ async fn a_speech_does_not_disagree_with_its_own_speaker() {
     request.max_tokens = 40;
     request.temperature = Some(0.0);
     let plain = complete(&provider, request.clone()).await.text;
-    request.no_copy = Some(std::sync::Arc::new(NoCopy { speaker: Some("Amara".into()), ..NoCopy::default() }));
+    request.no_copy = Some(std::sync::Arc::new(NoCopy {
+        speaker: Some("Amara".into()),
+        answers: Some("Dana".into()),
+        ..NoCopy::default()
+    }));
     let guarded = complete(&provider, request).await.text;
     eprintln!("without the speaker: {plain:?}\nwith it: {guarded:?}");
-    let names_amara = |t: &str| t.to_lowercase().contains("agree with amara");
-    assert!(names_amara(&plain), "told to, the model writes the sentence: {plain:?}");
-    assert!(!names_amara(&guarded), "{guarded:?}");
-    assert!(guarded.to_lowercase().contains("disagree with"), "it still writes the sentence: {guarded:?}");
+    assert!(plain.to_lowercase().contains("disagree with amara"), "told to, the model writes the sentence: {plain:?}");
+    assert!(guarded.to_lowercase().contains("disagree with dana"), "{guarded:?}");
+    assert!(!guarded.to_lowercase().contains("amara"), "{guarded:?}");
 }
 
 /// Where llama.cpp finds a GPU (a build with `--features cuda` or

@@ -229,6 +229,11 @@ pub fn opening_words(addressee: &str) -> String {
     format!("{addressee}, I")
 }
 
+/// The member an opening of [`opening_words`] answers ("Dana, I": "Dana").
+pub fn answered_in(opening: &str) -> Option<&str> {
+    opening.strip_suffix(", I")
+}
+
 /// The group's members other than `speaker`, in the panel's order.
 fn others<'p>(panel: &'p Panel, group: &str, speaker: &str) -> Vec<&'p str> {
     panel
@@ -333,6 +338,11 @@ mod tests {
         let second = &debate_messages(&panel, "Parents", &agents[1], &item, &history, None)[2].content;
         assert!(second.contains("Ann spoke last. Begin with \"Ann, I\" and answer their point"), "{second}");
         assert_eq!(addressee(&panel, "Parents", "Bea", &history, None).as_deref(), Some("Ann"));
+        assert_eq!(
+            answered_in(&opening_words("Dr. Ann Lee")),
+            Some("Dr. Ann Lee"),
+            "the opening names whom it answers"
+        );
         assert!(second.contains("pointing to the question, the answer or the story"), "{second}");
         // Collaborative discussion rounds ask the same.
         let round = &discussion_messages(&panel, "Parents", &agents[2], &item, &history, 1, false)[2].content;

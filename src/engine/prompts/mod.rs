@@ -34,7 +34,9 @@ pub use format::{fmt_num, format_scores};
 pub(crate) use history::render_history;
 pub use history::{HISTORY_WINDOW, HistoryEntry, history_window, reply_words};
 pub(crate) use members::DISCUSSION_HEADING;
-pub use members::{addressee, debate_messages, discussion_messages, initial_messages, opening_words, repair_message};
+pub use members::{
+    addressee, answered_in, debate_messages, discussion_messages, initial_messages, opening_words, repair_message,
+};
 pub(crate) use members::{debates, full_first_feedback};
 pub use moderator::{
     ScoresRow, is_moderator_request, last_to_speak, moderator_format, moderator_messages, moderator_retry, score_row,

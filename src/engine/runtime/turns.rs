@@ -84,6 +84,7 @@ impl Run {
                     .chain(self.panel.dimensions.iter().flat_map(|d| [d.key.clone(), d.name.clone()]))
                     .collect(),
                 speaker: Some(participant.to_string()),
+                answers: messages.opening_text().and_then(crate::engine::prompts::answered_in).map(str::to_string),
             })
         });
         // A repair asks for the object alone.

@@ -419,7 +419,8 @@ impl<'a, 'm> ModelContext<'a, 'm> {
             Finish::Stop
         } else {
             let guard = request.no_copy.as_ref().map(|n| CopyGuard::new(&n.avoid, &n.quotable, &n.names));
-            let speaker = request.no_copy.as_ref().and_then(|n| n.speaker.as_deref()).map(OwnName::new);
+            let speaker =
+                request.no_copy.as_ref().and_then(|n| Speaker::new(n.speaker.as_deref()?, n.answers.as_deref()));
             let prose =
                 Prose { budget, json_follows: grammar.is_some(), guard: guard.as_ref(), speaker: speaker.as_ref() };
             self.generate_prose(job, &mut sampling, &mut state, prose, &mut out)?
@@ -697,12 +698,6 @@ impl<'a, 'm> ModelContext<'a, 'm> {
         }
     }
 
-    /// Decodes one token after the cached ones, in the next round; its
-    /// logits go to `state`.
-    pub(super) fn decode_one(&mut self, token: LlamaToken, state: &mut GenState) -> Result<(), ProviderError> {
-        self.decode_step(&[token], state)
-    }
-
     /// Decodes `tokens` after the cached ones as one step of the reply, in
     /// the next round; the last one's logits go to `state`.
     fn decode_step(&mut self, tokens: &[LlamaToken], state: &mut GenState) -> Result<(), ProviderError> {
@@ -758,11 +753,7 @@ impl<'a, 'm> ModelContext<'a, 'm> {
                 return Ok(Finish::Length);
             }
             let text = out.text();
-            // A piece that copies, or that names the speaker as another member.
-            let copies = |piece: &[u8]| {
-                let piece = String::from_utf8_lossy(piece);
-                guard.is_some_and(|g| g.refuses(text, &piece)) || speaker.is_some_and(|s| s.refuses(text, &piece))
-            };
+            let copies = |piece: &[u8]| guard.is_some_and(|g| g.refuses(text, &String::from_utf8_lossy(piece)));
             let token = if json_follows && !prose_is_enough(produced, text) {
                 // Too little prose yet: the reply may neither end nor turn to
                 // its JSON object here, nor break its first sentence's line.
@@ -773,7 +764,7 @@ impl<'a, 'm> ModelContext<'a, 'm> {
                         && !breaks_first_sentence(produced, text, &piece)
                         && !copies(&piece)
                 })?
-            } else if guard.is_some() || speaker.is_some() {
+            } else if guard.is_some() {
                 sampling.pick_where(&state.logits, |t| !copies(&vocab.token_to_piece(t, false, None)))?
             } else {
                 sampling.pick(&state.logits, None)?
@@ -791,13 +782,23 @@ impl<'a, 'm> ModelContext<'a, 'm> {
             } else {
                 (token, drawn)
             };
+            // A piece that begins the speaker's own name as the member the
+            // speech answers is written as the answered member's name.
+            let (tokens, piece) = match speaker.and_then(|s| s.instead(text, &String::from_utf8_lossy(&piece))) {
+                Some(name) => match vocab.tokenize(name.as_bytes(), false, false) {
+                    tokens if !tokens.is_empty() => (tokens, name.into_bytes()),
+                    _ => (vec![token], piece),
+                },
+                None => (vec![token], piece),
+            };
             if json_follows && starts_json(out.text(), &piece) {
                 return Ok(Finish::Stop);
             }
-            produced += 1;
-            state.generated += 1;
+            let drawn_here = tokens.len() as u32;
+            produced += drawn_here;
+            state.generated += u64::from(drawn_here);
             out.push_bytes(&piece);
-            self.decode_one(token, state)?;
+            self.decode_step(&tokens, state)?;
             // The prose is one paragraph: a line break after a finished
             // sentence ends it. Near the end of the budget, a finished
             // sentence ends it rather than a cut one; a reply of free text
@@ -971,8 +972,8 @@ pub(super) struct Prose<'a> {
     pub(super) budget: u32,
     pub(super) json_follows: bool,
     pub(super) guard: Option<&'a CopyGuard>,
-    /// Who writes it, not to be named as another member.
-    pub(super) speaker: Option<&'a OwnName>,
+    /// Who writes it, not to be named as the member it answers.
+    pub(super) speaker: Option<&'a Speaker>,
 }
 
 pub(super) struct GenState {

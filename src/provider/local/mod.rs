@@ -75,7 +75,7 @@ use copying::CopyGuard;
 pub use repetition::Repetition;
 use sampling::*;
 use shared::{HEAD_START, Item, Kind, SharedContext};
-use speaker::OwnName;
+use speaker::Speaker;
 use worker::*;
 
 use schedule::{AHEAD_MIN, AHEAD_PATIENCE, AHEAD_REPORT, AHEAD_STEP, AHEAD_UNSURE, Handoffs, Queue, common_prefix};

@@ -1,92 +1,111 @@
-//! Keeping a debate speech from taking its own speaker for another member.
+//! Keeping a debate speech from taking its own speaker for the member it
+//! answers.
 //!
 //! A debate speech begins with the member it answers and the speaker's
 //! "I" ("Dana, I"); the 0.5B model often went on "disagree with Amara"
-//! when Amara was the one speaking (4 of the 16 speeches and drafts of a
-//! default run, 30 of 115 in an eval of the rated sample; 5 of 110 for
-//! the 1.5B). While
-//! the embedded model writes such a speech's prose, a token is refused when
-//! it would begin the speaker's own name right after the words by which
-//! a speech names whom it agrees or disagrees with ([`AGREES_WITH`]): the
-//! whole name without its title, or any word of it of three letters or
-//! more, after a title or not ("Ms. Okafor", "Okafor"). The model's next
-//! choice takes its place (most often the member it answers).
+//! when Amara was the one speaking (4 of the 12 speeches of a default run,
+//! 25 of 96 in an eval of the rated sample; 4 of 96 for the 1.5B). While
+//! the embedded model writes such a speech's prose, a token that begins
+//! the speaker's own name right after the words by which a speech names
+//! whom it agrees or disagrees with ([`AGREES_WITH`], perhaps then a
+//! title) is written as the name of the member the speech answers: "Dana,
+//! I disagree with Dana's point". The speaker's name counts whole without
+//! its title, or as any word of it of three letters or more ("Okafor" for
+//! "Ms. Okafor"), begun by two letters or more. Refusing the token instead
+//! made the model write a name of no member ("Amelia") or misspell its own
+//! ("Dr. K owalski").
+//!
+//! Not changed: a name begun by one letter alone (the letter is out before
+//! the name can be told from another word), and a title that is not the
+//! answered member's ("Mr." before "Okafor" would make a wrong name).
 
 /// The words after which a speech names the member whose point it takes
 /// up, lower-cased.
-pub const AGREES_WITH: [&str; 3] = ["agree with ", "agreed with ", "agreeing with "];
+pub const AGREES_WITH: [&str; 3] = ["agree with", "agreed with", "agreeing with"];
 
 /// Titles a name may be written with.
 const TITLES: [&str; 6] = ["dr", "ms", "mr", "mrs", "prof", "st"];
 
-/// The speaker's name, as a speech might write it after [`AGREES_WITH`].
+/// Who writes a debate speech, and whom it answers.
 #[derive(Debug, Default)]
-pub struct OwnName {
-    /// Lower-cased, without a title: the whole name, then each word of it of
-    /// three letters or more.
+pub struct Speaker {
+    /// The speaker's name lower-cased, without a title: the whole name, then
+    /// each word of it of three letters or more.
     forms: Vec<String>,
+    /// The member the speech answers, as the panel writes the name.
+    answers: String,
 }
 
-impl OwnName {
-    /// The forms of `name` ("Ms. Okafor": "okafor"; "Rafael Ortiz":
-    /// "rafael ortiz", "rafael", "ortiz").
-    pub fn new(name: &str) -> Self {
-        let lower = name.to_lowercase();
-        let bare = strip_title(lower.trim()).to_string();
-        let mut forms = vec![bare.clone()];
+impl Speaker {
+    /// `None` without a member answered, or when that is the speaker.
+    pub fn new(speaker: &str, answers: Option<&str>) -> Option<Self> {
+        let answers = answers.map(str::trim).filter(|a| !a.is_empty() && !a.eq_ignore_ascii_case(speaker.trim()))?;
+        let lower = speaker.to_lowercase();
+        let (_, bare) = split_title(lower.trim());
+        let mut forms = vec![bare.to_string()];
         for word in bare.split(|c: char| !c.is_alphanumeric()).filter(|w| w.chars().count() >= 3) {
             if !forms.iter().any(|f| f == word) {
                 forms.push(word.to_string());
             }
         }
         forms.retain(|f| !f.is_empty());
-        Self { forms }
+        Some(Self { forms, answers: answers.to_string() })
     }
 
-    /// Whether `piece`, written after `text`, would begin or complete the
-    /// speaker's name right after [`AGREES_WITH`]: the words after the
-    /// latest such phrase (a title put aside) are two letters or more of one
-    /// of its forms, or the form and then no letter.
-    pub fn refuses(&self, text: &str, piece: &str) -> bool {
-        let joined = format!("{text}{piece}").to_lowercase();
-        let Some(start) = AGREES_WITH.iter().filter_map(|p| joined.rfind(p).map(|at| at + p.len())).max() else {
-            return false;
-        };
-        let after = joined[start..].trim_start();
-        // Past the name's length, the words after the phrase are something else.
-        let longest = self.forms.iter().map(String::len).max().unwrap_or(0);
-        if after.len() > longest + TITLES.iter().map(|t| t.len() + 2).max().unwrap_or(0) + 1 {
-            return false;
+    /// What to write instead of `piece` after `text`, where the piece begins
+    /// the speaker's name right after [`AGREES_WITH`] (and perhaps a
+    /// title): the answered member's name, with the piece's leading blank
+    /// and whatever followed the whole name in the piece ("'s"); after a
+    /// title, the name without its title when the answered member has that
+    /// title. `None` where the piece stands.
+    pub fn instead(&self, text: &str, piece: &str) -> Option<String> {
+        let lower = text.to_lowercase();
+        let start = AGREES_WITH.iter().filter_map(|p| lower.rfind(p).map(|at| at + p.len())).max()?;
+        // Between the phrase and the piece: blanks, perhaps a title.
+        let between = lower[start..].trim();
+        let typed_title = between.trim_end_matches('.');
+        if !(between.is_empty() || TITLES.contains(&typed_title)) {
+            return None;
         }
-        let Some(rest) = after_title(after) else { return false };
-        rest.len() >= 2
-            && self.forms.iter().any(|form| {
-                form.starts_with(rest)
-                    || rest.strip_prefix(form.as_str()).is_some_and(|tail| !tail.starts_with(char::is_alphanumeric))
-            })
+        if !(lower[start..].ends_with(char::is_whitespace) || piece.starts_with(char::is_whitespace)) {
+            return None;
+        }
+        let blank = &piece[..piece.len() - piece.trim_start().len()];
+        let lead = piece.trim_start().to_lowercase();
+        let word: String = lead.chars().take_while(|c| c.is_alphanumeric()).collect();
+        if word.chars().count() < 2 {
+            return None;
+        }
+        // The piece begins a form, or holds it whole and then something else.
+        let after_name = self.forms.iter().find_map(|form| {
+            if form.starts_with(&lead) {
+                Some("")
+            } else {
+                lead.strip_prefix(form.as_str()).filter(|tail| !tail.starts_with(char::is_alphanumeric))
+            }
+        })?;
+        let tail = piece.get(piece.len().saturating_sub(after_name.len())..).unwrap_or("");
+        let (title, bare) = split_title(&self.answers);
+        let name = if between.is_empty() {
+            &self.answers[..]
+        } else if title.is_some_and(|t| t.trim_end_matches('.').eq_ignore_ascii_case(typed_title)) {
+            bare
+        } else {
+            return None;
+        };
+        Some(format!("{blank}{name}{tail}"))
     }
 }
 
-/// `name` without a leading title ("ms. okafor": "okafor").
-fn strip_title(name: &str) -> &str {
+/// A name's title, if it has one, and the name without it ("Ms. Okafor":
+/// "Ms.", "Okafor").
+fn split_title(name: &str) -> (Option<&str>, &str) {
     match name.split_once(' ') {
-        Some((first, rest)) if TITLES.contains(&first.trim_end_matches('.')) => rest.trim_start(),
-        _ => name,
+        Some((first, rest)) if TITLES.contains(&first.trim_end_matches('.').to_lowercase().as_str()) => {
+            (Some(first), rest.trim_start())
+        }
+        _ => (None, name),
     }
-}
-
-/// The words of `after` past a title; `None` while they may still be one
-/// ("ms", "ms.", "ms. "), so that another member's title is never refused.
-fn after_title(after: &str) -> Option<&str> {
-    let word: String = after.chars().take_while(|c| c.is_alphanumeric()).collect();
-    if !TITLES.contains(&word.as_str()) {
-        return Some(after);
-    }
-    let rest = after[word.len()..].trim_start_matches('.');
-    if rest.trim_start().is_empty() {
-        return None;
-    }
-    Some(rest.trim_start())
 }
 
 #[cfg(test)]
@@ -94,31 +113,35 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_speech_may_not_agree_or_disagree_with_its_own_speaker() {
-        let amara = OwnName::new("Amara");
-        assert!(amara.refuses("Dana, I disagree with", " Amara"));
-        assert!(amara.refuses("Dana, I disagree with", " Am"), "the name begun");
-        assert!(amara.refuses("Dana, I disagree with Am", "ara"), "the name continued");
-        assert!(amara.refuses("Dana, I agree with", " Amara's"));
-        assert!(amara.refuses("Dana, I agreed with", " AMARA"));
-        assert!(!amara.refuses("Dana, I disagree with", " Dana"), "the member it answers");
-        assert!(!amara.refuses("Dana, I disagree with", " a"), "one letter may begin another word");
-        assert!(!amara.refuses("Dana, I disagree with", " all"), "another word");
-        assert!(!amara.refuses("Dana, I disagree with", " Amaranth"), "a longer word");
-        assert!(!amara.refuses("Dana, I disagree. Amara", " thinks"), "not after the phrase");
-        assert!(!amara.refuses("Dana, I disagree with your point, and", " Amara"), "far from the phrase");
+    fn a_speech_answers_the_member_it_began_with_not_its_own_speaker() {
+        let amara = Speaker::new("Amara", Some("Dana")).unwrap();
+        assert_eq!(amara.instead("Dana, I disagree with", " Amara").as_deref(), Some(" Dana"));
+        assert_eq!(amara.instead("Dana, I disagree with", " Am").as_deref(), Some(" Dana"), "the name begun");
+        assert_eq!(amara.instead("Dana, I disagree with ", "Amara's").as_deref(), Some("Dana's"));
+        assert_eq!(amara.instead("Dana, I agreed with", " AMARA,").as_deref(), Some(" Dana,"));
+        assert_eq!(amara.instead("Dana, I disagree with", " Dana"), None, "the member it answers");
+        assert_eq!(amara.instead("Dana, I disagree with", " a"), None, "one letter may begin another word");
+        assert_eq!(amara.instead("Dana, I disagree with", " all"), None);
+        assert_eq!(amara.instead("Dana, I disagree with", " Amaranth"), None, "a longer word");
+        assert_eq!(amara.instead("Dana, I disagree. Amara", " thinks"), None, "not after the phrase");
+        assert_eq!(amara.instead("Dana, I disagree with your point, and", " Amara"), None);
+        assert_eq!(amara.instead("Dana, I disagree with Am", "ara"), None, "the name begun before");
+        assert!(Speaker::new("Amara", Some("Amara")).is_none() && Speaker::new("Amara", None).is_none());
     }
 
     #[test]
-    fn a_title_is_free_the_name_after_it_is_not() {
-        let okafor = OwnName::new("Ms. Okafor");
-        assert!(!okafor.refuses("Ms. Ito, I disagree with", " Ms"), "another member's title");
-        assert!(!okafor.refuses("Ms. Ito, I disagree with Ms", "."));
-        assert!(!okafor.refuses("Ms. Ito, I disagree with Ms.", " Ito"));
-        assert!(okafor.refuses("Ms. Ito, I disagree with Ms.", " Ok"));
-        assert!(okafor.refuses("Ms. Ito, I disagree with", " Okafor"), "the name without its title");
-        let ortiz = OwnName::new("Rafael Ortiz");
-        assert!(ortiz.refuses("Dana, I agree with", " Rafael"), "a word of the name");
-        assert!(ortiz.refuses("Dana, I agree with", " Ortiz"));
+    fn after_a_title_the_answered_members_name_goes_without_it() {
+        let okafor = Speaker::new("Ms. Okafor", Some("Ms. Ito")).unwrap();
+        assert_eq!(okafor.instead("Ms. Ito, I disagree with", " Ms"), None, "a title is free");
+        assert_eq!(okafor.instead("Ms. Ito, I disagree with Ms.", " Ito"), None);
+        assert_eq!(okafor.instead("Ms. Ito, I disagree with Ms.", " Ok").as_deref(), Some(" Ito"));
+        assert_eq!(okafor.instead("Ms. Ito, I disagree with", " Okafor").as_deref(), Some(" Ms. Ito"));
+        // Another title than the answered member's: no right name to write.
+        let lindqvist = Speaker::new("Mr. Lindqvist", Some("Ms. Okafor")).unwrap();
+        assert_eq!(lindqvist.instead("Ms. Okafor, I disagree with Mr.", " Lindqvist"), None);
+        assert_eq!(lindqvist.instead("Ms. Okafor, I agree with", " Lind").as_deref(), Some(" Ms. Okafor"));
+        let ortiz = Speaker::new("Rafael Ortiz", Some("Dana")).unwrap();
+        assert_eq!(ortiz.instead("Dana, I agree with", " Rafael").as_deref(), Some(" Dana"), "a word of the name");
+        assert_eq!(ortiz.instead("Dana, I agree with", " Ortiz").as_deref(), Some(" Dana"));
     }
 }
