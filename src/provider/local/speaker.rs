@@ -11,13 +11,18 @@
 //! title) is written as the name of the member the speech answers: "Dana,
 //! I disagree with Dana's point". The speaker's name counts whole without
 //! its title, or as any word of it of three letters or more ("Okafor" for
-//! "Ms. Okafor"), begun by two letters or more. Refusing the token instead
-//! made the model write a name of no member ("Amelia") or misspell its own
-//! ("Dr. K owalski").
+//! "Ms. Okafor"), begun by two letters or more, or by its capital letter
+//! alone where the answered member's name does not begin with it (the
+//! 0.5B model wrote "Okafor" as " O", "ka", "for"; "I" and "A" are words
+//! of their own). After a title, the answered member's name goes without
+//! its title, also when it has another ("Mr. Lindqvist, I disagree with
+//! Ms. Lindqvist": the wrong title, but the right member). Refusing the
+//! token instead made the model write a name of no member ("Amelia") or
+//! misspell its own ("Dr. K owalski").
 //!
-//! Not changed: a name begun by one letter alone (the letter is out before
-//! the name can be told from another word), and a title that is not the
-//! answered member's ("Mr." before "Okafor" would make a wrong name).
+//! Not changed: a name begun by a lower-case letter alone, which may begin
+//! another word. A third member whose name begins with the speaker's
+//! capital letter would be written as the answered one.
 
 /// The words after which a speech names the member whose point it takes
 /// up, lower-cased.
@@ -56,8 +61,7 @@ impl Speaker {
     /// the speaker's name right after [`AGREES_WITH`] (and perhaps a
     /// title): the answered member's name, with the piece's leading blank
     /// and whatever followed the whole name in the piece ("'s"); after a
-    /// title, the name without its title when the answered member has that
-    /// title. `None` where the piece stands.
+    /// title, the name without its title. `None` where the piece stands.
     pub fn instead(&self, text: &str, piece: &str) -> Option<String> {
         let lower = text.to_lowercase();
         let start = AGREES_WITH.iter().filter_map(|p| lower.rfind(p).map(|at| at + p.len())).max()?;
@@ -73,8 +77,18 @@ impl Speaker {
         let blank = &piece[..piece.len() - piece.trim_start().len()];
         let lead = piece.trim_start().to_lowercase();
         let word: String = lead.chars().take_while(|c| c.is_alphanumeric()).collect();
-        if word.chars().count() < 2 {
-            return None;
+        let bare = split_title(&self.answers).1;
+        // One letter begins a name where it is a capital one, not a word
+        // of its own, and not the answered member's initial.
+        let initial = |c: char| {
+            piece.trim_start().starts_with(char::is_uppercase)
+                && !matches!(c, 'i' | 'a')
+                && !bare.to_lowercase().starts_with(c)
+        };
+        match word.chars().collect::<Vec<_>>()[..] {
+            [] => return None,
+            [c] if !initial(c) || lead.len() != c.len_utf8() => return None,
+            _ => {}
         }
         // The piece begins a form, or holds it whole and then something else.
         let after_name = self.forms.iter().find_map(|form| {
@@ -85,14 +99,7 @@ impl Speaker {
             }
         })?;
         let tail = piece.get(piece.len().saturating_sub(after_name.len())..).unwrap_or("");
-        let (title, bare) = split_title(&self.answers);
-        let name = if between.is_empty() {
-            &self.answers[..]
-        } else if title.is_some_and(|t| t.trim_end_matches('.').eq_ignore_ascii_case(typed_title)) {
-            bare
-        } else {
-            return None;
-        };
+        let name = if between.is_empty() { &self.answers[..] } else { bare };
         Some(format!("{blank}{name}{tail}"))
     }
 }
@@ -121,6 +128,7 @@ mod tests {
         assert_eq!(amara.instead("Dana, I agreed with", " AMARA,").as_deref(), Some(" Dana,"));
         assert_eq!(amara.instead("Dana, I disagree with", " Dana"), None, "the member it answers");
         assert_eq!(amara.instead("Dana, I disagree with", " a"), None, "one letter may begin another word");
+        assert_eq!(amara.instead("Dana, I disagree with", " A"), None, "'A' is a word of its own");
         assert_eq!(amara.instead("Dana, I disagree with", " all"), None);
         assert_eq!(amara.instead("Dana, I disagree with", " Amaranth"), None, "a longer word");
         assert_eq!(amara.instead("Dana, I disagree. Amara", " thinks"), None, "not after the phrase");
@@ -136,10 +144,19 @@ mod tests {
         assert_eq!(okafor.instead("Ms. Ito, I disagree with Ms.", " Ito"), None);
         assert_eq!(okafor.instead("Ms. Ito, I disagree with Ms.", " Ok").as_deref(), Some(" Ito"));
         assert_eq!(okafor.instead("Ms. Ito, I disagree with", " Okafor").as_deref(), Some(" Ms. Ito"));
-        // Another title than the answered member's: no right name to write.
+        // The name's capital letter alone, as the 0.5B model began it.
+        assert_eq!(okafor.instead("Ms. Ito, I disagree with Ms.", " O").as_deref(), Some(" Ito"));
+        assert_eq!(okafor.instead("Ms. Ito, I disagree with Ms.", " o"), None, "a lower-case letter");
+        assert_eq!(okafor.instead("Ms. Ito, I disagree with Ms. O", "ka"), None, "the letter is out");
+        let ito = Speaker::new("Ms. Ito", Some("Ms. Okafor")).unwrap();
+        assert_eq!(ito.instead("Ms. Okafor, I disagree with Ms.", " I"), None, "'I' is a word of its own");
+        let haddad = Speaker::new("Dr. Haddad", Some("Dr. Hale")).unwrap();
+        assert_eq!(haddad.instead("Dr. Hale, I agree with Dr.", " H"), None, "the answered member's initial");
+        // Another title than the answered member's: the right member all the same.
         let lindqvist = Speaker::new("Mr. Lindqvist", Some("Ms. Okafor")).unwrap();
-        assert_eq!(lindqvist.instead("Ms. Okafor, I disagree with Mr.", " Lindqvist"), None);
+        assert_eq!(lindqvist.instead("Ms. Okafor, I disagree with Mr.", " Lindqvist").as_deref(), Some(" Okafor"));
         assert_eq!(lindqvist.instead("Ms. Okafor, I agree with", " Lind").as_deref(), Some(" Ms. Okafor"));
+        assert_eq!(lindqvist.instead("Ms. Okafor, I agree with", " L").as_deref(), Some(" Ms. Okafor"));
         let ortiz = Speaker::new("Rafael Ortiz", Some("Dana")).unwrap();
         assert_eq!(ortiz.instead("Dana, I agree with", " Rafael").as_deref(), Some(" Dana"), "a word of the name");
         assert_eq!(ortiz.instead("Dana, I agree with", " Ortiz").as_deref(), Some(" Dana"));
