@@ -385,6 +385,9 @@ pub fn main() -> ExitCode {
         Some(Command::Optimize(args)) => optimize::run(args),
         Some(Command::Personas(args)) => personas::run(args),
     };
+    // The embedded model's threads free it before the process ends.
+    #[cfg(feature = "local")]
+    crate::provider::local::wait_for_workers(std::time::Duration::from_secs(10));
     match result {
         Ok(code) => code,
         Err(e) => {

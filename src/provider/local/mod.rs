@@ -76,6 +76,7 @@ pub use repetition::Repetition;
 use sampling::*;
 use shared::{HEAD_START, Item, Kind, SharedContext};
 use speaker::Speaker;
+pub use worker::wait_for_workers;
 use worker::*;
 
 use schedule::{AHEAD_MIN, AHEAD_PATIENCE, AHEAD_REPORT, AHEAD_STEP, AHEAD_UNSURE, Handoffs, Queue, common_prefix};

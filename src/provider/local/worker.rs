@@ -8,6 +8,41 @@ pub(super) struct Worker {
     pub(super) orders: std_mpsc::Sender<Order>,
     pub(super) counters: Arc<Counters>,
     pub(super) info: LocalModelInfo,
+    /// The worker thread, handed to [`ENDING`] when the worker is dropped.
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+/// Worker threads whose last provider is gone, freeing their model.
+static ENDING: Mutex<Vec<std::thread::JoinHandle<()>>> = Mutex::new(Vec::new());
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        // Closing the order channel ends the thread's loop; the thread then
+        // frees the model's contexts and the model.
+        let (closed, _) = std_mpsc::channel();
+        drop(std::mem::replace(&mut self.orders, closed));
+        if let Some(thread) = self.thread.take() {
+            ENDING.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(thread);
+        }
+    }
+}
+
+/// Waits, up to `limit` in all, for the worker threads whose providers are
+/// gone to free their models. A process that ends while one still frees
+/// llama.cpp's state runs llama.cpp's own teardown at the same time, and
+/// crashed so (a segmentation fault after `moot bench` had printed its
+/// results); `cli::main` calls this before returning.
+pub fn wait_for_workers(limit: std::time::Duration) {
+    let deadline = std::time::Instant::now() + limit;
+    let threads = std::mem::take(&mut *ENDING.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
+    for thread in threads {
+        while !thread.is_finished() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        if thread.is_finished() {
+            let _ = thread.join();
+        }
+    }
 }
 
 /// What the worker thread and the providers that feed it both see.
@@ -95,12 +130,12 @@ impl Worker {
             path: path.clone(),
         };
         let worker_counters = counters.clone();
-        std::thread::Builder::new()
+        let thread = std::thread::Builder::new()
             .name("moot-local-model".to_string())
             .spawn(move || worker_main(&setup, &ready_tx, &order_rx, &worker_counters))
             .map_err(|e| server_error(format!("cannot start the local model thread: {e}")))?;
         let info = ready_rx.recv().map_err(|_| worker_gone())??;
-        Ok(Self { path, orders, counters, info })
+        Ok(Self { path, orders, counters, info, thread: Some(thread) })
     }
 }
 
