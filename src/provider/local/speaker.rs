@@ -20,9 +20,9 @@
 //! token instead made the model write a name of no member ("Amelia") or
 //! misspell its own ("Dr. K owalski").
 //!
-//! Not changed: a name begun by a lower-case letter alone, which may begin
-//! another word. A third member whose name begins with the speaker's
-//! capital letter would be written as the answered one.
+//! Only a piece that begins with a capital letter counts: "I agree with
+//! it" stays, though "it" begins "Ito". A third member whose name begins
+//! with the speaker's capital letter would be written as the answered one.
 
 /// The words after which a speech names the member whose point it takes
 /// up, lower-cased.
@@ -78,16 +78,17 @@ impl Speaker {
         let lead = piece.trim_start().to_lowercase();
         let word: String = lead.chars().take_while(|c| c.is_alphanumeric()).collect();
         let bare = split_title(&self.answers).1;
-        // One letter begins a name where it is a capital one, not a word
-        // of its own, and not the answered member's initial.
-        let initial = |c: char| {
-            piece.trim_start().starts_with(char::is_uppercase)
-                && !matches!(c, 'i' | 'a')
-                && !bare.to_lowercase().starts_with(c)
-        };
+        // A name begins with a capital letter ("it" may begin "Ito" or be a
+        // word); one letter alone begins it where it is not a word of its
+        // own and not the answered member's initial.
+        if !piece.trim_start().starts_with(char::is_uppercase) {
+            return None;
+        }
         match word.chars().collect::<Vec<_>>()[..] {
             [] => return None,
-            [c] if !initial(c) || lead.len() != c.len_utf8() => return None,
+            [c] if matches!(c, 'i' | 'a') || bare.to_lowercase().starts_with(c) || lead.len() != c.len_utf8() => {
+                return None;
+            }
             _ => {}
         }
         // The piece begins a form, or holds it whole and then something else.
@@ -125,11 +126,15 @@ mod tests {
         assert_eq!(amara.instead("Dana, I disagree with", " Amara").as_deref(), Some(" Dana"));
         assert_eq!(amara.instead("Dana, I disagree with", " Am").as_deref(), Some(" Dana"), "the name begun");
         assert_eq!(amara.instead("Dana, I disagree with ", "Amara's").as_deref(), Some("Dana's"));
-        assert_eq!(amara.instead("Dana, I agreed with", " AMARA,").as_deref(), Some(" Dana,"));
+        assert_eq!(amara.instead("Dana, I agreed with", " Amara,").as_deref(), Some(" Dana,"));
         assert_eq!(amara.instead("Dana, I disagree with", " Dana"), None, "the member it answers");
         assert_eq!(amara.instead("Dana, I disagree with", " a"), None, "one letter may begin another word");
         assert_eq!(amara.instead("Dana, I disagree with", " A"), None, "'A' is a word of its own");
         assert_eq!(amara.instead("Dana, I disagree with", " all"), None);
+        assert_eq!(amara.instead("Dana, I disagree with", " am"), None, "a name begins with a capital");
+        let ito = Speaker::new("Ms. Ito", Some("Ms. Okafor")).unwrap();
+        assert_eq!(ito.instead("Ms. Okafor, I agree with", " it"), None, "'it' is a word");
+        assert_eq!(ito.instead("Ms. Okafor, I agree with", " Ito").as_deref(), Some(" Ms. Okafor"));
         assert_eq!(amara.instead("Dana, I disagree with", " Amaranth"), None, "a longer word");
         assert_eq!(amara.instead("Dana, I disagree. Amara", " thinks"), None, "not after the phrase");
         assert_eq!(amara.instead("Dana, I disagree with your point, and", " Amara"), None);
