@@ -7,6 +7,7 @@ pub mod errors;
 pub mod eval;
 pub mod item;
 pub mod model;
+pub mod names;
 pub mod optimize;
 pub mod paint;
 pub mod panel;

@@ -37,6 +37,8 @@
 //! Anything else (what a member argued, who has spoken least) is not
 //! checked: the table does not show it.
 
+use crate::names::TITLES;
+
 /// Words that say who spoke last; not followed by "time", "round" or
 /// "turn" ("spoke last time" says something else).
 pub const SPOKE_LAST: [&str; 8] = [
@@ -64,8 +66,6 @@ pub const HIGH: [&str; 3] = ["high", "higher", "highest"];
 pub const LOW: [&str; 3] = ["low", "lower", "lowest"];
 
 const NEGATIONS: [&str; 9] = ["no", "not", "nobody", "nobody's", "none", "never", "neither", "nor", "without"];
-
-const TITLES: [&str; 6] = ["dr", "ms", "mr", "mrs", "prof", "st"];
 
 /// What the discussion writes after a speech, before the speaker's
 /// scores (see `prompts::history`), lower-cased.

@@ -24,12 +24,11 @@
 //! it" stays, though "it" begins "Ito". A third member whose name begins
 //! with the speaker's capital letter would be written as the answered one.
 
+use crate::names::TITLES;
+
 /// The words after which a speech names the member whose point it takes
 /// up, lower-cased.
 pub const AGREES_WITH: [&str; 3] = ["agree with", "agreed with", "agreeing with"];
-
-/// Titles a name may be written with.
-const TITLES: [&str; 6] = ["dr", "ms", "mr", "mrs", "prof", "st"];
 
 /// Who writes a debate speech, and whom it answers.
 #[derive(Debug, Default)]
