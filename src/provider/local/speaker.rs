@@ -62,6 +62,13 @@ impl Speaker {
     /// and whatever followed the whole name in the piece ("'s"); after a
     /// title, the name without its title. `None` where the piece stands.
     pub fn instead(&self, text: &str, piece: &str) -> Option<String> {
+        // A name begins with a capital letter ("it" may begin "Ito" or be a
+        // word). Checked first: this runs for every token of a speech's
+        // prose, and most begin with none.
+        let begun = piece.trim_start();
+        if !begun.starts_with(char::is_uppercase) {
+            return None;
+        }
         let lower = text.to_lowercase();
         let start = AGREES_WITH.iter().filter_map(|p| lower.rfind(p).map(|at| at + p.len())).max()?;
         // Between the phrase and the piece: blanks, perhaps a title.
@@ -73,16 +80,12 @@ impl Speaker {
         if !(lower[start..].ends_with(char::is_whitespace) || piece.starts_with(char::is_whitespace)) {
             return None;
         }
-        let blank = &piece[..piece.len() - piece.trim_start().len()];
-        let lead = piece.trim_start().to_lowercase();
+        let blank = &piece[..piece.len() - begun.len()];
+        let lead = begun.to_lowercase();
         let word: String = lead.chars().take_while(|c| c.is_alphanumeric()).collect();
         let bare = split_title(&self.answers).1;
-        // A name begins with a capital letter ("it" may begin "Ito" or be a
-        // word); one letter alone begins it where it is not a word of its
-        // own and not the answered member's initial.
-        if !piece.trim_start().starts_with(char::is_uppercase) {
-            return None;
-        }
+        // One letter alone begins a name where it is not a word of its own
+        // and not the answered member's initial.
         match word.chars().collect::<Vec<_>>()[..] {
             [] => return None,
             [c] if matches!(c, 'i' | 'a') || bare.to_lowercase().starts_with(c) || lead.len() != c.len_utf8() => {
