@@ -645,18 +645,20 @@ async fn read_ahead_attempt() -> Result<(), String> {
     provider.read_ahead(&shared);
     long_call.await.expect("the long reply");
     // Reading ahead goes while no request is served: it starts once the
-    // reply has ended. Let it finish: the count stays the same for half a
-    // second.
+    // reply has ended. Let it finish: something was read, no engine reads
+    // ahead now, and the count stays the same for a quarter of a second (a
+    // loaded machine may stall one step of the reading for longer than that,
+    // so the count alone does not tell).
     let mut read = provider.read_ahead_tokens();
     let mut still = 0;
-    for _ in 0..400 {
+    for _ in 0..600 {
         tokio::time::sleep(Duration::from_millis(50)).await;
         let now = provider.read_ahead_tokens();
-        still = if now == read { still + 1 } else { 0 };
-        if still == 10 {
+        still = if now == read && now > 0 && !provider.reading_ahead() { still + 1 } else { 0 };
+        read = now;
+        if still == 5 {
             break;
         }
-        read = now;
     }
     let mut next = ChatRequest::new([&shared[..], &[ChatMessage::user("You are Ana. Say one word.")]].concat());
     next.max_tokens = 3;

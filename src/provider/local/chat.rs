@@ -90,7 +90,7 @@ impl<'m> Chat<'m> {
             Some(m) if m.role == ChatRole::System && saves_states => self.prefix_len(&request.messages[..1], &tokens),
             _ => 0,
         };
-        Ok(Prompt { tokens, keep, system, opening })
+        Ok(Prompt { tokens, keep, system, saved: false, opening })
     }
 
     /// The start of a prompt that will begin with `messages`: their tokens up

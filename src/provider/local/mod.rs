@@ -303,6 +303,11 @@ impl LocalProvider {
         self.worker.counters.read_ahead.load(Ordering::Relaxed)
     }
 
+    /// Whether an engine is reading a prompt ahead at this moment.
+    pub fn reading_ahead(&self) -> bool {
+        self.worker.counters.reading_ahead.load(Ordering::SeqCst) > 0
+    }
+
     /// Facts about the loaded model.
     pub fn model_info(&self) -> &LocalModelInfo {
         &self.worker.info
@@ -602,11 +607,13 @@ mod tests {
         range.map(LlamaToken::new).collect()
     }
 
+    /// A waiting request whose first `system` tokens are a system prompt
+    /// with a saved state.
     fn pending(tokens: Vec<LlamaToken>, system: usize) -> Pending {
         let (deltas, _) = tokio::sync::mpsc::unbounded_channel();
         let (reply, _) = oneshot::channel();
         let job = Job { request: ChatRequest::new(vec![]), deltas, cancel: CancellationToken::new(), reply };
-        Pending { job, prompt: Prompt { tokens, keep: 0, system, opening: None } }
+        Pending { job, prompt: Prompt { tokens, keep: 0, system, saved: system > 0, opening: None } }
     }
 
     fn queue(engines: Vec<(Vec<Vec<LlamaToken>>, bool)>, waiting: Vec<Pending>) -> QueueState {
@@ -675,6 +682,13 @@ mod tests {
         // A saved system prompt counts as held by every engine.
         let q = queue(vec![(vec![conversation.clone()], false), (vec![], false)], vec![pending(tokens(0..320), 290)]);
         assert_eq!(q.choose(1), Some(0));
+        // ...but one not saved yet only by the engine that holds it (read
+        // ahead, say): the other would read it all.
+        let mut unsaved = pending(tokens(0..320), 290);
+        unsaved.prompt.saved = false;
+        let q = queue(vec![(vec![conversation.clone()], false), (vec![], false)], vec![unsaved]);
+        assert_eq!(q.choose(1), None);
+        assert_eq!(q.choose(0), Some(0));
         // Of two requests, the one another engine holds less of.
         let other = pending([tokens(1000..1010), tokens(0..50)].concat(), 0);
         let q = queue(vec![(vec![conversation], true), (vec![], false)], vec![next(), other]);

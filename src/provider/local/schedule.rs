@@ -230,7 +230,8 @@ impl QueueState {
 
     /// The waiting request that engine `id` should serve next. Each engine
     /// is credited with the prompt tokens it holds (a long system prompt
-    /// counts as held by all: its saved state loads in milliseconds). A
+    /// whose state is saved counts as held by all: it loads in
+    /// milliseconds; one not saved yet counts only where it is held). A
     /// request that another engine holds more of (beyond [`NEAR_TIE`]) is
     /// left to that engine while it is idle, and taken over while it is busy
     /// only if the difference is at most [`TAKE_OVER`]: reading a discussion
@@ -239,7 +240,7 @@ impl QueueState {
     pub(super) fn choose(&self, id: usize) -> Option<usize> {
         let mut best: Option<(usize, usize)> = None;
         for (i, p) in self.pending.iter().enumerate() {
-            let loadable = if p.prompt.system >= SAVED_PROMPT_MIN { p.prompt.system } else { 0 };
+            let loadable = if p.prompt.saved && p.prompt.system >= SAVED_PROMPT_MIN { p.prompt.system } else { 0 };
             let held = |view: &EngineView| Self::held_by(view, &p.prompt.tokens).max(loadable);
             let mine = held(&self.engines[id]);
             let mut extra = 0;

@@ -58,6 +58,8 @@ pub(super) struct Counters {
     pub(super) reused: std::sync::atomic::AtomicU64,
     /// Prompt tokens read ahead of their request.
     pub(super) read_ahead: std::sync::atomic::AtomicU64,
+    /// Engines reading a prompt ahead now.
+    pub(super) reading_ahead: AtomicUsize,
 }
 
 /// What the worker thread is asked to do.
@@ -256,7 +258,11 @@ pub(super) fn worker_main(
                 chat.prepare(&job.request, seq_capacity, saves_states)
             };
             match prepared {
-                Ok(prompt) => queue.push(Pending { job, prompt }),
+                Ok(mut prompt) => {
+                    prompt.saved = prompt.system > 0
+                        && setup.states.as_ref().is_some_and(|s| s.path(&prompt.tokens[..prompt.system]).exists());
+                    queue.push(Pending { job, prompt })
+                }
                 Err(e) => {
                     counters.waiting.fetch_sub(1, Ordering::SeqCst);
                     let _ = job.reply.send(Err(e));
@@ -279,6 +285,7 @@ pub(super) fn serve(id: usize, mut engine: ModelContext<'_, '_>, queue: &Queue, 
         let Pending { job, prompt } = match work {
             Work::Serve(pending) => pending,
             Work::ReadAhead(tokens, donor) => {
+                counters.reading_ahead.fetch_add(1, Ordering::SeqCst);
                 let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                     engine.read_ahead(&tokens, donor, || queue.has_work(id), |held| queue.holds(id, held))
                 }));
@@ -286,6 +293,7 @@ pub(super) fn serve(id: usize, mut engine: ModelContext<'_, '_>, queue: &Queue, 
                     engine.forget_cache();
                 }
                 queue.read_ahead_done(id, engine.held());
+                counters.reading_ahead.fetch_sub(1, Ordering::SeqCst);
                 continue;
             }
         };
@@ -324,6 +332,9 @@ pub(super) struct Prompt {
     /// Tokens of the system prompt when its state may be saved or loaded
     /// (see [`SAVED_PROMPT_MIN`]), else 0.
     pub(super) system: usize,
+    /// Whether the state of that system prompt was saved when the request
+    /// came (an engine can then load it in milliseconds instead of reading it).
+    pub(super) saved: bool,
     /// The reply's opening words, whose tokens end `tokens` (see
     /// [`ChatRequest::opening`]).
     pub(super) opening: Option<String>,
