@@ -419,8 +419,10 @@ impl<'a, 'm> ModelContext<'a, 'm> {
             Finish::Stop
         } else {
             let guard = request.no_copy.as_ref().map(|n| CopyGuard::new(&n.avoid, &n.quotable, &n.names));
-            let speaker =
-                request.no_copy.as_ref().and_then(|n| Speaker::new(n.speaker.as_deref()?, n.answers.as_deref()));
+            let speaker = request
+                .no_copy
+                .as_ref()
+                .and_then(|n| Speaker::new(n.speaker.as_deref()?, n.answers.as_deref(), &n.names));
             let prose =
                 Prose { budget, json_follows: grammar.is_some(), guard: guard.as_ref(), speaker: speaker.as_ref() };
             self.generate_prose(job, &mut sampling, &mut state, prose, &mut out)?

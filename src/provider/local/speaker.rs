@@ -21,8 +21,10 @@
 //! misspell its own ("Dr. K owalski").
 //!
 //! Only a piece that begins with a capital letter counts: "I agree with
-//! it" stays, though "it" begins "Ito". A third member whose name begins
-//! with the speaker's capital letter would be written as the answered one.
+//! it" stays, though "it" begins "Ito". A piece that could as well begin
+//! the name of another member the request names (the answered one, one who
+//! has spoken, a dimension) stands: "Dr. H" is Dr. Hale's as much as Dr.
+//! Haddad's.
 
 use crate::names::TITLES;
 
@@ -36,24 +38,26 @@ pub struct Speaker {
     /// The speaker's name lower-cased, without a title: the whole name, then
     /// each word of it of three letters or more.
     forms: Vec<String>,
+    /// The same forms of the other names the request knows (`names`, the
+    /// answered member's): a piece that may begin one of them stands.
+    others: Vec<String>,
     /// The member the speech answers, as the panel writes the name.
     answers: String,
 }
 
 impl Speaker {
     /// `None` without a member answered, or when that is the speaker.
-    pub fn new(speaker: &str, answers: Option<&str>) -> Option<Self> {
+    /// `names`: other names the speech may write (members', dimensions').
+    pub fn new(speaker: &str, answers: Option<&str>, names: &[String]) -> Option<Self> {
         let answers = answers.map(str::trim).filter(|a| !a.is_empty() && !a.eq_ignore_ascii_case(speaker.trim()))?;
-        let lower = speaker.to_lowercase();
-        let (_, bare) = split_title(lower.trim());
-        let mut forms = vec![bare.to_string()];
-        for word in bare.split(|c: char| !c.is_alphanumeric()).filter(|w| w.chars().count() >= 3) {
-            if !forms.iter().any(|f| f == word) {
-                forms.push(word.to_string());
-            }
-        }
-        forms.retain(|f| !f.is_empty());
-        Some(Self { forms, answers: answers.to_string() })
+        let others = names
+            .iter()
+            .map(String::as_str)
+            .chain([answers])
+            .filter(|n| !n.trim().eq_ignore_ascii_case(speaker.trim()))
+            .flat_map(forms)
+            .collect();
+        Some(Self { forms: forms(speaker), others, answers: answers.to_string() })
     }
 
     /// What to write instead of `piece` after `text`, where the piece begins
@@ -83,17 +87,14 @@ impl Speaker {
         let blank = &piece[..piece.len() - begun.len()];
         let lead = begun.to_lowercase();
         let word: String = lead.chars().take_while(|c| c.is_alphanumeric()).collect();
-        let bare = split_title(&self.answers).1;
-        // One letter alone begins a name where it is not a word of its own
-        // and not the answered member's initial.
+        // One letter alone begins a name where it is not a word of its own.
         match word.chars().collect::<Vec<_>>()[..] {
             [] => return None,
-            [c] if matches!(c, 'i' | 'a') || bare.to_lowercase().starts_with(c) || lead.len() != c.len_utf8() => {
-                return None;
-            }
+            [c] if matches!(c, 'i' | 'a') || lead.len() != c.len_utf8() => return None,
             _ => {}
         }
-        // The piece begins a form, or holds it whole and then something else.
+        // The piece begins a form, and no other name's; or holds a form
+        // whole and then something else.
         let after_name = self.forms.iter().find_map(|form| {
             if form.starts_with(&lead) {
                 Some("")
@@ -101,10 +102,29 @@ impl Speaker {
                 lead.strip_prefix(form.as_str()).filter(|tail| !tail.starts_with(char::is_alphanumeric))
             }
         })?;
+        if after_name.is_empty() && self.others.iter().any(|other| other.starts_with(&lead)) {
+            return None;
+        }
+        let bare = split_title(&self.answers).1;
         let tail = piece.get(piece.len().saturating_sub(after_name.len())..).unwrap_or("");
         let name = if between.is_empty() { &self.answers[..] } else { bare };
         Some(format!("{blank}{name}{tail}"))
     }
+}
+
+/// A name lower-cased, without a title: the whole name, then each word of
+/// it of three letters or more.
+fn forms(name: &str) -> Vec<String> {
+    let lower = name.to_lowercase();
+    let (_, bare) = split_title(lower.trim());
+    let mut forms = vec![bare.to_string()];
+    for word in bare.split(|c: char| !c.is_alphanumeric()).filter(|w| w.chars().count() >= 3) {
+        if !forms.iter().any(|f| f == word) {
+            forms.push(word.to_string());
+        }
+    }
+    forms.retain(|f| !f.is_empty());
+    forms
 }
 
 /// A name's title, if it has one, and the name without it ("Ms. Okafor":
@@ -124,7 +144,7 @@ mod tests {
 
     #[test]
     fn a_speech_answers_the_member_it_began_with_not_its_own_speaker() {
-        let amara = Speaker::new("Amara", Some("Dana")).unwrap();
+        let amara = Speaker::new("Amara", Some("Dana"), &[]).unwrap();
         assert_eq!(amara.instead("Dana, I disagree with", " Amara").as_deref(), Some(" Dana"));
         assert_eq!(amara.instead("Dana, I disagree with", " Am").as_deref(), Some(" Dana"), "the name begun");
         assert_eq!(amara.instead("Dana, I disagree with ", "Amara's").as_deref(), Some("Dana's"));
@@ -134,19 +154,19 @@ mod tests {
         assert_eq!(amara.instead("Dana, I disagree with", " A"), None, "'A' is a word of its own");
         assert_eq!(amara.instead("Dana, I disagree with", " all"), None);
         assert_eq!(amara.instead("Dana, I disagree with", " am"), None, "a name begins with a capital");
-        let ito = Speaker::new("Ms. Ito", Some("Ms. Okafor")).unwrap();
+        let ito = Speaker::new("Ms. Ito", Some("Ms. Okafor"), &[]).unwrap();
         assert_eq!(ito.instead("Ms. Okafor, I agree with", " it"), None, "'it' is a word");
         assert_eq!(ito.instead("Ms. Okafor, I agree with", " Ito").as_deref(), Some(" Ms. Okafor"));
         assert_eq!(amara.instead("Dana, I disagree with", " Amaranth"), None, "a longer word");
         assert_eq!(amara.instead("Dana, I disagree. Amara", " thinks"), None, "not after the phrase");
         assert_eq!(amara.instead("Dana, I disagree with your point, and", " Amara"), None);
         assert_eq!(amara.instead("Dana, I disagree with Am", "ara"), None, "the name begun before");
-        assert!(Speaker::new("Amara", Some("Amara")).is_none() && Speaker::new("Amara", None).is_none());
+        assert!(Speaker::new("Amara", Some("Amara"), &[]).is_none() && Speaker::new("Amara", None, &[]).is_none());
     }
 
     #[test]
     fn after_a_title_the_answered_members_name_goes_without_it() {
-        let okafor = Speaker::new("Ms. Okafor", Some("Ms. Ito")).unwrap();
+        let okafor = Speaker::new("Ms. Okafor", Some("Ms. Ito"), &[]).unwrap();
         assert_eq!(okafor.instead("Ms. Ito, I disagree with", " Ms"), None, "a title is free");
         assert_eq!(okafor.instead("Ms. Ito, I disagree with Ms.", " Ito"), None);
         assert_eq!(okafor.instead("Ms. Ito, I disagree with Ms.", " Ok").as_deref(), Some(" Ito"));
@@ -155,17 +175,31 @@ mod tests {
         assert_eq!(okafor.instead("Ms. Ito, I disagree with Ms.", " O").as_deref(), Some(" Ito"));
         assert_eq!(okafor.instead("Ms. Ito, I disagree with Ms.", " o"), None, "a lower-case letter");
         assert_eq!(okafor.instead("Ms. Ito, I disagree with Ms. O", "ka"), None, "the letter is out");
-        let ito = Speaker::new("Ms. Ito", Some("Ms. Okafor")).unwrap();
+        let ito = Speaker::new("Ms. Ito", Some("Ms. Okafor"), &[]).unwrap();
         assert_eq!(ito.instead("Ms. Okafor, I disagree with Ms.", " I"), None, "'I' is a word of its own");
-        let haddad = Speaker::new("Dr. Haddad", Some("Dr. Hale")).unwrap();
+        let haddad = Speaker::new("Dr. Haddad", Some("Dr. Hale"), &[]).unwrap();
         assert_eq!(haddad.instead("Dr. Hale, I agree with Dr.", " H"), None, "the answered member's initial");
         // Another title than the answered member's: the right member all the same.
-        let lindqvist = Speaker::new("Mr. Lindqvist", Some("Ms. Okafor")).unwrap();
+        let lindqvist = Speaker::new("Mr. Lindqvist", Some("Ms. Okafor"), &[]).unwrap();
         assert_eq!(lindqvist.instead("Ms. Okafor, I disagree with Mr.", " Lindqvist").as_deref(), Some(" Okafor"));
         assert_eq!(lindqvist.instead("Ms. Okafor, I agree with", " Lind").as_deref(), Some(" Ms. Okafor"));
         assert_eq!(lindqvist.instead("Ms. Okafor, I agree with", " L").as_deref(), Some(" Ms. Okafor"));
-        let ortiz = Speaker::new("Rafael Ortiz", Some("Dana")).unwrap();
+        let ortiz = Speaker::new("Rafael Ortiz", Some("Dana"), &[]).unwrap();
+        assert_eq!(ortiz.instead("Dana, I agree with", " R").as_deref(), Some(" Dana"));
         assert_eq!(ortiz.instead("Dana, I agree with", " Rafael").as_deref(), Some(" Dana"), "a word of the name");
         assert_eq!(ortiz.instead("Dana, I agree with", " Ortiz").as_deref(), Some(" Dana"));
+    }
+
+    #[test]
+    fn a_piece_that_may_begin_another_name_stands() {
+        let names: Vec<String> = ["Dana", "Rafael Ortiz", "Rosa", "Grammar"].map(String::from).into();
+        let ortiz = Speaker::new("Rafael Ortiz", Some("Dana"), &names).unwrap();
+        assert_eq!(ortiz.instead("Dana, I agree with", " R"), None, "Rosa's initial too");
+        assert_eq!(ortiz.instead("Dana, I agree with", " Ra").as_deref(), Some(" Dana"), "only Rafael's");
+        assert_eq!(ortiz.instead("Dana, I agree with", " Rafael").as_deref(), Some(" Dana"));
+        assert_eq!(ortiz.instead("Dana, I agree with", " O").as_deref(), Some(" Dana"));
+        let dana = Speaker::new("Dana", Some("Dr. Danso"), &names).unwrap();
+        assert_eq!(dana.instead("Dr. Danso, I agree with", " Dan"), None, "the answered member's too");
+        assert_eq!(dana.instead("Dr. Danso, I agree with", " Dana").as_deref(), Some(" Dr. Danso"));
     }
 }
