@@ -1,5 +1,5 @@
 //! Whether an LLM moderator's reason claims what its scores table does not
-//! show, or says nothing. Six things are checked, the claims sentence by sentence (a
+//! show, or says nothing. Seven things are checked, the claims sentence by sentence (a
 //! sentence ends at `.`, `!`, `?` or `;`, not at the dot of a title such as
 //! "Dr."); names match whole words, without case, with or without a title
 //! ("Haddad" for "Dr. Haddad"):
@@ -33,6 +33,13 @@
 //!    comes [`REPEATS_MAX`] times or more in a row ("Amara, Amara, Amara,
 //!    Amara"): the 0.5B model, once caught in such a run, filled the
 //!    reason's whole length with it. Numbers may repeat ("3, 3, 3, 3").
+//! 7. **A reason, not a line of the request.** The reason holds the
+//!    request's list of who may speak next ([`ELIGIBLE_LINE`]) or a row of
+//!    its table (scores, then "(1 turn)" or "(2 turns"; after words, as in
+//!    "has spoken least (1 turn)", a turn count is a reason): the 0.5B
+//!    model gave "Ms. Okafor spoke last. Agents who may speak next: Mr.
+//!    Lindqvist, Ms. Ito." and
+//!    "Dr. Mensah's scores: 5, 5, 5, 5, 5 (1 turn)" as reasons.
 //!
 //! Anything else (what a member argued, who has spoken least) is not
 //! checked: the table does not show it.
@@ -70,6 +77,10 @@ const NEGATIONS: [&str; 9] = ["no", "not", "nobody", "nobody's", "none", "never"
 /// What the discussion writes after a speech, before the speaker's
 /// scores (see `prompts::history`), lower-cased.
 pub const SCORES_LINE: &str = "scores now:";
+
+/// The words of the moderator's request before the members who may speak
+/// next, lower-cased (see `prompts::moderator_messages`).
+pub const ELIGIBLE_LINE: &str = "may speak next:";
 
 /// How many times in a row one word may come in a reason (check 6).
 pub const REPEATS_MAX: usize = 4;
@@ -111,6 +122,12 @@ pub fn check(reason: &str, facts: &TableFacts) -> Result<(), String> {
         let whose = named_last(&text[..at], facts).map_or("a member", String::as_str);
         return Err(format!("it copies the discussion's line of {whose}'s scores instead of saying why"));
     }
+    if text.contains(ELIGIBLE_LINE) {
+        return Err("it copies the list of who may speak next instead of saying why".into());
+    }
+    if let Some(whose) = table_row(&text, facts) {
+        return Err(format!("it copies the table's row of {whose} instead of saying why"));
+    }
     if let Some(word) = repeated_word(&text) {
         // The word as the reason wrote it.
         let word = reason.split(|c: char| !c.is_alphanumeric() && c != '\'').find(|w| w.to_lowercase() == word);
@@ -122,6 +139,24 @@ pub fn check(reason: &str, facts: &TableFacts) -> Result<(), String> {
         direction(sentence, facts)?;
     }
     Ok(())
+}
+
+/// Check 7's table row: scores, then a turn count in brackets as the table
+/// writes it ("4, 5 (2 turns"), or as the model shortened it ("(1 turn)");
+/// whose row it is, as far as the reason names a member before it. A turn
+/// count after words ("has spoken least (1 turn)") is a reason.
+fn table_row<'a>(text: &str, facts: &'a TableFacts) -> Option<&'a str> {
+    text.match_indices('(').find_map(|(at, _)| {
+        let before = text[..at].trim_end();
+        if !(before.ends_with(|c: char| c.is_ascii_digit() || c == '-') || before.ends_with("none yet")) {
+            return None;
+        }
+        let mut rest = text[at + 1..].split_whitespace();
+        let count = rest.next()?;
+        let unit = rest.next()?.trim_end_matches([')', ',']);
+        (count.parse::<u32>().is_ok() && (unit == "turn" || unit == "turns"))
+            .then(|| named_last(&text[..at], facts).map_or("a member", String::as_str))
+    })
 }
 
 /// Check 6: a word with letters that comes [`REPEATS_MAX`] times or more
@@ -476,6 +511,27 @@ mod tests {
             "it copies the discussion's line of a member's scores instead of saying why"
         );
         assert!(check("Ms. Okafor's scores now differ from Ms. Ito's on grammar.", &f).is_ok(), "no colon: a claim");
+    }
+
+    #[test]
+    fn a_copy_of_the_requests_lines_is_no_reason() {
+        let f = facts(&[("Ms. Okafor", Some(SAME)), ("Dr. Mensah", Some("4, 5, 5, 5, 5"))], Some("Ms. Okafor"));
+        assert_eq!(
+            check("Ms. Okafor spoke last. Agents who may speak next: Dr. Mensah.", &f).unwrap_err(),
+            "it copies the list of who may speak next instead of saying why"
+        );
+        assert_eq!(
+            check("Ms. Okafor spoke last. Dr. Mensah's scores: 4, 5, 5, 5, 5 (1 turn) — the item earns them.", &f)
+                .unwrap_err(),
+            "it copies the table's row of Dr. Mensah instead of saying why"
+        );
+        assert_eq!(
+            check("4, 5, 5, 5, 5 (2 turns, finished)", &f).unwrap_err(),
+            "it copies the table's row of a member instead of saying why"
+        );
+        assert!(check("Dr. Mensah (2 votes behind) should answer; he may speak next.", &f).is_ok());
+        assert!(check("Dr. Mensah has had one turn (the fewest).", &f).is_ok());
+        assert!(check("Dr. Mensah has spoken least (1 turn).", &f).is_ok(), "a turn count after words");
     }
 
     #[test]

@@ -7,6 +7,7 @@ use super::format::fmt_num;
 use super::history::HistoryEntry;
 use super::members::{DEBATE_HEADING, discussion, last_speaker, own_personas, request};
 use super::persona::roster;
+use crate::engine::reasons::ELIGIBLE_LINE;
 use crate::item::Item;
 use crate::panel::Panel;
 use crate::provider::ChatMessage;
@@ -85,7 +86,7 @@ pub fn moderator_messages(
     };
     let mut turn = format!(
         "{MODERATOR_OPENING}\"{group}\" stakeholder group.\n\
-         {table}{last}Agents who may speak next: {}.\nAnswer with the JSON object only; its reason names the agent \
+         {table}{last}Agents who {ELIGIBLE_LINE} {}.\nAnswer with the JSON object only; its reason names the agent \
          you choose and says what they should answer or which score of theirs differs.",
         eligible.join(", ")
     );
