@@ -39,7 +39,11 @@
 //!    "has spoken least (1 turn)", a turn count is a reason): the 0.5B
 //!    model gave "Ms. Okafor spoke last. Agents who may speak next: Mr.
 //!    Lindqvist, Ms. Ito." and
-//!    "Dr. Mensah's scores: 5, 5, 5, 5, 5 (1 turn)" as reasons.
+//!    "Dr. Mensah's scores: 5, 5, 5, 5, 5 (1 turn)" as reasons. The same
+//!    for words of the correction a failed reason is sent back with
+//!    ([`CORRECTION_WORDS`], or a number "against" a number): sent back
+//!    with "they are 4 against 4.6", the 0.5B model answered "Dana's scores
+//!    are not 4 against 4.6".
 //!
 //! Anything else (what a member argued, who has spoken least) is not
 //! checked: the table does not show it.
@@ -81,6 +85,10 @@ pub const SCORES_LINE: &str = "scores now:";
 /// The words of the moderator's request before the members who may speak
 /// next, lower-cased (see `prompts::moderator_messages`).
 pub const ELIGIBLE_LINE: &str = "may speak next:";
+
+/// Words of the correction sent back with a failed reason (see
+/// `prompts::moderator_retry` and [`MISMATCH`]), lower-cased.
+pub const CORRECTION_WORDS: [&str; 2] = ["could not be used", "does not match the scores table"];
 
 /// How many times in a row one word may come in a reason (check 6).
 pub const REPEATS_MAX: usize = 4;
@@ -125,6 +133,9 @@ pub fn check(reason: &str, facts: &TableFacts) -> Result<(), String> {
     if text.contains(ELIGIBLE_LINE) {
         return Err("it copies the list of who may speak next instead of saying why".into());
     }
+    if CORRECTION_WORDS.iter().any(|w| text.contains(w)) || number_against_number(&text) {
+        return Err("it repeats the correction it was sent instead of saying why".into());
+    }
     if let Some(whose) = table_row(&text, facts) {
         return Err(format!("it copies the table's row of {whose} instead of saying why"));
     }
@@ -139,6 +150,13 @@ pub fn check(reason: &str, facts: &TableFacts) -> Result<(), String> {
         direction(sentence, facts)?;
     }
     Ok(())
+}
+
+/// Check 7's echo of a correction: a number, "against", a number ("4
+/// against 4.6", "5 against 3.2–5").
+fn number_against_number(text: &str) -> bool {
+    let words = words(text);
+    words.windows(3).any(|w| w[1] == "against" && [w[0], w[2]].iter().all(|n| n.parse::<f64>().is_ok()))
 }
 
 /// Check 7's table row: scores, then a turn count in brackets as the table
@@ -532,6 +550,13 @@ mod tests {
         assert!(check("Dr. Mensah (2 votes behind) should answer; he may speak next.", &f).is_ok());
         assert!(check("Dr. Mensah has had one turn (the fewest).", &f).is_ok());
         assert!(check("Dr. Mensah has spoken least (1 turn).", &f).is_ok(), "a turn count after words");
+        for echo in [
+            "Dr. Mensah's scores are not 4 against 4.6, indicating his preference.",
+            "Dr. Mensah's reason does not match the scores table, so he spoke last.",
+        ] {
+            assert_eq!(check(echo, &f).unwrap_err(), "it repeats the correction it was sent instead of saying why");
+        }
+        assert!(check("Dr. Mensah argued against Ms. Okafor's 5.", &f).is_ok());
     }
 
     #[test]
