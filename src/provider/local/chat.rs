@@ -55,12 +55,12 @@ impl<'m> Chat<'m> {
     }
 
     /// The request's prompt, checked against the room a sequence has.
-    /// `saves_states`: whether system prompts' states are saved.
+    /// `states`: where system prompts' states are saved, if they are.
     pub(super) fn prepare(
         &self,
         request: &ChatRequest,
         seq_capacity: usize,
-        saves_states: bool,
+        states: Option<&PromptStates>,
     ) -> Result<Prompt, ProviderError> {
         let prompt = self.render(&request.messages, true)?;
         let mut tokens = self.model.vocab().tokenize(prompt.as_bytes(), true, true);
@@ -87,10 +87,13 @@ impl<'m> Chat<'m> {
             _ => 0,
         };
         let system = match request.messages.first() {
-            Some(m) if m.role == ChatRole::System && saves_states => self.prefix_len(&request.messages[..1], &tokens),
+            Some(m) if m.role == ChatRole::System && states.is_some() => {
+                self.prefix_len(&request.messages[..1], &tokens)
+            }
             _ => 0,
         };
-        Ok(Prompt { tokens, keep, system, saved: false, opening })
+        let saved = system > 0 && states.is_some_and(|s| s.path(&tokens[..system]).exists());
+        Ok(Prompt { tokens, keep, system, saved, opening })
     }
 
     /// The start of a prompt that will begin with `messages`: their tokens up

@@ -213,7 +213,6 @@ pub(super) fn worker_main(
             ModelContext::new((id, engines_wanted), &model, (&shared, &handoffs), seq_capacity, setup, counters.clone())
         })
         .collect();
-    let saves_states = setup.states.is_some();
     let queue = Queue::new(engines.len());
     let _ = ready.send(Ok(info));
     std::thread::scope(|scope| {
@@ -255,14 +254,10 @@ pub(super) fn worker_main(
             } else if job.cancel.is_cancelled() || job.reply.is_closed() {
                 Err(ProviderError::Cancelled)
             } else {
-                chat.prepare(&job.request, seq_capacity, saves_states)
+                chat.prepare(&job.request, seq_capacity, setup.states.as_ref())
             };
             match prepared {
-                Ok(mut prompt) => {
-                    prompt.saved = prompt.system > 0
-                        && setup.states.as_ref().is_some_and(|s| s.path(&prompt.tokens[..prompt.system]).exists());
-                    queue.push(Pending { job, prompt })
-                }
+                Ok(prompt) => queue.push(Pending { job, prompt }),
                 Err(e) => {
                     counters.waiting.fetch_sub(1, Ordering::SeqCst);
                     let _ = job.reply.send(Err(e));
