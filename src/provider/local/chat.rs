@@ -86,14 +86,18 @@ impl<'m> Chat<'m> {
             Some((_, head)) if !head.is_empty() => self.prefix_len(head, &tokens),
             _ => 0,
         };
-        let system = match request.messages.first() {
-            Some(m) if m.role == ChatRole::System && states.is_some() => {
-                self.prefix_len(&request.messages[..1], &tokens)
+        // Only a long system prompt's state is saved, and only one with
+        // more of the prompt after it.
+        let state = match (request.messages.first(), states) {
+            (Some(m), Some(states)) if m.role == ChatRole::System => {
+                let system = self.prefix_len(&request.messages[..1], &tokens);
+                (SAVED_PROMPT_MIN..tokens.len()).contains(&system).then(|| (system, states.path(&tokens[..system])))
             }
-            _ => 0,
+            _ => None,
         };
-        let saved = system > 0 && states.is_some_and(|s| s.path(&tokens[..system]).exists());
-        Ok(Prompt { tokens, keep, system, saved, opening })
+        let (system, state) = state.map_or((0, None), |(system, path)| (system, Some(path)));
+        let saved = state.as_ref().is_some_and(|p| p.exists());
+        Ok(Prompt { tokens, keep, system, state, saved, opening })
     }
 
     /// The start of a prompt that will begin with `messages`: their tokens up

@@ -390,7 +390,7 @@ impl<'a, 'm> ModelContext<'a, 'm> {
         let request = &job.request;
         let tokens = &prompt.tokens;
         let mut out = Output::new(&job.deltas);
-        let logits = self.read_prompt(tokens, prompt.keep, prompt.system, &job.cancel)?;
+        let logits = self.read_prompt(prompt, &job.cancel)?;
         self.early = HEAD_START;
 
         let grammar = match &request.response_schema {
@@ -467,27 +467,28 @@ impl<'a, 'm> ModelContext<'a, 'm> {
         })
     }
 
-    /// Brings the context to `tokens`, reusing the cached prefix (or a saved
-    /// state of the system prompt, its first `system` tokens), and returns
-    /// the logits of the last token. `keep` is the part of
-    /// `tokens` worth keeping for later prompts.
+    /// Brings the context to the prompt's tokens, reusing the cached prefix
+    /// (or the saved state of its system prompt), and returns the logits of
+    /// the last token.
     pub(super) fn read_prompt(
         &mut self,
-        tokens: &[LlamaToken],
-        keep: usize,
-        system: usize,
+        prompt: &Prompt,
         cancel: &CancellationToken,
     ) -> Result<Vec<f32>, ProviderError> {
         let started = std::time::Instant::now();
+        let tokens = &prompt.tokens;
+        let system = prompt.system;
         let mut common = self.choose_sequence(tokens);
-        self.current.keep = keep;
-        let saved = system >= SAVED_PROMPT_MIN && system < tokens.len() && self.states.is_some() && !self.copy_pending;
+        self.current.keep = prompt.keep;
+        // A copy from another sequence is not settled until it is decoded
+        // into, so no state is loaded or saved over it.
+        let state = prompt.state.as_deref().filter(|_| self.states.is_some() && !self.copy_pending);
         let mut loaded = false;
         // Held while this engine reads and saves the system prompt.
         let mut claim = None;
-        if saved && common < system {
-            claim = self.states.as_ref().map(|s| s.claim(&s.path(&tokens[..system])));
-            if self.load_state(&tokens[..system]) {
+        if let Some(path) = state.filter(|_| common < system) {
+            claim = self.states.as_ref().map(|s| s.claim(path));
+            if self.load_state(path, &tokens[..system]) {
                 common = system;
                 loaded = true;
                 claim = None;
@@ -498,10 +499,10 @@ impl<'a, 'm> ModelContext<'a, 'm> {
         self.counters.reused.fetch_add(common as u64, Ordering::Relaxed);
         self.counters.read.fetch_add((tokens.len() - common) as u64, Ordering::Relaxed);
         let mut from = common;
-        if saved && from < system {
+        if let Some(path) = state.filter(|_| from < system) {
             // Read the system prompt on its own first and save its state.
             self.decode_prompt(&tokens[from..system], cancel)?;
-            self.save_state();
+            self.save_state(path);
             from = system;
         }
         drop(claim);
@@ -650,18 +651,18 @@ impl<'a, 'm> ModelContext<'a, 'm> {
         Ok(logits)
     }
 
-    /// Loads the saved state of `prefix` into the sequence in use, replacing
-    /// what it held. A state that cannot be loaded or holds other tokens is
-    /// deleted.
-    pub(super) fn load_state(&mut self, prefix: &[LlamaToken]) -> bool {
-        let Some(path) = self.states.as_ref().map(|s| s.path(prefix)).filter(|p| p.exists()) else {
+    /// Loads the saved state of `prefix`, at `path`, into the sequence in
+    /// use, replacing what it held. A state that cannot be loaded or holds
+    /// other tokens is deleted.
+    pub(super) fn load_state(&mut self, path: &Path, prefix: &[LlamaToken]) -> bool {
+        if !path.exists() {
             return false;
-        };
+        }
         let seq = self.current.seq;
         let mut ctx = self.shared.lock();
         let _ = ctx.kv_cache_seq_rm(seq, None, None);
         self.current.cached.clear();
-        match ctx.state_seq_load_file(&path, seq, prefix.len()) {
+        match ctx.state_seq_load_file(path, seq, prefix.len()) {
             Ok((tokens, _)) if tokens == prefix => {
                 self.current.cached = tokens;
                 true
@@ -669,18 +670,17 @@ impl<'a, 'm> ModelContext<'a, 'm> {
             outcome => {
                 tracing::warn!("local model: dropping the saved prompt state {} ({:?})", path.display(), outcome.err());
                 let _ = ctx.kv_cache_seq_rm(seq, None, None);
-                let _ = std::fs::remove_file(&path);
+                let _ = std::fs::remove_file(path);
                 false
             }
         }
     }
 
-    /// Saves the state of the sequence in use (a system prompt just read):
-    /// written under a temporary name, then renamed, so that a reader never
-    /// sees half a file.
-    pub(super) fn save_state(&self) {
+    /// Saves the state of the sequence in use (a system prompt just read)
+    /// at `path`: written under a temporary name, then renamed, so that a
+    /// reader never sees half a file.
+    pub(super) fn save_state(&self, path: &Path) {
         let Some(states) = &self.states else { return };
-        let path = states.path(&self.current.cached);
         if path.exists() || std::fs::create_dir_all(&states.dir).is_err() {
             return;
         }
@@ -688,7 +688,7 @@ impl<'a, 'm> ModelContext<'a, 'm> {
         let partial = path.with_extension(format!("partial-{}-{:?}", std::process::id(), std::thread::current().id()));
         let saved = self.shared.lock().state_seq_save_file(&partial, self.current.seq, &self.current.cached);
         match saved {
-            Ok(_) if std::fs::rename(&partial, &path).is_ok() => states.prune(),
+            Ok(_) if std::fs::rename(&partial, path).is_ok() => states.prune(),
             outcome => {
                 tracing::warn!(
                     "local model: cannot save the prompt state in {}: {:?}",

@@ -613,7 +613,8 @@ mod tests {
         let (deltas, _) = tokio::sync::mpsc::unbounded_channel();
         let (reply, _) = oneshot::channel();
         let job = Job { request: ChatRequest::new(vec![]), deltas, cancel: CancellationToken::new(), reply };
-        Pending { job, prompt: Prompt { tokens, keep: 0, system, saved: system > 0, opening: None } }
+        let state = (system > 0).then(|| PathBuf::from("system.state"));
+        Pending { job, prompt: Prompt { tokens, keep: 0, system, state, saved: system > 0, opening: None } }
     }
 
     fn queue(engines: Vec<(Vec<Vec<LlamaToken>>, bool)>, waiting: Vec<Pending>) -> QueueState {

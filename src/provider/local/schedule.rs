@@ -7,7 +7,7 @@ use std::sync::{Condvar, Mutex, MutexGuard};
 
 use llama_cpp_2::token::LlamaToken;
 
-use super::{Pending, SAVED_PROMPT_MIN, Work};
+use super::{Pending, Work};
 
 /// A prompt that a request will soon start with (see [`Provider::read_ahead`]).
 pub(super) struct Ahead {
@@ -164,7 +164,7 @@ impl Queue {
                 let view = &mut state.engines[id];
                 view.busy = true;
                 view.held.push(pending.prompt.tokens.clone());
-                return Some(Work::Serve(pending));
+                return Some(Work::Serve(Box::new(pending)));
             }
             if state.closed && state.pending.is_empty() {
                 return None;
@@ -240,7 +240,7 @@ impl QueueState {
     pub(super) fn choose(&self, id: usize) -> Option<usize> {
         let mut best: Option<(usize, usize)> = None;
         for (i, p) in self.pending.iter().enumerate() {
-            let loadable = if p.prompt.saved && p.prompt.system >= SAVED_PROMPT_MIN { p.prompt.system } else { 0 };
+            let loadable = if p.prompt.saved { p.prompt.system } else { 0 };
             let held = |view: &EngineView| Self::held_by(view, &p.prompt.tokens).max(loadable);
             let mine = held(&self.engines[id]);
             let mut extra = 0;

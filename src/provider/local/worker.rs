@@ -278,7 +278,7 @@ pub(super) fn worker_main(
 pub(super) fn serve(id: usize, mut engine: ModelContext<'_, '_>, queue: &Queue, counters: &Counters) {
     while let Some(work) = queue.next_for(id) {
         let Pending { job, prompt } = match work {
-            Work::Serve(pending) => pending,
+            Work::Serve(pending) => *pending,
             Work::ReadAhead(tokens, donor) => {
                 counters.reading_ahead.fetch_add(1, Ordering::SeqCst);
                 let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -327,6 +327,9 @@ pub(super) struct Prompt {
     /// Tokens of the system prompt when its state may be saved or loaded
     /// (see [`SAVED_PROMPT_MIN`]), else 0.
     pub(super) system: usize,
+    /// Where the state of those tokens is saved (or will be), when `system`
+    /// is not 0.
+    pub(super) state: Option<std::path::PathBuf>,
     /// Whether the state of that system prompt was saved when the request
     /// came (an engine can then load it in milliseconds instead of reading it).
     pub(super) saved: bool,
@@ -337,7 +340,7 @@ pub(super) struct Prompt {
 
 /// What an engine is given to do.
 pub(super) enum Work {
-    Serve(Pending),
+    Serve(Box<Pending>),
     /// Read these prompt tokens ahead of the request that will start with
     /// them, starting from a copy of the given busy engine's sequence when
     /// it holds more of them.
