@@ -14,11 +14,13 @@
 //! "Ms. Okafor"), begun by two letters or more, or by its capital letter
 //! alone where the answered member's name does not begin with it (the
 //! 0.5B model wrote "Okafor" as " O", "ka", "for"; "I" and "A" are words
-//! of their own). After a title, the answered member's name goes without
-//! its title, also when it has another ("Mr. Lindqvist, I disagree with
-//! Ms. Lindqvist": the wrong title, but the right member). Refusing the
-//! token instead made the model write a name of no member ("Amelia") or
-//! misspell its own ("Dr. K owalski").
+//! of their own). The speaker's own title there is written as the answered
+//! member's ("Mr. Lindqvist, I disagree with Ms." from Ms. Ito becomes
+//! "…with Mr."), unless no other title is to be had or another member the
+//! request names has the same one. After a title, the answered member's
+//! name goes without its title. Refusing the token instead made the model
+//! write a name of no member ("Amelia") or misspell its own ("Dr. K
+//! owalski").
 //!
 //! Only a piece that begins with a capital letter counts: "I agree with
 //! it" stays, though "it" begins "Ito". A piece that could as well begin
@@ -43,6 +45,11 @@ pub struct Speaker {
     others: Vec<String>,
     /// The member the speech answers, as the panel writes the name.
     answers: String,
+    /// The speaker's title, lower-cased, without its dot ("ms").
+    title: Option<String>,
+    /// The same of the other names the request knows, the answered
+    /// member's among them.
+    other_titles: Vec<String>,
 }
 
 impl Speaker {
@@ -50,14 +57,16 @@ impl Speaker {
     /// `names`: other names the speech may write (members', dimensions').
     pub fn new(speaker: &str, answers: Option<&str>, names: &[String]) -> Option<Self> {
         let answers = answers.map(str::trim).filter(|a| !a.is_empty() && !a.eq_ignore_ascii_case(speaker.trim()))?;
-        let others = names
-            .iter()
-            .map(String::as_str)
-            .chain([answers])
-            .filter(|n| !n.trim().eq_ignore_ascii_case(speaker.trim()))
-            .flat_map(forms)
-            .collect();
-        Some(Self { forms: forms(speaker), others, answers: answers.to_string() })
+        let other_names = || {
+            names.iter().map(String::as_str).chain([answers]).filter(|n| !n.trim().eq_ignore_ascii_case(speaker.trim()))
+        };
+        Some(Self {
+            forms: forms(speaker),
+            others: other_names().flat_map(forms).collect(),
+            answers: answers.to_string(),
+            title: bare_title(speaker),
+            other_titles: other_names().filter_map(bare_title).collect(),
+        })
     }
 
     /// What to write instead of `piece` after `text`, where the piece begins
@@ -87,6 +96,9 @@ impl Speaker {
         let blank = &piece[..piece.len() - begun.len()];
         let lead = begun.to_lowercase();
         let word: String = lead.chars().take_while(|c| c.is_alphanumeric()).collect();
+        if between.is_empty() && self.title.as_deref() == Some(word.as_str()) {
+            return self.title_instead(blank, begun.get(word.len()..).unwrap_or(""));
+        }
         // One letter alone begins a name where it is not a word of its own.
         match word.chars().collect::<Vec<_>>()[..] {
             [] => return None,
@@ -110,6 +122,28 @@ impl Speaker {
         let name = if between.is_empty() { &self.answers[..] } else { bare };
         Some(format!("{blank}{name}{tail}"))
     }
+}
+
+impl Speaker {
+    /// What to write instead of the speaker's own title, written where the
+    /// answered member's name belongs ("Ms. Ito, I agree with Mr." from
+    /// Mr. Lindqvist): the answered member's title, with the piece's blank
+    /// and what followed the title in it (`tail`, "."). `None` where the
+    /// answered member has no title or the title may be another name's
+    /// (the answered member's own among them).
+    fn title_instead(&self, blank: &str, tail: &str) -> Option<String> {
+        let own = self.title.as_deref()?;
+        if self.other_titles.iter().any(|t| t == own) {
+            return None;
+        }
+        let (title, _) = split_title(&self.answers);
+        Some(format!("{blank}{}{tail}", title?.trim_end_matches('.')))
+    }
+}
+
+/// A name's title lower-cased, without its dot ("ms" for "Ms. Okafor").
+fn bare_title(name: &str) -> Option<String> {
+    split_title(name.trim()).0.map(|t| t.trim_end_matches('.').to_lowercase())
 }
 
 /// A name lower-cased, without a title: the whole name, then each word of
@@ -184,6 +218,19 @@ mod tests {
         assert_eq!(lindqvist.instead("Ms. Okafor, I disagree with Mr.", " Lindqvist").as_deref(), Some(" Okafor"));
         assert_eq!(lindqvist.instead("Ms. Okafor, I agree with", " Lind").as_deref(), Some(" Ms. Okafor"));
         assert_eq!(lindqvist.instead("Ms. Okafor, I agree with", " L").as_deref(), Some(" Ms. Okafor"));
+        // The speaker's own title, where the answered member has another.
+        let ito = Speaker::new("Ms. Ito", Some("Mr. Lindqvist"), &[]).unwrap();
+        assert_eq!(ito.instead("Mr. Lindqvist, I disagree with", " Ms").as_deref(), Some(" Mr"));
+        assert_eq!(ito.instead("Mr. Lindqvist, I disagree with", " Ms.").as_deref(), Some(" Mr."));
+        assert_eq!(ito.instead("Mr. Lindqvist, I disagree with Mr.", " Ito").as_deref(), Some(" Lindqvist"));
+        assert_eq!(ito.instead("Mr. Lindqvist, I disagree with", " Mr"), None, "the answered member's title");
+        assert_eq!(ito.instead("Mr. Lindqvist, I disagree with", " Dr"), None, "another title");
+        assert_eq!(ito.instead("Mr. Lindqvist, I disagree with", " Msgr"), None, "a longer word");
+        let okafor = vec!["Ms. Okafor".to_string()];
+        let ito = Speaker::new("Ms. Ito", Some("Mr. Lindqvist"), &okafor).unwrap();
+        assert_eq!(ito.instead("Mr. Lindqvist, I disagree with", " Ms"), None, "Ms. Okafor's title too");
+        let ito = Speaker::new("Ms. Ito", Some("Dana"), &[]).unwrap();
+        assert_eq!(ito.instead("Dana, I disagree with", " Ms"), None, "no title to write instead");
         let ortiz = Speaker::new("Rafael Ortiz", Some("Dana"), &[]).unwrap();
         assert_eq!(ortiz.instead("Dana, I agree with", " R").as_deref(), Some(" Dana"));
         assert_eq!(ortiz.instead("Dana, I agree with", " Rafael").as_deref(), Some(" Dana"), "a word of the name");
