@@ -1,5 +1,5 @@
 //! Whether an LLM moderator's reason claims what its scores table does not
-//! show, or says nothing. Seven things are checked, the claims sentence by sentence (a
+//! show, or says nothing. Eight things are checked, the claims sentence by sentence (a
 //! sentence ends at `.`, `!`, `?` or `;`, not at the dot of a title such as
 //! "Dr."); names match whole words, without case, with or without a title
 //! ("Haddad" for "Dr. Haddad"):
@@ -44,6 +44,12 @@
 //!    ([`CORRECTION_WORDS`], or a number "against" a number): sent back
 //!    with "they are 4 against 4.6", the 0.5B model answered "Dana's scores
 //!    are not 4 against 4.6".
+//!
+//! 8. **A reason for the member chosen.** The reason names the member the
+//!    reply chooses (the request asks it to; [`names_choice`]): the 0.5B
+//!    model chose Dr. Haddad "because Dr. Kowalski's score of 4, 5, 4, 4, 5
+//!    is less than Dr. Mensah's", and Ms. Okafor because "the content is
+//!    clear and concise".
 //!
 //! Anything else (what a member argued, who has spoken least) is not
 //! checked: the table does not show it.
@@ -150,6 +156,22 @@ pub fn check(reason: &str, facts: &TableFacts) -> Result<(), String> {
         direction(sentence, facts)?;
     }
     Ok(())
+}
+
+/// Check 8: `Ok` when `reason` names `chosen`, the member the reply chose;
+/// otherwise what it names instead, to send back to the moderator.
+pub fn names_choice(reason: &str, chosen: &str, facts: &TableFacts) -> Result<(), String> {
+    let text = reason.to_lowercase().replace('’', "'");
+    if !mentions(&text, chosen).is_empty() {
+        return Ok(());
+    }
+    let named: Vec<&str> =
+        facts.rows.iter().map(|(n, _)| n.as_str()).filter(|n| !mentions(&text, n).is_empty()).collect();
+    Err(if named.is_empty() {
+        format!("it chooses {chosen} but does not name {chosen} or say why")
+    } else {
+        format!("it chooses {chosen} but speaks of {}", join_and(&named))
+    })
 }
 
 /// Check 7's echo of a correction: a number, "against", a number ("4
@@ -568,6 +590,26 @@ mod tests {
         );
         assert!(check("Amara, Amara, Amara: she has not spoken yet.", &f).is_ok(), "three times is allowed");
         assert!(check("Rafael's scores of 3, 3, 3, 3, 3 differ from Amara's.", &f).is_ok(), "numbers repeat");
+    }
+
+    #[test]
+    fn a_reason_names_the_member_chosen() {
+        let f = facts(
+            &[("Dr. Haddad", Some(SAME)), ("Dr. Kowalski", Some("4, 5, 4, 4, 5")), ("Dr. Mensah", Some(SAME))],
+            None,
+        );
+        assert!(names_choice("Dr. Haddad has not answered Dr. Mensah yet.", "Dr. Haddad", &f).is_ok());
+        assert!(names_choice("Haddad has not spoken.", "Dr. Haddad", &f).is_ok(), "without the title");
+        assert_eq!(
+            names_choice("Dr. Kowalski's score of 4, 5, 4, 4, 5 is less than Dr. Mensah's.", "Dr. Haddad", &f)
+                .unwrap_err(),
+            "it chooses Dr. Haddad but speaks of Dr. Kowalski and Dr. Mensah"
+        );
+        assert_eq!(
+            names_choice("The content is clear and concise.", "Dr. Haddad", &f).unwrap_err(),
+            "it chooses Dr. Haddad but does not name Dr. Haddad or say why"
+        );
+        assert!(names_choice("Dr. Haddadi should go.", "Dr. Haddad", &f).is_err(), "whole words");
     }
 
     #[test]

@@ -251,7 +251,9 @@ impl Verdict for SpeakerPick<'_> {
     fn read(&self, completion: &Completion) -> Result<SpeakerChoice, String> {
         let pick = parse_moderator_reply(&completion.text, self.eligible, self.all)?;
         if let Some(facts) = self.facts {
-            reasons::check(&pick.reason, facts).map_err(|why| format!("{}{why}", reasons::MISMATCH))?;
+            reasons::check(&pick.reason, facts)
+                .and_then(|()| reasons::names_choice(&pick.reason, &pick.agent, facts))
+                .map_err(|why| format!("{}{why}", reasons::MISMATCH))?;
         }
         Ok(SpeakerChoice { pick, raw: completion.text.clone() })
     }

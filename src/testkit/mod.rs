@@ -331,7 +331,14 @@ pub fn value_for_schema(key: &str, schema: &serde_json::Value, seed: u64) -> ser
             let props = schema.get("properties").and_then(Value::as_object).cloned().unwrap_or_default();
             let fields =
                 props.iter().enumerate().map(|(i, (k, p))| (k.clone(), value_for_schema(k, p, seed / 3 + i as u64)));
-            Value::Object(fields.collect())
+            let mut object: serde_json::Map<String, Value> = fields.collect();
+            // A moderator's reason names the member it chooses.
+            if let Some(next) = object.get("next").and_then(Value::as_str).map(str::to_string)
+                && let Some(reason) = object.get_mut("reason")
+            {
+                *reason = json!(format!("{next} has not answered the others yet."));
+            }
+            Value::Object(object)
         }
         Some("array") => {
             let most = schema.get("maxItems").and_then(Value::as_u64).unwrap_or(1).min(1);

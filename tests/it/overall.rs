@@ -163,7 +163,7 @@ async fn a_dimension_keyed_overall_is_asked_once_and_is_the_evaluations_overall(
     assert_eq!(p.score_keys(), ["grammar", "relevance", "overall"]);
     let provider = scripted(|req, _| match speaker(req).as_str() {
         "aggregator" => "Agreement: all.".into(),
-        "moderator" => "{\"next\": \"Bea\", \"reason\": \"Her turn.\"}".into(),
+        "moderator" => "{\"next\": \"Bea\", \"reason\": \"Bea has not answered Ann.\"}".into(),
         "Ann" => reply(&[("grammar", 4), ("relevance", 4), ("overall", 2)]).into(),
         _ => reply(&[("grammar", 2), ("relevance", 2), ("overall", 5)]).into(),
     });
