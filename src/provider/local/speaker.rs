@@ -122,9 +122,7 @@ impl Speaker {
         let name = if between.is_empty() { &self.answers[..] } else { bare };
         Some(format!("{blank}{name}{tail}"))
     }
-}
 
-impl Speaker {
     /// What to write instead of the speaker's own title, written where the
     /// answered member's name belongs ("Ms. Ito, I agree with Mr." from
     /// Mr. Lindqvist): the answered member's title, with the piece's blank
