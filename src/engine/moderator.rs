@@ -169,6 +169,31 @@ fn disagreement(pool: &[&SpeakerCandidate<'_>], candidates: &[SpeakerCandidate<'
     Pick { agent: chosen.name.to_string(), reason }
 }
 
+/// What the scores table shows about `agent`, a member who may speak, for
+/// the moderator's request under `reasons = "checked"`, as a sentence a
+/// small moderator can give as its reason instead of inventing one: the
+/// dimension where its scores differ most from the mean of the other
+/// `members`' ("Ben's grammar score (2) is furthest from the others'
+/// average (4.5)"), or that it has none yet, the only ones, or the same as
+/// the others'.
+pub fn standing(agent: &SpeakerCandidate<'_>, members: &[SpeakerCandidate<'_>], keys: &[String]) -> String {
+    let name = agent.name;
+    let d = distance(agent, members, keys);
+    match d.widest {
+        Some((key, own, mean)) if d.total > EPS => format!(
+            "{name}'s {} score ({}) is furthest from the others' average ({})",
+            key.replace('_', " "),
+            short(own),
+            short(mean)
+        ),
+        _ if agent.latest.is_none() => format!("{name} has no scores yet"),
+        _ if !members.iter().any(|m| m.name != name && m.latest.is_some()) => {
+            format!("{name} has the only scores so far")
+        }
+        _ => format!("{name}'s scores are the same as the others'"),
+    }
+}
+
 fn turns(n: u32) -> String {
     if n == 1 { "1 turn".to_string() } else { format!("{n} turns") }
 }
@@ -433,6 +458,27 @@ mod tests {
         let finished =
             [cand("Ann", Some(&a), 1, false), cand("Ben", Some(&b), 1, true), cand("Cy", Some(&c), 1, false)];
         assert_eq!(who(run(d, &finished, None)).as_deref(), Some("Cy"));
+    }
+
+    #[test]
+    fn standing_names_the_widest_gap_against_every_other_member() {
+        let (a, b, c) = (eval(4.0, 4.0), eval(2.0, 3.0), eval(5.0, 4.0));
+        let all = [cand("Ann", Some(&a), 1, false), cand("Ben", Some(&b), 0, false), cand("Cy", Some(&c), 2, true)];
+        assert_eq!(
+            standing(&all[1], &all, &keys()),
+            "Ben's grammar score (2) is furthest from the others' average (4.5)"
+        );
+        // A finished member's scores count among the others'.
+        assert_eq!(
+            standing(&all[0], &all, &keys()),
+            "Ann's grammar score (4) is furthest from the others' average (3.5)"
+        );
+        let same = eval(4.0, 4.0);
+        let agree = [cand("Ann", Some(&a), 1, false), cand("Ben", Some(&same), 1, false), cand("Cy", None, 0, false)];
+        assert_eq!(standing(&agree[0], &agree, &keys()), "Ann's scores are the same as the others'");
+        assert_eq!(standing(&agree[2], &agree, &keys()), "Cy has no scores yet");
+        let alone = [cand("Ann", Some(&a), 1, false), cand("Ben", None, 1, false)];
+        assert_eq!(standing(&alone[0], &alone, &keys()), "Ann has the only scores so far");
     }
 
     #[test]

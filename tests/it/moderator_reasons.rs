@@ -61,6 +61,14 @@ async fn a_reason_the_table_contradicts_is_sent_back_once_with_the_correction() 
     let requests = provider.requests();
     let again = requests.iter().find(|r| corrected(r)).expect("the moderator was asked again");
     assert!(again.messages.last().unwrap().content.contains("nobody's scores differ"), "{:?}", again.messages);
+    // Under `checked` the request says where each member who may speak
+    // stands, the facts a reason can give.
+    let first = requests.iter().find(|r| speaker(r) == "moderator").expect("a moderator request");
+    let turn = &first.messages.last().unwrap().content;
+    assert!(
+        turn.contains("What the table shows about those who may speak:\n- Ann's scores are the same as the others'.\n"),
+        "{turn}"
+    );
     // The first reply is recorded with why it was not used.
     let unused = events.iter().any(|e| {
         matches!(&e.kind, EventKind::TurnCompleted { agent, parse_error: Some(err), .. }
@@ -94,5 +102,8 @@ async fn with_reasons_as_given_the_moderators_choice_stands() {
     let picks = picks(&events);
     assert_eq!(picks[0].0, SelectedBy::Moderator);
     assert_eq!(picks[0].1, "Bea is the agent whose scores differ most.");
-    assert!(!provider.requests().iter().any(corrected));
+    let requests = provider.requests();
+    assert!(!requests.iter().any(corrected));
+    let first = requests.iter().find(|r| speaker(r) == "moderator").expect("a moderator request");
+    assert!(!first.messages.last().unwrap().content.contains("What the table shows about"));
 }

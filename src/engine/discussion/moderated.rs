@@ -8,7 +8,7 @@ use super::announce;
 use crate::engine::moderator::{self, SpeakerCandidate};
 use crate::engine::prompts::{self, HistoryEntry};
 use crate::engine::reasons::{self, TableFacts};
-use crate::engine::runtime::{Run, Spoken, TurnSpec};
+use crate::engine::runtime::{Run, Spoken, State, TurnSpec};
 use crate::engine::trim::Prompt;
 use crate::engine::verdict::SpeakerPick;
 use crate::panel::ModeratorPolicy;
@@ -79,7 +79,7 @@ pub(super) async fn choose(
         }
         return chosen;
     }
-    let (name, reason) = policy_pick(run, policy, &eligible, rng, last, turn_index)?;
+    let (name, reason) = policy_pick(run, policy, group, &eligible, rng, last, turn_index)?;
     let index = run.state().agent_index(&name)?;
     announce(run, group, &name, SelectedBy::Policy, format!("{reason}{veto_note}"), None, None);
     Some(index)
@@ -104,25 +104,34 @@ fn take_human_pick(run: &Run, group: &str) -> Option<usize> {
 fn policy_pick(
     run: &Run,
     policy: ModeratorPolicy,
+    group: &str,
     eligible: &[usize],
     rng: &mut ChaCha8Rng,
     last: Option<&str>,
     turn_index: u32,
 ) -> Option<(String, String)> {
     let st = run.state();
-    let candidates: Vec<SpeakerCandidate<'_>> = eligible
-        .iter()
-        .map(|&i| {
+    let candidates = candidates(&st, group, eligible);
+    moderator::pick(policy, &candidates, &run.keys, last, turn_index, rng).map(|p| (p.agent, p.reason))
+}
+
+/// Every member of `group` as a candidate, in panel order; one not in
+/// `eligible` (finished, vetoed, or the last speaker an LLM moderator may
+/// not choose) counts as finished, so it is not chosen but its scores count
+/// among the group's.
+fn candidates<'a>(st: &'a State, group: &str, eligible: &[usize]) -> Vec<SpeakerCandidate<'a>> {
+    st.group_agents(group)
+        .into_iter()
+        .map(|i| {
             let a = &st.agents[i];
             SpeakerCandidate {
                 name: &a.name,
                 latest: a.progress.latest.as_ref(),
                 turns_spoken: a.progress.turns_spoken,
-                finished: a.progress.finished,
+                finished: a.progress.finished || !eligible.contains(&i),
             }
         })
-        .collect();
-    moderator::pick(policy, &candidates, &run.keys, last, turn_index, rng).map(|p| (p.agent, p.reason))
+        .collect()
 }
 
 /// Ask the LLM moderator; re-ask once with the reason a reply failed (no
@@ -137,6 +146,7 @@ async fn llm_moderator(
     turn_index: u32,
     veto_note: &str,
 ) -> Option<usize> {
+    let checked = !run.panel.protocol.has("reasons", "as-given");
     let (names, all, table, facts, history) = {
         let st = run.state();
         let names: Vec<String> = eligible.iter().map(|&i| st.agents[i].name.clone()).collect();
@@ -154,7 +164,13 @@ async fn llm_moderator(
                 }
             })
             .collect();
-        let table = prompts::scores_table(&run.panel, &rows);
+        let mut table = prompts::scores_table(&run.panel, &rows);
+        if checked {
+            let members = candidates(&st, group, eligible);
+            let lines: Vec<String> =
+                members.iter().filter(|c| !c.finished).map(|c| moderator::standing(c, &members, &run.keys)).collect();
+            table.push_str(&prompts::standings(&lines));
+        }
         let history = st.histories[group].clone();
         let facts = TableFacts {
             group: group.to_string(),
@@ -172,7 +188,6 @@ async fn llm_moderator(
     let turn = TurnSpec::of_role(run, Role::Moderator, &binding, Some(group), Phase::Debate, &run.stop);
     // A pick is a name and a sentence.
     let turn = TurnSpec { sampling: (turn.sampling.0, turn.sampling.1.min(200)), ..turn };
-    let checked = !run.panel.protocol.has("reasons", "as-given");
     let verdict = SpeakerPick { eligible: &refs, all: &all_refs, facts: checked.then_some(&facts) };
     // Asked once more with the reason when a reply names nobody who may speak.
     let (failure, raw) =
@@ -188,7 +203,7 @@ async fn llm_moderator(
             Spoken::Failed(e) => (format!("the moderator call failed: {e}"), None),
             Spoken::Unparsed { text, error, .. } => (error, Some(text)),
         };
-    let (name, reason) = policy_pick(run, ModeratorPolicy::Disagreement, eligible, rng, last, turn_index)?;
+    let (name, reason) = policy_pick(run, ModeratorPolicy::Disagreement, group, eligible, rng, last, turn_index)?;
     let index = run.state().agent_index(&name)?;
     let replaced = reasons::mismatch(&failure).map(str::to_string);
     let why = match &replaced {

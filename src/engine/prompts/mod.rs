@@ -40,7 +40,7 @@ pub use members::{
 pub(crate) use members::{debates, full_first_feedback};
 pub use moderator::{
     ScoresRow, is_moderator_request, last_to_speak, moderator_format, moderator_messages, moderator_retry, score_row,
-    scores_table,
+    scores_table, standings,
 };
 pub(crate) use panel::rubric;
 pub use panel::{fence_end, fence_mark, fence_start, output_format, panel_system, render_item, scale_words, task_text};

@@ -47,7 +47,8 @@ pub fn scores_table(panel: &Panel, rows: &[ScoresRow<'_>]) -> String {
     for row in rows {
         let scores = score_row(panel, row.latest).unwrap_or_else(|| "none yet".into());
         let status = if row.finished { ", finished" } else { "" };
-        let _ = writeln!(s, "- {}: {scores} ({} turns{status})", row.agent, row.turns);
+        let unit = if row.turns == 1 { "turn" } else { "turns" };
+        let _ = writeln!(s, "- {}: {scores} ({} {unit}{status})", row.agent, row.turns);
         distinct.insert(row.latest.is_some().then_some(scores));
     }
     if rows.len() > 1 && distinct.len() == 1 && !distinct.contains(&None) {
@@ -62,6 +63,21 @@ pub fn score_row(panel: &Panel, latest: Option<&Evaluation>) -> Option<String> {
     let ev = latest?;
     let keys = score_keys(panel);
     Some(keys.iter().map(|k| ev.score(k).map(fmt_num).unwrap_or_else(|| "-".into())).collect::<Vec<_>>().join(", "))
+}
+
+/// The heading of [`standings`].
+const STANDINGS_HEADING: &str = "What the table shows about those who may speak:";
+
+/// What the table shows about each member who may speak (see
+/// [`crate::engine::moderator::standing`]), a line each after
+/// [`STANDINGS_HEADING`]; appended to the scores table under `reasons =
+/// "checked"`.
+pub fn standings(lines: &[String]) -> String {
+    let mut s = format!("{STANDINGS_HEADING}\n");
+    for standing in lines {
+        let _ = writeln!(s, "- {standing}.");
+    }
+    s
 }
 
 /// Who the moderator's request says spoke last: the latest speech's speaker.
