@@ -807,3 +807,28 @@ async fn layers_go_to_the_gpu_where_there_is_one() {
     request.temperature = Some(0.0);
     assert!(!complete(&provider, request).await.text.is_empty());
 }
+
+/// Whether `text` holds a Han, kana or Hangul character or a full-width form.
+fn east_asian(text: &str) -> bool {
+    text.chars().any(|c| matches!(u32::from(c), 0x3000..=0x9FFF | 0xAC00..=0xD7AF | 0xFF00..=0xFFEF))
+}
+
+/// A prompt without East Asian characters gets none in its reply, even when
+/// it asks for them (the tiny model, greedy, answers this one "晨花, 安宁, 水香"
+/// when it may); a prompt that holds some may have them in its reply.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reply_writes_no_east_asian_script_its_prompt_does_not_use() {
+    let Some(provider) = tiny_provider() else { return };
+    let mut english = conversation(
+        "You are a translator.",
+        &["Translate into Chinese characters: good morning, thank you, friend, water, mountain."],
+    );
+    english.max_tokens = 40;
+    let reply = complete(&provider, english).await.text;
+    assert!(!east_asian(&reply), "{reply}");
+    assert!(!reply.trim().is_empty());
+    let mut chinese = conversation("You are a translator.", &["Translate into English: 早上好，谢谢，朋友。"]);
+    chinese.max_tokens = 40;
+    let reply = complete(&provider, chinese).await.text;
+    assert!(east_asian(&reply), "{reply}");
+}

@@ -97,7 +97,8 @@ impl<'m> Chat<'m> {
         };
         let (system, state) = state.map_or((0, None), |(system, path)| (system, Some(path)));
         let saved = state.as_ref().is_some_and(|p| p.exists());
-        Ok(Prompt { tokens, keep, system, state, saved, opening })
+        let east_asian = prompt.chars().chain(opening.iter().flat_map(|o| o.chars())).any(scripts::east_asian);
+        Ok(Prompt { tokens, keep, system, state, saved, opening, east_asian })
     }
 
     /// The start of a prompt that will begin with `messages`: their tokens up

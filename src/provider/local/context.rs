@@ -407,7 +407,9 @@ impl<'a, 'm> ModelContext<'a, 'm> {
             self.dry = self.repetition.dry(self.model);
         }
         let dry = if writes_prose { self.dry.take() } else { None };
-        let mut sampling = Sampling::new(self.model, request, tokens, &self.repetition, dry);
+        let banned = (!prompt.east_asian)
+            .then(|| self.shared.east_asian.get_or_init(|| scripts::east_asian_tokens(self.model)).clone());
+        let mut sampling = Sampling::new(self.model, request, tokens, &self.repetition, (dry, banned));
         let mut state = GenState { logits, generated: 0 };
         let mut logprobs = Vec::new();
         if let Some(words) = &prompt.opening {

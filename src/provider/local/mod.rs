@@ -65,6 +65,7 @@ mod prose;
 mod repetition;
 mod sampling;
 mod schedule;
+mod scripts;
 mod shared;
 mod speaker;
 mod worker;
@@ -614,7 +615,10 @@ mod tests {
         let (reply, _) = oneshot::channel();
         let job = Job { request: ChatRequest::new(vec![]), deltas, cancel: CancellationToken::new(), reply };
         let state = (system > 0).then(|| PathBuf::from("system.state"));
-        Pending { job, prompt: Prompt { tokens, keep: 0, system, state, saved: system > 0, opening: None } }
+        Pending {
+            job,
+            prompt: Prompt { tokens, keep: 0, system, state, saved: system > 0, opening: None, east_asian: false },
+        }
     }
 
     fn queue(engines: Vec<(Vec<Vec<LlamaToken>>, bool)>, waiting: Vec<Pending>) -> QueueState {

@@ -16,17 +16,20 @@ pub(super) struct Sampling {
     pub(super) dry: Option<LlamaSampler>,
     pub(super) prose: LlamaSampler,
     pub(super) json: LlamaSampler,
+    /// Tokens never drawn (of a script the prompt does not use, see
+    /// [`super::scripts`]).
+    pub(super) banned: Option<Arc<[LlamaToken]>>,
 }
 
 impl Sampling {
     /// The samplers of `request`, whose prompt is `prompt`; `dry` is the
-    /// engine's DRY sampler, if DRY is on.
+    /// engine's DRY sampler, if DRY is on; `banned`, tokens never drawn.
     pub(super) fn new(
         model: &LlamaModel,
         request: &ChatRequest,
         prompt: &[LlamaToken],
         repetition: &Repetition,
-        mut dry: Option<LlamaSampler>,
+        (mut dry, banned): (Option<LlamaSampler>, Option<Arc<[LlamaToken]>>),
     ) -> Self {
         let temperature = request.temperature.unwrap_or(0.0);
         // The request's nucleus, else the chain's own 0.95; greedy decoding
@@ -54,7 +57,20 @@ impl Sampling {
             dry,
             prose: LlamaSampler::chain_simple(pick(seed)),
             json: LlamaSampler::chain_simple(pick(seed.wrapping_add(1))),
+            banned,
         }
+    }
+
+    /// The whole vocabulary with its logits, in token order, the banned
+    /// tokens' logits at −∞.
+    fn candidates(&self, logits: &[f32]) -> LlamaTokenDataArray {
+        let mut candidates = candidates(logits);
+        for &t in self.banned.iter().flat_map(|b| b.iter()) {
+            if let Some(d) = usize::try_from(t.0).ok().and_then(|i| candidates.data.get_mut(i)) {
+                d.set_logit(f32::NEG_INFINITY);
+            }
+        }
+        candidates
     }
 
     /// The repetition penalties and DRY applied to prose's candidates.
@@ -82,7 +98,7 @@ impl Sampling {
         logits: &[f32],
         allowed: impl Fn(LlamaToken) -> bool,
     ) -> Result<LlamaToken, ProviderError> {
-        let mut candidates = candidates(logits);
+        let mut candidates = self.candidates(logits);
         self.discourage(&mut candidates);
         let mut token = None;
         for _ in 0..REFUSALS_MAX {
@@ -116,7 +132,7 @@ impl Sampling {
         match grammar {
             Some(grammar) => self.pick_json_where(logits, grammar, |_| false),
             None => {
-                let mut candidates = candidates(logits);
+                let mut candidates = self.candidates(logits);
                 self.discourage(&mut candidates);
                 candidates.apply_sampler(&mut self.prose);
                 let token = candidates.selected_token().ok_or_else(|| server_error("the sampler selected no token"))?;
@@ -136,7 +152,7 @@ impl Sampling {
         grammar: &mut LlamaSampler,
         refused: impl Fn(LlamaToken) -> bool,
     ) -> Result<LlamaToken, ProviderError> {
-        let mut candidates = candidates(logits);
+        let mut candidates = self.candidates(logits);
         let chain = &mut self.json;
         let mut free = candidates.clone();
         free.apply_sampler(chain);

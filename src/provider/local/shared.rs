@@ -317,11 +317,14 @@ impl RoundState {
 pub(super) struct SharedContext<'m> {
     ctx: Mutex<LlamaContext<'m>>,
     pub(super) rounds: Rounds,
+    /// The model's tokens that hold East Asian characters, found at the
+    /// first request whose prompt holds none (see [`super::scripts`]).
+    pub(super) east_asian: OnceLock<Arc<[LlamaToken]>>,
 }
 
 impl<'m> SharedContext<'m> {
     pub(super) fn new(ctx: LlamaContext<'m>, capacity: usize) -> Self {
-        Self { ctx: Mutex::new(ctx), rounds: Rounds::new(capacity) }
+        Self { ctx: Mutex::new(ctx), rounds: Rounds::new(capacity), east_asian: OnceLock::new() }
     }
 
     /// The context, for what is not a decode (the cache's sequences, saved

@@ -336,6 +336,9 @@ pub(super) struct Prompt {
     /// The reply's opening words, whose tokens end `tokens` (see
     /// [`ChatRequest::opening`]).
     pub(super) opening: Option<String>,
+    /// Whether the prompt holds an East Asian character (else none is
+    /// drawn, see [`super::scripts`]).
+    pub(super) east_asian: bool,
 }
 
 /// What an engine is given to do.
