@@ -88,17 +88,18 @@ impl<'m> Chat<'m> {
         };
         // Only a long system prompt's state is saved, and only one with
         // more of the prompt after it.
-        let state = match (request.messages.first(), states) {
+        let system = match (request.messages.first(), states) {
             (Some(m), Some(states)) if m.role == ChatRole::System => {
-                let system = self.prefix_len(&request.messages[..1], &tokens);
-                (SAVED_PROMPT_MIN..tokens.len()).contains(&system).then(|| (system, states.path(&tokens[..system])))
+                let len = self.prefix_len(&request.messages[..1], &tokens);
+                (SAVED_PROMPT_MIN..tokens.len()).contains(&len).then(|| {
+                    let path = states.path(&tokens[..len]);
+                    SavedSystem { len, saved: path.exists(), path }
+                })
             }
             _ => None,
         };
-        let (system, state) = state.map_or((0, None), |(system, path)| (system, Some(path)));
-        let saved = state.as_ref().is_some_and(|p| p.exists());
         let east_asian = prompt.chars().chain(opening.iter().flat_map(|o| o.chars())).any(scripts::east_asian);
-        Ok(Prompt { tokens, keep, system, state, saved, opening, east_asian })
+        Ok(Prompt { tokens, keep, system, opening, east_asian })
     }
 
     /// The start of a prompt that will begin with `messages`: their tokens up

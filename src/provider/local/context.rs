@@ -479,19 +479,18 @@ impl<'a, 'm> ModelContext<'a, 'm> {
     ) -> Result<Vec<f32>, ProviderError> {
         let started = std::time::Instant::now();
         let tokens = &prompt.tokens;
-        let system = prompt.system;
         let mut common = self.choose_sequence(tokens);
         self.current.keep = prompt.keep;
         // A copy from another sequence is not settled until it is decoded
         // into, so no state is loaded or saved over it.
-        let state = prompt.state.as_deref().filter(|_| self.states.is_some() && !self.copy_pending);
+        let system = prompt.system.as_ref().filter(|_| self.states.is_some() && !self.copy_pending);
         let mut loaded = false;
         // Held while this engine reads and saves the system prompt.
         let mut claim = None;
-        if let Some(path) = state.filter(|_| common < system) {
-            claim = self.states.as_ref().map(|s| s.claim(path));
-            if self.load_state(path, &tokens[..system]) {
-                common = system;
+        if let Some(system) = system.filter(|s| common < s.len) {
+            claim = self.states.as_ref().map(|s| s.claim(&system.path));
+            if self.load_state(&system.path, &tokens[..system.len]) {
+                common = system.len;
                 loaded = true;
                 claim = None;
             }
@@ -501,11 +500,11 @@ impl<'a, 'm> ModelContext<'a, 'm> {
         self.counters.reused.fetch_add(common as u64, Ordering::Relaxed);
         self.counters.read.fetch_add((tokens.len() - common) as u64, Ordering::Relaxed);
         let mut from = common;
-        if let Some(path) = state.filter(|_| from < system) {
+        if let Some(system) = system.filter(|s| from < s.len) {
             // Read the system prompt on its own first and save its state.
-            self.decode_prompt(&tokens[from..system], cancel)?;
-            self.save_state(path);
-            from = system;
+            self.decode_prompt(&tokens[from..system.len], cancel)?;
+            self.save_state(&system.path);
+            from = system.len;
         }
         drop(claim);
         let logits = self.decode_prompt(&tokens[from..], cancel)?;

@@ -614,11 +614,9 @@ mod tests {
         let (deltas, _) = tokio::sync::mpsc::unbounded_channel();
         let (reply, _) = oneshot::channel();
         let job = Job { request: ChatRequest::new(vec![]), deltas, cancel: CancellationToken::new(), reply };
-        let state = (system > 0).then(|| PathBuf::from("system.state"));
-        Pending {
-            job,
-            prompt: Prompt { tokens, keep: 0, system, state, saved: system > 0, opening: None, east_asian: false },
-        }
+        let system =
+            (system > 0).then(|| SavedSystem { len: system, path: PathBuf::from("system.state"), saved: true });
+        Pending { job, prompt: Prompt { tokens, keep: 0, system, opening: None, east_asian: false } }
     }
 
     fn queue(engines: Vec<(Vec<Vec<LlamaToken>>, bool)>, waiting: Vec<Pending>) -> QueueState {
@@ -690,7 +688,9 @@ mod tests {
         // ...but one not saved yet only by the engine that holds it (read
         // ahead, say): the other would read it all.
         let mut unsaved = pending(tokens(0..320), 290);
-        unsaved.prompt.saved = false;
+        if let Some(system) = unsaved.prompt.system.as_mut() {
+            system.saved = false;
+        }
         let q = queue(vec![(vec![conversation.clone()], false), (vec![], false)], vec![unsaved]);
         assert_eq!(q.choose(1), None);
         assert_eq!(q.choose(0), Some(0));

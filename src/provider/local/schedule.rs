@@ -240,7 +240,7 @@ impl QueueState {
     pub(super) fn choose(&self, id: usize) -> Option<usize> {
         let mut best: Option<(usize, usize)> = None;
         for (i, p) in self.pending.iter().enumerate() {
-            let loadable = if p.prompt.saved { p.prompt.system } else { 0 };
+            let loadable = p.prompt.system.as_ref().filter(|s| s.saved).map_or(0, |s| s.len);
             let held = |view: &EngineView| Self::held_by(view, &p.prompt.tokens).max(loadable);
             let mine = held(&self.engines[id]);
             let mut extra = 0;

@@ -1,7 +1,7 @@
 //! Scripts a prompt does not use are not drawn. The Qwen models, trained on
 //! much Chinese, now and then go on with an English sentence in Chinese
 //! ("the importance of careful推理 without confusing struggling readers",
-//! from the 0.5B model in five of six default runs). A request whose prompt
+//! from the 0.5B model in five of seven default runs). A request whose prompt
 //! holds no East Asian character (Han, kana, Hangul, their punctuation and
 //! full-width forms) draws no token that holds one, or that begins one (a
 //! byte-level vocabulary splits rare characters into bytes). A prompt that
@@ -61,10 +61,21 @@ pub(super) fn holds_east_asian(piece: &[u8]) -> bool {
 }
 
 /// The model's tokens that [`holds_east_asian`] (scanned once per model:
-/// tens of milliseconds).
+/// 32,573 of Qwen2.5's 151,936 tokens, in about a tenth of a second).
 pub(super) fn east_asian_tokens(model: &LlamaModel) -> Arc<[LlamaToken]> {
+    let started = std::time::Instant::now();
     let vocab = model.vocab();
-    (0..model.n_vocab()).map(LlamaToken).filter(|&t| holds_east_asian(&vocab.token_to_piece(t, false, None))).collect()
+    let tokens: Arc<[LlamaToken]> = (0..model.n_vocab())
+        .map(LlamaToken)
+        .filter(|&t| holds_east_asian(&vocab.token_to_piece(t, false, None)))
+        .collect();
+    tracing::debug!(
+        tokens = tokens.len(),
+        of = model.n_vocab(),
+        ms = started.elapsed().as_millis() as u64,
+        "local model: tokens of East Asian scripts found"
+    );
+    tokens
 }
 
 #[cfg(test)]

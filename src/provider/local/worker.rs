@@ -324,21 +324,26 @@ pub(super) struct Prompt {
     pub(super) tokens: Vec<LlamaToken>,
     /// Tokens of all messages but the last (see [`Slot::keep`]).
     pub(super) keep: usize,
-    /// Tokens of the system prompt when its state may be saved or loaded
-    /// (see [`SAVED_PROMPT_MIN`]), else 0.
-    pub(super) system: usize,
-    /// Where the state of those tokens is saved (or will be), when `system`
-    /// is not 0.
-    pub(super) state: Option<std::path::PathBuf>,
-    /// Whether the state of that system prompt was saved when the request
-    /// came (an engine can then load it in milliseconds instead of reading it).
-    pub(super) saved: bool,
+    /// The system prompt, when its state may be saved or loaded (see
+    /// [`SAVED_PROMPT_MIN`]).
+    pub(super) system: Option<SavedSystem>,
     /// The reply's opening words, whose tokens end `tokens` (see
     /// [`ChatRequest::opening`]).
     pub(super) opening: Option<String>,
     /// Whether the prompt holds an East Asian character (else none is
     /// drawn, see [`super::scripts`]).
     pub(super) east_asian: bool,
+}
+
+/// A system prompt whose state is saved, or will be.
+pub(super) struct SavedSystem {
+    /// Its tokens, the first of the prompt's.
+    pub(super) len: usize,
+    /// Where its state is saved.
+    pub(super) path: std::path::PathBuf,
+    /// Whether the state was saved when the request came (an engine can
+    /// then load it in milliseconds instead of reading it).
+    pub(super) saved: bool,
 }
 
 /// What an engine is given to do.
