@@ -194,7 +194,8 @@ pub fn standing(agent: &SpeakerCandidate<'_>, members: &[SpeakerCandidate<'_>], 
     }
 }
 
-fn turns(n: u32) -> String {
+/// `1 turn`, `2 turns`.
+pub(crate) fn turns(n: u32) -> String {
     if n == 1 { "1 turn".to_string() } else { format!("{n} turns") }
 }
 
