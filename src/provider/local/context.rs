@@ -407,8 +407,7 @@ impl<'a, 'm> ModelContext<'a, 'm> {
             self.dry = self.repetition.dry(self.model);
         }
         let dry = if writes_prose { self.dry.take() } else { None };
-        let banned = (!prompt.east_asian)
-            .then(|| self.shared.east_asian.get_or_init(|| scripts::east_asian_tokens(self.model)).clone());
+        let banned = (!prompt.east_asian).then(|| self.shared.east_asian.clone());
         let mut sampling = Sampling::new(self.model, request, tokens, &self.repetition, (dry, banned));
         let mut state = GenState { logits, generated: 0 };
         let mut logprobs = Vec::new();

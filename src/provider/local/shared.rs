@@ -317,14 +317,17 @@ impl RoundState {
 pub(super) struct SharedContext<'m> {
     ctx: Mutex<LlamaContext<'m>>,
     pub(super) rounds: Rounds,
-    /// The model's tokens that hold East Asian characters, found at the
-    /// first request whose prompt holds none (see [`super::scripts`]).
-    pub(super) east_asian: OnceLock<Arc<[LlamaToken]>>,
+    /// The model's tokens that hold East Asian characters (see
+    /// [`super::scripts`]), found when the model is loaded: found at a
+    /// request instead, the scan held up its first step long enough for a
+    /// round to read another request's prompt chunk first (7 s before the
+    /// first score of the sample panel).
+    pub(super) east_asian: Arc<[LlamaToken]>,
 }
 
 impl<'m> SharedContext<'m> {
-    pub(super) fn new(ctx: LlamaContext<'m>, capacity: usize) -> Self {
-        Self { ctx: Mutex::new(ctx), rounds: Rounds::new(capacity), east_asian: OnceLock::new() }
+    pub(super) fn new(ctx: LlamaContext<'m>, capacity: usize, east_asian: Arc<[LlamaToken]>) -> Self {
+        Self { ctx: Mutex::new(ctx), rounds: Rounds::new(capacity), east_asian }
     }
 
     /// The context, for what is not a decode (the cache's sequences, saved

@@ -206,7 +206,7 @@ pub(super) fn worker_main(
         }
     };
     info.gpu = gpu::describe(&offload, model.n_layer());
-    let shared = SharedContext::new(ctx, batch_capacity(engines_wanted));
+    let shared = SharedContext::new(ctx, batch_capacity(engines_wanted), scripts::east_asian_tokens(&model));
     let handoffs = Handoffs::new(engines_wanted);
     let engines: Vec<ModelContext<'_, '_>> = (0..engines_wanted)
         .map(|id| {
