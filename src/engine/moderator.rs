@@ -194,8 +194,7 @@ pub fn standing(agent: &SpeakerCandidate<'_>, members: &[SpeakerCandidate<'_>], 
     }
 }
 
-/// `1 turn`, `2 turns`.
-pub(crate) fn turns(n: u32) -> String {
+fn turns(n: u32) -> String {
     if n == 1 { "1 turn".to_string() } else { format!("{n} turns") }
 }
 
