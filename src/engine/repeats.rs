@@ -150,9 +150,10 @@ impl Earlier {
         self.said.iter().map(|s| s.text.clone()).collect()
     }
 
-    /// Who made the earliest contribution that `reply` repeats, if any
-    /// ([`repeats`], on hashed runs).
-    pub fn repeated_by(&self, reply: &str) -> Option<&str> {
+    /// The earliest contribution that `reply` repeats, if any ([`repeats`],
+    /// on hashed runs): who made it, and its words (as
+    /// [`texts`](Self::texts) gives them).
+    pub fn repeated(&self, reply: &str) -> Option<(&str, &str)> {
         let names: Vec<&str> = self.names.iter().map(String::as_str).collect();
         let speech = words(reply, &names);
         if speech.len() < MIN_WORDS {
@@ -163,7 +164,7 @@ impl Earlier {
             .iter()
             .filter(|s| s.len >= MIN_WORDS)
             .find(|s| ours.iter().filter(|r| s.runs.contains(*r)).count() as f64 >= SHARE * ours.len() as f64)
-            .map(|s| s.agent.as_str())
+            .map(|s| (s.agent.as_str(), s.text.as_str()))
     }
 }
 
@@ -207,6 +208,12 @@ mod tests {
         assert!(!repeats(&[], &first));
     }
 
+    impl Earlier {
+        fn repeated_by(&self, reply: &str) -> Option<&str> {
+            self.repeated(reply).map(|(agent, _)| agent)
+        }
+    }
+
     #[test]
     fn earlier_names_who_said_it_first() {
         let history = vec![
@@ -221,6 +228,10 @@ mod tests {
         ];
         let earlier = Earlier::of(&history, &NAMES);
         assert_eq!(earlier.repeated_by("Rafael, I think the answer names the wall where Pebble hid."), Some("Rafael"));
+        assert_eq!(
+            earlier.repeated("Dana, I think the answer names the wall where Pebble hid!").map(|(_, text)| text),
+            Some("i think the answer names the wall where pebble hid")
+        );
         assert_eq!(earlier.repeated_by("Rafael, I would add that a four-year-old knows the word den."), None);
         assert_eq!(Earlier::default().repeated_by("Anything at all, said twice."), None);
         // Read as the history grows, the same answers.

@@ -38,13 +38,7 @@ pub fn no_copy(messages: &[ChatMessage]) -> NoCopy {
             quotable.push(text[start + 4..end].to_string());
         }
     }
-    NoCopy {
-        avoid: messages.iter().map(|m| m.content.clone()).collect(),
-        quotable,
-        names: Vec::new(),
-        speaker: None,
-        answers: None,
-    }
+    NoCopy { avoid: messages.iter().map(|m| m.content.clone()).collect(), quotable, ..NoCopy::default() }
 }
 
 /// Ask for the stakeholders of one part of a document.

@@ -219,6 +219,11 @@ pub struct NoCopy {
     pub avoid: Vec<String>,
     pub quotable: Vec<String>,
     pub names: Vec<String>,
+    /// Texts not to copy even where they quote the item or sit inside
+    /// quotation marks: a speech asked for again because it repeated an
+    /// earlier one may not repeat that one's quotations either.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub strict: Vec<String>,
     /// Who writes the reply (a debate speech's speaker), and the member it
     /// answers: where the embedded model begins the speaker's name as the
     /// member it agrees or disagrees with, it writes the answered member's.

@@ -700,8 +700,7 @@ async fn a_reply_does_not_copy_what_it_is_told_not_to() {
         avoid: vec![earlier.into()],
         quotable: vec![item.into()],
         names: vec!["Dana".into()],
-        speaker: None,
-        answers: None,
+        ..NoCopy::default()
     }));
     let guarded = complete(&provider, request).await.text;
     eprintln!("without the guard: {plain:?}\nwith it: {guarded:?}");
@@ -720,6 +719,37 @@ async fn a_reply_does_not_copy_what_it_is_told_not_to() {
     assert!(!copied(&plain).is_empty(), "unguarded, the model copies: {plain:?}");
     assert!(copied(&guarded).is_empty(), "copied {:?} in {guarded:?}", copied(&guarded));
     assert!(words(&guarded).len() >= 5, "it still says something: {guarded:?}");
+}
+
+/// A text not to copy strictly (the speech a redraw's draft repeated) is
+/// not copied even where it quotes the item, which the guard otherwise
+/// leaves free.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_strict_text_is_not_copied_even_where_it_quotes_the_item() {
+    let Some(provider) = tiny_provider() else { return };
+    let item = "Question: Why did Mila carry the snail back to the wall? Answer: So that it could find its family.";
+    let earlier = format!("The pair reads: {item}");
+    let mut request = ChatRequest::new(vec![
+        ChatMessage::system("You sit on a panel judging answers for children. Reply in one short paragraph."),
+        ChatMessage::user(format!("The item: {item}\nDana said: {earlier}\nWrite Dana's words again, word for word.")),
+    ]);
+    request.max_tokens = 60;
+    request.temperature = Some(0.0);
+    let loose = NoCopy { avoid: vec![earlier.clone()], quotable: vec![item.into()], ..NoCopy::default() };
+    request.no_copy = Some(std::sync::Arc::new(loose.clone()));
+    let quoted = complete(&provider, request.clone()).await.text;
+    request.no_copy = Some(std::sync::Arc::new(NoCopy { strict: vec![earlier.clone()], ..loose }));
+    let strict = complete(&provider, request).await.text;
+    eprintln!("loose: {quoted:?}\nstrict: {strict:?}");
+    let words = |t: &str| -> Vec<String> {
+        t.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(str::to_lowercase).collect()
+    };
+    let runs =
+        |t: &str| -> std::collections::HashSet<Vec<String>> { words(t).windows(5).map(<[String]>::to_vec).collect() };
+    let copied = |reply: &str| runs(reply).intersection(&runs(&earlier)).count();
+    assert!(copied(&quoted) > 0, "a quotation of the item is free under the loose guard: {quoted:?}");
+    assert_eq!(copied(&strict), 0, "{strict:?}");
+    assert!(words(&strict).len() >= 5, "it still says something: {strict:?}");
 }
 
 /// A debate speech's speaker is never the member it says it agrees or
@@ -752,9 +782,6 @@ async fn a_speech_answers_the_member_it_addresses_not_its_own_speaker() {
     assert!(!guarded.to_lowercase().contains("amara"), "{guarded:?}");
 }
 
-/// Where llama.cpp finds a GPU (a build with `--features cuda` or
-/// `vulkan` on a machine that has one), the model's layers go to it by
-/// default and a reply comes back; elsewhere the test says why it is skipped.
 /// The grammar a llama.cpp server is sent (the lean form) reads in llama.cpp's
 /// own engine, and a string value in it never ends right after a blank: a
 /// quotation mark the model opens there (`a child in the "Why`) is not taken
@@ -784,6 +811,9 @@ fn the_lean_grammar_reads_in_llama_cpp_and_ends_no_string_after_a_blank() {
     assert!(grammar_accepts(&path, "root ::= (", "x").is_err());
 }
 
+/// Where llama.cpp finds a GPU (a build with `--features cuda` or
+/// `vulkan` on a machine that has one), the model's layers go to it by
+/// default and a reply comes back; elsewhere the test says why it is skipped.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn layers_go_to_the_gpu_where_there_is_one() {
     use moot::provider::local::gpu;

@@ -176,7 +176,8 @@ async fn distinct_speeches_are_never_asked_again() {
 
 /// A debate speech's request says what it may not copy (the group's earlier
 /// contributions and its own instructions), what it may quote (the item)
-/// and the names it may repeat; a first evaluation's does not, nor does any
+/// and the names it may repeat; asked for again, also the speech its draft
+/// repeated, strictly; a first evaluation's says nothing, nor does any
 /// request under `repeats = "keep"`. The aggregator's guards nothing but its
 /// own words.
 #[tokio::test]
@@ -204,6 +205,16 @@ async fn a_speech_request_says_what_it_may_not_copy() {
     assert!(last.quotable.contains(&item.content));
     for name in ["Ann", "Bea", "Cal", "grammar"] {
         assert!(last.names.iter().any(|n| n == name), "{name}: {:?}", last.names);
+    }
+    assert!(speeches.iter().all(|r| r.no_copy.as_ref().unwrap().strict.is_empty()), "a first draft: nothing strict");
+    // A speech asked for again may not copy the speech its draft repeated,
+    // not even where that one quotes the item.
+    let again: Vec<&ChatRequest> = requests.iter().filter(|r| asked_again(r)).collect();
+    assert_eq!(again.len(), 2);
+    for r in again {
+        let strict = &r.no_copy.as_ref().expect("a speech asked again is guarded").strict;
+        assert_eq!(strict.len(), 1, "{strict:?}");
+        assert!(strict[0].contains("names the wall where pebble hid"), "the repeated speech: {strict:?}");
     }
     // Under "keep", nothing is guarded.
     let provider = scripted(parrot(true));

@@ -247,7 +247,7 @@ async fn speak<F: Floor>(
 ) -> Spoken {
     let redraw = redraws(&run.panel);
     let redraw_misquotes = !run.panel.protocol.has("quotes", "keep");
-    let check = Some(RepeatCheck { earlier, redraw, redraw_misquotes, guard: redraw, note: None });
+    let check = Some(RepeatCheck { earlier, redraw, redraw_misquotes, guard: redraw, note: None, strict: None });
     let (phase, stop) = (floor.phase(), &run.stop);
     match floor.label_verdict() {
         Some(v) => run.agent_verdict_turn(v, index, phase, round, prompt, stop, ahead, check).await,

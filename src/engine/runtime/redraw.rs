@@ -29,14 +29,20 @@ pub(crate) struct RepeatCheck<'a> {
     /// Whether the request says what the speech may not copy (the same
     /// setting: see [`crate::provider::NoCopy`]).
     pub guard: bool,
+    /// The contribution a speech asked for again had repeated (its words):
+    /// not to be copied even where it quotes the item
+    /// ([`NoCopy::strict`](crate::provider::NoCopy::strict)).
+    pub strict: Option<&'a str>,
 }
 
-/// A reply as read, the member whose earlier speech it repeats, and its
-/// quotations that nothing it was shown contains, each with the nearest
-/// sentence it was shown (see [`quotes::nearest`](crate::engine::quotes::nearest)).
+/// A reply as read, the member whose earlier speech it repeats (and that
+/// speech's words), and its quotations that nothing it was shown contains,
+/// each with the nearest sentence it was shown (see
+/// [`quotes::nearest`](crate::engine::quotes::nearest)).
 pub(crate) struct Reply<T> {
     pub spoken: Spoken<T>,
     pub repeats: Option<String>,
+    pub repeated: Option<String>,
     pub misquotes: Vec<(String, Option<String>)>,
 }
 
@@ -82,7 +88,8 @@ impl Run {
         }
         let note = notes.join(" ");
         let again = messages.then([crate::provider::ChatMessage::user(note.clone())]);
-        let check = RepeatCheck { redraw: false, redraw_misquotes: false, note: Some(&note), ..check };
+        let strict = first.repeated.as_deref().filter(|_| check.redraw);
+        let check = RepeatCheck { redraw: false, redraw_misquotes: false, note: Some(&note), strict, ..check };
         let second = self.reply(verdict, turn, TurnKind::Redraw, again, None, Some(check)).await;
         match (evaluation_of(verdict, second.spoken), spoken) {
             (Spoken::Unparsed { done, .. }, Spoken::Evaluated { mut evaluation, text, turn }) => {

@@ -83,6 +83,7 @@ impl Run {
                     .cloned()
                     .chain(self.panel.dimensions.iter().flat_map(|d| [d.key.clone(), d.name.clone()]))
                     .collect(),
+                strict: c.strict.map(|words| vec![words.to_string()]).unwrap_or_default(),
                 speaker: Some(participant.to_string()),
                 answers: messages.opening_text().and_then(crate::engine::prompts::answered_in).map(str::to_string),
             })
@@ -122,24 +123,27 @@ impl Run {
             self.call(spec(kind, messages.clone(), ahead, verdict.prose_first(turn.phase))).await;
         let completion = match result {
             Ok(c) => c,
-            Err(e) => return Reply { spoken: Spoken::Failed(e), repeats: None, misquotes: Vec::new() },
+            Err(e) => return Reply { spoken: Spoken::Failed(e), repeats: None, repeated: None, misquotes: Vec::new() },
         };
         let done = verdict.says_done(&completion.text);
-        let repeats = check.and_then(|c| c.earlier.repeated_by(&completion.text)).map(str::to_string);
+        let (repeats, repeated) = match check.and_then(|c| c.earlier.repeated(&completion.text)) {
+            Some((agent, words)) => (Some(agent.to_string()), Some(words.to_string())),
+            None => (None, None),
+        };
         let misquotes =
             if role == Role::Agent { self.misquotes(&completion.text, &messages, check) } else { Vec::new() };
         let marks = Marks { repeats: repeats.clone(), misquotes: misquotes.iter().map(|(q, _)| q.clone()).collect() };
         let error = match settle(turn, kind, &completion, latency, false, marks) {
             Ok(evaluation) => {
                 let spoken = Spoken::Evaluated { evaluation, text: completion.text, turn };
-                return Reply { spoken, repeats, misquotes };
+                return Reply { spoken, repeats, repeated, misquotes };
             }
             Err(err) => err,
         };
         let unparsed = |text, error| Spoken::Unparsed { text, done, error };
         // A reply asked for again is not repaired first.
         if cancel.is_cancelled() || check.is_some_and(|c| c.asks_again(repeats.as_deref(), &misquotes)) && !done {
-            return Reply { spoken: unparsed(completion.text, error), repeats, misquotes };
+            return Reply { spoken: unparsed(completion.text, error), repeats, repeated, misquotes };
         }
         // The reply stays whole after the (perhaps shortened) request it answered.
         let repair = messages.then([ChatMessage::assistant(completion.text.clone()), verdict.repair(&error)]);
@@ -151,7 +155,7 @@ impl Run {
                 Err(again) => unparsed(completion.text, again),
             },
         };
-        Reply { spoken, repeats, misquotes }
+        Reply { spoken, repeats, repeated, misquotes }
     }
 
     /// An agent's turn in any phase, asking for the panel's scores.

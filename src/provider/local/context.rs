@@ -419,7 +419,8 @@ impl<'a, 'm> ModelContext<'a, 'm> {
         let mut finish = if grammar.is_some() && !request.prose_first {
             Finish::Stop
         } else {
-            let guard = request.no_copy.as_ref().map(|n| CopyGuard::new(&n.avoid, &n.quotable, &n.names));
+            let guard =
+                request.no_copy.as_ref().map(|n| CopyGuard::new(&n.avoid, &n.quotable, &n.names).strict(&n.strict));
             let speaker = request
                 .no_copy
                 .as_ref()

@@ -22,6 +22,13 @@
 //!   reply's own stays refused there; past [`QUOTATION_WORDS`] (a mark
 //!   never closed) the guard is whole again.
 //!
+//! A text not to copy may also be *strict* (a speech asked for again
+//! because it repeated an earlier one: that one): its runs are refused even
+//! where they quote the item or sit inside quotation marks, so the second
+//! draft cannot repeat the first's whole quotation of the item again (the
+//! 0.5B model's Teachers did, one after the other). Names and numbers stay
+//! free.
+//!
 //! The reply itself is a text not to copy: a word that would repeat a run
 //! of [`RUN`] words the reply already wrote is refused the same way (a name,
 //! a number or a quotation still free), so a small model cannot fall into
@@ -57,6 +64,8 @@ pub struct CopyGuard {
     names: HashSet<String>,
     /// Every [`QUOTE`] words in a row of a text it may quote.
     quotes: HashSet<Vec<String>>,
+    /// As `next`, for the strict texts: refused even in a quotation.
+    strict: HashMap<Vec<String>, HashSet<String>>,
 }
 
 impl CopyGuard {
@@ -76,7 +85,20 @@ impl CopyGuard {
                 }
             }
         }
-        Self { next, names, quotes }
+        Self { next, names, quotes, strict: HashMap::new() }
+    }
+
+    /// The guard with `texts` not to copy even where they quote the item
+    /// or sit inside quotation marks (names and numbers stay free).
+    pub fn strict(mut self, texts: &[String]) -> Self {
+        for text in texts {
+            for run in words(text).windows(RUN) {
+                if !is_free(&self.names, &run[RUN - 1]) {
+                    self.strict.entry(run[..RUN - 1].to_vec()).or_default().insert(run[RUN - 1].clone());
+                }
+            }
+        }
+        self
     }
 
     /// Whether `piece`, written after `text`, would copy a run: it starts
@@ -105,14 +127,18 @@ impl CopyGuard {
     }
 
     /// Whether the run ending with `words` and a word beginning with `start`
-    /// is guarded: it copies a text not to copy (unless `quoting`), or
-    /// `words` themselves.
+    /// is guarded: it copies a text not to copy (unless `quoting`), a
+    /// strict one, or `words` themselves.
     fn would_complete(&self, words: &[String], start: &str, quoting: bool) -> bool {
         if words.len() < RUN - 1 {
             return false;
         }
         let tail = &words[words.len() - (RUN - 1)..];
-        !quoting && self.next.get(tail).is_some_and(|ends| ends.iter().any(|w| w.starts_with(start)))
+        let ends = |map: &HashMap<Vec<String>, HashSet<String>>| {
+            map.get(tail).is_some_and(|ends| ends.iter().any(|w| w.starts_with(start)))
+        };
+        !quoting && ends(&self.next)
+            || ends(&self.strict)
             || words.windows(RUN).any(|run| {
                 let last = &run[RUN - 1];
                 run[..RUN - 1] == *tail
@@ -229,6 +255,24 @@ mod tests {
         // The reply's own runs stay refused inside a quotation.
         let own = CopyGuard::new(&[], &[], &[]);
         assert!(own.refuses("we go to the park, \"we go to the", " park"));
+    }
+
+    #[test]
+    fn a_strict_text_is_refused_even_as_a_quotation_of_the_item() {
+        let item = "Question: Why did Mila carry Pebble back to the wall? Answer: So that it could find its family.";
+        let repeated =
+            "Ms. Ito, Question: Why did Mila carry Pebble back to the wall? Answer: So that it could find its family.";
+        let loose = CopyGuard::new(&[repeated.into()], &[item.into()], &["Ms. Ito".into()]);
+        let strict = CopyGuard::new(&[repeated.into()], &[item.into()], &["Ms. Ito".into()]).strict(&[repeated.into()]);
+        let text = "Dana, Question: Why did Mila carry";
+        assert!(!loose.refuses(text, " Pebble"), "a quotation of the item may copy a loose text");
+        assert!(strict.refuses(text, " Pebble"), "not a strict one");
+        assert!(strict.refuses("Dana, \"Why did Mila carry", " Pebble"), "not even inside quotation marks");
+        assert!(!strict.refuses("Dana, the question is why Mila", " carried"), "other words stand");
+        // Names and numbers stay free in a strict text too.
+        let scores = CopyGuard::new(&[], &[], &["Ms. Ito".into()]).strict(&["I agree with Ms. Ito on 4".into()]);
+        assert!(!scores.refuses("I agree with Ms.", " Ito"));
+        assert!(!scores.refuses("agree with Ms. Ito on", " 4"));
     }
 
     #[test]

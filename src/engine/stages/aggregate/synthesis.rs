@@ -106,7 +106,7 @@ fn own_words_only(run: &Run) -> NoCopy {
         .chain(run.panel.groups.iter().map(|g| g.name.clone()))
         .chain(run.panel.dimensions.iter().flat_map(|d| [d.key.clone(), d.name.clone()]))
         .collect();
-    NoCopy { avoid: Vec::new(), quotable: Vec::new(), names, speaker: None, answers: None }
+    NoCopy { names, ..NoCopy::default() }
 }
 
 /// The aggregator's call: its synthesis, or nothing when the call failed
