@@ -8,6 +8,7 @@
 use rand::Rng;
 
 use crate::engine::parse::{expand_to_fence, json_objects, mark_cut, normalize_key};
+use crate::engine::prompts::turns;
 use crate::panel::ModeratorPolicy;
 use crate::session::event::Evaluation;
 
@@ -192,10 +193,6 @@ pub fn standing(agent: &SpeakerCandidate<'_>, members: &[SpeakerCandidate<'_>], 
         }
         _ => format!("{name}'s scores are the same as the others'"),
     }
-}
-
-fn turns(n: u32) -> String {
-    if n == 1 { "1 turn".to_string() } else { format!("{n} turns") }
 }
 
 /// A score with at most one decimal: `4`, `4.3`.

@@ -54,6 +54,11 @@ pub fn fmt_num(v: f64) -> String {
     if v.fract() == 0.0 { format!("{v:.0}") } else { format!("{v:.2}").trim_end_matches('0').to_string() }
 }
 
+/// `1 turn`, `3 turns`.
+pub fn turns(n: u32) -> String {
+    if n == 1 { "1 turn".to_string() } else { format!("{n} turns") }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use super::format::fmt_num;
+use super::format::{fmt_num, turns};
 use super::history::HistoryEntry;
 use super::members::{DEBATE_HEADING, discussion, last_speaker, own_personas, request};
 use super::persona::roster;
@@ -47,8 +47,7 @@ pub fn scores_table(panel: &Panel, rows: &[ScoresRow<'_>]) -> String {
     for row in rows {
         let scores = score_row(panel, row.latest).unwrap_or_else(|| "none yet".into());
         let status = if row.finished { ", finished" } else { "" };
-        let unit = if row.turns == 1 { "turn" } else { "turns" };
-        let _ = writeln!(s, "- {}: {scores} ({} {unit}{status})", row.agent, row.turns);
+        let _ = writeln!(s, "- {}: {scores} ({}{status})", row.agent, turns(row.turns));
         distinct.insert(row.latest.is_some().then_some(scores));
     }
     if rows.len() > 1 && distinct.len() == 1 && !distinct.contains(&None) {
