@@ -219,9 +219,9 @@ pub struct NoCopy {
     pub avoid: Vec<String>,
     pub quotable: Vec<String>,
     pub names: Vec<String>,
-    /// Texts not to copy even where they quote the item or sit inside
-    /// quotation marks: a speech asked for again because it repeated an
-    /// earlier one may not repeat that one's quotations either.
+    /// Texts not to copy even where they quote the item (outside quotation
+    /// marks): a speech asked for again because it repeated an earlier one
+    /// may not repeat that one's unmarked quotations of the item either.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub strict: Vec<String>,
     /// Who writes the reply (a debate speech's speaker), and the member it

@@ -30,8 +30,8 @@ pub(crate) struct RepeatCheck<'a> {
     /// setting: see [`crate::provider::NoCopy`]).
     pub guard: bool,
     /// The contribution a speech asked for again had repeated (its words):
-    /// not to be copied even where it quotes the item
-    /// ([`NoCopy::strict`](crate::provider::NoCopy::strict)).
+    /// not to be copied even where it quotes the item, outside quotation
+    /// marks ([`NoCopy::strict`](crate::provider::NoCopy::strict)).
     pub strict: Option<&'a str>,
 }
 

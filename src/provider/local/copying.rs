@@ -24,10 +24,11 @@
 //!
 //! A text not to copy may also be *strict* (a speech asked for again
 //! because it repeated an earlier one: that one): its runs are refused even
-//! where they quote the item or sit inside quotation marks, so the second
-//! draft cannot repeat the first's whole quotation of the item again (the
-//! 0.5B model's Teachers did, one after the other). Names and numbers stay
-//! free.
+//! where they quote the item, so the second draft cannot copy the first's
+//! unmarked quotation of the item's question and answer again (the 0.5B
+//! model's Teachers did, one after the other). Names, numbers and words
+//! inside quotation marks stay free: refused there, the 0.5B wrote
+//! misquotes ("Mila carried Pepble back to the wall") in two runs of two.
 //!
 //! The reply itself is a text not to copy: a word that would repeat a run
 //! of [`RUN`] words the reply already wrote is refused the same way (a name,
@@ -64,7 +65,7 @@ pub struct CopyGuard {
     names: HashSet<String>,
     /// Every [`QUOTE`] words in a row of a text it may quote.
     quotes: HashSet<Vec<String>>,
-    /// As `next`, for the strict texts: refused even in a quotation.
+    /// As `next`, for the strict texts: refused even where they quote the item.
     strict: HashMap<Vec<String>, HashSet<String>>,
 }
 
@@ -89,7 +90,7 @@ impl CopyGuard {
     }
 
     /// The guard with `texts` not to copy even where they quote the item
-    /// or sit inside quotation marks (names and numbers stay free).
+    /// (names, numbers and words inside quotation marks stay free).
     pub fn strict(mut self, texts: &[String]) -> Self {
         for text in texts {
             for run in words(text).windows(RUN) {
@@ -127,8 +128,8 @@ impl CopyGuard {
     }
 
     /// Whether the run ending with `words` and a word beginning with `start`
-    /// is guarded: it copies a text not to copy (unless `quoting`), a
-    /// strict one, or `words` themselves.
+    /// is guarded: it copies a text not to copy or a strict one (unless
+    /// `quoting`), or `words` themselves.
     fn would_complete(&self, words: &[String], start: &str, quoting: bool) -> bool {
         if words.len() < RUN - 1 {
             return false;
@@ -137,8 +138,7 @@ impl CopyGuard {
         let ends = |map: &HashMap<Vec<String>, HashSet<String>>| {
             map.get(tail).is_some_and(|ends| ends.iter().any(|w| w.starts_with(start)))
         };
-        !quoting && ends(&self.next)
-            || ends(&self.strict)
+        !quoting && (ends(&self.next) || ends(&self.strict))
             || words.windows(RUN).any(|run| {
                 let last = &run[RUN - 1];
                 run[..RUN - 1] == *tail
@@ -258,7 +258,7 @@ mod tests {
     }
 
     #[test]
-    fn a_strict_text_is_refused_even_as_a_quotation_of_the_item() {
+    fn a_strict_text_is_refused_even_as_an_unmarked_quotation_of_the_item() {
         let item = "Question: Why did Mila carry Pebble back to the wall? Answer: So that it could find its family.";
         let repeated =
             "Ms. Ito, Question: Why did Mila carry Pebble back to the wall? Answer: So that it could find its family.";
@@ -267,7 +267,7 @@ mod tests {
         let text = "Dana, Question: Why did Mila carry";
         assert!(!loose.refuses(text, " Pebble"), "a quotation of the item may copy a loose text");
         assert!(strict.refuses(text, " Pebble"), "not a strict one");
-        assert!(strict.refuses("Dana, \"Why did Mila carry", " Pebble"), "not even inside quotation marks");
+        assert!(!strict.refuses("Dana, \"Why did Mila carry", " Pebble"), "inside quotation marks it is free");
         assert!(!strict.refuses("Dana, the question is why Mila", " carried"), "other words stand");
         // Names and numbers stay free in a strict text too.
         let scores = CopyGuard::new(&[], &[], &["Ms. Ito".into()]).strict(&["I agree with Ms. Ito on 4".into()]);
