@@ -1,5 +1,5 @@
 //! Whether an LLM moderator's reason claims what its scores table does not
-//! show, or says nothing. Eight things are checked, the claims sentence by sentence (a
+//! show, or says nothing. Nine things are checked, the claims sentence by sentence (a
 //! sentence ends at `.`, `!`, `?` or `;`, not at the dot of a title such as
 //! "Dr."); names match whole words, without case, with or without a title
 //! ("Haddad" for "Dr. Haddad"):
@@ -51,6 +51,16 @@
 //!    is less than Dr. Mensah's", and Ms. Okafor because "the content is
 //!    clear and concise".
 //!
+//! 9. **The numbers of the table's sentence.** A sentence in the form the
+//!    request states what the table shows ("Ms. Ito's grammar score (4) is
+//!    furthest from the others' average (3.5)"; see
+//!    [`standing`](crate::engine::moderator::standing)), naming a
+//!    dimension: the number after "score" must be the score there of the
+//!    first member it names, and the number after [`AVERAGE`] the mean of
+//!    the other members' scores there (to one decimal). The 0.5B model
+//!    wrote "Dr. Haddad's answer relevancy score is furthest from the
+//!    others' average (3)", its own score put as the others' average.
+//!
 //! Anything else (what a member argued, who has spoken least) is not
 //! checked: the table does not show it.
 
@@ -91,6 +101,10 @@ pub const SCORES_LINE: &str = "scores now:";
 /// The words of the moderator's request before the members who may speak
 /// next, lower-cased (see `prompts::moderator_messages`).
 pub const ELIGIBLE_LINE: &str = "may speak next:";
+
+/// The words before the others' mean in the request's sentences (see
+/// `moderator::standing`), lower-cased (check 9).
+pub const AVERAGE: &str = "others' average";
 
 /// Words of the correction sent back with a failed reason (see
 /// `prompts::moderator_retry` and [`MISMATCH`]), lower-cased.
@@ -154,6 +168,7 @@ pub fn check(reason: &str, facts: &TableFacts) -> Result<(), String> {
         spoke_last(sentence, facts)?;
         differ(sentence, facts)?;
         direction(sentence, facts)?;
+        numbers(sentence, facts)?;
     }
     Ok(())
 }
@@ -299,16 +314,12 @@ fn direction(sentence: &str, facts: &TableFacts) -> Result<(), String> {
     }
     let Some(high) = high else { return Ok(()) };
     // The column the sentence names, else the row's mean.
-    let column = facts.keys.iter().position(|k| {
-        let k = k.to_lowercase();
-        sentence.contains(&k) || sentence.contains(&k.replace('_', " "))
-    });
+    let column = column_named(sentence, &facts.keys);
     let value = |row: &str| -> Option<f64> {
-        let cells: Vec<Option<f64>> = row.split(',').map(|c| c.trim().parse::<f64>().ok()).collect();
         match column {
-            Some(c) => cells.get(c).copied().flatten(),
+            Some(c) => cell(row, c),
             None => {
-                let known: Vec<f64> = cells.into_iter().flatten().collect();
+                let known: Vec<f64> = row.split(',').filter_map(|c| c.trim().parse::<f64>().ok()).collect();
                 (!known.is_empty()).then(|| known.iter().sum::<f64>() / known.len() as f64)
             }
         }
@@ -338,6 +349,62 @@ fn direction(sentence: &str, facts: &TableFacts) -> Result<(), String> {
         return Err(format!("it says {subject}'s scores are low{on}, but they are {} against {range}", fmt(own)));
     }
     Ok(())
+}
+
+/// Check 9 in one sentence.
+fn numbers(sentence: &str, facts: &TableFacts) -> Result<(), String> {
+    let Some(column) = column_named(sentence, &facts.keys) else { return Ok(()) };
+    let key = &facts.keys[column];
+    let named: Vec<(usize, &str, Option<f64>)> = facts
+        .rows
+        .iter()
+        .filter_map(|(n, s)| {
+            Some((mentions(sentence, n).first().copied()?, n.as_str(), s.as_deref().and_then(|s| cell(s, column))))
+        })
+        .collect();
+    let Some(&(_, subject, own)) = named.iter().min_by_key(|(at, ..)| *at) else { return Ok(()) };
+    // Either way of rounding to one decimal.
+    let near = |claimed: f64, actual: f64| (claimed - actual).abs() <= 0.051;
+    if let (Some(claimed), Some(own)) = (number_after(sentence, "score"), own)
+        && !near(claimed, own)
+    {
+        return Err(format!("it says {subject}'s {key} score is {}, but it is {}", fmt(claimed), fmt(own)));
+    }
+    let others: Vec<f64> =
+        facts.rows.iter().filter(|(n, _)| n != subject).filter_map(|(_, s)| cell(s.as_deref()?, column)).collect();
+    if let Some(claimed) = number_after(sentence, AVERAGE).or_else(|| number_after(sentence, "others average"))
+        && !others.is_empty()
+    {
+        let mean = others.iter().sum::<f64>() / others.len() as f64;
+        if !near(claimed, mean) {
+            return Err(format!("it says the others' average on {key} is {}, but it is {}", fmt(claimed), fmt(mean)));
+        }
+    }
+    Ok(())
+}
+
+/// The number right after `words` in `sentence` ("score (4)", "average of
+/// 3.5", "average is 3"), if any.
+fn number_after(sentence: &str, words: &str) -> Option<f64> {
+    let at = sentence.find(words)? + words.len();
+    let rest = sentence[at..].trim_start();
+    let rest = ["(", "of ", "is ", "at "].iter().find_map(|p| rest.strip_prefix(p)).unwrap_or(rest).trim_start();
+    let end = rest.find(|c: char| !c.is_ascii_digit() && c != '.').unwrap_or(rest.len());
+    rest[..end].trim_end_matches('.').parse().ok()
+}
+
+/// The table's column that a lower-cased sentence names (its key, or the
+/// key with spaces).
+fn column_named(sentence: &str, keys: &[String]) -> Option<usize> {
+    keys.iter().position(|k| {
+        let k = k.to_lowercase();
+        sentence.contains(&k) || sentence.contains(&k.replace('_', " "))
+    })
+}
+
+/// A row's score in `column` ("4, -, 3.5": `-` has none).
+fn cell(row: &str, column: usize) -> Option<f64> {
+    row.split(',').nth(column)?.trim().parse().ok()
 }
 
 fn fmt(v: f64) -> String {
@@ -526,6 +593,42 @@ mod tests {
         );
         assert!(check("Ms. Ito's score is not low.", &f).is_ok(), "negated");
         assert!(check("Ms. Ito has a high opinion of the story.", &f).is_ok(), "not about scores");
+    }
+
+    #[test]
+    fn the_numbers_of_the_tables_sentence_must_be_the_tables() {
+        let mut f = facts(
+            &[
+                ("Dr. Haddad", Some("5, 3, 5, 5, 4")),
+                ("Dr. Mensah", Some("5, 5, 5, 5, 5")),
+                ("Dr. Kowalski", Some("4, 6, -, 5, 4")),
+            ],
+            None,
+        );
+        f.outsiders.clear();
+        let ok = "Dr. Haddad's answer relevancy score (3) is furthest from the others' average (5.5).";
+        assert!(check(ok, &f).is_ok());
+        assert_eq!(
+            check("Dr. Haddad's answer relevancy score is furthest from the others' average (3).", &f).unwrap_err(),
+            "it says the others' average on answer_relevancy is 3, but it is 5.5"
+        );
+        assert_eq!(
+            check("Dr. Haddad's answer relevancy score (5) is furthest from the others' average (5.5).", &f)
+                .unwrap_err(),
+            "it says Dr. Haddad's answer_relevancy score is 5, but it is 3"
+        );
+        // A member without a score there is left out of the others' average.
+        let one = "Dr. Mensah's contextual consistency score (5) is furthest from the others' average (5).";
+        assert!(check(one, &f).is_ok());
+        // Rounded as the request's sentences are: 13/3 is 4.3.
+        f.rows[2].1 = Some("4, 4, 4, 4, 4".into());
+        f.rows.push(("Ms. Ito".into(), Some("4, 4, 4, 4, 4".into())));
+        assert!(check("Dr. Mensah's grammar score (5) is furthest from the others' average (4.3).", &f).is_ok());
+        assert!(check("Dr. Mensah's grammar score of 5 is furthest from the others' average of 4.3.", &f).is_ok());
+        // No dimension named, no member named, or no number: nothing to check.
+        assert!(check("Dr. Haddad's score is furthest from the others' average (2).", &f).is_ok());
+        assert!(check("The grammar score is furthest from the others' average (2).", &f).is_ok());
+        assert!(check("Dr. Haddad's grammar score is furthest from the others' average.", &f).is_ok());
     }
 
     #[test]
