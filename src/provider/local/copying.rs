@@ -65,8 +65,6 @@ pub struct CopyGuard {
     names: HashSet<String>,
     /// Every [`QUOTE`] words in a row of a text it may quote.
     quotes: HashSet<Vec<String>>,
-    /// As `next`, for the strict texts: refused even where they quote the item.
-    strict: HashMap<Vec<String>, HashSet<String>>,
 }
 
 impl CopyGuard {
@@ -77,29 +75,31 @@ impl CopyGuard {
         let quotes: HashSet<Vec<String>> =
             quotable.iter().flat_map(|t| words(t).windows(QUOTE).map(<[String]>::to_vec).collect::<Vec<_>>()).collect();
         let names: HashSet<String> = names.iter().flat_map(|n| words(n)).collect();
-        let mut next: HashMap<Vec<String>, HashSet<String>> = HashMap::new();
+        let mut guard = Self { next: HashMap::new(), names, quotes };
         for text in avoid {
-            for run in words(text).windows(RUN) {
-                let last = &run[RUN - 1];
-                if !is_free(&names, last) && !quotes.contains(&run[RUN - QUOTE..]) {
-                    next.entry(run[..RUN - 1].to_vec()).or_default().insert(run[RUN - 1].clone());
-                }
-            }
+            guard.refuse(text, false);
         }
-        Self { next, names, quotes, strict: HashMap::new() }
+        guard
     }
 
     /// The guard with `texts` not to copy even where they quote the item
     /// (names, numbers and words inside quotation marks stay free).
     pub fn strict(mut self, texts: &[String]) -> Self {
         for text in texts {
-            for run in words(text).windows(RUN) {
-                if !is_free(&self.names, &run[RUN - 1]) {
-                    self.strict.entry(run[..RUN - 1].to_vec()).or_default().insert(run[RUN - 1].clone());
-                }
-            }
+            self.refuse(text, true);
         }
         self
+    }
+
+    /// Adds the runs of `text` to those refused: each but one that ends in
+    /// a name or a number, or (unless `strict`) in a quotation of the item.
+    fn refuse(&mut self, text: &str, strict: bool) {
+        for run in words(text).windows(RUN) {
+            let last = &run[RUN - 1];
+            if !is_free(&self.names, last) && (strict || !self.quotes.contains(&run[RUN - QUOTE..])) {
+                self.next.entry(run[..RUN - 1].to_vec()).or_default().insert(last.clone());
+            }
+        }
     }
 
     /// Whether `piece`, written after `text`, would copy a run: it starts
@@ -128,17 +128,14 @@ impl CopyGuard {
     }
 
     /// Whether the run ending with `words` and a word beginning with `start`
-    /// is guarded: it copies a text not to copy or a strict one (unless
-    /// `quoting`), or `words` themselves.
+    /// is guarded: it copies a text not to copy (unless `quoting`), or
+    /// `words` themselves.
     fn would_complete(&self, words: &[String], start: &str, quoting: bool) -> bool {
         if words.len() < RUN - 1 {
             return false;
         }
         let tail = &words[words.len() - (RUN - 1)..];
-        let ends = |map: &HashMap<Vec<String>, HashSet<String>>| {
-            map.get(tail).is_some_and(|ends| ends.iter().any(|w| w.starts_with(start)))
-        };
-        !quoting && (ends(&self.next) || ends(&self.strict))
+        !quoting && self.next.get(tail).is_some_and(|ends| ends.iter().any(|w| w.starts_with(start)))
             || words.windows(RUN).any(|run| {
                 let last = &run[RUN - 1];
                 run[..RUN - 1] == *tail
