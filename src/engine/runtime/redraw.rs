@@ -35,21 +35,20 @@ pub(crate) struct RepeatCheck<'a> {
     pub strict: Option<&'a str>,
 }
 
-/// A reply as read, the member whose earlier speech it repeats (and that
-/// speech's words), and its quotations that nothing it was shown contains,
+/// A reply as read, the member whose earlier speech it repeats and that
+/// speech's words, and its quotations that nothing it was shown contains,
 /// each with the nearest sentence it was shown (see
 /// [`quotes::nearest`](crate::engine::quotes::nearest)).
 pub(crate) struct Reply<T> {
     pub spoken: Spoken<T>,
-    pub repeats: Option<String>,
-    pub repeated: Option<String>,
+    pub repeats: Option<(String, String)>,
     pub misquotes: Vec<(String, Option<String>)>,
 }
 
 impl RepeatCheck<'_> {
     /// Whether a reply with these marks is to be asked for once more.
-    pub fn asks_again(&self, repeats: Option<&str>, misquotes: &[(String, Option<String>)]) -> bool {
-        repeats.is_some() && self.redraw || !misquotes.is_empty() && self.redraw_misquotes
+    pub fn asks_again(&self, repeats: bool, misquotes: &[(String, Option<String>)]) -> bool {
+        repeats && self.redraw || !misquotes.is_empty() && self.redraw_misquotes
     }
 }
 
@@ -75,12 +74,13 @@ impl Run {
             Spoken::Unparsed { done, .. } => *done,
             Spoken::Failed(_) => return spoken,
         };
-        if said_done || turn.cancel.is_cancelled() || !check.asks_again(first.repeats.as_deref(), &first.misquotes) {
+        if said_done || turn.cancel.is_cancelled() || !check.asks_again(first.repeats.is_some(), &first.misquotes) {
             return spoken;
         }
         // One note (one message) says what the draft did that is asked again for.
         let mut notes = Vec::new();
-        if let Some(who) = first.repeats.as_deref().filter(|_| check.redraw) {
+        let repeated = first.repeats.as_ref().filter(|_| check.redraw);
+        if let Some((who, _)) = repeated {
             notes.push(prompts::redraw_note(who, turn.participant));
         }
         if check.redraw_misquotes && !first.misquotes.is_empty() {
@@ -88,7 +88,7 @@ impl Run {
         }
         let note = notes.join(" ");
         let again = messages.then([crate::provider::ChatMessage::user(note.clone())]);
-        let strict = first.repeated.as_deref().filter(|_| check.redraw);
+        let strict = repeated.map(|(_, words)| words.as_str());
         let check = RepeatCheck { redraw: false, redraw_misquotes: false, note: Some(&note), strict, ..check };
         let second = self.reply(verdict, turn, TurnKind::Redraw, again, None, Some(check)).await;
         match (evaluation_of(verdict, second.spoken), spoken) {

@@ -123,27 +123,29 @@ impl Run {
             self.call(spec(kind, messages.clone(), ahead, verdict.prose_first(turn.phase))).await;
         let completion = match result {
             Ok(c) => c,
-            Err(e) => return Reply { spoken: Spoken::Failed(e), repeats: None, repeated: None, misquotes: Vec::new() },
+            Err(e) => return Reply { spoken: Spoken::Failed(e), repeats: None, misquotes: Vec::new() },
         };
         let done = verdict.says_done(&completion.text);
-        let (repeats, repeated) = match check.and_then(|c| c.earlier.repeated(&completion.text)) {
-            Some((agent, words)) => (Some(agent.to_string()), Some(words.to_string())),
-            None => (None, None),
-        };
+        let repeats = check
+            .and_then(|c| c.earlier.repeated(&completion.text))
+            .map(|(agent, words)| (agent.to_string(), words.to_string()));
         let misquotes =
             if role == Role::Agent { self.misquotes(&completion.text, &messages, check) } else { Vec::new() };
-        let marks = Marks { repeats: repeats.clone(), misquotes: misquotes.iter().map(|(q, _)| q.clone()).collect() };
+        let marks = Marks {
+            repeats: repeats.as_ref().map(|(agent, _)| agent.clone()),
+            misquotes: misquotes.iter().map(|(q, _)| q.clone()).collect(),
+        };
         let error = match settle(turn, kind, &completion, latency, false, marks) {
             Ok(evaluation) => {
                 let spoken = Spoken::Evaluated { evaluation, text: completion.text, turn };
-                return Reply { spoken, repeats, repeated, misquotes };
+                return Reply { spoken, repeats, misquotes };
             }
             Err(err) => err,
         };
         let unparsed = |text, error| Spoken::Unparsed { text, done, error };
         // A reply asked for again is not repaired first.
-        if cancel.is_cancelled() || check.is_some_and(|c| c.asks_again(repeats.as_deref(), &misquotes)) && !done {
-            return Reply { spoken: unparsed(completion.text, error), repeats, repeated, misquotes };
+        if cancel.is_cancelled() || check.is_some_and(|c| c.asks_again(repeats.is_some(), &misquotes)) && !done {
+            return Reply { spoken: unparsed(completion.text, error), repeats, misquotes };
         }
         // The reply stays whole after the (perhaps shortened) request it answered.
         let repair = messages.then([ChatMessage::assistant(completion.text.clone()), verdict.repair(&error)]);
@@ -155,7 +157,7 @@ impl Run {
                 Err(again) => unparsed(completion.text, again),
             },
         };
-        Reply { spoken, repeats, repeated, misquotes }
+        Reply { spoken, repeats, misquotes }
     }
 
     /// An agent's turn in any phase, asking for the panel's scores.
