@@ -162,9 +162,7 @@ fn disagreement(pool: &[&SpeakerCandidate<'_>], candidates: &[SpeakerCandidate<'
         return least_spoken(pool);
     };
     let reason = match d.widest {
-        Some((key, own, mean)) if d.total > EPS => {
-            format!("furthest from the group on {key} ({} vs mean {})", short(own), short(mean))
-        }
+        Some((key, own, mean)) if d.total > EPS => furthest(chosen.name, &key, own, mean),
         _ => format!("no disagreement left; has spoken least ({})", turns(chosen.turns_spoken)),
     };
     Pick { agent: chosen.name.to_string(), reason }
@@ -181,18 +179,24 @@ pub fn standing(agent: &SpeakerCandidate<'_>, members: &[SpeakerCandidate<'_>], 
     let name = agent.name;
     let d = distance(agent, members, keys);
     match d.widest {
-        Some((key, own, mean)) if d.total > EPS => format!(
-            "{name}'s {} score ({}) is furthest from the others' average ({})",
-            key.replace('_', " "),
-            short(own),
-            short(mean)
-        ),
+        Some((key, own, mean)) if d.total > EPS => furthest(name, &key, own, mean),
         _ if agent.latest.is_none() => format!("{name} has no scores yet"),
         _ if !members.iter().any(|m| m.name != name && m.latest.is_some()) => {
             format!("{name} has the only scores so far")
         }
         _ => format!("{name}'s scores are the same as the others'"),
     }
+}
+
+/// A member's widest gap from the others' mean, as the moderator's request
+/// and the `disagreement` policy's reasons say it.
+fn furthest(name: &str, key: &str, own: f64, mean: f64) -> String {
+    format!(
+        "{name}'s {} score ({}) is furthest from the others' average ({})",
+        key.replace('_', " "),
+        short(own),
+        short(mean)
+    )
 }
 
 /// A score with at most one decimal: `4`, `4.3`.
@@ -443,7 +447,7 @@ mod tests {
         let d = ModeratorPolicy::Disagreement;
         let p = run(d, &all, None).expect("pick");
         assert_eq!(p.agent, "Ben");
-        assert_eq!(p.reason, "turn 1: furthest from the group on grammar (2 vs mean 4.5)");
+        assert_eq!(p.reason, "turn 1: Ben's grammar score (2) is furthest from the others' average (4.5)");
         assert_eq!(
             who(run(ModeratorPolicy::Llm, &all, None)).as_deref(),
             Some("Ben"),

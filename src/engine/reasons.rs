@@ -61,6 +61,11 @@
 //!    wrote "Dr. Haddad's answer relevancy score is furthest from the
 //!    others' average (3)", its own score put as the others' average.
 //!
+//! Checks 4 and 9 read a dimension in the sentence's own words: its key's
+//! words, or words that begin with their first five letters ("context
+//! consistency" for `contextual_consistency`); a sentence naming two is
+//! read on the one nearest before its first "score", else the first.
+//!
 //! Anything else (what a member argued, who has spoken least) is not
 //! checked: the table does not show it.
 
@@ -393,13 +398,34 @@ fn number_after(sentence: &str, words: &str) -> Option<f64> {
     rest[..end].trim_end_matches('.').parse().ok()
 }
 
-/// The table's column that a lower-cased sentence names (its key, or the
-/// key with spaces).
+/// Letters of a dimension's word that a sentence's word must begin with
+/// (all of a shorter one): "context consistency" names
+/// `contextual_consistency`, "grammatical" `grammar`.
+const KEY_STEM: usize = 5;
+
+/// The table's column that a lower-cased sentence names: a key's words (or
+/// their first [`KEY_STEM`] letters) in a row. A sentence naming two, the
+/// one nearest before its first "score" ("Ms. Ito's answer relevancy score
+/// (3) is lower than her grammar one"), else the first it names.
 fn column_named(sentence: &str, keys: &[String]) -> Option<usize> {
-    keys.iter().position(|k| {
-        let k = k.to_lowercase();
-        sentence.contains(&k) || sentence.contains(&k.replace('_', " "))
-    })
+    let words = words(sentence);
+    let stem = |w: &str| w.chars().take(KEY_STEM).collect::<String>();
+    // Each naming: (the word after it, its column).
+    let mut named: Vec<(usize, usize)> = Vec::new();
+    for (column, key) in keys.iter().enumerate() {
+        let parts: Vec<String> = key.to_lowercase().split(['_', ' ']).filter(|p| !p.is_empty()).map(stem).collect();
+        if parts.is_empty() {
+            continue;
+        }
+        for at in 0..words.len().saturating_sub(parts.len() - 1) {
+            if parts.iter().zip(&words[at..]).all(|(part, word)| word.starts_with(part.as_str())) {
+                named.push((at + parts.len(), column));
+            }
+        }
+    }
+    let score = words.iter().position(|w| w.starts_with("score"));
+    let before = score.and_then(|s| named.iter().filter(|(end, _)| *end <= s).max_by_key(|(end, _)| *end));
+    before.or_else(|| named.iter().min_by_key(|(end, _)| *end)).map(|&(_, column)| column)
 }
 
 /// A row's score in `column` ("4, -, 3.5": `-` has none).
@@ -625,6 +651,19 @@ mod tests {
         f.rows.push(("Ms. Ito".into(), Some("4, 4, 4, 4, 4".into())));
         assert!(check("Dr. Mensah's grammar score (5) is furthest from the others' average (4.3).", &f).is_ok());
         assert!(check("Dr. Mensah's grammar score of 5 is furthest from the others' average of 4.3.", &f).is_ok());
+        // Two dimensions: the one before "score"; a dimension in other words.
+        let two = "Dr. Haddad's answer relevancy score (3) is lowest, and his grammar is fine.";
+        assert!(check(two, &f).is_ok(), "read on answer relevancy, not on grammar (5)");
+        assert_eq!(
+            check("On grammar, Dr. Haddad's answer relevancy score (5) stands out.", &f).unwrap_err(),
+            "it says Dr. Haddad's answer_relevancy score is 5, but it is 3"
+        );
+        assert_eq!(
+            check("Dr. Haddad's context consistency score (3) is furthest from the others' average (5).", &f)
+                .unwrap_err(),
+            "it says Dr. Haddad's contextual_consistency score is 3, but it is 5"
+        );
+        assert!(check("Dr. Haddad's grammatical score (5) is furthest from the others' average (4.3).", &f).is_ok());
         // No dimension named, no member named, or no number: nothing to check.
         assert!(check("Dr. Haddad's score is furthest from the others' average (2).", &f).is_ok());
         assert!(check("The grammar score is furthest from the others' average (2).", &f).is_ok());
