@@ -85,12 +85,14 @@ pub(super) fn has_finished_sentence(text: &str) -> bool {
 }
 
 /// Whether `text` ends with a finished sentence: `.`, `!` or `?` after a
-/// letter, perhaps followed by closing quotes or brackets (not a list
-/// number such as `2.`).
+/// letter, a closing bracket or a closing quote ("… average (3.5).", "…
+/// the word 'gastropod'."), perhaps followed by closing quotes or brackets
+/// (not a list number such as `2.`, nor a number that may go on, `3.`).
 pub(super) fn ends_sentence(text: &str) -> bool {
     let text = text.trim_end().trim_end_matches(['"', '\'', ')', '”', '*']);
     let mut rev = text.chars().rev();
-    matches!(rev.next(), Some('.' | '!' | '?')) && rev.next().is_some_and(char::is_alphabetic)
+    matches!(rev.next(), Some('.' | '!' | '?'))
+        && rev.next().is_some_and(|c| c.is_alphabetic() || matches!(c, ')' | '"' | '\'' | '”'))
 }
 
 /// Whether the token `piece` would end a reply's prose, or turn it into the
@@ -295,6 +297,9 @@ mod tests {
         assert!(ends_sentence("He said \"fine.\""));
         assert!(!ends_sentence("Steps:\n2."));
         assert!(!ends_sentence("It scores 3.5"));
+        assert!(!ends_sentence("It scores 3."), "the number may go on");
+        assert!(ends_sentence("Ms. Ito's grammar score (4) is furthest from the others' average (3.5)."));
+        assert!(ends_sentence("It uses the word 'gastropod'."));
         // What the prose may not turn to before it is long enough.
         assert!(ends_prose("", b"{"));
         assert!(ends_prose("Fine.\n", b"```"));
@@ -317,6 +322,8 @@ mod tests {
         assert!(!string_may_close(&format!("{open}\"{long}\"")), "already closed");
         assert!(!string_may_close(&format!("{open}\"The question Mila asks matches what Mr.")), "an abbreviation");
         assert!(!string_may_close(&format!("{open}\"The answer reads well and scores 3.")), "a number");
+        let standing = "Ms. Ito's grammar score (4) is furthest from the others' average (3.5).";
+        assert!(string_may_close(&format!("{open}\"{standing}")), "a sentence that ends with a bracket");
         assert!(!string_may_close(r#"{"The answer names the wall where Mila found Pebble."#), "a key");
         assert!(
             string_may_close(&format!(r#"{open}"He said \"no\" and the answer names the wall where Mila found it."#)),
