@@ -259,6 +259,7 @@ fn debate_turns(rt: &Runtime, provider: &LocalProvider, nonce: &AtomicU64, group
             &item,
             history,
             &prompts::scores_table(&panel, &rows),
+            "",
             &names[1..],
         ))
     };

@@ -147,7 +147,7 @@ async fn llm_moderator(
     veto_note: &str,
 ) -> Option<usize> {
     let checked = !run.panel.protocol.has("reasons", "as-given");
-    let (names, all, table, facts, history) = {
+    let (names, all, table, standings, facts, history) = {
         let st = run.state();
         let names: Vec<String> = eligible.iter().map(|&i| st.agents[i].name.clone()).collect();
         let members = st.group_agents(group);
@@ -164,13 +164,15 @@ async fn llm_moderator(
                 }
             })
             .collect();
-        let mut table = prompts::scores_table(&run.panel, &rows);
-        if checked {
+        let table = prompts::scores_table(&run.panel, &rows);
+        let standings = if checked {
             let members = candidates(&st, group, eligible);
             let lines: Vec<String> =
                 members.iter().filter(|c| !c.finished).map(|c| moderator::standing(c, &members, &run.keys)).collect();
-            table.push_str(&prompts::standings(&lines));
-        }
+            prompts::standings(&lines)
+        } else {
+            String::new()
+        };
         let history = st.histories[group].clone();
         let facts = TableFacts {
             group: group.to_string(),
@@ -179,10 +181,11 @@ async fn llm_moderator(
             last: prompts::last_to_speak(&history).map(str::to_string),
             outsiders: st.agents.iter().filter(|a| a.group != group).map(|a| a.name.clone()).collect(),
         };
-        (names, all, table, facts, history)
+        (names, all, table, standings, facts, history)
     };
     let refs: Vec<&str> = names.iter().map(String::as_str).collect();
-    let build = |h: &[HistoryEntry]| prompts::moderator_messages(&run.panel, group, run.item(), h, &table, &refs);
+    let build =
+        |h: &[HistoryEntry]| prompts::moderator_messages(&run.panel, group, run.item(), h, &table, &standings, &refs);
     let all_refs: Vec<&str> = all.iter().map(String::as_str).collect();
     let binding = run.config.bindings.for_role(Role::Moderator).clone();
     let turn = TurnSpec::of_role(run, Role::Moderator, &binding, Some(group), Phase::Debate, &run.stop);

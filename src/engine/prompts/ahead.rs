@@ -138,7 +138,7 @@ mod tests {
             });
             let table = "- Ann: grammar 4\n";
             let next = [
-                moderator_messages(&panel, "Parents", &item, &after, table, &["Bea", "Cy"]),
+                moderator_messages(&panel, "Parents", &item, &after, table, "", &["Bea", "Cy"]),
                 debate_messages(&panel, "Parents", &agents[1], &item, &after, Some(&evaluation)),
             ];
             for cut in (0..=speech.len()).filter(|&c| speech.is_char_boundary(c)) {

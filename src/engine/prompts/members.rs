@@ -409,7 +409,7 @@ mod tests {
             Some("Dr. Mensah")
         );
         assert_eq!(agent_named_in("no persona here"), None);
-        let m = moderator_messages(&panel, "Parents", &item, &[], "- Ann: none", &["Ann", "Bea"]);
+        let m = moderator_messages(&panel, "Parents", &item, &[], "- Ann: none", "", &["Ann", "Bea"]);
         assert_eq!(m[0].content, a[0].content, "the moderator shares the system prompt too");
         assert!(is_moderator_request(&m[2].content) && !is_moderator_request(&b[2].content));
         assert_eq!(agent_named_in(&m[2].content), None);

@@ -69,8 +69,10 @@ const STANDINGS_HEADING: &str = "What the table shows about those who may speak:
 
 /// What the table shows about each member who may speak (see
 /// [`crate::engine::moderator::standing`]), a line each after
-/// [`STANDINGS_HEADING`]; appended to the scores table under `reasons =
-/// "checked"`.
+/// [`STANDINGS_HEADING`]; under `reasons = "checked"`, the last lines of
+/// the moderator's request before its answer form, after who may speak
+/// (the 0.5B model gave the lines right before the answer form as its
+/// reason: there they are a reason).
 pub fn standings(lines: &[String]) -> String {
     let mut s = format!("{STANDINGS_HEADING}\n");
     for standing in lines {
@@ -93,6 +95,7 @@ pub fn moderator_messages(
     item: &Item,
     history: &[HistoryEntry],
     table: &str,
+    standings: &str,
     eligible: &[&str],
 ) -> Vec<ChatMessage> {
     let last = match last_to_speak(history) {
@@ -101,7 +104,7 @@ pub fn moderator_messages(
     };
     let mut turn = format!(
         "{MODERATOR_OPENING}\"{group}\" stakeholder group.\n\
-         {table}{last}Agents who {ELIGIBLE_LINE} {}.\nAnswer with the JSON object only; its reason names the agent \
+         {table}{last}Agents who {ELIGIBLE_LINE} {}.\n{standings}Answer with the JSON object only; its reason names the agent \
          you choose and says what they should answer or which score of theirs differs.",
         eligible.join(", ")
     );
@@ -165,7 +168,7 @@ mod tests {
             ScoresRow { agent: "Bea", latest: Some(&ev), turns: 1, finished: false },
         ];
         assert!(!scores_table(&panel, &differ).contains(SCORES_AGREE));
-        let messages = moderator_messages(&panel, "Parents", &item, &[], &table, &["Bea", "Cy"]);
+        let messages = moderator_messages(&panel, "Parents", &item, &[], &table, "", &["Bea", "Cy"]);
         assert!(is_moderator_request(&messages[2].content));
         assert!(messages[2].content.contains("Agents who may speak next: Bea, Cy."));
         // The moderator's rules and answer form are in the shared system prompt.
