@@ -24,7 +24,8 @@
 //!    mean of the row), with the other members it names (else with every
 //!    other member with scores). "High" fails when that member is at or
 //!    below all of them and below one; "low" when at or above all and above
-//!    one.
+//!    one. Words after [`AVERAGE`] are not read ("… from the others'
+//!    average (3.5), which is lower" may say what the average is).
 //! 5. **A reason, not a scores line.** The reason holds [`SCORES_LINE`],
 //!    the words the discussion shows after a speech before its speaker's
 //!    scores ("(Ann's scores now: grammar 4, …"): a copy of that line says
@@ -301,7 +302,9 @@ fn direction(sentence: &str, facts: &TableFacts) -> Result<(), String> {
     }
     let mut clause_start = 0;
     let mut high = None;
-    for (i, (word, ends_clause)) in words_with_clauses(sentence).iter().enumerate() {
+    // A word after the others' average may say what the average is.
+    let before_average = sentence.find(AVERAGE).map_or(sentence, |at| &sentence[..at]);
+    for (i, (word, ends_clause)) in words_with_clauses(before_average).iter().enumerate() {
         let way = if HIGH.contains(word) {
             Some(true)
         } else if LOW.contains(word) {
@@ -619,6 +622,8 @@ mod tests {
         );
         assert!(check("Ms. Ito's score is not low.", &f).is_ok(), "negated");
         assert!(check("Ms. Ito has a high opinion of the story.", &f).is_ok(), "not about scores");
+        let average = "Ms. Ito's grammar score (1) is furthest from the others' average (4.7), which is higher.";
+        assert!(check(average, &f).is_ok(), "what the average is");
     }
 
     #[test]
