@@ -168,9 +168,16 @@ mod tests {
             ScoresRow { agent: "Bea", latest: Some(&ev), turns: 1, finished: false },
         ];
         assert!(!scores_table(&panel, &differ).contains(SCORES_AGREE));
-        let messages = moderator_messages(&panel, "Parents", &item, &[], &table, "", &["Bea", "Cy"]);
+        let lines = ["Bea's grammar score (4) is furthest from the others' average (3)".to_string()];
+        let messages = moderator_messages(&panel, "Parents", &item, &[], &table, &standings(&lines), &["Bea", "Cy"]);
         assert!(is_moderator_request(&messages[2].content));
-        assert!(messages[2].content.contains("Agents who may speak next: Bea, Cy."));
+        let turn = &messages[2].content;
+        let at = |s: &str| turn.find(s).unwrap_or_else(|| panic!("{s:?} not in {turn}"));
+        // The standings last, right before the answer form: the lines a
+        // small model copies as its reason are there a reason.
+        assert!(at("Current scores:") < at("Agents who may speak next: Bea, Cy."));
+        assert!(at("Agents who may speak next: Bea, Cy.") < at(STANDINGS_HEADING));
+        assert!(at("- Bea's grammar score (4) is furthest from the others' average (3).\nAnswer with") > 0);
         // The moderator's rules and answer form are in the shared system prompt.
         assert!(messages[0].content.contains("chooses who speaks next") && messages[0].content.contains("\"next\""));
         let order = format!("in this order: {}, overall.", keys.join(", "));
