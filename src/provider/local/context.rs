@@ -764,7 +764,7 @@ impl<'a, 'm> ModelContext<'a, 'm> {
                     let piece = vocab.token_to_piece(t, false, None);
                     !vocab.is_eog(t)
                         && !ends_prose(text, &piece)
-                        && !breaks_first_sentence(produced, text, &piece)
+                        && !breaks_line_early(produced, text, &piece)
                         && !copies(&piece)
                 })?
             } else if guard.is_some() {

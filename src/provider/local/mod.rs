@@ -85,7 +85,7 @@ use schedule::{AHEAD_MIN, AHEAD_PATIENCE, AHEAD_REPORT, AHEAD_STEP, AHEAD_UNSURE
 use grammar::{closes_object, forced_text, json_reserve, member_openings};
 pub use grammar::{grammar_accepts, schema_to_gbnf};
 use prose::{
-    breaks_first_sentence, closes_quotation_apart, ends_paragraph, ends_prose, ends_sentence, opens_quote_in_string,
+    breaks_line_early, closes_quotation_apart, ends_paragraph, ends_prose, ends_sentence, opens_quote_in_string,
     prose_is_enough, starts_json, string_may_close,
 };
 use tokio::sync::oneshot;

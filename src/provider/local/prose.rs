@@ -19,10 +19,46 @@ pub(super) fn starts_json(prose: &str, piece: &[u8]) -> bool {
 /// JSON object (within its prose budget).
 pub(super) const MIN_PROSE_TOKENS: u32 = 32;
 
-/// Whether a constrained reply's prose may end: it has [`MIN_PROSE_TOKENS`]
-/// and a finished sentence.
+/// Whether a constrained reply's prose may end: it has [`MIN_PROSE_TOKENS`],
+/// a finished sentence and [`MIN_OWN_WORDS`] of its own.
 pub(super) fn prose_is_enough(produced: u32, prose: &str) -> bool {
-    produced >= MIN_PROSE_TOKENS && has_finished_sentence(prose)
+    produced >= MIN_PROSE_TOKENS && says_enough(prose)
+}
+
+/// The fewest words a constrained reply's prose writes outside quotation
+/// marks (the opening words given to the model count) before it may end.
+/// A speech that was its addressee's name, "I disagree with …'s first
+/// evaluation of" and the item's question in quotation marks had its 16
+/// tokens and a finished sentence (the quotation's `?`), and said nothing;
+/// the 0.5B model's next speakers copied it, and one quoting the last
+/// speaker's sentence back ("Dr. Kowalski, I said: \"…\"").
+pub(super) const MIN_OWN_WORDS: usize = 15;
+
+/// Words of `prose` outside double quotation marks (`"…"`, `“…”`; a
+/// quotation still open counts as inside).
+pub(super) fn own_words(prose: &str) -> usize {
+    let mut inside = false;
+    let mut count = 0;
+    let mut in_word = false;
+    for c in prose.chars() {
+        match c {
+            '"' => inside = !inside,
+            '“' => inside = true,
+            '”' => inside = false,
+            _ => {}
+        }
+        let letter = c.is_alphanumeric();
+        if letter && !in_word && !inside {
+            count += 1;
+        }
+        in_word = letter;
+    }
+    count
+}
+
+/// Whether `prose` has a finished sentence and [`MIN_OWN_WORDS`].
+fn says_enough(prose: &str) -> bool {
+    has_finished_sentence(prose) && own_words(prose) >= MIN_OWN_WORDS
 }
 
 /// The least prose, in tokens, that a line break ends (see [`ends_paragraph`]).
@@ -30,19 +66,19 @@ pub(super) const PARAGRAPH_MIN_TOKENS: u32 = 16;
 
 /// Whether the token `piece`, just added to `prose`, ends a constrained
 /// reply's prose: a reply's words are one paragraph, so a line break ends
-/// them once they hold a finished sentence and [`PARAGRAPH_MIN_TOKENS`].
-/// Small models otherwise go on to copy the discussion's lines or the
-/// instructions.
+/// them once they hold a finished sentence, [`MIN_OWN_WORDS`] and
+/// [`PARAGRAPH_MIN_TOKENS`]. Small models otherwise go on to copy the
+/// discussion's lines or the instructions.
 pub(super) fn ends_paragraph(produced: u32, prose: &str, piece: &[u8]) -> bool {
-    produced >= PARAGRAPH_MIN_TOKENS && piece.contains(&b'\n') && has_finished_sentence(prose.trim_end())
+    produced >= PARAGRAPH_MIN_TOKENS && piece.contains(&b'\n') && says_enough(prose.trim_end())
 }
 
-/// Whether the token `piece` would break the line of a reply's first
-/// sentence, or, as the first token after opening words given to the model
-/// (`prose` not empty when nothing is produced yet: "Dana, I"), would not go
-/// on with a word. Small models otherwise turn there to copying the
-/// discussion's lines.
-pub(super) fn breaks_first_sentence(produced: u32, prose: &str, piece: &[u8]) -> bool {
+/// Whether the token `piece` would break the line before the reply has a
+/// finished sentence and [`MIN_OWN_WORDS`], or, as the first token after
+/// opening words given to the model (`prose` not empty when nothing is
+/// produced yet: "Dana, I"), would not go on with a word. Small models
+/// otherwise turn there to copying the discussion's lines.
+pub(super) fn breaks_line_early(produced: u32, prose: &str, piece: &[u8]) -> bool {
     if produced == 0 && !prose.is_empty() {
         let piece = String::from_utf8_lossy(piece);
         let mut chars = piece.chars();
@@ -54,7 +90,7 @@ pub(super) fn breaks_first_sentence(produced: u32, prose: &str, piece: &[u8]) ->
         };
         return !word;
     }
-    piece.contains(&b'\n') && !has_finished_sentence(prose)
+    piece.contains(&b'\n') && !says_enough(prose)
 }
 
 /// Whether the token `piece` (a blank, a straight quotation mark and
@@ -273,25 +309,35 @@ mod tests {
         assert!(!has_finished_sentence("The score is 3.5 out of"));
         assert!(!has_finished_sentence("Here is my evaluation:"));
         assert!(!has_finished_sentence("..."));
-        let sentence = "The answer fits the story.";
+        let sentence = "The answer fits the story, and a child of five could say it back in a word or two.";
         assert!(!prose_is_enough(MIN_PROSE_TOKENS - 1, sentence));
         assert!(prose_is_enough(MIN_PROSE_TOKENS, sentence));
         assert!(!prose_is_enough(MIN_PROSE_TOKENS * 4, "a long clause with no end yet"));
+        assert!(!prose_is_enough(MIN_PROSE_TOKENS * 4, "The answer fits the story."), "too few words of its own");
         // A line break after a finished sentence ends the paragraph.
-        let para = "Dana, I disagree: the answer names the wall.\n";
+        let para = "Dana, I disagree: the answer names the wall, but the story never says the snail wanted it.\n";
         assert!(ends_paragraph(PARAGRAPH_MIN_TOKENS, para, b".\n"));
         assert!(!ends_paragraph(PARAGRAPH_MIN_TOKENS - 1, para, b".\n"), "too short");
         assert!(!ends_paragraph(PARAGRAPH_MIN_TOKENS, "BEGIN DEBATE\n", b"\n"), "no sentence yet");
         assert!(!ends_paragraph(PARAGRAPH_MIN_TOKENS, "Dana, I disagree.", b"."), "no line break");
+        // A sentence that is mostly a quotation has too few words of its own.
+        let quoting = "Mr. Lindqvist, I disagree with Ms. Okafor first evaluation of \"Why did Mila carry Pebble back \
+                       to the wall?\"";
+        assert_eq!(own_words(quoting), 10);
+        assert!(!ends_paragraph(PARAGRAPH_MIN_TOKENS * 2, quoting, b"\n"));
+        assert!(breaks_line_early(PARAGRAPH_MIN_TOKENS * 2, quoting, b"\n"));
+        assert!(!prose_is_enough(MIN_PROSE_TOKENS * 2, quoting));
+        assert_eq!(own_words("Dr. Haddad, I said: “Mila carried Pebble back” and \"it moved"), 5, "an open mark");
         // After opening words, a word comes next; no line breaks before the first sentence ends.
-        assert!(!breaks_first_sentence(0, "Dana, I", b" disagree"));
-        assert!(!breaks_first_sentence(0, "Dana, I", b"'m"));
-        assert!(breaks_first_sentence(0, "Dana, I", b" \xe2\x80\x94"), "an em dash");
-        assert!(breaks_first_sentence(0, "Dana, I", b":"));
-        assert!(breaks_first_sentence(0, "Dana, I", b"\n"));
-        assert!(!breaks_first_sentence(0, "", b"BEGIN"), "no opening words: any start");
-        assert!(breaks_first_sentence(3, "Dana, I think", b"\n"));
-        assert!(!breaks_first_sentence(9, "Dana, I think it fits. ", b"\n"));
+        assert!(!breaks_line_early(0, "Dana, I", b" disagree"));
+        assert!(!breaks_line_early(0, "Dana, I", b"'m"));
+        assert!(breaks_line_early(0, "Dana, I", b" \xe2\x80\x94"), "an em dash");
+        assert!(breaks_line_early(0, "Dana, I", b":"));
+        assert!(breaks_line_early(0, "Dana, I", b"\n"));
+        assert!(!breaks_line_early(0, "", b"BEGIN"), "no opening words: any start");
+        assert!(breaks_line_early(3, "Dana, I think", b"\n"));
+        assert!(breaks_line_early(9, "Dana, I think it fits. ", b"\n"), "too few words of its own");
+        assert!(!breaks_line_early(9, &format!("{sentence} "), b"\n"));
         // Near the budget, prose stops at the end of a sentence, not a list number.
         assert!(ends_sentence("It reads well. "));
         assert!(ends_sentence("He said \"fine.\""));
