@@ -11,24 +11,66 @@
 //! contributions. A span with a part that is not found quotes words that
 //! nobody wrote: the log records it (`turn_completed.misquotes`) and the
 //! screens show it. Shorter parts ("the sail") are too short to tell a
-//! quotation from a phrase of the speaker's own, and are not checked.
+//! quotation from a phrase of the speaker's own, and are not checked; nor
+//! is a span the speaker proposes rather than quotes: one whose lead-in,
+//! the last [`LEAD_IN`] words of its sentence before the opening mark,
+//! holds a word of [`PROPOSING`] ("a better question would have been
+//! something like \"How did Mila decide …?\"").
 
 use super::repeats::split;
 
 /// The fewest words a part of a quotation has to be checked.
 pub const MIN_WORDS: usize = 4;
 
+/// Words before a quotation, in its sentence, that may say it is proposed.
+pub const LEAD_IN: usize = 6;
+
+/// Words that, in a quotation's lead-in, say its words are the speaker's
+/// proposal or a hypothetical rather than something the sources wrote:
+/// "something like", "such as", "instead", "would", "could", "should",
+/// "a better question", "for example", "I suggest", "reword it as".
+pub const PROPOSING: &[&str] = &[
+    "like",
+    "such",
+    "instead",
+    "rather",
+    "would",
+    "could",
+    "should",
+    "might",
+    "better",
+    "example",
+    "instance",
+    "suggest",
+    "suggests",
+    "suggested",
+    "propose",
+    "proposes",
+    "proposed",
+    "rephrase",
+    "rephrased",
+    "reword",
+    "reworded",
+    "rewrite",
+    "rewritten",
+];
+
 /// The spans of `prose` between double quotation marks, without the marks:
 /// straight quotes pair in order, a curly opening mark pairs with the next
 /// closing one. An opening mark never closed ends no span.
 pub fn quoted(prose: &str) -> Vec<&str> {
+    spans(prose).into_iter().map(|(_, span)| span).collect()
+}
+
+/// [`quoted`]'s spans, each with the byte offset of its opening mark.
+fn spans(prose: &str) -> Vec<(usize, &str)> {
     let mut spans = Vec::new();
     let mut open: Option<(usize, char)> = None;
     for (i, c) in prose.char_indices() {
         match (open, c) {
-            (None, '"' | '“') => open = Some((i + c.len_utf8(), c)),
-            (Some((start, '"')), '"') | (Some((start, '“')), '”') => {
-                spans.push(&prose[start..i]);
+            (None, '"' | '“') => open = Some((i, c)),
+            (Some((at, '"')), '"') | (Some((at, '“')), '”') => {
+                spans.push((at, &prose[at + c.len_utf8()..i]));
                 open = None;
             }
             _ => {}
@@ -37,11 +79,24 @@ pub fn quoted(prose: &str) -> Vec<&str> {
     spans
 }
 
+/// Whether the quotation opening at byte `at` of `prose` is proposed: its
+/// lead-in (the last [`LEAD_IN`] words before it, back to the end of the
+/// sentence or line before) holds a word of [`PROPOSING`].
+fn proposed(prose: &str, at: usize) -> bool {
+    let before = &prose[..at];
+    let start = before
+        .char_indices()
+        .rfind(|&(i, c)| c == '\n' || matches!(c, '.' | '?' | '!') && before[i + 1..].starts_with(char::is_whitespace))
+        .map_or(0, |(i, c)| i + c.len_utf8());
+    let words = split(&before[start..]);
+    words[words.len().saturating_sub(LEAD_IN)..].iter().any(|w| PROPOSING.contains(&w.as_str()))
+}
+
 /// Each quotation of `prose` (see [`quoted`]) with a part of
 /// [`MIN_WORDS`] words or more that none of `sources` contains, trimmed,
 /// in the order they appear (each once).
 pub fn misquotes(prose: &str, sources: &[&str]) -> Vec<String> {
-    let spans = quoted(prose);
+    let spans: Vec<&str> = spans(prose).into_iter().filter(|&(at, _)| !proposed(prose, at)).map(|(_, s)| s).collect();
     if spans.is_empty() {
         return Vec::new();
     }
@@ -137,6 +192,20 @@ mod tests {
     fn a_question_reworded_in_quotation_marks_is_a_misquote() {
         let prose = r#"Dana, the question "How did Mila carry Pebble back to the wall?" is unclear."#;
         assert_eq!(misquotes(prose, &[ITEM]), ["How did Mila carry Pebble back to the wall?"]);
+    }
+
+    #[test]
+    fn a_wording_the_speaker_proposes_is_not_checked() {
+        let proposal = r#"Dana, the question is vague. A more appropriate question would have been something like "How did Mila decide to bring Pebble back to the wall?" That asks for a reason."#;
+        assert!(misquotes(proposal, &[ITEM]).is_empty());
+        let better = r#"A better question: "What did Mila find under the wall?""#;
+        assert!(misquotes(better, &[ITEM]).is_empty());
+        // A claim that the item says it is checked: the proposing word is in
+        // another sentence, or further back than the lead-in.
+        let claim = r#"It would help. But the question asks "How did Mila carry Pebble back to the wall?" here."#;
+        assert_eq!(misquotes(claim, &[ITEM]), ["How did Mila carry Pebble back to the wall?"]);
+        let far = r#"I would say that the story's own question reads "How did Mila carry Pebble back to the wall?""#;
+        assert_eq!(misquotes(far, &[ITEM]).len(), 1);
     }
 
     #[test]

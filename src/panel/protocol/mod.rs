@@ -219,7 +219,7 @@ pub(super) const QUOTES: SettingSpec = SettingSpec {
     key: "quotes",
     kind: SettingKind::Choice { options: &["redraw", "keep"], default: "redraw" },
     about: "redraw: a speech that puts in quotation marks four words or more that neither the item, nor its \
-            request, nor an earlier contribution of its group contains is asked for once more, with a note \
+            request, nor an earlier contribution of its group contains (a wording it proposes aside) is asked for once more, with a note \
             naming the quotation, and kept marked if it still misquotes; keep: it is kept as said, marked",
     paper: Paper::Text("keep"),
 };
