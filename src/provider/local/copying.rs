@@ -7,7 +7,12 @@
 //! would make the reply's last [`RUN`] words a run of [`RUN`] consecutive
 //! words of a text not to copy, unless the run's last word
 //! - is a word of a name or a number: a name is never misspelt to get
-//!   round the rule, nor a score's dimension (refusing them did both), or
+//!   round the rule, nor a score's dimension (refusing them did both);
+//!   names are the members', the dimensions' and those of the texts it
+//!   may quote (a word that begins with a capital letter inside a
+//!   sentence there: the story's "Pebble", which the 1.5B model wrote as
+//!   "Plumber" and the 0.5B as "Pepble" where a run ending in it was
+//!   refused), or
 //! - ends [`QUOTE`] consecutive words of a text it may quote: the run
 //!   continues a quotation of the item, or
 //! - is inside a quotation (after an opening double quotation mark not yet
@@ -74,7 +79,8 @@ impl CopyGuard {
     pub fn new(avoid: &[String], quotable: &[String], names: &[String]) -> Self {
         let quotes: HashSet<Vec<String>> =
             quotable.iter().flat_map(|t| words(t).windows(QUOTE).map(<[String]>::to_vec).collect::<Vec<_>>()).collect();
-        let names: HashSet<String> = names.iter().flat_map(|n| words(n)).collect();
+        let names: HashSet<String> =
+            names.iter().flat_map(|n| words(n)).chain(quotable.iter().flat_map(|t| proper_names(t))).collect();
         let mut guard = Self { next: HashMap::new(), names, quotes };
         for text in avoid {
             guard.refuse(text, false);
@@ -153,6 +159,28 @@ fn quoting(lead_in: &str) -> bool {
     let straight = (lead_in.matches('"').count() % 2 == 1).then(|| lead_in.rfind('"')).flatten();
     let curly = lead_in.rfind('“').filter(|&open| lead_in.rfind('”').is_none_or(|close| close < open));
     straight.into_iter().chain(curly).max().is_some_and(|open| words(&lead_in[open..]).len() <= QUOTATION_WORDS)
+}
+
+/// The words of `text` that begin with a capital letter inside a
+/// sentence, lower-cased: after another word on the line, not after `.`,
+/// `!`, `?` or `:`, and not opening a quotation or a bracket ("Mila",
+/// "Pebble" in "She named it Pebble"; not "She", "Question" or "So" in
+/// "Answer: So that …"). "I" is no name.
+fn proper_names(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let mut after_word = false;
+        for token in line.split_whitespace() {
+            let bare = token.trim_start_matches(|c: char| !c.is_alphanumeric());
+            let opens = bare.len() < token.len();
+            let first = bare.chars().next();
+            if after_word && !opens && first.is_some_and(char::is_uppercase) && bare.chars().nth(1).is_some() {
+                out.extend(words(bare).into_iter().take(1));
+            }
+            after_word = !token.ends_with(['.', '!', '?', ':']);
+        }
+    }
+    out
 }
 
 /// A word of a name or a number: never refused.
@@ -261,15 +289,30 @@ mod tests {
             "Ms. Ito, Question: Why did Mila carry Pebble back to the wall? Answer: So that it could find its family.";
         let loose = CopyGuard::new(&[repeated.into()], &[item.into()], &["Ms. Ito".into()]);
         let strict = CopyGuard::new(&[repeated.into()], &[item.into()], &["Ms. Ito".into()]).strict(&[repeated.into()]);
-        let text = "Dana, Question: Why did Mila carry";
-        assert!(!loose.refuses(text, " Pebble"), "a quotation of the item may copy a loose text");
-        assert!(strict.refuses(text, " Pebble"), "not a strict one");
-        assert!(!strict.refuses("Dana, \"Why did Mila carry", " Pebble"), "inside quotation marks it is free");
+        let text = "Dana, Question: Why did Mila carry Pebble";
+        assert!(!loose.refuses(text, " back"), "a quotation of the item may copy a loose text");
+        assert!(strict.refuses(text, " back"), "not a strict one");
+        assert!(!strict.refuses("Dana, \"Why did Mila carry Pebble", " back"), "inside quotation marks it is free");
+        assert!(!strict.refuses("Dana, Question: Why did Mila carry", " Pebble"), "a name of the item");
         assert!(!strict.refuses("Dana, the question is why Mila", " carried"), "other words stand");
         // Names and numbers stay free in a strict text too.
         let scores = CopyGuard::new(&[], &[], &["Ms. Ito".into()]).strict(&["I agree with Ms. Ito on 4".into()]);
         assert!(!scores.refuses("I agree with Ms.", " Ito"));
         assert!(!scores.refuses("agree with Ms. Ito on", " 4"));
+    }
+
+    #[test]
+    fn the_names_of_the_texts_it_may_quote_are_free() {
+        let story = "Mila found a snail. She named it Pebble.\nQuestion: Why did Mila carry \"Pebble\" back?\n\
+                     Answer: So that I could see it.";
+        assert_eq!(proper_names(story), ["pebble", "mila"]);
+        let said = "I think the story states that Pebble was happy and sleepy.";
+        let g = CopyGuard::new(&[said.into()], &[story.into()], &[]);
+        assert!(!g.refuses("I think the story states that", " Pebble"), "a name of the story");
+        assert!(g.refuses("story states that Pebble was happy", " and"), "the words after it");
+        assert!(g.refuses("I think the story states", " that"), "other words");
+        let before = CopyGuard::new(&[said.into()], &[], &[]);
+        assert!(before.refuses("I think the story states that", " Pebble"), "not a name without the story");
     }
 
     #[test]
