@@ -320,6 +320,13 @@ impl Run {
         &self.config.item
     }
 
+    /// The texts of the item a reply may quote (and whose names the
+    /// embedded model's copy guard leaves free): its content and context.
+    pub(crate) fn quotable(&self) -> Vec<String> {
+        let item = self.item();
+        [Some(&item.content), item.context.as_ref()].into_iter().flatten().cloned().collect()
+    }
+
     pub fn state(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }

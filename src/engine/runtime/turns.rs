@@ -71,11 +71,9 @@ impl Run {
         let TurnSpec { participant, role, cancel, .. } = turn;
         let schema = verdict.shared_schema();
         let no_copy = check.filter(|c| c.guard).map(|c| {
-            let item = self.item();
-            let quotable = [Some(&item.content), item.context.as_ref()].into_iter().flatten().cloned().collect();
             Arc::new(NoCopy {
                 avoid: c.earlier.texts().into_iter().chain(instructions(&messages)).collect(),
-                quotable,
+                quotable: self.quotable(),
                 names: c
                     .earlier
                     .names()

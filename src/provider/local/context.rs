@@ -765,6 +765,7 @@ impl<'a, 'm> ModelContext<'a, 'm> {
                     !vocab.is_eog(t)
                         && !ends_prose(text, &piece)
                         && !breaks_line_early(produced, text, &piece)
+                        && !reports_speech(produced, text, &piece)
                         && !copies(&piece)
                 })?
             } else if guard.is_some() {

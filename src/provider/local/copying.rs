@@ -42,6 +42,9 @@
 //! with …") that fills its budget, and a speech may still quote the item
 //! twice word for word.
 //!
+//! The second half of a hyphenated word is never refused ("well-" then
+//! "organized"): refused, the model wrote "well-0".
+//!
 //! Words are compared as moot's repeat rule compares them (`engine::repeats`:
 //! lower case, letters and digits), so a token that glues the next word onto
 //! the last ("thewall") is refused like the word itself. The refused token's
@@ -116,6 +119,9 @@ impl CopyGuard {
         if lead.is_empty() {
             return false;
         }
+        if continues_compound(text, piece) {
+            return false;
+        }
         let before = words(text);
         let in_word = text.chars().last().is_some_and(char::is_alphanumeric);
         let starts_word = !piece.starts_with(char::is_alphanumeric);
@@ -150,6 +156,16 @@ impl CopyGuard {
                     && !self.quotes.contains(&run[RUN - QUOTE..])
             })
     }
+}
+
+/// Whether `piece` writes the second half of a hyphenated word whose first
+/// half ends `text` ("well-" then "organized"): that is never refused, as
+/// refusing it split the word (the 0.5B's synthesis wrote "well-0." for a
+/// "well-organized" it had written before). The words after it are checked
+/// as ever.
+fn continues_compound(text: &str, piece: &str) -> bool {
+    let mut tail = text.chars().rev();
+    piece.starts_with(char::is_alphanumeric) && tail.next() == Some('-') && tail.next().is_some_and(char::is_alphabetic)
 }
 
 /// Whether a word written after `lead_in` is inside a quotation of at most
@@ -313,6 +329,20 @@ mod tests {
         assert!(g.refuses("I think the story states", " that"), "other words");
         let before = CopyGuard::new(&[said.into()], &[], &[]);
         assert!(before.refuses("I think the story states that", " Pebble"), "not a name without the story");
+    }
+
+    #[test]
+    fn a_hyphenated_word_is_never_split() {
+        let g = CopyGuard::new(&[], &[], &[]);
+        let text = "The story is well-organized and clear. The story is well-";
+        assert!(!g.refuses(text, "organized"), "its second half is free");
+        assert!(!g.refuses(text, "organ"), "and a beginning of it");
+        assert!(g.refuses("The story is well organized and clear. The story is well ", "organized"), "no hyphen");
+        assert!(
+            g.refuses("The story is well-organized and clear. The story is well-organized", " and"),
+            "not what follows"
+        );
+        assert!(g.refuses("The story is well organized. The story is well", " organized"), "no hyphen: a run");
     }
 
     #[test]

@@ -93,6 +93,21 @@ pub(super) fn breaks_line_early(produced: u32, prose: &str, piece: &[u8]) -> boo
     piece.contains(&b'\n') && !says_enough(prose)
 }
 
+/// Verbs that report speech. As the first word after opening words given
+/// to the model ("Dr. Haddad, I"), they are not drawn: the 0.5B model went
+/// on "said: \"…\"" and filled the speech with quotations it put in the
+/// members' mouths ("Dr. Haddad, I said: \"…\" Dr. Mensah, I said: …").
+const REPORTING: [&str; 7] = ["said", "say", "asked", "wrote", "stated", "quoted", "repeat"];
+
+/// Whether the token `piece`, as the first one after opening words given to
+/// the model (`prose` not empty when nothing is produced yet), is a
+/// [`REPORTING`] verb.
+pub(super) fn reports_speech(produced: u32, prose: &str, piece: &[u8]) -> bool {
+    let piece = String::from_utf8_lossy(piece);
+    let word = piece.trim_start().trim_end_matches(|c: char| !c.is_alphanumeric()).to_lowercase();
+    produced == 0 && !prose.is_empty() && piece.starts_with(' ') && REPORTING.contains(&word.as_str())
+}
+
 /// Whether the token `piece` (a blank, a straight quotation mark and
 /// perhaps marks after it: ` "`, ` ",`) would close the quotation that
 /// `prose` ends inside, after its last word's mark, with a blank: `the
@@ -335,6 +350,13 @@ mod tests {
         assert!(breaks_line_early(0, "Dana, I", b":"));
         assert!(breaks_line_early(0, "Dana, I", b"\n"));
         assert!(!breaks_line_early(0, "", b"BEGIN"), "no opening words: any start");
+        // Nor does it report what was said.
+        assert!(reports_speech(0, "Dr. Haddad, I", b" said"));
+        assert!(reports_speech(0, "Dr. Haddad, I", b" asked:"));
+        assert!(!reports_speech(0, "Dr. Haddad, I", b" disagree"));
+        assert!(!reports_speech(0, "Dr. Haddad, I", b" saw"));
+        assert!(!reports_speech(4, "Dr. Haddad, I think you", b" said"), "later it may");
+        assert!(!reports_speech(0, "", b" said"), "no opening words");
         assert!(breaks_line_early(3, "Dana, I think", b"\n"));
         assert!(breaks_line_early(9, "Dana, I think it fits. ", b"\n"), "too few words of its own");
         assert!(!breaks_line_early(9, &format!("{sentence} "), b"\n"));

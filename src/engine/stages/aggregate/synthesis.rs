@@ -95,8 +95,9 @@ pub(super) async fn of_group(run: &Run, group: &str) -> String {
 
 /// Nothing to avoid but the synthesis's own earlier words (the embedded
 /// model's copy guard keeps a reply from repeating itself); the names of
-/// the members, groups and dimensions stay free. Off under `repeats =
-/// "keep"`, like the speeches' guard.
+/// the members, groups and dimensions stay free, and so do the item's own
+/// names and quotations of it (refused, the 0.5B misspelt a story's
+/// character). Off under `repeats = "keep"`, like the speeches' guard.
 fn own_words_only(run: &Run) -> NoCopy {
     let st = run.state();
     let names = st
@@ -106,7 +107,7 @@ fn own_words_only(run: &Run) -> NoCopy {
         .chain(run.panel.groups.iter().map(|g| g.name.clone()))
         .chain(run.panel.dimensions.iter().flat_map(|d| [d.key.clone(), d.name.clone()]))
         .collect();
-    NoCopy { names, ..NoCopy::default() }
+    NoCopy { names, quotable: run.quotable(), ..NoCopy::default() }
 }
 
 /// The aggregator's call: its synthesis, or nothing when the call failed
