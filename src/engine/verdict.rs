@@ -303,6 +303,17 @@ mod tests {
         }
     }
 
+    /// The name before the reason: asked for the reason first, the 0.5B
+    /// model reasoned about one member and chose another (docs/agent-output.md).
+    #[test]
+    fn a_moderator_names_its_choice_before_its_reason() {
+        let pick = SpeakerPick { eligible: &["Ann", "Bea"], all: &["Ann", "Bea", "Cy"], facts: None };
+        let schema = pick.schema().expect("a schema");
+        assert_eq!(crate::provider::gbnf::object_keys(&schema), Some(vec!["next", "reason"]));
+        let form = pick.instructions();
+        assert!(form.find("\"next\"").expect("a name") < form.find("\"reason\"").expect("a reason"), "{form}");
+    }
+
     #[test]
     fn a_dimension_score_reads_its_one_key_and_weighs_it() {
         let d = dim();
