@@ -19,7 +19,8 @@
 //! 3. **Members of the group.** The reason names a member of another group
 //!    of the panel.
 //! 4. **Which way scores differ.** A sentence about scores says a member's
-//!    are high or low ([`HIGH`], [`LOW`]; not negated): the first member it
+//!    are high or low ([`HIGH`], [`LOW`], or [`MORE`] and [`LESS`] before
+//!    "than"; not negated): the first member it
 //!    names is compared, on the dimension the sentence names (else on the
 //!    mean of the row), with the other members it names (else with every
 //!    other member with scores). "High" fails when that member is at or
@@ -97,6 +98,13 @@ pub const HIGH: [&str; 3] = ["high", "higher", "highest"];
 
 /// Words (whole) that say a member's scores are low.
 pub const LOW: [&str; 3] = ["low", "lower", "lowest"];
+
+/// Words that say a member's scores are high when "than" follows them
+/// ("… is more than Rafael's").
+pub const MORE: [&str; 2] = ["more", "greater"];
+
+/// Words that say a member's scores are low when "than" follows them.
+pub const LESS: [&str; 2] = ["less", "fewer"];
 
 const NEGATIONS: [&str; 9] = ["no", "not", "nobody", "nobody's", "none", "never", "neither", "nor", "without"];
 
@@ -304,10 +312,12 @@ fn direction(sentence: &str, facts: &TableFacts) -> Result<(), String> {
     let mut high = None;
     // A word after the others' average may say what the average is.
     let before_average = sentence.find(AVERAGE).map_or(sentence, |at| &sentence[..at]);
-    for (i, (word, ends_clause)) in words_with_clauses(before_average).iter().enumerate() {
-        let way = if HIGH.contains(word) {
+    let clauses = words_with_clauses(before_average);
+    for (i, (word, ends_clause)) in clauses.iter().enumerate() {
+        let than = clauses.get(i + 1).is_some_and(|(next, _)| *next == "than");
+        let way = if HIGH.contains(word) || (than && MORE.contains(word)) {
             Some(true)
-        } else if LOW.contains(word) {
+        } else if LOW.contains(word) || (than && LESS.contains(word)) {
             Some(false)
         } else {
             None
@@ -622,6 +632,13 @@ mod tests {
         );
         assert!(check("Ms. Ito's score is not low.", &f).is_ok(), "negated");
         assert!(check("Ms. Ito has a high opinion of the story.", &f).is_ok(), "not about scores");
+        assert_eq!(
+            check("Dr. Kowalski's score of 5, 5, 5, 5, 5 is less than Dr. Mensah's.", &f).unwrap_err(),
+            "it says Dr. Kowalski's scores are low, but they are 5 against 4.2"
+        );
+        assert!(check("Ms. Ito's grammar score is more than Dr. Mensah's.", &f).is_err(), "1 against 4");
+        assert!(check("Dr. Mensah's grammar score is greater than Ms. Ito's.", &f).is_ok());
+        assert!(check("Ms. Ito's score matters more to the children than Dr. Haddad's.", &f).is_ok(), "not \"than\"");
         let average = "Ms. Ito's grammar score (1) is furthest from the others' average (4.7), which is higher.";
         assert!(check(average, &f).is_ok(), "what the average is");
     }
