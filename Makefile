@@ -14,12 +14,14 @@ build: deps
 
 # The model's layers on a GPU (docs/local-model.md, GPU offload): Vulkan
 # needs libvulkan-dev, glslc and spirv-headers (installed with apt-get when
-# missing); CUDA needs the CUDA toolkit, which you install yourself.
+# missing); CUDA needs the CUDA toolkit, which you install yourself (the
+# script says when it is missing).
 build-vulkan:
 	@bash scripts/build-deps.sh install --vulkan
 	$(CARGO) build --release --features vulkan
 
-build-cuda: deps
+build-cuda:
+	@bash scripts/build-deps.sh install --cuda
 	$(CARGO) build --release --features cuda
 
 # Runs the bundled sample panel; the default model is fetched on first use.

@@ -3,9 +3,9 @@
 # from the system: cmake compiles llama.cpp, and libclang lets bindgen
 # generate its Rust bindings.
 #
-#   scripts/build-deps.sh check [--root DIR] [--vulkan]   print the missing Debian packages, one a line;
-#                                                        exit 0 when none is missing, 1 otherwise
-#   scripts/build-deps.sh install [--vulkan]              install what is missing with apt-get, saying so
+#   scripts/build-deps.sh check [--root DIR] [--vulkan | --cuda]   print the missing Debian packages, one a line;
+#                                                                 exit 0 when none is missing, 1 otherwise
+#   scripts/build-deps.sh install [--vulkan | --cuda]              install what is missing with apt-get, saying so
 #
 # --vulkan adds what llama.cpp's Vulkan backend (`--features vulkan`) needs:
 # the Vulkan headers and loader (libvulkan-dev), the shader compiler glslc
@@ -14,6 +14,14 @@
 # older ones (Debian 12 ships 1.3.239) fail the build after minutes of
 # compiling, so they are reported here instead (exit 3: no package of
 # this system's can help).
+#
+# --cuda checks for what llama.cpp's CUDA backend (`--features cuda`) needs
+# and no Debian package of this script's installs: NVIDIA's CUDA toolkit,
+# its compiler nvcc (in $CUDA_PATH/bin, /usr/local/cuda/bin, /usr/bin or on
+# PATH) and its static cuBLAS (libcublas_static.a, which llama-cpp-sys-2
+# links on Linux, unless LLAMA_BUILD_SHARED_LIBS=1 asks for shared
+# libraries). Without them it says what is missing (exit 3) rather than
+# failing deep in llama.cpp's build.
 #
 # libclang is looked for the way bindgen (clang-sys) looks for it: a file named
 # libclang.so, libclang-<N>.so, libclang.so.<N> or libclang-<N>.so.<N> in the
@@ -24,12 +32,14 @@ set -euo pipefail
 
 root=""
 vulkan=""
+cuda=""
 cmd="${1:-check}"
 shift || true
 while [ $# -gt 0 ]; do
 	case "$1" in
 		--root) root="${2%/}"; shift 2 ;;
 		--vulkan) vulkan=1; shift ;;
+		--cuda) cuda=1; shift ;;
 		*) echo "build-deps.sh: unknown argument '$1'" >&2; exit 2 ;;
 	esac
 done
@@ -103,6 +113,43 @@ vulkan_headers_new_enough() {
 	return 0
 }
 
+# Where a CUDA toolkit may be: one folder a line, each with bin/nvcc.
+cuda_dirs() {
+	if [ -z "$root" ]; then
+		[ -n "${CUDA_PATH:-}" ] && printf '%s\n' "${CUDA_PATH%/}"
+		local nvcc
+		nvcc="$(command -v nvcc 2>/dev/null || true)"
+		[ -n "$nvcc" ] && printf '%s\n' "$(dirname "$(dirname "$(readlink -f "$nvcc")")")"
+	fi
+	local d
+	for d in "$root"/usr/local/cuda "$root"/usr/local/cuda-* "$root"/opt/cuda "$root"/usr; do
+		[ -x "$d/bin/nvcc" ] && printf '%s\n' "$d"
+	done
+	return 0
+}
+
+# Says so on stderr and fails when --cuda is asked and the toolkit, or its
+# static cuBLAS, is missing.
+cuda_toolkit_found() {
+	[ -n "$cuda" ] || return 0
+	local d l first=""
+	while IFS= read -r d; do
+		[ -x "$d/bin/nvcc" ] || continue
+		first="${first:-$d}"
+		# A build against llama.cpp's and CUDA's shared libraries links no static cuBLAS.
+		[ -z "$root" ] && [ "${LLAMA_BUILD_SHARED_LIBS:-}" = 1 ] && return 0
+		for l in "$d"/lib64 "$d"/lib "$d"/targets/*/lib "$d"/lib/*-linux-gnu; do
+			[ -e "$l/libcublas_static.a" ] && return 0
+		done
+	done < <(cuda_dirs)
+	if [ -z "$first" ]; then
+		echo "build-deps.sh: no CUDA toolkit found (nvcc in \$CUDA_PATH/bin, /usr/local/cuda/bin, /usr/bin or on PATH). The cuda feature compiles llama.cpp's CUDA kernels with it and links its cuBLAS: install NVIDIA's CUDA toolkit (docs/local-model.md, GPU offload), or build without a GPU backend." >&2
+	else
+		echo "build-deps.sh: the CUDA toolkit in $first has no static cuBLAS (libcublas_static.a), which the cuda feature links: install the toolkit's cuBLAS development files, or build with LLAMA_BUILD_SHARED_LIBS=1 against the shared ones (docs/local-model.md, GPU offload)." >&2
+	fi
+	return 1
+}
+
 missing() {
 	has_cmake || echo cmake
 	has_libclang || echo libclang-dev
@@ -122,6 +169,7 @@ case "$cmd" in
 			exit 1
 		fi
 		vulkan_headers_new_enough || exit 3
+		cuda_toolkit_found || exit 3
 		exit 0
 		;;
 	install)
@@ -129,6 +177,7 @@ case "$cmd" in
 		out="${out% }"
 		if [ -z "$out" ]; then
 			vulkan_headers_new_enough || exit 3
+			cuda_toolkit_found || exit 3
 			echo "Build dependencies present (cmake, libclang${vulkan:+, Vulkan})."
 			exit 0
 		fi
@@ -148,9 +197,10 @@ case "$cmd" in
 			exit 1
 		fi
 		vulkan_headers_new_enough || exit 3
+		cuda_toolkit_found || exit 3
 		;;
 	*)
-		echo "usage: scripts/build-deps.sh check [--root DIR] [--vulkan] | install [--vulkan]" >&2
+		echo "usage: scripts/build-deps.sh check [--root DIR] [--vulkan | --cuda] | install [--vulkan | --cuda]" >&2
 		exit 2
 		;;
 esac

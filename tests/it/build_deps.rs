@@ -1,6 +1,7 @@
 //! `scripts/build-deps.sh check --root DIR` on fake directory layouts: it
 //! must find the libclang that bindgen loads, and never take Clang's C++
-//! interface library (`libclang-cpp*`) for it.
+//! interface library (`libclang-cpp*`) for it; with `--vulkan` or `--cuda`,
+//! it must say what a GPU backend lacks.
 
 use std::path::Path;
 use std::process::Command;
@@ -129,4 +130,39 @@ fn vulkan_headers_older_than_llama_cpp_needs_are_reported_before_a_build() {
     assert!(said.contains("1.3.239") && said.contains("1.3.272 or newer"), "{said}");
     assert_eq!(with_headers(272), (0, String::new()));
     assert_eq!(with_headers(309), (0, String::new()));
+}
+
+#[test]
+fn cuda_needs_the_toolkit_and_its_static_cublas() {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/build-deps.sh");
+    let run = |root: &Path| {
+        let out = Command::new("bash")
+            .arg(&script)
+            .args(["check", "--cuda", "--root"])
+            .arg(root)
+            .env_remove("LIBCLANG_PATH")
+            .output()
+            .expect("bash runs");
+        (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+    let root = layout(&["usr/lib/llvm-16/lib/libclang.so"], true);
+    assert_eq!(check(root.path()), (0, vec![]), "not asked");
+    let (code, said) = run(root.path());
+    assert_eq!(code, 3, "{said}");
+    assert!(said.contains("no CUDA toolkit found"), "{said}");
+    let nvcc = root.path().join("usr/local/cuda-13.0/bin/nvcc");
+    std::fs::create_dir_all(nvcc.parent().unwrap()).unwrap();
+    std::fs::write(&nvcc, b"#!/bin/sh\n").unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&nvcc, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let (code, said) = run(root.path());
+    assert_eq!(code, 3, "{said}");
+    assert!(said.contains("cuda-13.0 has no static cuBLAS (libcublas_static.a)"), "{said}");
+    let lib = root.path().join("usr/local/cuda-13.0/targets/x86_64-linux/lib/libcublas_static.a");
+    std::fs::create_dir_all(lib.parent().unwrap()).unwrap();
+    std::fs::write(&lib, b"").unwrap();
+    assert_eq!(run(root.path()), (0, String::new()));
 }
