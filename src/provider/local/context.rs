@@ -728,6 +728,12 @@ impl<'a, 'm> ModelContext<'a, 'm> {
         self.model.vocab().token_to_piece(token, false, None)
     }
 
+    /// Whether the token with the highest logit begins with a blank.
+    fn likeliest_is_blank(&self, logits: &[f32]) -> bool {
+        let best = (0_i32..).zip(logits).max_by(|a, b| a.1.total_cmp(b.1)).map(|(t, _)| LlamaToken(t));
+        best.is_some_and(|t| self.piece(t).first().is_some_and(u8::is_ascii_whitespace))
+    }
+
     /// Free generation. With `json_follows`, stops (without emitting) where
     /// the model starts a JSON object, at the end of the budget or at its end
     /// of turn; but not before the prose is long enough (see
@@ -865,8 +871,15 @@ impl<'a, 'm> ModelContext<'a, 'm> {
                 return Ok(Finish::Length);
             }
             // A string value ends with its first finished sentence (see
-            // `string_may_close`); the grammar still bounds its length.
-            let close = quote.filter(|&q| string_may_close(&out.text()[start..]) && sampling.force(&mut grammar, q));
+            // `string_may_close`); the grammar still bounds its length. A
+            // dot after a whole number ends one where the model's likeliest
+            // next token is a blank, not the rest of a decimal.
+            let close = quote.filter(|&q| {
+                let json = &out.text()[start..];
+                (string_may_close(json)
+                    || (string_may_close_after_number(json) && self.likeliest_is_blank(&state.logits)))
+                    && sampling.force(&mut grammar, q)
+            });
             // A quotation mark after a blank inside a string value is a
             // quotation the model began, not the value's end: refused, so
             // the value is not cut after "… in the".

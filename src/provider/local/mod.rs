@@ -86,7 +86,7 @@ use grammar::{closes_object, forced_text, json_reserve, member_openings};
 pub use grammar::{grammar_accepts, schema_to_gbnf};
 use prose::{
     breaks_line_early, closes_quotation_apart, ends_paragraph, ends_prose, ends_sentence, opens_quote_in_string,
-    prose_is_enough, reports_speech, starts_json, string_may_close,
+    prose_is_enough, reports_speech, starts_json, string_may_close, string_may_close_after_number,
 };
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;

@@ -225,6 +225,27 @@ fn open_string(json: &str) -> Option<(usize, char)> {
 /// ends a sentence: the value is closed there rather than left to run on
 /// to its `maxLength`, where it would be cut in the middle of the next one.
 pub(super) fn string_may_close(json: &str) -> bool {
+    value_closes(json, ends_sentence)
+}
+
+/// Whether the JSON text `json` ends inside a string value that
+/// [`string_may_close`] would close if the dot after its last number ended
+/// the sentence ("… her grammar score is 5."): a word, a blank, a whole
+/// number and a dot. The number may yet go on ("3.5"); the caller closes
+/// the value only where the model's likeliest next token is a blank, so
+/// that a reason like "Ms. Ito's score is 5. She …" ends at "5." instead of
+/// running on to its `maxLength`.
+pub(super) fn string_may_close_after_number(json: &str) -> bool {
+    value_closes(json, |text| {
+        let Some(digits) = text.strip_suffix('.') else { return false };
+        let number = digits.trim_end_matches(|c: char| c.is_ascii_digit());
+        number.len() < digits.len()
+            && number.strip_suffix(' ').is_some_and(|words| words.ends_with(char::is_alphabetic))
+    })
+}
+
+/// [`string_may_close`] with `ends` as the test of the sentence's end.
+fn value_closes(json: &str, ends: impl Fn(&str) -> bool) -> bool {
     let Some((start, ':')) = open_string(json) else {
         return false;
     };
@@ -235,7 +256,7 @@ pub(super) fn string_may_close(json: &str) -> bool {
     // ("the question 'What did Ben find?'"), where the value goes on.
     if trimmed.chars().count() < STRING_SENTENCE_MIN
         || !trimmed.ends_with(['.', '!', '?'])
-        || !ends_sentence(trimmed)
+        || !ends(trimmed)
         || quotation_open(trimmed)
     {
         return false;
@@ -397,6 +418,23 @@ mod tests {
             string_may_close(&format!(r#"{open}"He said \"no\" and the answer names the wall where Mila found it."#)),
             "escaped quotes stay inside"
         );
+    }
+
+    #[test]
+    fn a_string_value_may_close_after_a_whole_number_that_ends_its_sentence() {
+        let open = r#"{"next": "Ms. Ito", "reason": "#;
+        let scored = "Ms. Ito's grammar score, the panel's lowest, is 5.";
+        assert!(!string_may_close(&format!("{open}\"{scored}")), "the number may go on");
+        assert!(string_may_close_after_number(&format!("{open}\"{scored}")));
+        assert!(!string_may_close_after_number(&format!("{open}\"{scored} She")), "a new sentence has begun");
+        assert!(!string_may_close_after_number(&format!("{open}\"Her score is 5.")), "too short to close");
+        let list = "The reasons to hear Ms. Ito next are these: 1.";
+        assert!(!string_may_close_after_number(&format!("{open}\"{list}")), "a list's number");
+        let decimal = "Ms. Ito's grammar score is above the panel's average of 3.5.";
+        assert!(!string_may_close_after_number(&format!("{open}\"{decimal}")), "a decimal ends with its digits");
+        let quoted = "The question 'How many stones did Mila carry? She carried 5.";
+        assert!(!string_may_close_after_number(&format!("{open}\"{quoted}")), "inside a quotation");
+        assert!(!string_may_close_after_number(r#"{"Ms. Ito's grammar score, the panel's lowest, is 5."#), "a key");
     }
 
     #[test]
