@@ -91,12 +91,18 @@ async fn constrained_evaluation_respects_the_schema() {
     assert!(completion.text.trim_end().ends_with('}') || completion.text.trim_end().ends_with("```"));
     // The members' keys are given where the grammar forces them, each in
     // one form, rather than drawn.
+    // The comma before a key is drawn, alone or with the key's quote (the
+    // tiny model on an H200 drew `,"`): the blank after it is given only
+    // after a lone comma.
     let object = &completion.text[completion.text.find('{').expect("an object")..];
     assert!(object.starts_with(r#"{"correctness": "#), "{object}");
     for key in ["clarity", "overall", "confidence"] {
-        assert!(object.contains(&format!(r#", "{key}": "#)), "{key} in {object}");
+        assert!(
+            object.contains(&format!(r#", "{key}": "#)) || object.contains(&format!(r#","{key}": "#)),
+            "{key} in {object}"
+        );
     }
-    assert!(object.contains(r#", "justification": ""#), "{object}");
+    assert!(object.contains(r#", "justification": ""#) || object.contains(r#","justification": ""#), "{object}");
     for key in ["correctness", "clarity", "overall"] {
         let score = eval[key].as_i64().unwrap_or_else(|| panic!("{key} missing in {eval}"));
         assert!((1..=5).contains(&score), "{key} = {score}");
@@ -115,10 +121,16 @@ async fn constrained_evaluation_respects_the_schema() {
 /// Asking for log-probabilities changes no reply: the members' keys and the
 /// closing brace are still given (each with log-probability 0 and no
 /// alternatives), drawn tokens carry their alternatives, and the entries
-/// spell the reply's object.
+/// spell the reply's object. Each request goes to a model of its own, on
+/// which it is the first: on a GPU, a prompt read from a cache left by
+/// earlier requests gives logits different enough to change a draw (the
+/// tiny model on an H200, with or without log-probabilities).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn log_probabilities_change_no_draw() {
-    let Some(provider) = tiny_provider() else { return };
+    if tiny_model_path().is_none() {
+        return;
+    }
+    let (first, second) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let schema = json!({"type": "object",
         "properties": {"clarity": {"type": "integer", "minimum": 1, "maximum": 5},
                        "justification": {"type": "string", "maxLength": 80}},
@@ -129,9 +141,9 @@ async fn log_probabilities_change_no_draw() {
         64,
         schema,
     );
-    let plain = complete(&provider, request.clone()).await;
+    let plain = complete(&own_tiny_provider(&first), request.clone()).await;
     request.top_logprobs = Some(5);
-    let weighed = complete(&provider, request).await;
+    let weighed = complete(&own_tiny_provider(&second), request).await;
     assert_eq!(plain.text, weighed.text, "the same reply");
     assert_eq!(plain.logprobs, None);
     let entries = weighed.logprobs.expect("log-probabilities");
@@ -450,7 +462,7 @@ fn rules(name: &str, count: usize) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn interleaved_conversations_keep_their_cached_prefixes() {
-    if tiny_provider().is_none() {
+    if tiny_model_path().is_none() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -472,7 +484,7 @@ async fn interleaved_conversations_keep_their_cached_prefixes() {
 /// one group's prompt must not cut off the other's cached discussion.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_prompt_sharing_only_the_start_of_another_keeps_the_other_whole() {
-    if tiny_provider().is_none() {
+    if tiny_model_path().is_none() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -823,7 +835,7 @@ async fn layers_go_to_the_gpu_where_there_is_one() {
         eprintln!("skipped: no GPU ({why})");
         return;
     }
-    if tiny_provider().is_none() {
+    if tiny_model_path().is_none() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -836,6 +848,11 @@ async fn layers_go_to_the_gpu_where_there_is_one() {
     request.max_tokens = 8;
     request.temperature = Some(0.0);
     assert!(!complete(&provider, request).await.text.is_empty());
+    // The model is freed on its worker's thread: a process that ends first
+    // tears CUDA down under it, and llama.cpp aborts freeing its GPU memory
+    // pool (seen on an H200 after the test had passed).
+    drop(provider);
+    moot::provider::local::wait_for_workers(Duration::from_secs(30));
 }
 
 /// Whether `text` holds a Han, kana or Hangul character or a full-width form.

@@ -649,7 +649,7 @@ impl<'a, 'm> ModelContext<'a, 'm> {
             self.current.cached.extend_from_slice(chunk);
             done += chunk.len();
         }
-        Ok(logits)
+        numbers(logits).inspect_err(|_| self.forget_cache())
     }
 
     /// Loads the saved state of `prefix`, at `path`, into the sequence in
@@ -707,7 +707,13 @@ impl<'a, 'm> ModelContext<'a, 'm> {
         let early = self.early > 0;
         self.early = self.early.saturating_sub(1);
         match self.decode(self.following(tokens, true), Kind::Step { early }) {
-            Ok(mut rows) => state.logits = rows.pop().unwrap_or_default(),
+            Ok(mut rows) => match numbers(rows.pop().unwrap_or_default()) {
+                Ok(logits) => state.logits = logits,
+                Err(e) => {
+                    self.forget_cache();
+                    return Err(e);
+                }
+            },
             Err(e) => {
                 self.forget_cache();
                 return Err(server_error(format!("llama.cpp could not decode: {e}")));
@@ -1000,4 +1006,17 @@ pub(super) struct GenState {
     /// object's keys and brace), not the opening words, which are read with
     /// the prompt. A server counts the same.
     pub(super) generated: u64,
+}
+
+/// `logits`, or an error where llama.cpp's are not numbers (NaN), which no
+/// token can be drawn from: the sampler would find none and say only that.
+/// The cache that gave them is forgotten by the caller.
+fn numbers(logits: Vec<f32>) -> Result<Vec<f32>, ProviderError> {
+    if logits.iter().any(|x| x.is_nan()) {
+        return Err(server_error(
+            "llama.cpp's output for this step is not a number (NaN): a numeric fault in the model or in \
+             llama.cpp's backend for it; another model, or a build without a GPU backend, may avoid it",
+        ));
+    }
+    Ok(logits)
 }

@@ -9,6 +9,8 @@
 
 use llama_cpp_2::{LlamaBackendDeviceType, list_llama_ggml_backend_devices};
 
+use super::DEFAULT_PARALLEL;
+
 /// "Every layer": llama.cpp offloads `min(n, layers + output)`.
 pub const ALL_LAYERS: u32 = i32::MAX as u32;
 
@@ -53,6 +55,16 @@ pub fn gpus() -> Vec<Gpu> {
             total: d.memory_total as u64,
         })
         .collect()
+}
+
+/// `parallel` when none is configured: [`DEFAULT_PARALLEL`], or one
+/// request at a time where llama.cpp finds a GPU. With several engines'
+/// requests decoded in one batch, llama.cpp's CUDA backend returned logits
+/// that are not numbers (the tiny model on an H200, 2026-11-30: with 2, 3
+/// and 4 engines, the layers on the GPU or not); with one engine the
+/// sample panel ran through.
+pub fn auto_parallel(gpus: &[Gpu]) -> usize {
+    if gpus.is_empty() { DEFAULT_PARALLEL } else { 1 }
 }
 
 /// Where the layers go, and why.
@@ -124,6 +136,12 @@ mod tests {
 
     fn h200(free_gib: u64) -> Gpu {
         Gpu { name: "CUDA0".into(), description: "NVIDIA H200".into(), free: free_gib << 30, total: 140 << 30 }
+    }
+
+    #[test]
+    fn a_machine_with_a_gpu_serves_one_request_at_a_time_unless_told() {
+        assert_eq!(auto_parallel(&[]), DEFAULT_PARALLEL);
+        assert_eq!(auto_parallel(&[h200(100)]), 1);
     }
 
     #[test]

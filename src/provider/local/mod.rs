@@ -167,7 +167,7 @@ pub struct LocalConfig {
     /// `None` means [`default_state_dir`].
     pub state_dir: Option<PathBuf>,
     /// How many requests the model serves at once; `None` means
-    /// [`DEFAULT_PARALLEL`].
+    /// [`DEFAULT_PARALLEL`], or one where a GPU is found ([`gpu::auto_parallel`]).
     pub parallel: Option<usize>,
     /// llama.cpp's flash attention. Off by default: on this project's
     /// 2-core CPU machine it made generation after a 1,200-token prompt
@@ -227,7 +227,8 @@ pub fn default_threads() -> usize {
     std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
 }
 
-/// Requests served at once when none is configured: a round of four
+/// Requests served at once when none is configured, on a machine without a
+/// GPU ([`gpu::auto_parallel`]): a round of four
 /// replies' steps generates more in all than one of three (52 tokens a
 /// second against 47 on two cores), and the sample panel's three groups
 /// debate at once while a fourth request need not wait for an engine.

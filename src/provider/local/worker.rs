@@ -45,6 +45,32 @@ pub fn wait_for_workers(limit: std::time::Duration) {
     }
 }
 
+/// Makes [`wait_for_workers`] run as the process exits, once a model is
+/// loaded: a process that ends while a worker still frees its model on a
+/// GPU otherwise has CUDA's driver shut down under it, and llama.cpp
+/// aborts (seen on an H200 at the end of the test binary, whose tests drop
+/// their providers as they end). Exit handlers run in the reverse order of
+/// their registration, and this one is registered after llama.cpp's
+/// backend first ran, so it runs before the backend's own teardown.
+/// `cli::main` also waits before returning.
+fn wait_at_exit() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    extern "C" fn at_exit() {
+        wait_for_workers(std::time::Duration::from_secs(10));
+    }
+    unsafe extern "C" {
+        fn atexit(handler: extern "C" fn()) -> std::ffi::c_int;
+    }
+    ONCE.call_once(|| {
+        // SAFETY: `atexit` only stores the handler, a plain function that
+        // takes nothing and unwinds nothing (`wait_for_workers` neither
+        // panics on a poisoned lock nor waits past its limit).
+        unsafe {
+            atexit(at_exit);
+        }
+    });
+}
+
 /// What the worker thread and the providers that feed it both see.
 #[derive(Debug, Default)]
 pub(super) struct Counters {
@@ -116,7 +142,7 @@ impl Worker {
         let counters = Arc::new(Counters::default());
         let threads = config.threads.filter(|&t| t > 0).unwrap_or_else(default_threads);
         let threads_batch = config.threads_batch.filter(|&t| t > 0).unwrap_or_else(default_threads_batch);
-        let parallel = config.parallel.filter(|&p| p > 0).unwrap_or(DEFAULT_PARALLEL);
+        let parallel = config.parallel.filter(|&p| p > 0).unwrap_or_else(|| gpu::auto_parallel(&gpu::gpus()));
         let setup = Setup {
             context_size: config.context_size.map(|n| n.max(64)),
             threads: (threads, threads_batch),
@@ -137,6 +163,7 @@ impl Worker {
             .spawn(move || worker_main(&setup, &ready_tx, &order_rx, &worker_counters))
             .map_err(|e| server_error(format!("cannot start the local model thread: {e}")))?;
         let info = ready_rx.recv().map_err(|_| worker_gone())??;
+        wait_at_exit();
         Ok(Self { path, orders, counters, info, thread: Some(thread) })
     }
 }
