@@ -6,18 +6,27 @@
 use std::path::Path;
 use std::process::Command;
 
-/// Runs the check under `root`; returns its exit code and the missing packages.
-fn check(root: &Path) -> (i32, Vec<String>) {
+/// Runs `check` with `flags` under `root`: its exit code, the missing
+/// packages (stdout, a line each) and what it said on stderr.
+fn check_with(root: &Path, flags: &[&str]) -> (i32, Vec<String>, String) {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/build-deps.sh");
     let out = Command::new("bash")
         .arg(script)
-        .args(["check", "--root"])
+        .arg("check")
+        .args(flags)
+        .arg("--root")
         .arg(root)
         .env_remove("LIBCLANG_PATH")
         .output()
         .expect("bash runs");
     let missing = String::from_utf8_lossy(&out.stdout).lines().map(str::to_string).collect();
-    (out.status.code().unwrap_or(-1), missing)
+    (out.status.code().unwrap_or(-1), missing, String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+/// Runs the check under `root`; returns its exit code and the missing packages.
+fn check(root: &Path) -> (i32, Vec<String>) {
+    let (code, missing, _) = check_with(root, &[]);
+    (code, missing)
 }
 
 /// A fake root with the given files (empty) and an executable cmake.
@@ -71,17 +80,9 @@ fn cmake_is_missing_without_its_program() {
 
 #[test]
 fn vulkan_adds_its_three_packages_only_when_asked() {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/build-deps.sh");
     let run = |root: &Path| {
-        let out = Command::new("bash")
-            .arg(&script)
-            .args(["check", "--vulkan", "--root"])
-            .arg(root)
-            .env_remove("LIBCLANG_PATH")
-            .output()
-            .expect("bash runs");
-        let missing: Vec<String> = String::from_utf8_lossy(&out.stdout).lines().map(str::to_string).collect();
-        (out.status.code().unwrap_or(-1), missing)
+        let (code, missing, _) = check_with(root, &["--vulkan"]);
+        (code, missing)
     };
     let root = layout(&["usr/lib/llvm-16/lib/libclang.so"], true);
     assert_eq!(check(root.path()), (0, vec![]), "not asked");
@@ -100,7 +101,6 @@ fn vulkan_adds_its_three_packages_only_when_asked() {
 
 #[test]
 fn vulkan_headers_older_than_llama_cpp_needs_are_reported_before_a_build() {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/build-deps.sh");
     let with_headers = |version: u32| {
         let root = layout(
             &[
@@ -116,14 +116,8 @@ fn vulkan_headers_older_than_llama_cpp_needs_are_reported_before_a_build() {
             format!("// Version of this file\n#define VK_HEADER_VERSION {version}\n"),
         )
         .unwrap();
-        let out = Command::new("bash")
-            .arg(&script)
-            .args(["check", "--vulkan", "--root"])
-            .arg(root.path())
-            .env_remove("LIBCLANG_PATH")
-            .output()
-            .expect("bash runs");
-        (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stderr).into_owned())
+        let (code, _, said) = check_with(root.path(), &["--vulkan"]);
+        (code, said)
     };
     let (code, said) = with_headers(239);
     assert_eq!(code, 3, "{said}");
@@ -134,16 +128,9 @@ fn vulkan_headers_older_than_llama_cpp_needs_are_reported_before_a_build() {
 
 #[test]
 fn cuda_needs_the_toolkit_and_its_static_cublas() {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/build-deps.sh");
     let run = |root: &Path| {
-        let out = Command::new("bash")
-            .arg(&script)
-            .args(["check", "--cuda", "--root"])
-            .arg(root)
-            .env_remove("LIBCLANG_PATH")
-            .output()
-            .expect("bash runs");
-        (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stderr).into_owned())
+        let (code, _, said) = check_with(root, &["--cuda"]);
+        (code, said)
     };
     let root = layout(&["usr/lib/llvm-16/lib/libclang.so"], true);
     assert_eq!(check(root.path()), (0, vec![]), "not asked");
