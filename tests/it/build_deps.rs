@@ -38,16 +38,20 @@ fn layout(files: &[&str], cmake: bool) -> tempfile::TempDir {
         std::fs::write(&path, b"").unwrap();
     }
     if cmake {
-        let bin = dir.path().join("usr/bin/cmake");
-        std::fs::create_dir_all(bin.parent().unwrap()).unwrap();
-        std::fs::write(&bin, b"#!/bin/sh\n").unwrap();
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
-        }
+        program(&dir.path().join("usr/bin/cmake"));
     }
     dir
+}
+
+/// An executable shell script at `path`, its folders made.
+fn program(path: &Path) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, b"#!/bin/sh\n").unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
 }
 
 #[test]
@@ -137,14 +141,7 @@ fn cuda_needs_the_toolkit_and_its_static_cublas() {
     let (code, said) = run(root.path());
     assert_eq!(code, 3, "{said}");
     assert!(said.contains("no CUDA toolkit found"), "{said}");
-    let nvcc = root.path().join("usr/local/cuda-13.0/bin/nvcc");
-    std::fs::create_dir_all(nvcc.parent().unwrap()).unwrap();
-    std::fs::write(&nvcc, b"#!/bin/sh\n").unwrap();
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&nvcc, std::fs::Permissions::from_mode(0o755)).unwrap();
-    }
+    program(&root.path().join("usr/local/cuda-13.0/bin/nvcc"));
     let (code, said) = run(root.path());
     assert_eq!(code, 3, "{said}");
     assert!(said.contains("cuda-13.0 has no static cuBLAS (libcublas_static.a)"), "{said}");

@@ -142,7 +142,8 @@ impl Worker {
         let counters = Arc::new(Counters::default());
         let threads = config.threads.filter(|&t| t > 0).unwrap_or_else(default_threads);
         let threads_batch = config.threads_batch.filter(|&t| t > 0).unwrap_or_else(default_threads_batch);
-        let parallel = config.parallel.filter(|&p| p > 0).unwrap_or_else(|| gpu::auto_parallel(&gpu::gpus()));
+        let gpus = gpu::gpus();
+        let parallel = config.parallel.filter(|&p| p > 0).unwrap_or_else(|| gpu::auto_parallel(&gpus));
         let setup = Setup {
             context_size: config.context_size.map(|n| n.max(64)),
             threads: (threads, threads_batch),
@@ -150,6 +151,7 @@ impl Worker {
             flash_attention: config.flash_attention,
             repetition: config.repetition.clone(),
             gpu_layers: config.gpu_layers,
+            gpus,
             states: config
                 .state_dir
                 .clone()
@@ -182,6 +184,8 @@ pub(super) struct Setup {
     pub(super) repetition: Repetition,
     /// `gpu_layers` (`None`: automatic).
     pub(super) gpu_layers: Option<u32>,
+    /// The GPUs llama.cpp found as the worker started.
+    pub(super) gpus: Vec<gpu::Gpu>,
     pub(super) states: Option<PromptStates>,
 }
 
@@ -194,7 +198,7 @@ pub(super) fn worker_main(
     let loaded = (|| {
         let backend = backend()?;
         let bytes = std::fs::metadata(&setup.path).map(|m| m.len()).unwrap_or(0);
-        let offload = gpu::plan(setup.gpu_layers, bytes, &gpu::gpus());
+        let offload = gpu::plan(setup.gpu_layers, bytes, &setup.gpus);
         let params = LlamaModelParams::default().with_n_gpu_layers(offload.layers);
         let model = LlamaModel::load_from_file(backend, &setup.path, &params)
             .map_err(|e| ProviderError::Config(format!("cannot load {} as a GGUF model: {e}", setup.path.display())))?;
