@@ -1,5 +1,5 @@
 //! Whether an LLM moderator's reason claims what its scores table does not
-//! show, or says nothing. Nine things are checked, the claims sentence by sentence (a
+//! show, or says nothing. Ten things are checked, the claims sentence by sentence (a
 //! sentence ends at `.`, `!`, `?` or `;`, not at the dot of a title such as
 //! "Dr."); names match whole words, without case, with or without a title
 //! ("Haddad" for "Dr. Haddad"):
@@ -63,7 +63,20 @@
 //!    wrote "Dr. Haddad's answer relevancy score is furthest from the
 //!    others' average (3)", its own score put as the others' average.
 //!
-//! Checks 4 and 9 read a dimension in the sentence's own words: its key's
+//! 10. **How far from the others' average.** A sentence says a member's
+//!     score on a dimension it names is the furthest from the others'
+//!     average or the closest to it ([`FAR`] or [`NEAR`], then "from" or
+//!     "to", then "average" or "mean"; not negated). A member's gap there
+//!     is its score against the mean of the other members' scores. "Furthest"
+//!     fails when read neither as the request's sentences mean it (of that
+//!     member's dimensions, this one's gap is the widest) nor as said of the
+//!     group (of the members it names, else all with scores, its gap there
+//!     is the widest); "closest", which the request never says, fails when
+//!     another of those members' gap there is narrower. The 0.5B model wrote
+//!     "Dr. Mensah's grammar score (5) is closer to the others' average
+//!     (3)", the widest gap of the group.
+//!
+//! Checks 4, 9 and 10 read a dimension in the sentence's own words: its key's
 //! words, or words that begin with their first five letters ("context
 //! consistency" for `contextual_consistency`); a sentence naming two is
 //! read on the one nearest before its first "score", else the first.
@@ -105,6 +118,14 @@ pub const MORE: [&str; 2] = ["more", "greater"];
 
 /// Words that say a member's scores are low when "than" follows them.
 pub const LESS: [&str; 2] = ["less", "fewer"];
+
+/// Words that say a score is far from the others' average, before "from"
+/// (check 10).
+pub const FAR: [&str; 4] = ["furthest", "farthest", "further", "farther"];
+
+/// Words that say a score is near the others' average, before "to" or
+/// "from" (check 10).
+pub const NEAR: [&str; 4] = ["closest", "nearest", "closer", "nearer"];
 
 const NEGATIONS: [&str; 9] = ["no", "not", "nobody", "nobody's", "none", "never", "neither", "nor", "without"];
 
@@ -183,6 +204,7 @@ pub fn check(reason: &str, facts: &TableFacts) -> Result<(), String> {
         differ(sentence, facts)?;
         direction(sentence, facts)?;
         numbers(sentence, facts)?;
+        nearness(sentence, facts)?;
     }
     Ok(())
 }
@@ -399,6 +421,99 @@ fn numbers(sentence: &str, facts: &TableFacts) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// Check 10 in one sentence.
+fn nearness(sentence: &str, facts: &TableFacts) -> Result<(), String> {
+    let clauses = words_with_clauses(sentence);
+    let mut clause_start = 0;
+    let mut far = None;
+    for (i, (word, ends_clause)) in clauses.iter().enumerate() {
+        let way = if FAR.contains(word) {
+            Some(true)
+        } else if NEAR.contains(word) {
+            Some(false)
+        } else {
+            None
+        };
+        let next = clauses.get(i + 1).map(|(w, _)| *w);
+        let towards = matches!(next, Some("from" | "to"));
+        let average = clauses[i + 1..].iter().any(|(w, _)| *w == "average" || *w == "mean");
+        if way.is_some()
+            && towards
+            && average
+            && !clauses[clause_start..i].iter().any(|(w, _)| NEGATIONS.contains(w) || w.ends_with("n't"))
+        {
+            far = way;
+            break;
+        }
+        if *ends_clause {
+            clause_start = i + 1;
+        }
+    }
+    let Some(far) = far else { return Ok(()) };
+    let Some(column) = column_named(sentence, &facts.keys) else { return Ok(()) };
+    let scored: Vec<(usize, &str, &str)> = facts
+        .rows
+        .iter()
+        .filter_map(|(n, s)| {
+            Some((mentions(sentence, n).first().copied().unwrap_or(usize::MAX), n.as_str(), s.as_deref()?))
+        })
+        .collect();
+    // A member's gap on a column: its score against the others' mean there.
+    let gap = |who: &str, c: usize| -> Option<(f64, f64, f64)> {
+        let own = cell(scored.iter().find(|(_, n, _)| *n == who)?.2, c)?;
+        let others: Vec<f64> = scored.iter().filter(|(_, n, _)| *n != who).filter_map(|(_, _, s)| cell(s, c)).collect();
+        if others.is_empty() {
+            return None;
+        }
+        let mean = others.iter().sum::<f64>() / others.len() as f64;
+        Some(((own - mean).abs(), own, mean))
+    };
+    let Some(&(at, subject, _)) = scored.iter().min_by_key(|(at, ..)| *at) else { return Ok(()) };
+    if at == usize::MAX {
+        return Ok(());
+    }
+    let Some((own_gap, own, mean)) = gap(subject, column) else { return Ok(()) };
+    // Wider or narrower than `own_gap`, beyond rounding.
+    let beaten = |g: f64| if far { g > own_gap + 0.051 } else { g < own_gap - 0.051 };
+    // "Furthest" read as the request's sentences mean it: this member's
+    // widest gap.
+    let pick = |a: &(usize, f64), b: &(usize, f64)| if far { a.1.total_cmp(&b.1) } else { b.1.total_cmp(&a.1) };
+    let wider = (0..facts.keys.len()).filter_map(|c| gap(subject, c).map(|(g, ..)| (c, g))).filter(|&(_, g)| beaten(g));
+    let other_column = wider.max_by(pick);
+    if far && other_column.is_none() {
+        return Ok(());
+    }
+    // Read as said of the group: the members it names, else all.
+    let named: Vec<&str> =
+        scored.iter().filter(|(a, n, _)| *a != usize::MAX && *n != subject).map(|(_, n, _)| *n).collect();
+    let group: Vec<&str> =
+        if named.is_empty() { scored.iter().map(|(_, n, _)| *n).filter(|n| *n != subject).collect() } else { named };
+    let Some((rival, rival_gap)) = group
+        .iter()
+        .enumerate()
+        .filter_map(|(i, n)| gap(n, column).map(|(g, ..)| (i, g)))
+        .filter(|&(_, g)| beaten(g))
+        .max_by(pick)
+        .map(|(i, g)| (group[i], g))
+    else {
+        return Ok(());
+    };
+    let key = &facts.keys[column];
+    let said = if far { "furthest from" } else { "closest to" };
+    let also = match other_column {
+        Some((c, g)) if far => format!(", and {subject}'s {} is {} away", facts.keys[c], fmt(g)),
+        _ => String::new(),
+    };
+    Err(format!(
+        "it says {subject}'s {key} score is {said} the others' average, but it is {} against {} ({} away); \
+         {rival}'s is {} away{also}",
+        fmt(own),
+        fmt(mean),
+        fmt(own_gap),
+        fmt(rival_gap),
+    ))
 }
 
 /// The number right after `words` in `sentence` ("score (4)", "average of
@@ -690,6 +805,44 @@ mod tests {
         assert!(check("Dr. Haddad's score is furthest from the others' average (2).", &f).is_ok());
         assert!(check("The grammar score is furthest from the others' average (2).", &f).is_ok());
         assert!(check("Dr. Haddad's grammar score is furthest from the others' average.", &f).is_ok());
+    }
+
+    #[test]
+    fn furthest_from_or_closest_to_the_average_must_be_so() {
+        let mut f = facts(
+            &[
+                ("Ms. Okafor", Some("4, 1, 4, 4, 4")),
+                ("Mr. Lindqvist", Some("4, 4, 4, 4, 4")),
+                ("Ms. Ito", Some("2, 4, 4, 4, 4")),
+            ],
+            None,
+        );
+        f.outsiders.clear();
+        // The request's own sentence, and the group's widest gap.
+        assert!(check("Ms. Okafor's answer relevancy score (1) is furthest from the others' average (4).", &f).is_ok());
+        assert!(check("Ms. Ito's grammar score (2) is furthest from the others' average (4).", &f).is_ok());
+        // Neither Ms. Okafor's widest gap nor the group's.
+        assert_eq!(
+            check("Ms. Okafor's grammar score is furthest from the others' average.", &f).unwrap_err(),
+            "it says Ms. Okafor's grammar score is furthest from the others' average, but it is 4 against 3 (1 \
+             away); Ms. Ito's is 2 away, and Ms. Okafor's answer_relevancy is 3 away"
+        );
+        // As the 0.5B model wrote it: the widest gap said to be the closest.
+        assert_eq!(
+            check("Ms. Ito's grammar score (2) is closer to the others' average (4), so she goes next.", &f)
+                .unwrap_err(),
+            "it says Ms. Ito's grammar score is closest to the others' average, but it is 2 against 4 (2 away); \
+             Mr. Lindqvist's is 1 away"
+        );
+        assert!(check("Mr. Lindqvist's grammar score is nearest to the mean.", &f).is_ok(), "a tie with Ms. Okafor");
+        // Compared with the members it names.
+        assert!(check("Ms. Okafor's grammar score is closer to the average than Ms. Ito's.", &f).is_ok());
+        assert!(check("Ms. Ito's grammar score is closer to the average than Mr. Lindqvist's.", &f).is_err());
+        // Not a claim: negated, no average, no dimension, an adverb.
+        assert!(check("Ms. Ito's grammar score is not the closest to the others' average.", &f).is_ok());
+        assert!(check("Ms. Ito's grammar score is closest to Mr. Lindqvist's.", &f).is_ok());
+        assert!(check("Ms. Ito's score is closest to the others' average.", &f).is_ok());
+        assert!(check("Further, Ms. Ito's grammar score differs from the average.", &f).is_ok());
     }
 
     #[test]
