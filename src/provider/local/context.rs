@@ -799,8 +799,13 @@ impl<'a, 'm> ModelContext<'a, 'm> {
                 (token, drawn)
             };
             // A piece that begins the speaker's own name as the member the
-            // speech answers is written as the answered member's name.
-            let (tokens, piece) = match speaker.and_then(|s| s.instead(text, &String::from_utf8_lossy(&piece))) {
+            // speech answers is written as the answered member's name; a
+            // member's name before a thing of theirs gets its possessive.
+            let instead = speaker.and_then(|s| {
+                let drawn = String::from_utf8_lossy(&piece);
+                s.instead(text, &drawn).or_else(|| s.possessive(text, &drawn))
+            });
+            let (tokens, piece) = match instead {
                 Some(name) => match vocab.tokenize(name.as_bytes(), false, false) {
                     tokens if !tokens.is_empty() => (tokens, name.into_bytes()),
                     _ => (vec![token], piece),

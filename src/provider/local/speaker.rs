@@ -27,12 +27,46 @@
 //! the name of another member the request names (the answered one, one who
 //! has spoken, a dimension) stands: "Dr. H" is Dr. Hale's as much as Dr.
 //! Haddad's.
+//!
+//! A member's name written whole right after those words and followed by
+//! a word that can only be a thing of that member's ([`OWNED`]: "first",
+//! "evaluation", "point", …) gets its possessive: "I disagree with Ms.
+//! Okafor first evaluation", as the 0.5B model wrote in 5 of the 12
+//! speeches of a default run, goes on "…with Ms. Okafor's first
+//! evaluation" ([`Speaker::possessive`]).
 
 use crate::names::TITLES;
 
 /// The words after which a speech names the member whose point it takes
 /// up, lower-cased.
 pub const AGREES_WITH: [&str; 3] = ["agree with", "agreed with", "agreeing with"];
+
+/// Words that, right after a member's name after [`AGREES_WITH`], say a
+/// thing of that member's: the name wants its possessive before them.
+pub const OWNED: [&str; 22] = [
+    "first",
+    "last",
+    "initial",
+    "earlier",
+    "previous",
+    "evaluation",
+    "evaluations",
+    "assessment",
+    "point",
+    "points",
+    "view",
+    "views",
+    "score",
+    "scores",
+    "argument",
+    "comment",
+    "opinion",
+    "concern",
+    "rating",
+    "claim",
+    "remark",
+    "statement",
+];
 
 /// Who writes a debate speech, and whom it answers.
 #[derive(Debug, Default)]
@@ -50,6 +84,10 @@ pub struct Speaker {
     /// The same of the other names the request knows, the answered
     /// member's among them.
     other_titles: Vec<String>,
+    /// Every name the request knows that begins with a capital letter (the
+    /// speaker's, the answered member's, the others), lower-cased, whole
+    /// and without its title: what may take a possessive.
+    owners: Vec<String>,
 }
 
 impl Speaker {
@@ -66,7 +104,35 @@ impl Speaker {
             answers: answers.to_string(),
             title: bare_title(speaker),
             other_titles: other_names().filter_map(bare_title).collect(),
+            owners: names
+                .iter()
+                .map(String::as_str)
+                .chain([answers, speaker])
+                .map(str::trim)
+                .filter(|n| n.starts_with(char::is_uppercase))
+                .flat_map(|n| {
+                    let lower = n.to_lowercase();
+                    let bare = split_title(&lower).1.to_string();
+                    [lower, bare]
+                })
+                .collect(),
         })
+    }
+
+    /// What to write instead of `piece` after `text`, where `text` ends with
+    /// [`AGREES_WITH`] and a member's name (with its title or without), and
+    /// the piece is a word of [`OWNED`]: the possessive, then the piece
+    /// ("'s first"). `None` where the piece stands.
+    pub fn possessive(&self, text: &str, piece: &str) -> Option<String> {
+        let word = piece.strip_prefix(' ')?;
+        if !OWNED.contains(&word) || text.ends_with(char::is_whitespace) {
+            return None;
+        }
+        let lower = text.to_lowercase();
+        let start = AGREES_WITH.iter().filter_map(|p| lower.rfind(p).map(|at| at + p.len())).max()?;
+        let named = lower[start..].trim();
+        let capital = text[start..].trim_start().starts_with(char::is_uppercase);
+        (capital && self.owners.iter().any(|o| o == named)).then(|| format!("'s{piece}"))
     }
 
     /// What to write instead of `piece` after `text`, where the piece begins
@@ -233,6 +299,25 @@ mod tests {
         assert_eq!(ortiz.instead("Dana, I agree with", " R").as_deref(), Some(" Dana"));
         assert_eq!(ortiz.instead("Dana, I agree with", " Rafael").as_deref(), Some(" Dana"), "a word of the name");
         assert_eq!(ortiz.instead("Dana, I agree with", " Ortiz").as_deref(), Some(" Dana"));
+    }
+
+    #[test]
+    fn a_members_name_before_a_thing_of_theirs_gets_its_possessive() {
+        let names: Vec<String> = ["Ms. Ito", "Grammar"].map(String::from).into();
+        let lindqvist = Speaker::new("Mr. Lindqvist", Some("Ms. Okafor"), &names).unwrap();
+        let text = "Ms. Okafor, I disagree with Ms. Okafor";
+        assert_eq!(lindqvist.possessive(text, " first").as_deref(), Some("'s first"));
+        assert_eq!(lindqvist.possessive(text, " evaluation").as_deref(), Some("'s evaluation"));
+        assert_eq!(lindqvist.possessive("Ms. Okafor, I agree with Okafor", " point").as_deref(), Some("'s point"));
+        assert_eq!(lindqvist.possessive("Ms. Okafor, I agree with Ms. Ito", " view").as_deref(), Some("'s view"));
+        assert_eq!(lindqvist.possessive(text, " because"), None, "not a thing of hers");
+        assert_eq!(lindqvist.possessive(text, "'s"), None, "the possessive written");
+        assert_eq!(lindqvist.possessive(text, " firstly"), None, "a longer word");
+        assert_eq!(lindqvist.possessive("Ms. Okafor, I disagree with her", " first"), None, "not a name");
+        assert_eq!(lindqvist.possessive("Ms. Okafor, I agree with Dana", " point"), None, "no member");
+        assert_eq!(lindqvist.possessive("Ms. Okafor, I agree with grammar", " score"), None, "no capital");
+        assert_eq!(lindqvist.possessive("Ms. Okafor, I agree. Ms. Okafor", " first"), None, "not after the words");
+        assert_eq!(lindqvist.possessive("Ms. Okafor, I agree with Ms. Okafor ", "first"), None);
     }
 
     #[test]
