@@ -189,10 +189,13 @@ pub fn object_keys(schema: &Value) -> Option<Vec<&str>> {
 }
 
 /// A rule for a JSON string's character, less the characters in `also_not`
-/// (a GBNF class's contents): any character but a quotation mark, a
-/// backslash or a control character, or an escape.
+/// (a GBNF class's contents): any character but a brace, a quotation
+/// mark, a backslash or a control character, or an escape. No brace: a
+/// model that wants to end the object while its string may not close yet
+/// (after a blank, say) wrote one into the string (the 0.5B moderator's
+/// reason "… is more important than the }").
 fn char_rule(name: &str, also_not: &str) -> String {
-    format!("{name} ::= [^{also_not}\"\\\\\\x7F\\x00-\\x1F] | \"\\\\\" ([\"\\\\/bfnrt] | \"u\" [0-9a-fA-F]{{4}})\n")
+    format!("{name} ::= [^{{}}{also_not}\"\\\\\\x7F\\x00-\\x1F] | \"\\\\\" ([\"\\\\/bfnrt] | \"u\" [0-9a-fA-F]{{4}})\n")
 }
 
 /// A GBNF grammar for a JSON object schema. Properties may be integers or
@@ -305,7 +308,7 @@ mod tests {
             g.contains(r#"v2 ::= "\"" ((char{0,38} solid)? | char{39} plain{0,160} (plain-solid | [.!?])) "\"""#),
             "{g}"
         );
-        assert!(g.contains(r#"solid ::= [^ "\\\x7F\x00-\x1F] | "\\" "#), "{g}");
+        assert!(g.contains(r#"solid ::= [^{} "\\\x7F\x00-\x1F] | "\\" "#), "{g}");
         // Without words: the object alone.
         let g = lean_gbnf(&eval_schema(), None).unwrap();
         assert!(g.starts_with(r#"root ::= "{" "\"accuracy\"" ": " v0"#), "{g}");

@@ -797,7 +797,8 @@ async fn a_speech_answers_the_member_it_addresses_not_its_own_speaker() {
 /// The grammar a llama.cpp server is sent (the lean form) reads in llama.cpp's
 /// own engine, and a string value in it never ends right after a blank: a
 /// quotation mark the model opens there (`a child in the "Why`) is not taken
-/// for the value's end, which would cut its words mid-sentence.
+/// for the value's end, which would cut its words mid-sentence; nor does it
+/// hold a brace.
 #[test]
 fn the_lean_grammar_reads_in_llama_cpp_and_ends_no_string_after_a_blank() {
     let Some(path) = tiny_model_path() else { return };
@@ -819,6 +820,9 @@ fn the_lean_grammar_reads_in_llama_cpp_and_ends_no_string_after_a_blank() {
     assert!(!accepts("This pair is suitable for a young child in the "));
     // Nor on past a long value's first finished sentence.
     assert!(!accepts("The answer keeps to the story and reads well. It is short."));
+    // No brace inside a value: the model's way of ending the object early.
+    assert!(!accepts("This is more important than the }"));
+    assert!(!accepts("Clear {"));
     // A grammar llama.cpp cannot read is an error, not a refusal.
     assert!(grammar_accepts(&path, "root ::= (", "x").is_err());
 }
