@@ -33,7 +33,9 @@
 //! "evaluation", "point", …) gets its possessive: "I disagree with Ms.
 //! Okafor first evaluation", as the 0.5B model wrote in 5 of the 12
 //! speeches of a default run, goes on "…with Ms. Okafor's first
-//! evaluation" ([`Speaker::possessive`]).
+//! evaluation" ([`Speaker::possessive`]); "his", "her" or "their" there
+//! ([`OWNERS_PRONOUNS`], "…with Mr. Lindqvist his first assessment", 2
+//! of 12 in another run) is written as the possessive.
 
 use crate::names::TITLES;
 
@@ -67,6 +69,11 @@ pub const OWNED: [&str; 22] = [
     "remark",
     "statement",
 ];
+
+/// Pronouns that, right after a member's name after [`AGREES_WITH`], stand
+/// for its possessive ("with Ms. Okafor her first evaluation"): written as
+/// the possessive instead.
+pub const OWNERS_PRONOUNS: [&str; 3] = ["his", "her", "their"];
 
 /// Who writes a debate speech, and whom it answers.
 #[derive(Debug, Default)]
@@ -125,14 +132,18 @@ impl Speaker {
     /// ("'s first"). `None` where the piece stands.
     pub fn possessive(&self, text: &str, piece: &str) -> Option<String> {
         let word = piece.strip_prefix(' ')?;
-        if !OWNED.contains(&word) || text.ends_with(char::is_whitespace) {
+        // "with Mr. Lindqvist his first assessment": the pronoun is the
+        // possessive.
+        let pronoun = OWNERS_PRONOUNS.contains(&word);
+        if !(OWNED.contains(&word) || pronoun) || text.ends_with(char::is_whitespace) {
             return None;
         }
         let lower = text.to_lowercase();
         let start = AGREES_WITH.iter().filter_map(|p| lower.rfind(p).map(|at| at + p.len())).max()?;
         let named = lower[start..].trim();
         let capital = text[start..].trim_start().starts_with(char::is_uppercase);
-        (capital && self.owners.iter().any(|o| o == named)).then(|| format!("'s{piece}"))
+        (capital && self.owners.iter().any(|o| o == named))
+            .then(|| if pronoun { "'s".to_string() } else { format!("'s{piece}") })
     }
 
     /// What to write instead of `piece` after `text`, where the piece begins
@@ -310,6 +321,9 @@ mod tests {
         assert_eq!(lindqvist.possessive(text, " evaluation").as_deref(), Some("'s evaluation"));
         assert_eq!(lindqvist.possessive("Ms. Okafor, I agree with Okafor", " point").as_deref(), Some("'s point"));
         assert_eq!(lindqvist.possessive("Ms. Okafor, I agree with Ms. Ito", " view").as_deref(), Some("'s view"));
+        assert_eq!(lindqvist.possessive(text, " her").as_deref(), Some("'s"), "the pronoun is the possessive");
+        assert_eq!(lindqvist.possessive("Ms. Okafor, I agree with Ms. Ito", " his").as_deref(), Some("'s"));
+        assert_eq!(lindqvist.possessive("Ms. Okafor, I agree with her", " first"), None);
         assert_eq!(lindqvist.possessive(text, " because"), None, "not a thing of hers");
         assert_eq!(lindqvist.possessive(text, "'s"), None, "the possessive written");
         assert_eq!(lindqvist.possessive(text, " firstly"), None, "a longer word");
