@@ -293,20 +293,11 @@ fn named_last<'a>(text: &str, facts: &'a TableFacts) -> Option<&'a String> {
 fn differ(sentence: &str, facts: &TableFacts) -> Result<(), String> {
     let words = words(sentence);
     let about_scores = words.iter().any(|w| w.starts_with("score") || *w == "rated" || w.starts_with("rating"));
-    let mut clause_start = 0;
-    let mut claim = false;
-    for (i, (word, ends_clause)) in words_with_clauses(sentence).iter().enumerate() {
-        let differs =
-            DISAGREE.iter().any(|d| word.starts_with(d)) || about_scores && DIFFER.iter().any(|d| word.starts_with(d));
-        if differs && !words[clause_start..i].iter().any(|w| NEGATIONS.contains(w) || w.ends_with("n't")) {
-            claim = true;
-            break;
-        }
-        if *ends_clause {
-            clause_start = i + 1;
-        }
-    }
-    if !claim {
+    let claim = first_claim(&words_with_clauses(sentence), |_, word| {
+        (DISAGREE.iter().any(|d| word.starts_with(d)) || about_scores && DIFFER.iter().any(|d| word.starts_with(d)))
+            .then_some(())
+    });
+    if claim.is_none() {
         return Ok(());
     }
     let scored: Vec<(&str, &str)> =
@@ -330,28 +321,19 @@ fn direction(sentence: &str, facts: &TableFacts) -> Result<(), String> {
     if !words.iter().any(|w| w.starts_with("score") || *w == "scored" || *w == "rated" || w.starts_with("rating")) {
         return Ok(());
     }
-    let mut clause_start = 0;
-    let mut high = None;
     // A word after the others' average may say what the average is.
     let before_average = sentence.find(AVERAGE).map_or(sentence, |at| &sentence[..at]);
     let clauses = words_with_clauses(before_average);
-    for (i, (word, ends_clause)) in clauses.iter().enumerate() {
+    let high = first_claim(&clauses, |i, word| {
         let than = clauses.get(i + 1).is_some_and(|(next, _)| *next == "than");
-        let way = if HIGH.contains(word) || (than && MORE.contains(word)) {
+        if HIGH.contains(&word) || (than && MORE.contains(&word)) {
             Some(true)
-        } else if LOW.contains(word) || (than && LESS.contains(word)) {
+        } else if LOW.contains(&word) || (than && LESS.contains(&word)) {
             Some(false)
         } else {
             None
-        };
-        if way.is_some() && !words[clause_start..i].iter().any(|w| NEGATIONS.contains(w) || w.ends_with("n't")) {
-            high = way;
-            break;
         }
-        if *ends_clause {
-            clause_start = i + 1;
-        }
-    }
+    });
     let Some(high) = high else { return Ok(()) };
     // The column the sentence names, else the row's mean.
     let column = column_named(sentence, &facts.keys);
@@ -426,31 +408,19 @@ fn numbers(sentence: &str, facts: &TableFacts) -> Result<(), String> {
 /// Check 10 in one sentence.
 fn nearness(sentence: &str, facts: &TableFacts) -> Result<(), String> {
     let clauses = words_with_clauses(sentence);
-    let mut clause_start = 0;
-    let mut far = None;
-    for (i, (word, ends_clause)) in clauses.iter().enumerate() {
-        let way = if FAR.contains(word) {
+    let far = first_claim(&clauses, |i, word| {
+        let towards = matches!(clauses.get(i + 1), Some(("from" | "to", _)));
+        let average = clauses[i + 1..].iter().any(|(w, _)| *w == "average" || *w == "mean");
+        if !(towards && average) {
+            None
+        } else if FAR.contains(&word) {
             Some(true)
-        } else if NEAR.contains(word) {
+        } else if NEAR.contains(&word) {
             Some(false)
         } else {
             None
-        };
-        let next = clauses.get(i + 1).map(|(w, _)| *w);
-        let towards = matches!(next, Some("from" | "to"));
-        let average = clauses[i + 1..].iter().any(|(w, _)| *w == "average" || *w == "mean");
-        if way.is_some()
-            && towards
-            && average
-            && !clauses[clause_start..i].iter().any(|(w, _)| NEGATIONS.contains(w) || w.ends_with("n't"))
-        {
-            far = way;
-            break;
         }
-        if *ends_clause {
-            clause_start = i + 1;
-        }
-    }
+    });
     let Some(far) = far else { return Ok(()) };
     let Some(column) = column_named(sentence, &facts.keys) else { return Ok(()) };
     let scored: Vec<(usize, &str, &str)> = facts
@@ -514,6 +484,24 @@ fn nearness(sentence: &str, facts: &TableFacts) -> Result<(), String> {
         fmt(own_gap),
         fmt(rival_gap),
     ))
+}
+
+/// What `claim` finds at the first word of `clauses` (its index, the word)
+/// with no negation before it in its clause ("no", "not", "…n't", …): a
+/// negated claim is passed over.
+fn first_claim<T>(clauses: &[(&str, bool)], mut claim: impl FnMut(usize, &str) -> Option<T>) -> Option<T> {
+    let mut clause_start = 0;
+    for (i, &(word, ends_clause)) in clauses.iter().enumerate() {
+        if let Some(found) = claim(i, word)
+            && !clauses[clause_start..i].iter().any(|(w, _)| NEGATIONS.contains(w) || w.ends_with("n't"))
+        {
+            return Some(found);
+        }
+        if ends_clause {
+            clause_start = i + 1;
+        }
+    }
+    None
 }
 
 /// The number right after `words` in `sentence` ("score (4)", "average of
