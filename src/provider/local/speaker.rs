@@ -139,7 +139,7 @@ impl Speaker {
             return None;
         }
         let lower = text.to_lowercase();
-        let start = AGREES_WITH.iter().filter_map(|p| lower.rfind(p).map(|at| at + p.len())).max()?;
+        let start = after_agrees_with(&lower)?;
         let named = lower[start..].trim();
         let capital = text[start..].trim_start().starts_with(char::is_uppercase);
         (capital && self.owners.iter().any(|o| o == named))
@@ -160,7 +160,7 @@ impl Speaker {
             return None;
         }
         let lower = text.to_lowercase();
-        let start = AGREES_WITH.iter().filter_map(|p| lower.rfind(p).map(|at| at + p.len())).max()?;
+        let start = after_agrees_with(&lower)?;
         // Between the phrase and the piece: blanks, perhaps a title.
         let between = lower[start..].trim();
         let typed_title = between.trim_end_matches('.');
@@ -214,6 +214,12 @@ impl Speaker {
         let (title, _) = split_title(&self.answers);
         Some(format!("{blank}{}{tail}", title?.trim_end_matches('.')))
     }
+}
+
+/// Where the last of [`AGREES_WITH`]'s phrases in the lower-cased `text`
+/// ends, if it has one.
+fn after_agrees_with(lower: &str) -> Option<usize> {
+    AGREES_WITH.iter().filter_map(|p| lower.rfind(p).map(|at| at + p.len())).max()
 }
 
 /// A name's title lower-cased, without its dot ("ms" for "Ms. Okafor").
