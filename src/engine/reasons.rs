@@ -1,5 +1,5 @@
 //! Whether an LLM moderator's reason claims what its scores table does not
-//! show, or says nothing. Ten things are checked, the claims sentence by sentence (a
+//! show, or says nothing. Eleven things are checked, the claims sentence by sentence (a
 //! sentence ends at `.`, `!`, `?` or `;`, not at the dot of a title such as
 //! "Dr."); names match whole words, without case, with or without a title
 //! ("Haddad" for "Dr. Haddad"):
@@ -25,8 +25,13 @@
 //!    mean of the row), with the other members it names (else with every
 //!    other member with scores). "High" fails when that member is at or
 //!    below all of them and below one; "low" when at or above all and above
-//!    one. Words after [`AVERAGE`] are not read ("… from the others'
-//!    average (3.5), which is lower" may say what the average is).
+//!    one. "The highest" is said of the member named nearest before it
+//!    (else the first named) and fails when any other member's is higher
+//!    ("Ms. Ito's contextual consistency score is the highest, with a 4"
+//!    beside Ms. Okafor's 5, from the 0.5B model); "the lowest" the same
+//!    way; "the second highest" is not read. Words after [`AVERAGE`] are
+//!    not read ("… from the others' average (3.5), which is lower" may say
+//!    what the average is).
 //! 5. **A reason, not a scores line.** The reason holds [`SCORES_LINE`],
 //!    the words the discussion shows after a speech before its speaker's
 //!    scores ("(Ann's scores now: grammar 4, …"): a copy of that line says
@@ -76,6 +81,11 @@
 //!     "Dr. Mensah's grammar score (5) is closer to the others' average
 //!     (3)", the widest gap of the group.
 //!
+//! 11. **Members' titles.** The reason writes a member's name with a title
+//!     that is not the member's and makes no member's name ("Ms. Lindqvist"
+//!     for Mr. Lindqvist, as the 0.5B model did in a reason that passed
+//!     every other check).
+//!
 //! Checks 4, 9 and 10 read a dimension in the sentence's own words: its key's
 //! words, or words that begin with their first five letters ("context
 //! consistency" for `contextual_consistency`); a sentence naming two is
@@ -111,6 +121,10 @@ pub const HIGH: [&str; 3] = ["high", "higher", "highest"];
 
 /// Words (whole) that say a member's scores are low.
 pub const LOW: [&str; 3] = ["low", "lower", "lowest"];
+
+/// Words before "highest" or "lowest" that rank a score below the top
+/// ("the second highest"), which check 4 does not read.
+const ORDINALS: [&str; 4] = ["second", "third", "2nd", "3rd"];
 
 /// Words that say a member's scores are high when "than" follows them
 /// ("… is more than Rafael's").
@@ -181,6 +195,9 @@ pub fn check(reason: &str, facts: &TableFacts) -> Result<(), String> {
     if let Some(name) = facts.outsiders.iter().find(|n| !mentions(&text, n).is_empty()) {
         return Err(format!("it names {name}, who is not in the {} group", facts.group));
     }
+    if let Some((name, said)) = wrong_title(&text, facts) {
+        return Err(format!("it calls {name} \"{said}\""));
+    }
     if let Some(at) = text.find(SCORES_LINE) {
         let whose = named_last(&text[..at], facts).map_or("a member", String::as_str);
         return Err(format!("it copies the discussion's line of {whose}'s scores instead of saying why"));
@@ -207,6 +224,39 @@ pub fn check(reason: &str, facts: &TableFacts) -> Result<(), String> {
         nearness(sentence, facts)?;
     }
     Ok(())
+}
+
+/// Check 11: a member of the group whose name has a title, written with
+/// another title ("Ms. Lindqvist" for Mr. Lindqvist) that makes no member's
+/// name; the member's name and what the lower-cased `text` calls it.
+fn wrong_title(text: &str, facts: &TableFacts) -> Option<(String, String)> {
+    let everyone: Vec<String> =
+        facts.rows.iter().map(|(n, _)| n).chain(&facts.outsiders).map(|n| n.to_lowercase()).collect();
+    for (name, _) in &facts.rows {
+        let Some((title, rest)) = name.split_once(' ') else { continue };
+        let own = title.trim_end_matches('.').to_lowercase();
+        if !TITLES.contains(&own.as_str()) {
+            continue;
+        }
+        let surname = rest.trim().to_lowercase();
+        for (at, _) in text.match_indices(surname.as_str()) {
+            let before = text[..at].chars().next_back();
+            let after = text[at + surname.len()..].chars().next();
+            if before.is_some_and(char::is_alphanumeric) || after.is_some_and(char::is_alphanumeric) {
+                continue;
+            }
+            let Some(said) = text[..at].split_whitespace().next_back().map(|w| w.trim_end_matches('.')) else {
+                continue;
+            };
+            if said == own || !TITLES.contains(&said) || everyone.contains(&format!("{said}. {surname}")) {
+                continue;
+            }
+            let mut title = said.to_string();
+            title[..1].make_ascii_uppercase();
+            return Some((name.clone(), format!("{title}. {}", rest.trim())));
+        }
+    }
+    None
 }
 
 /// Check 8: `Ok` when `reason` names `chosen`, the member the reply chose;
@@ -324,17 +374,23 @@ fn direction(sentence: &str, facts: &TableFacts) -> Result<(), String> {
     // A word after the others' average may say what the average is.
     let before_average = sentence.find(AVERAGE).map_or(sentence, |at| &sentence[..at]);
     let clauses = words_with_clauses(before_average);
-    let high = first_claim(&clauses, |i, word| {
+    let claim = first_claim(&clauses, |i, word| {
         let than = clauses.get(i + 1).is_some_and(|(next, _)| *next == "than");
-        if HIGH.contains(&word) || (than && MORE.contains(&word)) {
-            Some(true)
+        // "The highest" says more than "high"; "the second highest" is not checked.
+        let superlative =
+            (word == HIGH[2] || word == LOW[2]).then(|| word.as_ptr() as usize - sentence.as_ptr() as usize);
+        let ranked = i > 0 && ORDINALS.contains(&clauses[i - 1].0);
+        if ranked && superlative.is_some() {
+            None
+        } else if HIGH.contains(&word) || (than && MORE.contains(&word)) {
+            Some((true, superlative))
         } else if LOW.contains(&word) || (than && LESS.contains(&word)) {
-            Some(false)
+            Some((false, superlative))
         } else {
             None
         }
     });
-    let Some(high) = high else { return Ok(()) };
+    let Some((high, superlative)) = claim else { return Ok(()) };
     // The column the sentence names, else the row's mean.
     let column = column_named(sentence, &facts.keys);
     let value = |row: &str| -> Option<f64> {
@@ -352,11 +408,24 @@ fn direction(sentence: &str, facts: &TableFacts) -> Result<(), String> {
         .filter_map(|(n, s)| Some((mentions(sentence, n).first().copied()?, n.as_str(), value(s.as_deref()?)?)))
         .collect();
     named.sort_by_key(|&(at, ..)| at);
-    let Some(&(_, subject, own)) = named.first() else { return Ok(()) };
-    let others: Vec<f64> = if named.len() > 1 {
-        named[1..].iter().map(|&(.., v)| v).collect()
-    } else {
+    let every_other = |subject: &str| -> Vec<f64> {
         facts.rows.iter().filter(|(n, _)| n != subject).filter_map(|(_, s)| value(s.as_deref()?)).collect()
+    };
+    let (subject, own, others) = match superlative {
+        // "The highest" is said of the member named nearest before it (else
+        // the first named), against every other member with scores.
+        Some(word_at) => {
+            let Some(&(_, subject, own)) = named.iter().rev().find(|(at, ..)| *at < word_at).or(named.first()) else {
+                return Ok(());
+            };
+            (subject, own, every_other(subject))
+        }
+        None => {
+            let Some(&(_, subject, own)) = named.first() else { return Ok(()) };
+            let others =
+                if named.len() > 1 { named[1..].iter().map(|&(.., v)| v).collect() } else { every_other(subject) };
+            (subject, own, others)
+        }
     };
     let (Some(lo), Some(hi)) = (others.iter().copied().reduce(f64::min), others.iter().copied().reduce(f64::max))
     else {
@@ -364,11 +433,14 @@ fn direction(sentence: &str, facts: &TableFacts) -> Result<(), String> {
     };
     let on = column.map(|c| format!(" on {}", facts.keys[c])).unwrap_or_default();
     let range = if lo == hi { fmt(lo) } else { format!("{}–{}", fmt(lo), fmt(hi)) };
-    if high && own <= lo && own < hi {
-        return Err(format!("it says {subject}'s scores are high{on}, but they are {} against {range}", fmt(own)));
-    }
-    if !high && own >= hi && own > lo {
-        return Err(format!("it says {subject}'s scores are low{on}, but they are {} against {range}", fmt(own)));
+    let (fails, said) = match (high, superlative.is_some()) {
+        (true, false) => (own <= lo && own < hi, "high"),
+        (false, false) => (own >= hi && own > lo, "low"),
+        (true, true) => (own < hi, "the highest"),
+        (false, true) => (own > lo, "the lowest"),
+    };
+    if fails {
+        return Err(format!("it says {subject}'s scores are {said}{on}, but they are {} against {range}", fmt(own)));
     }
     Ok(())
 }
@@ -724,8 +796,26 @@ mod tests {
         );
         assert_eq!(
             check("Ms. Ito's score is the highest among the agents.", &f).unwrap_err(),
-            "it says Ms. Ito's scores are high, but they are 3.2 against 4.2–5"
+            "it says Ms. Ito's scores are the highest, but they are 3.2 against 4.2–5"
         );
+        // "The highest" fails where "high" would not: one other is higher.
+        assert_eq!(
+            check("Dr. Mensah's contextual consistency score is the highest, with a 5 out of 5.", &f),
+            Ok(()),
+            "tied with the highest"
+        );
+        assert_eq!(
+            check("Dr. Mensah's grammar score is the highest, with a 4 out of 5.", &f).unwrap_err(),
+            "it says Dr. Mensah's scores are the highest on grammar, but they are 4 against 1–5"
+        );
+        assert!(check("Dr. Mensah's grammar score is high.", &f).is_ok(), "above one of them");
+        assert_eq!(
+            check("Dr. Kowalski's grammar score is 5, and Ms. Ito's grammar score is the lowest.", &f),
+            Ok(()),
+            "said of the member named nearest before it"
+        );
+        assert!(check("Dr. Mensah's grammar score is the lowest of the group.", &f).is_err(), "Ms. Ito's 1");
+        assert!(check("Dr. Mensah's grammar score is the second lowest.", &f).is_ok(), "a rank not read");
         assert!(check("Dr. Mensah's scores are lower than Dr. Haddad's.", &f).is_ok());
         assert!(check("Dr. Haddad scored higher than Dr. Mensah.", &f).is_ok());
         assert!(check("Ms. Ito's grammar score is the lowest.", &f).is_ok(), "on the column named");
@@ -842,6 +932,26 @@ mod tests {
         );
         assert!(check("Haddad would disagree.", &f).is_err());
         assert!(check("Ms. Okafor should answer Ms. Ito's point about pacing.", &f).is_ok());
+    }
+
+    #[test]
+    fn a_member_is_named_with_its_own_title() {
+        let f = facts(
+            &[("Ms. Okafor", Some(SAME)), ("Mr. Lindqvist", Some("3, 4, 2, 2, 4")), ("Ms. Ito", None)],
+            Some("Ms. Ito"),
+        );
+        assert_eq!(
+            check("Ms. Lindqvist's answer relevancy score (4) is furthest from the others' average (5).", &f)
+                .unwrap_err(),
+            "it calls Mr. Lindqvist \"Ms. Lindqvist\""
+        );
+        assert!(check("Dr. Lindqvist should answer.", &f).is_err());
+        assert!(check("Mr Lindqvist should answer Ms. Ito.", &f).is_ok(), "a title without its dot");
+        assert!(check("Lindqvist should answer Ms. Ito.", &f).is_ok(), "no title");
+        assert!(check("Ms. Ito answers the lindqvist method.", &f).is_ok(), "no title before it");
+        let mut two = f.clone();
+        two.outsiders.push("Dr. Lindqvist".into());
+        assert_eq!(wrong_title("dr. lindqvist should answer.", &two), None, "another member's name");
     }
 
     #[test]
