@@ -393,7 +393,7 @@ mod tests {
     async fn the_reply_budget_shrinks_to_a_floor_and_then_the_call_fails() {
         let panel = crate::testkit::panel(Protocol::CollabEval, &[("Parents", &["Ann", "Bea"])]);
         let item = crate::testkit::item();
-        let messages = prompts::aggregator_messages(&panel, &item, "- Ann: grammar 2");
+        let messages = prompts::aggregator_messages(&panel, &item, "- Ann: grammar 2", "");
         let tokens = conservative_prompt_tokens(&messages);
         let prompt = Prompt::fixed(messages.clone());
         let fitted = fit(&provider(tokens + 400), "", &prompt, 1000, "aggregator").await.unwrap();

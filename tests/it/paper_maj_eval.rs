@@ -173,7 +173,17 @@ async fn under_the_paper_preset_each_group_gets_a_synthesis_of_its_whole_debate(
     let (_, requests) = run_maj(maj_panel(Preset::Moot)).await;
     let aggregator = requests_of(&requests, "aggregator");
     assert_eq!(aggregator.len(), 1);
-    assert!(!all_text(aggregator[0]).contains("SPEECH"));
+    let text = all_text(aggregator[0]);
+    assert!(!text.contains("SPEECH"));
+    // It is told what the groups' results show, as sentences.
+    for line in [
+        "- Teachers: grammar 4, relevance 3, overall 4; its members give the same scores.\n",
+        "- Parents: grammar 4, relevance 3, overall 4; its members give the same scores.\n",
+        "- The groups' results are the same.\n",
+        "- The panel's result: grammar 4, relevance 3, overall 4.\n",
+    ] {
+        assert!(text.contains(line), "{line:?} in {text}");
+    }
 }
 
 #[tokio::test]

@@ -2,26 +2,145 @@
 //! and the final judge of a discussion without consensus.
 
 use super::history::{HistoryEntry, render_history};
+use std::fmt::Write;
+
+use super::format::fmt_num;
 use super::panel::{output_format, render_item, rubric, task_text};
 use crate::item::Item;
 use crate::panel::Panel;
 use crate::provider::ChatMessage;
+use crate::session::event::Scores;
 
-/// Messages for the aggregator's synthesis.
-pub fn aggregator_messages(panel: &Panel, item: &Item, finals: &str) -> Vec<ChatMessage> {
+/// Messages for the aggregator's synthesis: every member's final
+/// evaluation (`finals`), then what the groups' results show
+/// ([`results_facts`]).
+pub fn aggregator_messages(panel: &Panel, item: &Item, finals: &str, facts: &str) -> Vec<ChatMessage> {
     let system = format!(
         "You write the synthesis of an evaluation panel's debate. The task: {}\n\
          Be faithful to what the panel said; do not add your own scores.",
         task_text(panel)
     );
     let user = format!(
-        "{}\n\nThe final evaluations of every stakeholder group:\n{finals}\n\
+        "{}\n\nThe final evaluations of every stakeholder group:\n{finals}\n{facts}\n\
          Write a short synthesis (at most 200 words) in three paragraphs, beginning with \"Agreement:\", \
-         \"Disagreement:\" and \"Overall:\": where the stakeholders agree, where they disagree and why, and an \
-         overall interpretation of the content's quality. Do not list the scores again.",
+         \"Disagreement:\" and \"Overall:\": what the stakeholders agree on, where their results are closest; \
+         where their results differ most, and the reasons the members gave; what the panel's result says about \
+         the content's quality. Say what the panel found, not whether a member is right. Do not list the scores \
+         again; a number you give is one of the lines above.",
         render_item(item)
     );
     vec![ChatMessage::system(system), ChatMessage::user(user)]
+}
+
+/// One group's result and its members' final scores, for
+/// [`results_facts`].
+#[derive(Debug, Clone, Default)]
+pub struct GroupResult {
+    pub name: String,
+    /// The group's result by the aggregation's rule, a person's overrides
+    /// applied.
+    pub result: Scores,
+    /// The keys of `result` a person set.
+    pub human: Vec<String>,
+    /// Each member's name and final scores.
+    pub members: Vec<(String, Scores)>,
+}
+
+/// What the groups' results show, as sentences the panel's synthesis may
+/// draw on (a small model does not reliably work them out from the
+/// members' scores): each group's result and the dimension its members
+/// differ most on; with two groups or more, the dimensions their results
+/// are closest and differ most on; the panel's result (`panel_result`).
+pub fn results_facts(panel: &Panel, groups: &[GroupResult], panel_result: &GroupResult) -> String {
+    let mut keys: Vec<(&str, String)> =
+        panel.dimensions.iter().filter(|d| d.labels.is_empty()).map(|d| (d.key.as_str(), dimension_words(d))).collect();
+    if panel.asks_overall() {
+        keys.push(("overall", "overall".to_string()));
+    }
+    let scored: Vec<&GroupResult> = groups.iter().filter(|g| !g.result.is_empty()).collect();
+    if keys.is_empty() || scored.is_empty() {
+        return String::new();
+    }
+    let words = |k: &str| keys.iter().find(|(key, _)| *key == k).map_or(k.to_string(), |(_, w)| w.clone());
+    // One decimal on a scale of whole numbers, two on a 0–1 scale.
+    let num = |v: f64| if panel.scale.is_integer() { one_decimal(v) } else { fmt_num(v) };
+    let result = |g: &GroupResult| -> String {
+        let by = |k: &str| if g.human.iter().any(|h| h == k) { " (set by a person)" } else { "" };
+        let each: Vec<String> =
+            keys.iter().filter_map(|(k, w)| Some(format!("{w} {}{}", num(*g.result.get(*k)?), by(k)))).collect();
+        each.join(", ")
+    };
+    let mut out = format!(
+        "What the results show, from {} (worst) to {} (best):\n",
+        fmt_num(panel.scale.min),
+        fmt_num(panel.scale.max)
+    );
+    for g in &scored {
+        let _ = write!(out, "- {}: {}", g.name, result(g));
+        if g.members.len() > 1 {
+            match widest(&keys, |k| g.members.iter().map(|(_, s)| s.get(k).copied()).collect()) {
+                Some(k) => {
+                    let who: Vec<String> =
+                        g.members.iter().filter_map(|(n, s)| Some(format!("{n} {}", num(*s.get(k)?)))).collect();
+                    let _ = write!(out, "; its members differ most on {} ({})", words(k), who.join(", "));
+                }
+                None => out.push_str("; its members give the same scores"),
+            }
+        }
+        out.push_str(".\n");
+    }
+    if scored.len() > 1 {
+        let values = |k: &str| scored.iter().map(|g| g.result.get(k).copied()).collect::<Vec<_>>();
+        match widest(&keys, values) {
+            Some(far) => {
+                if let Some(near) = narrowest(&keys, values)
+                    && let Some((lo, hi)) = span(&values(near))
+                {
+                    let range =
+                        if lo == hi { format!("all {}", num(lo)) } else { format!("{} to {}", num(lo), num(hi)) };
+                    let _ = writeln!(out, "- The groups' results are closest on {} ({range}).", words(near));
+                }
+                let each: Vec<String> =
+                    scored.iter().filter_map(|g| Some(format!("{} {}", g.name, num(*g.result.get(far)?)))).collect();
+                let _ = writeln!(out, "- The groups' results differ most on {} ({}).", words(far), each.join(", "));
+            }
+            None => out.push_str("- The groups' results are the same.\n"),
+        }
+    }
+    if !panel_result.result.is_empty() {
+        let _ = writeln!(out, "- The panel's result: {}.", result(panel_result));
+    }
+    out
+}
+
+/// The dimension's words: its name, else its key with blanks.
+fn dimension_words(d: &crate::panel::Dimension) -> String {
+    if d.name.trim().is_empty() { d.key.replace('_', " ") } else { d.name.trim().to_lowercase() }
+}
+
+/// The lowest and highest of the values given.
+fn span(values: &[Option<f64>]) -> Option<(f64, f64)> {
+    let given = values.iter().flatten().copied();
+    Some((given.clone().reduce(f64::min)?, given.reduce(f64::max)?))
+}
+
+/// The key whose values (`of` it) span the most; none when no two values
+/// differ. The first such key on a tie.
+fn widest<'k>(keys: &[(&'k str, String)], of: impl Fn(&str) -> Vec<Option<f64>>) -> Option<&'k str> {
+    let spans = keys.iter().filter_map(|(k, _)| span(&of(k)).map(|(lo, hi)| (*k, hi - lo)));
+    spans.filter(|&(_, s)| s > 0.0).reduce(|best, next| if next.1 > best.1 { next } else { best }).map(|(k, _)| k)
+}
+
+/// The key whose values span the least; the first on a tie.
+fn narrowest<'k>(keys: &[(&'k str, String)], of: impl Fn(&str) -> Vec<Option<f64>>) -> Option<&'k str> {
+    let spans = keys.iter().filter_map(|(k, _)| span(&of(k)).map(|(lo, hi)| (*k, hi - lo)));
+    spans.reduce(|best, next| if next.1 < best.1 { next } else { best }).map(|(k, _)| k)
+}
+
+/// A number to one decimal, without a trailing ".0".
+fn one_decimal(v: f64) -> String {
+    let s = format!("{v:.1}");
+    s.strip_suffix(".0").map_or(s.clone(), str::to_string)
 }
 
 /// Messages for the synthesis of one stakeholder group (MAJ-EVAL's
@@ -72,4 +191,56 @@ pub fn final_judge_messages(panel: &Panel, item: &Item, history: &[HistoryEntry]
         output_format(panel)
     );
     vec![ChatMessage::system(system), ChatMessage::user(user)]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::panel::Protocol;
+
+    fn scores(pairs: &[(&str, f64)]) -> Scores {
+        pairs.iter().map(|(k, v)| (k.to_string(), *v)).collect()
+    }
+
+    fn group(name: &str, members: &[(&str, [f64; 3])]) -> GroupResult {
+        let members: Vec<(String, Scores)> = members
+            .iter()
+            .map(|(n, [g, r, o])| (n.to_string(), scores(&[("grammar", *g), ("relevance", *r), ("overall", *o)])))
+            .collect();
+        let mean = |k: &str| members.iter().map(|(_, s)| s[k]).sum::<f64>() / members.len() as f64;
+        let result =
+            scores(&[("grammar", mean("grammar")), ("relevance", mean("relevance")), ("overall", mean("overall"))]);
+        GroupResult { name: name.into(), result, human: Vec::new(), members }
+    }
+
+    #[test]
+    fn the_synthesis_is_told_where_results_differ_and_where_they_are_close() {
+        let panel =
+            crate::testkit::panel(Protocol::MajEval, &[("Teachers", &["Ann", "Bo"]), ("Parents", &["Cy", "Di"])]);
+        let teachers = group("Teachers", &[("Ann", [4.0, 1.0, 3.0]), ("Bo", [4.0, 2.0, 3.0])]);
+        let mut parents = group("Parents", &[("Cy", [5.0, 5.0, 4.0]), ("Di", [5.0, 4.0, 4.0])]);
+        parents.human.push("overall".into());
+        let whole = GroupResult {
+            result: scores(&[("grammar", 4.5), ("relevance", 3.0), ("overall", 3.5)]),
+            ..GroupResult::default()
+        };
+        let facts = results_facts(&panel, &[teachers, parents], &whole);
+        assert_eq!(
+            facts,
+            "What the results show, from 1 (worst) to 5 (best):\n\
+             - Teachers: grammar 4, relevance 1.5, overall 3; its members differ most on relevance (Ann 1, Bo 2).\n\
+             - Parents: grammar 5, relevance 4.5, overall 4 (set by a person); its members differ most on relevance (Cy 5, Di 4).\n\
+             - The groups' results are closest on grammar (4 to 5).\n\
+             - The groups' results differ most on relevance (Teachers 1.5, Parents 4.5).\n\
+             - The panel's result: grammar 4.5, relevance 3, overall 3.5.\n"
+        );
+        let same = group("Teachers", &[("Ann", [4.0, 4.0, 4.0]), ("Bo", [4.0, 4.0, 4.0])]);
+        let none = GroupResult::default();
+        let facts = results_facts(&panel, &[same.clone(), GroupResult { name: "Parents".into(), ..same }], &none);
+        assert!(facts.contains("- Teachers: grammar 4, relevance 4, overall 4; its members give the same scores.\n"));
+        assert!(facts.ends_with("- The groups' results are the same.\n"), "{facts}");
+        assert_eq!(results_facts(&panel, &[GroupResult { name: "Teachers".into(), ..none.clone() }], &none), "");
+        let messages = aggregator_messages(&panel, &crate::testkit::item(), "- Ann: grammar 4\n", &facts);
+        assert!(messages[1].content.contains("- Ann: grammar 4\n\nWhat the results show"));
+    }
 }

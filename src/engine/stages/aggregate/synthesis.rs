@@ -6,15 +6,38 @@ use std::fmt::Write;
 
 use crate::engine::discussion::redraws;
 use crate::engine::prompts::{self, HistoryEntry};
-use crate::engine::runtime::{CallSpec, Run, TurnSpec};
+use crate::engine::runtime::{CallSpec, Run, TurnSpec, eval_scores};
 use crate::engine::trim::Prompt;
 use crate::provider::NoCopy;
 use crate::session::event::{Phase, Role, TurnKind};
 
 /// The panel's synthesis of every member's final evaluation.
 pub(super) async fn of_panel(run: &Run) -> String {
-    let messages = prompts::aggregator_messages(&run.panel, run.item(), &panel_finals(run));
+    let facts = {
+        let (groups, whole) = group_results(run);
+        prompts::results_facts(&run.panel, &groups, &whole)
+    };
+    let messages = prompts::aggregator_messages(&run.panel, run.item(), &panel_finals(run), &facts);
     synthesis(run, None, Prompt::fixed(messages)).await
+}
+
+/// Each group's result and the panel's (a person's overrides applied),
+/// with the group members' final scores, for the facts the panel's
+/// synthesis is given.
+fn group_results(run: &Run) -> (Vec<prompts::GroupResult>, prompts::GroupResult) {
+    let st = run.state();
+    let of = |group: Option<&str>| prompts::GroupResult {
+        name: group.unwrap_or_default().to_string(),
+        result: run.result_scores(&st, group),
+        human: st.final_overrides.iter().filter(|o| o.group.as_deref() == group).map(|o| o.dimension.clone()).collect(),
+        members: st
+            .agents
+            .iter()
+            .filter(|a| group == Some(a.group.as_str()))
+            .filter_map(|a| Some((a.name.clone(), eval_scores(a.progress.latest.as_ref()?))))
+            .collect(),
+    };
+    (run.panel.groups.iter().map(|g| of(Some(&g.name))).collect(), of(None))
 }
 
 /// Every member's final evaluation, by group, for the panel's synthesis.
