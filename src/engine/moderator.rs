@@ -8,7 +8,7 @@
 use rand::Rng;
 
 use crate::engine::parse::{expand_to_fence, json_objects, mark_cut, normalize_key};
-use crate::engine::prompts::turns;
+use crate::engine::prompts::{one_decimal, turns};
 use crate::panel::ModeratorPolicy;
 use crate::session::event::Evaluation;
 
@@ -194,15 +194,9 @@ fn furthest(name: &str, key: &str, own: f64, mean: f64) -> String {
     format!(
         "{name}'s {} score ({}) is furthest from the others' average ({})",
         key.replace('_', " "),
-        short(own),
-        short(mean)
+        one_decimal(own),
+        one_decimal(mean)
     )
-}
-
-/// A score with at most one decimal: `4`, `4.3`.
-fn short(v: f64) -> String {
-    let s = format!("{v:.1}");
-    s.strip_suffix(".0").map(str::to_string).unwrap_or(s)
 }
 
 /// Read an LLM moderator's choice of the next speaker.

@@ -227,6 +227,10 @@ pub(crate) struct SpeakerPick<'a> {
     /// against it (see [`reasons::check`]): a reason that fails is read as
     /// an error beginning with [`reasons::MISMATCH`].
     pub facts: Option<&'a TableFacts>,
+    /// What the request said the table shows about each member who may
+    /// speak ([`prompts::standings`]; empty when it said nothing), said
+    /// again in the follow-up to a reply that could not be used.
+    pub standings: &'a str,
 }
 
 impl Verdict for SpeakerPick<'_> {
@@ -258,7 +262,7 @@ impl Verdict for SpeakerPick<'_> {
         Ok(SpeakerChoice { pick, raw: completion.text.clone() })
     }
     fn repair(&self, error: &str) -> ChatMessage {
-        prompts::moderator_retry(error, self.eligible)
+        prompts::moderator_retry(error, self.standings, self.eligible)
     }
     fn evaluation(&self, _output: &SpeakerChoice) -> Option<Evaluation> {
         None
@@ -307,7 +311,7 @@ mod tests {
     /// model reasoned about one member and chose another (docs/agent-output.md).
     #[test]
     fn a_moderator_names_its_choice_before_its_reason() {
-        let pick = SpeakerPick { eligible: &["Ann", "Bea"], all: &["Ann", "Bea", "Cy"], facts: None };
+        let pick = SpeakerPick { eligible: &["Ann", "Bea"], all: &["Ann", "Bea", "Cy"], facts: None, standings: "" };
         let schema = pick.schema().expect("a schema");
         assert_eq!(crate::provider::gbnf::object_keys(&schema), Some(vec!["next", "reason"]));
         let form = pick.instructions();

@@ -60,7 +60,16 @@ async fn a_reason_the_table_contradicts_is_sent_back_once_with_the_correction() 
     // The correction said what the table shows.
     let requests = provider.requests();
     let again = requests.iter().find(|r| corrected(r)).expect("the moderator was asked again");
-    assert!(again.messages.last().unwrap().content.contains("nobody's scores differ"), "{:?}", again.messages);
+    let correction = &again.messages.last().unwrap().content;
+    assert!(correction.contains("nobody's scores differ"), "{:?}", again.messages);
+    // It says again, right before the answer form, where each member who
+    // may speak stands.
+    assert!(
+        correction.contains(
+            ".\nWhat the table shows about those who may speak:\n- Ann's scores are the same as the others'.\n"
+        ) && correction.ends_with("Answer only with {\"next\": \"<name>\", \"reason\": \"<one sentence>\"}."),
+        "{correction}"
+    );
     // Under `checked` the request says where each member who may speak
     // stands, the facts a reason can give.
     let first = requests.iter().find(|r| speaker(r) == "moderator").expect("a moderator request");

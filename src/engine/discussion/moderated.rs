@@ -191,7 +191,8 @@ async fn llm_moderator(
     let turn = TurnSpec::of_role(run, Role::Moderator, &binding, Some(group), Phase::Debate, &run.stop);
     // A pick is a name and a sentence.
     let turn = TurnSpec { sampling: (turn.sampling.0, turn.sampling.1.min(200)), ..turn };
-    let verdict = SpeakerPick { eligible: &refs, all: &all_refs, facts: checked.then_some(&facts) };
+    let verdict =
+        SpeakerPick { eligible: &refs, all: &all_refs, facts: checked.then_some(&facts), standings: &standings };
     // Asked once more with the reason when a reply names nobody who may speak.
     let (failure, raw) =
         match run.verdict_turn(&verdict, turn, Prompt::discussion(&run.panel, &history, &build), None).await {

@@ -4,7 +4,7 @@
 use super::history::{HistoryEntry, render_history};
 use std::fmt::Write;
 
-use super::format::fmt_num;
+use super::format::{fmt_num, one_decimal};
 use super::panel::{output_format, render_item, rubric, task_text};
 use crate::item::Item;
 use crate::panel::Panel;
@@ -135,12 +135,6 @@ fn widest<'k>(keys: &[(&'k str, String)], of: impl Fn(&str) -> Vec<Option<f64>>)
 fn narrowest<'k>(keys: &[(&'k str, String)], of: impl Fn(&str) -> Vec<Option<f64>>) -> Option<&'k str> {
     let spans = keys.iter().filter_map(|(k, _)| span(&of(k)).map(|(lo, hi)| (*k, hi - lo)));
     spans.reduce(|best, next| if next.1 < best.1 { next } else { best }).map(|(k, _)| k)
-}
-
-/// A number to one decimal, without a trailing ".0".
-fn one_decimal(v: f64) -> String {
-    let s = format!("{v:.1}");
-    s.strip_suffix(".0").map_or(s.clone(), str::to_string)
 }
 
 /// Messages for the synthesis of one stakeholder group (MAJ-EVAL's

@@ -54,6 +54,12 @@ pub fn fmt_num(v: f64) -> String {
     if v.fract() == 0.0 { format!("{v:.0}") } else { format!("{v:.2}").trim_end_matches('0').to_string() }
 }
 
+/// A number with at most one decimal: `4`, `4.3`.
+pub fn one_decimal(v: f64) -> String {
+    let s = format!("{v:.1}");
+    s.strip_suffix(".0").map_or(s.clone(), str::to_string)
+}
+
 /// `1 turn`, `3 turns`.
 pub fn turns(n: u32) -> String {
     if n == 1 { "1 turn".to_string() } else { format!("{n} turns") }

@@ -32,7 +32,7 @@ pub(crate) use ahead::{shared_so_far, with_placeholder};
 pub use closing::{
     AGGREGATOR_OPENING, GroupResult, aggregator_messages, final_judge_messages, group_synthesis_messages, results_facts,
 };
-pub use format::{fmt_num, format_scores, turns};
+pub use format::{fmt_num, format_scores, one_decimal, turns};
 pub(crate) use history::render_history;
 pub use history::{HISTORY_WINDOW, HistoryEntry, history_window, reply_words};
 pub(crate) use members::DISCUSSION_HEADING;

@@ -122,9 +122,13 @@ pub fn is_moderator_request(speaker_message: &str) -> bool {
     speaker_message.contains(MODERATOR_OPENING)
 }
 
-/// The follow-up sent to a moderator whose reply could not be used.
-pub fn moderator_retry(reason: &str, eligible: &[&str]) -> ChatMessage {
-    ChatMessage::user(format!("That answer could not be used: {reason}. {}", moderator_format(eligible)))
+/// The follow-up sent to a moderator whose reply could not be used: why,
+/// then the request's [`standings`] again (when it had them: right before
+/// the answer form, as there; sent back without them, the 0.5B model gave
+/// the correction itself as its next reason), then the answer form.
+pub fn moderator_retry(reason: &str, standings: &str, eligible: &[&str]) -> ChatMessage {
+    let between = if standings.is_empty() { " ".to_string() } else { format!("\n{standings}") };
+    ChatMessage::user(format!("That answer could not be used: {reason}.{between}{}", moderator_format(eligible)))
 }
 
 /// What a moderator's answer must be.
