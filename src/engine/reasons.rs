@@ -233,18 +233,9 @@ fn wrong_title(text: &str, facts: &TableFacts) -> Option<(String, String)> {
     let everyone: Vec<String> =
         facts.rows.iter().map(|(n, _)| n).chain(&facts.outsiders).map(|n| n.to_lowercase()).collect();
     for (name, _) in &facts.rows {
-        let Some((title, rest)) = name.split_once(' ') else { continue };
-        let own = title.trim_end_matches('.').to_lowercase();
-        if !TITLES.contains(&own.as_str()) {
-            continue;
-        }
-        let surname = rest.trim().to_lowercase();
-        for (at, _) in text.match_indices(surname.as_str()) {
-            let before = text[..at].chars().next_back();
-            let after = text[at + surname.len()..].chars().next();
-            if before.is_some_and(char::is_alphanumeric) || after.is_some_and(char::is_alphanumeric) {
-                continue;
-            }
+        let Some((own, rest)) = titled(name) else { continue };
+        let surname = rest.to_lowercase();
+        for at in mentions(text, &surname) {
             let Some(said) = text[..at].split_whitespace().next_back().map(|w| w.trim_end_matches('.')) else {
                 continue;
             };
@@ -253,7 +244,7 @@ fn wrong_title(text: &str, facts: &TableFacts) -> Option<(String, String)> {
             }
             let mut title = said.to_string();
             title[..1].make_ascii_uppercase();
-            return Some((name.clone(), format!("{title}. {}", rest.trim())));
+            return Some((name.clone(), format!("{title}. {rest}")));
         }
     }
     None
@@ -639,10 +630,8 @@ fn join_and(names: &[&str]) -> String {
 fn mentions(text: &str, name: &str) -> Vec<usize> {
     let name = name.to_lowercase();
     let mut forms = vec![name.clone()];
-    if let Some((title, rest)) = name.split_once(' ')
-        && TITLES.contains(&title.trim_end_matches('.'))
-    {
-        forms.push(rest.trim().to_string());
+    if let Some((_, rest)) = titled(&name) {
+        forms.push(rest.to_string());
     }
     let mut out = Vec::new();
     for form in forms.iter().filter(|f| !f.is_empty()) {
@@ -656,6 +645,14 @@ fn mentions(text: &str, name: &str) -> Vec<usize> {
     }
     out.sort_unstable();
     out
+}
+
+/// A name's title (lower-cased, without its dot) and the rest of it, when
+/// it begins with one of [`TITLES`] ("Dr. Haddad": `dr`, "Haddad").
+fn titled(name: &str) -> Option<(String, &str)> {
+    let (title, rest) = name.split_once(' ')?;
+    let title = title.trim_end_matches('.').to_lowercase();
+    TITLES.contains(&title.as_str()).then_some((title, rest.trim()))
 }
 
 /// The sentences of the lower-cased `text`: split after `.`, `!`, `?` or
