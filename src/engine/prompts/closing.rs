@@ -78,7 +78,7 @@ pub fn results_facts(panel: &Panel, groups: &[GroupResult], panel_result: &Group
     for g in &scored {
         let _ = write!(out, "- {}: {}", g.name, result(g));
         if g.members.len() > 1 {
-            match widest(&keys, |k| g.members.iter().map(|(_, s)| s.get(k).copied()).collect()) {
+            match spread_key(&keys, |k| g.members.iter().map(|(_, s)| s.get(k).copied()).collect(), true) {
                 Some(k) => {
                     let who: Vec<String> =
                         g.members.iter().filter_map(|(n, s)| Some(format!("{n} {}", num(*s.get(k)?)))).collect();
@@ -91,9 +91,9 @@ pub fn results_facts(panel: &Panel, groups: &[GroupResult], panel_result: &Group
     }
     if scored.len() > 1 {
         let values = |k: &str| scored.iter().map(|g| g.result.get(k).copied()).collect::<Vec<_>>();
-        match widest(&keys, values) {
+        match spread_key(&keys, values, true) {
             Some(far) => {
-                if let Some(near) = narrowest(&keys, values)
+                if let Some(near) = spread_key(&keys, values, false)
                     && let Some((lo, hi)) = span(&values(near))
                 {
                     let range =
@@ -113,9 +113,10 @@ pub fn results_facts(panel: &Panel, groups: &[GroupResult], panel_result: &Group
     out
 }
 
-/// The dimension's words: its name, else its key with blanks.
+/// The dimension's words: its label (its name, else its key) lower-cased,
+/// with blanks for underscores.
 fn dimension_words(d: &crate::panel::Dimension) -> String {
-    if d.name.trim().is_empty() { d.key.replace('_', " ") } else { d.name.trim().to_lowercase() }
+    d.label().trim().replace('_', " ").to_lowercase()
 }
 
 /// The lowest and highest of the values given.
@@ -124,17 +125,15 @@ fn span(values: &[Option<f64>]) -> Option<(f64, f64)> {
     Some((given.clone().reduce(f64::min)?, given.reduce(f64::max)?))
 }
 
-/// The key whose values (`of` it) span the most; none when no two values
-/// differ. The first such key on a tie.
-fn widest<'k>(keys: &[(&'k str, String)], of: impl Fn(&str) -> Vec<Option<f64>>) -> Option<&'k str> {
+/// The key whose values (`of` it) span the most (`most`; none when no
+/// two values differ), or the least; the first such key on a tie.
+fn spread_key<'k>(keys: &[(&'k str, String)], of: impl Fn(&str) -> Vec<Option<f64>>, most: bool) -> Option<&'k str> {
     let spans = keys.iter().filter_map(|(k, _)| span(&of(k)).map(|(lo, hi)| (*k, hi - lo)));
-    spans.filter(|&(_, s)| s > 0.0).reduce(|best, next| if next.1 > best.1 { next } else { best }).map(|(k, _)| k)
-}
-
-/// The key whose values span the least; the first on a tie.
-fn narrowest<'k>(keys: &[(&'k str, String)], of: impl Fn(&str) -> Vec<Option<f64>>) -> Option<&'k str> {
-    let spans = keys.iter().filter_map(|(k, _)| span(&of(k)).map(|(lo, hi)| (*k, hi - lo)));
-    spans.reduce(|best, next| if next.1 < best.1 { next } else { best }).map(|(k, _)| k)
+    let better = |next: f64, best: f64| if most { next > best } else { next < best };
+    spans
+        .filter(|&(_, s)| !most || s > 0.0)
+        .reduce(|best, next| if better(next.1, best.1) { next } else { best })
+        .map(|(k, _)| k)
 }
 
 /// Messages for the synthesis of one stakeholder group (MAJ-EVAL's
