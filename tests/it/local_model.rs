@@ -794,6 +794,44 @@ async fn a_speech_answers_the_member_it_addresses_not_its_own_speaker() {
     assert!(!guarded.to_lowercase().contains("amara"), "{guarded:?}");
 }
 
+/// A title the answered member lacks, right before the answered member's
+/// name, is written as theirs, though another member of the request has it
+/// (`provider::local::speaker`): the model is looked ahead past the title.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_speech_gives_the_answered_member_their_own_title() {
+    let Some(provider) = tiny_provider() else { return };
+    let ask = |named: &str| {
+        let mut request = ChatRequest::new(vec![
+            ChatMessage::system("You sit on a panel judging answers for children. Reply in one short paragraph."),
+            ChatMessage::user(format!(
+                "Copy this line: Mr. Lindqvist, I disagree with {named} because the answer is too short."
+            )),
+        ]);
+        request.max_tokens = 40;
+        request.temperature = Some(0.0);
+        request
+    };
+    let plain = complete(&provider, ask("Ms. Lindqvist")).await.text;
+    // Ms. Ito answers Mr. Lindqvist; Ms. Okafor shares her title.
+    let speaking = |mut request: ChatRequest| {
+        request.no_copy = Some(std::sync::Arc::new(NoCopy {
+            speaker: Some("Ms. Ito".into()),
+            answers: Some("Mr. Lindqvist".into()),
+            names: vec!["Ms. Okafor".into()],
+            ..NoCopy::default()
+        }));
+        request
+    };
+    let guarded = complete(&provider, speaking(ask("Ms. Lindqvist"))).await.text;
+    eprintln!("without the speaker: {plain:?}\nwith it: {guarded:?}");
+    let lower = |t: &str| t.to_lowercase();
+    assert!(lower(&plain).contains("disagree with ms. lindqvist"), "told to, the model writes it: {plain:?}");
+    assert!(lower(&guarded).contains("disagree with mr. lindqvist"), "{guarded:?}");
+    // Where the name that follows is another member's, the title stands.
+    let other = complete(&provider, speaking(ask("Ms. Okafor"))).await.text;
+    assert!(lower(&other).contains("disagree with ms. okafor"), "{other:?}");
+}
+
 /// The grammar a llama.cpp server is sent (the lean form) reads in llama.cpp's
 /// own engine, and a string value in it never ends right after a blank: a
 /// quotation mark the model opens there (`a child in the "Why`) is not taken

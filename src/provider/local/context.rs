@@ -736,8 +736,7 @@ impl<'a, 'm> ModelContext<'a, 'm> {
 
     /// Whether the token with the highest logit begins with a blank.
     fn likeliest_is_blank(&self, logits: &[f32]) -> bool {
-        let best = (0_i32..).zip(logits).max_by(|a, b| a.1.total_cmp(b.1)).map(|(t, _)| LlamaToken(t));
-        best.is_some_and(|t| self.piece(t).first().is_some_and(u8::is_ascii_whitespace))
+        likeliest(logits).is_some_and(|t| self.piece(t).first().is_some_and(u8::is_ascii_whitespace))
     }
 
     /// Free generation. With `json_follows`, stops (without emitting) where
@@ -812,6 +811,13 @@ impl<'a, 'm> ModelContext<'a, 'm> {
                 },
                 None => (vec![token], piece),
             };
+            // A title the answered member lacks, where the answered member's
+            // name would follow it, is the answered member's title.
+            let weigh = speaker.and_then(|s| Some((s, s.title_to_weigh(text, &String::from_utf8_lossy(&piece))?)));
+            let (tokens, piece) = match weigh {
+                Some((s, right)) => self.weigh_title(s, (tokens, piece), right, state)?,
+                None => (tokens, piece),
+            };
             if json_follows && starts_json(out.text(), &piece) {
                 return Ok(Finish::Stop);
             }
@@ -831,6 +837,53 @@ impl<'a, 'm> ModelContext<'a, 'm> {
             if !json_follows && near_end {
                 return Ok(Finish::Length);
             }
+        }
+    }
+
+    /// Looks ahead of a `title` the answered member lacks, written right
+    /// after the words that name whom a speech agrees with: decodes it (and
+    /// a dot after it, the model's likeliest), and where the model's
+    /// likeliest piece then begins the answered member's name (or the
+    /// speaker's own, written as the answered member's), returns the
+    /// answered member's title (`right`) to write instead; else the title.
+    /// The looked-ahead tokens are dropped again either way: the caller
+    /// decodes what it writes. ("Mr. Lindqvist, I disagree with Ms." from
+    /// Ms. Ito became "…with Ms. Lindqvist's" where Ms. Okafor shared her
+    /// title, 1 of 12 speeches in each of two 0.5B runs.)
+    fn weigh_title(
+        &mut self,
+        speaker: &Speaker,
+        title: (Vec<LlamaToken>, Vec<u8>),
+        right: String,
+        state: &mut GenState,
+    ) -> Result<(Vec<LlamaToken>, Vec<u8>), ProviderError> {
+        let before = self.current.cached.len();
+        let vocab = self.model.vocab();
+        let mut ahead = title.0.clone();
+        let mut next = None;
+        for _ in 0..2 {
+            if !self.room_left() {
+                break;
+            }
+            self.decode_step(&ahead, state)?;
+            let Some(token) = likeliest(&state.logits) else { break };
+            let piece = String::from_utf8_lossy(&vocab.token_to_piece(token, false, None)).into_owned();
+            if piece == "." && !String::from_utf8_lossy(&title.1).ends_with('.') && ahead == title.0 {
+                ahead = vec![token];
+                continue;
+            }
+            next = Some(piece);
+            break;
+        }
+        if self.cut_to(before) != before {
+            return Err(server_error("llama.cpp could not drop the tokens it looked ahead".to_string()));
+        }
+        match next {
+            Some(piece) if speaker.names_answered(&piece) => match vocab.tokenize(right.as_bytes(), false, false) {
+                tokens if !tokens.is_empty() => Ok((tokens, right.into_bytes())),
+                _ => Ok(title),
+            },
+            _ => Ok(title),
         }
     }
 
@@ -1016,6 +1069,11 @@ pub(super) struct GenState {
 /// `logits`, or an error where llama.cpp's are not numbers (NaN), which no
 /// token can be drawn from: the sampler would find none and say only that.
 /// The cache that gave them is forgotten by the caller.
+/// The token with the highest logit.
+fn likeliest(logits: &[f32]) -> Option<LlamaToken> {
+    (0_i32..).zip(logits).max_by(|a, b| a.1.total_cmp(b.1)).map(|(t, _)| LlamaToken(t))
+}
+
 fn numbers(logits: Vec<f32>) -> Result<Vec<f32>, ProviderError> {
     if logits.iter().any(|x| x.is_nan()) {
         return Err(server_error(
