@@ -158,22 +158,11 @@ impl Speaker {
     /// and whatever followed the whole name in the piece ("'s"); after a
     /// title, the name without its title. `None` where the piece stands.
     pub fn instead(&self, text: &str, piece: &str) -> Option<String> {
-        // A name begins with a capital letter ("it" may begin "Ito" or be a
-        // word). Checked first: this runs for every token of a speech's
-        // prose, and most begin with none.
-        let begun = piece.trim_start();
-        if !begun.starts_with(char::is_uppercase) {
-            return None;
-        }
-        let lower = text.to_lowercase();
-        let start = after_agrees_with(&lower)?;
         // Between the phrase and the piece: blanks, perhaps a title.
-        let between = lower[start..].trim();
+        let (begun, between) = word_after_phrase(text, piece)?;
+        let between = between.as_str();
         let typed_title = between.trim_end_matches('.');
         if !(between.is_empty() || TITLES.contains(&typed_title)) {
-            return None;
-        }
-        if !(lower[start..].ends_with(char::is_whitespace) || piece.starts_with(char::is_whitespace)) {
             return None;
         }
         let blank = &piece[..piece.len() - begun.len()];
@@ -235,15 +224,8 @@ impl Speaker {
     /// see. `None` where the piece is no such title, or the answered member
     /// has none.
     pub fn title_to_weigh(&self, text: &str, piece: &str) -> Option<String> {
-        let begun = piece.trim_start();
-        if !begun.starts_with(char::is_uppercase) {
-            return None;
-        }
-        let lower = text.to_lowercase();
-        let start = after_agrees_with(&lower)?;
-        if !lower[start..].trim().is_empty()
-            || !(lower[start..].ends_with(char::is_whitespace) || piece.starts_with(char::is_whitespace))
-        {
+        let (begun, between) = word_after_phrase(text, piece)?;
+        if !between.is_empty() {
             return None;
         }
         let word: String = begun.chars().take_while(|c| c.is_alphanumeric()).collect::<String>().to_lowercase();
@@ -274,6 +256,24 @@ impl Speaker {
         let third = self.others.iter().filter(|o| !answered.contains(o)).any(|o| o.starts_with(&lead));
         (answered.iter().any(begins) || self.forms.iter().any(begins)) && !third
     }
+}
+
+/// Where `piece` after `text` begins a word with a capital letter
+/// (a name's; "it" may begin "Ito" or be a word) after [`AGREES_WITH`] and
+/// a blank: the piece without its blank, and what lies between the phrase
+/// and the piece, lower-cased and trimmed. The capital is checked first:
+/// this runs for every token of a speech's prose, and most begin with none.
+fn word_after_phrase<'p>(text: &str, piece: &'p str) -> Option<(&'p str, String)> {
+    let begun = piece.trim_start();
+    if !begun.starts_with(char::is_uppercase) {
+        return None;
+    }
+    let lower = text.to_lowercase();
+    let rest = &lower[after_agrees_with(&lower)?..];
+    if !(rest.ends_with(char::is_whitespace) || piece.starts_with(char::is_whitespace)) {
+        return None;
+    }
+    Some((begun, rest.trim().to_string()))
 }
 
 /// Where the last of [`AGREES_WITH`]'s phrases in the lower-cased `text`
