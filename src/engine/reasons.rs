@@ -15,7 +15,9 @@
 //!    negation ("no", "not", "nobody", "none", "never", "n't", …) comes
 //!    before that word in its clause: it fails when every member with
 //!    scores has the same scores, or when the two or more members it names
-//!    all have the same scores.
+//!    all have the same scores ("furthest from the others' average" said
+//!    of two members says each is far from the others, not that the two
+//!    differ: only the first holds there; check 10 reads the rest).
 //! 3. **Members of the group.** The reason names a member of another group
 //!    of the panel.
 //! 4. **Which way scores differ.** A sentence about scores says a member's
@@ -334,18 +336,21 @@ fn named_last<'a>(text: &str, facts: &'a TableFacts) -> Option<&'a String> {
 fn differ(sentence: &str, facts: &TableFacts) -> Result<(), String> {
     let words = words(sentence);
     let about_scores = words.iter().any(|w| w.starts_with("score") || *w == "rated" || w.starts_with("rating"));
-    let claim = first_claim(&words_with_clauses(sentence), |_, word| {
+    let clauses = words_with_clauses(sentence);
+    let claim = first_claim(&clauses, |i, word| {
         (DISAGREE.iter().any(|d| word.starts_with(d)) || about_scores && DIFFER.iter().any(|d| word.starts_with(d)))
-            .then_some(())
+            .then(|| FAR.contains(&word) && towards_average(&clauses, i))
     });
-    if claim.is_none() {
-        return Ok(());
-    }
+    let Some(from_average) = claim else { return Ok(()) };
     let scored: Vec<(&str, &str)> =
         facts.rows.iter().filter_map(|(n, s)| s.as_deref().map(|s| (n.as_str(), s))).collect();
     let named: Vec<(&str, &str)> = scored.iter().copied().filter(|(n, _)| !mentions(sentence, n).is_empty()).collect();
     let same = |rows: &[(&str, &str)]| rows.len() > 1 && rows.iter().all(|(_, s)| *s == rows[0].1);
-    if named.len() > 1 {
+    // "Ms. Okafor's grammar score (5) is furthest from the others' average
+    // (4.5), while Mr. Lindqvist's (5) is furthest from the others'
+    // average (4.5)" says each is far from the others, not that the two
+    // differ (check 10 reads it).
+    if named.len() > 1 && !from_average {
         if same(&named) {
             let who: Vec<&str> = named.iter().map(|(n, _)| *n).collect();
             return Err(format!("it says scores differ, but {} have the same scores ({})", join_and(&who), named[0].1));
@@ -472,9 +477,7 @@ fn numbers(sentence: &str, facts: &TableFacts) -> Result<(), String> {
 fn nearness(sentence: &str, facts: &TableFacts) -> Result<(), String> {
     let clauses = words_with_clauses(sentence);
     let far = first_claim(&clauses, |i, word| {
-        let towards = matches!(clauses.get(i + 1), Some(("from" | "to", _)));
-        let average = clauses[i + 1..].iter().any(|(w, _)| *w == "average" || *w == "mean");
-        if !(towards && average) {
+        if !towards_average(&clauses, i) {
             None
         } else if FAR.contains(&word) {
             Some(true)
@@ -547,6 +550,13 @@ fn nearness(sentence: &str, facts: &TableFacts) -> Result<(), String> {
         fmt(own_gap),
         fmt(rival_gap),
     ))
+}
+
+/// Whether the word at `i` is followed by "from" or "to" and, later, by
+/// "average" or "mean" ("furthest from the others' average").
+fn towards_average(clauses: &[(&str, bool)], i: usize) -> bool {
+    matches!(clauses.get(i + 1), Some(("from" | "to", _)))
+        && clauses[i + 1..].iter().any(|(w, _)| *w == "average" || *w == "mean")
 }
 
 /// What `claim` finds at the first word of `clauses` (its index, the word)
@@ -773,6 +783,12 @@ mod tests {
         assert!(check("Ms. Ito's grammar score is lower than the others'.", &split).is_ok());
         assert!(check("Ms. Ito disagrees with Ms. Okafor.", &split).is_ok());
         assert!(check("Ms. Okafor rated it higher than Ms. Ito.", &split).is_ok());
+        // Each far from the others' average: not a claim that the two differ.
+        let both = "Ms. Okafor's grammar score (5) is furthest from the others' average (4.5), while Mr. Lindqvist's \
+                    grammar score (5) is furthest from the others' average (4.5).";
+        assert_eq!(check(both, &split), Ok(()));
+        let everyone = "Dana's grammar score is furthest from the others' average, and Rafael's too.";
+        assert!(check(everyone, &f).is_err(), "nobody's scores differ at all");
     }
 
     #[test]
