@@ -1066,14 +1066,14 @@ pub(super) struct GenState {
     pub(super) generated: u64,
 }
 
-/// `logits`, or an error where llama.cpp's are not numbers (NaN), which no
-/// token can be drawn from: the sampler would find none and say only that.
-/// The cache that gave them is forgotten by the caller.
 /// The token with the highest logit.
 fn likeliest(logits: &[f32]) -> Option<LlamaToken> {
     (0_i32..).zip(logits).max_by(|a, b| a.1.total_cmp(b.1)).map(|(t, _)| LlamaToken(t))
 }
 
+/// `logits`, or an error where llama.cpp's are not numbers (NaN), which no
+/// token can be drawn from: the sampler would find none and say only that.
+/// The cache that gave them is forgotten by the caller.
 fn numbers(logits: Vec<f32>) -> Result<Vec<f32>, ProviderError> {
     if logits.iter().any(|x| x.is_nan()) {
         return Err(server_error(

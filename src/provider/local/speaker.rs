@@ -14,7 +14,8 @@
 //! "Ms. Okafor"), begun by two letters or more, or by its capital letter
 //! alone where the answered member's name does not begin with it (the
 //! 0.5B model wrote "Okafor" as " O", "ka", "for"; "I" and "A" are words
-//! of their own, but not after a title: "Ms. I", "to" was Ms. Ito's). The speaker's own title there is written as the answered
+//! of their own, but not after a title: "Ms. I", "to" was Ms. Ito's). The
+//! speaker's own title there is written as the answered
 //! member's ("Mr. Lindqvist, I disagree with Ms." from Ms. Ito becomes
 //! "…with Mr."), unless no other title is to be had or another member the
 //! request names has the same one. There, and for any title written there
