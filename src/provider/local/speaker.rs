@@ -168,7 +168,7 @@ impl Speaker {
         }
         let blank = &piece[..piece.len() - begun.len()];
         let lead = begun.to_lowercase();
-        let word: String = lead.chars().take_while(|c| c.is_alphanumeric()).collect();
+        let word = first_word(begun);
         if between.is_empty() && self.title.as_deref() == Some(word.as_str()) {
             return self.title_instead(blank, begun.get(word.len()..).unwrap_or(""));
         }
@@ -230,7 +230,7 @@ impl Speaker {
         if !between.is_empty() {
             return None;
         }
-        let word: String = begun.chars().take_while(|c| c.is_alphanumeric()).collect::<String>().to_lowercase();
+        let word = first_word(begun);
         let tail = &begun[word.len()..];
         let answered = bare_title(&self.answers)?;
         if !TITLES.contains(&word.as_str()) || word == answered || !(tail.is_empty() || tail == ".") {
@@ -249,7 +249,7 @@ impl Speaker {
         if !begun.starts_with(char::is_uppercase) {
             return false;
         }
-        let lead: String = begun.chars().take_while(|c| c.is_alphanumeric()).collect::<String>().to_lowercase();
+        let lead = first_word(begun);
         // After a title, "I" begins a name ("Ito") as any letter does.
         if lead.is_empty() {
             return false;
@@ -277,6 +277,12 @@ fn word_after_phrase<'p>(text: &str, piece: &'p str) -> Option<(&'p str, String)
         return None;
     }
     Some((begun, rest.trim().to_string()))
+}
+
+/// The letters and digits `begun` opens with, lower-cased ("ms" for
+/// "Ms.", "ito" for "Ito's").
+fn first_word(begun: &str) -> String {
+    begun.chars().take_while(|c| c.is_alphanumeric()).collect::<String>().to_lowercase()
 }
 
 /// Where the last of [`AGREES_WITH`]'s phrases in the lower-cased `text`
