@@ -62,6 +62,11 @@ pub(crate) trait Verdict: Sync {
     fn repair_kind(&self) -> TurnKind {
         TurnKind::Repair
     }
+    /// A member of the object whose value begins with another member's
+    /// (see [`crate::provider::ChatRequest::echo`]).
+    fn echo(&self) -> Option<crate::provider::Echo> {
+        None
+    }
     /// A resumed session's reply answered from its log carries no
     /// log-probabilities: put back what its turn recorded of them
     /// (`recorded`: the turn's evaluation in the log).
@@ -263,6 +268,14 @@ impl Verdict for SpeakerPick<'_> {
     }
     fn repair(&self, error: &str) -> ChatMessage {
         prompts::moderator_retry(error, self.standings, self.eligible)
+    }
+    /// The reason begins with the name chosen, so that it is about the
+    /// member chosen: asked for a reason after the name, the 1.5B model
+    /// gave one about the item alone ("The question and answer are
+    /// clear…"), and again when sent back; the 0.5B one about another
+    /// member than the one it chose.
+    fn echo(&self) -> Option<crate::provider::Echo> {
+        Some(crate::provider::Echo { from: "next".into(), into: "reason".into() })
     }
     fn evaluation(&self, _output: &SpeakerChoice) -> Option<Evaluation> {
         None

@@ -131,6 +131,7 @@ impl Ctx {
                 // A repair asks for the object alone.
                 opening: super::prompts::opening(step).filter(|_| !repair).map(str::to_string),
                 no_copy: Some(Arc::new(super::prompts::no_copy(&messages))),
+                echo: None,
                 batch: None,
             };
             let result = self.stream(call, &request).await;

@@ -202,6 +202,12 @@ pub struct ChatRequest {
     /// (see [`llamacpp`]); other providers ignore it.
     #[serde(skip_serializing_if = "Option::is_none", serialize_with = "shared")]
     pub no_copy: Option<std::sync::Arc<NoCopy>>,
+    /// With a `response_schema`: a string member whose value begins with
+    /// the value the reply gave an earlier member ([`Echo`]; a moderator's
+    /// reason begins with the name it chose). The embedded model is given
+    /// those words; other providers are asked for them in the prompt only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub echo: Option<Echo>,
     /// Set by the engine on a request no one waits for live (an agent's
     /// first evaluation, a G-Eval score or its steps, a pairwise judgment):
     /// the item and the turn it is for. A batch layer ([`batch`], `moot eval
@@ -256,9 +262,20 @@ impl ChatRequest {
             prose_first: true,
             opening: None,
             no_copy: None,
+            echo: None,
             batch: None,
         }
     }
+}
+
+/// Within a reply's JSON object, the string value of member `into` begins
+/// with the value the reply gave member `from`, which comes before it (a
+/// moderator's `reason` begins with the name it chose as `next`: its
+/// reason is then about the member it chose).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Echo {
+    pub from: String,
+    pub into: String,
 }
 
 /// The final result of one successful attempt.

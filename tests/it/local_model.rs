@@ -118,6 +118,39 @@ async fn constrained_evaluation_respects_the_schema() {
     assert_eq!(completion.finish_reason.as_deref(), Some("stop"));
 }
 
+/// A moderator's reason begins with the name it chose: the embedded model
+/// is given the chosen name as the reason's first words (`echo`), so the
+/// reason is about the member chosen whatever the model would have
+/// begun it with.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_echoed_name_opens_the_reason() {
+    let Some(provider) = tiny_provider() else { return };
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "next": {"type": "string", "enum": ["Ms. Ito", "Dana"]},
+            "reason": {"type": "string", "maxLength": 160}
+        },
+        "required": ["next", "reason"]
+    });
+    let mut request = constrained(
+        "You moderate a debate between Ms. Ito and Dana.",
+        "Ms. Ito gave grammar 2, Dana gave grammar 5. Who speaks next? \
+         Answer with {\"next\": \"<name>\", \"reason\": \"<one sentence>\"}.",
+        60,
+        schema,
+    );
+    request.prose_first = false;
+    request.echo = Some(moot::provider::Echo { from: "next".into(), into: "reason".into() });
+    let completion = complete(&provider, request).await;
+    eprintln!("echoed reply: {:?}", completion.text);
+    let pick = last_json_object(&completion.text).unwrap_or_else(|| panic!("no JSON in {:?}", completion.text));
+    let next = pick["next"].as_str().expect("a name");
+    let reason = pick["reason"].as_str().expect("a reason");
+    assert!(["Ms. Ito", "Dana"].contains(&next), "{pick}");
+    assert!(reason.starts_with(next) && reason.len() > next.len(), "{pick}");
+}
+
 /// Asking for log-probabilities changes no reply: the members' keys and the
 /// closing brace are still given (each with log-probability 0 and no
 /// alternatives), drawn tokens carry their alternatives, and the entries

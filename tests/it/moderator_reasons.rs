@@ -67,7 +67,9 @@ async fn a_reason_the_table_contradicts_is_sent_back_once_with_the_correction() 
     assert!(
         correction.contains(
             ".\nWhat the table shows about those who may speak:\n- Ann's scores are the same as the others'.\n"
-        ) && correction.ends_with("Answer only with {\"next\": \"<name>\", \"reason\": \"<one sentence>\"}."),
+        ) && correction.ends_with(
+            "Answer only with {\"next\": \"<name>\", \"reason\": \"<one sentence that begins with that name>\"}."
+        ),
         "{correction}"
     );
     // Under `checked` the request says where each member who may speak

@@ -104,8 +104,8 @@ pub fn moderator_messages(
     };
     let mut turn = format!(
         "{MODERATOR_OPENING}\"{group}\" stakeholder group.\n\
-         {table}{last}Agents who {ELIGIBLE_LINE} {}.\n{standings}Answer with the JSON object only; its reason names the agent \
-         you choose and says what they should answer or which score of theirs differs.",
+         {table}{last}Agents who {ELIGIBLE_LINE} {}.\n{standings}Answer with the JSON object only; its reason begins with the name \
+         of the agent you choose and says what they should answer or which score of theirs differs.",
         eligible.join(", ")
     );
     // The members see only their own personas; the moderator, which does
@@ -134,7 +134,7 @@ pub fn moderator_retry(reason: &str, standings: &str, eligible: &[&str]) -> Chat
 /// What a moderator's answer must be.
 pub fn moderator_format(eligible: &[&str]) -> String {
     format!(
-        "Choose exactly one of: {}. Answer only with {{\"next\": \"<name>\", \"reason\": \"<one sentence>\"}}.",
+        "Choose exactly one of: {}. Answer only with {{\"next\": \"<name>\", \"reason\": \"<one sentence that begins with that name>\"}}.",
         eligible.join(", ")
     )
 }

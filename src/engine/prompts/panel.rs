@@ -137,7 +137,7 @@ pub fn panel_system(panel: &Panel) -> String {
          chooses who speaks next so that the debate resolves disagreements. It favours an agent whose scores differ \
          most from the others, whose perspective nobody has answered yet, or who was addressed by someone, and does \
          not let one agent dominate. Its request lists each agent's current scores in this order: {}. It answers with \
-         one JSON object and nothing else: {{\"next\": \"<one name from the list>\", \"reason\": \"<one sentence>\"}}\n",
+         one JSON object and nothing else: {{\"next\": \"<one name from the list>\", \"reason\": \"<one sentence that begins with that name>\"}}\n",
         task_text(panel),
         rubric(panel),
         debate_rules(panel, "your member's"),

@@ -93,6 +93,7 @@ impl Run {
             opening,
             // A repair asks for the object alone: no prose to guard.
             no_copy: spec.no_copy.filter(|_| spec.prose_first),
+            echo: spec.echo,
             batch,
         };
         let (tx, mut rx) = mpsc::unbounded_channel::<String>();

@@ -235,6 +235,9 @@ pub(crate) struct CallSpec<'a> {
     pub ahead: Option<ReadAhead<'a>>,
     /// What the reply may not copy (see [`ChatRequest::no_copy`](crate::provider::ChatRequest::no_copy)).
     pub no_copy: Option<Arc<crate::provider::NoCopy>>,
+    /// A member of the verdict's object that begins with another's value
+    /// (see [`ChatRequest::echo`](crate::provider::ChatRequest::echo)).
+    pub echo: Option<crate::provider::Echo>,
 }
 
 /// The messages a group's next request will start with, given the reply

@@ -96,6 +96,7 @@ impl Run {
             prose_first,
             ahead,
             no_copy: no_copy.clone(),
+            echo: verdict.echo(),
         };
         // Read a reply and record its turn; `done` carries a NO MORE COMMENTS said earlier in this turn.
         let settle = |turn, kind, c: &Completion, latency, done: bool, marks: Marks| match verdict.read(c) {

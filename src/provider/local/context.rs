@@ -440,11 +440,13 @@ impl<'a, 'm> ModelContext<'a, 'm> {
             }
             let fence_open = prose.matches("```").count() % 2 == 1;
             let top = request.top_logprobs.map(usize::from);
-            let openings = request.response_schema.as_deref().map(member_openings).unwrap_or_default();
+            let schema = request.response_schema.as_deref();
+            let openings = schema.map(member_openings).unwrap_or_default();
+            let echo = request.echo.as_ref().zip(schema).and_then(|(e, s)| echo_members(s, e));
             finish = self.generate_json(
                 job,
                 &mut sampling,
-                (grammar, &openings, lead),
+                (grammar, openings, echo, lead),
                 &mut state,
                 &mut out,
                 top,
@@ -901,7 +903,7 @@ impl<'a, 'm> ModelContext<'a, 'm> {
         &mut self,
         job: &Job,
         sampling: &mut Sampling,
-        (mut grammar, openings, lead): (LlamaSampler, &[String], Vec<LlamaToken>),
+        (mut grammar, mut openings, mut echo, lead): JsonForm,
         state: &mut GenState,
         out: &mut Output,
         top: Option<usize>,
@@ -915,7 +917,7 @@ impl<'a, 'm> ModelContext<'a, 'm> {
         // The line break before the object (`lead`), its brace and its
         // first key are given at once.
         let mut step = lead;
-        let given = self.give_forced(start, openings, step.len(), sampling, &mut grammar, out);
+        let given = self.give_forced(start, &openings, step.len(), sampling, &mut grammar, out);
         self.record_given(&given, top, logprobs);
         step.extend(given);
         if !step.is_empty() {
@@ -972,9 +974,18 @@ impl<'a, 'm> ModelContext<'a, 'm> {
             }
             state.generated += 1;
             out.push_bytes(&piece);
+            // Once the echoed member's value is written, the member that
+            // echoes it opens with it.
+            if let Some((from, into)) = echo
+                && let Some(value) = member_value(&out.text()[start..], &openings[from])
+            {
+                let value = value.to_string();
+                openings[into].push_str(&value);
+                echo = None;
+            }
             // Once the last member's string is closed only the brace may
             // follow: the object is complete, and nothing more is decoded.
-            if closes_object(&out.text()[start..], openings)
+            if closes_object(&out.text()[start..], &openings)
                 && let Some(b) = brace.filter(|&b| sampling.force(&mut grammar, b))
             {
                 out.push_str("}");
@@ -985,7 +996,7 @@ impl<'a, 'm> ModelContext<'a, 'm> {
             // What the grammar forces after the token (the next member's
             // key) goes with it, in the same step.
             let mut step = vec![token];
-            let given = self.give_forced(start, openings, 1, sampling, &mut grammar, out);
+            let given = self.give_forced(start, &openings, 1, sampling, &mut grammar, out);
             self.record_given(&given, top, logprobs);
             step.extend(given);
             state.generated += step.len() as u64 - 1;
@@ -1045,6 +1056,11 @@ impl<'a, 'm> ModelContext<'a, 'm> {
             .map_err(|e| ProviderError::Config(format!("invalid grammar for the response schema: {e}")))
     }
 }
+
+/// What a reply's object is given rather than made to write: its grammar,
+/// its members' [`member_openings`], the members of the request's
+/// [`Echo`] ([`echo_members`]), and the tokens before its brace.
+pub(super) type JsonForm = (LlamaSampler, Vec<String>, Option<(usize, usize)>, Vec<LlamaToken>);
 
 /// How a reply's prose is written: its token budget, whether a JSON object
 /// follows it, and what it may not copy.

@@ -12,7 +12,7 @@ use serde_json::Value;
 use super::prose::JsonStrings;
 use super::sampling::accepts;
 use super::worker::backend;
-use crate::provider::ProviderError;
+use crate::provider::{Echo, ProviderError};
 
 use crate::provider::gbnf::object_keys;
 pub use crate::provider::gbnf::schema_to_gbnf;
@@ -58,6 +58,34 @@ pub(super) fn member_openings(schema: &Value) -> Vec<String> {
             format!("{}: {quote}", Value::String(key.to_string()))
         })
         .collect()
+}
+
+/// Where [`Echo`]'s members stand among a schema's [`member_openings`]:
+/// `from` before `into`, whose value is a string. `None` otherwise (the
+/// request's echo is then not followed).
+pub(super) fn echo_members(schema: &Value, echo: &Echo) -> Option<(usize, usize)> {
+    let keys = object_keys(schema)?;
+    let at = |key: &str| keys.iter().position(|k| *k == key);
+    let (from, into) = (at(&echo.from)?, at(&echo.into)?);
+    let is_string = schema["properties"][&echo.into].get("type").and_then(Value::as_str) == Some("string");
+    (from < into && is_string).then_some((from, into))
+}
+
+/// The value of the string member that `opening` begins (`"next": "`) in
+/// `json`, the object written so far, as written (escapes kept), once its
+/// closing quote is written.
+pub(super) fn member_value<'j>(json: &'j str, opening: &str) -> Option<&'j str> {
+    let value = &json[json.find(opening)? + opening.len()..];
+    let mut escaped = false;
+    for (i, c) in value.char_indices() {
+        match c {
+            _ if escaped => escaped = false,
+            '\\' => escaped = true,
+            '"' => return Some(&value[..i]),
+            _ => {}
+        }
+    }
+    None
 }
 
 /// Where `json`, a JSON object being written, stands at its top level.
@@ -126,5 +154,8 @@ pub(super) fn closes_object(json: &str, openings: &[String]) -> bool {
     let place = place(json);
     let (Some(last), Some(tail)) = (openings.last(), place.tail) else { return false };
     let value = tail.trim_start().strip_prefix(last.as_str());
-    place.top && place.members == openings.len() && last.ends_with('"') && value.is_some_and(|v| v.ends_with('"'))
+    // A string member's opening ends with its value's quote, or with the
+    // words given after it (an [`Echo`]).
+    let string = last.split_once("\": ").is_some_and(|(_, v)| v.starts_with('"'));
+    place.top && place.members == openings.len() && string && value.is_some_and(|v| v.ends_with('"'))
 }

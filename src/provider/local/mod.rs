@@ -82,7 +82,7 @@ use worker::*;
 
 use schedule::{AHEAD_MIN, AHEAD_PATIENCE, AHEAD_REPORT, AHEAD_STEP, AHEAD_UNSURE, Handoffs, Queue, common_prefix};
 
-use grammar::{closes_object, forced_text, json_reserve, member_openings};
+use grammar::{closes_object, echo_members, forced_text, json_reserve, member_openings, member_value};
 pub use grammar::{grammar_accepts, schema_to_gbnf};
 use prose::{
     breaks_line_early, closes_quotation_apart, ends_paragraph, ends_prose, ends_sentence, opens_quote_in_string,
@@ -535,6 +535,27 @@ mod tests {
         assert!(!closes_object(&format!("{head}He said \\\""), &openings), "an escaped quote");
         assert!(!closes_object(r#"{"accuracy": 4, "clarity": 3"#, &openings), "not the last member");
         assert!(!closes_object(&format!("{head}Fine.\"}}"), &openings), "already closed");
+    }
+
+    #[test]
+    fn an_echoed_members_value_opens_the_member_that_echoes_it() {
+        let schema = json!({
+            "type": "object",
+            "properties": {"next": {"type": "string", "enum": ["Ms. Ito", "Dr. \"K\""]}, "reason": {"type": "string"}},
+            "required": ["next", "reason"]
+        });
+        let echo = |from: &str, into: &str| crate::provider::Echo { from: from.into(), into: into.into() };
+        assert_eq!(echo_members(&schema, &echo("next", "reason")), Some((0, 1)));
+        assert_eq!(echo_members(&schema, &echo("reason", "next")), None, "the echo comes after its source");
+        assert_eq!(echo_members(&schema, &echo("next", "why")), None, "no such member");
+        let openings = member_openings(&schema);
+        assert_eq!(member_value(r#"{"next": "Ms. I"#, &openings[0]), None, "not closed yet");
+        assert_eq!(member_value(r#"{"next": "Ms. Ito""#, &openings[0]), Some("Ms. Ito"));
+        assert_eq!(member_value(r#"{"next": "Dr. \"K\"","#, &openings[0]), Some(r#"Dr. \"K\""#), "escapes kept");
+        let mut openings = openings;
+        openings[1].push_str("Ms. Ito");
+        assert_eq!(forced_text(r#"{"next": "Ms. Ito","#, &openings).as_deref(), Some(r#" "reason": "Ms. Ito"#));
+        assert!(closes_object(r#"{"next": "Ms. Ito", "reason": "Ms. Ito has spoken least.""#, &openings));
     }
 
     #[test]

@@ -146,6 +146,7 @@ async fn synthesis(run: &Run, group: Option<&str>, messages: Prompt<'_>) -> Stri
         prose_first: true,
         ahead: None,
         no_copy: redraws(&run.panel).then(|| std::sync::Arc::new(own_words_only(run))),
+        echo: None,
     };
     let (turn, result, latency) = run.call(spec).await;
     match result {
