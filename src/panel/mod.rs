@@ -408,6 +408,11 @@ pub struct Panel {
     /// `task`; the protocol's own rules and output format stay in code.
     #[serde(skip_serializing_if = "JudgeText::is_empty")]
     pub judge: JudgeText,
+    /// How a judge's request names the item's parts when it asks the judge
+    /// to point to them ("the question, the answer or the story"); `None`:
+    /// by the parts the item shows (see `engine::prompts::item_parts`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub item_parts: Option<String>,
     pub scale: Scale,
     pub dimensions: Vec<Dimension>,
     /// Whether judges give an overall score beside the dimensions
@@ -448,6 +453,8 @@ struct PanelFile {
     task: String,
     #[serde(default)]
     judge: JudgeText,
+    #[serde(default, deserialize_with = "check::some_text")]
+    item_parts: Option<String>,
     #[serde(default)]
     scale: Scale,
     /// Required: `check` says what is missing, left out or empty.
@@ -491,6 +498,7 @@ impl TryFrom<PanelFile> for Panel {
             protocol,
             task: f.task,
             judge: f.judge,
+            item_parts: f.item_parts,
             scale: f.scale,
             dimensions: f.dimensions,
             overall: f.overall,

@@ -69,6 +69,7 @@ fn base(task: &str, options: &PanelOptions) -> Panel {
             final_judge: Default::default(),
             roles: Default::default(),
             judge: Default::default(),
+            item_parts: None,
             groups: Vec::new(),
             source: None,
         },

@@ -41,6 +41,7 @@ pub fn panel(protocol: Protocol, groups: &[(&str, &[&str])]) -> Panel {
         protocol: crate::panel::ProtocolSection::new(protocol),
         task: "Judge short answers to questions about a story.".into(),
         judge: Default::default(),
+        item_parts: None,
         scale: Scale { min: 1.0, max: 5.0 },
         dimensions: vec![
             Dimension {

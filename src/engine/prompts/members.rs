@@ -4,7 +4,7 @@
 
 use super::format::format_scores;
 use super::history::{HistoryEntry, render_history};
-use super::panel::{agent_system, output_format, panel_system, render_item};
+use super::panel::{agent_system, item_parts, output_format, panel_system, render_item};
 use super::persona::{persona, persona_text, roster};
 use crate::item::Item;
 use crate::panel::{AgentSpec, Panel};
@@ -98,6 +98,7 @@ pub fn initial_messages(
     with_confidence: bool,
 ) -> Vec<ChatMessage> {
     let confidence = if with_confidence { " State how confident you are." } else { "" };
+    let parts = item_parts(panel, item);
     let who = if own_personas(panel) { speaker_line(panel, group, agent) } else { persona_text(group, agent, true) };
     let turn = if full_first_feedback(panel) {
         format!(
@@ -108,8 +109,8 @@ pub fn initial_messages(
     } else {
         format!(
             "{who}\nEvaluate the content above on your own, before hearing anyone else. Give your first scores at \
-             once: answer with the JSON evaluation alone, no words before it, its justification naming what in the \
-             question, the answer or the story earns those scores from your perspective.{confidence}"
+             once: answer with the JSON evaluation alone, no words before it, its justification naming what in \
+             {parts} earns those scores from your perspective.{confidence}"
         )
     };
     member_request(panel, group, agent, render_item(item), turn)
@@ -141,10 +142,11 @@ pub fn debate_messages(
         );
         return member_request(panel, group, agent, discussion(panel, item, group, DEBATE_HEADING, history), turn);
     }
+    let parts = item_parts(panel, item);
     let task = match (last_speaker(history, &agent.name), addressee(panel, group, &agent.name, history, own_latest)) {
         (Some(last), _) => format!(
-            "{last} spoke last. Begin with \"{}\" and answer their point: agree or disagree, pointing to the \
-             question, the answer or the story.",
+            "{last} spoke last. Begin with \"{}\" and answer their point: agree or disagree, pointing to \
+             {parts}.",
             opening_words(last)
         ),
         // Nobody's scores differ from the speaker's: asking where they
@@ -153,20 +155,16 @@ pub fn debate_messages(
         (None, Some(first)) if score_distance(own_latest, latest_evaluation(history, &first)) == Some(0.0) => {
             format!(
                 "Open the debate: begin with \"{}\" and say what you would add to {first}'s first evaluation, \
-                 pointing to the question, the answer or the story; you both gave the same scores.",
+                 pointing to {parts}; you both gave the same scores.",
                 opening_words(&first)
             )
         }
         (None, Some(first)) => format!(
             "Open the debate: begin with \"{}\" and say where you disagree with {first}'s first evaluation, \
-             pointing to the question, the answer or the story.",
+             pointing to {parts}.",
             opening_words(&first)
         ),
-        (None, None) => {
-            "Open the debate: say where you disagree with the others, pointing to the question, the answer or the \
-             story."
-                .to_string()
-        }
+        (None, None) => format!("Open the debate: say where you disagree with the others, pointing to {parts}."),
     };
     let turn = format!(
         "{}Your latest scores: {own}\nIt is your turn in the debate, {}. {task} {END_WITH_JSON}",
@@ -274,6 +272,7 @@ pub fn discussion_messages(
     argue: bool,
 ) -> Vec<ChatMessage> {
     let others = others(panel, group, &agent.name);
+    let parts = item_parts(panel, item);
     let answer = match last_speaker(history, &agent.name).or(others.first().copied()) {
         Some(first) => {
             format!(" Answer at least one of the others ({}) by name, as in \"{first}, …\".", others.join(", "))
@@ -284,7 +283,7 @@ pub fn discussion_messages(
         format!(
             "{}\n\
              Discussion round {round}. {}, argue your case: defend your own evaluation, and point out where the others' \
-             scores and reasons are weak or wrong, pointing to the question, the answer or the story.{answer} Change a \
+             scores and reasons are weak or wrong, pointing to {parts}.{answer} Change a \
              score only when an argument against it convinces you. Then give your evaluation and confidence. \
              {END_WITH_JSON}",
             persona(panel, group, agent),
@@ -294,7 +293,7 @@ pub fn discussion_messages(
         format!(
             "{}\n\
              Discussion round {round}. {}, say briefly where you agree and where you disagree with the others and why, \
-             pointing to the question, the answer or the story.{answer} Then give your updated evaluation and \
+             pointing to {parts}.{answer} Then give your updated evaluation and \
              confidence. {END_WITH_JSON}",
             persona(panel, group, agent),
             agent.name,
@@ -343,7 +342,15 @@ mod tests {
             Some("Dr. Ann Lee"),
             "the opening names whom it answers"
         );
-        assert!(second.contains("pointing to the question, the answer or the story"), "{second}");
+        // The item's parts, as its fence shows them unless the panel names them.
+        assert!(
+            second
+                .contains("answer their point: agree or disagree, pointing to the content to evaluate or the context."),
+            "{second}"
+        );
+        let named = Panel { item_parts: Some("the question, the answer or the story".into()), ..panel.clone() };
+        let second = &debate_messages(&named, "Parents", &agents[1], &item, &history, None)[2].content;
+        assert!(second.contains("pointing to the question, the answer or the story."), "{second}");
         // Collaborative discussion rounds ask the same.
         let round = &discussion_messages(&panel, "Parents", &agents[2], &item, &history, 1, false)[2].content;
         assert!(round.contains("Answer at least one of the others (Ann, Bea) by name, as in \"Ann, …\""), "{round}");

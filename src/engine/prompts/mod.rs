@@ -45,7 +45,9 @@ pub use moderator::{
     scores_table, standings,
 };
 pub(crate) use panel::rubric;
-pub use panel::{fence_end, fence_mark, fence_start, output_format, panel_system, render_item, scale_words, task_text};
+pub use panel::{
+    fence_end, fence_mark, fence_start, item_parts, output_format, panel_system, render_item, scale_words, task_text,
+};
 pub use partial::{justification_streaming, streaming_evaluation};
 pub use persona::{agent_named_in, judge_line, persona, roster};
 pub use schema::{JUSTIFICATION_MAX, evaluation_schema, score_schema};

@@ -53,6 +53,31 @@ pub fn render_item(item: &Item) -> String {
     s
 }
 
+/// How a judge's request names the parts of `item` it asks the judge to
+/// point to: the panel's `item_parts` ("the question, the answer or the
+/// story"), else the parts the item's fence shows ([`render_item`]): the
+/// content to evaluate, the candidates, the context, the reference.
+pub fn item_parts(panel: &Panel, item: &Item) -> String {
+    if let Some(parts) = panel.item_parts.as_deref() {
+        return parts.trim().to_string();
+    }
+    let given = |t: &Option<String>| t.as_deref().is_some_and(|t| !t.trim().is_empty());
+    let mut parts = vec!["the content to evaluate"];
+    if item.candidates.as_ref().is_some_and(|c| !c.is_empty()) {
+        parts.push("the candidates");
+    }
+    if given(&item.context) {
+        parts.push("the context");
+    }
+    if given(&item.reference) {
+        parts.push("the reference");
+    }
+    match parts.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
+        _ => parts.concat(),
+    }
+}
+
 /// The line that opens an item's fence: material to `verb` (evaluate,
 /// compare), never instructions.
 pub fn fence_start(verb: &str) -> String {
@@ -202,6 +227,32 @@ fn debate_rules(panel: &Panel, whose: &str) -> String {
 mod tests {
     use super::*;
     use crate::item::Candidate;
+
+    #[test]
+    fn the_parts_a_judge_points_to_are_those_the_item_shows() {
+        let panel = crate::testkit::panel(crate::panel::Protocol::MajEval, &[("Parents", &["Ann"])]);
+        let mut item = crate::testkit::item();
+        assert_eq!(item_parts(&panel, &item), "the content to evaluate or the context");
+        item.reference = Some("A fox ran from the storm.".into());
+        assert_eq!(item_parts(&panel, &item), "the content to evaluate, the context or the reference");
+        item.context = Some("  ".into());
+        item.reference = None;
+        assert_eq!(item_parts(&panel, &item), "the content to evaluate", "a blank part is not shown");
+        item.candidates = Some(vec![Candidate { id: "a".into(), text: "One.".into() }]);
+        assert_eq!(item_parts(&panel, &item), "the content to evaluate or the candidates");
+        let named = Panel { item_parts: Some(" the summary or the review ".into()), ..panel };
+        assert_eq!(item_parts(&named, &item), "the summary or the review");
+        // The bundled panels that name them.
+        let bundled = |name: &str| item_parts(&Panel::bundled(name).expect("bundled"), &item);
+        assert_eq!(bundled("storybook-qa"), "the question, the answer or the story");
+        assert_eq!(bundled("mslr-cochrane"), "the generated summary or the review's own conclusion");
+        assert_eq!(bundled("summary-collab"), "the content to evaluate or the candidates", "this item's parts");
+        // An empty name is an error that names the field.
+        let text = include_str!("../../../assets/panels/storybook-qa.toml");
+        let empty = text.replace("item_parts = \"the question, the answer or the story\"", "item_parts = \" \"");
+        let error = Panel::from_toml_str(&empty, "empty.toml").expect_err("empty item_parts").to_string();
+        assert!(error.contains("item_parts") && error.contains("must not be empty"), "{error}");
+    }
 
     #[test]
     fn the_fence_names_no_id_and_its_mark_comes_from_the_material() {
