@@ -126,13 +126,27 @@ pub(super) fn closes_quotation_apart(prose: &str, piece: &[u8]) -> bool {
 
 /// Whether `text` holds a sentence's end: `.`, `!` or `?` followed by a
 /// blank, a closing quote or bracket, or the end of the text (not a decimal
-/// point or an abbreviation's dot inside a word).
+/// point or an abbreviation's dot inside a word, nor a title's: a speech
+/// that was "Mr. Osei, I disagree with Mr. Osei's first evaluations,
+/// pointing to the generated conclusion:" held a finished sentence, "Mr.",
+/// and the 0.5B model's object followed the colon).
 pub(super) fn has_finished_sentence(text: &str) -> bool {
     text.char_indices().any(|(i, c)| {
         matches!(c, '.' | '!' | '?')
             && text[..i].chars().next_back().is_some_and(char::is_alphanumeric)
             && text[i + 1..].chars().next().is_none_or(|n| n.is_whitespace() || "\"')”*".contains(n))
+            && !(c == '.' && is_title(&text[..i]))
     })
+}
+
+/// Abbreviations whose dot ends no sentence: titles before a name, and
+/// "e.g." / "i.e.".
+const TITLES: [&str; 9] = ["mr", "mrs", "ms", "mx", "dr", "prof", "st", "e.g", "i.e"];
+
+/// Whether `before` ends with one of the [`TITLES`] as a word of its own.
+fn is_title(before: &str) -> bool {
+    let word = before.rsplit(|c: char| !(c.is_alphanumeric() || c == '.')).next().unwrap_or("");
+    TITLES.iter().any(|t| word.eq_ignore_ascii_case(t))
 }
 
 /// Whether `text` ends with a finished sentence: `.`, `!` or `?` after a
@@ -144,6 +158,7 @@ pub(super) fn ends_sentence(text: &str) -> bool {
     let mut rev = text.chars().rev();
     matches!(rev.next(), Some('.' | '!' | '?'))
         && rev.next().is_some_and(|c| c.is_alphabetic() || matches!(c, ')' | '"' | '\'' | '”'))
+        && !(text.ends_with('.') && is_title(&text[..text.len() - 1]))
 }
 
 /// Whether the token `piece` would end a reply's prose, or turn it into the
@@ -345,6 +360,13 @@ mod tests {
         assert!(!has_finished_sentence("The score is 3.5 out of"));
         assert!(!has_finished_sentence("Here is my evaluation:"));
         assert!(!has_finished_sentence("..."));
+        assert!(
+            !has_finished_sentence("Mr. Osei, I disagree with Dr. Lindgren's evaluations, pointing to the conclusion:"),
+            "a title's dot ends no sentence"
+        );
+        assert!(!has_finished_sentence("Mrs. Duarte and Prof. Ng, e.g. the"));
+        assert!(has_finished_sentence("Ask Mr. Osei, the doctor. Then"), "a sentence after a title still ends");
+        assert!(has_finished_sentence("It is a dream."), "a word that ends like a title is a word");
         let sentence = "The answer fits the story, and a child of five could say it back in a word or two.";
         assert!(!prose_is_enough(MIN_PROSE_TOKENS - 1, sentence));
         assert!(prose_is_enough(MIN_PROSE_TOKENS, sentence));
@@ -389,6 +411,7 @@ mod tests {
         assert!(!ends_sentence("It scores 3."), "the number may go on");
         assert!(ends_sentence("Ms. Ito's grammar score (4) is furthest from the others' average (3.5)."));
         assert!(ends_sentence("It uses the word 'gastropod'."));
+        assert!(!ends_sentence("I agree with Dr."), "a title");
         // What the prose may not turn to before it is long enough.
         assert!(ends_prose("", b"{"));
         assert!(ends_prose("Fine.\n", b"```"));
