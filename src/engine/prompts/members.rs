@@ -98,7 +98,6 @@ pub fn initial_messages(
     with_confidence: bool,
 ) -> Vec<ChatMessage> {
     let confidence = if with_confidence { " State how confident you are." } else { "" };
-    let parts = item_parts(panel, item);
     let who = if own_personas(panel) { speaker_line(panel, group, agent) } else { persona_text(group, agent, true) };
     let turn = if full_first_feedback(panel) {
         format!(
@@ -110,7 +109,8 @@ pub fn initial_messages(
         format!(
             "{who}\nEvaluate the content above on your own, before hearing anyone else. Give your first scores at \
              once: answer with the JSON evaluation alone, no words before it, its justification naming what in \
-             {parts} earns those scores from your perspective.{confidence}"
+             {} earns those scores from your perspective.{confidence}",
+            item_parts(panel, item)
         )
     };
     member_request(panel, group, agent, render_item(item), turn)

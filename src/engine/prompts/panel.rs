@@ -39,10 +39,10 @@ pub fn fence_mark(item: &Item) -> String {
 /// [`fence_mark`]); candidates are numbered, never named.
 pub fn render_item(item: &Item) -> String {
     let mut s = fence_start("evaluate");
-    if let Some(ctx) = item.context.as_deref().filter(|c| !c.trim().is_empty()) {
+    if let Some(ctx) = shown(&item.context) {
         let _ = write!(s, "--- CONTEXT ---\n{}\n", ctx.trim());
     }
-    if let Some(r) = item.reference.as_deref().filter(|c| !c.trim().is_empty()) {
+    if let Some(r) = shown(&item.reference) {
         let _ = write!(s, "--- REFERENCE ---\n{}\n", r.trim());
     }
     let _ = write!(s, "--- CONTENT TO EVALUATE ---\n{}\n", item.content.trim());
@@ -53,6 +53,11 @@ pub fn render_item(item: &Item) -> String {
     s
 }
 
+/// An item's optional part as its fence shows it: given and not blank.
+fn shown(part: &Option<String>) -> Option<&str> {
+    part.as_deref().filter(|t| !t.trim().is_empty())
+}
+
 /// How a judge's request names the parts of `item` it asks the judge to
 /// point to: the panel's `item_parts` ("the question, the answer or the
 /// story"), else the parts the item's fence shows ([`render_item`]): the
@@ -61,15 +66,14 @@ pub fn item_parts(panel: &Panel, item: &Item) -> String {
     if let Some(parts) = panel.item_parts.as_deref() {
         return parts.trim().to_string();
     }
-    let given = |t: &Option<String>| t.as_deref().is_some_and(|t| !t.trim().is_empty());
     let mut parts = vec!["the content to evaluate"];
     if item.candidates.as_ref().is_some_and(|c| !c.is_empty()) {
         parts.push("the candidates");
     }
-    if given(&item.context) {
+    if shown(&item.context).is_some() {
         parts.push("the context");
     }
-    if given(&item.reference) {
+    if shown(&item.reference).is_some() {
         parts.push("the reference");
     }
     match parts.split_last() {

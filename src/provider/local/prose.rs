@@ -1,6 +1,8 @@
 //! Where a constrained reply's prose may end, and what turns it into its
 //! JSON object (see `docs/local-model.md`, *Constrained evaluations*).
 
+use crate::names::TITLES;
+
 /// Whether the token `piece` starts the JSON object: it holds a `{` that
 /// begins a line (only blanks before it), follows a colon or an opening
 /// parenthesis, or sits inside an open code fence. A `{` in the middle of a
@@ -139,14 +141,11 @@ pub(super) fn has_finished_sentence(text: &str) -> bool {
     })
 }
 
-/// Abbreviations whose dot ends no sentence: titles before a name, and
-/// "e.g." / "i.e.".
-const TITLES: [&str; 9] = ["mr", "mrs", "ms", "mx", "dr", "prof", "st", "e.g", "i.e"];
-
-/// Whether `before` ends with one of the [`TITLES`] as a word of its own.
+/// Whether `before` ends with a word whose dot ends no sentence: a title
+/// before a name ([`TITLES`]), "e.g" or "i.e".
 fn is_title(before: &str) -> bool {
     let word = before.rsplit(|c: char| !(c.is_alphanumeric() || c == '.')).next().unwrap_or("");
-    TITLES.iter().any(|t| word.eq_ignore_ascii_case(t))
+    TITLES.iter().chain(&["e.g", "i.e"]).any(|t| word.eq_ignore_ascii_case(t))
 }
 
 /// Whether `text` ends with a finished sentence: `.`, `!` or `?` after a
