@@ -3,6 +3,5 @@
 /// The titles a member's name may begin with ("Dr. Haddad"), lower-cased,
 /// without their dot: the moderator's reasons are read with them
 /// (`engine::reasons`), and the embedded model's speeches written
-/// (`provider::local::speaker`; a title's dot ends no sentence there,
-/// `provider::local::prose`).
+/// (`provider::local::speaker`).
 pub const TITLES: [&str; 6] = ["dr", "ms", "mr", "mrs", "prof", "st"];

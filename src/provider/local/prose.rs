@@ -1,8 +1,6 @@
 //! Where a constrained reply's prose may end, and what turns it into its
 //! JSON object (see `docs/local-model.md`, *Constrained evaluations*).
 
-use crate::names::TITLES;
-
 /// Whether the token `piece` starts the JSON object: it holds a `{` that
 /// begins a line (only blanks before it), follows a colon or an opening
 /// parenthesis, or sits inside an open code fence. A `{` in the middle of a
@@ -137,15 +135,15 @@ pub(super) fn has_finished_sentence(text: &str) -> bool {
         matches!(c, '.' | '!' | '?')
             && text[..i].chars().next_back().is_some_and(char::is_alphanumeric)
             && text[i + 1..].chars().next().is_none_or(|n| n.is_whitespace() || "\"')”*".contains(n))
-            && !(c == '.' && is_title(&text[..i]))
+            && !(c == '.' && after_abbreviation(&text[..i]))
     })
 }
 
-/// Whether `before` ends with a word whose dot ends no sentence: a title
-/// before a name ([`TITLES`]), "e.g" or "i.e".
-fn is_title(before: &str) -> bool {
+/// Whether `before`, the text before a dot, ends with one of the
+/// [`ABBREVIATIONS`], a word whose dot ends no sentence.
+fn after_abbreviation(before: &str) -> bool {
     let word = before.rsplit(|c: char| !(c.is_alphanumeric() || c == '.')).next().unwrap_or("");
-    TITLES.iter().chain(&["e.g", "i.e"]).any(|t| word.eq_ignore_ascii_case(t))
+    ABBREVIATIONS.contains(&word)
 }
 
 /// Whether `text` ends with a finished sentence: `.`, `!` or `?` after a
@@ -157,7 +155,7 @@ pub(super) fn ends_sentence(text: &str) -> bool {
     let mut rev = text.chars().rev();
     matches!(rev.next(), Some('.' | '!' | '?'))
         && rev.next().is_some_and(|c| c.is_alphabetic() || matches!(c, ')' | '"' | '\'' | '”'))
-        && !(text.ends_with('.') && is_title(&text[..text.len() - 1]))
+        && !(text.ends_with('.') && after_abbreviation(&text[..text.len() - 1]))
 }
 
 /// Whether the token `piece` would end a reply's prose, or turn it into the
@@ -275,8 +273,7 @@ fn value_closes(json: &str, ends: impl Fn(&str) -> bool) -> bool {
     {
         return false;
     }
-    let word = trimmed[..trimmed.len() - 1].rsplit(|c: char| c.is_whitespace() || c == '(').next().unwrap_or("");
-    !ABBREVIATIONS.contains(&word)
+    !after_abbreviation(&trimmed[..trimmed.len() - 1])
 }
 
 /// Whether a JSON string value's text (escapes as written) ends inside a
