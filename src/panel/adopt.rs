@@ -120,6 +120,13 @@ mod tests {
         assert_eq!(back.groups, p.groups);
         assert_eq!(new_panel_path(&p).parent(), Some(Path::new("")), "{:?}", new_panel_path(&p));
         assert!(new_panel_path(&p).to_string_lossy().starts_with("survey-sage.v"));
+        // A panel's own names for its item's parts, written after a judge
+        // table, read back.
+        let mut named = Panel::bundled("storybook-qa").expect("bundled");
+        named.judge.rubric = "5: a child could answer it.".into();
+        let back = Panel::from_toml_str(&to_toml(&named, "named").unwrap(), "named.toml").unwrap();
+        assert_eq!(back.item_parts.as_deref(), Some("the question, the answer or the story"));
+        assert_eq!(back.judge, named.judge);
     }
 
     #[test]
