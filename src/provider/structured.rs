@@ -25,6 +25,22 @@ pub const DEFAULT_STRING_MAX: u64 = 400;
 /// The field of a constrained reply that holds the speech.
 pub const SPEECH: &str = "speech";
 
+/// Where a JSON string closes: the byte offset in `body`, the text just
+/// after the string's opening quote, of its first quote that no backslash
+/// escapes; `None` while the string is still open.
+pub fn string_end(body: &str) -> Option<usize> {
+    let mut escaped = false;
+    for (i, c) in body.char_indices() {
+        match c {
+            _ if escaped => escaped = false,
+            '\\' => escaped = true,
+            '"' => return Some(i),
+            _ => {}
+        }
+    }
+    None
+}
+
 /// Which structured-output form a provider is sent (`structured_output` in
 /// `moot.toml`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -319,6 +335,15 @@ mod tests {
         let mut out: String = chunks.iter().map(|c| s.push(c)).collect();
         out.push_str(&s.finish());
         out
+    }
+
+    #[test]
+    fn a_string_ends_at_its_first_quote_no_backslash_escapes() {
+        assert_eq!(string_end(r#"Ann"s"#), Some(3));
+        assert_eq!(string_end(r#"say \"hi\" now", "x""#), Some(14));
+        assert_eq!(string_end(r#"a backslash \\"#), None, "the quote after an escaped backslash is still to come");
+        assert_eq!(string_end(r#"ends \\"x"#), Some(7), "an escaped backslash does not escape the quote");
+        assert_eq!(string_end("still open \\"), None);
     }
 
     fn schema() -> Value {

@@ -2,6 +2,7 @@
 //! evaluation whose JSON is not complete yet.
 
 use crate::panel::{OVERALL, Panel};
+use crate::provider::structured::string_end;
 use crate::session::event::Evaluation;
 
 /// An evaluation still streaming (`json`, its text so far): the scores in
@@ -89,16 +90,10 @@ pub fn justification_streaming(text: &str) -> Option<&str> {
         return None;
     }
     let rest = field_value(text, "justification")?.strip_prefix('"')?;
-    let mut escaped = false;
-    for (i, c) in rest.char_indices() {
-        match c {
-            _ if escaped => escaped = false,
-            '\\' => escaped = true,
-            '"' => return Some(&rest[..i]),
-            _ => {}
-        }
-    }
-    Some(rest.strip_suffix('\\').unwrap_or(rest))
+    Some(match string_end(rest) {
+        Some(end) => &rest[..end],
+        None => rest.strip_suffix('\\').unwrap_or(rest),
+    })
 }
 
 /// A streaming reply's prose: its text before the evaluation starts (a line

@@ -17,6 +17,7 @@ use crate::provider::{Echo, ProviderError};
 use crate::provider::gbnf::object_keys;
 pub use crate::provider::gbnf::schema_to_gbnf;
 pub(super) use crate::provider::structured::json_reserve;
+use crate::provider::structured::string_end;
 
 /// Whether llama.cpp's grammar engine, with the vocabulary of the GGUF
 /// model at `model_path`, reads `gbnf` and lets it write `text` whole (every
@@ -76,16 +77,7 @@ pub(super) fn echo_members(schema: &Value, echo: &Echo) -> Option<(usize, usize)
 /// closing quote is written.
 pub(super) fn member_value<'j>(json: &'j str, opening: &str) -> Option<&'j str> {
     let value = &json[json.find(opening)? + opening.len()..];
-    let mut escaped = false;
-    for (i, c) in value.char_indices() {
-        match c {
-            _ if escaped => escaped = false,
-            '\\' => escaped = true,
-            '"' => return Some(&value[..i]),
-            _ => {}
-        }
-    }
-    None
+    Some(&value[..string_end(value)?])
 }
 
 /// Where `json`, a JSON object being written, stands at its top level.
