@@ -16,16 +16,20 @@
 //! - ends [`QUOTE`] consecutive words of a text it may quote: the run
 //!   continues a quotation of the item, or
 //! - is inside a quotation (after an opening double quotation mark not yet
-//!   closed) of at most [`QUOTATION_WORDS`] words so far: a speech that
-//!   quotes the item, a member's perspective or a speech word for word is
-//!   quoting, not copying. Refusing it made misquotes of the guard's own:
-//!   an earlier speech that led into the same quotation with the same
-//!   words ("… pointing out the question \"Why") pushed the quotation's
-//!   first word aside ("How did Mila carry …"), and the 0.5B model wrote
-//!   "A child with few ****** should still be able ****** answer" for a
-//!   brief's "few words should still be able to answer". A run of the
-//!   reply's own stays refused there; past [`QUOTATION_WORDS`] (a mark
-//!   never closed) the guard is whole again.
+//!   closed): a speech that quotes the item, a member's perspective or a
+//!   speech word for word is quoting, not copying. Refusing it made
+//!   misquotes of the guard's own: an earlier speech that led into the
+//!   same quotation with the same words ("… pointing out the question
+//!   \"Why") pushed the quotation's first word aside ("How did Mila carry
+//!   …"), and the 0.5B model wrote "A child with few ****** should still
+//!   be able ****** answer" for a brief's "few words should still be able
+//!   to answer". A run of the reply's own stays refused there.
+//!
+//! A quotation is short: a new word is refused in one that holds
+//! [`QUOTATION_LONGEST`] words, or [`QUOTATION_SENTENCE`] or more and has
+//! just finished a sentence, so the model closes it and goes on in its
+//! own words (the 0.5B pasted two sentences of the item's story into four
+//! speeches of one debate).
 //!
 //! A text not to copy may also be *strict* (a speech asked for again
 //! because it repeated an earlier one: that one): its runs are refused even
@@ -53,6 +57,8 @@
 
 use std::collections::{HashMap, HashSet};
 
+use super::prose::ends_sentence;
+
 /// Words in a run that a reply may not copy.
 pub const RUN: usize = 5;
 
@@ -60,9 +66,11 @@ pub const RUN: usize = 5;
 /// quote, make the run a quotation.
 pub const QUOTE: usize = 3;
 
-/// Words a quotation may have before a run of a text not to copy is
-/// refused in it again.
-pub const QUOTATION_WORDS: usize = 30;
+/// The most words a quotation holds: at this many, it closes.
+pub const QUOTATION_LONGEST: usize = 24;
+
+/// The words after which a quotation closes at the end of a sentence.
+pub const QUOTATION_SENTENCE: usize = 8;
 
 /// What a reply may not copy: for each run of `RUN - 1` words of a text
 /// not to copy, the words that followed it there.
@@ -128,7 +136,7 @@ impl CopyGuard {
         if starts_word || !in_word {
             // A new word: the last complete words and its beginning.
             let lead_in = format!("{text}{}", &piece[..piece.find(char::is_alphanumeric).unwrap_or(piece.len())]);
-            return self.would_complete(&before, &lead, quoting(&lead_in));
+            return quotation_is_whole(&lead_in) || self.would_complete(&before, &lead, quoting(&lead_in));
         }
         // The piece continues the word in progress …
         let (last, complete) = before.split_last().expect("a word in progress");
@@ -168,13 +176,34 @@ fn continues_compound(text: &str, piece: &str) -> bool {
     piece.starts_with(char::is_alphanumeric) && tail.next() == Some('-') && tail.next().is_some_and(char::is_alphabetic)
 }
 
-/// Whether a word written after `lead_in` is inside a quotation of at most
-/// [`QUOTATION_WORDS`] words so far: after an opening mark (`“`, or a
-/// straight `"` of odd count) that nothing closed.
+/// Whether a word written after `lead_in` is inside a quotation.
 fn quoting(lead_in: &str) -> bool {
+    open_quotation(lead_in).is_some()
+}
+
+/// Whether a word written after `lead_in` would go on with a quotation
+/// that has said enough: one of [`QUOTATION_LONGEST`] words, or of
+/// [`QUOTATION_SENTENCE`] or more that has finished a sentence (the word
+/// would begin another). Such a quotation closes instead; the 0.5B model
+/// pasted two sentences of the item's story into four speeches of one
+/// debate, each marked as repeating the first.
+fn quotation_is_whole(lead_in: &str) -> bool {
+    let Some(open) = open_quotation(lead_in) else {
+        return false;
+    };
+    let quoted = &lead_in[open..];
+    let count = words(quoted).len();
+    // Marks of emphasis after the sentence's end open no new sentence.
+    let said = quoted.trim_end_matches(|c: char| c.is_whitespace() || matches!(c, '*' | '_'));
+    count >= QUOTATION_LONGEST || count >= QUOTATION_SENTENCE && ends_sentence(said)
+}
+
+/// Where the quotation that `lead_in` ends inside opens: its opening mark
+/// (`“`, or a straight `"` of odd count) that nothing closed.
+fn open_quotation(lead_in: &str) -> Option<usize> {
     let straight = (lead_in.matches('"').count() % 2 == 1).then(|| lead_in.rfind('"')).flatten();
     let curly = lead_in.rfind('“').filter(|&open| lead_in.rfind('”').is_none_or(|close| close < open));
-    straight.into_iter().chain(curly).max().is_some_and(|open| words(&lead_in[open..]).len() <= QUOTATION_WORDS)
+    straight.into_iter().chain(curly).max()
 }
 
 /// The words of `text` that begin with a capital letter inside a
@@ -277,6 +306,27 @@ mod tests {
     }
 
     #[test]
+    fn a_quotation_closes_after_a_sentence_of_eight_words_or_at_twenty_four() {
+        let g = CopyGuard::new(&[], &[], &[]);
+        let story = "Pebble moved so slowly that Mila counted to one hundred while it crossed the leaf.";
+        let lead = "I disagree, pointing to the story:";
+        assert!(g.refuses(&format!("{lead} \"{story}"), " In"), "a sentence of 15 words said");
+        assert!(g.refuses(&format!("{lead} \"{story} "), "In"), "the blank written before");
+        assert!(!g.refuses(&format!("{lead} \"{story}"), "\""), "its closing mark");
+        assert!(!g.refuses(&format!("{lead} \"{story}\""), " It"), "closed, the speech goes on");
+        let unfinished = story.trim_end_matches("af.");
+        assert!(!g.refuses(&format!("{lead} \"{unfinished}"), "af"), "a word in progress goes on");
+        assert!(!g.refuses(&format!("{lead} \"{unfinished}"), "af."), "and ends the sentence");
+        assert!(!g.refuses(&format!("{lead} “Why did Mila carry Pebble?"), " So"), "a sentence of five words");
+        assert!(!g.refuses(&format!("{lead} \"Ask Mr. Osei and Dr. Lindgren and Ms. Ito and Mr."), " Ng"), "a title");
+        let quoted = |n: usize| format!("{lead} \"{}", (1..=n).map(|i| format!("w{i}")).collect::<Vec<_>>().join(" "));
+        assert!(g.refuses(&quoted(24), " and"), "24 words");
+        assert!(!g.refuses(&quoted(23), " and"), "23 words");
+        assert!(g.refuses(&format!("{lead} “{story}"), " In"), "a curly mark");
+        assert!(g.refuses(&format!("{lead} \"{story} **"), "In"), "emphasis");
+    }
+
+    #[test]
     fn a_quotation_may_copy_a_member_word_for_word() {
         let g = CopyGuard::new(
             &["A child with few words should still be able to answer; one-word answers must count.".into()],
@@ -288,11 +338,9 @@ mod tests {
         assert!(!g.refuses("I disagree with \"a child with few words", " should"), "inside one");
         assert!(!g.refuses("I disagree with “a child with few words", " should"), "inside a curly one");
         assert!(!g.refuses("I disagree with \"a child with few words should still be able", " to"));
-        // A closed quotation, or one open for more than QUOTATION_WORDS words, is no quotation.
+        // A closed quotation is no quotation.
         assert!(g.refuses("She said \"no\" and: a child with few words", " should"));
         assert!(g.refuses("She said “no” and: a child with few words", " should"));
-        let long = format!("\"{} a child with few words", "and so on ".repeat(QUOTATION_WORDS / 3));
-        assert!(g.refuses(&long, " should"));
         // The reply's own runs stay refused inside a quotation.
         let own = CopyGuard::new(&[], &[], &[]);
         assert!(own.refuses("we go to the park, \"we go to the", " park"));
