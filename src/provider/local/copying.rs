@@ -136,7 +136,9 @@ impl CopyGuard {
         if starts_word || !in_word {
             // A new word: the last complete words and its beginning.
             let lead_in = format!("{text}{}", &piece[..piece.find(char::is_alphanumeric).unwrap_or(piece.len())]);
-            return quotation_is_whole(&lead_in) || self.would_complete(&before, &lead, quoting(&lead_in));
+            let open = open_quotation(&lead_in);
+            return open.is_some_and(|at| quotation_is_whole(&lead_in[at..]))
+                || self.would_complete(&before, &lead, open.is_some());
         }
         // The piece continues the word in progress …
         let (last, complete) = before.split_last().expect("a word in progress");
@@ -181,17 +183,14 @@ fn quoting(lead_in: &str) -> bool {
     open_quotation(lead_in).is_some()
 }
 
-/// Whether a word written after `lead_in` would go on with a quotation
-/// that has said enough: one of [`QUOTATION_LONGEST`] words, or of
-/// [`QUOTATION_SENTENCE`] or more that has finished a sentence (the word
-/// would begin another). Such a quotation closes instead; the 0.5B model
-/// pasted two sentences of the item's story into four speeches of one
-/// debate, each marked as repeating the first.
-fn quotation_is_whole(lead_in: &str) -> bool {
-    let Some(open) = open_quotation(lead_in) else {
-        return false;
-    };
-    let quoted = &lead_in[open..];
+/// Whether a new word would go on with a quotation that has said enough
+/// (`quoted`, from its opening mark to the word): one of
+/// [`QUOTATION_LONGEST`] words, or of [`QUOTATION_SENTENCE`] or more that
+/// has finished a sentence (the word would begin another). Such a
+/// quotation closes instead; the 0.5B model pasted two sentences of the
+/// item's story into four speeches of one debate, each marked as
+/// repeating the first.
+fn quotation_is_whole(quoted: &str) -> bool {
     let count = words(quoted).len();
     // Marks of emphasis after the sentence's end open no new sentence.
     let said = quoted.trim_end_matches(|c: char| c.is_whitespace() || matches!(c, '*' | '_'));
