@@ -13,6 +13,7 @@
 use std::collections::HashSet;
 
 use super::prompts::{HistoryEntry, reply_words};
+use crate::names::TITLES;
 
 /// Words in a run compared between two speeches.
 pub const RUN: usize = 4;
@@ -41,9 +42,8 @@ pub fn words(text: &str, names: &[&str]) -> Vec<String> {
 /// A name's word forms: whole (`dr haddad`), and without a title (`haddad`).
 fn name_forms(name: &str) -> Vec<Vec<String>> {
     let whole = split(name);
-    let titles = ["dr", "ms", "mr", "mrs", "prof"];
     let mut forms = vec![whole.clone()];
-    if whole.len() > 1 && titles.contains(&whole[0].as_str()) {
+    if whole.len() > 1 && TITLES.contains(&whole[0].as_str()) {
         forms.push(whole[1..].to_vec());
     }
     forms
