@@ -27,7 +27,11 @@
 //!    mean of the row), with the other members it names (else with every
 //!    other member with scores). "High" fails when that member is at or
 //!    below all of them and below one; "low" when at or above all and above
-//!    one. "The highest" is said of the member named nearest before it
+//!    one. A comparison with members named after it ("higher than Ms.
+//!    Ito's", "less than Dr. Mensah's") fails unless that member is above
+//!    (below) every one of them: the 0.5B model called a 5 "significantly
+//!    higher than Ms. Ito's (5)"; one with no member named after it
+//!    ("higher than the average") is read as "high". "The highest" is said of the member named nearest before it
 //!    (else the first named) and fails when any other member's is higher
 //!    ("Ms. Ito's contextual consistency score is the highest, with a 4"
 //!    beside Ms. Okafor's 5, from the 0.5B model); "the lowest" the same
@@ -376,17 +380,27 @@ fn direction(sentence: &str, facts: &TableFacts) -> Result<(), String> {
         let superlative =
             (word == HIGH[2] || word == LOW[2]).then(|| word.as_ptr() as usize - sentence.as_ptr() as usize);
         let ranked = i > 0 && ORDINALS.contains(&clauses[i - 1].0);
+        // "Higher than Ms. Ito's" compares with the members named after it:
+        // a tie is not higher.
+        let kind = if let Some(at) = superlative {
+            Claim::Most(at)
+        } else if than && (word == HIGH[1] || word == LOW[1] || MORE.contains(&word) || LESS.contains(&word)) {
+            Claim::Than
+        } else {
+            Claim::Plain
+        };
         if ranked && superlative.is_some() {
             None
         } else if HIGH.contains(&word) || (than && MORE.contains(&word)) {
-            Some((true, superlative))
+            Some((true, kind))
         } else if LOW.contains(&word) || (than && LESS.contains(&word)) {
-            Some((false, superlative))
+            Some((false, kind))
         } else {
             None
         }
     });
-    let Some((high, superlative)) = claim else { return Ok(()) };
+    let Some((high, kind)) = claim else { return Ok(()) };
+    let superlative = if let Claim::Most(at) = kind { Some(at) } else { None };
     // The column the sentence names, else the row's mean.
     let column = column_named(sentence, &facts.keys);
     let value = |row: &str| -> Option<f64> {
@@ -404,6 +418,12 @@ fn direction(sentence: &str, facts: &TableFacts) -> Result<(), String> {
         .filter_map(|(n, s)| Some((mentions(sentence, n).first().copied()?, n.as_str(), value(s.as_deref()?)?)))
         .collect();
     named.sort_by_key(|&(at, ..)| at);
+    // A comparison with no member named after the first ("higher than the
+    // average", "than the others'") is read as "high".
+    let kind = match kind {
+        Claim::Than if named.len() < 2 || sentence.contains("average") || sentence.contains("mean") => Claim::Plain,
+        kind => kind,
+    };
     let every_other = |subject: &str| -> Vec<f64> {
         facts.rows.iter().filter(|(n, _)| n != subject).filter_map(|(_, s)| value(s.as_deref()?)).collect()
     };
@@ -429,16 +449,31 @@ fn direction(sentence: &str, facts: &TableFacts) -> Result<(), String> {
     };
     let on = column.map(|c| format!(" on {}", facts.keys[c])).unwrap_or_default();
     let range = if lo == hi { fmt(lo) } else { format!("{}–{}", fmt(lo), fmt(hi)) };
-    let (fails, said) = match (high, superlative.is_some()) {
-        (true, false) => (own <= lo && own < hi, "high"),
-        (false, false) => (own >= hi && own > lo, "low"),
-        (true, true) => (own < hi, "the highest"),
-        (false, true) => (own > lo, "the lowest"),
+    let (fails, said) = match (high, kind) {
+        (true, Claim::Plain) => (own <= lo && own < hi, "high"),
+        (false, Claim::Plain) => (own >= hi && own > lo, "low"),
+        (true, Claim::Than) => (own <= hi, "higher"),
+        (false, Claim::Than) => (own >= lo, "lower"),
+        (true, Claim::Most(_)) => (own < hi, "the highest"),
+        (false, Claim::Most(_)) => (own > lo, "the lowest"),
     };
     if fails {
         return Err(format!("it says {subject}'s scores are {said}{on}, but they are {} against {range}", fmt(own)));
     }
     Ok(())
+}
+
+/// What a sentence of check 4 says of a member's scores.
+#[derive(Clone, Copy)]
+enum Claim {
+    /// "High", "low": at least one other is lower (higher).
+    Plain,
+    /// "Higher than", "more than", "lower than", "less than": above (below)
+    /// every member compared with, a tie failing.
+    Than,
+    /// "The highest", "the lowest", with where the word is in the sentence:
+    /// no other is higher (lower).
+    Most(usize),
 }
 
 /// Check 9 in one sentence.
@@ -831,6 +866,19 @@ mod tests {
         assert!(check("Dr. Mensah's grammar score is the second lowest.", &f).is_ok(), "a rank not read");
         assert!(check("Dr. Mensah's scores are lower than Dr. Haddad's.", &f).is_ok());
         assert!(check("Dr. Haddad scored higher than Dr. Mensah.", &f).is_ok());
+        // A comparison with a member is strict: a tie is not higher (the 0.5B
+        // model's "significantly higher than Ms. Ito's (5)" of a 5).
+        assert_eq!(
+            check(
+                "Dr. Kowalski's educational appropriateness score (5) is significantly higher than Ms. Ito's (5).",
+                &f
+            )
+            .unwrap_err(),
+            "it says Dr. Kowalski's scores are higher on educational_appropriateness, but they are 5 against 5"
+        );
+        assert!(check("Dr. Kowalski's grammar score is lower than Dr. Haddad's.", &f).is_err(), "5 against 5");
+        assert!(check("Dr. Mensah's grammar score is higher than the group's average.", &f).is_ok(), "read as high");
+        assert!(check("Dr. Mensah's grammar score is higher than the others'.", &f).is_ok(), "read as high");
         assert!(check("Ms. Ito's grammar score is the lowest.", &f).is_ok(), "on the column named");
         assert!(
             check("Ms. Ito's educational appropriateness score is low.", &f).is_err(),
@@ -840,7 +888,7 @@ mod tests {
         assert!(check("Ms. Ito has a high opinion of the story.", &f).is_ok(), "not about scores");
         assert_eq!(
             check("Dr. Kowalski's score of 5, 5, 5, 5, 5 is less than Dr. Mensah's.", &f).unwrap_err(),
-            "it says Dr. Kowalski's scores are low, but they are 5 against 4.2"
+            "it says Dr. Kowalski's scores are lower, but they are 5 against 4.2"
         );
         assert!(check("Ms. Ito's grammar score is more than Dr. Mensah's.", &f).is_err(), "1 against 4");
         assert!(check("Dr. Mensah's grammar score is greater than Ms. Ito's.", &f).is_ok());
