@@ -31,8 +31,9 @@
 //!    Ito's", "less than Dr. Mensah's") fails unless that member is above
 //!    (below) every one of them: the 0.5B model called a 5 "significantly
 //!    higher than Ms. Ito's (5)"; one with no member named after it
-//!    ("higher than the average") is read as "high". "The highest" is said of the member named nearest before it
-//!    (else the first named) and fails when any other member's is higher
+//!    ("higher than the average") is read as "high". "The highest" is said
+//!    of the member named nearest before it (else the first named) and
+//!    fails when any other member's is higher
 //!    ("Ms. Ito's contextual consistency score is the highest, with a 4"
 //!    beside Ms. Okafor's 5, from the 0.5B model); "the lowest" the same
 //!    way; "the second highest" is not read. Words after [`AVERAGE`] are
