@@ -840,6 +840,8 @@ async fn a_speech_gives_the_answered_member_their_own_title() {
                 "Copy this line: Mr. Lindqvist, I disagree with {named} because the answer is too short."
             )),
         ]);
+        // The line's start is given, so the model only copies what follows.
+        request.opening = Some("Mr. Lindqvist, I disagree with".into());
         request.max_tokens = 40;
         request.temperature = Some(0.0);
         request
