@@ -4,7 +4,8 @@
 //! `schedule.rs` (which engine serves what), `shared.rs` (the llama.cpp
 //! context the engines share, and the rounds in which their decodes go
 //! together), `context.rs` (an engine, [`ModelContext`], with its sequences
-//! of the shared context), `chat.rs` (chat templates and tokenizing),
+//! of the shared context; `context/states.rs` saves and loads the states
+//! of system prompts, `context/generate.rs` writes a reply), `chat.rs` (chat templates and tokenizing),
 //! `sampling.rs` and `repetition.rs` (how tokens are drawn, and prose kept
 //! from repeating), `grammar.rs` (JSON schema to GBNF) and `prose.rs` (where
 //! prose ends).
