@@ -361,7 +361,7 @@ impl ModelContext<'_, '_> {
 
 /// What a reply's object is given rather than made to write: its grammar,
 /// its members' [`member_openings`], the members of the request's
-/// [`Echo`] ([`echo_members`]), and the tokens before its brace.
+/// [`Echo`](crate::provider::Echo) ([`echo_members`]), and the tokens before its brace.
 type JsonForm = (LlamaSampler, Vec<String>, Option<(usize, usize)>, Vec<LlamaToken>);
 
 /// How a reply's prose is written: its token budget, whether a JSON object
