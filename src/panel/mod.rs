@@ -724,6 +724,24 @@ pub enum PanelError {
     NotFound { name: String, bundled: String },
 }
 
+/// A syntax error in a file named as YAML or JSON says that a panel file
+/// is TOML: the file was likely written in another format.
+fn not_toml_hint(error: PanelError, path: &Path) -> PanelError {
+    let other = path.extension().and_then(|x| x.to_str()).map(str::to_ascii_lowercase);
+    match error {
+        PanelError::Syntax { file, line, column, message }
+            if matches!(other.as_deref(), Some("yaml" | "yml" | "json")) =>
+        {
+            let message = format!(
+                "{message} (a panel file is TOML, not {}; see docs/panels.md)",
+                other.unwrap_or_default().to_uppercase()
+            );
+            PanelError::Syntax { file, line, column, message }
+        }
+        error => error,
+    }
+}
+
 fn field_prefix(field: &str) -> String {
     if field.is_empty() { String::new() } else { format!("{field}: ") }
 }
@@ -752,7 +770,7 @@ impl Panel {
     pub fn load(path: &Path) -> Result<Panel, PanelError> {
         let text =
             std::fs::read_to_string(path).map_err(|error| PanelError::Read { path: path.to_path_buf(), error })?;
-        let mut panel = Self::from_toml_str(&text, &path.display().to_string())?;
+        let mut panel = Self::from_toml_str(&text, &path.display().to_string()).map_err(|e| not_toml_hint(e, path))?;
         panel.source = Some(path.to_path_buf());
         Ok(panel)
     }
@@ -843,5 +861,19 @@ mod tests {
             let back: Panel = serde_json::from_value(panel.to_json()).unwrap_or_else(|e| panic!("{stem}: {e}"));
             assert_eq!(back, Panel { source: None, ..panel });
         }
+    }
+
+    #[test]
+    fn a_yaml_or_json_panel_file_is_told_that_panels_are_toml() {
+        let dir = tempfile::tempdir().unwrap();
+        let yaml = dir.path().join("panel.yaml");
+        std::fs::write(&yaml, "name: x\ngroups: [\n").unwrap();
+        let err = Panel::load(&yaml).unwrap_err().to_string();
+        assert!(err.starts_with(&format!("{}:1:", yaml.display())), "{err}");
+        assert!(err.ends_with("(a panel file is TOML, not YAML; see docs/panels.md)"), "{err}");
+        let toml = dir.path().join("panel.toml");
+        std::fs::write(&toml, "name: x\n").unwrap();
+        let err = Panel::load(&toml).unwrap_err().to_string();
+        assert!(!err.contains("a panel file is TOML"), "a TOML file's error says only what is wrong: {err}");
     }
 }
