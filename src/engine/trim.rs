@@ -45,6 +45,9 @@ pub(crate) struct Prompt<'a> {
     fixed: Vec<ChatMessage>,
     /// The reply's first words (see [`ChatRequest::opening`](crate::provider::ChatRequest::opening)).
     opening: Option<String>,
+    /// The headings of the reply's paragraphs (see
+    /// [`ChatRequest::sections`](crate::provider::ChatRequest::sections)).
+    sections: Vec<String>,
     /// How many of the discussion's latest contributions the built messages
     /// show (see [`history_window`](super::prompts::history_window)): only
     /// those may be shortened.
@@ -54,19 +57,36 @@ pub(crate) struct Prompt<'a> {
 impl<'a> Prompt<'a> {
     /// Messages with nothing to shorten.
     pub fn fixed(messages: Vec<ChatMessage>) -> Self {
-        Self { discussion: None, fixed: messages, opening: None, window: HISTORY_WINDOW }
+        Self { discussion: None, fixed: messages, opening: None, sections: Vec::new(), window: HISTORY_WINDOW }
     }
 
     /// The messages `build` makes of the group's `history`, which shows as
     /// much of it as `panel` says ([`history_window`]).
     pub fn discussion(panel: &Panel, history: &'a [HistoryEntry], build: Build<'a>) -> Self {
-        Self { discussion: Some((history, build)), fixed: Vec::new(), opening: None, window: history_window(panel) }
+        Self {
+            discussion: Some((history, build)),
+            fixed: Vec::new(),
+            opening: None,
+            sections: Vec::new(),
+            window: history_window(panel),
+        }
     }
 
     /// The reply is to begin with `opening`.
     pub fn opening(mut self, opening: Option<String>) -> Self {
         self.opening = opening;
         self
+    }
+
+    /// The reply is written in paragraphs that begin with `headings`, in order.
+    pub fn sections(mut self, headings: &[&str]) -> Self {
+        self.sections = headings.iter().map(|h| h.to_string()).collect();
+        self
+    }
+
+    /// The headings of the reply's paragraphs, if it has any.
+    pub fn section_headings(&self) -> &[String] {
+        &self.sections
     }
 
     /// What the reply is to begin with, if anything.

@@ -130,6 +130,7 @@ impl Ctx {
                 prose_first: true,
                 // A repair asks for the object alone.
                 opening: super::prompts::opening(step).filter(|_| !repair).map(str::to_string),
+                sections: Vec::new(),
                 no_copy: Some(Arc::new(super::prompts::no_copy(&messages))),
                 echo: None,
                 batch: None,

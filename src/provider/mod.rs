@@ -194,6 +194,14 @@ pub struct ChatRequest {
     /// They are part of the reply's text.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub opening: Option<String>,
+    /// Free text in headed paragraphs: the headings, in order, that begin
+    /// them (the synthesis's "Agreement:", "Disagreement:", "Overall:"; the
+    /// first is usually the `opening`). The embedded model begins each
+    /// paragraph after a finished one with the next heading and ends the
+    /// reply with the last heading's paragraph; other providers are asked
+    /// for them in the prompt only.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub sections: Vec<String>,
     /// What the reply's prose may not copy (a debate speech: the earlier
     /// contributions of its discussion; the aggregator's synthesis: nothing
     /// but its own words): the embedded model refuses, as it writes, a word
@@ -261,6 +269,7 @@ impl ChatRequest {
             top_logprobs: None,
             prose_first: true,
             opening: None,
+            sections: Vec::new(),
             no_copy: None,
             echo: None,
             batch: None,

@@ -290,6 +290,45 @@ async fn free_text_near_its_budget_ends_at_a_sentence() {
     }
 }
 
+/// Free text in headed paragraphs: each paragraph after a finished one
+/// begins with the next heading, and the reply ends with the last one's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn headed_paragraphs_come_in_order_and_end_with_the_last() {
+    let Some(provider) = tiny_provider() else { return };
+    let headings = ["Agreement:", "Disagreement:", "Overall:"];
+    let mut request = ChatRequest::new(vec![ChatMessage::user(
+        "Three judges rated a short story: Ann gave 4, Bea 4 and Cy 2, who found the ending rushed. \
+         Write three paragraphs on separate lines, beginning with \"Agreement:\", \"Disagreement:\" and \
+         \"Overall:\".",
+    )]);
+    request.max_tokens = 400;
+    request.temperature = Some(0.0);
+    request.opening = Some(headings[0].into());
+    request.sections = headings.map(String::from).to_vec();
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let completion = provider.stream(&request, &tx, &CancellationToken::new()).await.expect("completion");
+    let text = completion.text.trim_end();
+    eprintln!("headed paragraphs: {text:?} ({:?})", completion.finish_reason);
+    assert_eq!(collect(&mut rx).concat().trim_end(), text, "the headings stream with the words");
+    assert!(text.starts_with("Agreement:"), "{text:?}");
+    // Each heading at most once, in order, each after the first at a line's start.
+    let mut from = 0;
+    let mut written = 0;
+    for (i, h) in headings.iter().enumerate() {
+        assert!(text.matches(h).count() <= 1, "{h} twice: {text:?}");
+        if let Some(at) = text[from..].find(h) {
+            assert_eq!(written, i, "{h} after a missing heading: {text:?}");
+            assert!(i == 0 || text[..from + at].ends_with('\n'), "{h} begins a line: {text:?}");
+            from += at + h.len();
+            written += 1;
+        }
+    }
+    assert!(written >= 2, "a finished paragraph was followed by the next heading: {text:?}");
+    if completion.finish_reason.as_deref() == Some("stop") && written == headings.len() {
+        assert!(!text[from..].contains("\n\n"), "nothing after the last heading's paragraph: {text:?}");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn streams_deltas_and_cancels() {
     let Some(provider) = tiny_provider() else { return };

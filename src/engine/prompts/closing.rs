@@ -167,7 +167,10 @@ pub fn group_synthesis_messages(
 /// The words the aggregator's synthesis begins with (see
 /// [`ChatRequest::opening`](crate::provider::ChatRequest::opening)): its
 /// first paragraph's label.
-pub const AGGREGATOR_OPENING: &str = "Agreement:";
+pub const AGGREGATOR_OPENING: &str = SYNTHESIS_SECTIONS[0];
+
+/// The headings of a synthesis's three paragraphs, in order.
+pub const SYNTHESIS_SECTIONS: [&str; 3] = ["Agreement:", "Disagreement:", "Overall:"];
 
 /// Messages for the final judge of a discussion without consensus.
 pub fn final_judge_messages(panel: &Panel, item: &Item, history: &[HistoryEntry]) -> Vec<ChatMessage> {

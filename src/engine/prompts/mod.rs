@@ -30,7 +30,8 @@ pub use again::{misquote_note, redraw_note};
 pub use ahead::{debate_ahead, discussion_ahead};
 pub(crate) use ahead::{shared_so_far, with_placeholder};
 pub use closing::{
-    AGGREGATOR_OPENING, GroupResult, aggregator_messages, final_judge_messages, group_synthesis_messages, results_facts,
+    AGGREGATOR_OPENING, GroupResult, SYNTHESIS_SECTIONS, aggregator_messages, final_judge_messages,
+    group_synthesis_messages, results_facts,
 };
 pub use format::{fmt_num, format_scores, one_decimal, turns};
 pub(crate) use history::render_history;

@@ -91,6 +91,7 @@ impl Run {
             top_logprobs: spec.top_logprobs,
             prose_first: spec.prose_first,
             opening,
+            sections: if spec.prose_first { spec.messages.section_headings().to_vec() } else { Vec::new() },
             // A repair asks for the object alone: no prose to guard.
             no_copy: spec.no_copy.filter(|_| spec.prose_first),
             echo: spec.echo,

@@ -335,8 +335,13 @@ impl<'a, 'm> ModelContext<'a, 'm> {
                 .no_copy
                 .as_ref()
                 .and_then(|n| Speaker::new(n.speaker.as_deref()?, n.answers.as_deref(), &n.names));
-            let prose =
-                Prose { budget, json_follows: grammar.is_some(), guard: guard.as_ref(), speaker: speaker.as_ref() };
+            let prose = Prose {
+                budget,
+                json_follows: grammar.is_some(),
+                guard: guard.as_ref(),
+                speaker: speaker.as_ref(),
+                sections: &request.sections,
+            };
             self.generate_prose(job, &mut sampling, &mut state, prose, &mut out)?
         };
         if let Some(grammar) = grammar {

@@ -86,8 +86,9 @@ use schedule::{AHEAD_MIN, AHEAD_PATIENCE, AHEAD_REPORT, AHEAD_STEP, AHEAD_UNSURE
 use grammar::{closes_object, echo_members, forced_text, json_reserve, member_openings, member_value};
 pub use grammar::{grammar_accepts, schema_to_gbnf};
 use prose::{
-    breaks_line_early, closes_quotation_apart, ends_paragraph, ends_prose, ends_sentence, opens_quote_in_string,
-    prose_is_enough, reports_speech, starts_json, string_may_close, string_may_close_after_number,
+    SectionStep, breaks_line_early, closes_quotation_apart, ends_paragraph, ends_prose, ends_sentence,
+    opens_quote_in_string, prose_is_enough, reports_speech, section_step, starts_json, string_may_close,
+    string_may_close_after_number,
 };
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;

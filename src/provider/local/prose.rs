@@ -330,9 +330,71 @@ pub(super) fn opens_quote_in_string(json: &str, piece: &[u8]) -> bool {
     blank_before && !json.ends_with('"')
 }
 
+/// What a reply written in headed paragraphs (the request's `sections`)
+/// does after a piece: go on, begin the next section with its heading, or
+/// end.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum SectionStep<'a> {
+    Go,
+    Next(&'a str),
+    End,
+}
+
+/// After `piece`, written last in `text`: where the piece broke a line
+/// (only blanks after its line break) and the paragraph of the latest
+/// section heading in `text` holds a finished sentence, that section is
+/// done. The next heading follows, or, after the last, the reply ends. The
+/// headings count in order, each after the one before it, wherever the
+/// model wrote them. A text that has not reached the first heading goes on
+/// as it will.
+pub(super) fn section_step<'s>(text: &str, piece: &[u8], sections: &'s [String]) -> SectionStep<'s> {
+    if sections.is_empty() || !piece.contains(&b'\n') || !text.rsplit('\n').next().unwrap_or("").trim().is_empty() {
+        return SectionStep::Go;
+    }
+    let (mut body_from, mut current) = (0, None);
+    for (i, heading) in sections.iter().enumerate() {
+        match text[body_from..].find(heading.as_str()) {
+            Some(at) => {
+                body_from += at + heading.len();
+                current = Some(i);
+            }
+            None => break,
+        }
+    }
+    match current {
+        Some(i) if has_finished_sentence(&text[body_from..]) => {
+            sections.get(i + 1).map_or(SectionStep::End, |next| SectionStep::Next(next))
+        }
+        _ => SectionStep::Go,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_section_ends_at_a_line_break_after_a_finished_sentence() {
+        let sections: Vec<String> = ["Agreement:", "Disagreement:", "Overall:"].map(String::from).to_vec();
+        let step = |text: &str, piece: &str| section_step(text, piece.as_bytes(), &sections);
+        // A line break before the first sentence is finished goes on.
+        assert_eq!(step("Agreement:\n", "\n"), SectionStep::Go);
+        assert_eq!(step("Agreement: The panel agrees on grammar\n", "\n"), SectionStep::Go);
+        // After a finished sentence the next heading follows.
+        assert_eq!(step("Agreement: All agree on grammar.\n\n", ".\n\n"), SectionStep::Next("Disagreement:"));
+        assert_eq!(step("Agreement: All agree.\n\nDisagreement: Ann differs.\n", "\n"), SectionStep::Next("Overall:"));
+        // The model's own heading counts, wherever it wrote it.
+        assert_eq!(step("Agreement: All agree. Disagreement: Ann differs.\n", "\n"), SectionStep::Next("Overall:"));
+        // After the last section's paragraph the reply ends.
+        let whole = "Agreement: All agree.\n\nDisagreement: Ann differs.\n\nOverall: Good.\n";
+        assert_eq!(step(whole, "\n"), SectionStep::End);
+        // Not at a piece without a line break, nor where words follow it.
+        assert_eq!(step("Agreement: All agree.", "."), SectionStep::Go);
+        assert_eq!(step("Agreement: All agree.\nThe", ".\nThe"), SectionStep::Go);
+        // A heading out of order is no section; before the first, nothing is.
+        assert_eq!(step("Overall: Good.\n", "\n"), SectionStep::Go);
+        assert_eq!(section_step("Fine.\n", b"\n", &[]), SectionStep::Go);
+    }
 
     #[test]
     fn a_quotation_is_closed_against_its_last_mark() {

@@ -140,7 +140,9 @@ async fn synthesis(run: &Run, group: Option<&str>, messages: Prompt<'_>) -> Stri
     let spec = CallSpec {
         turn: TurnSpec::of_role(run, Role::Aggregator, &binding, group, Phase::Aggregation, &run.quit),
         kind: TurnKind::Judge,
-        messages: messages.opening(Some(prompts::AGGREGATOR_OPENING.to_string())),
+        messages: messages
+            .opening(Some(prompts::AGGREGATOR_OPENING.to_string()))
+            .sections(&prompts::SYNTHESIS_SECTIONS),
         schema: None,
         top_logprobs: None,
         prose_first: true,

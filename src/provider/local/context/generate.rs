@@ -57,7 +57,7 @@ impl ModelContext<'_, '_> {
         prose: Prose<'_>,
         out: &mut Output,
     ) -> Result<Finish, ProviderError> {
-        let Prose { budget, json_follows, guard, speaker } = prose;
+        let Prose { budget, json_follows, guard, speaker, sections } = prose;
         let mut produced = 0u32;
         let vocab = self.model.vocab();
         loop {
@@ -140,6 +140,24 @@ impl ModelContext<'_, '_> {
             }
             if !json_follows && near_end {
                 return Ok(Finish::Length);
+            }
+            // Free text in headed paragraphs: each begins with its heading,
+            // and the reply ends with the last one's paragraph.
+            match section_step(out.text(), &piece, sections) {
+                SectionStep::Go => {}
+                SectionStep::End => return Ok(Finish::Stop),
+                SectionStep::Next(heading) => {
+                    let words = if out.text().ends_with("\n\n") { heading.to_string() } else { format!("\n{heading}") };
+                    let tokens = vocab.tokenize(words.as_bytes(), false, false);
+                    let fits = self.current.cached.len() + tokens.len() + 1 < self.seq_capacity;
+                    if tokens.is_empty() || !fits || produced + tokens.len() as u32 >= budget {
+                        return Ok(Finish::Length);
+                    }
+                    produced += tokens.len() as u32;
+                    state.generated += tokens.len() as u64;
+                    out.push_str(&words);
+                    self.decode_step(&tokens, state)?;
+                }
             }
         }
     }
@@ -373,6 +391,9 @@ pub(in crate::provider::local) struct Prose<'a> {
     pub(in crate::provider::local) guard: Option<&'a CopyGuard>,
     /// Who writes it, not to be named as the member it answers.
     pub(in crate::provider::local) speaker: Option<&'a Speaker>,
+    /// The headings of free text's paragraphs, in order (the request's
+    /// `sections`; see [`section_step`]).
+    pub(in crate::provider::local) sections: &'a [String],
 }
 
 pub(in crate::provider::local) struct GenState {
