@@ -22,7 +22,11 @@ pub(crate) async fn initial_phase(run: &Run, with_confidence: bool) {
             let a = &st.agents[i];
             prompts::initial_messages(&run.panel, &a.group, &a.spec, run.item(), with_confidence)
         };
-        Some(run.agent_turn(i, Phase::Initial, None, Prompt::fixed(messages), &run.stop, None).await)
+        // Feedback before the scores begins with the item's first part.
+        let opening =
+            prompts::full_first_feedback(&run.panel).then(|| prompts::feedback_opening(&run.panel, run.item()));
+        let prompt = Prompt::fixed(messages).opening(opening);
+        Some(run.agent_turn(i, Phase::Initial, None, prompt, &run.stop, None).await)
     });
     let results = join_all(calls).await;
     record_firsts(run, results);

@@ -138,10 +138,15 @@ async fn under_the_paper_preset_a_first_evaluation_is_feedback_that_later_speake
     assert!(all_text(first).contains("several sentences"), "{}", all_text(first));
     let debate = requests.iter().find(|r| is_debate(r) && speaker(r) == "Bea").unwrap();
     assert!(all_text(debate).contains("Ann FEEDBACK: the question checks the story"), "{}", all_text(debate));
+    // The feedback is given its first words, the item's first part, and asked for them.
+    let opening = first.opening.as_deref().expect("the feedback's opening words");
+    assert_eq!(opening, "The content");
+    assert!(all_text(first).contains(&format!("beginning with \"{opening}\"")), "{}", all_text(first));
 
     let (_, requests) = run_maj(maj_panel(Preset::Moot)).await;
     let first = requests.iter().find(|r| speaker(r) == "Ann" && !is_debate(r)).unwrap();
     assert!(!first.prose_first, "moot's default: the scores at once");
+    assert!(first.opening.is_none(), "scores at once have no opening words");
 }
 
 #[tokio::test]
@@ -165,6 +170,10 @@ async fn under_the_paper_preset_each_group_gets_a_synthesis_of_its_whole_debate(
     assert_eq!(results.len(), 3);
     for (group, feedback) in &results[..2] {
         assert!(group.is_some() && feedback.starts_with("Agreement:"), "{group:?}: {feedback}");
+    }
+    for r in &aggregator {
+        assert_eq!(r.opening.as_deref(), Some("Agreement:"));
+        assert_eq!(r.sections, ["Agreement:", "Disagreement:", "Overall:"], "the synthesis's paragraphs are headed");
     }
     let (panel, feedback) = &results[2];
     assert!(panel.is_none() && feedback.contains("Teachers: Agreement:") && feedback.contains("Parents: "));

@@ -102,8 +102,10 @@ pub fn initial_messages(
     let turn = if full_first_feedback(panel) {
         format!(
             "{who}\nEvaluate the content above on your own, before hearing anyone else. First write your feedback in \
-             plain prose: several sentences, from your perspective, on what the content does well and what it does \
-             poorly, pointing to specific parts of it. Then end with the JSON evaluation.{confidence}"
+             plain prose, beginning with \"{}\": several sentences, from your perspective, on what the content does \
+             well and what it does poorly, pointing to specific parts of it. Then end with the JSON \
+             evaluation.{confidence}",
+            feedback_opening(panel, item)
         )
     } else {
         format!(
@@ -114,6 +116,22 @@ pub fn initial_messages(
         )
     };
     member_request(panel, group, agent, render_item(item), turn)
+}
+
+/// The words a first evaluation's feedback begins with (MAJ-EVAL's
+/// `first_feedback = "full"`): the first of the item's parts that the
+/// requests name ("The question"; "The content" by default). Without
+/// them the embedded models began with a markdown heading about their own
+/// persona ("### Feedback on the Content … from Ms. Okafor") and wrote
+/// about it; given them, they wrote about the item.
+pub fn feedback_opening(panel: &Panel, item: &Item) -> String {
+    let parts = item_parts(panel, item);
+    let first = parts.split(',').next().unwrap_or_default();
+    let first = first.split(" or ").next().unwrap_or_default().split(" and ").next().unwrap_or_default().trim();
+    let first = first.strip_suffix(" to evaluate").unwrap_or(first);
+    let first = if first.is_empty() { "the content" } else { first };
+    let mut chars = first.chars();
+    chars.next().map(|c| c.to_uppercase().chain(chars).collect()).unwrap_or_default()
 }
 
 /// Whether a first evaluation is feedback in several sentences before its
@@ -392,6 +410,21 @@ mod tests {
             same.contains("say what you would add to Bea's first evaluation") && !same.contains("disagree"),
             "{same}"
         );
+    }
+
+    #[test]
+    fn full_feedback_begins_with_the_items_first_part() {
+        let mut panel = crate::testkit::panel(crate::panel::Protocol::MajEval, &[("Parents", &["Ann", "Bea"])]);
+        let item = crate::testkit::item();
+        assert_eq!(feedback_opening(&panel, &item), "The content");
+        panel.item_parts = Some("the question, the answer or the story".into());
+        assert_eq!(feedback_opening(&panel, &item), "The question");
+        panel.item_parts = Some("the summary and the source".into());
+        assert_eq!(feedback_opening(&panel, &item), "The summary");
+        panel.protocol.settings.insert("first_feedback".into(), crate::panel::SettingValue::from("full"));
+        let agents: Vec<_> = panel.agents().collect();
+        let turn = &initial_messages(&panel, "Parents", agents[0].1, &item, false)[2].content;
+        assert!(turn.contains("beginning with \"The summary\""), "{turn}");
     }
 
     #[test]

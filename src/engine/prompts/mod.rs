@@ -40,7 +40,7 @@ pub(crate) use members::DISCUSSION_HEADING;
 pub use members::{
     addressee, answered_in, debate_messages, discussion_messages, initial_messages, opening_words, repair_message,
 };
-pub(crate) use members::{debates, full_first_feedback};
+pub(crate) use members::{debates, feedback_opening, full_first_feedback};
 pub use moderator::{
     ScoresRow, is_moderator_request, last_to_speak, moderator_format, moderator_messages, moderator_retry, score_row,
     scores_table, standings,
