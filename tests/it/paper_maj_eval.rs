@@ -141,7 +141,7 @@ async fn under_the_paper_preset_a_first_evaluation_is_feedback_that_later_speake
     // The feedback is given its first words, the item's first part, and asked for them.
     let opening = first.opening.as_deref().expect("the feedback's opening words");
     assert_eq!(opening, "The content");
-    assert!(all_text(first).contains(&format!("beginning with \"{opening}\"")), "{}", all_text(first));
+    assert!(all_text(first).contains(&format!("Begin with \"{opening}\"")), "{}", all_text(first));
 
     let (_, requests) = run_maj(maj_panel(Preset::Moot)).await;
     let first = requests.iter().find(|r| speaker(r) == "Ann" && !is_debate(r)).unwrap();

@@ -102,8 +102,8 @@ pub fn initial_messages(
     let turn = if full_first_feedback(panel) {
         format!(
             "{who}\nEvaluate the content above on your own, before hearing anyone else. First write your feedback in \
-             plain prose, beginning with \"{}\": several sentences, from your perspective, on what the content does \
-             well and what it does poorly, pointing to specific parts of it. Then end with the JSON \
+             plain prose. Begin with \"{}\" and say, from your perspective, what the content does well and what it \
+             does poorly, in several sentences that point to specific parts of it. Then end with the JSON \
              evaluation.{confidence}",
             feedback_opening(panel, item)
         )
@@ -424,7 +424,7 @@ mod tests {
         panel.protocol.settings.insert("first_feedback".into(), crate::panel::SettingValue::from("full"));
         let agents: Vec<_> = panel.agents().collect();
         let turn = &initial_messages(&panel, "Parents", agents[0].1, &item, false)[2].content;
-        assert!(turn.contains("beginning with \"The summary\""), "{turn}");
+        assert!(turn.contains("Begin with \"The summary\""), "{turn}");
     }
 
     #[test]
