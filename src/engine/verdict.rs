@@ -43,6 +43,10 @@ pub(crate) trait Verdict: Sync {
     fn read(&self, completion: &Completion) -> Result<Self::Output, String>;
     /// The follow-up sent once after a reply that could not be read.
     fn repair(&self, error: &str) -> ChatMessage;
+    /// The schema of that follow-up's request (by default the verdict's).
+    fn repair_schema(&self, _error: &str) -> Option<serde_json::Value> {
+        self.schema()
+    }
     /// What the turn's `turn_completed` event records as its evaluation.
     fn evaluation(&self, output: &Self::Output) -> Option<Evaluation>;
     /// Whether the reply says its speaker has nothing more to add.

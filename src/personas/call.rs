@@ -91,6 +91,7 @@ impl Ctx {
         mut messages: Vec<ChatMessage>,
         verdict: &V,
     ) -> Result<V::Output, String> {
+        let mut repair_schema = None;
         for repair in [false, true] {
             let call = self.calls.fetch_add(1, Ordering::Relaxed);
             let about_call = if repair { format!("{about} (repair)") } else { about.to_string() };
@@ -125,7 +126,7 @@ impl Ctx {
                 temperature: m.temperature,
                 top_p: None,
                 seed: m.seed,
-                response_schema: verdict.shared_schema(),
+                response_schema: if repair { repair_schema.take() } else { verdict.shared_schema() },
                 top_logprobs: None,
                 prose_first: true,
                 // A repair asks for the object alone.
@@ -151,6 +152,7 @@ impl Ctx {
             match read {
                 Ok(v) => return Ok(v),
                 Err(e) if !repair => {
+                    repair_schema = verdict.repair_schema(&e).map(Arc::new);
                     messages.push(ChatMessage::assistant(reply_tail(&completion.text)));
                     messages.push(verdict.repair(&e));
                 }

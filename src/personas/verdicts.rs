@@ -138,8 +138,8 @@ impl Verdict for Stakeholders {
             && let Some(named) = names_people(&completion.text)
         {
             return Err(format!(
-                "the words before the object name {named}, but its list of stakeholders is empty: \
-                 list them with their perspectives and quotes, or say why none is relevant"
+                "the words before the object name {named}, {EMPTY_AFTER_NAMING}: list them with their \
+                 perspectives and quotes"
             ));
         }
         Ok(out)
@@ -147,10 +147,25 @@ impl Verdict for Stakeholders {
     fn repair(&self, error: &str) -> ChatMessage {
         repair_request(error, &self.instructions())
     }
+    /// After a reply that named the people its text describes and then
+    /// listed none of them, the repair must list at least one: the 1.5B
+    /// answered that repair with the same empty list (its words no longer
+    /// began as the opening asks, so the list stood as "nothing relevant"),
+    /// and the sample's teachers and parents dropped out of the build.
+    fn repair_schema(&self, error: &str) -> Option<Value> {
+        let mut schema = self.schema()?;
+        if error.contains(EMPTY_AFTER_NAMING) {
+            schema["properties"]["stakeholders"]["minItems"] = json!(1);
+        }
+        Some(schema)
+    }
     fn evaluation(&self, _output: &Self::Output) -> Option<Evaluation> {
         None
     }
 }
+
+/// What [`Stakeholders::read`] says of an empty list after words that name people.
+const EMPTY_AFTER_NAMING: &str = "but its list of stakeholders is empty";
 
 /// A group as the model wrote it, ids checked.
 #[derive(Debug, Clone, PartialEq)]
@@ -333,6 +348,10 @@ mod tests {
             .read(&reply("The people this text describes are teachers. They read aloud.\n{\"stakeholders\": []}"))
             .unwrap_err();
         assert!(err.starts_with("the words before the object name \"teachers\""), "{err}");
+        // Its repair must list someone; another error's repair keeps the schema as it is.
+        let repair = Stakeholders.repair_schema(&err).unwrap();
+        assert_eq!(repair["properties"]["stakeholders"]["minItems"], 1);
+        assert_eq!(Stakeholders.repair_schema("no JSON object"), Stakeholders.schema());
         for fine in [
             "The people this text describes are not relevant to the task.\n{\"stakeholders\": []}",
             "The people this text describes are none of the roles asked for.\n{\"stakeholders\": []}",

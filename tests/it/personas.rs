@@ -256,6 +256,37 @@ async fn an_unreadable_answer_is_repaired_once_then_recorded_as_a_failure() {
     assert_eq!(parse_errors, 3);
 }
 
+/// An extraction that names the people its text describes, then lists
+/// none, is asked again with a schema that wants at least one of them;
+/// the other requests keep the verdict's own schema.
+#[tokio::test]
+async fn an_empty_list_after_naming_people_is_asked_again_for_at_least_one() {
+    let provider = scripted(|req, _| {
+        let first = &req.messages[1].content;
+        let repairing = user_text(req).starts_with("Your answer could not be read");
+        if first.contains("Document: teachers.md") && !repairing {
+            return "The people this text describes are teachers who read aloud.\n{\"stakeholders\": []}".into();
+        }
+        model(&ChatRequest::new(vec![req.messages[0].clone(), req.messages[1].clone()]), 0)
+    });
+    let docs = [doc("teachers.md", TEACHERS), doc("parents.md", PARENTS)];
+    let (_, state, result) = run_build(provider.clone(), &docs, &Options::default()).await;
+    assert_eq!(result, Ok(()));
+    assert!(state.failures.is_empty(), "{:?}", state.failures);
+    assert!(state.stakeholders.iter().any(|s| s.id == "D1.S1"), "the teachers were listed on the repair");
+    let requests = provider.requests();
+    let min_items =
+        |r: &ChatRequest| r.response_schema.as_ref().unwrap()["properties"]["stakeholders"]["minItems"].clone();
+    let repair = requests
+        .iter()
+        .find(|r| user_text(r).starts_with("Your answer could not be read"))
+        .expect("the repair request");
+    assert_eq!(min_items(repair), 1, "the repair must list someone");
+    let firsts: Vec<&ChatRequest> = requests.iter().filter(|r| user_text(r).contains("Document: ")).collect();
+    assert_eq!(firsts.len(), 2);
+    assert!(firsts.iter().all(|r| min_items(r).is_null()), "a first extraction may answer with an empty list");
+}
+
 #[tokio::test]
 async fn a_cap_limits_personas_and_decisions_replay_from_the_log() {
     let dir = tempfile::tempdir().unwrap();
