@@ -191,8 +191,11 @@ impl Verdict for Groups<'_> {
             .into()
     }
     fn schema(&self) -> Option<Value> {
-        let ids =
-            |set: &BTreeSet<String>| json!({"type": "array", "items": {"type": "string", "enum": set}, "minItems": 1});
+        // Every list is bounded by what it can hold without repeating
+        // itself: no more groups than stakeholders, no more ids than there
+        // are. Unbounded, the 1.5B wrote one group again and again until
+        // its context was full (13,000 characters in nine minutes).
+        let ids = |set: &BTreeSet<String>| json!({"type": "array", "items": {"type": "string", "enum": set}, "minItems": 1, "maxItems": set.len().max(1)});
         let perspective = json!({
             "type": "object",
             "properties": {"perspective": text(FIELD_MAX), "sources": ids(self.perspective_ids)},
@@ -205,14 +208,18 @@ impl Verdict for Groups<'_> {
                 "name": text(80),
                 "description": text(FIELD_MAX),
                 "members": ids(self.stakeholder_ids),
-                "perspectives": {"type": "array", "items": perspective, "minItems": 1}
+                "perspectives": {
+                    "type": "array", "items": perspective, "minItems": 1, "maxItems": self.perspective_ids.len().max(1)
+                }
             },
             "required": ["name", "description", "members", "perspectives"],
             "additionalProperties": false
         });
         Some(json!({
             "type": "object",
-            "properties": {"groups": {"type": "array", "items": group, "minItems": 1}},
+            "properties": {
+                "groups": {"type": "array", "items": group, "minItems": 1, "maxItems": self.stakeholder_ids.len().max(1)}
+            },
             "required": ["groups"],
             "additionalProperties": false
         }))
@@ -382,6 +389,13 @@ mod tests {
             twice[0].perspectives.iter().map(|(t, s)| (t.as_str(), s.clone())).collect();
         assert_eq!(kept, [("x", vec!["D1.S1.P1".to_string()]), ("y", vec!["D1.S1.P2".to_string()])]);
         assert!(v.read(&reply("{\"groups\": []}")).is_err());
+        // No more groups than stakeholders, no more ids than there are.
+        let schema = v.schema().unwrap();
+        assert_eq!(schema["properties"]["groups"]["maxItems"], 1);
+        let group = &schema["properties"]["groups"]["items"]["properties"];
+        assert_eq!(group["members"]["maxItems"], 1);
+        assert_eq!(group["perspectives"]["maxItems"], 2);
+        assert_eq!(group["perspectives"]["items"]["properties"]["sources"]["maxItems"], 2);
     }
 
     #[cfg(feature = "local")]
