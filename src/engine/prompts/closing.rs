@@ -22,12 +22,13 @@ pub fn aggregator_messages(panel: &Panel, item: &Item, finals: &str, facts: &str
     );
     let user = format!(
         "{}\n\nThe final evaluations of every stakeholder group:\n{finals}\n{facts}\n\
-         Write a short synthesis (at most 200 words) in three paragraphs, beginning with \"Agreement:\", \
-         \"Disagreement:\" and \"Overall:\": what the stakeholders agree on, where their results are closest; \
+         Write a short synthesis (at most 200 words) in three paragraphs, beginning with {}: what the \
+         stakeholders agree on, where their results are closest; \
          where their results differ most, and the reasons the members gave; what the panel's result says about \
          the content's quality. Say what the panel found, not whether a member is right. Do not list the scores \
          again; a number you give is one of the lines above.",
-        render_item(item)
+        render_item(item),
+        section_headings(),
     );
     vec![ChatMessage::system(system), ChatMessage::user(user)]
 }
@@ -155,11 +156,12 @@ pub fn group_synthesis_messages(
     let user = format!(
         "{}\n\nThe debate of the \"{group}\" stakeholder group, from the first evaluations on:\n{}\n\
          Each member's final feedback:\n{finals}\nThe group's average scores: {average}.\n\n\
-         Write the group's synthesis (at most 250 words) in three paragraphs, beginning with \"Agreement:\", \
-         \"Disagreement:\" and \"Overall:\": where the members agree, where they still disagree and why, and \
+         Write the group's synthesis (at most 250 words) in three paragraphs, beginning with {}: where the \
+         members agree, where they still disagree and why, and \
          what the group's average scores mean for the content's quality. Do not list every score again.",
         render_item(item),
         render_history(panel, history),
+        section_headings(),
     );
     vec![ChatMessage::system(system), ChatMessage::user(user)]
 }
@@ -171,6 +173,13 @@ pub const AGGREGATOR_OPENING: &str = SYNTHESIS_SECTIONS[0];
 
 /// The headings of a synthesis's three paragraphs, in order.
 pub const SYNTHESIS_SECTIONS: [&str; 3] = ["Agreement:", "Disagreement:", "Overall:"];
+
+/// [`SYNTHESIS_SECTIONS`] as a synthesis request names them:
+/// `"Agreement:", "Disagreement:" and "Overall:"`.
+fn section_headings() -> String {
+    let [first, second, last] = SYNTHESIS_SECTIONS;
+    format!("\"{first}\", \"{second}\" and \"{last}\"")
+}
 
 /// Messages for the final judge of a discussion without consensus.
 pub fn final_judge_messages(panel: &Panel, item: &Item, history: &[HistoryEntry]) -> Vec<ChatMessage> {
@@ -238,5 +247,14 @@ mod tests {
         assert_eq!(results_facts(&panel, &[GroupResult { name: "Teachers".into(), ..none.clone() }], &none), "");
         let messages = aggregator_messages(&panel, &crate::testkit::item(), "- Ann: grammar 4\n", &facts);
         assert!(messages[1].content.contains("- Ann: grammar 4\n\nWhat the results show"));
+        // The request names the headings the reply is held to, in order.
+        assert!(
+            messages[1].content.contains(
+                "in three paragraphs, beginning with \"Agreement:\", \"Disagreement:\" and \"Overall:\": what the \
+                 stakeholders agree on"
+            ),
+            "{}",
+            messages[1].content
+        );
     }
 }
