@@ -329,8 +329,11 @@ impl<'a, 'm> ModelContext<'a, 'm> {
         let mut finish = if grammar.is_some() && !request.prose_first {
             Finish::Stop
         } else {
-            let guard =
-                request.no_copy.as_ref().map(|n| CopyGuard::new(&n.avoid, &n.quotable, &n.names).strict(&n.strict));
+            let guard = request.no_copy.as_ref().map(|n| {
+                CopyGuard::new(&n.avoid, &n.quotable, &n.names)
+                    .strict(&n.strict)
+                    .answering(n.answers.as_deref(), &n.names)
+            });
             let speaker = request
                 .no_copy
                 .as_ref()
