@@ -108,6 +108,7 @@ fn write_session(path: &Path) {
             truncated: false,
             repeats: None,
             misquotes: Vec::new(),
+            misstates: Vec::new(),
             endpoint: None,
         });
         if turn % 12 == 11 {

@@ -159,6 +159,7 @@ fn write_log(path: &Path, panel: &Panel, index: u64) {
                     truncated: false,
                     repeats: None,
                     misquotes: Vec::new(),
+                    misstates: Vec::new(),
                     endpoint: None,
                 },
             );
@@ -317,6 +318,7 @@ fn write_pairwise_log(path: &Path, panel: &Panel, index: u64) {
                     truncated: false,
                     repeats: None,
                     misquotes: Vec::new(),
+                    misstates: Vec::new(),
                     endpoint: None,
                 });
                 if !broken {

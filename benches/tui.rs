@@ -89,6 +89,7 @@ fn events(agents: usize, turns: u64) -> Vec<Event> {
             truncated: false,
             repeats: None,
             misquotes: Vec::new(),
+            misstates: Vec::new(),
             endpoint: None,
         });
     }
@@ -155,6 +156,7 @@ fn bench(c: &mut Criterion) {
                     truncated: true,
                     repeats: None,
                     misquotes: Vec::new(),
+                    misstates: Vec::new(),
                     endpoint: None,
                 };
                 app.on_session_event(&Event { seq, t, kind });

@@ -34,7 +34,10 @@ with prose before their JSON) have words that no earlier reply of the
 session had word for word; and how many standing speeches take their own
 speaker for the member they answer ("agree with" / "agreed with" /
 "agreeing with" followed by the speaker's name, with or without its
-title: "Dana, I disagree with Amara" from Amara).
+title: "Dana, I disagree with Amara" from Amara); and the aggregator's
+syntheses: how many replies, how many gave someone a score the results do
+not show (`misstates`, the rule in `src/engine/synthesis_claims.rs`; logs
+of version 9 on), and whether the one that stands (the last) still does.
 Prints one line per log and the totals; `--json` prints them as JSON.
 """
 
@@ -96,7 +99,8 @@ def stats(path):
     latest = {}  # agent -> latest evaluation
     s = {"turns": 0, "changed": 0, "named": 0, "prose_first": 0, "finished": 0, "picks_llm": 0, "picks_policy": 0,
          "picks_human": 0, "fallbacks": 0, "reasons_replaced": 0, "moderator_replies": 0, "reasons_mismatched": 0, "speeches": 0, "distinct_speeches": 0,
-         "misquoting_speeches": 0, "misquoting_drafts": 0, "against_itself": 0, "replies": 0, "distinct_replies": 0, "duration_s": None, "status": None}
+         "misquoting_speeches": 0, "misquoting_drafts": 0, "syntheses": 0, "syntheses_misstating": 0,
+         "synthesis_standing_misstates": False, "against_itself": 0, "replies": 0, "distinct_replies": 0, "duration_s": None, "status": None}
     debate = []  # (agent, kind, repeats) of every debate turn, in order
     seen_words = set()
     with open(path, encoding="utf-8") as f:
@@ -129,6 +133,10 @@ def stats(path):
                 if t.get("role") == "moderator":
                     s["moderator_replies"] += 1
                     s["reasons_mismatched"] += "does not match" in (e.get("parse_error") or "")
+                if t.get("role") == "aggregator":
+                    s["syntheses"] += 1
+                    s["syntheses_misstating"] += bool(e.get("misstates"))
+                    s["synthesis_standing_misstates"] = bool(e.get("misstates"))
                 if t.get("role", "agent") != "agent":
                     continue
                 kind_of_turn = t.get("kind", "speak")
@@ -194,7 +202,9 @@ def line(label, s):
             f"misquoting speeches {pct(s['misquoting_speeches'], s['speeches'])} "
             f"(debate replies misquoting, drafts included: {s['misquoting_drafts']}), "
             f"speeches that answer their own speaker {pct(s['against_itself'], s['speeches'])}, "
-            f"distinct replies {pct(s['distinct_replies'], s['replies'])}")
+            f"distinct replies {pct(s['distinct_replies'], s['replies'])}; "
+            f"syntheses {s['syntheses']}, misstating {s['syntheses_misstating']}"
+            f"{' (the standing one too)' if s['synthesis_standing_misstates'] else ''}")
 
 
 def main(argv):
@@ -207,7 +217,7 @@ def main(argv):
     total = {k: 0 for k in ("turns", "changed", "named", "prose_first", "finished", "picks_llm", "picks_policy", "picks_human",
                             "fallbacks", "reasons_replaced", "moderator_replies", "reasons_mismatched", "speeches", "distinct_speeches", "misquoting_speeches",
                             "misquoting_drafts", "against_itself", "replies",
-                            "distinct_replies")}
+                            "distinct_replies", "syntheses", "syntheses_misstating", "synthesis_standing_misstates")}
     for s in all_stats.values():
         for k in total:
             total[k] += s[k]

@@ -353,6 +353,7 @@ impl<W: Write> Transcript<W> {
                 truncated,
                 repeats,
                 misquotes,
+                misstates,
                 ..
             } => {
                 let mut footer = match (evaluation, parse_error) {
@@ -383,7 +384,7 @@ impl<W: Write> Transcript<W> {
                 } else {
                     footer = format!("{footer}\n{stats}");
                 }
-                match draft_words(repeats.as_deref(), !misquotes.is_empty()) {
+                match draft_words(repeats.as_deref(), !misquotes.is_empty(), !misstates.is_empty()) {
                     Some(did) => self.drafts.insert(agent.clone(), did),
                     None => self.drafts.remove(agent),
                 };
@@ -392,6 +393,9 @@ impl<W: Write> Transcript<W> {
                         "\n  {}",
                         p.yellow(&format!("misquotes “{quote}” (not in the item or the discussion)"))
                     ));
+                }
+                for claim in misstates {
+                    footer.push_str(&format!("\n  {}", p.yellow(&format!("misstates {claim}"))));
                 }
                 // A pair's verdict follows the turn: its words and its line wait for it.
                 if let Some(b) = self.turns.get_mut(turn).filter(|b| b.pair.is_some() && parse_error.is_none()) {
@@ -657,9 +661,13 @@ fn round2(v: f64) -> f64 {
     (v * 100.0).round() / 100.0
 }
 
-/// What a reply did that a speech is asked for again for: "repeated Ann's
-/// speech", "misquoted", or both; `None` when it did neither.
-fn draft_words(repeats: Option<&str>, misquoted: bool) -> Option<String> {
+/// What a reply did that it is asked for again for: "repeated Ann's
+/// speech", "misquoted", or both; a synthesis's "gave scores the results do
+/// not show"; `None` when it did none of these.
+fn draft_words(repeats: Option<&str>, misquoted: bool, misstated: bool) -> Option<String> {
+    if misstated {
+        return Some("gave scores the results do not show".to_string());
+    }
     match (repeats, misquoted) {
         (Some(who), false) => Some(format!("repeated {who}'s speech")),
         (Some(who), true) => Some(format!("repeated {who}'s speech and misquoted")),

@@ -26,6 +26,8 @@ pub mod reasons;
 pub mod recorder;
 pub mod repeats;
 mod review;
+mod sentences;
+pub mod synthesis_claims;
 pub mod trim;
 pub(crate) mod verdict;
 pub mod vote;

@@ -397,6 +397,7 @@ mod tests {
                 truncated: false,
                 repeats: None,
                 misquotes: Vec::new(),
+                misstates: Vec::new(),
                 endpoint: None,
             },
         ]

@@ -328,6 +328,7 @@ mod tests {
             truncated: false,
             repeats: None,
             misquotes: Vec::new(),
+            misstates: Vec::new(),
             started: chrono::Utc::now(),
             pair: None,
             pair_verdict: None,

@@ -80,6 +80,7 @@ mod session_stages;
 mod shards;
 mod stats_fixtures;
 mod structured_output;
+mod synthesis_claims;
 mod tui_chateval;
 mod tui_examples;
 mod tui_optimize;

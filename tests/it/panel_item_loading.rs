@@ -728,7 +728,7 @@ fn a_protocol_table_takes_the_settings_its_protocol_declares() {
     assert_eq!(
         error_of(&maj),
         "panel.toml:5:1: protocol.samples: unknown field; valid fields here: kind, preset, personas, stance, turns, \
-         first_feedback, aggregation, history, repeats, quotes, reasons"
+         first_feedback, aggregation, history, repeats, quotes, reasons, claims"
     );
 }
 

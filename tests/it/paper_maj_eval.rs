@@ -101,7 +101,8 @@ async fn under_the_paper_preset_each_agent_has_its_own_persona_and_sees_nobody_e
                     "history",
                     "repeats",
                     "quotes",
-                    "reasons"
+                    "reasons",
+                    "claims"
                 ]
             );
         }

@@ -43,6 +43,7 @@ fn completed(turn: u64, agent: &str, latency_ms: u64) -> EventKind {
         truncated: true,
         repeats: None,
         misquotes: Vec::new(),
+        misstates: Vec::new(),
         endpoint: None,
     }
 }

@@ -33,6 +33,19 @@ pub fn aggregator_messages(panel: &Panel, item: &Item, finals: &str, facts: &str
     vec![ChatMessage::system(system), ChatMessage::user(user)]
 }
 
+/// The follow-up to a synthesis that gave someone a score the results do
+/// not show: what it gave (`claims`, each as
+/// `synthesis_claims::Misstated::note` words it), and the request to write
+/// it again.
+pub fn synthesis_retry(claims: &[String]) -> ChatMessage {
+    ChatMessage::user(format!(
+        "Your synthesis gives {}. Write it again, in the same three paragraphs: give a member's score only as \
+         that member's and a group's result only as that group's, as the lines above show them, or leave the \
+         number out.",
+        claims.join("; ")
+    ))
+}
+
 /// One group's result and its members' final scores, for
 /// [`results_facts`].
 #[derive(Debug, Clone, Default)]

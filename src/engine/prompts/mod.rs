@@ -31,7 +31,7 @@ pub use ahead::{debate_ahead, discussion_ahead};
 pub(crate) use ahead::{shared_so_far, with_placeholder};
 pub use closing::{
     AGGREGATOR_OPENING, GroupResult, SYNTHESIS_SECTIONS, aggregator_messages, final_judge_messages,
-    group_synthesis_messages, results_facts,
+    group_synthesis_messages, results_facts, synthesis_retry,
 };
 pub use format::{fmt_num, format_scores, one_decimal, turns};
 pub(crate) use history::render_history;

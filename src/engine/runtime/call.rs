@@ -23,6 +23,9 @@ pub struct Marks {
     pub repeats: Option<String>,
     /// Its quotations that nothing it was shown contains (see [`crate::engine::quotes`]).
     pub misquotes: Vec<String>,
+    /// A synthesis's claims the results do not hold (see
+    /// [`crate::engine::synthesis_claims`]).
+    pub misstates: Vec<String>,
 }
 
 impl Run {
@@ -248,6 +251,7 @@ impl Run {
             truncated: matches!(completion.finish_reason.as_deref(), Some("length" | "max_tokens")),
             repeats: marks.repeats,
             misquotes: marks.misquotes,
+            misstates: marks.misstates,
             endpoint: completion.endpoint.clone(),
         });
         let run_spent = self.config.run_budget.as_ref().and_then(|b| b.add(&completion.usage));

@@ -86,12 +86,12 @@ impl Run {
                 answers: messages.opening_text().and_then(crate::engine::prompts::answered_in).map(str::to_string),
             })
         });
-        // A repair asks for the object alone.
-        let spec = |kind, messages, ahead, prose_first| CallSpec {
+        // A repair asks for the object alone, under the verdict's repair schema.
+        let spec = |kind, messages, ahead, prose_first, schema| CallSpec {
             turn,
             kind,
             messages,
-            schema: schema.clone(),
+            schema,
             top_logprobs: verdict.top_logprobs(),
             prose_first,
             ahead,
@@ -119,7 +119,7 @@ impl Run {
             }
         };
         let (turn, result, latency) =
-            self.call(spec(kind, messages.clone(), ahead, verdict.prose_first(turn.phase))).await;
+            self.call(spec(kind, messages.clone(), ahead, verdict.prose_first(turn.phase), schema)).await;
         let completion = match result {
             Ok(c) => c,
             Err(e) => return Reply { spoken: Spoken::Failed(e), repeats: None, misquotes: Vec::new() },
@@ -133,6 +133,7 @@ impl Run {
         let marks = Marks {
             repeats: repeats.as_ref().map(|(agent, _)| agent.clone()),
             misquotes: misquotes.iter().map(|(q, _)| q.clone()).collect(),
+            ..Marks::default()
         };
         let error = match settle(turn, kind, &completion, latency, false, marks) {
             Ok(evaluation) => {
@@ -148,7 +149,8 @@ impl Run {
         }
         // The reply stays whole after the (perhaps shortened) request it answered.
         let repair = messages.then([ChatMessage::assistant(completion.text.clone()), verdict.repair(&error)]);
-        let (turn2, result2, latency2) = self.call(spec(verdict.repair_kind(), repair, None, false)).await;
+        let schema2 = verdict.repair_schema(&error).map(Arc::new);
+        let (turn2, result2, latency2) = self.call(spec(verdict.repair_kind(), repair, None, false, schema2)).await;
         let spoken = match result2 {
             Err(e) => unparsed(completion.text, format!("{error}; asking again failed: {e}")),
             Ok(c2) => match settle(turn2, verdict.repair_kind(), &c2, latency2, done, Marks::default()) {

@@ -4,7 +4,7 @@
 //! own settings are those of the prompts every discussion shares. It has no
 //! paper, so nothing it does is a departure from one.
 
-use super::maj_eval::{FIRST_FEEDBACK, PERSONAS, REASONS, STANCE, TURNS};
+use super::maj_eval::{CLAIMS, FIRST_FEEDBACK, PERSONAS, REASONS, STANCE, TURNS};
 use super::*;
 
 pub(super) const SPEC: ProtocolSpec = ProtocolSpec {
@@ -21,6 +21,7 @@ pub(super) const SPEC: ProtocolSpec = ProtocolSpec {
         SettingSpec { paper: Paper::Any, ..REPEATS },
         SettingSpec { paper: Paper::Any, ..QUOTES },
         SettingSpec { paper: Paper::Any, ..REASONS },
+        SettingSpec { paper: Paper::Any, ..CLAIMS },
     ],
     results: Results::Scores,
     stage_names: STAGES,

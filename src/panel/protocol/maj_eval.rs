@@ -20,6 +20,7 @@ pub(super) const SPEC: ProtocolSpec = ProtocolSpec {
         REPEATS,
         QUOTES,
         REASONS,
+        CLAIMS,
     ],
     results: Results::Scores,
     stage_names: STAGES,
@@ -59,6 +60,15 @@ pub(super) const REASONS: SettingSpec = SettingSpec {
                 said to differ, members of the group); one that claims what the table does not show is asked \
                 again once with the correction, then replaced by the disagreement policy's choice; as-given: \
                 the moderator's choice stands whatever its reason says",
+        paper: Paper::Text("as-given"),
+    };
+
+pub(super) const CLAIMS: SettingSpec = SettingSpec {
+        key: "claims",
+        kind: SettingKind::Choice { options: &["checked", "as-given"], default: "checked" },
+        about: "checked: a synthesis that gives a member, a group or the panel a score the results do not show \
+                (a group's result as one member's score) is written again once with the correction, and kept \
+                marked if it still does; as-given: the synthesis stands as written",
         paper: Paper::Text("as-given"),
     };
 

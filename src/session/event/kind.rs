@@ -116,6 +116,11 @@ pub enum EventKind {
         /// contains (the rule of `engine::quotes`), as the speech wrote them.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         misquotes: Vec<String>,
+        /// A synthesis's claims that give someone a score the results do
+        /// not show (the rule of `engine::synthesis_claims`), each with
+        /// what the score is.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        misstates: Vec<String>,
         /// The endpoint of a provider's pool that served the call (its base
         /// URL without credentials or query), when the provider has several.
         #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -32,8 +32,9 @@ pub use payload::{
 /// version 7 `turn_abandoned` (a resumed session's interrupted turns) and
 /// `speaker_requested` (a person's pick or veto, recorded when given);
 /// version 8 `turn_completed.misquotes` (an earlier log's replies were not
-/// checked for them). Every earlier version still loads.
-pub const SCHEMA_VERSION: u32 = 8;
+/// checked for them); version 9 `turn_completed.misstates` (a synthesis's
+/// numbers checked against the results). Every earlier version still loads.
+pub const SCHEMA_VERSION: u32 = 9;
 
 fn first_schema_version() -> u32 {
     1

@@ -121,6 +121,7 @@ impl SessionView {
                     truncated: false,
                     repeats: None,
                     misquotes: Vec::new(),
+                    misstates: Vec::new(),
                     started: event.t,
                     pair: pair.clone(),
                     pair_verdict: None,
@@ -166,6 +167,7 @@ impl SessionView {
                 truncated,
                 repeats,
                 misquotes,
+                misstates,
                 ..
             } => {
                 self.waiting.remove(turn);
@@ -183,6 +185,7 @@ impl SessionView {
                     t.truncated = *truncated;
                     t.repeats = repeats.clone();
                     t.misquotes = misquotes.clone();
+                    t.misstates = misstates.clone();
                     (t.phase, t.kind)
                 };
                 let turn_id = *turn;
@@ -470,4 +473,4 @@ pub fn logged_departures(schema_version: u32, departures: &[Departure], panel: O
 /// Settings added with a log version, and that version: a run written
 /// before it kept repeated and misquoting speeches as said and took the
 /// moderator's reasons as given, as their paper values do.
-const SINCE_VERSION: [(&str, u32); 3] = [("repeats", 6), ("reasons", 6), ("quotes", 8)];
+const SINCE_VERSION: [(&str, u32); 4] = [("repeats", 6), ("reasons", 6), ("quotes", 8), ("claims", 9)];

@@ -42,6 +42,9 @@ pub struct TurnView {
     /// Quotations in the reply that nothing it was shown contains (see
     /// `engine::quotes`).
     pub misquotes: Vec<String>,
+    /// A synthesis's claims that the results do not hold (see
+    /// `engine::synthesis_claims`).
+    pub misstates: Vec<String>,
     pub started: DateTime<Utc>,
     /// Pairwise: the pair the turn compares, in the order it showed them.
     pub pair: Option<crate::session::pairwise::PairRef>,

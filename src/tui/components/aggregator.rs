@@ -7,6 +7,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Wrap};
 
 use super::{abbrev, pane, score_spans};
+use crate::session::event::Role;
 use crate::session::fold::{AggregateView, SessionView};
 use crate::tui::app::{App, Focus};
 use crate::tui::theme::Theme;
@@ -71,6 +72,17 @@ fn live_means(v: &SessionView, agents: &[String], dims: &[String]) -> AggregateV
     }
 }
 
+/// The marks of the synthesis shown (the last aggregator turn of `group`,
+/// or the panel's): each score it gives that the results do not hold.
+fn misstated(v: &SessionView, group: Option<&str>, theme: &Theme) -> Vec<Line<'static>> {
+    let last = v.turns.iter().rev().find(|t| t.role == Role::Aggregator && t.group.as_deref() == group);
+    last.map(|t| &t.misstates)
+        .into_iter()
+        .flatten()
+        .map(|claim| Line::from(Span::styled(format!("misstates {claim}"), theme.error())))
+        .collect()
+}
+
 pub fn draw(f: &mut Frame, area: Rect, app: &mut App) {
     let theme = app.env.theme().clone();
     let focused = app.focus == Focus::Aggregator;
@@ -117,6 +129,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &mut App) {
         for l in a.feedback.lines() {
             lines.push(Line::from(Span::styled(l.to_string(), theme.text())));
         }
+        lines.extend(misstated(v, None, &theme));
     } else {
         for g in &v.groups {
             if let Some(a) = &g.aggregate
@@ -127,6 +140,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &mut App) {
                 for l in a.feedback.lines() {
                     lines.push(Line::from(Span::styled(l.to_string(), theme.text())));
                 }
+                lines.extend(misstated(v, Some(&g.name), &theme));
             }
         }
     }

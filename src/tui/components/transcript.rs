@@ -98,6 +98,9 @@ fn build(v: &SessionView, e: &TimelineEntry, width: u16, theme: &Theme, wraps: &
                 for quote in &t.misquotes {
                     out.extend(wrapped("  ", &format!("misquotes “{quote}”"), theme.error()));
                 }
+                for claim in &t.misstates {
+                    out.extend(wrapped("  ", &format!("misstates {claim}"), theme.error()));
+                }
             }
             for l in wraps.lines(t, inner) {
                 out.push(Line::from(Span::styled(format!("  {}", l.text), theme.text())));

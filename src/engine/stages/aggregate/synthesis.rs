@@ -6,19 +6,20 @@ use std::fmt::Write;
 
 use crate::engine::discussion::redraws;
 use crate::engine::prompts::{self, HistoryEntry};
-use crate::engine::runtime::{CallSpec, Run, TurnSpec, eval_scores};
+use crate::engine::runtime::{CallSpec, Marks, Run, TurnSpec, eval_scores};
+use crate::engine::synthesis_claims::{self, ResultFacts};
 use crate::engine::trim::Prompt;
-use crate::provider::NoCopy;
+use crate::provider::{ChatMessage, Completion, NoCopy};
 use crate::session::event::{Phase, Role, TurnKind};
 
 /// The panel's synthesis of every member's final evaluation.
 pub(super) async fn of_panel(run: &Run) -> String {
-    let facts = {
+    let (facts, checked) = {
         let (groups, whole) = group_results(run);
-        prompts::results_facts(&run.panel, &groups, &whole)
+        (prompts::results_facts(&run.panel, &groups, &whole), ResultFacts::new(&run.panel, &groups, Some(&whole)))
     };
     let messages = prompts::aggregator_messages(&run.panel, run.item(), &panel_finals(run), &facts);
-    synthesis(run, None, Prompt::fixed(messages)).await
+    synthesis(run, None, Prompt::fixed(messages), &checked).await
 }
 
 /// Each group's result and the panel's (a person's overrides applied),
@@ -72,7 +73,7 @@ fn panel_finals(run: &Run) -> String {
 /// feedback (its last contribution: the one that said NO MORE COMMENTS, for
 /// a member who finished) and the group's average scores.
 pub(super) async fn of_group(run: &Run, group: &str) -> String {
-    let (history, finals, average) = {
+    let (history, finals, average, checked) = {
         let st = run.state();
         let history = st.histories.get(group).cloned().unwrap_or_default();
         let mut finals = String::new();
@@ -108,12 +109,19 @@ pub(super) async fn of_group(run: &Run, group: &str) -> String {
         } else {
             mean.iter().map(|(k, v)| format!("{k} {}", prompts::fmt_num(*v))).collect::<Vec<_>>().join(", ")
         };
-        (history, finals, average)
+        let members = st
+            .agents
+            .iter()
+            .filter(|a| a.group == group)
+            .filter_map(|a| Some((a.name.clone(), eval_scores(a.progress.latest.as_ref()?))))
+            .collect();
+        let result = prompts::GroupResult { name: group.to_string(), result: mean, human: Vec::new(), members };
+        (history, finals, average, ResultFacts::new(&run.panel, &[result], None))
     };
     let build =
         |h: &[HistoryEntry]| prompts::group_synthesis_messages(&run.panel, run.item(), group, h, &finals, &average);
     let prompt = Prompt::discussion(&run.panel, &history, &build);
-    synthesis(run, Some(group), prompt).await
+    synthesis(run, Some(group), prompt, &checked).await
 }
 
 /// Nothing to avoid but the synthesis's own earlier words (the embedded
@@ -134,43 +142,57 @@ fn own_words_only(run: &Run) -> NoCopy {
 }
 
 /// The aggregator's call: its synthesis, or nothing when the call failed
-/// (which fails the run) or the run is closing.
-async fn synthesis(run: &Run, group: Option<&str>, messages: Prompt<'_>) -> String {
+/// (which fails the run) or the run is closing. Under `claims = "checked"`
+/// a synthesis that gives someone a score the results (`facts`) do not
+/// show is recorded with those claims and written again once; the second
+/// is kept, marked if it still does (a failed second call keeps the first).
+async fn synthesis(run: &Run, group: Option<&str>, messages: Prompt<'_>, facts: &ResultFacts) -> String {
     let binding = run.config.bindings.for_role(Role::Aggregator).clone();
-    let spec = CallSpec {
+    let checked = !run.panel.protocol.has("claims", "as-given");
+    let no_copy = redraws(&run.panel).then(|| std::sync::Arc::new(own_words_only(run)));
+    let messages =
+        messages.opening(Some(prompts::AGGREGATOR_OPENING.to_string())).sections(&prompts::SYNTHESIS_SECTIONS);
+    let spec = |messages, kind| CallSpec {
         turn: TurnSpec::of_role(run, Role::Aggregator, &binding, group, Phase::Aggregation, &run.quit),
-        kind: TurnKind::Judge,
-        messages: messages
-            .opening(Some(prompts::AGGREGATOR_OPENING.to_string()))
-            .sections(&prompts::SYNTHESIS_SECTIONS),
+        kind,
+        messages,
         schema: None,
         top_logprobs: None,
         prose_first: true,
         ahead: None,
-        no_copy: redraws(&run.panel).then(|| std::sync::Arc::new(own_words_only(run))),
+        no_copy: no_copy.clone(),
         echo: None,
     };
-    let (turn, result, latency) = run.call(spec).await;
-    match result {
-        Ok(c) => {
-            run.complete_turn(
-                turn,
-                Role::Aggregator.label(),
-                Role::Aggregator,
-                TurnKind::Judge,
-                &c,
-                None,
-                None,
-                latency,
-                false,
-                Default::default(),
-            );
-            c.text.trim().to_string()
-        }
-        Err(crate::provider::ProviderError::Cancelled) => String::new(),
+    // Record a reply, with the claims of it that the results do not hold.
+    let settle = |turn, kind, c: &Completion, latency| {
+        let wrong = if checked { synthesis_claims::check(&c.text, facts) } else { Vec::new() };
+        let marks = Marks { misstates: wrong.iter().map(ToString::to_string).collect(), ..Marks::default() };
+        run.complete_turn(turn, Role::Aggregator.label(), Role::Aggregator, kind, c, None, None, latency, false, marks);
+        wrong
+    };
+    let (turn, result, latency) = run.call(spec(messages.clone(), TurnKind::Judge)).await;
+    let first = match result {
+        Ok(c) => c,
+        Err(crate::provider::ProviderError::Cancelled) => return String::new(),
         Err(e) => {
             run.fail(format!("aggregator: {e}"));
-            String::new()
+            return String::new();
         }
+    };
+    let wrong = settle(turn, TurnKind::Judge, &first, latency);
+    if wrong.is_empty() || run.quit.is_cancelled() {
+        return first.text.trim().to_string();
+    }
+    let again = messages.then([
+        ChatMessage::assistant(first.text.clone()),
+        prompts::synthesis_retry(&wrong.iter().map(|m| m.note()).collect::<Vec<_>>()),
+    ]);
+    let (turn, result, latency) = run.call(spec(again, TurnKind::Redraw)).await;
+    match result {
+        Ok(c) => {
+            settle(turn, TurnKind::Redraw, &c, latency);
+            c.text.trim().to_string()
+        }
+        Err(_) => first.text.trim().to_string(),
     }
 }

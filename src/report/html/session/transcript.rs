@@ -219,6 +219,9 @@ fn turn(h: &mut Html, v: &SessionView, t: &TurnView) {
     for quote in &t.misquotes {
         badge(h, &format!("misquotes “{quote}”"));
     }
+    for claim in &t.misstates {
+        badge(h, &format!("misstates {claim}"));
+    }
     if v.pairwise.hides_turn(t.id) {
         h.elem("div", &[("class", "what")], "blind comparison: hidden until a person labels the pair");
         h.close("div");
